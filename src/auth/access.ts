@@ -1,0 +1,98 @@
+/**
+ * What a principal may do, as one check used by every endpoint. Roles and legacy scopes both compile to
+ * a list of grants; the root token gets one grant covering everything.
+ *
+ * Invariant: a check that answers "no" never depends on whether a key exists. Callers first ask the
+ * namespace-level questions (`mayInNamespace`, `mayBeneath`), and only then look at stored types.
+ */
+import {
+  patternCoversSubtree,
+  patternMatches,
+  patternReachesInto,
+  parsePattern,
+  type NamespacePattern,
+} from './patterns.js';
+import { VALUE_TYPES, type Action, type RoleRule, type ValueType } from './roles.js';
+
+export interface Grant {
+  readonly pattern: NamespacePattern;
+  readonly actions: ReadonlySet<Action>;
+  readonly types: ReadonlySet<ValueType>;
+}
+
+/** A legacy scope as stored: booleans already defaulted. */
+export interface Scope {
+  readonly namespace: string;
+  readonly read: boolean;
+  readonly write: boolean;
+}
+
+export interface Capability {
+  readonly namespace: string;
+  readonly actions: readonly string[];
+  readonly types: readonly ValueType[];
+}
+
+export class AccessPolicy {
+  constructor(private readonly grants: readonly Grant[]) {}
+
+  /** May `action` be done in `ns` on a value of `type`? */
+  may(action: Action, ns: string, type: ValueType): boolean {
+    return this.grants.some((g) => g.actions.has(action) && g.types.has(type) && patternMatches(g.pattern, ns));
+  }
+
+  /** May `action` be done in `ns` on a value of at least one type? */
+  mayInNamespace(action: Action, ns: string): boolean {
+    return this.grants.some((g) => g.actions.has(action) && patternMatches(g.pattern, ns));
+  }
+
+  /** May `action` be done in `ns` or in some namespace beneath it? */
+  mayBeneath(action: Action, ns: string): boolean {
+    return this.grants.some((g) => g.actions.has(action) && patternReachesInto(g.pattern, ns));
+  }
+
+  /** May `action` be done on every type in `ns` and everywhere beneath it? */
+  mayEverywhereBeneath(action: Action, ns: string): boolean {
+    return VALUE_TYPES.every((type) =>
+      this.grants.some((g) => g.actions.has(action) && g.types.has(type) && patternCoversSubtree(g.pattern, ns)),
+    );
+  }
+
+  capabilities(): Capability[] {
+    return this.grants.map((g) => ({
+      namespace: g.pattern.text,
+      actions: [...g.actions],
+      types: VALUE_TYPES.filter((t) => g.types.has(t)),
+    }));
+  }
+}
+
+function pattern(text: string): NamespacePattern {
+  const parsed = parsePattern(text);
+  // Patterns are validated when a role is configured or a token created; reaching this is a bug.
+  if (!parsed) throw new Error(`invalid namespace pattern reached the access policy`);
+  return parsed;
+}
+
+export function policyFromRules(rules: readonly RoleRule[]): AccessPolicy {
+  return new AccessPolicy(
+    rules.flatMap((rule) =>
+      rule.namespaces.map((ns) => ({ pattern: pattern(ns), actions: new Set(rule.actions), types: new Set(rule.types) })),
+    ),
+  );
+}
+
+export function policyFromScopes(scopes: readonly Scope[]): AccessPolicy {
+  return new AccessPolicy(
+    scopes.map((s) => {
+      const actions = new Set<Action>();
+      if (s.read) actions.add('read').add('list');
+      if (s.write) actions.add('write').add('delete');
+      return { pattern: pattern(s.namespace), actions, types: new Set(VALUE_TYPES) };
+    }),
+  );
+}
+
+export const ROOT_POLICY = policyFromRules([
+  { namespaces: ['*'], actions: ['read', 'list', 'write', 'delete'], types: ['config', 'secret'] },
+]);

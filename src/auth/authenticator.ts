@@ -1,0 +1,93 @@
+/**
+ * Turns a presented bearer value into a Principal.
+ *
+ * - argon2id runs at most once per token value per process: verified values are remembered in a bounded
+ *   cache keyed by HMAC-SHA256(per-process random key, value), so the cache never holds a token.
+ *   Concurrent first uses of one value share a single verification.
+ * - Every request still reads the token's record, so revocation and expiry apply on the very next request.
+ * - A value of the token shape whose id is unknown fails without argon2; so does a value of another
+ *   shape unless the root token itself has another shape.
+ * - Values that failed verification go to a separate bounded cache, so a flood of wrong tokens can
+ *   neither repeat argon2 work for the same value nor evict verified ones.
+ */
+import { createHmac } from 'node:crypto';
+import { randomBytes } from '../crypto/random.js';
+import { AppError } from '../errors.js';
+import type { Argon2Gate } from './argon2-gate.js';
+import { BoundedCache } from './bounded-cache.js';
+import { ROOT_PRINCIPAL, type Principal, type PrincipalFactory } from './principal.js';
+import type { RootRecord } from './root-token.js';
+import { parseToken } from './token-format.js';
+import { statusOf, type TokenStore } from './token-store.js';
+
+export interface AuthenticatorDeps {
+  readonly tokens: Pick<TokenStore, 'get'>;
+  readonly argon2: Pick<Argon2Gate, 'verify'>;
+  readonly principals: PrincipalFactory;
+  readonly root: RootRecord;
+  readonly now: () => number;
+  readonly cacheSize?: number;
+}
+
+export const INVALID_TOKEN = 'the bearer token is invalid, expired or revoked';
+
+function unauthorized(detail = INVALID_TOKEN): AppError {
+  return new AppError('unauthorized', detail, undefined, { 'WWW-Authenticate': 'Bearer realm="coffer", error="invalid_token"' });
+}
+
+export class Authenticator {
+  private readonly hmacKey = randomBytes(32);
+  private readonly verified: BoundedCache<string, Principal>;
+  private readonly rejected: BoundedCache<string, true>;
+  private readonly inFlight = new Map<string, Promise<boolean>>();
+
+  constructor(private readonly deps: AuthenticatorDeps) {
+    this.verified = new BoundedCache(deps.cacheSize ?? 10_000);
+    this.rejected = new BoundedCache(deps.cacheSize ?? 10_000);
+  }
+
+  async authenticate(value: string): Promise<Principal> {
+    const cacheKey = createHmac('sha256', this.hmacKey).update(value).digest('base64');
+    const known = this.verified.get(cacheKey);
+    if (known) return known.isRoot ? known : this.ensureLive(known);
+    if (this.rejected.get(cacheKey)) throw unauthorized();
+
+    const { root } = this.deps;
+    const parts = parseToken(value);
+    if (parts && parts.id !== root.id) {
+      const record = await this.deps.tokens.get(parts.id);
+      if (!record || statusOf(record, this.deps.now()) !== 'active') throw unauthorized();
+      if (!(await this.verifyOnce(cacheKey, record.hash, parts.secret))) throw unauthorized();
+      const principal = this.deps.principals.forToken(record);
+      this.verified.set(cacheKey, principal);
+      return principal;
+    }
+    const rootCandidate = parts ? parts.id === root.id : root.id === null;
+    if (rootCandidate && (await this.verifyOnce(cacheKey, root.hash, value))) {
+      this.verified.set(cacheKey, ROOT_PRINCIPAL);
+      return ROOT_PRINCIPAL;
+    }
+    throw unauthorized();
+  }
+
+  private async ensureLive(principal: Principal): Promise<Principal> {
+    const record = await this.deps.tokens.get(principal.id);
+    if (!record || statusOf(record, this.deps.now()) !== 'active') throw unauthorized();
+    return principal;
+  }
+
+  private verifyOnce(cacheKey: string, hash: string, secret: string): Promise<boolean> {
+    let pending = this.inFlight.get(cacheKey);
+    if (!pending) {
+      pending = this.deps.argon2.verify(hash, secret).then((ok) => {
+        if (!ok) this.rejected.set(cacheKey, true);
+        return ok;
+      });
+      pending.finally(() => this.inFlight.delete(cacheKey)).catch(() => undefined);
+      this.inFlight.set(cacheKey, pending);
+    }
+    return pending;
+  }
+}
+
+export { unauthorized };

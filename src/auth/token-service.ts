@@ -1,0 +1,150 @@
+/**
+ * Token management: create, list and revoke (root only), and describing the caller (`/auth/me`).
+ * The request body has already passed its JSON schema (http/schemas.ts); this checks what a schema
+ * cannot: role names, namespace patterns, the TTL bounds from the configuration.
+ */
+import { forbidden, invalid, notFound, type FieldIssue } from '../errors.js';
+import type { Capability, Scope } from './access.js';
+import type { Argon2Gate } from './argon2-gate.js';
+import { parsePattern } from './patterns.js';
+import type { Principal, PrincipalFactory } from './principal.js';
+import { ROOT_ROLE } from './roles.js';
+import type { RootRecord } from './root-token.js';
+import { generateToken, isTokenId, parseToken } from './token-format.js';
+import { statusOf, type TokenMetadata, type TokenRecord, type TokenStatus, type TokenStore } from './token-store.js';
+
+export interface CreateTokenInput {
+  readonly role?: string;
+  readonly scopes?: readonly { namespace: string; read?: boolean; write?: boolean }[];
+  readonly expires_in?: number;
+  readonly metadata?: TokenMetadata;
+}
+
+export interface TokenView {
+  readonly id: string;
+  readonly role: string | null;
+  readonly scopes: readonly Scope[] | null;
+  readonly metadata: TokenMetadata;
+  readonly created_at: string;
+  readonly expires_at: string;
+  readonly status?: TokenStatus;
+}
+
+export interface TokenServiceDeps {
+  readonly store: TokenStore;
+  readonly argon2: Pick<Argon2Gate, 'hash'>;
+  readonly principals: PrincipalFactory;
+  readonly root: RootRecord;
+  readonly defaultTtl: number;
+  readonly maxTtl: number;
+  readonly now: () => number;
+}
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+function view(record: TokenRecord): TokenView {
+  return {
+    id: record.id,
+    role: record.role,
+    scopes: record.scopes,
+    metadata: record.metadata,
+    created_at: iso(record.createdAt),
+    expires_at: iso(record.expiresAt),
+  };
+}
+
+export function requireRoot(principal: Principal): void {
+  if (!principal.isRoot) throw forbidden();
+}
+
+export class TokenService {
+  constructor(private readonly deps: TokenServiceDeps) {}
+
+  async create(caller: Principal, input: CreateTokenInput): Promise<TokenView & { token: string; expires_in: number }> {
+    requireRoot(caller);
+    const grant = this.checkGrant(input);
+    const expiresIn = input.expires_in ?? this.deps.defaultTtl;
+    if (expiresIn > this.deps.maxTtl) {
+      throw invalid('expires_in is too large', [{ field: '/expires_in', in: 'body', message: `must be at most ${this.deps.maxTtl}` }]);
+    }
+    for (;;) {
+      const token = generateToken();
+      const now = this.deps.now();
+      const record: TokenRecord = {
+        id: token.id,
+        hash: await this.deps.argon2.hash(token.secret),
+        ...grant,
+        metadata: input.metadata ?? {},
+        createdAt: now,
+        expiresAt: now + expiresIn * 1000,
+        revokedAt: null,
+      };
+      // A clash of random 16-character ids is astronomically unlikely; if it happens, draw again.
+      if (token.id !== this.deps.root.id && (await this.deps.store.create(record))) {
+        return { token: token.value, ...view(record), expires_in: expiresIn };
+      }
+    }
+  }
+
+  async list(caller: Principal, all: boolean): Promise<TokenView[]> {
+    requireRoot(caller);
+    const now = this.deps.now();
+    const records = await this.deps.store.list();
+    return records
+      .map((record) => ({ ...view(record), status: statusOf(record, now) }))
+      .filter((token) => all || token.status === 'active')
+      .sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
+  }
+
+  /** Revokes by token value or id. Unknown → 404; already revoked → done. */
+  async revoke(caller: Principal, tokenOrId: string): Promise<void> {
+    requireRoot(caller);
+    const id = isTokenId(tokenOrId) ? tokenOrId : parseToken(tokenOrId)?.id;
+    if (id !== undefined && id === this.deps.root.id) {
+      throw invalid('the root token cannot be revoked; set COFFER_ROOT_TOKEN and restart to replace it');
+    }
+    if (id === undefined || (await this.deps.store.revoke(id, this.deps.now())) === 'missing') {
+      throw notFound('no such token');
+    }
+  }
+
+  describe(caller: Principal): {
+    id: string; is_root: boolean; role: string | null; scopes: readonly Scope[] | null;
+    metadata: TokenMetadata; expires_at: string | null; capabilities: Capability[];
+  } {
+    const capabilities = caller.access.capabilities();
+    if (caller.isRoot) capabilities[0] = { ...capabilities[0]!, actions: [...capabilities[0]!.actions, 'manage_tokens'] };
+    return {
+      id: caller.id,
+      is_root: caller.isRoot,
+      role: caller.role,
+      scopes: caller.scopes,
+      metadata: caller.metadata,
+      expires_at: caller.expiresAt === null ? null : iso(caller.expiresAt),
+      capabilities,
+    };
+  }
+
+  private checkGrant(input: CreateTokenInput): { role: string | null; scopes: Scope[] | null } {
+    if ((input.role === undefined) === (input.scopes === undefined)) {
+      throw invalid('exactly one of role and scopes is required', [{ field: '', in: 'body', message: 'give either role or scopes' }]);
+    }
+    if (input.role !== undefined) {
+      if (input.role === ROOT_ROLE || !this.deps.principals.hasRole(input.role)) {
+        throw invalid(`unknown role "${input.role}"`, [{ field: '/role', in: 'body', message: 'must name a role that can be given to a token' }]);
+      }
+      return { role: input.role, scopes: null };
+    }
+    const issues: FieldIssue[] = [];
+    const scopes = input.scopes!.map((s, i) => {
+      if (!parsePattern(s.namespace)) {
+        issues.push({ field: `/scopes/${i}/namespace`, in: 'body', message: 'must be *, a namespace, or a namespace followed by /*' });
+      }
+      const scope = { namespace: s.namespace, read: s.read ?? false, write: s.write ?? false };
+      if (!scope.read && !scope.write) issues.push({ field: `/scopes/${i}`, in: 'body', message: 'must grant read, write or both' });
+      return scope;
+    });
+    if (issues.length > 0) throw invalid('invalid scopes', issues);
+    return { role: null, scopes };
+  }
+}

@@ -1,0 +1,119 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Ajv } from 'ajv';
+import { checkRoleRules } from '../auth/roles.js';
+import { configSchema, type CofferConfig } from './schema.js';
+
+/** A setting that stops start-up; main.ts prints `setting: problem` as one line and exits 2. */
+export class ConfigError extends Error {
+  constructor(readonly setting: string, problem: string) {
+    super(`${setting}: ${problem}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+const DEFAULT_FILE = fileURLToPath(new URL('../../../config/default.json', import.meta.url));
+
+/** Environment variables and the configuration field each one sets. */
+export const ENV_SETTINGS = [
+  { env: 'COFFER_HOST', field: 'host', kind: 'string' },
+  { env: 'COFFER_PORT', field: 'port', kind: 'integer' },
+  { env: 'COFFER_DATA_DIR', field: 'data_dir', kind: 'string' },
+  { env: 'COFFER_MASTER_KEY_FILE', field: 'master_key_file', kind: 'string' },
+  { env: 'COFFER_ROOT_TOKEN', field: 'root_token', kind: 'string' },
+  { env: 'COFFER_DEFAULT_TTL', field: 'default_ttl', kind: 'integer' },
+  { env: 'COFFER_MAX_TTL', field: 'max_ttl', kind: 'integer' },
+  { env: 'COFFER_MAX_VALUE_BYTES', field: 'max_value_bytes', kind: 'integer' },
+  { env: 'COFFER_TLS_CERT', field: 'tls.cert', kind: 'string' },
+  { env: 'COFFER_TLS_KEY', field: 'tls.key', kind: 'string' },
+  { env: 'COFFER_LOG_LEVEL', field: 'log_level', kind: 'string' },
+] as const;
+
+function readJson(path: string, setting: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ConfigError(setting, `cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('not an object');
+    return parsed as Record<string, unknown>;
+  } catch {
+    throw new ConfigError(setting, `${path} is not a JSON object`);
+  }
+}
+
+function setField(target: Record<string, unknown>, field: string, value: unknown): void {
+  const [head, tail] = field.split('.') as [string, string | undefined];
+  if (tail === undefined) target[head] = value;
+  else target[head] = { ...(target[head] as Record<string, unknown>), [tail]: value };
+}
+
+function parseInteger(env: string, text: string): number {
+  if (!/^[0-9]{1,15}$/.test(text)) throw new ConfigError(env, `must be a whole number, got "${text}"`);
+  return Number(text);
+}
+
+/**
+ * Builds the configuration from the default file, an optional COFFER_CONFIG file and the environment.
+ * Relative paths are resolved against `cwd`. Throws ConfigError naming the first bad setting.
+ */
+export function loadConfig(env: Env = process.env, cwd = process.cwd()): CofferConfig {
+  const merged: Record<string, unknown> = readJson(DEFAULT_FILE, 'config/default.json');
+  if (env.COFFER_CONFIG) {
+    const overlay = readJson(resolve(cwd, env.COFFER_CONFIG), 'COFFER_CONFIG');
+    if ('root_token' in overlay) throw new ConfigError('COFFER_CONFIG', 'root_token may only come from COFFER_ROOT_TOKEN');
+    Object.assign(merged, overlay);
+  }
+  const fromEnv = new Map<string, string>();
+  for (const { env: name, field, kind } of ENV_SETTINGS) {
+    const text = env[name];
+    if (text === undefined || (text === '' && name !== 'COFFER_ROOT_TOKEN')) continue;
+    if (name === 'COFFER_ROOT_TOKEN' && text === '') throw new ConfigError(name, 'must not be empty when set');
+    setField(merged, field, kind === 'integer' ? parseInteger(name, text) : text);
+    fromEnv.set(field, name);
+  }
+
+  const ajv = new Ajv({ allErrors: false });
+  if (!ajv.validate(configSchema, merged)) {
+    const error = ajv.errors![0]!;
+    const field = error.instancePath.slice(1).replaceAll('/', '.') ||
+      String((error.params as { additionalProperty?: string }).additionalProperty ?? 'config');
+    const setting = fromEnv.get(field) ?? field;
+    const value = field === 'root_token' ? '' : ` (${error.message ?? 'invalid'})`;
+    throw new ConfigError(setting, error.keyword === 'additionalProperties' ? 'unknown setting' : `invalid value${value}`);
+  }
+  const config = merged as unknown as CofferConfig;
+  checkConsistency(config, fromEnv);
+  return {
+    ...config,
+    data_dir: resolve(cwd, config.data_dir),
+    master_key_file: resolve(cwd, config.master_key_file),
+    tls: {
+      cert: config.tls.cert === null ? null : resolve(cwd, config.tls.cert),
+      key: config.tls.key === null ? null : resolve(cwd, config.tls.key),
+    },
+  };
+}
+
+function checkConsistency(config: CofferConfig, fromEnv: Map<string, string>): void {
+  const name = (field: string): string => fromEnv.get(field) ?? field;
+  if (config.default_ttl > config.max_ttl) {
+    throw new ConfigError(name('default_ttl'), `must not exceed the maximum TTL (${config.max_ttl})`);
+  }
+  if ((config.tls.cert === null) !== (config.tls.key === null)) {
+    throw new ConfigError(config.tls.cert === null ? 'COFFER_TLS_CERT' : 'COFFER_TLS_KEY', 'TLS needs both a certificate and a key');
+  }
+  if (config.root_token !== undefined && !/^[\x21-\x7e]{1,1024}$/.test(config.root_token)) {
+    throw new ConfigError('COFFER_ROOT_TOKEN', 'must be 1 to 1024 printable ASCII characters without spaces');
+  }
+  for (const [role, rules] of Object.entries(config.roles)) {
+    const problems = checkRoleRules(role, rules);
+    if (problems.length > 0) throw new ConfigError('roles', problems[0]!);
+  }
+}

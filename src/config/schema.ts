@@ -1,0 +1,65 @@
+/**
+ * The configuration schema. `config/default.json` holds every default; an optional file named by
+ * COFFER_CONFIG is laid over it; environment variables override both (config/env.ts). No secret has a
+ * default here: the root token comes only from the environment.
+ */
+import { ACTIONS, VALUE_TYPES, type RoleTable } from '../auth/roles.js';
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'silent'] as const;
+
+export interface CofferConfig {
+  host: string;
+  port: number;
+  data_dir: string;
+  master_key_file: string;
+  default_ttl: number;
+  max_ttl: number;
+  max_value_bytes: number;
+  tls: { cert: string | null; key: string | null };
+  log_level: (typeof LOG_LEVELS)[number];
+  storage: 'lmdb';
+  key_provider: 'local';
+  roles: RoleTable;
+  /** From COFFER_ROOT_TOKEN only; never read from a file. */
+  root_token?: string;
+}
+
+const ruleSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['namespaces', 'actions', 'types'],
+  properties: {
+    namespaces: { type: 'array', minItems: 1, items: { type: 'string' } },
+    actions: { type: 'array', minItems: 1, uniqueItems: true, items: { enum: [...ACTIONS] } },
+    types: { type: 'array', minItems: 1, uniqueItems: true, items: { enum: [...VALUE_TYPES] } },
+  },
+} as const;
+
+export const configSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: [
+    'host', 'port', 'data_dir', 'master_key_file', 'default_ttl', 'max_ttl', 'max_value_bytes', 'tls',
+    'log_level', 'storage', 'key_provider', 'roles',
+  ],
+  properties: {
+    host: { type: 'string', minLength: 1 },
+    port: { type: 'integer', minimum: 0, maximum: 65535 },
+    data_dir: { type: 'string', minLength: 1 },
+    master_key_file: { type: 'string', minLength: 1 },
+    default_ttl: { type: 'integer', minimum: 1 },
+    max_ttl: { type: 'integer', minimum: 1 },
+    max_value_bytes: { type: 'integer', minimum: 1, maximum: 64 * 1024 * 1024 },
+    tls: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['cert', 'key'],
+      properties: { cert: { type: ['string', 'null'] }, key: { type: ['string', 'null'] } },
+    },
+    log_level: { enum: [...LOG_LEVELS] },
+    storage: { enum: ['lmdb'] },
+    key_provider: { enum: ['local'] },
+    roles: { type: 'object', additionalProperties: { type: 'array', minItems: 1, items: ruleSchema } },
+    root_token: { type: 'string', minLength: 1 },
+  },
+} as const;

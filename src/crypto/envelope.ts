@@ -1,0 +1,89 @@
+/**
+ * Envelope encryption of stored values, and the MAC of config values.
+ *
+ * A secret version is sealed with a fresh random data key; the data key is wrapped under the keyring's
+ * active version. Both seals bind the record's identity as associated data, so ciphertext copied to
+ * another namespace, key, version or type fails to open:
+ *
+ *   AAD = "coffer/v1" 0x00 type 0x00 namespace 0x00 key 0x00 version      (see `identityBytes`)
+ *
+ * Names cannot contain 0x00 (kv/names.ts), so the encoding is unambiguous. A config version stays
+ * readable in storage but carries an HMAC-SHA256 over the same identity and the value.
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { ValueType } from '../auth/roles.js';
+import { aeadOpen, aeadSeal, KEY_BYTES, SealedDataError } from './aead.js';
+import type { Keyring } from './keyring.js';
+import { randomBytes } from './random.js';
+
+export interface RecordIdentity {
+  readonly namespace: string;
+  readonly key: string;
+  readonly version: number;
+  readonly type: ValueType;
+}
+
+/** A sealed secret as stored: keyring version, wrapped data key, and the value's ciphertext. */
+export interface SealedSecret {
+  readonly keyVersion: number;
+  readonly wrapNonce: Uint8Array;
+  readonly wrappedKey: Uint8Array;
+  readonly nonce: Uint8Array;
+  readonly ciphertext: Uint8Array;
+}
+
+export interface ConfigSeal {
+  readonly keyVersion: number;
+  readonly mac: Uint8Array;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder('utf-8', { fatal: true });
+
+export function identityBytes(id: RecordIdentity): Uint8Array {
+  return encoder.encode(`coffer/v1\0${id.type}\0${id.namespace}\0${id.key}\0${id.version}`);
+}
+
+export function sealSecret(keyring: Keyring, id: RecordIdentity, value: string): SealedSecret {
+  const keyVersion = keyring.activeVersion;
+  const aad = identityBytes(id);
+  const dataKey = randomBytes(KEY_BYTES);
+  const sealedValue = aeadSeal(dataKey, encoder.encode(value), aad);
+  const wrapped = aeadSeal(keyring.subkey(keyVersion, 'wrap-data-key')!, dataKey, aad);
+  dataKey.fill(0);
+  return { keyVersion, wrapNonce: wrapped.nonce, wrappedKey: wrapped.ciphertext, nonce: sealedValue.nonce, ciphertext: sealedValue.ciphertext };
+}
+
+/** The plaintext of a sealed secret; throws SealedDataError for every kind of failure. */
+export function openSecret(keyring: Keyring, id: RecordIdentity, sealed: SealedSecret): string {
+  const wrapKey = keyring.subkey(sealed.keyVersion, 'wrap-data-key');
+  if (!wrapKey) throw new SealedDataError();
+  const aad = identityBytes(id);
+  const dataKey = aeadOpen(wrapKey, { nonce: sealed.wrapNonce, ciphertext: sealed.wrappedKey }, aad);
+  try {
+    return decoder.decode(aeadOpen(dataKey, { nonce: sealed.nonce, ciphertext: sealed.ciphertext }, aad));
+  } catch {
+    throw new SealedDataError();
+  } finally {
+    dataKey.fill(0);
+  }
+}
+
+function configMac(keyring: Keyring, keyVersion: number, id: RecordIdentity, value: string): Buffer | undefined {
+  const key = keyring.subkey(keyVersion, 'mac-config');
+  if (!key) return undefined;
+  return createHmac('sha256', key).update(identityBytes(id)).update(new Uint8Array([0])).update(value, 'utf8').digest();
+}
+
+export function sealConfig(keyring: Keyring, id: RecordIdentity, value: string): ConfigSeal {
+  const keyVersion = keyring.activeVersion;
+  return { keyVersion, mac: configMac(keyring, keyVersion, id, value)! };
+}
+
+/** Throws SealedDataError unless the MAC matches (compared in constant time). */
+export function verifyConfig(keyring: Keyring, id: RecordIdentity, value: string, seal: ConfigSeal): void {
+  const expected = configMac(keyring, seal.keyVersion, id, value);
+  if (!expected || seal.mac.length !== expected.length || !timingSafeEqual(expected, seal.mac)) {
+    throw new SealedDataError();
+  }
+}

@@ -1,0 +1,68 @@
+/**
+ * The keyring: versioned key-encryption keys. Each version's 32-byte root key never encrypts data itself;
+ * HKDF derives one subkey per purpose (wrapping data keys, MACing config values), so the two uses can never
+ * be confused. The whole keyring is wrapped by the master key provider and unwrapped once at start-up.
+ *
+ * Invariants: versions only grow; a version is never removed while a record names it (key management
+ * issue: rewrap/retire); the active version is the one new records use.
+ */
+import { hkdfSync } from 'node:crypto';
+import { pack, unpack } from 'msgpackr';
+import { KEY_BYTES } from './aead.js';
+import { randomBytes } from './random.js';
+
+export type KeyPurpose = 'wrap-data-key' | 'mac-config';
+
+interface KeyVersion {
+  readonly version: number;
+  readonly key: Uint8Array;
+  readonly createdAt: number;
+}
+
+const FORMAT = 1;
+
+export class Keyring {
+  private readonly byVersion = new Map<number, KeyVersion>();
+  private readonly derived = new Map<string, Buffer>();
+
+  private constructor(versions: readonly KeyVersion[], readonly activeVersion: number) {
+    for (const v of versions) this.byVersion.set(v.version, v);
+    if (!this.byVersion.has(activeVersion)) throw new Error('keyring: the active version is missing');
+  }
+
+  static generate(now: number): Keyring {
+    return new Keyring([{ version: 1, key: randomBytes(KEY_BYTES), createdAt: now }], 1);
+  }
+
+  static deserialize(bytes: Uint8Array): Keyring {
+    const data = unpack(bytes) as { f: number; a: number; k: { v: number; k: Uint8Array; at: number }[] };
+    if (data?.f !== FORMAT || !Array.isArray(data.k)) throw new Error('keyring: unknown format');
+    return new Keyring(data.k.map((k) => ({ version: k.v, key: k.k, createdAt: k.at })), data.a);
+  }
+
+  serialize(): Uint8Array {
+    const k = [...this.byVersion.values()].map((v) => ({ v: v.version, k: v.key, at: v.createdAt }));
+    return pack({ f: FORMAT, a: this.activeVersion, k });
+  }
+
+  has(version: number): boolean {
+    return this.byVersion.has(version);
+  }
+
+  versions(): { version: number; createdAt: number }[] {
+    return [...this.byVersion.values()].map(({ version, createdAt }) => ({ version, createdAt }));
+  }
+
+  /** The subkey for `purpose` under keyring `version`; undefined when the version is unknown. */
+  subkey(version: number, purpose: KeyPurpose): Buffer | undefined {
+    const id = `${version}:${purpose}`;
+    let key = this.derived.get(id);
+    if (!key) {
+      const root = this.byVersion.get(version);
+      if (!root) return undefined;
+      key = Buffer.from(hkdfSync('sha256', root.key, new Uint8Array(0), `coffer ${purpose} v1`, KEY_BYTES));
+      this.derived.set(id, key);
+    }
+    return key;
+  }
+}

@@ -1,0 +1,144 @@
+/**
+ * The OpenAPI 3.1 document served at GET /v1/openapi.json. Request schemas are the objects the server
+ * validates with (http/schemas.ts); test/http/openapi.test.ts checks every documented operation against
+ * the running server.
+ */
+import { kvPutSchema, tokenCreateSchema } from './schemas.js';
+
+const problem = { $ref: '#/components/responses/Problem' };
+const json = (schema: object) => ({ content: { 'application/json': { schema } } });
+const ok = (description: string, schema: object) => ({ description, ...json(schema) });
+const errors = (...statuses: number[]) => Object.fromEntries(statuses.map((s) => [String(s), problem]));
+
+const nsParam = { name: 'namespace', in: 'path', required: true, description: '1 to 16 segments separated by /', schema: { type: 'string' } };
+const keyParam = { name: 'key', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,128}$' } };
+const timestamp = { type: 'string', format: 'date-time' };
+const types = { enum: ['config', 'secret'] };
+const scope = {
+  type: 'object',
+  properties: { namespace: { type: 'string' }, read: { type: 'boolean' }, write: { type: 'boolean' } },
+};
+const token = {
+  type: 'object',
+  properties: {
+    id: { type: 'string' },
+    role: { type: ['string', 'null'] },
+    scopes: { type: ['array', 'null'], items: scope },
+    metadata: { type: 'object' },
+    created_at: timestamp,
+    expires_at: timestamp,
+    status: { enum: ['active', 'revoked', 'expired'] },
+  },
+};
+const entryInfo = {
+  type: 'object',
+  properties: { namespace: { type: 'string' }, key: { type: 'string' }, version: { type: 'integer' }, type: types, created_at: timestamp },
+};
+const listing = {
+  type: 'object',
+  properties: {
+    namespace: { type: 'string' },
+    keys: { type: 'array', items: { type: 'string' } },
+    namespaces: { type: 'array', items: { type: 'string' } },
+    next_cursor: { type: ['string', 'null'] },
+  },
+};
+const listQuery = [
+  { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 10000, default: 1000 } },
+  { name: 'cursor', in: 'query', schema: { type: 'string' }, description: 'next_cursor from the previous page' },
+  { name: 'list', in: 'query', schema: { type: 'boolean' }, description: 'list the path as a namespace' },
+];
+
+export function openApiDocument(maxTtl: number): object {
+  return {
+    openapi: '3.1.0',
+    info: { title: 'Coffer', version: '1', description: 'Token-secured, encrypted-at-rest key-value store for configuration values and secrets.' },
+    components: {
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
+      responses: {
+        Problem: {
+          description: 'RFC 9457 problem',
+          content: {
+            'application/problem+json': {
+              schema: {
+                type: 'object',
+                required: ['type', 'title', 'status', 'detail', 'code'],
+                properties: {
+                  type: { type: 'string' }, title: { type: 'string' }, status: { type: 'integer' }, detail: { type: 'string' },
+                  code: { enum: ['invalid_request', 'unauthorized', 'forbidden', 'not_found', 'method_not_allowed', 'payload_too_large', 'unsupported_media_type', 'too_many_requests', 'integrity_error', 'internal'] },
+                  errors: { type: 'array', items: { type: 'object', properties: { field: { type: 'string' }, in: { type: 'string' }, message: { type: 'string' } } } },
+                },
+              },
+            },
+          },
+        },
+      },
+    },
+    security: [{ bearer: [] }],
+    paths: {
+      '/v1/openapi.json': { get: { summary: 'This document', security: [], responses: { 200: { description: 'OpenAPI 3.1 document' } } } },
+      '/v1/auth/me': {
+        get: {
+          summary: 'Identity, role and capabilities of the calling token',
+          responses: { 200: ok('The caller', { type: 'object', properties: { id: { type: 'string' }, is_root: { type: 'boolean' }, role: { type: ['string', 'null'] }, scopes: { type: ['array', 'null'] }, metadata: { type: 'object' }, expires_at: { type: ['string', 'null'] }, capabilities: { type: 'array' } } }), ...errors(400, 401) },
+        },
+      },
+      '/v1/auth/token': {
+        post: {
+          summary: 'Create a token (root only)',
+          requestBody: { required: true, ...json(tokenCreateSchema(maxTtl)) },
+          responses: { 201: ok('The new token; its value is shown only here', { ...token, properties: { ...token.properties, token: { type: 'string' }, expires_in: { type: 'integer' } } }), ...errors(400, 401, 403, 413, 415, 429) },
+        },
+      },
+      '/v1/auth/tokens': {
+        get: {
+          summary: 'List tokens (root only); active ones unless all=true',
+          parameters: [{ name: 'all', in: 'query', schema: { type: 'boolean' } }],
+          responses: { 200: ok('Tokens, without values or hashes', { type: 'object', properties: { tokens: { type: 'array', items: token } } }), ...errors(400, 401, 403) },
+        },
+      },
+      '/v1/auth/token/{token}': {
+        delete: {
+          summary: 'Revoke a token by value or id (root only)',
+          parameters: [{ name: 'token', in: 'path', required: true, schema: { type: 'string' } }],
+          responses: { 204: { description: 'Revoked (also when it already was)' }, ...errors(400, 401, 403, 404) },
+        },
+      },
+      '/v1/kv/{namespace}': {
+        get: {
+          summary: 'List a namespace (a one-segment path, a trailing slash, or list=true)',
+          parameters: [nsParam, ...listQuery],
+          responses: { 200: ok('Keys and child namespaces the caller may see', listing), ...errors(400, 401, 403) },
+        },
+      },
+      '/v1/kv/{namespace}/{key}': {
+        get: {
+          summary: 'Read a key (latest or ?version=n); a path naming no key but a namespace lists it',
+          parameters: [nsParam, keyParam, { name: 'version', in: 'query', schema: { type: 'integer', minimum: 1 } }, ...listQuery],
+          responses: {
+            200: { description: 'The entry (with ETag: "<version>"), or a listing', ...json({ oneOf: [{ ...entryInfo, properties: { ...entryInfo.properties, value: { type: 'string' } } }, listing] }) },
+            ...errors(400, 401, 403, 404, 500),
+          },
+        },
+        put: {
+          summary: 'Store a new version; 201 when the key is created, 200 when a version is added',
+          parameters: [nsParam, keyParam],
+          requestBody: { required: true, ...json(kvPutSchema) },
+          responses: { 200: ok('Version added', entryInfo), 201: ok('Key created', entryInfo), ...errors(400, 401, 403, 413, 415) },
+        },
+        delete: {
+          summary: 'Delete the key and all its versions (numbers are never reused)',
+          parameters: [nsParam, keyParam],
+          responses: { 204: { description: 'Deleted' }, ...errors(400, 401, 403, 404) },
+        },
+      },
+      '/v1/kv/{namespace}/{key}/versions': {
+        get: {
+          summary: 'List the versions of a key, oldest first',
+          parameters: [nsParam, keyParam],
+          responses: { 200: ok('Versions', { type: 'object', properties: { namespace: { type: 'string' }, key: { type: 'string' }, current_version: { type: 'integer' }, versions: { type: 'array', items: { type: 'object', properties: { version: { type: 'integer' }, type: types, created_at: timestamp } } } } }), ...errors(400, 401, 403, 404, 500) },
+        },
+      },
+    },
+  };
+}

@@ -1,0 +1,60 @@
+/**
+ * The one place errors become responses: RFC 9457 problem+json with a stable `code`. AppErrors carry
+ * their own status; errors from Express's body parser are mapped by their `type`; anything else is a
+ * 500 whose body says nothing about internals, while the log gets the error (never a request body,
+ * whose text a parser error may carry).
+ */
+import type { NextFunction, Request, Response } from 'express';
+import type { Logger } from 'pino';
+import { AppError } from '../errors.js';
+
+const BODY_PARSER_ERRORS: Record<string, () => AppError> = {
+  'entity.parse.failed': () => new AppError('invalid_request', 'the request body is not valid JSON'),
+  'entity.too.large': () => new AppError('payload_too_large', 'the request body is too large'),
+  'encoding.unsupported': () => new AppError('unsupported_media_type', 'the body must be UTF-8 JSON'),
+  'charset.unsupported': () => new AppError('unsupported_media_type', 'the body must be UTF-8 JSON'),
+  'request.aborted': () => new AppError('invalid_request', 'the request body was not received whole'),
+  'request.size.invalid': () => new AppError('invalid_request', 'the request body does not match its Content-Length'),
+};
+
+export function toAppError(err: unknown, log: Logger, req: Request): AppError {
+  if (err instanceof AppError) return err;
+  const parserType = (err as { type?: unknown } | null)?.type;
+  if (typeof parserType === 'string' && parserType in BODY_PARSER_ERRORS) return BODY_PARSER_ERRORS[parserType]!();
+  const e = err instanceof Error ? err : new Error('non-error thrown');
+  log.error({ err: { name: e.name, message: e.message, stack: e.stack }, method: req.method, route: req.route?.path }, 'request failed');
+  return new AppError('internal', 'an internal error occurred');
+}
+
+export function sendProblem(res: Response, error: AppError): void {
+  const body: Record<string, unknown> = {
+    type: `urn:coffer:problem:${error.code}`,
+    title: error.title,
+    status: error.status,
+    detail: error.status < 500 || error.code === 'integrity_error' ? error.detail : 'an internal error occurred',
+    code: error.code,
+  };
+  if (error.issues && error.issues.length > 0) body.errors = error.issues;
+  if (error.headers) res.set(error.headers);
+  res.status(error.status).type('application/problem+json').send(JSON.stringify(body));
+}
+
+export function problemHandler(log: Logger) {
+  return (err: unknown, req: Request, res: Response, _next: NextFunction): void => {
+    const error = toAppError(err, log, req);
+    res.locals.outcomeCode = error.code;
+    if (res.headersSent) return void res.end();
+    sendProblem(res, error);
+  };
+}
+
+export function notFoundHandler(_req: Request, _res: Response, next: NextFunction): void {
+  next(new AppError('not_found', 'no such endpoint'));
+}
+
+export function methodNotAllowed(allowed: readonly string[]) {
+  const allow = allowed.map((m) => m.toUpperCase()).join(', ');
+  return (req: Request, _res: Response, next: NextFunction): void => {
+    next(new AppError('method_not_allowed', `${req.method} is not allowed here; allowed: ${allow}`, undefined, { Allow: allow }));
+  };
+}

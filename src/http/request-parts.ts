@@ -1,0 +1,66 @@
+/**
+ * Reading the parts of a request that Express would otherwise interpret loosely: the raw path (so that
+ * percent-encoded tricks are refused, not decoded), the query (duplicates and unknown names refused),
+ * and the JSON body (content type required, size bounded, nothing parsed before authorization).
+ */
+import express, { type Request, type Response } from 'express';
+import { AppError, invalid } from '../errors.js';
+
+/** The request path before any decoding. */
+export function rawPath(req: Request): string {
+  const url = req.originalUrl;
+  const q = url.indexOf('?');
+  return q < 0 ? url : url.slice(0, q);
+}
+
+/** The query parameters; refuses unknown names, repeated names, and values that are not plain strings. */
+export function queryOf<K extends string>(req: Request, allowed: readonly K[]): Partial<Record<K, string>> {
+  const url = req.originalUrl;
+  const q = url.indexOf('?');
+  const out: Partial<Record<K, string>> = {};
+  if (q < 0) return out;
+  const params = new URLSearchParams(url.slice(q + 1));
+  const unknown: string[] = [];
+  for (const [name, value] of params) {
+    if (!(allowed as readonly string[]).includes(name)) unknown.push(name);
+    else if ((out as Record<string, string>)[name] !== undefined) throw invalid(`query parameter "${name}" is repeated`);
+    else (out as Record<string, string>)[name] = value;
+  }
+  if (unknown.length > 0) {
+    throw invalid(
+      `unknown query parameter${unknown.length > 1 ? 's' : ''}: ${unknown.map((n) => JSON.stringify(n.slice(0, 64))).join(', ')}`,
+      unknown.map((n) => ({ field: n.slice(0, 64), in: 'query', message: 'unknown parameter' })),
+    );
+  }
+  return out;
+}
+
+/** Parses a positive integer query value or refuses it. */
+export function positiveInteger(name: string, text: string, max: number): number {
+  if (!/^[1-9][0-9]{0,9}$/.test(text) || Number(text) > max) {
+    throw invalid(`${name} must be an integer from 1 to ${max}`, [{ field: name, in: 'query', message: `must be an integer from 1 to ${max}` }]);
+  }
+  return Number(text);
+}
+
+export function booleanFlag(name: string, text: string | undefined): boolean {
+  if (text === undefined || text === 'false') return false;
+  if (text === 'true') return true;
+  throw invalid(`${name} must be true or false`, [{ field: name, in: 'query', message: 'must be true or false' }]);
+}
+
+type JsonParser = (req: Request, res: Response, next: (err?: unknown) => void) => void;
+
+/** Reads a JSON body of at most `limit` bytes. Call it after authorization, from inside a route. */
+export function jsonBodyReader(limit: number): (req: Request, res: Response) => Promise<unknown> {
+  const parse: JsonParser = express.json({ limit, strict: true, type: () => true });
+  return (req, res) => {
+    const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+    if (!hasBody) return Promise.reject(invalid('a JSON object body is required'));
+    const media = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+    if (media !== 'application/json') {
+      return Promise.reject(new AppError('unsupported_media_type', 'the body must be sent with Content-Type: application/json'));
+    }
+    return new Promise((resolve, reject) => parse(req, res, (err) => (err ? reject(err) : resolve(req.body))));
+  };
+}

@@ -1,0 +1,90 @@
+/**
+ * /v1/kv/... routes. Which operation a GET is follows the decided rules:
+ *   trailing slash, ?list=true, or a one-segment path  → list the namespace
+ *   .../{ns}/{key}/versions                             → the versions of key (a bare `{ns}/versions` is 400)
+ *   ?version=n                                          → that version of the key
+ *   ?cursor= or ?limit= without a marker                → list the whole path as a namespace
+ *   anything else                                       → the key if it exists, else the namespace, else 404
+ */
+import type { Request, Response } from 'express';
+import { principalOf } from '../authenticate.js';
+import { forbidden, invalid } from '../../errors.js';
+import type { KvService } from '../../kv/kv-service.js';
+import { isNamespace, RESERVED_KEY } from '../../kv/names.js';
+import type { BodyValidator } from '../validate.js';
+import { namespaceOf, parseKvPath, splitKeyPath } from '../kv-path.js';
+import { booleanFlag, positiveInteger, queryOf, rawPath } from '../request-parts.js';
+import type { ValueType } from '../../auth/roles.js';
+
+const MAX_VERSION = 0xffff_ffff;
+const MAX_LIMIT = 10_000;
+const DEFAULT_LIMIT = 1000;
+
+export interface KvRouteDeps {
+  readonly kv: KvService;
+  readonly readBody: (req: Request, res: Response) => Promise<unknown>;
+  readonly validatePut: BodyValidator<{ value: string; type: ValueType }>;
+}
+
+function keyTarget(req: Request): { namespace: string; key: string } {
+  const path = parseKvPath(rawPath(req));
+  if (path.trailingSlash) throw invalid('a key path must not end with /');
+  const target = splitKeyPath(path.segments);
+  if (target.key === RESERVED_KEY) throw invalid(`"${RESERVED_KEY}" is a reserved key name`);
+  return target;
+}
+
+export function kvRoutes({ kv, readBody, validatePut }: KvRouteDeps) {
+  return {
+    async get(req: Request, res: Response): Promise<void> {
+      const caller = principalOf(res);
+      const { segments, trailingSlash } = parseKvPath(rawPath(req));
+      const q = queryOf(req, ['version', 'list', 'limit', 'cursor']);
+      const list = booleanFlag('list', q.list);
+      const limit = q.limit === undefined ? DEFAULT_LIMIT : positiveInteger('limit', q.limit, MAX_LIMIT);
+      const version = q.version === undefined ? undefined : positiveInteger('version', q.version, MAX_VERSION);
+      const last = segments[segments.length - 1]!;
+      const listingMarked = trailingSlash || list || segments.length === 1;
+
+      if (listingMarked || (version === undefined && (q.cursor !== undefined || q.limit !== undefined))) {
+        if (version !== undefined) throw invalid('version applies to a key, not to a namespace listing');
+        res.json(await kv.list(caller, namespaceOf(segments), { limit, cursor: q.cursor }));
+        return;
+      }
+      if (last === RESERVED_KEY) {
+        if (segments.length === 2) {
+          throw invalid(`"${RESERVED_KEY}" is a reserved key name; to list the namespace ${segments.join('/')}, end the path with /`);
+        }
+        if (version !== undefined) throw invalid('version does not apply to a version list');
+        const { namespace, key } = splitKeyPath(segments.slice(0, -1));
+        res.json(await kv.versions(caller, namespace, key));
+        return;
+      }
+      const { namespace, key } = splitKeyPath(segments);
+      const whole = segments.join('/');
+      const result = version !== undefined
+        ? await kv.read(caller, namespace, key, version)
+        : await kv.readOrList(caller, namespace, key, isNamespace(whole) ? whole : null, limit);
+      if ('value' in result) res.setHeader('ETag', `"${result.version}"`);
+      res.json(result);
+    },
+
+    async put(req: Request, res: Response): Promise<void> {
+      const caller = principalOf(res);
+      const { namespace, key } = keyTarget(req);
+      queryOf(req, []);
+      // Authorize what can be known before the body is read: a forbidden caller's body is never parsed.
+      if (!caller.access.mayInNamespace('write', namespace)) throw forbidden();
+      const body = validatePut(await readBody(req, res));
+      const { created, ...info } = await kv.put(caller, namespace, key, body.value, body.type);
+      res.status(created ? 201 : 200).json(info);
+    },
+
+    async remove(req: Request, res: Response): Promise<void> {
+      const { namespace, key } = keyTarget(req);
+      queryOf(req, []);
+      await kv.remove(principalOf(res), namespace, key);
+      res.status(204).end();
+    },
+  };
+}

@@ -1,0 +1,32 @@
+/**
+ * The master key provider contract: wrap and unwrap the keyring. A provider is asked once at start-up
+ * (and again only by key-management operations), never per request.
+ *
+ * `context` names what is wrapped (instance, purpose); a provider must bind it to the ciphertext
+ * (associated data, or a KMS encryption context) so a wrapped keyring cannot be replayed elsewhere.
+ */
+export interface KeyProvider {
+  /** The configuration name of this provider, e.g. `local`. */
+  readonly name: string;
+  wrap(plaintext: Uint8Array, context: WrapContext): Promise<Uint8Array>;
+  /** Throws KeyProviderError when the wrapped bytes do not open under this provider's key. */
+  unwrap(wrapped: Uint8Array, context: WrapContext): Promise<Uint8Array>;
+}
+
+export type WrapContext = Readonly<Record<string, string>>;
+
+/** A failure of the master key provider; the message names the setting to check and holds no key. */
+export class KeyProviderError extends Error {
+  constructor(readonly setting: string, message: string) {
+    super(message);
+    this.name = 'KeyProviderError';
+  }
+}
+
+/** The context's entries sorted by name and joined unambiguously, for use as associated data. */
+export function contextBytes(context: WrapContext): Uint8Array {
+  const entries = Object.keys(context)
+    .sort()
+    .map((name) => `${name}=${context[name]}`);
+  return new TextEncoder().encode(entries.join('\0'));
+}

@@ -1,0 +1,84 @@
+import { closeSync, fstatSync, mkdirSync, openSync, readSync, writeSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { aeadOpen, aeadSeal, KEY_BYTES, NONCE_BYTES } from '../crypto/aead.js';
+import { randomBytes } from '../crypto/random.js';
+import { contextBytes, KeyProviderError, type KeyProvider, type WrapContext } from './key-provider.js';
+
+const SETTING = 'COFFER_MASTER_KEY_FILE';
+const FORMAT = 1;
+
+/**
+ * The `local` provider: a 32-byte master key in a file readable only by its owner. Wrapped data is
+ * [format byte][24-byte nonce][XChaCha20-Poly1305 ciphertext], with the wrap context as associated data.
+ */
+export class LocalKeyProvider implements KeyProvider {
+  readonly name = 'local';
+
+  constructor(private readonly masterKey: Uint8Array) {}
+
+  async wrap(plaintext: Uint8Array, context: WrapContext): Promise<Uint8Array> {
+    const { nonce, ciphertext } = aeadSeal(this.masterKey, plaintext, contextBytes(context));
+    return Buffer.concat([Buffer.from([FORMAT]), nonce, ciphertext]);
+  }
+
+  async unwrap(wrapped: Uint8Array, context: WrapContext): Promise<Uint8Array> {
+    if (wrapped[0] !== FORMAT || wrapped.length < 1 + NONCE_BYTES) {
+      throw new KeyProviderError(SETTING, 'the stored keyring was not wrapped by a local master key');
+    }
+    try {
+      return aeadOpen(this.masterKey, { nonce: wrapped.subarray(1, 1 + NONCE_BYTES), ciphertext: wrapped.subarray(1 + NONCE_BYTES) }, contextBytes(context));
+    } catch {
+      throw new KeyProviderError(SETTING, 'the master key does not open the keyring stored in the data directory (wrong key file?)');
+    }
+  }
+}
+
+export interface LocalKeyFile {
+  readonly key: Uint8Array;
+  readonly created: boolean;
+}
+
+/**
+ * Reads the master key file, or creates it (32 random bytes, mode 0600) when it does not exist.
+ * Refuses a file that is not exactly 32 bytes or that group or others may read or write.
+ */
+export function loadOrCreateMasterKey(path: string): LocalKeyFile {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
+      throw new KeyProviderError(SETTING, `cannot open ${path} (${(err as NodeJS.ErrnoException).code})`);
+    }
+    return { key: createKeyFile(path), created: true };
+  }
+  try {
+    const stat = fstatSync(fd);
+    if (!stat.isFile()) throw new KeyProviderError(SETTING, `${path} is not a regular file`);
+    if ((stat.mode & 0o077) !== 0) {
+      const mode = (stat.mode & 0o777).toString(8).padStart(4, '0');
+      throw new KeyProviderError(SETTING, `${path} is accessible by group or others (mode ${mode}); run: chmod 600 ${path}`);
+    }
+    if (stat.size !== KEY_BYTES) {
+      throw new KeyProviderError(SETTING, `${path} must hold exactly ${KEY_BYTES} bytes, it holds ${stat.size}`);
+    }
+    const key = Buffer.alloc(KEY_BYTES);
+    if (readSync(fd, key, 0, KEY_BYTES, 0) !== KEY_BYTES) throw new KeyProviderError(SETTING, `${path} could not be read whole`);
+    return { key, created: false };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function createKeyFile(path: string): Uint8Array {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  const key = randomBytes(KEY_BYTES);
+  // 'wx' fails if another process created the file meanwhile: never overwrite a master key.
+  const fd = openSync(path, 'wx', 0o600);
+  try {
+    writeSync(fd, key);
+  } finally {
+    closeSync(fd);
+  }
+  return key;
+}

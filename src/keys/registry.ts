@@ -1,0 +1,28 @@
+import type { KeyProvider } from './key-provider.js';
+import { LocalKeyProvider, loadOrCreateMasterKey } from './local-provider.js';
+
+export interface KeyProviderSettings {
+  readonly key_provider: 'local';
+  readonly master_key_file: string;
+}
+
+export interface OpenedProvider {
+  readonly provider: KeyProvider;
+  /** One line for the start-up log when opening the provider did something worth saying. */
+  readonly notice?: string;
+}
+
+/** Key providers by configuration name. A new provider is one file plus one line here. */
+const PROVIDERS: Record<KeyProviderSettings['key_provider'], (settings: KeyProviderSettings) => Promise<OpenedProvider>> = {
+  local: async (settings) => {
+    const file = loadOrCreateMasterKey(settings.master_key_file);
+    return {
+      provider: new LocalKeyProvider(file.key),
+      ...(file.created ? { notice: `generated a new local master key at ${settings.master_key_file} (mode 0600); back it up` } : {}),
+    };
+  },
+};
+
+export function openKeyProvider(settings: KeyProviderSettings): Promise<OpenedProvider> {
+  return PROVIDERS[settings.key_provider](settings);
+}

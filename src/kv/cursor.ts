@@ -1,0 +1,31 @@
+/**
+ * Listing cursors: opaque to clients, base64url of the namespace listed, the phase (keys, then child
+ * namespaces) and the last name returned. A cursor for another namespace, or one that does not decode,
+ * is refused with 400.
+ */
+import { invalid } from '../errors.js';
+import { isSegment } from './names.js';
+
+export interface Cursor {
+  readonly phase: 'keys' | 'namespaces';
+  readonly after: string;
+}
+
+export function encodeCursor(namespace: string, cursor: Cursor): string {
+  return Buffer.from(JSON.stringify({ n: namespace, p: cursor.phase === 'keys' ? 'k' : 'n', a: cursor.after })).toString('base64url');
+}
+
+export function decodeCursor(namespace: string, text: string): Cursor {
+  const bad = invalid('invalid cursor', [{ field: '/cursor', in: 'query', message: 'is not a cursor returned by this listing' }]);
+  let data: unknown;
+  try {
+    data = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'));
+  } catch {
+    throw bad;
+  }
+  const d = data as { n?: unknown; p?: unknown; a?: unknown };
+  if (typeof d !== 'object' || d === null || d.n !== namespace || (d.p !== 'k' && d.p !== 'n') || typeof d.a !== 'string' || !isSegment(d.a)) {
+    throw bad;
+  }
+  return { phase: d.p === 'k' ? 'keys' : 'namespaces', after: d.a };
+}

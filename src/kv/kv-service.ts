@@ -1,0 +1,174 @@
+/**
+ * The key-value service: authorize → seal or open → storage. Every check that can answer "forbidden"
+ * without looking at stored data runs first, so a forbidden caller learns nothing about what exists.
+ */
+import type { Principal } from '../auth/principal.js';
+import type { ValueType } from '../auth/roles.js';
+import { SealedDataError } from '../crypto/aead.js';
+import { openSecret, sealConfig, sealSecret, verifyConfig, type RecordIdentity } from '../crypto/envelope.js';
+import type { Keyring } from '../crypto/keyring.js';
+import { AppError, forbidden, notFound } from '../errors.js';
+import type { StorageBackend, StorageWrite } from '../storage/backend.js';
+import { counterKey, metaKey, versionKey, versionOf, versionRange } from '../storage/layout.js';
+import { listNamespace, namespaceExists, type Listing } from './listing.js';
+import { packCounter, packMeta, packVersion, unpackCounter, unpackMeta, unpackVersion, type KeyMeta, type VersionRecord } from './records.js';
+
+export interface KvServiceDeps {
+  readonly storage: StorageBackend;
+  /** The current keyring (a function, so a rotated keyring is picked up without rebuilding the service). */
+  readonly keyring: () => Keyring;
+  readonly maxValueBytes: number;
+  readonly now: () => number;
+  /** Called when a stored record fails to open or verify; must not log the value. */
+  readonly onIntegrityError: (where: { namespace: string; key: string; version: number }, reason: string) => void;
+}
+
+export interface EntryInfo {
+  readonly namespace: string;
+  readonly key: string;
+  readonly version: number;
+  readonly type: ValueType;
+  readonly created_at: string;
+}
+
+export interface Entry extends EntryInfo {
+  readonly value: string;
+}
+
+export interface VersionList {
+  readonly namespace: string;
+  readonly key: string;
+  readonly current_version: number;
+  readonly versions: { version: number; type: ValueType; created_at: string }[];
+}
+
+const MAX_VERSION = 0xffff_ffff;
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+export class KvService {
+  constructor(private readonly deps: KvServiceDeps) {}
+
+  /** Stores a new version; `created` is true when the key did not exist. Resolves once durable. */
+  async put(caller: Principal, namespace: string, key: string, value: string, type: ValueType): Promise<EntryInfo & { created: boolean }> {
+    if (!caller.access.may('write', namespace, type)) throw forbidden();
+    if (Buffer.byteLength(value, 'utf8') > this.deps.maxValueBytes) {
+      throw new AppError('payload_too_large', `the value is larger than ${this.deps.maxValueBytes} bytes`);
+    }
+    const createdAt = this.deps.now();
+    const keyring = this.deps.keyring();
+    const mKey = metaKey(namespace, key);
+    const cKey = counterKey(namespace, key);
+    const result = await this.deps.storage.atomic([mKey, cKey], ([metaBytes, counterBytes]) => {
+      const meta = metaBytes && unpackMeta(metaBytes);
+      // Replacing a key of another type also needs the right to write that type.
+      if (meta && !caller.access.may('write', namespace, meta.type)) throw forbidden();
+      const version = unpackCounter(counterBytes) + 1;
+      if (version > MAX_VERSION) throw new AppError('invalid_request', 'this key has used up its version numbers');
+      const id: RecordIdentity = { namespace, key, version, type };
+      const record: VersionRecord = type === 'secret'
+        ? { type, createdAt, sealed: sealSecret(keyring, id, value) }
+        : { type, createdAt, value, seal: sealConfig(keyring, id, value) };
+      const newMeta: KeyMeta = { latest: version, type, first: meta ? meta.first : version };
+      const writes: StorageWrite[] = [
+        { op: 'put', key: cKey, value: packCounter(version) },
+        { op: 'put', key: versionKey(namespace, key, version), value: packVersion(record) },
+        { op: 'put', key: mKey, value: packMeta(newMeta) },
+      ];
+      return { writes, result: { version, created: !meta } };
+    });
+    return { namespace, key, version: result.version, type, created_at: iso(createdAt), created: result.created };
+  }
+
+  /** The latest version, or version `version`. */
+  async read(caller: Principal, namespace: string, key: string, version?: number): Promise<Entry> {
+    if (!caller.access.mayInNamespace('read', namespace)) throw forbidden();
+    const meta = await this.meta(namespace, key);
+    if (!meta) throw notFound('no such key');
+    return this.readExisting(caller, namespace, key, meta, version);
+  }
+
+  /**
+   * GET on a multi-segment path with no listing marker: the key named by the last segment if it exists
+   * (and the caller may read there), else the namespace named by the whole path if anything lies in it.
+   */
+  async readOrList(caller: Principal, parent: string, last: string, whole: string | null, limit: number): Promise<Entry | Listing> {
+    const mayRead = caller.access.mayInNamespace('read', parent);
+    const mayList = whole !== null && caller.access.mayBeneath('list', whole);
+    if (!mayRead && !mayList) throw forbidden();
+    if (mayRead) {
+      const meta = await this.meta(parent, last);
+      if (meta) return this.readExisting(caller, parent, last, meta, undefined);
+    }
+    if (mayList && (await namespaceExists(this.deps.storage, whole!))) {
+      return listNamespace(this.deps.storage, caller, whole!, { limit });
+    }
+    throw notFound('no such key or namespace');
+  }
+
+  async versions(caller: Principal, namespace: string, key: string): Promise<VersionList> {
+    if (!caller.access.mayInNamespace('list', namespace)) throw forbidden();
+    const meta = await this.meta(namespace, key);
+    if (!meta) throw notFound('no such key');
+    if (!caller.access.may('list', namespace, meta.type)) throw forbidden();
+    const versions: VersionList['versions'] = [];
+    for await (const entry of this.deps.storage.scan(versionRange(namespace, key))) {
+      const version = versionOf(entry.key);
+      const record = unpackVersion(entry.value);
+      if (!record) throw this.integrityError({ namespace, key, version }, 'unreadable version record');
+      versions.push({ version, type: record.type, created_at: iso(record.createdAt) });
+    }
+    return { namespace, key, current_version: meta.latest, versions };
+  }
+
+  list(caller: Principal, namespace: string, page: { limit: number; cursor?: string | undefined }): Promise<Listing> {
+    return listNamespace(this.deps.storage, caller, namespace, page);
+  }
+
+  /** Deletes the key and all its versions; the version counter stays, so numbers are never reused. */
+  async remove(caller: Principal, namespace: string, key: string): Promise<void> {
+    if (!caller.access.mayInNamespace('delete', namespace)) throw forbidden();
+    const mKey = metaKey(namespace, key);
+    await this.deps.storage.atomic([mKey], ([metaBytes]) => {
+      if (!metaBytes) throw notFound('no such key');
+      const meta = unpackMeta(metaBytes);
+      if (!caller.access.may('delete', namespace, meta.type)) throw forbidden();
+      const writes: StorageWrite[] = [{ op: 'delete', key: mKey }];
+      for (let v = meta.first; v <= meta.latest; v++) writes.push({ op: 'delete', key: versionKey(namespace, key, v) });
+      return { writes, result: undefined };
+    });
+  }
+
+  private async meta(namespace: string, key: string): Promise<KeyMeta | undefined> {
+    const bytes = await this.deps.storage.get(metaKey(namespace, key));
+    return bytes && unpackMeta(bytes);
+  }
+
+  private async readExisting(caller: Principal, namespace: string, key: string, meta: KeyMeta, wanted: number | undefined): Promise<Entry> {
+    if (!caller.access.may('read', namespace, meta.type)) throw forbidden();
+    const version = wanted ?? meta.latest;
+    if (version < meta.first || version > meta.latest) throw notFound('no such version');
+    const where = { namespace, key, version };
+    const bytes = await this.deps.storage.get(versionKey(namespace, key, version));
+    const record = bytes && unpackVersion(bytes);
+    if (!record) throw this.integrityError(where, 'version record missing or unreadable');
+    if (!caller.access.may('read', namespace, record.type)) throw forbidden();
+    const id: RecordIdentity = { ...where, type: record.type };
+    let value: string;
+    try {
+      if (record.type === 'secret') value = openSecret(this.deps.keyring(), id, record.sealed);
+      else {
+        verifyConfig(this.deps.keyring(), id, record.value, record.seal);
+        value = record.value;
+      }
+    } catch (err) {
+      if (err instanceof SealedDataError) throw this.integrityError(where, `${record.type} value failed to open or verify`);
+      throw err;
+    }
+    return { namespace, key, version, type: record.type, value, created_at: iso(record.createdAt) };
+  }
+
+  private integrityError(where: { namespace: string; key: string; version: number }, reason: string): AppError {
+    this.deps.onIntegrityError(where, reason);
+    return new AppError('integrity_error', 'the stored value failed its integrity check and was not returned');
+  }
+}

@@ -1,0 +1,71 @@
+/**
+ * The stored forms of a key's meta and of one version, packed with msgpack. Version records carry a
+ * format number so later formats can be told apart.
+ */
+import { Packr } from 'msgpackr';
+import type { ValueType } from '../auth/roles.js';
+import type { ConfigSeal, SealedSecret } from '../crypto/envelope.js';
+
+const packr = new Packr({ useRecords: false, mapsAsObjects: true });
+
+export interface KeyMeta {
+  /** Latest version. */
+  readonly latest: number;
+  /** Type of the latest version: it decides who may see the key. */
+  readonly type: ValueType;
+  /** First version of the key's current life (after a delete, numbering goes on from the counter). */
+  readonly first: number;
+}
+
+export type VersionRecord =
+  | { readonly type: 'config'; readonly createdAt: number; readonly value: string; readonly seal: ConfigSeal }
+  | { readonly type: 'secret'; readonly createdAt: number; readonly sealed: SealedSecret };
+
+const FORMAT = 1;
+
+export function packMeta(meta: KeyMeta): Buffer {
+  return packr.pack({ l: meta.latest, t: meta.type, f: meta.first });
+}
+
+export function unpackMeta(bytes: Uint8Array): KeyMeta {
+  const m = packr.unpack(bytes) as { l: number; t: ValueType; f: number };
+  return { latest: m.l, type: m.t, first: m.f };
+}
+
+export function packCounter(last: number): Buffer {
+  const out = Buffer.alloc(4);
+  out.writeUInt32BE(last);
+  return out;
+}
+
+export function unpackCounter(bytes: Uint8Array | undefined): number {
+  return bytes === undefined ? 0 : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).readUInt32BE(0);
+}
+
+export function packVersion(record: VersionRecord): Buffer {
+  if (record.type === 'config') {
+    return packr.pack({ f: FORMAT, t: 'config', at: record.createdAt, v: record.value, kv: record.seal.keyVersion, m: record.seal.mac });
+  }
+  const s = record.sealed;
+  return packr.pack({ f: FORMAT, t: 'secret', at: record.createdAt, kv: s.keyVersion, wn: s.wrapNonce, wk: s.wrappedKey, n: s.nonce, c: s.ciphertext });
+}
+
+/** Reads a version record; returns undefined when it is not a well-formed record of a known format. */
+export function unpackVersion(bytes: Uint8Array): VersionRecord | undefined {
+  let r: Record<string, unknown>;
+  try {
+    r = packr.unpack(bytes) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
+  if (r?.f !== FORMAT || typeof r.at !== 'number' || typeof r.kv !== 'number') return undefined;
+  if (r.t === 'config' && typeof r.v === 'string' && r.m instanceof Uint8Array) {
+    return { type: 'config', createdAt: r.at, value: r.v, seal: { keyVersion: r.kv, mac: r.m } };
+  }
+  const bin = (name: string): Uint8Array | undefined => (r[name] instanceof Uint8Array ? (r[name] as Uint8Array) : undefined);
+  const [wn, wk, n, c] = [bin('wn'), bin('wk'), bin('n'), bin('c')];
+  if (r.t === 'secret' && wn && wk && n && c && !('v' in r)) {
+    return { type: 'secret', createdAt: r.at, sealed: { keyVersion: r.kv, wrapNonce: wn, wrappedKey: wk, nonce: n, ciphertext: c } };
+  }
+  return undefined;
+}

@@ -1,0 +1,63 @@
+#!/usr/bin/env node
+/** The `coffer` command: parse argv, dispatch, set the exit code. */
+import { parseArgs } from 'node:util';
+import { startCoffer } from './app.js';
+import { ConfigError, loadConfig } from './config/load.js';
+import { KeyProviderError } from './keys/key-provider.js';
+
+const USAGE = `usage: coffer [serve]
+
+  serve     run the server (the default); configuration: config/default.json, COFFER_CONFIG, COFFER_* variables
+`;
+
+async function serve(): Promise<void> {
+  const config = loadConfig();
+  const app = await startCoffer(config, {
+    onGeneratedRootToken: (token) => {
+      process.stderr.write(
+        `\nA root token was generated. It is shown this once and never stored in clear:\n\n    ${token}\n\n` +
+          'Keep it somewhere safe. To replace it later, restart with COFFER_ROOT_TOKEN set.\n\n',
+      );
+    },
+  });
+  let stopping = false;
+  const stop = (): void => {
+    if (stopping) return;
+    stopping = true;
+    app.close().then(() => process.exit(0), () => process.exit(1));
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
+
+async function main(argv: string[]): Promise<number | undefined> {
+  const { positionals, values } = parseArgs({ args: argv, allowPositionals: true, options: { help: { type: 'boolean', short: 'h' } } });
+  if (values.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  const command = positionals[0] ?? 'serve';
+  if (command === 'serve' && positionals.length <= 1) {
+    await serve();
+    return undefined;
+  }
+  process.stderr.write(USAGE);
+  return 2;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code !== undefined) process.exitCode = code;
+  },
+  (err: unknown) => {
+    if (err instanceof ConfigError || err instanceof KeyProviderError) {
+      // A ConfigError's message already starts with its setting.
+      const line = err instanceof ConfigError ? err.message : `${err.setting}: ${err.message}`;
+      process.stderr.write(`coffer: ${line}\n`);
+      process.exit(2);
+    }
+    const e = err as NodeJS.ErrnoException;
+    process.stderr.write(`coffer: start-up failed: ${e.code ? `${e.code} ` : ''}${e.message ?? String(err)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,46 @@
+/**
+ * The storage contract. Storage is untrusted: it holds opaque bytes under ordered binary keys and is
+ * reached only through the kv and auth services, which seal or authenticate what they store.
+ *
+ * Every backend must pass test/storage/conformance.ts.
+ */
+
+export interface StorageEntry {
+  readonly key: Uint8Array;
+  readonly value: Uint8Array;
+}
+
+/** Keys from `start` (inclusive) to `end` (exclusive), in byte order. */
+export interface KeyRange {
+  readonly start: Uint8Array;
+  readonly end: Uint8Array;
+  readonly limit?: number;
+}
+
+export type StorageWrite =
+  | { readonly op: 'put'; readonly key: Uint8Array; readonly value: Uint8Array }
+  | { readonly op: 'delete'; readonly key: Uint8Array };
+
+/** What a plan decided: the writes to apply and the result to hand back. */
+export interface Plan<T> {
+  readonly writes: readonly StorageWrite[];
+  readonly result: T;
+}
+
+export interface StorageBackend {
+  get(key: Uint8Array): Promise<Uint8Array | undefined>;
+
+  /** Entries in the range, lazily; stopping the iteration early stops reading. */
+  scan(range: KeyRange): AsyncIterable<StorageEntry>;
+
+  /**
+   * Reads `keys`, hands their current values to `plan`, and applies the writes it returns, all in one
+   * atomic, isolated transaction: no other write to those keys comes between the read and the writes,
+   * in this process or any other sharing the store. `plan` is synchronous and must not have side
+   * effects; if it throws, nothing is written and the promise rejects with that error. The promise
+   * resolves only once the writes are durable (synced to disk).
+   */
+  atomic<T>(keys: readonly Uint8Array[], plan: (current: readonly (Uint8Array | undefined)[]) => Plan<T>): Promise<T>;
+
+  close(): Promise<void>;
+}

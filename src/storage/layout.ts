@@ -1,0 +1,85 @@
+/**
+ * Which storage key holds what. All keys are ASCII strings turned into bytes; names cannot contain the
+ * bytes 0x00..0x02 (kv/names.ts), which serve as separators so that byte order is code-point order:
+ *
+ *   M <ns> 0x00 <key>                 key meta: latest version, latest type, first live version
+ *   C <ns> 0x00 <key>                 the last version number ever assigned (kept after a delete)
+ *   V <ns> 0x00 <key> 0x00 <u32 BE>   one version record
+ *   T <id>                            one token record
+ *   S <name>                          system records (root token hash, wrapped keyring)
+ *
+ * where <ns> is the namespace with '/' written as 0x01. So the keys directly in `ns` lie in
+ * [M ns 0x00, M ns 0x01), everything beneath it in [M ns 0x01, M ns 0x02), and skipping past a child
+ * namespace `c` means seeking to M ns 0x01 c 0x02.
+ */
+import type { KeyRange } from './backend.js';
+
+const bytes = (text: string): Buffer => Buffer.from(text, 'latin1');
+const nsPart = (ns: string): string => ns.replaceAll('/', '\x01');
+
+export function metaKey(ns: string, key: string): Buffer {
+  return bytes(`M${nsPart(ns)}\0${key}`);
+}
+
+export function counterKey(ns: string, key: string): Buffer {
+  return bytes(`C${nsPart(ns)}\0${key}`);
+}
+
+export function versionKey(ns: string, key: string, version: number): Buffer {
+  const out = Buffer.alloc(1 + Buffer.byteLength(ns) + 1 + key.length + 1 + 4);
+  const prefix = `V${nsPart(ns)}\0${key}\0`;
+  out.write(prefix, 'latin1');
+  out.writeUInt32BE(version, prefix.length);
+  return out;
+}
+
+/** Every version record of one key, oldest first. */
+export function versionRange(ns: string, key: string): KeyRange {
+  return { start: bytes(`V${nsPart(ns)}\0${key}\0`), end: bytes(`V${nsPart(ns)}\0${key}\x01`) };
+}
+
+export function versionOf(storageKey: Uint8Array): number {
+  return Buffer.from(storageKey.buffer, storageKey.byteOffset, storageKey.byteLength).readUInt32BE(storageKey.byteLength - 4);
+}
+
+/** Meta entries of the keys directly in `ns`, from just after the key named `after`. */
+export function keysRange(ns: string, after?: string): KeyRange {
+  const base = `M${nsPart(ns)}`;
+  return { start: bytes(after === undefined ? `${base}\0` : `${base}\0${after}\0`), end: bytes(`${base}\x01`) };
+}
+
+/** Meta entries beneath `ns` (in child namespaces), from just past the child named `after`. */
+export function descendantsRange(ns: string, after?: string): KeyRange {
+  const base = `M${nsPart(ns)}\x01`;
+  return { start: bytes(after === undefined ? base : `${base}${after}\x02`), end: bytes(`M${nsPart(ns)}\x02`) };
+}
+
+/** Meta entries in `ns` and everywhere beneath it. */
+export function subtreeRange(ns: string): KeyRange {
+  return { start: bytes(`M${nsPart(ns)}\0`), end: bytes(`M${nsPart(ns)}\x02`) };
+}
+
+/** The namespace and key named by a meta key. */
+export function parseMetaKey(storageKey: Uint8Array): { namespace: string; key: string } {
+  const text = Buffer.from(storageKey.buffer, storageKey.byteOffset, storageKey.byteLength).toString('latin1');
+  const sep = text.indexOf('\0');
+  return { namespace: text.slice(1, sep).replaceAll('\x01', '/'), key: text.slice(sep + 1) };
+}
+
+/** For a meta key found in `descendantsRange(ns)`: the name of the child namespace it lies in. */
+export function childOf(ns: string, storageKey: Uint8Array): string {
+  const skip = 1 + Buffer.byteLength(ns) + 1;
+  const text = Buffer.from(storageKey.buffer, storageKey.byteOffset, storageKey.byteLength).toString('latin1', skip);
+  const end = text.search(/[\0\x01]/);
+  return end < 0 ? text : text.slice(0, end);
+}
+
+export function tokenKey(id: string): Buffer {
+  return bytes(`T${id}`);
+}
+
+export const TOKENS_RANGE: KeyRange = { start: bytes('T'), end: bytes('U') };
+
+export function systemKey(name: 'root-token' | 'keyring'): Buffer {
+  return bytes(`S${name}`);
+}

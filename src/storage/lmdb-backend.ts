@@ -1,0 +1,61 @@
+import { mkdirSync } from 'node:fs';
+import { open, type Database, type RootDatabase } from 'lmdb';
+import type { KeyRange, Plan, StorageBackend, StorageEntry } from './backend.js';
+
+export interface LmdbOptions {
+  /** Directory holding data.mdb and lock.mdb. */
+  readonly path: string;
+}
+
+/**
+ * StorageBackend on an LMDB environment (lmdb-js). Writes go through lmdb-js's batched transactions,
+ * so concurrent writes share one commit; with overlappingSync (lmdb-js's default on Linux) a commit's
+ * promise resolves before its flush, so `atomic` also awaits `flushed` before reporting success.
+ */
+export class LmdbBackend implements StorageBackend {
+  private readonly root: RootDatabase;
+  private readonly db: Database<Buffer, Buffer>;
+
+  constructor(options: LmdbOptions) {
+    mkdirSync(options.path, { recursive: true, mode: 0o700 });
+    this.root = open({ path: options.path, noSubdir: false, maxDbs: 4 });
+    this.db = this.root.openDB<Buffer, Buffer>({ name: 'coffer', keyEncoding: 'binary', encoding: 'binary' });
+  }
+
+  async get(key: Uint8Array): Promise<Uint8Array | undefined> {
+    return this.db.get(asBuffer(key));
+  }
+
+  async *scan(range: KeyRange): AsyncIterable<StorageEntry> {
+    const entries = this.db.getRange({
+      start: asBuffer(range.start),
+      end: asBuffer(range.end),
+      ...(range.limit === undefined ? {} : { limit: range.limit }),
+    });
+    for (const { key, value } of entries) yield { key, value };
+  }
+
+  async atomic<T>(keys: readonly Uint8Array[], plan: (current: readonly (Uint8Array | undefined)[]) => Plan<T>): Promise<T> {
+    // The callback runs inside lmdb-js's write transaction. lmdb-js does not roll back a plain
+    // transaction on a throw, so the plan runs to completion before the first write.
+    const result = await this.db.transaction(() => {
+      const decided = plan(keys.map((key) => this.db.get(asBuffer(key))));
+      for (const write of decided.writes) {
+        if (write.op === 'put') this.db.put(asBuffer(write.key), asBuffer(write.value));
+        else this.db.remove(asBuffer(write.key));
+      }
+      return decided.result;
+    });
+    await this.root.flushed;
+    return result;
+  }
+
+  async close(): Promise<void> {
+    await this.root.flushed;
+    await this.root.close();
+  }
+}
+
+function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}

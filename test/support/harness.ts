@@ -1,0 +1,118 @@
+/**
+ * Test harness: a real Coffer on an ephemeral port, with a fresh temporary data directory and key file,
+ * reached over real HTTP. The root token is random per run and never written to disk by the tests.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { startCoffer, type RunningCoffer, type StartOptions } from '../../src/app.js';
+import { loadConfig } from '../../src/config/load.js';
+import type { CofferConfig } from '../../src/config/schema.js';
+import { generateToken } from '../../src/auth/token-format.js';
+
+export interface TestCoffer {
+  readonly url: string;
+  readonly rootToken: string;
+  readonly dataDir: string;
+  readonly config: CofferConfig;
+  readonly app: RunningCoffer;
+  /** Calls the API; `token: null` sends no Authorization header. */
+  call(method: string, path: string, init?: CallInit): Promise<ApiResponse>;
+  /** Creates a token with the root token and returns its value. */
+  token(body: Record<string, unknown>): Promise<string>;
+  put(path: string, value: string, type?: 'config' | 'secret', token?: string): Promise<ApiResponse>;
+  /** Stops and starts again on the same data directory and key. */
+  restart(): Promise<TestCoffer>;
+  close(): Promise<void>;
+}
+
+export interface CallInit {
+  readonly token?: string | null;
+  readonly json?: unknown;
+  readonly body?: string;
+  readonly headers?: Record<string, string>;
+}
+
+export interface ApiResponse {
+  readonly status: number;
+  readonly headers: Headers;
+  // Tests read arbitrary fields of responses.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  readonly body: any;
+  readonly text: string;
+}
+
+export interface HarnessOptions {
+  readonly env?: Record<string, string>;
+  readonly start?: StartOptions;
+  readonly dataDir?: string;
+  readonly rootToken?: string;
+  /** Remove the directory on close (default: when the harness made it). */
+  readonly ownsDir?: boolean;
+}
+
+export function tempDir(prefix = 'coffer-test-'): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+export async function startTestCoffer(options: HarnessOptions = {}): Promise<TestCoffer> {
+  const dir = options.dataDir ?? tempDir();
+  const rootToken = options.rootToken ?? generateToken().value;
+  const config = loadConfig({
+    COFFER_PORT: '0',
+    COFFER_DATA_DIR: join(dir, 'data'),
+    COFFER_MASTER_KEY_FILE: join(dir, 'keys', 'master.key'),
+    COFFER_ROOT_TOKEN: rootToken,
+    COFFER_LOG_LEVEL: 'silent',
+    ...options.env,
+  });
+  const app = await startCoffer(config, { log: pino({ level: 'silent' }), ...options.start });
+  const url = app.url;
+
+  async function call(method: string, path: string, init: CallInit = {}): Promise<ApiResponse> {
+    const headers: Record<string, string> = { ...init.headers };
+    const token = init.token === undefined ? rootToken : init.token;
+    if (token !== null) headers.authorization = `Bearer ${token}`;
+    let body = init.body;
+    if (init.json !== undefined) {
+      body = JSON.stringify(init.json);
+      headers['content-type'] ??= 'application/json';
+    }
+    const res = await fetch(url + path, { method, headers, ...(body === undefined ? {} : { body }) });
+    const text = await res.text();
+    let parsed: unknown = undefined;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      parsed = undefined;
+    }
+    return { status: res.status, headers: res.headers, body: parsed, text };
+  }
+
+  const harness: TestCoffer = {
+    url,
+    rootToken,
+    dataDir: dir,
+    config,
+    app,
+    call,
+    async token(body) {
+      const res = await call('POST', '/v1/auth/token', { json: body });
+      if (res.status !== 201) throw new Error(`token creation failed: ${res.status} ${res.text}`);
+      return res.body.token as string;
+    },
+    put(path, value, type = 'secret', token) {
+      return call('PUT', `/v1/kv/${path}`, { json: { value, type }, ...(token === undefined ? {} : { token }) });
+    },
+    async restart() {
+      await app.close();
+      return startTestCoffer({ ...options, dataDir: dir, rootToken, ownsDir: options.ownsDir ?? !options.dataDir });
+    },
+    async close() {
+      await app.close();
+      if (options.ownsDir ?? !options.dataDir) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  return harness;
+}
