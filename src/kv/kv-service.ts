@@ -93,11 +93,14 @@ export class KvService {
    */
   async readOrList(caller: Principal, parent: string, last: string, whole: string | null, limit: number): Promise<Entry | Listing> {
     const mayRead = caller.access.mayInNamespace('read', parent);
+    // A caller who may list `parent` may learn that the key exists (a listing would show it).
+    const mayKnowKey = mayRead || caller.access.mayInNamespace('list', parent);
     const mayList = whole !== null && caller.access.mayBeneath('list', whole);
-    if (!mayRead && !mayList) throw forbidden();
-    if (mayRead) {
+    if (!mayKnowKey && !mayList) throw forbidden();
+    if (mayKnowKey) {
       const meta = await this.meta(parent, last);
-      if (meta) return this.readExisting(caller, parent, last, meta, undefined);
+      if (meta && mayRead) return this.readExisting(caller, parent, last, meta, undefined);
+      if (meta && caller.access.may('list', parent, meta.type)) throw forbidden();
     }
     if (mayList && (await namespaceExists(this.deps.storage, whole!))) {
       return listNamespace(this.deps.storage, caller, whole!, { limit });

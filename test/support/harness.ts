@@ -3,6 +3,7 @@
  * reached over real HTTP. The root token is random per run and never written to disk by the tests.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
+import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -79,8 +80,26 @@ export async function startTestCoffer(options: HarnessOptions = {}): Promise<Tes
       body = JSON.stringify(init.json);
       headers['content-type'] ??= 'application/json';
     }
-    const res = await fetch(url + path, { method, headers, ...(body === undefined ? {} : { body }) });
-    const text = await res.text();
+    // node:http sends the path exactly as given (fetch would normalise dot segments away).
+    const res = await new Promise<{ status: number; headers: Headers; text: string }>((resolve, reject) => {
+      if (body !== undefined) headers['content-length'] ??= String(Buffer.byteLength(body));
+      // A fresh connection per call: a response that leaves a request body unread may close its socket.
+      const req = request(url + '/', { method, path, headers, agent: false }, (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () => {
+          const out = new Headers();
+          for (const [name, value] of Object.entries(response.headers)) {
+            if (value !== undefined) out.set(name, Array.isArray(value) ? value.join(', ') : value);
+          }
+          resolve({ status: response.statusCode ?? 0, headers: out, text: Buffer.concat(chunks).toString('utf8') });
+        });
+        response.on('error', reject);
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+    const text = res.text;
     let parsed: unknown = undefined;
     try {
       parsed = text ? JSON.parse(text) : undefined;
