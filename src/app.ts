@@ -50,7 +50,7 @@ export async function startCoffer(config: CofferConfig, options: StartOptions = 
     const opened = await openKeyProvider(config);
     if (opened.notice) log.info(opened.notice);
     const { keyring, created } = await openKeyring(storage, opened.provider, now());
-    if (created) log.info('created a new keyring wrapped by the %s master key provider', opened.provider.name);
+    if (created) log.info('created a new keyring, wrapped by the %s key provider', opened.provider.name);
 
     const argon2 = new Argon2Gate();
     const root = await establishRootToken(storage, argon2, config.root_token, now());

@@ -1,0 +1,83 @@
+import { expect } from 'chai';
+import { bodyLimit } from '../../src/http/http-app.js';
+import { startTestCoffer, type TestCoffer } from '../support/harness.js';
+
+describe('HTTP errors and limits', () => {
+  let c: TestCoffer;
+  const MAX = 1024;
+  before(async () => {
+    c = await startTestCoffer({ env: { COFFER_MAX_VALUE_BYTES: String(MAX) } });
+  });
+  after(async () => {
+    await c.close();
+  });
+
+  function expectProblem(res: { status: number; headers: Headers; body: Record<string, unknown> }, status: number, code: string): void {
+    expect(res.status).to.equal(status);
+    expect(res.headers.get('content-type')).to.match(/^application\/problem\+json/);
+    expect(res.headers.get('cache-control')).to.equal('no-store');
+    expect(res.body).to.include({ status, code, type: `urn:coffer:problem:${code}` });
+    expect(res.body.title).to.be.a('string');
+    expect(res.body.detail).to.be.a('string').and.not.be.empty;
+  }
+
+  it('413 for a value over COFFER_MAX_VALUE_BYTES (UTF-8 bytes), and nothing is stored', async () => {
+    expectProblem(await c.put('lim/big', 'x'.repeat(MAX + 1)), 413, 'payload_too_large');
+    expectProblem(await c.put('lim/multi', 'é'.repeat(MAX / 2 + 1)), 413, 'payload_too_large');
+    expect((await c.call('GET', '/v1/kv/lim/big')).status).to.equal(404);
+  });
+
+  it('accepts a value of exactly the limit, even when its JSON escaping is six times larger', async () => {
+    expect((await c.put('lim/exact', 'x'.repeat(MAX))).status).to.equal(201);
+    const controls = '\u0001'.repeat(MAX);
+    const res = await c.put('lim/escaped', controls);
+    expect(res.status).to.equal(201);
+    expect((await c.call('GET', '/v1/kv/lim/escaped')).body.value).to.equal(controls);
+  });
+
+  it('413 for a body over the body limit', async () => {
+    expectProblem(await c.call('PUT', '/v1/kv/lim/huge', { body: JSON.stringify({ value: 'x', type: 'secret', pad: 'p'.repeat(bodyLimit(MAX)) }), headers: { 'content-type': 'application/json' } }), 413, 'payload_too_large');
+  });
+
+  it('415 for a body without Content-Type: application/json', async () => {
+    const body = JSON.stringify({ value: 'x', type: 'config' });
+    expectProblem(await c.call('PUT', '/v1/kv/ct/k', { body }), 415, 'unsupported_media_type');
+    expectProblem(await c.call('PUT', '/v1/kv/ct/k', { body, headers: { 'content-type': 'text/plain' } }), 415, 'unsupported_media_type');
+    expectProblem(await c.call('POST', '/v1/auth/token', { body: '{"role":"reader"}', headers: { 'content-type': 'application/x-www-form-urlencoded' } }), 415, 'unsupported_media_type');
+    expect((await c.call('PUT', '/v1/kv/ct/k', { body, headers: { 'content-type': 'application/json; charset=utf-8' } })).status).to.equal(201);
+  });
+
+  it('400 for malformed JSON, an empty body, and a non-object body, without echoing the body', async () => {
+    const secretish = '{"value": "do-not-echo-me", "type": ';
+    const bad = await c.call('PUT', '/v1/kv/j/k', { body: secretish, headers: { 'content-type': 'application/json' } });
+    expectProblem(bad, 400, 'invalid_request');
+    expect(bad.text).to.not.include('do-not-echo-me');
+    expectProblem(await c.call('PUT', '/v1/kv/j/k', { headers: { 'content-type': 'application/json' } }), 400, 'invalid_request');
+    expectProblem(await c.call('PUT', '/v1/kv/j/k', { body: '"str"', headers: { 'content-type': 'application/json' } }), 400, 'invalid_request');
+    expect((await c.call('GET', '/v1/kv/j/k')).status).to.equal(404);
+  });
+
+  it('405 with Allow for a known path and a wrong method; 404 for an unknown path', async () => {
+    const res = await c.call('POST', '/v1/kv/a/b');
+    expectProblem(res, 405, 'method_not_allowed');
+    expect(res.headers.get('allow')).to.equal('GET, PUT, DELETE, HEAD');
+    expect((await c.call('PUT', '/v1/auth/me')).headers.get('allow')).to.equal('GET, HEAD');
+    expectProblem(await c.call('GET', '/v1/auth/token'), 405, 'method_not_allowed');
+    expectProblem(await c.call('GET', '/v1/nope'), 404, 'not_found');
+    expectProblem(await c.call('GET', '/elsewhere', { token: null }), 404, 'not_found');
+  });
+
+  it('400 for an empty namespace path', async () => {
+    expectProblem(await c.call('GET', '/v1/kv/'), 400, 'invalid_request');
+    expectProblem(await c.call('GET', '/v1/kv'), 400, 'invalid_request');
+  });
+
+  it('sends security headers and no-store on every response', async () => {
+    const res = await c.call('GET', '/v1/auth/me');
+    expect(res.headers.get('cache-control')).to.equal('no-store');
+    expect(res.headers.get('x-content-type-options')).to.equal('nosniff');
+    expect(res.headers.get('content-security-policy')).to.be.a('string');
+    expect(res.headers.get('x-powered-by')).to.equal(null);
+    expect((await c.call('GET', '/v1/openapi.json', { token: null })).headers.get('cache-control')).to.equal('no-store');
+  });
+});

@@ -1,0 +1,158 @@
+import { execFileSync } from 'node:child_process';
+import { chmodSync, readFileSync, readdirSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { generateToken } from '../src/auth/token-format.js';
+import { runToExit, startProcess } from './support/process.js';
+import { tempDir } from './support/harness.js';
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name));
+}
+
+async function me(url: string, token: string, init: RequestInit = {}): Promise<number> {
+  return (await fetch(`${url}/v1/auth/me`, { headers: { authorization: `Bearer ${token}` }, ...init })).status;
+}
+
+describe('start-up (the coffer process)', function () {
+  this.timeout(30_000);
+
+  it('on first start creates a 0600 master key with one log line, prints a root token once, stores only its hash', async () => {
+    const dir = tempDir();
+    const env = { COFFER_DATA_DIR: join(dir, 'data'), COFFER_MASTER_KEY_FILE: join(dir, 'keys', 'master.key') };
+    const first = await startProcess(env);
+    const keyFile = join(dir, 'keys', 'master.key');
+    expect(statSync(keyFile).mode & 0o777).to.equal(0o600);
+    expect(statSync(keyFile).size).to.equal(32);
+    expect(first.stdout().split('\n').filter((l) => l.includes('master key'))).to.have.length(1);
+    const token = /(cfr_[0-9A-Za-z]{16}_[0-9A-Za-z]{43})/.exec(first.stderr())?.[1];
+    expect(token).to.be.a('string');
+    expect(first.stdout()).to.not.include(token);
+    expect(await me(first.url, token!)).to.equal(200);
+    await first.stop();
+
+    for (const file of filesUnder(dir)) {
+      const bytes = readFileSync(file);
+      expect(bytes.includes(Buffer.from(token!)), file).to.equal(false);
+      expect(bytes.includes(Buffer.from(token!.slice(21))), file).to.equal(false);
+    }
+
+    const second = await startProcess(env);
+    expect(second.stderr()).to.not.match(/cfr_/);
+    expect(second.stdout()).to.not.include('master key');
+    expect(await me(second.url, token!)).to.equal(200);
+    await second.stop();
+  });
+
+  it('COFFER_ROOT_TOKEN replaces the stored root token at start-up, and a short one is warned about', async () => {
+    const dir = tempDir();
+    const env = { COFFER_DATA_DIR: join(dir, 'data'), COFFER_MASTER_KEY_FILE: join(dir, 'k') };
+    const oldRoot = generateToken().value;
+    const a = await startProcess({ ...env, COFFER_ROOT_TOKEN: oldRoot });
+    expect(a.stderr()).to.not.include('cfr_');
+    expect(await me(a.url, oldRoot)).to.equal(200);
+    await a.stop();
+    const b = await startProcess({ ...env, COFFER_ROOT_TOKEN: 'short-root-token' });
+    expect(b.stdout()).to.include('shorter than 32 characters');
+    expect(b.stdout()).to.not.include('short-root-token');
+    expect(await me(b.url, 'short-root-token')).to.equal(200);
+    expect(await me(b.url, oldRoot)).to.equal(401);
+    await b.stop();
+  });
+
+  it('keeps keys, versions and tokens across a restart', async () => {
+    const dir = tempDir();
+    const root = generateToken().value;
+    const env = { COFFER_DATA_DIR: join(dir, 'data'), COFFER_MASTER_KEY_FILE: join(dir, 'k'), COFFER_ROOT_TOKEN: root };
+    const a = await startProcess(env);
+    const auth = { authorization: `Bearer ${root}`, 'content-type': 'application/json' };
+    for (const value of ['one', 'two']) {
+      await fetch(`${a.url}/v1/kv/keep/pw`, { method: 'PUT', headers: auth, body: JSON.stringify({ value, type: 'secret' }) });
+    }
+    await fetch(`${a.url}/v1/kv/keep/cfg`, { method: 'PUT', headers: auth, body: JSON.stringify({ value: 'c', type: 'config' }) });
+    const created = await (await fetch(`${a.url}/v1/auth/token`, { method: 'POST', headers: auth, body: JSON.stringify({ role: 'reader' }) })).json() as { token: string };
+    const revoked = await (await fetch(`${a.url}/v1/auth/token`, { method: 'POST', headers: auth, body: JSON.stringify({ role: 'reader' }) })).json() as { token: string };
+    await fetch(`${a.url}/v1/auth/token/${revoked.token}`, { method: 'DELETE', headers: auth });
+    await a.stop();
+
+    const b = await startProcess(env);
+    const get = async (path: string, token = root) => (await fetch(`${b.url}${path}`, { headers: { authorization: `Bearer ${token}` } })).json() as Promise<Record<string, unknown>>;
+    expect((await get('/v1/kv/keep/pw')).value).to.equal('two');
+    expect((await get('/v1/kv/keep/pw?version=1')).value).to.equal('one');
+    expect((await get('/v1/kv/keep/cfg')).value).to.equal('c');
+    expect((await get('/v1/kv/keep/pw', created.token)).value).to.equal('two');
+    expect(await me(b.url, revoked.token)).to.equal(401);
+    const put = await fetch(`${b.url}/v1/kv/keep/pw`, { method: 'PUT', headers: auth, body: JSON.stringify({ value: 'three', type: 'secret' }) });
+    expect(((await put.json()) as { version: number }).version).to.equal(3);
+    await b.stop();
+  });
+
+  it('serves HTTPS when COFFER_TLS_CERT and COFFER_TLS_KEY are both set', async () => {
+    const dir = tempDir();
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1',
+      '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', join(dir, 'tls.key'), '-out', join(dir, 'tls.crt')], { stdio: 'ignore' });
+    const root = generateToken().value;
+    const p = await startProcess({ COFFER_DATA_DIR: join(dir, 'data'), COFFER_MASTER_KEY_FILE: join(dir, 'k'), COFFER_ROOT_TOKEN: root, COFFER_TLS_CERT: join(dir, 'tls.crt'), COFFER_TLS_KEY: join(dir, 'tls.key') });
+    expect(p.url).to.match(/^https:\/\//);
+    const status = execFileSync('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code}', '--cacert', join(dir, 'tls.crt'), '-H', `Authorization: Bearer ${root}`, `${p.url}/v1/auth/me`]).toString();
+    expect(status).to.equal('200');
+    await p.stop();
+  });
+
+  describe('refuses to start, with one line naming the setting and exit code 2', () => {
+    const cases: [string, (dir: string) => Record<string, string>, RegExp][] = [
+      ['a non-numeric port', () => ({ COFFER_PORT: 'eighty' }), /COFFER_PORT/],
+      ['a port out of range', () => ({ COFFER_PORT: '70000' }), /COFFER_PORT/],
+      ['a zero default TTL', () => ({ COFFER_DEFAULT_TTL: '0' }), /COFFER_DEFAULT_TTL/],
+      ['a default TTL above the maximum', () => ({ COFFER_DEFAULT_TTL: '100', COFFER_MAX_TTL: '50' }), /COFFER_DEFAULT_TTL/],
+      ['a zero value limit', () => ({ COFFER_MAX_VALUE_BYTES: '0' }), /COFFER_MAX_VALUE_BYTES/],
+      ['a TLS certificate without a key', () => ({ COFFER_TLS_CERT: '/tmp/x.crt' }), /COFFER_TLS_KEY/],
+      ['an unknown log level', () => ({ COFFER_LOG_LEVEL: 'loud' }), /COFFER_LOG_LEVEL/],
+      ['a root token with spaces', () => ({ COFFER_ROOT_TOKEN: 'has spaces in it' }), /COFFER_ROOT_TOKEN/],
+      ['a config file with an unknown setting', (dir) => {
+        writeFileSync(join(dir, 'c.json'), JSON.stringify({ colour: 'red' }));
+        return { COFFER_CONFIG: join(dir, 'c.json') };
+      }, /colour/],
+      ['a custom role with a bad pattern', (dir) => {
+        writeFileSync(join(dir, 'c.json'), JSON.stringify({ roles: { ops: [{ namespaces: ['a*b'], actions: ['read'], types: ['config'] }] } }));
+        return { COFFER_CONFIG: join(dir, 'c.json') };
+      }, /roles: .*a\*b/],
+      ['a custom role redefining a built-in one', (dir) => {
+        writeFileSync(join(dir, 'c.json'), JSON.stringify({ roles: { admin: [{ namespaces: ['*'], actions: ['read'], types: ['config'] }] } }));
+        return { COFFER_CONFIG: join(dir, 'c.json') };
+      }, /roles: .*built in/],
+      ['a master key file readable by others', (dir) => {
+        writeFileSync(join(dir, 'open.key'), Buffer.alloc(32, 1));
+        chmodSync(join(dir, 'open.key'), 0o644);
+        return { COFFER_MASTER_KEY_FILE: join(dir, 'open.key') };
+      }, /COFFER_MASTER_KEY_FILE: .*mode 0644/],
+      ['a master key file of the wrong length', (dir) => {
+        writeFileSync(join(dir, 'short.key'), Buffer.alloc(16, 1), { mode: 0o600 });
+        return { COFFER_MASTER_KEY_FILE: join(dir, 'short.key') };
+      }, /COFFER_MASTER_KEY_FILE: .*32 bytes/],
+    ];
+    for (const [name, make, pattern] of cases) {
+      it(name, async () => {
+        const dir = tempDir();
+        const result = await runToExit({ COFFER_DATA_DIR: join(dir, 'data'), COFFER_MASTER_KEY_FILE: join(dir, 'k'), ...make(dir) });
+        expect(result.code).to.equal(2);
+        const lines = result.stderr.trim().split('\n');
+        expect(lines, result.stderr).to.have.length(1);
+        expect(lines[0]).to.match(/^coffer: /).and.match(pattern);
+        expect(result.stderr).to.not.include('has spaces in it');
+      });
+    }
+
+    it('a master key that does not open the stored keyring', async () => {
+      const dir = tempDir();
+      const env = { COFFER_DATA_DIR: join(dir, 'data'), COFFER_MASTER_KEY_FILE: join(dir, 'a.key'), COFFER_ROOT_TOKEN: generateToken().value };
+      const p = await startProcess(env);
+      await p.stop();
+      mkdirSync(join(dir, 'other'));
+      writeFileSync(join(dir, 'other', 'b.key'), Buffer.alloc(32, 7), { mode: 0o600 });
+      const result = await runToExit({ ...env, COFFER_MASTER_KEY_FILE: join(dir, 'other', 'b.key') });
+      expect(result.code).to.equal(2);
+      expect(result.stderr.trim()).to.match(/^coffer: COFFER_MASTER_KEY_FILE: the master key does not open the keyring/);
+    });
+  });
+});

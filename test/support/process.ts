@@ -1,0 +1,77 @@
+/** Runs the real `coffer` command (dist/src/main.js) as a child process, for start-up tests. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
+
+export interface CofferProcess {
+  readonly child: ChildProcess;
+  readonly url: string;
+  stdout(): string;
+  stderr(): string;
+  stop(): Promise<number | null>;
+}
+
+export interface Exited {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+function baseEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('COFFER_')));
+  return { ...clean, COFFER_PORT: '0', ...env };
+}
+
+/** Starts coffer and resolves once it logs that it is listening. */
+export function startProcess(env: Record<string, string>, cwd?: string): Promise<CofferProcess> {
+  const child = spawn(process.execPath, [MAIN, 'serve'], { env: baseEnv(env), cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`coffer did not start: ${err}`)), 15_000);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`coffer exited with ${code}: ${err}`));
+    });
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const match = /"url":"([^"]+)"[^\n]*coffer listening/.exec(out);
+      if (match) {
+        clearTimeout(timer);
+        child.removeAllListeners('exit');
+        resolve({
+          child,
+          url: match[1]!,
+          stdout: () => out,
+          stderr: () => err,
+          stop: () =>
+            new Promise((done) => {
+              child.once('exit', (code) => done(code));
+              child.kill('SIGTERM');
+            }),
+        });
+      }
+    });
+  });
+}
+
+/** Runs coffer expecting it to exit on its own (a refused start-up). */
+export function runToExit(env: Record<string, string>, timeoutMs = 15_000): Promise<Exited> {
+  const child = spawn(process.execPath, [MAIN, 'serve'], { env: baseEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error('coffer did not exit'));
+    }, timeoutMs);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
