@@ -1,0 +1,102 @@
+import { expect } from 'chai';
+import { Argon2Gate } from '../../src/auth/argon2-gate.js';
+import { Authenticator } from '../../src/auth/authenticator.js';
+import { PrincipalFactory } from '../../src/auth/principal.js';
+import { roleTable } from '../../src/auth/roles.js';
+import { generateToken } from '../../src/auth/token-format.js';
+import type { TokenRecord } from '../../src/auth/token-store.js';
+import { AppError } from '../../src/errors.js';
+
+/** The real argon2 gate, counting how often it verifies. */
+class CountingGate extends Argon2Gate {
+  verifications = 0;
+  override verify(hash: string, secret: string): Promise<boolean> {
+    this.verifications++;
+    return super.verify(hash, secret);
+  }
+}
+
+describe('authenticator', () => {
+  const principals = new PrincipalFactory(roleTable({}));
+  const records = new Map<string, TokenRecord>();
+  const tokens = { get: async (id: string) => records.get(id) };
+  let gate: CountingGate;
+  let auth: Authenticator;
+  let good: string;
+  let root: string;
+
+  before(async () => {
+    gate = new CountingGate();
+    const t = generateToken();
+    good = t.value;
+    records.set(t.id, {
+      id: t.id, hash: await gate.hash(t.secret), role: 'reader', scopes: null, metadata: {},
+      createdAt: Date.now(), expiresAt: Date.now() + 60_000, revokedAt: null,
+    });
+    const r = generateToken();
+    root = r.value;
+    auth = new Authenticator({ tokens, argon2: gate, principals, root: { id: r.id, hash: await gate.hash(r.value), updatedAt: 0 }, now: Date.now });
+  });
+
+  beforeEach(() => {
+    gate.verifications = 0;
+  });
+
+  it('runs argon2 once for concurrent first uses of a token, then never again', async () => {
+    const fresh = new Authenticator({ tokens, argon2: gate, principals, root: { id: null, hash: 'x', updatedAt: 0 }, now: Date.now });
+    const principals_ = await Promise.all(Array.from({ length: 20 }, () => fresh.authenticate(good)));
+    expect(principals_.every((p) => p.role === 'reader')).to.equal(true);
+    for (let i = 0; i < 50; i++) await fresh.authenticate(good);
+    expect(gate.verifications).to.equal(1);
+  });
+
+  it('rejects an unknown id, and a non-token value when the root token has the token shape, without argon2', async () => {
+    for (const value of [`cfr_${'A'.repeat(16)}_${'a'.repeat(43)}`, 'not-a-token', good.slice(0, -1)]) {
+      let error: unknown;
+      await auth.authenticate(value).catch((e: unknown) => (error = e));
+      expect(error).to.be.instanceOf(AppError).with.property('code', 'unauthorized');
+    }
+    expect(gate.verifications).to.equal(0);
+  });
+
+  it('verifies a wrong secret for a known id once, then rejects it from the cache', async () => {
+    const wrong = `${good.slice(0, 21)}${'w'.repeat(43)}`;
+    for (let i = 0; i < 5; i++) await auth.authenticate(wrong).catch(() => undefined);
+    expect(gate.verifications).to.equal(1);
+  });
+
+  it('authenticates root', async () => {
+    expect((await auth.authenticate(root)).isRoot).to.equal(true);
+  });
+
+  it('sees a revocation on the next request even when the token is cached', async () => {
+    await auth.authenticate(good);
+    const id = good.slice(4, 20);
+    records.set(id, { ...records.get(id)!, revokedAt: Date.now() });
+    let error: unknown;
+    await auth.authenticate(good).catch((e: unknown) => (error = e));
+    expect(error).to.be.instanceOf(AppError).with.property('status', 401);
+    records.set(id, { ...records.get(id)!, revokedAt: null });
+  });
+
+  it('turns away argon2 work beyond its queue with 429 instead of piling it up', async () => {
+    const small = new Argon2Gate(1, 2);
+    const hash = await small.hash('secret');
+    const results = await Promise.allSettled(Array.from({ length: 6 }, () => small.verify(hash, 'wrong')));
+    const refused = results.filter((r) => r.status === 'rejected');
+    expect(refused).to.have.length(3);
+    expect((refused[0] as PromiseRejectedResult).reason).to.be.instanceOf(AppError).with.property('status', 429);
+    expect((refused[0] as PromiseRejectedResult).reason.headers).to.deep.equal({ 'Retry-After': '1' });
+  });
+
+  it('serves a verified token at full speed while wrong tokens flood argon2', async () => {
+    await auth.authenticate(good);
+    const flood = Array.from({ length: 40 }, (_, i) => auth.authenticate(`${good.slice(0, 21)}${String(i).padStart(43, 'f')}`).catch(() => undefined));
+    const started = performance.now();
+    for (let i = 0; i < 200; i++) await auth.authenticate(good);
+    const elapsed = performance.now() - started;
+    await Promise.all(flood);
+    // 200 cached checks take microseconds each; one argon2 verify alone takes tens of milliseconds.
+    expect(elapsed).to.be.below(200);
+  });
+});

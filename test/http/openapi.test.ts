@@ -1,0 +1,51 @@
+import { expect } from 'chai';
+import { kvPutSchema, tokenCreateSchema } from '../../src/http/schemas.js';
+import { startTestCoffer, type TestCoffer } from '../support/harness.js';
+
+describe('OpenAPI document', () => {
+  let c: TestCoffer;
+  before(async () => {
+    c = await startTestCoffer();
+    await c.put('doc/k', 'v', 'config');
+    await c.put('doc/v', 'v', 'config');
+  });
+  after(async () => {
+    await c.close();
+  });
+
+  it('is served without a token as OpenAPI 3.1', async () => {
+    const res = await c.call('GET', '/v1/openapi.json', { token: null });
+    expect(res.status).to.equal(200);
+    expect(res.body.openapi).to.equal('3.1.0');
+  });
+
+  it('publishes the very schemas the server validates with', async () => {
+    const doc = (await c.call('GET', '/v1/openapi.json', { token: null })).body;
+    const put = doc.paths['/v1/kv/{namespace}/{key}'].put.requestBody.content['application/json'].schema;
+    expect(put).to.deep.equal(JSON.parse(JSON.stringify(kvPutSchema)));
+    const create = doc.paths['/v1/auth/token'].post.requestBody.content['application/json'].schema;
+    expect(create).to.deep.equal(JSON.parse(JSON.stringify(tokenCreateSchema(c.config.max_ttl))));
+  });
+
+  it('documents only operations the server serves, and every one of them', async () => {
+    const doc = (await c.call('GET', '/v1/openapi.json', { token: null })).body;
+    const concrete: Record<string, string> = {
+      '/v1/openapi.json': '/v1/openapi.json',
+      '/v1/auth/me': '/v1/auth/me',
+      '/v1/auth/token': '/v1/auth/token',
+      '/v1/auth/tokens': '/v1/auth/tokens',
+      '/v1/auth/token/{token}': '/v1/auth/token/AAAAAAAAAAAAAAAA',
+      '/v1/kv/{namespace}': '/v1/kv/doc',
+      '/v1/kv/{namespace}/{key}': '/v1/kv/doc/k',
+      '/v1/kv/{namespace}/{key}/versions': '/v1/kv/doc/v/versions',
+    };
+    expect(Object.keys(doc.paths).sort()).to.deep.equal(Object.keys(concrete).sort());
+    for (const [template, operations] of Object.entries(doc.paths as Record<string, Record<string, { responses: Record<string, unknown> }>>)) {
+      for (const [method, operation] of Object.entries(operations)) {
+        const res = await c.call(method.toUpperCase(), concrete[template]!, method === 'put' ? { json: { value: 'v', type: 'config' } } : method === 'post' ? { json: { role: 'reader' } } : {});
+        expect(res.status, `${method} ${template}`).to.not.be.oneOf([404, 405].filter((s) => !(s === 404 && method === 'delete')));
+        expect(Object.keys(operation.responses), `${method} ${template}`).to.include(String(res.status));
+      }
+    }
+  });
+});
