@@ -44,12 +44,6 @@ export function patternReachesInto(pattern: NamespacePattern, ns: string): boole
 
 /** True when the pattern matches `ns` and every namespace beneath it. */
 export function patternCoversSubtree(pattern: NamespacePattern, ns: string): boolean {
-  switch (pattern.kind) {
-    case 'all':
-      return true;
-    case 'subtree':
-      return isWithin(ns, pattern.root);
-    case 'exact':
-      return false;
-  }
+  // An exact pattern never covers the namespaces beneath its own; the others match all of a subtree.
+  return pattern.kind !== 'exact' && patternMatches(pattern, ns);
 }
