@@ -16,7 +16,7 @@ import { TokenService } from './auth/token-service.js';
 import { TokenStore } from './auth/token-store.js';
 import type { CofferConfig } from './config/schema.js';
 import { sodiumReady } from './crypto/aead.js';
-import { openKeyring } from './crypto/keyring-store.js';
+import { KeyringHolder } from './crypto/keyring-store.js';
 import { buildHttpApp } from './http/http-app.js';
 import type { OutcomeSink } from './http/outcome.js';
 import { openKeyProvider } from './keys/registry.js';
@@ -49,7 +49,7 @@ export async function startCoffer(config: CofferConfig, options: StartOptions = 
   try {
     const opened = await openKeyProvider(config);
     if (opened.notice) log.info(opened.notice);
-    const { keyring, created } = await openKeyring(storage, opened.provider, now());
+    const { holder: keyring, created } = await KeyringHolder.open(storage, opened.provider, now());
     if (created) log.info('created a new keyring, wrapped by the %s key provider', opened.provider.name);
 
     const argon2 = new Argon2Gate();
@@ -68,7 +68,7 @@ export async function startCoffer(config: CofferConfig, options: StartOptions = 
     });
     const kv = new KvService({
       storage,
-      keyring: () => keyring,
+      keyring,
       maxValueBytes: config.max_value_bytes,
       now,
       onIntegrityError: (where, reason) => log.error({ ...where, reason }, 'INTEGRITY ERROR: a stored record failed to open or verify; it was not returned'),

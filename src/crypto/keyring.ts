@@ -40,6 +40,12 @@ export class Keyring {
     return new Keyring(data.k.map((k) => ({ version: k.v, key: k.k, createdAt: k.at })), data.a);
   }
 
+  /** A new keyring with one more version, which becomes the active one; every old version stays. */
+  rotate(now: number): Keyring {
+    const next = Math.max(...this.byVersion.keys()) + 1;
+    return new Keyring([...this.byVersion.values(), { version: next, key: randomBytes(KEY_BYTES), createdAt: now }], next);
+  }
+
   serialize(): Uint8Array {
     const k = [...this.byVersion.values()].map((v) => ({ v: v.version, k: v.key, at: v.createdAt }));
     return pack({ f: FORMAT, a: this.activeVersion, k });

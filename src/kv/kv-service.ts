@@ -6,7 +6,7 @@ import type { Principal } from '../auth/principal.js';
 import type { ValueType } from '../auth/roles.js';
 import { SealedDataError } from '../crypto/aead.js';
 import { openSecret, sealConfig, sealSecret, verifyConfig, type RecordIdentity } from '../crypto/envelope.js';
-import type { Keyring } from '../crypto/keyring.js';
+import { GENERATION_KEY, StaleKeyringError, unpackGeneration, type KeyringHolder } from '../crypto/keyring-store.js';
 import { AppError, forbidden, notFound } from '../errors.js';
 import type { StorageBackend, StorageWrite } from '../storage/backend.js';
 import { counterKey, metaKey, versionKey, versionOf, versionRange } from '../storage/layout.js';
@@ -15,8 +15,8 @@ import { packCounter, packMeta, packVersion, unpackCounter, unpackMeta, unpackVe
 
 export interface KvServiceDeps {
   readonly storage: StorageBackend;
-  /** The current keyring (a function, so a rotated keyring is picked up without rebuilding the service). */
-  readonly keyring: () => Keyring;
+  /** This process's keyring; a rotation by any process is picked up through it. */
+  readonly keyring: Pick<KeyringHolder, 'current' | 'generation' | 'refresh'>;
   readonly maxValueBytes: number;
   readonly now: () => number;
   /** Called when a stored record fails to open or verify; must not log the value. */
@@ -55,10 +55,25 @@ export class KvService {
       throw new AppError('payload_too_large', `the value is larger than ${this.deps.maxValueBytes} bytes`);
     }
     const createdAt = this.deps.now();
-    const keyring = this.deps.keyring();
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const result = await this.appendVersion(caller, namespace, key, value, type, createdAt);
+        return { namespace, key, version: result.version, type, created_at: iso(createdAt), created: result.created };
+      } catch (err) {
+        if (!(err instanceof StaleKeyringError) || attempt >= 3) throw err;
+        await this.deps.keyring.refresh();
+      }
+    }
+  }
+
+  /** One transaction: check the keyring generation, assign the next version, seal, write. */
+  private appendVersion(caller: Principal, namespace: string, key: string, value: string, type: ValueType, createdAt: number): Promise<{ version: number; created: boolean }> {
+    const keyring = this.deps.keyring.current();
+    const generation = this.deps.keyring.generation;
     const mKey = metaKey(namespace, key);
     const cKey = counterKey(namespace, key);
-    const result = await this.deps.storage.atomic([mKey, cKey], ([metaBytes, counterBytes]) => {
+    return this.deps.storage.atomic([mKey, cKey, GENERATION_KEY], ([metaBytes, counterBytes, generationBytes]) => {
+      if (unpackGeneration(generationBytes) !== generation) throw new StaleKeyringError();
       const meta = metaBytes && unpackMeta(metaBytes);
       // Replacing a key of another type also needs the right to write that type.
       if (meta && !caller.access.may('write', namespace, meta.type)) throw forbidden();
@@ -76,7 +91,6 @@ export class KvService {
       ];
       return { writes, result: { version, created: !meta } };
     });
-    return { namespace, key, version: result.version, type, created_at: iso(createdAt), created: result.created };
   }
 
   /** The latest version, or version `version`. */
@@ -156,11 +170,15 @@ export class KvService {
     if (!record) throw this.integrityError(where, 'version record missing or unreadable');
     if (!caller.access.may('read', namespace, record.type)) throw forbidden();
     const id: RecordIdentity = { ...where, type: record.type };
+    const keyVersion = record.type === 'secret' ? record.sealed.keyVersion : record.seal.keyVersion;
+    // A record sealed under a keyring version this process has not loaded yet: another process rotated.
+    if (!this.deps.keyring.current().has(keyVersion)) await this.deps.keyring.refresh();
+    const keyring = this.deps.keyring.current();
     let value: string;
     try {
-      if (record.type === 'secret') value = openSecret(this.deps.keyring(), id, record.sealed);
+      if (record.type === 'secret') value = openSecret(keyring, id, record.sealed);
       else {
-        verifyConfig(this.deps.keyring(), id, record.value, record.seal);
+        verifyConfig(keyring, id, record.value, record.seal);
         value = record.value;
       }
     } catch (err) {

@@ -80,6 +80,6 @@ export function tokenKey(id: string): Buffer {
 
 export const TOKENS_RANGE: KeyRange = { start: bytes('T'), end: bytes('U') };
 
-export function systemKey(name: 'root-token' | 'keyring'): Buffer {
+export function systemKey(name: 'root-token' | 'keyring' | 'keyring-generation'): Buffer {
   return bytes(`S${name}`);
 }
