@@ -9,9 +9,10 @@ import type { AddressInfo } from 'node:net';
 import { pino, type Logger } from 'pino';
 import { Argon2Gate } from './auth/argon2-gate.js';
 import { Authenticator } from './auth/authenticator.js';
+import { FailureLimiter } from './auth/failure-limiter.js';
 import { PrincipalFactory } from './auth/principal.js';
 import { roleTable } from './auth/roles.js';
-import { establishRootToken } from './auth/root-token.js';
+import { establishRootToken, readRootToken, type RootRecord } from './auth/root-token.js';
 import { TokenService } from './auth/token-service.js';
 import { TokenStore } from './auth/token-store.js';
 import type { CofferConfig } from './config/schema.js';
@@ -30,6 +31,11 @@ export interface StartOptions {
   readonly onGeneratedRootToken?: (token: string) => void;
   readonly onOutcome?: OutcomeSink;
   readonly now?: () => number;
+  /**
+   * Whether this process sets up the store (master key, keyring, root token). A worker process of the
+   * supervisor passes false: the supervisor did that once, before starting the workers.
+   */
+  readonly prepare?: boolean;
 }
 
 export interface RunningCoffer {
@@ -37,34 +43,61 @@ export interface RunningCoffer {
   /** e.g. http://127.0.0.1:8750 */
   readonly url: string;
   readonly storage: StorageBackend;
-  close(): Promise<void>;
+  readonly keyring: KeyringHolder;
+  /** Stops accepting connections, lets requests in flight finish (up to `drainMs`), closes storage. */
+  close(drainMs?: number): Promise<void>;
 }
 
-export async function startCoffer(config: CofferConfig, options: StartOptions = {}): Promise<RunningCoffer> {
-  const log = options.log ?? pino({ level: config.log_level });
-  const now = options.now ?? Date.now;
-  await sodiumReady();
+interface OpenedStore {
+  readonly storage: StorageBackend;
+  readonly keyring: KeyringHolder;
+  readonly root: RootRecord;
+}
 
+async function openStore(config: CofferConfig, log: Logger, now: () => number, options: StartOptions): Promise<OpenedStore> {
+  await sodiumReady();
   const storage = openStorage(config);
   try {
     const opened = await openKeyProvider(config);
     if (opened.notice) log.info(opened.notice);
     const { holder: keyring, created } = await KeyringHolder.open(storage, opened.provider, now());
     if (created) log.info('created a new keyring, wrapped by the %s key provider', opened.provider.name);
-
-    const argon2 = new Argon2Gate();
-    const root = await establishRootToken(storage, argon2, config.root_token, now());
+    if (options.prepare === false) {
+      const root = await readRootToken(storage);
+      if (!root) throw new Error('the store has no root token yet; it is set up by the process that prepares the store');
+      return { storage, keyring, root };
+    }
+    const root = await establishRootToken(storage, new Argon2Gate(), config.root_token, now());
     if (root.generated) options.onGeneratedRootToken?.(root.generated);
     if (root.replaced) log.info('root token set from COFFER_ROOT_TOKEN');
     if (config.root_token !== undefined && config.root_token.length < 32) {
       log.warn('COFFER_ROOT_TOKEN is shorter than 32 characters; use a long random value');
     }
+    return { storage, keyring, root: root.record };
+  } catch (err) {
+    await storage.close();
+    throw err;
+  }
+}
 
+/** First-start work done once before any server process starts: master key, keyring, root token. */
+export async function prepareStore(config: CofferConfig, options: StartOptions = {}): Promise<void> {
+  const log = options.log ?? pino({ level: config.log_level });
+  const { storage } = await openStore(config, log, options.now ?? Date.now, options);
+  await storage.close();
+}
+
+export async function startCoffer(config: CofferConfig, options: StartOptions = {}): Promise<RunningCoffer> {
+  const log = options.log ?? pino({ level: config.log_level });
+  const now = options.now ?? Date.now;
+  const { storage, keyring, root } = await openStore(config, log, now, options);
+  try {
+    const argon2 = new Argon2Gate();
     const principals = new PrincipalFactory(roleTable(config.roles));
     const tokenStore = new TokenStore(storage);
-    const authenticator = new Authenticator({ tokens: tokenStore, argon2, principals, root: root.record, now });
+    const authenticator = new Authenticator({ tokens: tokenStore, argon2, principals, root, now, limiter: new FailureLimiter() });
     const tokens = new TokenService({
-      store: tokenStore, argon2, principals, root: root.record, defaultTtl: config.default_ttl, maxTtl: config.max_ttl, now,
+      store: tokenStore, argon2, principals, root, defaultTtl: config.default_ttl, maxTtl: config.max_ttl, now,
     });
     const kv = new KvService({
       storage,
@@ -89,17 +122,18 @@ export async function startCoffer(config: CofferConfig, options: StartOptions = 
     const address = server.address() as AddressInfo;
     const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
     const url = `${tls ? 'https' : 'http'}://${host}:${address.port}`;
-    log.info({ url, data_dir: config.data_dir }, 'coffer listening');
 
     return {
       server,
       url,
       storage,
-      async close() {
-        await new Promise<void>((resolve) => {
-          server.close(() => resolve());
-          server.closeIdleConnections();
-        });
+      keyring,
+      async close(drainMs = 10_000) {
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeIdleConnections();
+        const deadline = setTimeout(() => server.closeAllConnections(), drainMs);
+        await closed;
+        clearTimeout(deadline);
         await storage.close();
       },
     };

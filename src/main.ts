@@ -1,9 +1,12 @@
 #!/usr/bin/env node
 /** The `coffer` command: parse argv, dispatch, set the exit code. */
 import { parseArgs } from 'node:util';
-import { startCoffer } from './app.js';
+import cluster from 'node:cluster';
+import { pino } from 'pino';
 import { ConfigError, loadConfig } from './config/load.js';
 import { KeyProviderError } from './keys/key-provider.js';
+import { runSupervisor } from './server/supervisor.js';
+import { runWorker } from './server/worker.js';
 
 const USAGE = `usage: coffer [serve]
 
@@ -12,7 +15,9 @@ const USAGE = `usage: coffer [serve]
 
 async function serve(): Promise<void> {
   const config = loadConfig();
-  const app = await startCoffer(config, {
+  const log = pino({ level: config.log_level });
+  if (cluster.isWorker) return runWorker(config, log);
+  await runSupervisor(config, log, {
     onGeneratedRootToken: (token) => {
       process.stderr.write(
         `\nA root token was generated. It is shown this once and never stored in clear:\n\n    ${token}\n\n` +
@@ -20,14 +25,6 @@ async function serve(): Promise<void> {
       );
     },
   });
-  let stopping = false;
-  const stop = (): void => {
-    if (stopping) return;
-    stopping = true;
-    app.close().then(() => process.exit(0), () => process.exit(1));
-  };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
 }
 
 async function main(argv: string[]): Promise<number | undefined> {

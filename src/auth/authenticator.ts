@@ -9,12 +9,15 @@
  *   shape unless the root token itself has another shape.
  * - Values that failed verification go to a separate bounded cache, so a flood of wrong tokens can
  *   neither repeat argon2 work for the same value nor evict verified ones.
+ * - Failures are counted per client address (FailureLimiter); an address over its budget is answered
+ *   429 for anything but an already verified token.
  */
 import { createHmac } from 'node:crypto';
 import { randomBytes } from '../crypto/random.js';
 import { AppError } from '../errors.js';
 import type { Argon2Gate } from './argon2-gate.js';
 import { BoundedCache } from './bounded-cache.js';
+import type { FailureLimiter } from './failure-limiter.js';
 import { ROOT_PRINCIPAL, type Principal, type PrincipalFactory } from './principal.js';
 import type { RootRecord } from './root-token.js';
 import { parseToken } from './token-format.js';
@@ -26,6 +29,7 @@ export interface AuthenticatorDeps {
   readonly principals: PrincipalFactory;
   readonly root: RootRecord;
   readonly now: () => number;
+  readonly limiter?: FailureLimiter;
   readonly cacheSize?: number;
 }
 
@@ -46,12 +50,29 @@ export class Authenticator {
     this.rejected = new BoundedCache(deps.cacheSize ?? 10_000);
   }
 
-  async authenticate(value: string): Promise<Principal> {
+  /** The principal for a bearer value presented from `address`; throws 401 (or 429 when limited). */
+  async authenticate(value: string, address = ''): Promise<Principal> {
     const cacheKey = createHmac('sha256', this.hmacKey).update(value).digest('base64');
     const known = this.verified.get(cacheKey);
     if (known) return known.isRoot ? known : this.ensureLive(known);
-    if (this.rejected.get(cacheKey)) throw unauthorized();
 
+    const limiter = this.deps.limiter;
+    if (limiter) {
+      const wait = limiter.retryAfter(address, this.deps.now());
+      if (wait > 0) {
+        throw new AppError('too_many_requests', 'too many failed authentications from this address; retry later', undefined, { 'Retry-After': String(wait) });
+      }
+    }
+    try {
+      return await this.verify(value, cacheKey);
+    } catch (err) {
+      if (limiter && err instanceof AppError && err.code === 'unauthorized') limiter.recordFailure(address, this.deps.now());
+      throw err;
+    }
+  }
+
+  private async verify(value: string, cacheKey: string): Promise<Principal> {
+    if (this.rejected.get(cacheKey)) throw unauthorized();
     const { root } = this.deps;
     const parts = parseToken(value);
     if (parts && parts.id !== root.id) {

@@ -51,3 +51,9 @@ export async function establishRootToken(
   if (winner) return { record: packr.unpack(winner) as RootRecord, replaced: false };
   return { record, generated: token.value, replaced: false };
 }
+
+/** The stored root token record, for a process that did not establish it (a worker). */
+export async function readRootToken(storage: StorageBackend): Promise<RootRecord | undefined> {
+  const stored = await storage.get(KEY);
+  return stored && (packr.unpack(stored) as RootRecord);
+}

@@ -21,6 +21,7 @@ const DEFAULT_FILE = fileURLToPath(new URL('../../../config/default.json', impor
 export const ENV_SETTINGS = [
   { env: 'COFFER_HOST', field: 'host', kind: 'string' },
   { env: 'COFFER_PORT', field: 'port', kind: 'integer' },
+  { env: 'COFFER_WORKERS', field: 'workers', kind: 'integer' },
   { env: 'COFFER_DATA_DIR', field: 'data_dir', kind: 'string' },
   { env: 'COFFER_MASTER_KEY_FILE', field: 'master_key_file', kind: 'string' },
   { env: 'COFFER_ROOT_TOKEN', field: 'root_token', kind: 'string' },

@@ -10,6 +10,8 @@ export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'silent'] 
 export interface CofferConfig {
   host: string;
   port: number;
+  /** Server processes; 0 means one per CPU. */
+  workers: number;
   data_dir: string;
   master_key_file: string;
   default_ttl: number;
@@ -39,12 +41,13 @@ export const configSchema = {
   type: 'object',
   additionalProperties: false,
   required: [
-    'host', 'port', 'data_dir', 'master_key_file', 'default_ttl', 'max_ttl', 'max_value_bytes', 'tls',
+    'host', 'port', 'workers', 'data_dir', 'master_key_file', 'default_ttl', 'max_ttl', 'max_value_bytes', 'tls',
     'log_level', 'storage', 'key_provider', 'roles',
   ],
   properties: {
     host: { type: 'string', minLength: 1 },
     port: { type: 'integer', minimum: 0, maximum: 65535 },
+    workers: { type: 'integer', minimum: 0, maximum: 256 },
     data_dir: { type: 'string', minLength: 1 },
     master_key_file: { type: 'string', minLength: 1 },
     default_ttl: { type: 'integer', minimum: 1 },

@@ -12,7 +12,7 @@ export function authenticate(authenticator: Authenticator) {
     if (header === undefined) return next(unauthorized('a bearer token is required (Authorization: Bearer <token>)'));
     const value = BEARER.exec(header)?.[1];
     if (value === undefined || !BEARER_VALUE.test(value)) return next(unauthorized('the Authorization header is not a well-formed bearer token'));
-    authenticator.authenticate(value).then((principal) => {
+    authenticator.authenticate(value, req.socket.remoteAddress ?? '').then((principal) => {
       res.locals.principal = principal;
       next();
     }, next);

@@ -31,16 +31,17 @@ export function startProcess(env: Record<string, string>, cwd?: string): Promise
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`coffer did not start: ${err}`)), 15_000);
-    child.once('exit', (code) => {
+    const early = (code: number | null): void => {
       clearTimeout(timer);
       reject(new Error(`coffer exited with ${code}: ${err}`));
-    });
+    };
+    child.once('exit', early);
     child.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
       const match = /"url":"([^"]+)"[^\n]*coffer listening/.exec(out);
       if (match) {
         clearTimeout(timer);
-        child.removeAllListeners('exit');
+        child.off('exit', early);
         resolve({
           child,
           url: match[1]!,

@@ -1,0 +1,79 @@
+/**
+ * The supervisor (the cluster primary): prepares the store once (master key, keyring, root token), then
+ * runs COFFER_WORKERS server processes that share the listening socket and the LMDB environment. A worker
+ * that dies is replaced (with a growing delay if workers keep dying young). SIGTERM or SIGINT drains every
+ * worker (requests in flight finish) and then exits 0.
+ */
+import cluster, { type Worker } from 'node:cluster';
+import { availableParallelism } from 'node:os';
+import type { Logger } from 'pino';
+import { prepareStore } from '../app.js';
+import type { CofferConfig } from '../config/schema.js';
+import type { SupervisorMessage, WorkerMessage } from './messages.js';
+
+const SHUTDOWN_GRACE_MS = 15_000;
+const MAX_RESTART_DELAY_MS = 10_000;
+
+export interface SupervisorOptions {
+  readonly onGeneratedRootToken: (token: string) => void;
+}
+
+export async function runSupervisor(config: CofferConfig, log: Logger, options: SupervisorOptions): Promise<void> {
+  await prepareStore(config, { log, onGeneratedRootToken: options.onGeneratedRootToken });
+  const count = config.workers === 0 ? availableParallelism() : config.workers;
+
+  let stopping = false;
+  let started = false;
+  let restartDelay = 0;
+  const live = new Set<Worker>();
+
+  const fork = (): Worker => {
+    const worker = cluster.fork();
+    live.add(worker);
+    const bornAt = Date.now();
+    worker.on('exit', (code, signal) => {
+      live.delete(worker);
+      if (stopping) return;
+      if (!started) {
+        log.fatal({ code, signal }, 'a worker failed to start; stopping');
+        void shutdown(1);
+        return;
+      }
+      // A worker that dies young may die again at once: back off, up to MAX_RESTART_DELAY_MS.
+      restartDelay = Date.now() - bornAt < 5_000 ? Math.min(MAX_RESTART_DELAY_MS, Math.max(100, restartDelay * 2)) : 0;
+      log.error({ pid: worker.process.pid, code, signal, restart_in_ms: restartDelay }, 'worker exited; starting a replacement');
+      setTimeout(() => {
+        if (!stopping) fork();
+      }, restartDelay);
+    });
+    return worker;
+  };
+
+  const shutdown = async (exitCode: number): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ workers: live.size }, 'shutting down: draining workers');
+    const exited = [...live].map((w) => new Promise<void>((resolve) => (w.isDead() ? resolve() : w.once('exit', () => resolve()))));
+    for (const worker of live) worker.send({ type: 'shutdown' } satisfies SupervisorMessage);
+    const timer = setTimeout(() => {
+      for (const worker of live) worker.process.kill('SIGKILL');
+    }, SHUTDOWN_GRACE_MS);
+    await Promise.all(exited);
+    clearTimeout(timer);
+    process.exit(exitCode);
+  };
+  process.on('SIGTERM', () => void shutdown(0));
+  process.on('SIGINT', () => void shutdown(0));
+
+  const ready = Array.from({ length: count }, () => {
+    const worker = fork();
+    return new Promise<string>((resolve) => {
+      worker.on('message', (message: WorkerMessage) => {
+        if (message?.type === 'ready') resolve(message.url);
+      });
+    });
+  });
+  const urls = await Promise.all(ready);
+  started = true;
+  log.info({ url: urls[0], workers: count }, 'coffer listening');
+}
