@@ -1,0 +1,27 @@
+/** A minimal client for tests against a Coffer process: one fresh connection per request. */
+import { request } from 'node:http';
+
+export interface Reply {
+  readonly status: number;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  readonly body: any;
+}
+
+export function send(url: string, method: string, path: string, token: string, json?: unknown): Promise<Reply> {
+  const body = json === undefined ? undefined : JSON.stringify(json);
+  const headers: Record<string, string> = { authorization: `Bearer ${token}` };
+  if (body !== undefined) {
+    headers['content-type'] = 'application/json';
+    headers['content-length'] = String(Buffer.byteLength(body));
+  }
+  return new Promise((resolve, reject) => {
+    const req = request(url + '/', { method, path, headers, agent: false }, (res) => {
+      let text = '';
+      res.on('data', (d: Buffer) => (text += d.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : undefined }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
