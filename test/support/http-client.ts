@@ -21,6 +21,8 @@ export function send(url: string, method: string, path: string, token: string, j
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : undefined }));
       res.on('error', reject);
     });
+    // A request that gets no answer is a failure, never a hang.
+    req.setTimeout(10_000, () => req.destroy(new Error('no response within 10 s')));
     req.on('error', reject);
     req.end(body);
   });
