@@ -1,69 +1,27 @@
 /**
- * `npm run bench`: starts Coffer on a fresh data directory (pinned to one core), seeds it, and drives
- * each case with autocannon from a second process pinned to the other core. Prints req/s and p50/p99
- * latency per case and writes the results as JSON to bench/results/.
+ * `npm run bench`: Coffer on a fresh data directory with all its workers, seeded, driven by wrk (pinned
+ * to core 1) for each case; then Coffer as one process pinned to core 0 against a bare Express 5 route
+ * pinned the same way. Prints a table and the targets, and writes JSON to bench/results/.
  *
- *   npm run bench -- --seconds 10 --connections 32
+ *   npm run bench -- [--seconds 10] [--connections 32]
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { generateToken } from '../src/auth/token-format.js';
-import type { LoadResult, LoadSpec } from './load.js';
+import * as shape from './cases.js';
+import { describeMachine, pinning } from './machine.js';
+import { resultsDir, printTable, type Row } from './report.js';
+import { startBareExpress, startCoffer, type RunningServer } from './servers.js';
+import { ensureTools, runWrk, type LoadResult } from './wrk.js';
 
-const HERE = fileURLToPath(new URL('.', import.meta.url));
-const MAIN = join(HERE, '..', 'src', 'main.js');
-const LOAD = join(HERE, 'load.js');
-const RESULTS = join(HERE, '..', '..', 'bench', 'results');
-
-const { values: args } = parseArgs({
-  options: {
-    seconds: { type: 'string', default: '10' },
-    connections: { type: 'string', default: '32' },
-  },
-});
+const { values: args } = parseArgs({ options: { seconds: { type: 'string', default: '10' }, connections: { type: 'string', default: '32' } } });
 const seconds = Number(args.seconds);
 const connections = Number(args.connections);
+const VALUE = 'p'.repeat(64);
 
-const pinnable = cpus().length >= 2 && hasTaskset();
-function hasTaskset(): boolean {
-  try {
-    execFileSync('taskset', ['-V'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-/** Command and arguments, pinned to `core` when the machine allows it. */
-function pinned(core: number, args: string[]): [string, string[]] {
-  return pinnable ? ['taskset', ['-c', String(core), process.execPath, ...args]] : [process.execPath, args];
-}
-
-async function startServer(dataDir: string, rootToken: string): Promise<{ child: ChildProcess; url: string }> {
-  const [cmd, cmdArgs] = pinned(0, [MAIN, 'serve']);
-  const child = spawn(cmd, cmdArgs, {
-    env: { ...process.env, COFFER_PORT: '0', COFFER_DATA_DIR: join(dataDir, 'data'), COFFER_MASTER_KEY_FILE: join(dataDir, 'master.key'), COFFER_ROOT_TOKEN: rootToken, COFFER_LOG_LEVEL: 'info' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let out = '';
-  return new Promise((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`coffer exited with ${code}`)));
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /"url":"([^"]+)"[^\n]*coffer listening/.exec(out);
-      if (m) {
-        child.stdout!.removeAllListeners('data');
-        child.stdout!.resume();
-        resolve({ child, url: m[1]! });
-      }
-    });
-  });
-}
-
-async function api(url: string, token: string, method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
+export async function api(url: string, token: string, method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
   const res = await fetch(url + path, {
     method,
     headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
@@ -73,60 +31,99 @@ async function api(url: string, token: string, method: string, path: string, bod
   return (await res.json()) as Record<string, unknown>;
 }
 
-function load(spec: LoadSpec): Promise<LoadResult> {
-  const [cmd, cmdArgs] = pinned(1, [LOAD, JSON.stringify(spec)]);
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, cmdArgs, { stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.once('exit', (code) => (code === 0 ? resolve(JSON.parse(out) as LoadResult) : reject(new Error(`load exited with ${code}`))));
-  });
+async function measure(url: string, lua: string, core = 1): Promise<LoadResult> {
+  await runWrk({ url, lua, connections, seconds: 1, core }); // warm-up: JIT, caches
+  return runWrk({ url, lua, connections, seconds, core });
+}
+
+async function seed(server: RunningServer, root: string): Promise<{ reader: string; readerId: string; writer: string }> {
+  const { url } = server;
+  await api(url, root, 'PUT', '/v1/kv/bench/app/secret', { value: VALUE, type: 'secret' });
+  await api(url, root, 'PUT', '/v1/kv/bench/app/config', { value: VALUE, type: 'config' });
+  for (let i = 0; i < 5; i++) await api(url, root, 'PUT', '/v1/kv/bench/app/versioned', { value: `${VALUE}${i}`, type: 'secret' });
+  for (let i = 0; i < 1000; i += 50) {
+    await Promise.all(Array.from({ length: 50 }, (_, j) => api(url, root, 'PUT', `/v1/kv/bench/list/k${String(i + j).padStart(4, '0')}`, { value: VALUE, type: 'config' })));
+  }
+  const reader = await api(url, root, 'POST', '/v1/auth/token', { role: 'reader' });
+  const writer = await api(url, root, 'POST', '/v1/auth/token', { role: 'writer' });
+  return { reader: String(reader.token), readerId: String(reader.id), writer: String(writer.token) };
 }
 
 async function main(): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), 'coffer-bench-'));
+  ensureTools({ wrk: 'wrk', taskset: 'util-linux' });
+  const rows: Row[] = [];
   const root = generateToken().value;
-  const { child, url } = await startServer(dir, root);
+  const workers = availableParallelism();
+
+  // 1. All workers.
+  const dir = mkdtempSync(join(tmpdir(), 'coffer-bench-'));
+  const all = await startCoffer({ dataDir: dir, rootToken: root, workers, core: null });
   try {
-    const value = 'p'.repeat(64);
-    await api(url, root, 'PUT', '/v1/kv/bench/app/secret', { value, type: 'secret' });
-    await api(url, root, 'PUT', '/v1/kv/bench/app/config', { value, type: 'config' });
-    for (let i = 0; i < 5; i++) await api(url, root, 'PUT', '/v1/kv/bench/app/versioned', { value: `${value}${i}`, type: 'secret' });
-    const reader = String((await api(url, root, 'POST', '/v1/auth/token', { role: 'reader' })).token);
-    const writer = String((await api(url, root, 'POST', '/v1/auth/token', { role: 'writer' })).token);
-
-    const base = { url, connections, seconds };
-    const cases: [string, LoadSpec][] = [
-      ['secret read (latest)', { ...base, method: 'GET', path: '/v1/kv/bench/app/secret', token: reader }],
-      ['config read', { ...base, method: 'GET', path: '/v1/kv/bench/app/config', token: reader }],
-      ['versioned read (?version=2)', { ...base, method: 'GET', path: '/v1/kv/bench/app/versioned?version=2', token: reader }],
-      ['secret write (durable)', { ...base, method: 'PUT', path: '/v1/kv/bench/writes/k{n}', token: writer, body: JSON.stringify({ value, type: 'secret' }) }],
+    const t = await seed(all, root);
+    const cases: [string, string][] = [
+      ['secret read (latest)', shape.get('/v1/kv/bench/app/secret', t.reader)],
+      ['config read', shape.get('/v1/kv/bench/app/config', t.reader)],
+      ['read of version 2', shape.get('/v1/kv/bench/app/versioned?version=2', t.reader)],
+      ['secret write (durable)', shape.putNew('/v1/kv/bench/writes/k', t.writer, { value: VALUE, type: 'secret' })],
+      ['token create (argon2id)', shape.post('/v1/auth/token', root, { role: 'reader', expires_in: 600 })],
+      ['90/10 read/write mix', shape.readWriteMix('/v1/kv/bench/app/secret', '/v1/kv/bench/mix/k', t.writer, { value: VALUE, type: 'secret' })],
+      ['list 1,000-key namespace', shape.get('/v1/kv/bench/list/', t.reader)],
     ];
-    const rows: { case: string; result: LoadResult }[] = [];
-    for (const [name, spec] of cases) {
-      // A warm-up second, so JIT compilation is not measured.
-      await load({ ...spec, seconds: 1 });
-      rows.push({ case: name, result: await load(spec) });
-    }
+    for (const [name, lua] of cases) rows.push({ case: name, server: `coffer × ${workers}`, result: await measure(all.url, lua) });
 
-    const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, node ${process.version}`;
-    console.log(`\nCoffer benchmark — ${new Date().toISOString()} — ${machine}`);
-    console.log(`${connections} connections, ${seconds} s per case, server and client ${pinnable ? 'pinned to separate cores' : 'not pinned'}\n`);
-    console.log(`${'case'.padEnd(30)} ${'req/s'.padStart(9)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'errors'.padStart(7)} ${'non-2xx'.padStart(8)}`);
-    for (const { case: name, result: r } of rows) {
-      console.log(`${name.padEnd(30)} ${r.requestsPerSecond.toFixed(0).padStart(9)} ${String(r.p50).padStart(7)} ${String(r.p99).padStart(7)} ${String(r.errors).padStart(7)} ${String(r.non2xx).padStart(8)}`);
-    }
-    mkdirSync(RESULTS, { recursive: true });
-    const file = join(RESULTS, `bench-${new Date().toISOString().replaceAll(':', '-')}.json`);
-    writeFileSync(file, JSON.stringify({ date: new Date().toISOString(), machine, connections, seconds, pinned: pinnable, rows }, null, 2));
-    console.log(`\nresults written to ${file}`);
+    // The good-token read while a second client floods wrong tokens for the same token id.
+    await runWrk({ url: all.url, lua: shape.get('/v1/kv/bench/app/secret', t.reader), connections, seconds: 1 });
+    const [good, flood] = await Promise.all([
+      runWrk({ url: all.url, lua: shape.get('/v1/kv/bench/app/secret', t.reader), connections, seconds }),
+      runWrk({ url: all.url, lua: shape.wrongTokenFlood('/v1/kv/bench/app/secret', t.readerId), connections, seconds }),
+    ]);
+    rows.push({ case: 'secret read during flood', server: `coffer × ${workers}`, result: good });
+    rows.push({ case: '  (the wrong-token flood)', server: `coffer × ${workers}`, result: flood });
   } finally {
-    child.kill('SIGTERM');
+    await all.stop();
     rmSync(dir, { recursive: true, force: true });
   }
+
+  // 2. One process on core 0 against a bare Express 5 route on core 0.
+  const dir1 = mkdtempSync(join(tmpdir(), 'coffer-bench-'));
+  const one = await startCoffer({ dataDir: dir1, rootToken: root, workers: 1, core: 0 });
+  try {
+    const t = await seed(one, root);
+    rows.push({ case: 'secret read (latest)', server: 'coffer × 1', result: await measure(one.url, shape.get('/v1/kv/bench/app/secret', t.reader)) });
+    rows.push({ case: 'secret write (durable)', server: 'coffer × 1', result: await measure(one.url, shape.putNew('/v1/kv/bench/writes/k', t.writer, { value: VALUE, type: 'secret' })) });
+  } finally {
+    await one.stop();
+    rmSync(dir1, { recursive: true, force: true });
+  }
+  const bare = await startBareExpress(0);
+  try {
+    rows.push({ case: 'bare Express 5 route', server: 'express × 1', result: await measure(bare.url, shape.get('/v1/kv/bench/app/secret', 'x')) });
+  } finally {
+    await bare.stop();
+  }
+
+  const find = (name: string, server: string): LoadResult => rows.find((r) => r.case === name && r.server === server)!.result;
+  const readAll = find('secret read (latest)', `coffer × ${workers}`);
+  const targets = [
+    ['one-process secret read / bare Express route', find('secret read (latest)', 'coffer × 1').requestsPerSecond / find('bare Express 5 route', 'express × 1').requestsPerSecond, '≥ 0.8'],
+    ['p99 of the secret read, all workers (ms)', readAll.p99Ms, '≤ 10'],
+    ['good-token reads during the flood / normal', find('secret read during flood', `coffer × ${workers}`).requestsPerSecond / readAll.requestsPerSecond, '≥ 0.8'],
+  ] as const;
+
+  const header = `Coffer benchmark — ${new Date().toISOString()} — ${describeMachine()}\n` +
+    `wrk: ${connections} connections, ${seconds} s per case (after 1 s warm-up), ${pinning ? 'wrk pinned to core 1; "× 1" servers pinned to core 0' : 'nothing pinned'}`;
+  printTable(header, rows);
+  console.log('\ntargets');
+  for (const [name, value, target] of targets) console.log(`  ${name.padEnd(48)} ${value.toFixed(2).padStart(7)}   (${target})`);
+  mkdirSync(resultsDir, { recursive: true });
+  const file = join(resultsDir, `bench-${new Date().toISOString().replaceAll(':', '-')}.json`);
+  writeFileSync(file, JSON.stringify({ date: new Date().toISOString(), machine: describeMachine(), connections, seconds, rows, targets }, null, 2));
+  console.log(`\nresults: ${file}`);
 }
 
-main().catch((err: unknown) => {
-  console.error(err);
-  process.exit(1);
-});
+if (import.meta.url === `file://${process.argv[1]}`) {
+  main().catch((err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  });
+}

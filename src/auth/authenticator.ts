@@ -9,8 +9,9 @@
  *   shape unless the root token itself has another shape.
  * - Values that failed verification go to a separate bounded cache, so a flood of wrong tokens can
  *   neither repeat argon2 work for the same value nor evict verified ones.
- * - Failures are counted per client address (FailureLimiter); an address over its budget is answered
- *   429 for anything but an already verified token.
+ * - Starting an argon2 verification is charged to the client address (FailureLimiter) and refunded on
+ *   success; an address over its budget is answered 429 instead of getting more argon2 work. Failures
+ *   that cost no argon2 (unknown ids, expired or revoked tokens) are not limited.
  */
 import { createHmac } from 'node:crypto';
 import { randomBytes } from '../crypto/random.js';
@@ -56,35 +57,23 @@ export class Authenticator {
     const known = this.verified.get(cacheKey);
     if (known) return known.isRoot ? known : this.ensureLive(known);
 
-    const limiter = this.deps.limiter;
-    if (limiter) {
-      const wait = limiter.retryAfter(address, this.deps.now());
-      if (wait > 0) {
-        throw new AppError('too_many_requests', 'too many failed authentications from this address; retry later', undefined, { 'Retry-After': String(wait) });
-      }
-    }
-    try {
-      return await this.verify(value, cacheKey);
-    } catch (err) {
-      if (limiter && err instanceof AppError && err.code === 'unauthorized') limiter.recordFailure(address, this.deps.now());
-      throw err;
-    }
+    return this.verify(value, cacheKey, address);
   }
 
-  private async verify(value: string, cacheKey: string): Promise<Principal> {
+  private async verify(value: string, cacheKey: string, address: string): Promise<Principal> {
     if (this.rejected.get(cacheKey)) throw unauthorized();
     const { root } = this.deps;
     const parts = parseToken(value);
     if (parts && parts.id !== root.id) {
       const record = await this.deps.tokens.get(parts.id);
       if (!record || statusOf(record, this.deps.now()) !== 'active') throw unauthorized();
-      if (!(await this.verifyOnce(cacheKey, record.hash, parts.secret))) throw unauthorized();
+      if (!(await this.verifyOnce(cacheKey, record.hash, parts.secret, address))) throw unauthorized();
       const principal = this.deps.principals.forToken(record);
       this.verified.set(cacheKey, principal);
       return principal;
     }
     const rootCandidate = parts ? parts.id === root.id : root.id === null;
-    if (rootCandidate && (await this.verifyOnce(cacheKey, root.hash, value))) {
+    if (rootCandidate && (await this.verifyOnce(cacheKey, root.hash, value, address))) {
       this.verified.set(cacheKey, ROOT_PRINCIPAL);
       return ROOT_PRINCIPAL;
     }
@@ -97,17 +86,29 @@ export class Authenticator {
     return principal;
   }
 
-  private verifyOnce(cacheKey: string, hash: string, secret: string): Promise<boolean> {
-    let pending = this.inFlight.get(cacheKey);
-    if (!pending) {
-      pending = this.deps.argon2.verify(hash, secret).then((ok) => {
-        if (!ok) this.rejected.set(cacheKey, true);
-        return ok;
-      });
-      pending.finally(() => this.inFlight.delete(cacheKey)).catch(() => undefined);
-      this.inFlight.set(cacheKey, pending);
+  /**
+   * One argon2 verification per value at a time; later callers join it. Starting one is what the
+   * per-address budget pays for: charged at the start, refunded on success.
+   */
+  private verifyOnce(cacheKey: string, hash: string, secret: string, address: string): Promise<boolean> {
+    const pending = this.inFlight.get(cacheKey);
+    if (pending) return pending;
+    const { limiter, now } = this.deps;
+    if (limiter) {
+      const wait = limiter.retryAfter(address, now());
+      if (wait > 0) {
+        throw new AppError('too_many_requests', 'too many failed authentications from this address; retry later', undefined, { 'Retry-After': String(wait) });
+      }
+      limiter.charge(address, now());
     }
-    return pending;
+    const verification = this.deps.argon2.verify(hash, secret).then((ok) => {
+      if (ok) limiter?.refund(address, now());
+      else this.rejected.set(cacheKey, true);
+      return ok;
+    });
+    verification.finally(() => this.inFlight.delete(cacheKey)).catch(() => undefined);
+    this.inFlight.set(cacheKey, verification);
+    return verification;
   }
 }
 

@@ -5,6 +5,7 @@ import { PrincipalFactory } from '../../src/auth/principal.js';
 import { roleTable } from '../../src/auth/roles.js';
 import { generateToken } from '../../src/auth/token-format.js';
 import type { TokenRecord } from '../../src/auth/token-store.js';
+import { FailureLimiter } from '../../src/auth/failure-limiter.js';
 import { AppError } from '../../src/errors.js';
 
 /** The real argon2 gate, counting how often it verifies. */
@@ -98,5 +99,53 @@ describe('authenticator', () => {
     await Promise.all(flood);
     // 200 cached checks take microseconds each; one argon2 verify alone takes tens of milliseconds.
     expect(elapsed).to.be.below(200);
+  });
+
+  describe('per-address limit on argon2 work', () => {
+    let limited: Authenticator;
+    let now: number;
+    before(() => {
+      now = Date.now();
+      limited = new Authenticator({
+        tokens, argon2: gate, principals, root: { id: null, hash: 'x', updatedAt: 0 }, now: () => now,
+        limiter: new FailureLimiter({ burst: 3, perSecond: 1 }),
+      });
+    });
+
+    const attempt = (value: string, address: string): Promise<unknown> => limited.authenticate(value, address).catch((e: unknown) => e);
+    const wrong = (i: number): string => `${good.slice(0, 21)}${String(i).padStart(43, 'x')}`;
+
+    it('answers 429 with Retry-After once an address has used its budget, without more argon2', async () => {
+      await limited.authenticate(good, '10.0.0.1');
+      for (let i = 0; i < 3; i++) expect(await attempt(wrong(i), '10.0.0.1')).to.have.property('code', 'unauthorized');
+      gate.verifications = 0;
+      const refused = await attempt(wrong(99), '10.0.0.1');
+      expect(refused).to.be.instanceOf(AppError).with.property('code', 'too_many_requests');
+      expect((refused as AppError).headers).to.deep.equal({ 'Retry-After': '1' });
+      expect(gate.verifications).to.equal(0);
+    });
+
+    it('still serves verified tokens from that address, and other addresses', async () => {
+      expect((await limited.authenticate(good, '10.0.0.1')).role).to.equal('reader');
+      expect(await attempt(wrong(50), '10.0.0.2')).to.have.property('code', 'unauthorized');
+    });
+
+    it('charges concurrent attempts as they start, so a burst cannot slip past the check', async () => {
+      const results = await Promise.all(Array.from({ length: 8 }, (_, i) => attempt(wrong(200 + i), '10.0.0.3')));
+      expect(results.filter((r) => (r as AppError).code === 'unauthorized')).to.have.length(3);
+      expect(results.filter((r) => (r as AppError).code === 'too_many_requests')).to.have.length(5);
+    });
+
+    it('does not charge concurrent first uses of one valid token more than once', async () => {
+      const t = generateToken();
+      records.set(t.id, { ...records.get(good.slice(4, 20))!, id: t.id, hash: await gate.hash(t.secret) });
+      const results = await Promise.all(Array.from({ length: 20 }, () => attempt(t.value, '10.0.0.4')));
+      expect(results.every((r) => (r as { role?: string }).role === 'reader')).to.equal(true);
+    });
+
+    it('refills the budget over time', async () => {
+      now += 2000;
+      expect(await attempt(wrong(300), '10.0.0.1')).to.have.property('code', 'unauthorized');
+    });
   });
 });

@@ -1,0 +1,103 @@
+/** Starts the servers the benchmarks measure: Coffer (any number of workers) and a bare Express 5 route. */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { pinned } from './machine.js';
+
+const HERE = fileURLToPath(new URL('.', import.meta.url));
+export const COFFER_MAIN = join(HERE, '..', 'src', 'main.js');
+const BARE_EXPRESS = join(HERE, 'bare-express.js');
+
+export interface RunningServer {
+  readonly url: string;
+  readonly child: ChildProcess;
+  /** Milliseconds from spawn to "listening". */
+  readonly startupMs: number;
+  /** The processes serving requests (Coffer's workers, or the one process). */
+  servingPids(): number[];
+  stop(): Promise<void>;
+}
+
+function waitForListening(child: ChildProcess, pattern: RegExp, started: number): Promise<{ url: string; startupMs: number }> {
+  let out = '';
+  return new Promise((resolve, reject) => {
+    const early = (code: number | null): void => reject(new Error(`server exited with ${code}:\n${out}`));
+    child.once('exit', early);
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = pattern.exec(out);
+      if (m) {
+        child.off('exit', early);
+        child.stdout!.removeAllListeners('data');
+        child.stdout!.resume();
+        resolve({ url: m[1]!, startupMs: performance.now() - started });
+      }
+    });
+  });
+}
+
+function stopper(child: ChildProcess): () => Promise<void> {
+  return () =>
+    new Promise((resolve) => {
+      if (child.exitCode !== null) return resolve();
+      child.once('exit', () => resolve());
+      child.kill('SIGTERM');
+    });
+}
+
+export interface CofferServerOptions {
+  readonly dataDir: string;
+  readonly rootToken: string;
+  readonly workers: number;
+  /** Pin the whole server to one core (for one-process runs); null leaves it free. */
+  readonly core: number | null;
+}
+
+export async function startCoffer(options: CofferServerOptions): Promise<RunningServer> {
+  const [cmd, args] = pinned(options.core, process.execPath, [COFFER_MAIN, 'serve']);
+  const started = performance.now();
+  const child = spawn(cmd, args, {
+    env: {
+      ...process.env,
+      COFFER_PORT: '0',
+      COFFER_WORKERS: String(options.workers),
+      COFFER_DATA_DIR: join(options.dataDir, 'data'),
+      COFFER_MASTER_KEY_FILE: join(options.dataDir, 'master.key'),
+      COFFER_ROOT_TOKEN: options.rootToken,
+      COFFER_LOG_LEVEL: 'info',
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const { url, startupMs } = await waitForListening(child, /"url":"([^"]+)"[^\n]*coffer listening/, started);
+  return {
+    url,
+    child,
+    startupMs,
+    servingPids: () => childPids(child.pid!),
+    stop: stopper(child),
+  };
+}
+
+export async function startBareExpress(core: number | null): Promise<RunningServer> {
+  const [cmd, args] = pinned(core, process.execPath, [BARE_EXPRESS]);
+  const started = performance.now();
+  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  const { url, startupMs } = await waitForListening(child, /listening (\S+)/, started);
+  return { url, child, startupMs, servingPids: () => [child.pid!], stop: stopper(child) };
+}
+
+function childPids(parent: number): number[] {
+  try {
+    return execFileSync('pgrep', ['-P', String(parent)]).toString().trim().split('\n').filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/** Resident memory of a process, in MB (from /proc). */
+export function residentMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0);
+  return kb / 1024;
+}
