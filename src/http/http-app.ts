@@ -1,9 +1,10 @@
 /**
- * The Express application: security headers, authentication for everything under /v1 except the
- * OpenAPI document, one table of routes, 405 with Allow for known paths, 404 for the rest, and one
- * problem+json error handler. Express 5 forwards rejected promises from handlers to that handler.
+ * The Express application: one table of routes compiled into a dispatcher (dispatch.ts) that
+ * authenticates everything under /v1 except the OpenAPI document, 404 for other paths, and one
+ * problem+json error handler. Every response is written by the responder (respond.ts), which adds the
+ * security headers.
  */
-import express, { type Express, type Request, type Response } from 'express';
+import express, { type Express } from 'express';
 import type { Logger } from 'pino';
 import type { Authenticator } from '../auth/authenticator.js';
 import type { TokenService } from '../auth/token-service.js';
@@ -11,12 +12,13 @@ import type { KvService } from '../kv/kv-service.js';
 import { authenticate } from './authenticate.js';
 import { openApiDocument } from './openapi.js';
 import { recordOutcomes, type OutcomeSink } from './outcome.js';
-import { methodNotAllowed, notFoundHandler, problemHandler } from './problem.js';
+import { dispatcher, type Route } from './dispatch.js';
+import { notFoundHandler, problemHandler } from './problem.js';
 import { jsonBodyReader } from './request-parts.js';
 import { authRoutes } from './routes/auth.js';
 import { kvRoutes } from './routes/kv.js';
+import { createResponder } from './respond.js';
 import { kvPutSchema, tokenCreateSchema } from './schemas.js';
-import { securityHeaders } from './security-headers.js';
 import { Validators } from './validate.js';
 
 export interface HttpAppDeps {
@@ -29,9 +31,6 @@ export interface HttpAppDeps {
   readonly onOutcome?: OutcomeSink;
 }
 
-type Method = 'get' | 'put' | 'post' | 'delete';
-type Handler = (req: Request, res: Response) => void | Promise<void>;
-
 /** Room for the JSON around a value: the worst case escapes each byte as \u00XX (6 bytes). */
 export function bodyLimit(maxValueBytes: number): number {
   return maxValueBytes * 6 + 16 * 1024;
@@ -39,37 +38,29 @@ export function bodyLimit(maxValueBytes: number): number {
 
 export function buildHttpApp(deps: HttpAppDeps): Express {
   const validators = new Validators();
+  const respond = createResponder();
   const readBody = jsonBodyReader(bodyLimit(deps.maxValueBytes));
-  const kv = kvRoutes({ kv: deps.kv, readBody, validatePut: validators.body(kvPutSchema) });
-  const auth = authRoutes({ tokens: deps.tokens, readBody, validateCreate: validators.body(tokenCreateSchema(deps.maxTtl)) });
+  const kv = kvRoutes({ kv: deps.kv, readBody, validatePut: validators.body(kvPutSchema), respond });
+  const auth = authRoutes({ tokens: deps.tokens, readBody, validateCreate: validators.body(tokenCreateSchema(deps.maxTtl)), respond });
   const openapi = JSON.stringify(openApiDocument(deps.maxTtl));
 
-  const routes: readonly (readonly [Method, string, Handler])[] = [
-    ['get', '/v1/auth/me', auth.me],
-    ['post', '/v1/auth/token', auth.create],
-    ['get', '/v1/auth/tokens', auth.list],
-    ['delete', '/v1/auth/token/:token', auth.revoke],
-    ['get', '/v1/kv{/*path}', kv.get],
-    ['put', '/v1/kv{/*path}', kv.put],
-    ['delete', '/v1/kv{/*path}', kv.remove],
+  // The route table: every route Coffer serves.
+  const routes: readonly Route[] = [
+    { template: '/v1/kv/{path}', match: { prefix: '/v1/kv' }, handlers: { get: kv.get, put: kv.put, delete: kv.remove } },
+    { template: '/v1/auth/me', match: { exact: '/v1/auth/me' }, handlers: { get: auth.me } },
+    { template: '/v1/auth/token', match: { exact: '/v1/auth/token' }, handlers: { post: auth.create } },
+    { template: '/v1/auth/tokens', match: { exact: '/v1/auth/tokens' }, handlers: { get: auth.list } },
+    { template: '/v1/auth/token/{token}', match: { prefix: '/v1/auth/token' }, handlers: { delete: auth.revoke } },
+    { template: '/v1/openapi.json', match: { exact: '/v1/openapi.json' }, handlers: { get: (_req, res) => respond.raw(res, 200, 'application/json; charset=utf-8', openapi) }, public: true },
   ];
 
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', false); // queries are read strictly by request-parts.ts
-  app.use(securityHeaders());
   if (deps.onOutcome) app.use(recordOutcomes(deps.onOutcome));
-  app.get('/v1/openapi.json', (_req, res) => void res.type('application/json').send(openapi));
-  app.use('/v1', authenticate(deps.authenticator));
-  for (const [method, path, handler] of routes) app[method](path, handler);
-  const methodsByPath = new Map<string, Method[]>();
-  for (const [method, path] of routes) methodsByPath.set(path, [...(methodsByPath.get(path) ?? []), method]);
-  for (const [path, methods] of methodsByPath) {
-    app.all(path, methodNotAllowed(methods.includes('get') ? [...methods, 'head'] : methods));
-  }
-  app.all('/v1/openapi.json', methodNotAllowed(['get', 'head']));
+  app.use(dispatcher(routes, authenticate(deps.authenticator), '/v1/'));
   app.use(notFoundHandler);
-  app.use(problemHandler(deps.log));
+  app.use(problemHandler(deps.log, respond));
   return app;
 }

@@ -8,7 +8,7 @@ import type { Principal } from '../auth/principal.js';
 
 export interface RequestOutcome {
   readonly method: string;
-  /** The route template (e.g. /v1/kv{/*path}), never the raw URL, which may hold a token. */
+  /** The route template (e.g. /v1/auth/token/{token}), never the raw URL, which may hold a token. */
   readonly route: string | null;
   readonly status: number;
   readonly code: string | null;
@@ -24,7 +24,7 @@ export function recordOutcomes(sink: OutcomeSink) {
     res.on('finish', () => {
       sink({
         method: req.method,
-        route: (req.route?.path as string | undefined) ?? null,
+        route: (res.locals.route as string | undefined) ?? null,
         status: res.statusCode,
         code: (res.locals.outcomeCode as string | undefined) ?? null,
         principalId: (res.locals.principal as Principal | undefined)?.id ?? null,

@@ -7,6 +7,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from 'pino';
 import { AppError } from '../errors.js';
+import type { Responder } from './respond.js';
 
 const BODY_PARSER_ERRORS: Record<string, () => AppError> = {
   'entity.parse.failed': () => new AppError('invalid_request', 'the request body is not valid JSON'),
@@ -22,11 +23,11 @@ export function toAppError(err: unknown, log: Logger, req: Request): AppError {
   const parserType = (err as { type?: unknown } | null)?.type;
   if (typeof parserType === 'string' && parserType in BODY_PARSER_ERRORS) return BODY_PARSER_ERRORS[parserType]!();
   const e = err instanceof Error ? err : new Error('non-error thrown');
-  log.error({ err: { name: e.name, message: e.message, stack: e.stack }, method: req.method, route: req.route?.path }, 'request failed');
+  log.error({ err: { name: e.name, message: e.message, stack: e.stack }, method: req.method, route: (req.res?.locals.route as string | undefined) ?? null }, 'request failed');
   return new AppError('internal', 'an internal error occurred');
 }
 
-export function sendProblem(res: Response, error: AppError): void {
+export function sendProblem(respond: Responder, res: Response, error: AppError): void {
   const body: Record<string, unknown> = {
     type: `urn:coffer:problem:${error.code}`,
     title: error.title,
@@ -35,26 +36,18 @@ export function sendProblem(res: Response, error: AppError): void {
     code: error.code,
   };
   if (error.issues && error.issues.length > 0) body.errors = error.issues;
-  if (error.headers) res.set(error.headers);
-  res.status(error.status).type('application/problem+json').send(JSON.stringify(body));
+  respond.raw(res, error.status, 'application/problem+json', JSON.stringify(body), error.headers && Object.entries(error.headers));
 }
 
-export function problemHandler(log: Logger) {
+export function problemHandler(log: Logger, respond: Responder) {
   return (err: unknown, req: Request, res: Response, _next: NextFunction): void => {
     const error = toAppError(err, log, req);
     res.locals.outcomeCode = error.code;
     if (res.headersSent) return void res.end();
-    sendProblem(res, error);
+    sendProblem(respond, res, error);
   };
 }
 
 export function notFoundHandler(_req: Request, _res: Response, next: NextFunction): void {
   next(new AppError('not_found', 'no such endpoint'));
-}
-
-export function methodNotAllowed(allowed: readonly string[]) {
-  const allow = allowed.map((m) => m.toUpperCase()).join(', ');
-  return (req: Request, _res: Response, next: NextFunction): void => {
-    next(new AppError('method_not_allowed', `${req.method} is not allowed here; allowed: ${allow}`, undefined, { Allow: allow }));
-  };
 }

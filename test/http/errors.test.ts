@@ -76,8 +76,30 @@ describe('HTTP errors and limits', () => {
     const res = await c.call('GET', '/v1/auth/me');
     expect(res.headers.get('cache-control')).to.equal('no-store');
     expect(res.headers.get('x-content-type-options')).to.equal('nosniff');
-    expect(res.headers.get('content-security-policy')).to.be.a('string');
+    expect(res.headers.get('content-security-policy')).to.equal("default-src 'none';frame-ancestors 'none'");
+    expect(res.headers.get('x-frame-options')).to.equal('DENY');
+    expect(res.headers.get('referrer-policy')).to.equal('no-referrer');
+    expect(res.headers.get('strict-transport-security')).to.match(/^max-age=/);
     expect(res.headers.get('x-powered-by')).to.equal(null);
     expect((await c.call('GET', '/v1/openapi.json', { token: null })).headers.get('cache-control')).to.equal('no-store');
+  });
+
+  it('sends them on every kind of response: HEAD, OPTIONS, 404 outside /v1, 401, 204', async () => {
+    await c.put('hdr/k', 'v', 'config');
+    const responses = [
+      await c.call('HEAD', '/v1/kv/hdr/k'),
+      await c.call('OPTIONS', '/v1/kv/hdr/k'),
+      await c.call('GET', '/favicon.ico', { token: null }),
+      await c.call('GET', '/v1/kv/hdr/k', { token: null }),
+      await c.call('DELETE', '/v1/kv/hdr/k'),
+    ];
+    expect(responses.map((r) => r.status)).to.deep.equal([200, 405, 404, 401, 204]);
+    for (const res of responses) {
+      expect(res.headers.get('cache-control')).to.equal('no-store');
+      expect(res.headers.get('x-content-type-options')).to.equal('nosniff');
+      expect(res.headers.get('x-powered-by')).to.equal(null);
+    }
+    expect(responses[0]!.text).to.equal('');
+    expect(responses[0]!.headers.get('etag')).to.equal('"1"');
   });
 });

@@ -28,7 +28,7 @@ describe('request outcomes (the seam the audit log plugs into)', () => {
       ['DELETE', 204, null, 'root'],
       ['GET', 401, 'unauthorized', null],
     ]);
-    expect(outcomes[3]!.route).to.equal('/v1/auth/token/:token');
+    expect(outcomes[3]!.route).to.equal('/v1/auth/token/{token}');
     expect(JSON.stringify(outcomes)).to.not.include(token.slice(21));
     expect(outcomes.every((o) => o.durationMs >= 0)).to.equal(true);
   });

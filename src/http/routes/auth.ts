@@ -2,20 +2,37 @@
 import type { Request, Response } from 'express';
 import { requireRoot, type CreateTokenInput, type TokenService } from '../../auth/token-service.js';
 import { principalOf } from '../authenticate.js';
-import { booleanFlag, queryOf } from '../request-parts.js';
+import { notFound } from '../../errors.js';
+import { booleanFlag, queryOf, rawPath } from '../request-parts.js';
+import type { Responder } from '../respond.js';
 import type { BodyValidator } from '../validate.js';
 
 export interface AuthRouteDeps {
   readonly tokens: TokenService;
   readonly readBody: (req: Request, res: Response) => Promise<unknown>;
   readonly validateCreate: BodyValidator<CreateTokenInput>;
+  readonly respond: Responder;
 }
 
-export function authRoutes({ tokens, readBody, validateCreate }: AuthRouteDeps) {
+const TOKEN_PATH = '/v1/auth/token/';
+
+/** The {token} of /v1/auth/token/{token}: one path segment, percent-decoded. */
+function tokenInPath(req: Request): string {
+  const rest = rawPath(req).slice(TOKEN_PATH.length);
+  try {
+    const token = decodeURIComponent(rest);
+    if (rest !== '' && !rest.includes('/')) return token;
+  } catch {
+    // fall through: not a token
+  }
+  throw notFound('no such token');
+}
+
+export function authRoutes({ tokens, readBody, validateCreate, respond }: AuthRouteDeps) {
   return {
     me(req: Request, res: Response): void {
       queryOf(req, []);
-      res.json(tokens.describe(principalOf(res)));
+      respond.json(res, 200, tokens.describe(principalOf(res)));
     },
 
     async create(req: Request, res: Response): Promise<void> {
@@ -23,22 +40,22 @@ export function authRoutes({ tokens, readBody, validateCreate }: AuthRouteDeps) 
       requireRoot(caller);
       queryOf(req, []);
       const input = validateCreate(await readBody(req, res));
-      res.status(201).json(await tokens.create(caller, input));
+      respond.json(res, 201, await tokens.create(caller, input));
     },
 
     async list(req: Request, res: Response): Promise<void> {
       const caller = principalOf(res);
       requireRoot(caller);
       const all = booleanFlag('all', queryOf(req, ['all']).all);
-      res.json({ tokens: await tokens.list(caller, all) });
+      respond.json(res, 200, { tokens: await tokens.list(caller, all) });
     },
 
     async revoke(req: Request, res: Response): Promise<void> {
       const caller = principalOf(res);
       requireRoot(caller);
       queryOf(req, []);
-      await tokens.revoke(caller, String(req.params.token));
-      res.status(204).end();
+      await tokens.revoke(caller, tokenInPath(req));
+      respond.empty(res, 204);
     },
   };
 }

@@ -11,6 +11,7 @@ import { principalOf } from '../authenticate.js';
 import { forbidden, invalid } from '../../errors.js';
 import type { KvService } from '../../kv/kv-service.js';
 import { isNamespace, RESERVED_KEY } from '../../kv/names.js';
+import type { Responder } from '../respond.js';
 import type { BodyValidator } from '../validate.js';
 import { namespaceOf, parseKvPath, splitKeyPath } from '../kv-path.js';
 import { booleanFlag, positiveInteger, queryOf, rawPath } from '../request-parts.js';
@@ -24,6 +25,7 @@ export interface KvRouteDeps {
   readonly kv: KvService;
   readonly readBody: (req: Request, res: Response) => Promise<unknown>;
   readonly validatePut: BodyValidator<{ value: string; type: ValueType }>;
+  readonly respond: Responder;
 }
 
 function keyTarget(req: Request): { namespace: string; key: string } {
@@ -34,7 +36,7 @@ function keyTarget(req: Request): { namespace: string; key: string } {
   return target;
 }
 
-export function kvRoutes({ kv, readBody, validatePut }: KvRouteDeps) {
+export function kvRoutes({ kv, readBody, validatePut, respond }: KvRouteDeps) {
   return {
     async get(req: Request, res: Response): Promise<void> {
       const caller = principalOf(res);
@@ -48,7 +50,7 @@ export function kvRoutes({ kv, readBody, validatePut }: KvRouteDeps) {
 
       if (listingMarked || (version === undefined && (q.cursor !== undefined || q.limit !== undefined))) {
         if (version !== undefined) throw invalid('version applies to a key, not to a namespace listing');
-        res.json(await kv.list(caller, namespaceOf(segments), { limit, cursor: q.cursor }));
+        respond.json(res, 200, await kv.list(caller, namespaceOf(segments), { limit, cursor: q.cursor }));
         return;
       }
       if (last === RESERVED_KEY) {
@@ -57,7 +59,7 @@ export function kvRoutes({ kv, readBody, validatePut }: KvRouteDeps) {
         }
         if (version !== undefined) throw invalid('version does not apply to a version list');
         const { namespace, key } = splitKeyPath(segments.slice(0, -1));
-        res.json(await kv.versions(caller, namespace, key));
+        respond.json(res, 200, await kv.versions(caller, namespace, key));
         return;
       }
       const { namespace, key } = splitKeyPath(segments);
@@ -65,8 +67,7 @@ export function kvRoutes({ kv, readBody, validatePut }: KvRouteDeps) {
       const result = version !== undefined
         ? await kv.read(caller, namespace, key, version)
         : await kv.readOrList(caller, namespace, key, isNamespace(whole) ? whole : null, limit);
-      if ('value' in result) res.setHeader('ETag', `"${result.version}"`);
-      res.json(result);
+      respond.json(res, 200, result, 'value' in result ? [['ETag', `"${result.version}"`]] : undefined);
     },
 
     async put(req: Request, res: Response): Promise<void> {
@@ -77,14 +78,14 @@ export function kvRoutes({ kv, readBody, validatePut }: KvRouteDeps) {
       if (!caller.access.mayInNamespace('write', namespace)) throw forbidden();
       const body = validatePut(await readBody(req, res));
       const { created, ...info } = await kv.put(caller, namespace, key, body.value, body.type);
-      res.status(created ? 201 : 200).json(info);
+      respond.json(res, created ? 201 : 200, info);
     },
 
     async remove(req: Request, res: Response): Promise<void> {
       const { namespace, key } = keyTarget(req);
       queryOf(req, []);
       await kv.remove(principalOf(res), namespace, key);
-      res.status(204).end();
+      respond.empty(res, 204);
     },
   };
 }

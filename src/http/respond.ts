@@ -1,0 +1,66 @@
+/**
+ * The one place responses are written. Every response gets helmet's headers and
+ * `Cache-Control: no-store`, computed once (helmet runs a single time against a recording response)
+ * and written together with the status in one writeHead. That is cheaper than a middleware calling
+ * setHeader a dozen times per request plus Express's res.json, which also checks freshness for ETags
+ * Coffer never uses.
+ */
+import type { Response } from 'express';
+import helmet from 'helmet';
+
+export type HeaderList = readonly (readonly [string, string])[];
+
+/**
+ * Helmet configured for a JSON API (OWASP REST Security Cheat Sheet) rather than for HTML pages: a CSP
+ * that allows nothing, no framing, no referrer, nosniff, HSTS, same-origin resources. Stricter than
+ * helmet's page defaults, and about 400 bytes smaller on every response.
+ */
+const API_HELMET = {
+  contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
+  crossOriginOpenerPolicy: false,
+  crossOriginResourcePolicy: { policy: 'same-origin' },
+  originAgentCluster: false,
+  referrerPolicy: { policy: 'no-referrer' },
+  xDnsPrefetchControl: false,
+  xDownloadOptions: false,
+  xFrameOptions: { action: 'deny' },
+  xPermittedCrossDomainPolicies: false,
+  xXssProtection: false,
+} as const;
+
+function securityHeaders(): string[] {
+  const flat: string[] = [];
+  const recorder = {
+    setHeader(name: string, value: string | number | readonly string[]): void {
+      flat.push(name, String(value));
+    },
+    removeHeader(): void {},
+  };
+  helmet(API_HELMET)({} as never, recorder as never, () => undefined);
+  flat.push('Cache-Control', 'no-store');
+  return flat;
+}
+
+export interface Responder {
+  json(res: Response, status: number, body: unknown, headers?: HeaderList): void;
+  /** A response with no body (204). */
+  empty(res: Response, status: number): void;
+  /** A raw body of the given media type. */
+  raw(res: Response, status: number, contentType: string, body: string, headers?: HeaderList): void;
+}
+
+export function createResponder(): Responder {
+  const common = securityHeaders();
+  const write = (res: Response, status: number, contentType: string | null, body: string, extra?: HeaderList): void => {
+    const headers = common.slice();
+    if (contentType !== null) headers.push('Content-Type', contentType, 'Content-Length', String(Buffer.byteLength(body)));
+    if (extra) for (const [name, value] of extra) headers.push(name, value);
+    res.writeHead(status, headers);
+    res.end(body);
+  };
+  return {
+    json: (res, status, body, headers) => write(res, status, 'application/json; charset=utf-8', JSON.stringify(body), headers),
+    empty: (res, status) => write(res, status, null, ''),
+    raw: (res, status, contentType, body, headers) => write(res, status, contentType, body, headers),
+  };
+}
