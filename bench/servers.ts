@@ -95,9 +95,9 @@ function childPids(parent: number): number[] {
   }
 }
 
-/** Resident memory of a process, in MB (from /proc). */
-export function residentMb(pid: number): number {
+/** A memory figure of a process from /proc/<pid>/status, in MB: VmRSS (all resident) or RssAnon (private). */
+export function residentMb(pid: number, field: 'VmRSS' | 'RssAnon' = 'VmRSS'): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0);
+  const kb = Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0);
   return kb / 1024;
 }

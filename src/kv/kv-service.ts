@@ -5,13 +5,14 @@
 import type { Principal } from '../auth/principal.js';
 import type { ValueType } from '../auth/roles.js';
 import { SealedDataError } from '../crypto/aead.js';
-import { openSecret, sealConfig, sealSecret, verifyConfig, type RecordIdentity } from '../crypto/envelope.js';
+import { openSecret, verifyConfig, type RecordIdentity } from '../crypto/envelope.js';
 import { GENERATION_KEY, StaleKeyringError, unpackGeneration, type KeyringHolder } from '../crypto/keyring-store.js';
 import { AppError, forbidden, notFound } from '../errors.js';
 import type { StorageBackend, StorageWrite } from '../storage/backend.js';
 import { counterKey, metaKey, versionKey, versionOf, versionRange } from '../storage/layout.js';
 import { listNamespace, namespaceExists, type Listing } from './listing.js';
-import { packCounter, packMeta, packVersion, unpackCounter, unpackMeta, unpackVersion, type KeyMeta, type VersionRecord } from './records.js';
+import { unpackCounter, unpackMeta, unpackVersion, type KeyMeta } from './records.js';
+import { versionWrites } from './version-writes.js';
 
 export interface KvServiceDeps {
   readonly storage: StorageBackend;
@@ -79,16 +80,7 @@ export class KvService {
       if (meta && !caller.access.may('write', namespace, meta.type)) throw forbidden();
       const version = unpackCounter(counterBytes) + 1;
       if (version > MAX_VERSION) throw new AppError('invalid_request', 'this key has used up its version numbers');
-      const id: RecordIdentity = { namespace, key, version, type };
-      const record: VersionRecord = type === 'secret'
-        ? { type, createdAt, sealed: sealSecret(keyring, id, value) }
-        : { type, createdAt, value, seal: sealConfig(keyring, id, value) };
-      const newMeta: KeyMeta = { latest: version, type, first: meta ? meta.first : version };
-      const writes: StorageWrite[] = [
-        { op: 'put', key: cKey, value: packCounter(version) },
-        { op: 'put', key: versionKey(namespace, key, version), value: packVersion(record) },
-        { op: 'put', key: mKey, value: packMeta(newMeta) },
-      ];
+      const writes = versionWrites(keyring, { namespace, key, version, type, value, createdAt, previous: meta });
       return { writes, result: { version, created: !meta } };
     });
   }

@@ -1,0 +1,35 @@
+/**
+ * The storage writes that add one version of a key: the sealed (or MACed) version record, the version
+ * counter and the key's meta. Used by the KV service inside its transaction, and by bulk loaders that
+ * must produce exactly what a real write produces.
+ */
+import type { ValueType } from '../auth/roles.js';
+import { sealConfig, sealSecret, type RecordIdentity } from '../crypto/envelope.js';
+import type { Keyring } from '../crypto/keyring.js';
+import type { StorageWrite } from '../storage/backend.js';
+import { counterKey, metaKey, versionKey } from '../storage/layout.js';
+import { packCounter, packMeta, packVersion, type KeyMeta, type VersionRecord } from './records.js';
+
+export interface NewVersion {
+  readonly namespace: string;
+  readonly key: string;
+  readonly version: number;
+  readonly type: ValueType;
+  readonly value: string;
+  readonly createdAt: number;
+  /** The key's meta before this version, if the key exists. */
+  readonly previous: KeyMeta | undefined;
+}
+
+export function versionWrites(keyring: Keyring, v: NewVersion): StorageWrite[] {
+  const id: RecordIdentity = { namespace: v.namespace, key: v.key, version: v.version, type: v.type };
+  const record: VersionRecord = v.type === 'secret'
+    ? { type: v.type, createdAt: v.createdAt, sealed: sealSecret(keyring, id, v.value) }
+    : { type: v.type, createdAt: v.createdAt, value: v.value, seal: sealConfig(keyring, id, v.value) };
+  const meta: KeyMeta = { latest: v.version, type: v.type, first: v.previous ? v.previous.first : v.version };
+  return [
+    { op: 'put', key: counterKey(v.namespace, v.key), value: packCounter(v.version) },
+    { op: 'put', key: versionKey(v.namespace, v.key, v.version), value: packVersion(record) },
+    { op: 'put', key: metaKey(v.namespace, v.key), value: packMeta(meta) },
+  ];
+}
