@@ -95,7 +95,7 @@ export async function startCoffer(config: CofferConfig, options: StartOptions = 
     const argon2 = new Argon2Gate();
     const principals = new PrincipalFactory(roleTable(config.roles));
     const tokenStore = new TokenStore(storage);
-    const authenticator = new Authenticator({ tokens: tokenStore, argon2, principals, root, now, limiter: new FailureLimiter() });
+    const authenticator = new Authenticator({ tokens: tokenStore, argon2, principals, root, now, limiter: new FailureLimiter({ burst: config.auth_failures.burst, perSecond: config.auth_failures.per_second }) });
     const tokens = new TokenService({
       store: tokenStore, argon2, principals, root, defaultTtl: config.default_ttl, maxTtl: config.max_ttl, now,
     });

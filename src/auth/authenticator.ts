@@ -9,9 +9,10 @@
  *   shape unless the root token itself has another shape.
  * - Values that failed verification go to a separate bounded cache, so a flood of wrong tokens can
  *   neither repeat argon2 work for the same value nor evict verified ones.
- * - Starting an argon2 verification is charged to the client address (FailureLimiter) and refunded on
- *   success; an address over its budget is answered 429 instead of getting more argon2 work. Failures
- *   that cost no argon2 (unknown ids, expired or revoked tokens) are not limited.
+ * - Every failed authentication is charged to the client address (FailureLimiter): an argon2
+ *   verification when it starts (refunded on success, so concurrent attempts cannot slip past the
+ *   budget), any other failure when it fails. An address over its budget is answered 429 for anything
+ *   but an already verified token.
  */
 import { createHmac } from 'node:crypto';
 import { randomBytes } from '../crypto/random.js';
@@ -55,35 +56,55 @@ export class Authenticator {
   async authenticate(value: string, address = ''): Promise<Principal> {
     const cacheKey = createHmac('sha256', this.hmacKey).update(value).digest('base64');
     const known = this.verified.get(cacheKey);
-    if (known) return known.isRoot ? known : this.ensureLive(known);
-
+    if (known) return known.isRoot ? known : this.ensureLive(known, address);
+    this.guard(address);
     return this.verify(value, cacheKey, address);
   }
 
+  /** The error for a request without a well-formed bearer token; it counts as a failure too. */
+  reject(address: string, detail: string): AppError {
+    this.guard(address);
+    return this.fail(address, detail);
+  }
+
   private async verify(value: string, cacheKey: string, address: string): Promise<Principal> {
-    if (this.rejected.get(cacheKey)) throw unauthorized();
+    if (this.rejected.get(cacheKey)) throw this.fail(address);
     const { root } = this.deps;
     const parts = parseToken(value);
     if (parts && parts.id !== root.id) {
       const record = await this.deps.tokens.get(parts.id);
-      if (!record || statusOf(record, this.deps.now()) !== 'active') throw unauthorized();
+      if (!record || statusOf(record, this.deps.now()) !== 'active') throw this.fail(address);
+      // A failed verification was charged when it started.
       if (!(await this.verifyOnce(cacheKey, record.hash, parts.secret, address))) throw unauthorized();
       const principal = this.deps.principals.forToken(record);
       this.verified.set(cacheKey, principal);
       return principal;
     }
     const rootCandidate = parts ? parts.id === root.id : root.id === null;
-    if (rootCandidate && (await this.verifyOnce(cacheKey, root.hash, value, address))) {
-      this.verified.set(cacheKey, ROOT_PRINCIPAL);
-      return ROOT_PRINCIPAL;
-    }
-    throw unauthorized();
+    if (!rootCandidate) throw this.fail(address);
+    if (!(await this.verifyOnce(cacheKey, root.hash, value, address))) throw unauthorized();
+    this.verified.set(cacheKey, ROOT_PRINCIPAL);
+    return ROOT_PRINCIPAL;
   }
 
-  private async ensureLive(principal: Principal): Promise<Principal> {
+  private async ensureLive(principal: Principal, address: string): Promise<Principal> {
     const record = await this.deps.tokens.get(principal.id);
-    if (!record || statusOf(record, this.deps.now()) !== 'active') throw unauthorized();
+    if (!record || statusOf(record, this.deps.now()) !== 'active') throw this.fail(address);
     return principal;
+  }
+
+  /** Throws 429 when `address` has used up its budget of failed authentications. */
+  private guard(address: string): void {
+    const wait = this.deps.limiter?.retryAfter(address, this.deps.now()) ?? 0;
+    if (wait > 0) {
+      throw new AppError('too_many_requests', 'too many failed authentications from this address; retry later', undefined, { 'Retry-After': String(wait) });
+    }
+  }
+
+  /** Charges a failure that cost no argon2 work to `address`, and returns the 401. */
+  private fail(address: string, detail?: string): AppError {
+    this.deps.limiter?.charge(address, this.deps.now());
+    return unauthorized(detail);
   }
 
   /**
@@ -94,13 +115,9 @@ export class Authenticator {
     const pending = this.inFlight.get(cacheKey);
     if (pending) return pending;
     const { limiter, now } = this.deps;
-    if (limiter) {
-      const wait = limiter.retryAfter(address, now());
-      if (wait > 0) {
-        throw new AppError('too_many_requests', 'too many failed authentications from this address; retry later', undefined, { 'Retry-After': String(wait) });
-      }
-      limiter.charge(address, now());
-    }
+    // Checked again here: concurrent attempts from one address may all have passed `guard` already.
+    this.guard(address);
+    limiter?.charge(address, now());
     const verification = this.deps.argon2.verify(hash, secret).then((ok) => {
       if (ok) limiter?.refund(address, now());
       else this.rejected.set(cacheKey, true);

@@ -29,7 +29,7 @@ export class FailureLimiter {
 
   constructor(options: FailureLimiterOptions = {}) {
     // One argon2id verification costs ~4 threads × tens of ms here: a budget of 1/s per address keeps a
-    // single source from taking more than a small share of the machine.
+    // single source from taking more than a small share of the machine. (config: auth_failures)
     this.burst = options.burst ?? 10;
     this.perSecond = options.perSecond ?? 1;
     this.buckets = new BoundedCache(options.maxAddresses ?? 100_000);

@@ -31,6 +31,8 @@ export const ENV_SETTINGS = [
   { env: 'COFFER_TLS_CERT', field: 'tls.cert', kind: 'string' },
   { env: 'COFFER_TLS_KEY', field: 'tls.key', kind: 'string' },
   { env: 'COFFER_LOG_LEVEL', field: 'log_level', kind: 'string' },
+  { env: 'COFFER_AUTH_FAILURE_BURST', field: 'auth_failures.burst', kind: 'integer' },
+  { env: 'COFFER_AUTH_FAILURE_RATE', field: 'auth_failures.per_second', kind: 'number' },
 ] as const;
 
 function readJson(path: string, setting: string): Record<string, unknown> {
@@ -60,6 +62,11 @@ function parseInteger(env: string, text: string): number {
   return Number(text);
 }
 
+function parseNumber(env: string, text: string): number {
+  if (!/^[0-9]{1,15}(\.[0-9]{1,6})?$/.test(text)) throw new ConfigError(env, `must be a number, got "${text}"`);
+  return Number(text);
+}
+
 /**
  * Builds the configuration from the default file, an optional COFFER_CONFIG file and the environment.
  * Relative paths are resolved against `cwd`. Throws ConfigError naming the first bad setting.
@@ -76,7 +83,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): CofferC
     const text = env[name];
     if (text === undefined || (text === '' && name !== 'COFFER_ROOT_TOKEN')) continue;
     if (name === 'COFFER_ROOT_TOKEN' && text === '') throw new ConfigError(name, 'must not be empty when set');
-    setField(merged, field, kind === 'integer' ? parseInteger(name, text) : text);
+    setField(merged, field, kind === 'integer' ? parseInteger(name, text) : kind === 'number' ? parseNumber(name, text) : text);
     fromEnv.set(field, name);
   }
 

@@ -22,6 +22,8 @@ export interface CofferConfig {
   storage: 'lmdb';
   key_provider: 'local';
   roles: RoleTable;
+  /** Failed authentications allowed per client address: `burst` at once, then `per_second`. */
+  auth_failures: { burst: number; per_second: number };
   /** From COFFER_ROOT_TOKEN only; never read from a file. */
   root_token?: string;
 }
@@ -42,7 +44,7 @@ export const configSchema = {
   additionalProperties: false,
   required: [
     'host', 'port', 'workers', 'data_dir', 'master_key_file', 'default_ttl', 'max_ttl', 'max_value_bytes', 'tls',
-    'log_level', 'storage', 'key_provider', 'roles',
+    'log_level', 'storage', 'key_provider', 'roles', 'auth_failures',
   ],
   properties: {
     host: { type: 'string', minLength: 1 },
@@ -63,6 +65,12 @@ export const configSchema = {
     storage: { enum: ['lmdb'] },
     key_provider: { enum: ['local'] },
     roles: { type: 'object', additionalProperties: { type: 'array', minItems: 1, items: ruleSchema } },
+    auth_failures: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['burst', 'per_second'],
+      properties: { burst: { type: 'integer', minimum: 1, maximum: 1_000_000 }, per_second: { type: 'number', exclusiveMinimum: 0, maximum: 1_000_000 } },
+    },
     root_token: { type: 'string', minLength: 1 },
   },
 } as const;

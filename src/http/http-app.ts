@@ -18,6 +18,7 @@ import { jsonBodyReader } from './request-parts.js';
 import { authRoutes } from './routes/auth.js';
 import { kvRoutes } from './routes/kv.js';
 import { createResponder } from './respond.js';
+import { Tarpit } from './tarpit.js';
 import { kvPutSchema, tokenCreateSchema } from './schemas.js';
 import { Validators } from './validate.js';
 
@@ -59,7 +60,7 @@ export function buildHttpApp(deps: HttpAppDeps): Express {
   app.set('etag', false);
   app.set('query parser', false); // queries are read strictly by request-parts.ts
   if (deps.onOutcome) app.use(recordOutcomes(deps.onOutcome));
-  app.use(dispatcher(routes, authenticate(deps.authenticator), '/v1/'));
+  app.use(dispatcher(routes, authenticate(deps.authenticator, new Tarpit()), '/v1/'));
   app.use(notFoundHandler);
   app.use(problemHandler(deps.log, respond));
   return app;

@@ -37,7 +37,7 @@ describe('several worker processes', function () {
   before(async () => {
     dir = tempDir();
     root = generateToken().value;
-    env = { COFFER_DATA_DIR: join(dir, 'data'), COFFER_MASTER_KEY_FILE: join(dir, 'master.key'), COFFER_ROOT_TOKEN: root, COFFER_WORKERS: '2' };
+    env = { COFFER_DATA_DIR: join(dir, 'data'), COFFER_MASTER_KEY_FILE: join(dir, 'master.key'), COFFER_ROOT_TOKEN: root, COFFER_WORKERS: '2', COFFER_AUTH_FAILURE_BURST: '1000' };
     p = await startProcess(env);
     expect(workerPids(p.child.pid!)).to.have.length(2);
   });
