@@ -12,7 +12,7 @@ import type { StorageBackend, StorageWrite } from '../storage/backend.js';
 import { counterKey, metaKey, versionKey, versionOf, versionRange } from '../storage/layout.js';
 import { listNamespace, namespaceExists, type Listing } from './listing.js';
 import { unpackCounter, unpackMeta, unpackVersion, type KeyMeta } from './records.js';
-import { versionWrites } from './version-writes.js';
+import { packedVersionRecord, versionWrites } from './version-writes.js';
 
 export interface KvServiceDeps {
   readonly storage: StorageBackend;
@@ -67,12 +67,19 @@ export class KvService {
     }
   }
 
-  /** One transaction: check the keyring generation, assign the next version, seal, write. */
-  private appendVersion(caller: Principal, namespace: string, key: string, value: string, type: ValueType, createdAt: number): Promise<{ version: number; created: boolean }> {
+  /**
+   * One transaction: check the keyring generation, assign the next version, write. The value is sealed
+   * before the transaction for the version the counter promises (sealing binds the version number), so
+   * the shared write lock is not held while sealing; only if another write took that number meanwhile is
+   * it sealed again inside.
+   */
+  private async appendVersion(caller: Principal, namespace: string, key: string, value: string, type: ValueType, createdAt: number): Promise<{ version: number; created: boolean }> {
     const keyring = this.deps.keyring.current();
     const generation = this.deps.keyring.generation;
     const mKey = metaKey(namespace, key);
     const cKey = counterKey(namespace, key);
+    const expected = unpackCounter(await this.deps.storage.get(cKey)) + 1;
+    const sealedAhead = expected <= MAX_VERSION ? packedVersionRecord(keyring, { namespace, key, version: expected, type, value, createdAt }) : undefined;
     return this.deps.storage.atomic([mKey, cKey, GENERATION_KEY], ([metaBytes, counterBytes, generationBytes]) => {
       if (unpackGeneration(generationBytes) !== generation) throw new StaleKeyringError();
       const meta = metaBytes && unpackMeta(metaBytes);
@@ -80,7 +87,7 @@ export class KvService {
       if (meta && !caller.access.may('write', namespace, meta.type)) throw forbidden();
       const version = unpackCounter(counterBytes) + 1;
       if (version > MAX_VERSION) throw new AppError('invalid_request', 'this key has used up its version numbers');
-      const writes = versionWrites(keyring, { namespace, key, version, type, value, createdAt, previous: meta });
+      const writes = versionWrites(keyring, { namespace, key, version, type, value, createdAt, previous: meta }, version === expected ? sealedAhead : undefined);
       return { writes, result: { version, created: !meta } };
     });
   }

@@ -21,15 +21,24 @@ export interface NewVersion {
   readonly previous: KeyMeta | undefined;
 }
 
-export function versionWrites(keyring: Keyring, v: NewVersion): StorageWrite[] {
+/** The stored bytes of one version: sealed (secret) or MACed (config) under `keyring`'s active version. */
+export function packedVersionRecord(keyring: Keyring, v: Omit<NewVersion, 'previous'>): Buffer {
   const id: RecordIdentity = { namespace: v.namespace, key: v.key, version: v.version, type: v.type };
   const record: VersionRecord = v.type === 'secret'
     ? { type: v.type, createdAt: v.createdAt, sealed: sealSecret(keyring, id, v.value) }
     : { type: v.type, createdAt: v.createdAt, value: v.value, seal: sealConfig(keyring, id, v.value) };
+  return packVersion(record);
+}
+
+/**
+ * The writes for a new version. `packed` is the version record when the caller sealed it already, for
+ * exactly this version and keyring; otherwise it is sealed here.
+ */
+export function versionWrites(keyring: Keyring, v: NewVersion, packed?: Buffer): StorageWrite[] {
   const meta: KeyMeta = { latest: v.version, type: v.type, first: v.previous ? v.previous.first : v.version };
   return [
     { op: 'put', key: counterKey(v.namespace, v.key), value: packCounter(v.version) },
-    { op: 'put', key: versionKey(v.namespace, v.key, v.version), value: packVersion(record) },
+    { op: 'put', key: versionKey(v.namespace, v.key, v.version), value: packed ?? packedVersionRecord(keyring, v) },
     { op: 'put', key: metaKey(v.namespace, v.key), value: packMeta(meta) },
   ];
 }
