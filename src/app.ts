@@ -23,6 +23,7 @@ import type { OutcomeSink } from './http/outcome.js';
 import { openKeyProvider } from './keys/registry.js';
 import { KvService } from './kv/kv-service.js';
 import type { StorageBackend } from './storage/backend.js';
+import { Rewrapper } from './operator/rewrap.js';
 import { openStorage } from './storage/registry.js';
 
 export interface StartOptions {
@@ -106,8 +107,10 @@ export async function startCoffer(config: CofferConfig, options: StartOptions = 
       now,
       onIntegrityError: (where, reason) => log.error({ ...where, reason }, 'INTEGRITY ERROR: a stored record failed to open or verify; it was not returned'),
     });
+    const rewrapper = new Rewrapper({ storage, keyring, now, log });
     const app = buildHttpApp({
-      authenticator, tokens, kv, log, maxValueBytes: config.max_value_bytes, maxTtl: config.max_ttl,
+      authenticator, tokens, kv, log,
+      sys: { storage, keyring, rewrapper, now }, maxValueBytes: config.max_value_bytes, maxTtl: config.max_ttl,
       ...(options.onOutcome ? { onOutcome: options.onOutcome } : {}),
     });
 
@@ -134,6 +137,8 @@ export async function startCoffer(config: CofferConfig, options: StartOptions = 
         const deadline = setTimeout(() => server.closeAllConnections(), drainMs);
         await closed;
         clearTimeout(deadline);
+        // A rewrap in progress stops at its next batch boundary; its state is saved for a later run.
+        await rewrapper.stop();
         await storage.close();
       },
     };

@@ -87,3 +87,27 @@ export function verifyConfig(keyring: Keyring, id: RecordIdentity, value: string
     throw new SealedDataError();
   }
 }
+
+/**
+ * The same sealed secret with its data key wrapped under the keyring's active version instead. The value's
+ * ciphertext is untouched: only the 32-byte data key is unwrapped and wrapped again.
+ */
+export function rewrapSecret(keyring: Keyring, id: RecordIdentity, sealed: SealedSecret): SealedSecret {
+  const oldKey = keyring.subkey(sealed.keyVersion, 'wrap-data-key');
+  if (!oldKey) throw new SealedDataError();
+  const aad = identityBytes(id);
+  const dataKey = aeadOpen(oldKey, { nonce: sealed.wrapNonce, ciphertext: sealed.wrappedKey }, aad);
+  try {
+    const keyVersion = keyring.activeVersion;
+    const wrapped = aeadSeal(keyring.subkey(keyVersion, 'wrap-data-key')!, dataKey, aad);
+    return { ...sealed, keyVersion, wrapNonce: wrapped.nonce, wrappedKey: wrapped.ciphertext };
+  } finally {
+    dataKey.fill(0);
+  }
+}
+
+/** A config value's MAC under the active version, after checking the old one (a tampered value stays caught). */
+export function remacConfig(keyring: Keyring, id: RecordIdentity, value: string, seal: ConfigSeal): ConfigSeal {
+  verifyConfig(keyring, id, value, seal);
+  return sealConfig(keyring, id, value);
+}

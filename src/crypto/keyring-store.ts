@@ -87,15 +87,30 @@ export class KeyringHolder {
     }
   }
 
+  get providerName(): string {
+    return this.provider.name;
+  }
+
   /**
    * Adds a keyring version and makes it the active one, for every process sharing the store. Returns the
    * new active version.
    */
   async rotate(now: number): Promise<number> {
+    const next = await this.change((keyring) => keyring.rotate(now));
+    return next.activeVersion;
+  }
+
+  /** Removes keyring versions; the caller has checked that no record names them. */
+  async retire(versions: readonly number[]): Promise<void> {
+    await this.change((keyring) => keyring.without(versions));
+  }
+
+  /** Stores `change(current keyring)` as the next generation, retrying if another process changed it first. */
+  private async change(change: (keyring: Keyring) => Keyring): Promise<Keyring> {
     for (;;) {
       await this.refresh();
       const from = this.gen;
-      const next = this.keyring.rotate(now);
+      const next = change(this.keyring);
       const record = pack({ provider: this.provider.name, instance: this.instance, wrapped: await this.provider.wrap(next.serialize(), wrapContext(this.instance)) } satisfies StoredKeyring);
       const done = await this.storage.atomic([GENERATION_KEY], ([gen]) =>
         unpackGeneration(gen) !== from
@@ -105,7 +120,7 @@ export class KeyringHolder {
       if (done) {
         this.keyring = next;
         this.gen = from + 1;
-        return next.activeVersion;
+        return next;
       }
     }
   }

@@ -46,6 +46,12 @@ export class Keyring {
     return new Keyring([...this.byVersion.values(), { version: next, key: randomBytes(KEY_BYTES), createdAt: now }], next);
   }
 
+  /** A new keyring without the given versions; the active version can never be dropped. */
+  without(versions: readonly number[]): Keyring {
+    if (versions.includes(this.activeVersion)) throw new Error('keyring: the active version cannot be retired');
+    return new Keyring([...this.byVersion.values()].filter((v) => !versions.includes(v.version)), this.activeVersion);
+  }
+
   serialize(): Uint8Array {
     const k = [...this.byVersion.values()].map((v) => ({ v: v.version, k: v.key, at: v.createdAt }));
     return pack({ f: FORMAT, a: this.activeVersion, k });

@@ -3,7 +3,7 @@
  * validates with (http/schemas.ts); test/http/openapi.test.ts checks every documented operation against
  * the running server.
  */
-import { kvPutSchema, tokenCreateSchema } from './schemas.js';
+import { kvPutSchema, rewrapSchema, tokenCreateSchema } from './schemas.js';
 
 const problem = { $ref: '#/components/responses/Problem' };
 const json = (schema: object) => ({ content: { 'application/json': { schema } } });
@@ -41,6 +41,13 @@ const listing = {
     keys: { type: 'array', items: { type: 'string' } },
     namespaces: { type: 'array', items: { type: 'string' } },
     next_cursor: { type: ['string', 'null'] },
+  },
+};
+const rewrapView = {
+  type: 'object',
+  properties: {
+    running: { type: 'boolean' }, target_version: { type: ['integer', 'null'] }, total: { type: 'integer' }, examined: { type: 'integer' },
+    rewrapped: { type: 'integer' }, failed: { type: 'integer' }, started_at: { type: ['string', 'null'] }, updated_at: { type: ['string', 'null'] }, finished_at: { type: ['string', 'null'] },
   },
 };
 const listQuery = [
@@ -102,6 +109,35 @@ export function openApiDocument(maxTtl: number): object {
           summary: 'Revoke a token by value or id (root only)',
           parameters: [{ name: 'token', in: 'path', required: true, schema: { type: 'string' } }],
           responses: { 204: { description: 'Revoked (also when it already was)' }, ...errors(400, 401, 403, 404) },
+        },
+      },
+      '/v1/sys/keyring': {
+        get: {
+          summary: 'Keyring status (root only): provider, versions, the active one, and how many records each wraps',
+          responses: { 200: ok('Status', { type: 'object', properties: { provider: { type: 'string' }, active_version: { type: 'integer' }, generation: { type: 'integer' }, versions: { type: 'array', items: { type: 'object', properties: { version: { type: 'integer' }, created_at: timestamp, active: { type: 'boolean' }, secrets: { type: 'integer' }, configs: { type: 'integer' } } } }, unreadable: { type: 'integer' } } }), ...errors(400, 401, 403) },
+        },
+      },
+      '/v1/sys/keyring/rotate': {
+        post: {
+          summary: 'Add a keyring version and make it active for every process (root only)',
+          responses: { 200: ok('Rotated', { type: 'object', properties: { previous_version: { type: 'integer' }, active_version: { type: 'integer' } } }), ...errors(400, 401, 403) },
+        },
+      },
+      '/v1/sys/keyring/rewrap': {
+        post: {
+          summary: 'Start (or continue) rewrapping every record onto the active version, in the background (root only)',
+          requestBody: { required: false, ...json(rewrapSchema) },
+          responses: { 202: ok('Started, or already running', rewrapView), ...errors(400, 401, 403, 415) },
+        },
+        get: {
+          summary: 'Progress of the current or last rewrap (root only)',
+          responses: { 200: ok('Progress', rewrapView), ...errors(400, 401, 403) },
+        },
+      },
+      '/v1/sys/keyring/retire': {
+        post: {
+          summary: 'Remove keyring versions that no record uses any more (root only)',
+          responses: { 200: ok('Retired', { type: 'object', properties: { retired: { type: 'array', items: { type: 'integer' } }, versions: { type: 'array', items: { type: 'integer' } } } }), ...errors(400, 401, 403) },
         },
       },
       '/v1/kv/{namespace}': {

@@ -48,3 +48,11 @@ export function tokenCreateSchema(maxTtl: number) {
     },
   } as const;
 }
+
+export const rewrapSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    batch_size: { type: 'integer', minimum: 1, maximum: 10000, default: 500, description: 'Records per transaction.' },
+  },
+} as const;

@@ -38,6 +38,17 @@ export function versionRange(ns: string, key: string): KeyRange {
   return { start: bytes(`V${nsPart(ns)}\0${key}\0`), end: bytes(`V${nsPart(ns)}\0${key}\x01`) };
 }
 
+/** Every version record of every key. */
+export const VERSIONS_RANGE: KeyRange = { start: bytes('V'), end: bytes('W') };
+
+/** The namespace, key and version named by a version key. */
+export function parseVersionKey(storageKey: Uint8Array): { namespace: string; key: string; version: number } {
+  const buf = Buffer.from(storageKey.buffer, storageKey.byteOffset, storageKey.byteLength);
+  const text = buf.toString('latin1', 1, buf.length - 5);
+  const sep = text.indexOf('\0');
+  return { namespace: text.slice(0, sep).replaceAll('\x01', '/'), key: text.slice(sep + 1), version: buf.readUInt32BE(buf.length - 4) };
+}
+
 export function versionOf(storageKey: Uint8Array): number {
   return Buffer.from(storageKey.buffer, storageKey.byteOffset, storageKey.byteLength).readUInt32BE(storageKey.byteLength - 4);
 }
@@ -80,6 +91,6 @@ export function tokenKey(id: string): Buffer {
 
 export const TOKENS_RANGE: KeyRange = { start: bytes('T'), end: bytes('U') };
 
-export function systemKey(name: 'root-token' | 'keyring' | 'keyring-generation'): Buffer {
+export function systemKey(name: 'root-token' | 'keyring' | 'keyring-generation' | 'rewrap'): Buffer {
   return bytes(`S${name}`);
 }

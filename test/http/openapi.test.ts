@@ -38,11 +38,15 @@ describe('OpenAPI document', () => {
       '/v1/kv/{namespace}': '/v1/kv/doc',
       '/v1/kv/{namespace}/{key}': '/v1/kv/doc/k',
       '/v1/kv/{namespace}/{key}/versions': '/v1/kv/doc/v/versions',
+      '/v1/sys/keyring': '/v1/sys/keyring',
+      '/v1/sys/keyring/rotate': '/v1/sys/keyring/rotate',
+      '/v1/sys/keyring/rewrap': '/v1/sys/keyring/rewrap',
+      '/v1/sys/keyring/retire': '/v1/sys/keyring/retire',
     };
     expect(Object.keys(doc.paths).sort()).to.deep.equal(Object.keys(concrete).sort());
     for (const [template, operations] of Object.entries(doc.paths as Record<string, Record<string, { responses: Record<string, unknown> }>>)) {
       for (const [method, operation] of Object.entries(operations)) {
-        const res = await c.call(method.toUpperCase(), concrete[template]!, method === 'put' ? { json: { value: 'v', type: 'config' } } : method === 'post' ? { json: { role: 'reader' } } : {});
+        const res = await c.call(method.toUpperCase(), concrete[template]!, method === 'put' ? { json: { value: 'v', type: 'config' } } : method === 'post' && template === '/v1/auth/token' ? { json: { role: 'reader' } } : {});
         expect(res.status, `${method} ${template}`).to.not.be.oneOf([404, 405].filter((s) => !(s === 404 && method === 'delete')));
         expect(Object.keys(operation.responses), `${method} ${template}`).to.include(String(res.status));
       }

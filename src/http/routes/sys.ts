@@ -1,0 +1,98 @@
+/**
+ * /v1/sys/keyring... — key management for the root token only: status, rotate, rewrap (start and
+ * progress) and retire. Each operation is logged with who, when and what (event names `keyring.*`).
+ */
+import type { Request, Response } from 'express';
+import type { Logger } from 'pino';
+import { requireRoot } from '../../auth/token-service.js';
+import type { KeyringHolder } from '../../crypto/keyring-store.js';
+import { keyringStatus } from '../../operator/keyring-status.js';
+import type { Rewrapper, RewrapState } from '../../operator/rewrap.js';
+import type { StorageBackend } from '../../storage/backend.js';
+import { principalOf } from '../authenticate.js';
+import { queryOf } from '../request-parts.js';
+import type { Responder } from '../respond.js';
+import type { BodyValidator } from '../validate.js';
+
+export interface SysRouteDeps {
+  readonly storage: StorageBackend;
+  readonly keyring: KeyringHolder;
+  readonly rewrapper: Rewrapper;
+  readonly readBody: (req: Request, res: Response) => Promise<unknown>;
+  readonly validateRewrap: BodyValidator<{ batch_size?: number }>;
+  readonly respond: Responder;
+  readonly log: Logger;
+  readonly now: () => number;
+}
+
+const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+
+function view(state: RewrapState | null, running: boolean) {
+  if (!state) return { running, target_version: null, total: 0, examined: 0, rewrapped: 0, failed: 0, started_at: null, updated_at: null, finished_at: null };
+  return {
+    running,
+    target_version: state.target,
+    total: state.total,
+    examined: state.examined,
+    rewrapped: state.rewrapped,
+    failed: state.failed,
+    started_at: iso(state.startedAt),
+    updated_at: iso(state.updatedAt),
+    finished_at: iso(state.finishedAt),
+  };
+}
+
+function hasBody(req: Request): boolean {
+  return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+}
+
+export function sysRoutes(deps: SysRouteDeps) {
+  const { respond, log } = deps;
+  return {
+    async status(req: Request, res: Response): Promise<void> {
+      requireRoot(principalOf(res));
+      queryOf(req, []);
+      respond.json(res, 200, await keyringStatus(deps.storage, deps.keyring));
+    },
+
+    async rotate(req: Request, res: Response): Promise<void> {
+      const caller = principalOf(res);
+      requireRoot(caller);
+      queryOf(req, []);
+      const previous = deps.keyring.current().activeVersion;
+      const active = await deps.keyring.rotate(deps.now());
+      log.info({ event: 'keyring.rotate', by: caller.id, previous_version: previous, active_version: active }, 'keyring rotated');
+      respond.json(res, 200, { previous_version: previous, active_version: active });
+    },
+
+    async startRewrap(req: Request, res: Response): Promise<void> {
+      const caller = principalOf(res);
+      requireRoot(caller);
+      queryOf(req, []);
+      const body = hasBody(req) ? deps.validateRewrap(await deps.readBody(req, res)) : {};
+      const state = await deps.rewrapper.start(body.batch_size ?? 500, caller.id);
+      respond.json(res, 202, view(state, true));
+    },
+
+    async rewrapProgress(req: Request, res: Response): Promise<void> {
+      requireRoot(principalOf(res));
+      queryOf(req, []);
+      const state = await deps.rewrapper.state();
+      respond.json(res, 200, view(state, deps.rewrapper.running(state)));
+    },
+
+    async retire(req: Request, res: Response): Promise<void> {
+      const caller = principalOf(res);
+      requireRoot(caller);
+      queryOf(req, []);
+      const status = await keyringStatus(deps.storage, deps.keyring);
+      const unused = status.versions.filter((v) => !v.active && v.secrets === 0 && v.configs === 0).map((v) => v.version);
+      if (unused.length > 0) {
+        await deps.keyring.retire(unused);
+        log.info({ event: 'keyring.retire', by: caller.id, retired_versions: unused }, 'keyring versions retired');
+      }
+      const still = status.versions.filter((v) => !unused.includes(v.version)).map((v) => v.version);
+      respond.json(res, 200, { retired: unused, versions: still });
+    },
+  };
+}

@@ -1,0 +1,189 @@
+/**
+ * Rewrap: moves every stored record onto the keyring's active version without decrypting any value.
+ * A secret's data key is unwrapped and wrapped again (its ciphertext is untouched); a config value's MAC
+ * is checked and made again. Afterwards, versions that wrap nothing can be retired.
+ *
+ * Invariants:
+ * - The job's state (target version, cursor, counts) is written in the same transaction as each batch,
+ *   so a crash or kill -9 loses at most the batch in flight, and a new run continues after the cursor.
+ * - A batch replaces a record only if its bytes are still those that were read (versions never change;
+ *   one may have been deleted meanwhile), and only if the keyring generation is unchanged.
+ * - Reads and writes go on throughout: each batch is one short transaction, and the job yields to the
+ *   event loop between batches.
+ * - One run at a time per store: a run records its owner (host and pid) and a heartbeat; another start is
+ *   refused while that owner is alive and beating.
+ */
+import { hostname } from 'node:os';
+import { Packr } from 'msgpackr';
+import type { Logger } from 'pino';
+import { SealedDataError } from '../crypto/aead.js';
+import { rewrapSecret, remacConfig, type RecordIdentity } from '../crypto/envelope.js';
+import { GENERATION_KEY, StaleKeyringError, unpackGeneration, type KeyringHolder } from '../crypto/keyring-store.js';
+import { packVersion, unpackVersion } from '../kv/records.js';
+import type { StorageBackend, StorageWrite } from '../storage/backend.js';
+import { parseVersionKey, systemKey, VERSIONS_RANGE } from '../storage/layout.js';
+
+const packr = new Packr({ useRecords: false, mapsAsObjects: true });
+const STATE_KEY = systemKey('rewrap');
+const HEARTBEAT_MS = 10_000;
+
+export interface RewrapState {
+  readonly target: number;
+  /** The last storage key examined (the cursor), or null at the start. */
+  readonly after: Uint8Array | null;
+  readonly total: number;
+  readonly examined: number;
+  readonly rewrapped: number;
+  /** Records that failed to open or verify (logged as integrity errors); they are left as they are. */
+  readonly failed: number;
+  readonly startedAt: number;
+  readonly updatedAt: number;
+  readonly finishedAt: number | null;
+  readonly owner: string;
+}
+
+export interface RewrapDeps {
+  readonly storage: StorageBackend;
+  readonly keyring: KeyringHolder;
+  readonly now: () => number;
+  readonly log: Logger;
+}
+
+const ME = `${hostname()}:${process.pid}`;
+
+function ownerAlive(owner: string): boolean {
+  const [host, pid] = owner.split(':');
+  if (host !== hostname()) return true; // another host: trust the heartbeat alone
+  try {
+    process.kill(Number(pid), 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export class Rewrapper {
+  private current: Promise<void> | null = null;
+  private stopping = false;
+
+  constructor(private readonly deps: RewrapDeps) {}
+
+  async state(): Promise<RewrapState | null> {
+    const bytes = await this.deps.storage.get(STATE_KEY);
+    return bytes ? (packr.unpack(bytes) as RewrapState) : null;
+  }
+
+  /** Whether a run is going on, here or in another live process. */
+  running(state: RewrapState | null): boolean {
+    if (this.current) return true;
+    return !!state && state.finishedAt === null && state.owner !== ME && this.deps.now() - state.updatedAt < HEARTBEAT_MS && ownerAlive(state.owner);
+  }
+
+  /** Starts a run in the background (continuing an unfinished one onto the same target), unless one is going on. */
+  async start(batchSize: number, by: string): Promise<RewrapState> {
+    const before = await this.state();
+    if (this.running(before)) return before!;
+    const first = await this.begin(before);
+    this.deps.log.info({ event: 'keyring.rewrap.start', by, target: first.target, total: first.total, continued: first.examined > 0 }, 'rewrap started');
+    this.current = this.run(first, batchSize)
+      .then(
+        (done) => this.deps.log.info({ event: 'keyring.rewrap.finish', by, target: done.target, examined: done.examined, rewrapped: done.rewrapped, failed: done.failed }, 'rewrap finished'),
+        (err: unknown) => this.deps.log.error({ event: 'keyring.rewrap.error', by, err: { message: (err as Error).message } }, 'rewrap stopped with an error'),
+      )
+      .finally(() => {
+        this.current = null;
+      });
+    return first;
+  }
+
+  /** Stops this process's run at its next batch boundary (its state is saved; a later start continues). */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await this.current;
+  }
+
+  private async begin(before: RewrapState | null): Promise<RewrapState> {
+    await this.deps.keyring.refresh();
+    const target = this.deps.keyring.current().activeVersion;
+    const now = this.deps.now();
+    if (before && before.finishedAt === null && before.target === target) {
+      return this.save({ ...before, owner: ME, updatedAt: now });
+    }
+    let total = 0;
+    for await (const _ of this.deps.storage.scan(VERSIONS_RANGE)) total++;
+    return this.save({ target, after: null, total, examined: 0, rewrapped: 0, failed: 0, startedAt: now, updatedAt: now, finishedAt: null, owner: ME });
+  }
+
+  private async save(state: RewrapState): Promise<RewrapState> {
+    await this.deps.storage.atomic([], () => ({ writes: [{ op: 'put', key: STATE_KEY, value: packr.pack(state) }], result: undefined }));
+    return state;
+  }
+
+  private async run(first: RewrapState, batchSize: number): Promise<RewrapState> {
+    let state = first;
+    for (;;) {
+      if (this.stopping) return state;
+      const start = state.after ? Buffer.concat([state.after, Buffer.from([0])]) : VERSIONS_RANGE.start;
+      const batch: { key: Uint8Array; value: Uint8Array }[] = [];
+      for await (const entry of this.deps.storage.scan({ start, end: VERSIONS_RANGE.end, limit: batchSize })) batch.push(entry);
+      if (batch.length === 0) return this.save({ ...state, finishedAt: this.deps.now(), updatedAt: this.deps.now() });
+      try {
+        state = await this.rewrapBatch(state, batch);
+      } catch (err) {
+        if (!(err instanceof StaleKeyringError)) throw err;
+        // The keyring changed under us (a rotation): start over onto the new active version.
+        state = await this.begin(null);
+      }
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+
+  private async rewrapBatch(state: RewrapState, batch: readonly { key: Uint8Array; value: Uint8Array }[]): Promise<RewrapState> {
+    const keyring = this.deps.keyring.current();
+    const generation = this.deps.keyring.generation;
+    if (keyring.activeVersion !== state.target) throw new StaleKeyringError();
+    const changes: { key: Uint8Array; old: Uint8Array; next: Buffer }[] = [];
+    let failed = 0;
+    for (const { key, value } of batch) {
+      const record = unpackVersion(value);
+      const where = parseVersionKey(key);
+      if (!record) {
+        failed++;
+        this.deps.log.error({ ...where, reason: 'unreadable version record' }, 'INTEGRITY ERROR during rewrap');
+        continue;
+      }
+      const keyVersion = record.type === 'secret' ? record.sealed.keyVersion : record.seal.keyVersion;
+      if (keyVersion === state.target) continue;
+      const id: RecordIdentity = { ...where, type: record.type };
+      try {
+        const next = record.type === 'secret'
+          ? packVersion({ ...record, sealed: rewrapSecret(keyring, id, record.sealed) })
+          : packVersion({ ...record, seal: remacConfig(keyring, id, record.value, record.seal) });
+        changes.push({ key, old: value, next });
+      } catch (err) {
+        if (!(err instanceof SealedDataError)) throw err;
+        failed++;
+        this.deps.log.error({ ...where, reason: `${record.type} record failed to open or verify` }, 'INTEGRITY ERROR during rewrap');
+      }
+    }
+    const last = batch[batch.length - 1]!.key;
+    return this.deps.storage.atomic([...changes.map((c) => c.key), GENERATION_KEY], (current) => {
+      if (unpackGeneration(current[changes.length]) !== generation) throw new StaleKeyringError();
+      const writes: StorageWrite[] = [];
+      changes.forEach((c, i) => {
+        const now = current[i];
+        if (now && Buffer.compare(now, c.old) === 0) writes.push({ op: 'put', key: c.key, value: c.next });
+      });
+      const next: RewrapState = {
+        ...state,
+        after: Buffer.from(last),
+        examined: state.examined + batch.length,
+        rewrapped: state.rewrapped + writes.length,
+        failed: state.failed + failed,
+        updatedAt: this.deps.now(),
+      };
+      writes.push({ op: 'put', key: STATE_KEY, value: packr.pack(next) });
+      return { writes, result: next };
+    });
+  }
+}
