@@ -13,6 +13,7 @@
  * - One run at a time per store: a run records its owner (host and pid) and a heartbeat; another start is
  *   refused while that owner is alive and beating.
  */
+import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { Packr } from 'msgpackr';
 import type { Logger } from 'pino';
@@ -54,6 +55,12 @@ const ME = `${hostname()}:${process.pid}`;
 function ownerAlive(owner: string): boolean {
   const [host, pid] = owner.split(':');
   if (host !== hostname()) return true; // another host: trust the heartbeat alone
+  try {
+    // A killed process whose parent died too may linger as a zombie (state Z) where nothing reaps it.
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+  }
   try {
     process.kill(Number(pid), 0);
     return true;
