@@ -7,10 +7,13 @@ import { ConfigError, loadConfig } from './config/load.js';
 import { KeyProviderError } from './keys/key-provider.js';
 import { runSupervisor } from './server/supervisor.js';
 import { runWorker } from './server/worker.js';
+import { CliError } from './cli/client.js';
+import { operatorCommand } from './cli/operator.js';
 
-const USAGE = `usage: coffer [serve]
+const USAGE = `usage: coffer [serve] | coffer operator <command>
 
-  serve     run the server (the default); configuration: config/default.json, COFFER_CONFIG, COFFER_* variables
+  serve       run the server (the default); configuration: config/default.json, COFFER_CONFIG, COFFER_* variables
+  operator    key management against a running server: status, rotate, rewrap (coffer operator --help)
 `;
 
 async function serve(): Promise<void> {
@@ -28,6 +31,7 @@ async function serve(): Promise<void> {
 }
 
 async function main(argv: string[]): Promise<number | undefined> {
+  if (argv[0] === 'operator') return operatorCommand(argv.slice(1));
   const { positionals, values } = parseArgs({ args: argv, allowPositionals: true, options: { help: { type: 'boolean', short: 'h' } } });
   if (values.help) {
     process.stdout.write(USAGE);
@@ -52,6 +56,10 @@ main(process.argv.slice(2)).then(
       const line = err instanceof ConfigError ? err.message : `${err.setting}: ${err.message}`;
       process.stderr.write(`coffer: ${line}\n`);
       process.exit(2);
+    }
+    if (err instanceof CliError) {
+      process.stderr.write(`coffer: ${err.message}\n`);
+      process.exit(err.exitCode);
     }
     const e = err as NodeJS.ErrnoException;
     process.stderr.write(`coffer: start-up failed: ${e.code ? `${e.code} ` : ''}${e.message ?? String(err)}\n`);

@@ -1,0 +1,117 @@
+/**
+ * `coffer operator status | rotate | rewrap [--retire] [--batch-size N]` — key management against a
+ * running server (see cli/client.ts). Rewrap shows a progress bar on a terminal (done/total, rate, ETA)
+ * and a progress line every few seconds otherwise.
+ */
+import { parseArgs } from 'node:util';
+import cliProgress from 'cli-progress';
+import { CliError, clientFromEnv, type ApiClient } from './client.js';
+
+export const OPERATOR_USAGE = `usage: coffer operator <command>
+
+  status                          provider, keyring versions, the active one, records each wraps
+  rotate                          add a keyring version; new writes use it at once, on every process
+  rewrap [--batch-size N] [--retire]
+                                  rewrap every record onto the active version (online, resumable);
+                                  --retire then removes versions that wrap nothing
+
+Environment: COFFER_ADDR (default http://127.0.0.1:8750), COFFER_TOKEN (the root token).
+`;
+
+interface KeyringStatus {
+  provider: string;
+  active_version: number;
+  versions: { version: number; created_at: string; active: boolean; secrets: number; configs: number }[];
+  unreadable: number;
+}
+
+interface RewrapView {
+  running: boolean;
+  target_version: number | null;
+  total: number;
+  examined: number;
+  rewrapped: number;
+  failed: number;
+  started_at: string | null;
+  finished_at: string | null;
+}
+
+type Out = (line: string) => void;
+
+async function status(api: ApiClient, out: Out): Promise<void> {
+  const s = await api.call<KeyringStatus>('GET', '/v1/sys/keyring');
+  out(`provider: ${s.provider}   active version: ${s.active_version}`);
+  out(`${'version'.padEnd(9)}${'created'.padEnd(26)}${'secrets'.padStart(10)}${'configs'.padStart(10)}`);
+  for (const v of s.versions) {
+    out(`${`${v.version}${v.active ? ' *' : ''}`.padEnd(9)}${v.created_at.padEnd(26)}${String(v.secrets).padStart(10)}${String(v.configs).padStart(10)}`);
+  }
+  if (s.unreadable > 0) out(`WARNING: ${s.unreadable} records name no keyring version or do not parse`);
+}
+
+async function rotate(api: ApiClient, out: Out): Promise<void> {
+  const r = await api.call<{ previous_version: number; active_version: number }>('POST', '/v1/sys/keyring/rotate');
+  out(`rotated: active keyring version ${r.previous_version} -> ${r.active_version}; run "coffer operator rewrap" to move existing records`);
+}
+
+async function rewrap(api: ApiClient, out: Out, options: { batchSize?: number; retire: boolean; tty: boolean }): Promise<void> {
+  let view = await api.call<RewrapView>('POST', '/v1/sys/keyring/rewrap', options.batchSize === undefined ? undefined : { batch_size: options.batchSize });
+  out(`rewrapping onto keyring version ${view.target_version}${view.examined > 0 ? ` (continuing at ${view.examined})` : ''}`);
+  const bar = options.tty
+    ? new cliProgress.SingleBar({ format: '{bar} {value}/{total} records | {rate}/s | ETA {eta_formatted}', hideCursor: true }, cliProgress.Presets.shades_classic)
+    : null;
+  bar?.start(Math.max(view.total, view.examined), view.examined, { rate: 0 });
+  const started = Date.now();
+  const firstExamined = view.examined;
+  let lastLine = 0;
+  while (view.running || view.finished_at === null) {
+    await new Promise((r) => setTimeout(r, 250));
+    view = await api.call<RewrapView>('GET', '/v1/sys/keyring/rewrap');
+    const rate = Math.round(((view.examined - firstExamined) * 1000) / Math.max(1, Date.now() - started));
+    if (bar) {
+      bar.setTotal(Math.max(view.total, view.examined));
+      bar.update(view.examined, { rate });
+    } else if (Date.now() - lastLine > 5000) {
+      lastLine = Date.now();
+      out(`progress: ${view.examined}/${view.total} records, ${view.rewrapped} rewrapped, ${rate} records/s`);
+    }
+    if (!view.running && view.finished_at === null) throw new CliError('the rewrap stopped before finishing (see the server log); run the command again to continue');
+  }
+  bar?.stop();
+  out(`done: ${view.examined} records examined, ${view.rewrapped} rewrapped, ${view.failed} failed to open or verify`);
+  if (view.failed > 0) throw new CliError(`${view.failed} records failed their integrity check and were left as they are; see the server log`);
+  if (options.retire) {
+    const r = await api.call<{ retired: number[]; versions: number[] }>('POST', '/v1/sys/keyring/retire');
+    out(r.retired.length > 0 ? `retired keyring versions ${r.retired.join(', ')}; keyring now holds ${r.versions.join(', ')}` : 'no keyring version could be retired');
+  }
+}
+
+export async function operatorCommand(args: string[], out: Out = (l) => process.stdout.write(`${l}\n`)): Promise<number> {
+  const { positionals, values } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { retire: { type: 'boolean', default: false }, 'batch-size': { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+  });
+  const command = positionals[0];
+  if (values.help || command === undefined) {
+    out(OPERATOR_USAGE);
+    return values.help ? 0 : 2;
+  }
+  const api = clientFromEnv();
+  switch (command) {
+    case 'status':
+      await status(api, out);
+      return 0;
+    case 'rotate':
+      await rotate(api, out);
+      return 0;
+    case 'rewrap': {
+      const batch = values['batch-size'];
+      if (batch !== undefined && !/^[1-9][0-9]{0,4}$/.test(batch)) throw new CliError('--batch-size must be a whole number from 1 to 10000', 2);
+      await rewrap(api, out, { ...(batch === undefined ? {} : { batchSize: Number(batch) }), retire: values.retire, tty: process.stdout.isTTY === true });
+      return 0;
+    }
+    default:
+      out(OPERATOR_USAGE);
+      return 2;
+  }
+}

@@ -1,0 +1,70 @@
+import { spawn } from 'node:child_process';
+import { expect } from 'chai';
+import { MAIN } from '../support/process.js';
+import { startTestCoffer, type TestCoffer } from '../support/harness.js';
+import { seedStore } from '../support/seed.js';
+
+interface Run {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+function coffer(args: string[], env: Record<string, string>): Promise<Run> {
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('COFFER_')));
+  const child = spawn(process.execPath, [MAIN, ...args], { env: { ...clean, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
+}
+
+describe('coffer operator (CLI)', function () {
+  this.timeout(60_000);
+  let c: TestCoffer;
+  let env: Record<string, string>;
+  before(async () => {
+    c = await startTestCoffer();
+    await seedStore(c.app.storage, c.app.keyring.current(), 2000);
+    env = { COFFER_ADDR: c.url, COFFER_TOKEN: c.rootToken };
+  });
+  after(async () => {
+    await c.close();
+  });
+
+  it('status shows the provider, versions and record counts', async () => {
+    const run = await coffer(['operator', 'status'], env);
+    expect(run.code).to.equal(0);
+    expect(run.stdout).to.match(/provider: local\s+active version: 1/);
+    expect(run.stdout).to.match(/^1 \*\s+\S+\s+\d+\s+\d+$/m);
+  });
+
+  it('rotate, then rewrap --retire: progress lines off a terminal, then the old version is gone', async () => {
+    const rotated = await coffer(['operator', 'rotate'], env);
+    expect(rotated.code).to.equal(0);
+    expect(rotated.stdout).to.include('active keyring version 1 -> 2');
+    const rewrapped = await coffer(['operator', 'rewrap', '--retire', '--batch-size', '100'], env);
+    expect(rewrapped.code, rewrapped.stderr).to.equal(0);
+    expect(rewrapped.stdout).to.include('rewrapping onto keyring version 2');
+    expect(rewrapped.stdout).to.match(/done: \d+ records examined, \d+ rewrapped, 0 failed/);
+    expect(rewrapped.stdout).to.include('retired keyring versions 1; keyring now holds 2');
+    const status = await coffer(['operator', 'status'], env);
+    expect(status.stdout).to.match(/^2 \*/m).and.not.match(/^1 /m);
+  });
+
+  it('needs COFFER_TOKEN from the environment, never an argument, and says so', async () => {
+    const run = await coffer(['operator', 'status'], { COFFER_ADDR: c.url });
+    expect(run.code).to.equal(2);
+    expect(run.stderr).to.include('COFFER_TOKEN is not set');
+    const wrong = await coffer(['operator', 'status'], { ...env, COFFER_TOKEN: 'not-the-root-token' });
+    expect(wrong.code).to.equal(1);
+    expect(wrong.stderr).to.include('401');
+    expect(wrong.stderr).to.not.include('not-the-root-token');
+  });
+
+  it('refuses an unknown command and a bad batch size', async () => {
+    expect((await coffer(['operator', 'explode'], env)).code).to.equal(2);
+    expect((await coffer(['operator', 'rewrap', '--batch-size', 'lots'], env)).code).to.equal(2);
+  });
+});
