@@ -24,6 +24,7 @@ export const ENV_SETTINGS = [
   { env: 'COFFER_WORKERS', field: 'workers', kind: 'integer' },
   { env: 'COFFER_DATA_DIR', field: 'data_dir', kind: 'string' },
   { env: 'COFFER_MASTER_KEY_FILE', field: 'master_key_file', kind: 'string' },
+  { env: 'COFFER_MASTER_PASSPHRASE_FILE', field: 'master_passphrase_file', kind: 'string' },
   { env: 'COFFER_ROOT_TOKEN', field: 'root_token', kind: 'string' },
   { env: 'COFFER_DEFAULT_TTL', field: 'default_ttl', kind: 'integer' },
   { env: 'COFFER_MAX_TTL', field: 'max_ttl', kind: 'integer' },
@@ -102,6 +103,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): CofferC
     ...config,
     data_dir: resolve(cwd, config.data_dir),
     master_key_file: resolve(cwd, config.master_key_file),
+    master_passphrase_file: config.master_passphrase_file === null ? null : resolve(cwd, config.master_passphrase_file),
     tls: {
       cert: config.tls.cert === null ? null : resolve(cwd, config.tls.cert),
       key: config.tls.key === null ? null : resolve(cwd, config.tls.key),

@@ -14,6 +14,8 @@ export interface CofferConfig {
   workers: number;
   data_dir: string;
   master_key_file: string;
+  /** When set, the local master key is derived from the passphrase in this file (argon2id). */
+  master_passphrase_file: string | null;
   default_ttl: number;
   max_ttl: number;
   max_value_bytes: number;
@@ -43,7 +45,7 @@ export const configSchema = {
   type: 'object',
   additionalProperties: false,
   required: [
-    'host', 'port', 'workers', 'data_dir', 'master_key_file', 'default_ttl', 'max_ttl', 'max_value_bytes', 'tls',
+    'host', 'port', 'workers', 'data_dir', 'master_key_file', 'master_passphrase_file', 'default_ttl', 'max_ttl', 'max_value_bytes', 'tls',
     'log_level', 'storage', 'key_provider', 'roles', 'auth_failures',
   ],
   properties: {
@@ -52,6 +54,7 @@ export const configSchema = {
     workers: { type: 'integer', minimum: 0, maximum: 256 },
     data_dir: { type: 'string', minLength: 1 },
     master_key_file: { type: 'string', minLength: 1 },
+    master_passphrase_file: { type: ['string', 'null'], minLength: 1 },
     default_ttl: { type: 'integer', minimum: 1 },
     max_ttl: { type: 'integer', minimum: 1 },
     max_value_bytes: { type: 'integer', minimum: 1, maximum: 64 * 1024 * 1024 },

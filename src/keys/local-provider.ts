@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import { aeadOpen, aeadSeal, KEY_BYTES, NONCE_BYTES } from '../crypto/aead.js';
 import { randomBytes } from '../crypto/random.js';
 import { contextBytes, KeyProviderError, type KeyProvider, type WrapContext } from './key-provider.js';
+import { PASSPHRASE_FORMAT } from './passphrase-provider.js';
 
 const SETTING = 'COFFER_MASTER_KEY_FILE';
 const FORMAT = 1;
@@ -22,6 +23,9 @@ export class LocalKeyProvider implements KeyProvider {
   }
 
   async unwrap(wrapped: Uint8Array, context: WrapContext): Promise<Uint8Array> {
+    if (wrapped[0] === PASSPHRASE_FORMAT) {
+      throw new KeyProviderError(SETTING, 'the stored keyring is wrapped with a passphrase; set COFFER_MASTER_PASSPHRASE_FILE');
+    }
     if (wrapped[0] !== FORMAT || wrapped.length < 1 + NONCE_BYTES) {
       throw new KeyProviderError(SETTING, 'the stored keyring was not wrapped by a local master key');
     }

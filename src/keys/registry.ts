@@ -1,9 +1,12 @@
 import type { KeyProvider } from './key-provider.js';
 import { LocalKeyProvider, loadOrCreateMasterKey } from './local-provider.js';
+import { PassphraseKeyProvider, readPassphraseFile } from './passphrase-provider.js';
 
 export interface KeyProviderSettings {
   readonly key_provider: 'local';
   readonly master_key_file: string;
+  /** When set, the local master key is derived from this file's passphrase and no key file is used. */
+  readonly master_passphrase_file: string | null;
 }
 
 export interface OpenedProvider {
@@ -15,6 +18,9 @@ export interface OpenedProvider {
 /** Key providers by configuration name. A new provider is one file plus one line here. */
 const PROVIDERS: Record<KeyProviderSettings['key_provider'], (settings: KeyProviderSettings) => Promise<OpenedProvider>> = {
   local: async (settings) => {
+    if (settings.master_passphrase_file !== null) {
+      return { provider: new PassphraseKeyProvider(readPassphraseFile(settings.master_passphrase_file)) };
+    }
     const file = loadOrCreateMasterKey(settings.master_key_file);
     return {
       provider: new LocalKeyProvider(file.key),
