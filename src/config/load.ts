@@ -26,6 +26,10 @@ export const ENV_SETTINGS = [
   { env: 'COFFER_MASTER_KEY_FILE', field: 'master_key_file', kind: 'string' },
   { env: 'COFFER_MASTER_PASSPHRASE_FILE', field: 'master_passphrase_file', kind: 'string' },
   { env: 'COFFER_ROOT_TOKEN', field: 'root_token', kind: 'string' },
+  { env: 'COFFER_KEY_PROVIDER', field: 'key_provider', kind: 'string' },
+  { env: 'COFFER_KMS_KEY_ID', field: 'kms.key_id', kind: 'string' },
+  { env: 'COFFER_KMS_REGION', field: 'kms.region', kind: 'string' },
+  { env: 'COFFER_KMS_ENDPOINT', field: 'kms.endpoint', kind: 'string' },
   { env: 'COFFER_DEFAULT_TTL', field: 'default_ttl', kind: 'integer' },
   { env: 'COFFER_MAX_TTL', field: 'max_ttl', kind: 'integer' },
   { env: 'COFFER_MAX_VALUE_BYTES', field: 'max_value_bytes', kind: 'integer' },
@@ -115,6 +119,9 @@ function checkConsistency(config: CofferConfig, fromEnv: Map<string, string>): v
   const name = (field: string): string => fromEnv.get(field) ?? field;
   if (config.default_ttl > config.max_ttl) {
     throw new ConfigError(name('default_ttl'), `must not exceed the maximum TTL (${config.max_ttl})`);
+  }
+  if (config.key_provider === 'aws-kms' && config.kms.key_id === null) {
+    throw new ConfigError('COFFER_KMS_KEY_ID', 'the aws-kms provider needs a KMS key id, ARN or alias');
   }
   if ((config.tls.cert === null) !== (config.tls.key === null)) {
     throw new ConfigError(config.tls.cert === null ? 'COFFER_TLS_CERT' : 'COFFER_TLS_KEY', 'TLS needs both a certificate and a key');

@@ -22,7 +22,9 @@ export interface CofferConfig {
   tls: { cert: string | null; key: string | null };
   log_level: (typeof LOG_LEVELS)[number];
   storage: 'lmdb';
-  key_provider: 'local';
+  key_provider: 'local' | 'aws-kms';
+  /** For key_provider aws-kms. Credentials come from the standard AWS chain, never from here. */
+  kms: { key_id: string | null; region: string | null; endpoint: string | null };
   roles: RoleTable;
   /** Failed authentications allowed per client address: `burst` at once, then `per_second`. */
   auth_failures: { burst: number; per_second: number };
@@ -46,7 +48,7 @@ export const configSchema = {
   additionalProperties: false,
   required: [
     'host', 'port', 'workers', 'data_dir', 'master_key_file', 'master_passphrase_file', 'default_ttl', 'max_ttl', 'max_value_bytes', 'tls',
-    'log_level', 'storage', 'key_provider', 'roles', 'auth_failures',
+    'log_level', 'storage', 'key_provider', 'kms', 'roles', 'auth_failures',
   ],
   properties: {
     host: { type: 'string', minLength: 1 },
@@ -66,7 +68,13 @@ export const configSchema = {
     },
     log_level: { enum: [...LOG_LEVELS] },
     storage: { enum: ['lmdb'] },
-    key_provider: { enum: ['local'] },
+    key_provider: { enum: ['local', 'aws-kms'] },
+    kms: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['key_id', 'region', 'endpoint'],
+      properties: { key_id: { type: ['string', 'null'], minLength: 1 }, region: { type: ['string', 'null'], minLength: 1 }, endpoint: { type: ['string', 'null'], pattern: '^https?://' } },
+    },
     roles: { type: 'object', additionalProperties: { type: 'array', minItems: 1, items: ruleSchema } },
     auth_failures: {
       type: 'object',
