@@ -23,15 +23,8 @@ interface StoredKeyring {
 export const KEYRING_KEY = systemKey('keyring');
 export const GENERATION_KEY = systemKey('keyring-generation');
 
-export function packGeneration(generation: number): Buffer {
-  const out = Buffer.alloc(4);
-  out.writeUInt32BE(generation);
-  return out;
-}
-
-export function unpackGeneration(bytes: Uint8Array | undefined): number {
-  return bytes === undefined ? 0 : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).readUInt32BE(0);
-}
+export { packUint32 as packGeneration, unpackUint32 as unpackGeneration } from '../storage/uint32.js';
+import { packUint32 as packGeneration, unpackUint32 as unpackGeneration } from '../storage/uint32.js';
 
 /** Thrown inside a write transaction that found a newer keyring generation than the one it sealed with. */
 export class StaleKeyringError extends Error {

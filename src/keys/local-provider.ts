@@ -1,9 +1,10 @@
-import { closeSync, fstatSync, mkdirSync, openSync, readSync, writeSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { aeadOpen, aeadSeal, KEY_BYTES, NONCE_BYTES } from '../crypto/aead.js';
 import { randomBytes } from '../crypto/random.js';
 import { contextBytes, KeyProviderError, type KeyProvider, type WrapContext } from './key-provider.js';
 import { PASSPHRASE_FORMAT } from './passphrase-provider.js';
+import { readOwnerOnlyFile } from './secret-file.js';
 
 const SETTING = 'COFFER_MASTER_KEY_FILE';
 const FORMAT = 1;
@@ -47,31 +48,13 @@ export interface LocalKeyFile {
  * Refuses a file that is not exactly 32 bytes or that group or others may read or write.
  */
 export function loadOrCreateMasterKey(path: string): LocalKeyFile {
-  let fd: number;
-  try {
-    fd = openSync(path, 'r');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
-      throw new KeyProviderError(SETTING, `cannot open ${path} (${(err as NodeJS.ErrnoException).code})`);
-    }
-    return { key: createKeyFile(path), created: true };
+  const key = readOwnerOnlyFile(path, SETTING, 4096);
+  if (key === undefined) return { key: createKeyFile(path), created: true };
+  if (key.length !== KEY_BYTES) {
+    key.fill(0);
+    throw new KeyProviderError(SETTING, `${path} must hold exactly ${KEY_BYTES} bytes, it holds ${key.length}`);
   }
-  try {
-    const stat = fstatSync(fd);
-    if (!stat.isFile()) throw new KeyProviderError(SETTING, `${path} is not a regular file`);
-    if ((stat.mode & 0o077) !== 0) {
-      const mode = (stat.mode & 0o777).toString(8).padStart(4, '0');
-      throw new KeyProviderError(SETTING, `${path} is accessible by group or others (mode ${mode}); run: chmod 600 ${path}`);
-    }
-    if (stat.size !== KEY_BYTES) {
-      throw new KeyProviderError(SETTING, `${path} must hold exactly ${KEY_BYTES} bytes, it holds ${stat.size}`);
-    }
-    const key = Buffer.alloc(KEY_BYTES);
-    if (readSync(fd, key, 0, KEY_BYTES, 0) !== KEY_BYTES) throw new KeyProviderError(SETTING, `${path} could not be read whole`);
-    return { key, created: false };
-  } finally {
-    closeSync(fd);
-  }
+  return { key, created: false };
 }
 
 function createKeyFile(path: string): Uint8Array {

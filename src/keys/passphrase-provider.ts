@@ -1,8 +1,8 @@
-import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
 import argon2 from 'argon2';
 import { aeadOpen, aeadSeal, KEY_BYTES, NONCE_BYTES } from '../crypto/aead.js';
 import { randomBytes } from '../crypto/random.js';
 import { contextBytes, KeyProviderError, type KeyProvider, type WrapContext } from './key-provider.js';
+import { readOwnerOnlyFile } from './secret-file.js';
 
 const SETTING = 'COFFER_MASTER_PASSPHRASE_FILE';
 /** Wrapped-data format of this provider; the key-file form of `local` writes format 1. */
@@ -60,23 +60,9 @@ export class PassphraseKeyProvider implements KeyProvider {
 
 /** Reads the passphrase file: owner-only permissions, one passphrase of at least 12 characters. */
 export function readPassphraseFile(path: string): string {
-  let fd: number;
-  try {
-    fd = openSync(path, 'r');
-  } catch (err) {
-    throw new KeyProviderError(SETTING, `cannot open ${path} (${(err as NodeJS.ErrnoException).code})`);
-  }
-  try {
-    const stat = fstatSync(fd);
-    if (!stat.isFile()) throw new KeyProviderError(SETTING, `${path} is not a regular file`);
-    if ((stat.mode & 0o077) !== 0) {
-      const mode = (stat.mode & 0o777).toString(8).padStart(4, '0');
-      throw new KeyProviderError(SETTING, `${path} is accessible by group or others (mode ${mode}); run: chmod 600 ${path}`);
-    }
-  } finally {
-    closeSync(fd);
-  }
-  const passphrase = readFileSync(path, 'utf8').replace(/\r?\n$/, '');
+  const bytes = readOwnerOnlyFile(path, SETTING, 4096);
+  if (bytes === undefined) throw new KeyProviderError(SETTING, `cannot open ${path} (ENOENT)`);
+  const passphrase = bytes.toString('utf8').replace(/\r?\n$/, '');
   if (passphrase.length < 12) throw new KeyProviderError(SETTING, `${path} must hold a passphrase of at least 12 characters`);
   return passphrase;
 }

@@ -32,15 +32,8 @@ export function unpackMeta(bytes: Uint8Array): KeyMeta {
   return { latest: m.l, type: m.t, first: m.f };
 }
 
-export function packCounter(last: number): Buffer {
-  const out = Buffer.alloc(4);
-  out.writeUInt32BE(last);
-  return out;
-}
-
-export function unpackCounter(bytes: Uint8Array | undefined): number {
-  return bytes === undefined ? 0 : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).readUInt32BE(0);
-}
+/** The version counter of a key: the last version number ever assigned. */
+export { packUint32 as packCounter, unpackUint32 as unpackCounter } from '../storage/uint32.js';
 
 export function packVersion(record: VersionRecord): Buffer {
   if (record.type === 'config') {
