@@ -97,8 +97,9 @@ describe('authenticator', () => {
     for (let i = 0; i < 200; i++) await auth.authenticate(good);
     const elapsed = performance.now() - started;
     await Promise.all(flood);
-    // 200 cached checks take microseconds each; one argon2 verify alone takes tens of milliseconds.
-    expect(elapsed).to.be.below(200);
+    // 200 cached checks take microseconds each. Queued behind the flood's argon2 work (40 verifications,
+    // two at a time, tens of ms each) they would take seconds; the bound leaves room for a loaded machine.
+    expect(elapsed).to.be.below(1000);
   });
 
   describe('per-address limit on argon2 work', () => {

@@ -33,6 +33,7 @@ describe('failed authentications per client address', () => {
     expect(Number(limited.headers.get('retry-after'))).to.be.at.least(1);
     expect(performance.now() - started).to.be.at.least(900);
     expect(served.status).to.equal(200);
-    expect(served.ms).to.be.below(500);
+    // Not held back: a tarpitted answer takes at least a second.
+    expect(served.ms).to.be.below(900);
   });
 });
