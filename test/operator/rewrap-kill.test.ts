@@ -41,28 +41,31 @@ describe('rewrap killed with SIGKILL halfway', function () {
     await new Promise((r) => p.child.once('exit', r));
 
     p = await startProcess(env);
-    const after = (await send(p.url, 'GET', '/v1/sys/keyring/rewrap', root)).body;
-    expect(after.running).to.equal(false);
-    expect(after.finished_at).to.equal(null);
-    expect(after.examined).to.be.greaterThan(0).and.below(after.total);
+    try {
+      const after = (await send(p.url, 'GET', '/v1/sys/keyring/rewrap', root)).body;
+      expect(after.running).to.equal(false);
+      expect(after.finished_at).to.equal(null);
+      expect(after.examined).to.be.greaterThan(0).and.below(after.total);
 
-    const resumed = (await send(p.url, 'POST', '/v1/sys/keyring/rewrap', root, { batch_size: 500 })).body;
-    expect(resumed.examined).to.equal(after.examined); // it continues; it does not start over
-    let final = resumed;
-    while (final.finished_at === null || final.running) {
-      await new Promise((r) => setTimeout(r, 50));
-      final = (await send(p.url, 'GET', '/v1/sys/keyring/rewrap', root)).body;
+      const resumed = (await send(p.url, 'POST', '/v1/sys/keyring/rewrap', root, { batch_size: 500 })).body;
+      expect(resumed.examined).to.equal(after.examined); // it continues; it does not start over
+      let final = resumed;
+      while (final.finished_at === null || final.running) {
+        await new Promise((r) => setTimeout(r, 50));
+        final = (await send(p.url, 'GET', '/v1/sys/keyring/rewrap', root)).body;
+      }
+      expect(final.failed).to.equal(0);
+      const status = (await send(p.url, 'GET', '/v1/sys/keyring', root)).body;
+      expect(status.versions.find((v: { version: number }) => v.version === 1)).to.include({ secrets: 0, configs: 0 });
+      expect(status.unreadable).to.equal(0);
+      for (let i = 0; i < seeded.length; i += 64) {
+        const batch = seeded.slice(i, i + 64);
+        const reads = await Promise.all(batch.map((s) => send(p.url, 'GET', `/v1/kv/${s.namespace}/${s.key}?version=${s.version}`, root)));
+        reads.forEach((r, j) => expect(r.body?.value, `${batch[j]!.key}@${batch[j]!.version}`).to.equal(batch[j]!.value));
+      }
+    } finally {
+      await p.stop();
     }
-    expect(final.failed).to.equal(0);
-    const status = (await send(p.url, 'GET', '/v1/sys/keyring', root)).body;
-    expect(status.versions.find((v: { version: number }) => v.version === 1)).to.include({ secrets: 0, configs: 0 });
-    expect(status.unreadable).to.equal(0);
-    for (let i = 0; i < seeded.length; i += 64) {
-      const batch = seeded.slice(i, i + 64);
-      const reads = await Promise.all(batch.map((s) => send(p.url, 'GET', `/v1/kv/${s.namespace}/${s.key}?version=${s.version}`, root)));
-      reads.forEach((r, j) => expect(r.body?.value, `${batch[j]!.key}@${batch[j]!.version}`).to.equal(batch[j]!.value));
-    }
-    await p.stop();
   });
 });
 
