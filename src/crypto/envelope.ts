@@ -54,12 +54,17 @@ export function sealSecret(keyring: Keyring, id: RecordIdentity, value: string):
   return { keyVersion, wrapNonce: wrapped.nonce, wrappedKey: wrapped.ciphertext, nonce: sealedValue.nonce, ciphertext: sealedValue.ciphertext };
 }
 
-/** The plaintext of a sealed secret; throws SealedDataError for every kind of failure. */
-export function openSecret(keyring: Keyring, id: RecordIdentity, sealed: SealedSecret): string {
+/** The data key of a sealed secret, unwrapped with the keyring version it names; the caller zeroes it. */
+function unwrapDataKey(keyring: Keyring, aad: Uint8Array, sealed: SealedSecret): Uint8Array {
   const wrapKey = keyring.subkey(sealed.keyVersion, 'wrap-data-key');
   if (!wrapKey) throw new SealedDataError();
+  return aeadOpen(wrapKey, { nonce: sealed.wrapNonce, ciphertext: sealed.wrappedKey }, aad);
+}
+
+/** The plaintext of a sealed secret; throws SealedDataError for every kind of failure. */
+export function openSecret(keyring: Keyring, id: RecordIdentity, sealed: SealedSecret): string {
   const aad = identityBytes(id);
-  const dataKey = aeadOpen(wrapKey, { nonce: sealed.wrapNonce, ciphertext: sealed.wrappedKey }, aad);
+  const dataKey = unwrapDataKey(keyring, aad, sealed);
   try {
     return decoder.decode(aeadOpen(dataKey, { nonce: sealed.nonce, ciphertext: sealed.ciphertext }, aad));
   } catch {
@@ -93,10 +98,8 @@ export function verifyConfig(keyring: Keyring, id: RecordIdentity, value: string
  * ciphertext is untouched: only the 32-byte data key is unwrapped and wrapped again.
  */
 export function rewrapSecret(keyring: Keyring, id: RecordIdentity, sealed: SealedSecret): SealedSecret {
-  const oldKey = keyring.subkey(sealed.keyVersion, 'wrap-data-key');
-  if (!oldKey) throw new SealedDataError();
   const aad = identityBytes(id);
-  const dataKey = aeadOpen(oldKey, { nonce: sealed.wrapNonce, ciphertext: sealed.wrappedKey }, aad);
+  const dataKey = unwrapDataKey(keyring, aad, sealed);
   try {
     const keyVersion = keyring.activeVersion;
     const wrapped = aeadSeal(keyring.subkey(keyVersion, 'wrap-data-key')!, dataKey, aad);

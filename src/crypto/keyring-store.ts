@@ -10,6 +10,7 @@
 import { pack, unpack } from 'msgpackr';
 import type { StorageBackend } from '../storage/backend.js';
 import { systemKey } from '../storage/layout.js';
+import { packUint32, unpackUint32 } from '../storage/uint32.js';
 import { KeyProviderError, type KeyProvider } from '../keys/key-provider.js';
 import { Keyring } from './keyring.js';
 import { randomBase62 } from './random.js';
@@ -23,8 +24,9 @@ interface StoredKeyring {
 export const KEYRING_KEY = systemKey('keyring');
 export const GENERATION_KEY = systemKey('keyring-generation');
 
-export { packUint32 as packGeneration, unpackUint32 as unpackGeneration } from '../storage/uint32.js';
-import { packUint32 as packGeneration, unpackUint32 as unpackGeneration } from '../storage/uint32.js';
+/** The keyring generation as stored under GENERATION_KEY (0 when absent). */
+export const unpackGeneration = unpackUint32;
+const packGeneration = packUint32;
 
 /** Thrown inside a write transaction that found a newer keyring generation than the one it sealed with. */
 export class StaleKeyringError extends Error {

@@ -49,14 +49,18 @@ export function booleanFlag(name: string, text: string | undefined): boolean {
   throw invalid(`${name} must be true or false`, [{ field: name, in: 'query', message: 'must be true or false' }]);
 }
 
+/** Whether the request announces a body (a Content-Length above 0, or chunked transfer). */
+export function hasBody(req: Request): boolean {
+  return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+}
+
 type JsonParser = (req: Request, res: Response, next: (err?: unknown) => void) => void;
 
 /** Reads a JSON body of at most `limit` bytes. Call it after authorization, from inside a route. */
 export function jsonBodyReader(limit: number): (req: Request, res: Response) => Promise<unknown> {
   const parse: JsonParser = express.json({ limit, strict: true, type: () => true });
   return (req, res) => {
-    const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
-    if (!hasBody) return Promise.reject(invalid('a JSON object body is required'));
+    if (!hasBody(req)) return Promise.reject(invalid('a JSON object body is required'));
     const media = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
     if (media !== 'application/json') {
       return Promise.reject(new AppError('unsupported_media_type', 'the body must be sent with Content-Type: application/json'));

@@ -10,7 +10,7 @@ import { keyringStatus } from '../../operator/keyring-status.js';
 import type { Rewrapper, RewrapState } from '../../operator/rewrap.js';
 import type { StorageBackend } from '../../storage/backend.js';
 import { principalOf } from '../authenticate.js';
-import { queryOf } from '../request-parts.js';
+import { hasBody, queryOf } from '../request-parts.js';
 import type { Responder } from '../respond.js';
 import type { BodyValidator } from '../validate.js';
 
@@ -40,10 +40,6 @@ function view(state: RewrapState | null, running: boolean) {
     updated_at: iso(state.updatedAt),
     finished_at: iso(state.finishedAt),
   };
-}
-
-function hasBody(req: Request): boolean {
-  return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
 }
 
 export function sysRoutes(deps: SysRouteDeps) {
