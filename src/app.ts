@@ -60,7 +60,7 @@ async function openStore(config: CofferConfig, log: Logger, now: () => number, o
   const storage = openStorage(config);
   try {
     const opened = await openKeyProvider(config);
-    if (opened.notice) log.info(opened.notice);
+    if (opened.notice) log.warn(opened.notice);
     const { holder: keyring, created } = await KeyringHolder.open(storage, opened.provider, now());
     if (created) log.info('created a new keyring, wrapped by the %s key provider', opened.provider.name);
     if (options.prepare === false) {

@@ -30,6 +30,12 @@ export const ENV_SETTINGS = [
   { env: 'COFFER_KMS_KEY_ID', field: 'kms.key_id', kind: 'string' },
   { env: 'COFFER_KMS_REGION', field: 'kms.region', kind: 'string' },
   { env: 'COFFER_KMS_ENDPOINT', field: 'kms.endpoint', kind: 'string' },
+  { env: 'COFFER_PKCS11_LIBRARY', field: 'pkcs11.library', kind: 'string' },
+  { env: 'COFFER_PKCS11_SLOT', field: 'pkcs11.slot', kind: 'integer' },
+  { env: 'COFFER_PKCS11_TOKEN_LABEL', field: 'pkcs11.token_label', kind: 'string' },
+  { env: 'COFFER_PKCS11_KEY_LABEL', field: 'pkcs11.key_label', kind: 'string' },
+  { env: 'COFFER_PKCS11_PIN_FILE', field: 'pkcs11.pin_file', kind: 'string' },
+  { env: 'COFFER_PKCS11_PIN', field: 'pkcs11_pin', kind: 'string' },
   { env: 'COFFER_DEFAULT_TTL', field: 'default_ttl', kind: 'integer' },
   { env: 'COFFER_MAX_TTL', field: 'max_ttl', kind: 'integer' },
   { env: 'COFFER_MAX_VALUE_BYTES', field: 'max_value_bytes', kind: 'integer' },
@@ -81,6 +87,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): CofferC
   if (env.COFFER_CONFIG) {
     const overlay = readJson(resolve(cwd, env.COFFER_CONFIG), 'COFFER_CONFIG');
     if ('root_token' in overlay) throw new ConfigError('COFFER_CONFIG', 'root_token may only come from COFFER_ROOT_TOKEN');
+    if ('pkcs11_pin' in overlay) throw new ConfigError('COFFER_CONFIG', 'the PKCS#11 PIN may only come from COFFER_PKCS11_PIN or pkcs11.pin_file');
     Object.assign(merged, overlay);
   }
   const fromEnv = new Map<string, string>();
@@ -98,7 +105,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): CofferC
     const field = error.instancePath.slice(1).replaceAll('/', '.') ||
       String((error.params as { additionalProperty?: string }).additionalProperty ?? 'config');
     const setting = fromEnv.get(field) ?? field;
-    const value = field === 'root_token' ? '' : ` (${error.message ?? 'invalid'})`;
+    const value = field === 'root_token' || field === 'pkcs11_pin' ? '' : ` (${error.message ?? 'invalid'})`;
     throw new ConfigError(setting, error.keyword === 'additionalProperties' ? 'unknown setting' : `invalid value${value}`);
   }
   const config = merged as unknown as CofferConfig;
@@ -108,6 +115,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): CofferC
     data_dir: resolve(cwd, config.data_dir),
     master_key_file: resolve(cwd, config.master_key_file),
     master_passphrase_file: config.master_passphrase_file === null ? null : resolve(cwd, config.master_passphrase_file),
+    pkcs11: { ...config.pkcs11, pin_file: config.pkcs11.pin_file === null ? null : resolve(cwd, config.pkcs11.pin_file) },
     tls: {
       cert: config.tls.cert === null ? null : resolve(cwd, config.tls.cert),
       key: config.tls.key === null ? null : resolve(cwd, config.tls.key),
@@ -123,6 +131,7 @@ function checkConsistency(config: CofferConfig, fromEnv: Map<string, string>): v
   if (config.key_provider === 'aws-kms' && config.kms.key_id === null) {
     throw new ConfigError('COFFER_KMS_KEY_ID', 'the aws-kms provider needs a KMS key id, ARN or alias');
   }
+  if (config.key_provider === 'pkcs11') checkPkcs11(config);
   if ((config.tls.cert === null) !== (config.tls.key === null)) {
     throw new ConfigError(config.tls.cert === null ? 'COFFER_TLS_CERT' : 'COFFER_TLS_KEY', 'TLS needs both a certificate and a key');
   }
@@ -132,5 +141,16 @@ function checkConsistency(config: CofferConfig, fromEnv: Map<string, string>): v
   for (const [role, rules] of Object.entries(config.roles)) {
     const problems = checkRoleRules(role, rules);
     if (problems.length > 0) throw new ConfigError('roles', problems[0]!);
+  }
+}
+
+function checkPkcs11({ pkcs11, pkcs11_pin }: CofferConfig): void {
+  if (pkcs11.library === null) throw new ConfigError('COFFER_PKCS11_LIBRARY', 'the pkcs11 provider needs the path of the PKCS#11 module');
+  if ((pkcs11.slot === null) === (pkcs11.token_label === null)) {
+    throw new ConfigError('COFFER_PKCS11_TOKEN_LABEL', 'the pkcs11 provider needs exactly one of a slot id (COFFER_PKCS11_SLOT) and a token label');
+  }
+  if (pkcs11.key_label === null) throw new ConfigError('COFFER_PKCS11_KEY_LABEL', 'the pkcs11 provider needs the label of its AES key');
+  if ((pkcs11.pin_file === null) === (pkcs11_pin === undefined)) {
+    throw new ConfigError('COFFER_PKCS11_PIN_FILE', 'the pkcs11 provider needs exactly one of a PIN file and COFFER_PKCS11_PIN');
   }
 }

@@ -22,9 +22,13 @@ export interface CofferConfig {
   tls: { cert: string | null; key: string | null };
   log_level: (typeof LOG_LEVELS)[number];
   storage: 'lmdb';
-  key_provider: 'local' | 'aws-kms';
+  key_provider: 'local' | 'aws-kms' | 'pkcs11';
   /** For key_provider aws-kms. Credentials come from the standard AWS chain, never from here. */
   kms: { key_id: string | null; region: string | null; endpoint: string | null };
+  /** For key_provider pkcs11: the module, the token (slot id or label), the key's label, and a PIN file. */
+  pkcs11: { library: string | null; slot: number | null; token_label: string | null; key_label: string | null; pin_file: string | null };
+  /** From COFFER_PKCS11_PIN only (or pkcs11.pin_file); never read from a config file. */
+  pkcs11_pin?: string;
   roles: RoleTable;
   /** Failed authentications allowed per client address: `burst` at once, then `per_second`. */
   auth_failures: { burst: number; per_second: number };
@@ -48,7 +52,7 @@ export const configSchema = {
   additionalProperties: false,
   required: [
     'host', 'port', 'workers', 'data_dir', 'master_key_file', 'master_passphrase_file', 'default_ttl', 'max_ttl', 'max_value_bytes', 'tls',
-    'log_level', 'storage', 'key_provider', 'kms', 'roles', 'auth_failures',
+    'log_level', 'storage', 'key_provider', 'kms', 'pkcs11', 'roles', 'auth_failures',
   ],
   properties: {
     host: { type: 'string', minLength: 1 },
@@ -68,13 +72,26 @@ export const configSchema = {
     },
     log_level: { enum: [...LOG_LEVELS] },
     storage: { enum: ['lmdb'] },
-    key_provider: { enum: ['local', 'aws-kms'] },
+    key_provider: { enum: ['local', 'aws-kms', 'pkcs11'] },
     kms: {
       type: 'object',
       additionalProperties: false,
       required: ['key_id', 'region', 'endpoint'],
       properties: { key_id: { type: ['string', 'null'], minLength: 1 }, region: { type: ['string', 'null'], minLength: 1 }, endpoint: { type: ['string', 'null'], pattern: '^https?://' } },
     },
+    pkcs11: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['library', 'slot', 'token_label', 'key_label', 'pin_file'],
+      properties: {
+        library: { type: ['string', 'null'], minLength: 1 },
+        slot: { type: ['integer', 'null'], minimum: 0 },
+        token_label: { type: ['string', 'null'], minLength: 1, maxLength: 32 },
+        key_label: { type: ['string', 'null'], minLength: 1 },
+        pin_file: { type: ['string', 'null'], minLength: 1 },
+      },
+    },
+    pkcs11_pin: { type: 'string', minLength: 1 },
     roles: { type: 'object', additionalProperties: { type: 'array', minItems: 1, items: ruleSchema } },
     auth_failures: {
       type: 'object',

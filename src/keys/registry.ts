@@ -1,12 +1,23 @@
 import { KMSClient } from '@aws-sdk/client-kms';
 import { AwsKmsProvider } from './aws-kms-provider.js';
-import type { KeyProvider } from './key-provider.js';
+import { KeyProviderError, type KeyProvider } from './key-provider.js';
 import { LocalKeyProvider, loadOrCreateMasterKey } from './local-provider.js';
 import { PassphraseKeyProvider, readPassphraseFile } from './passphrase-provider.js';
+import { Pkcs11KeyProvider } from './pkcs11-provider.js';
+import { readOwnerOnlyFile } from './secret-file.js';
 
 export interface KeyProviderSettings {
-  readonly key_provider: 'local' | 'aws-kms';
+  readonly key_provider: 'local' | 'aws-kms' | 'pkcs11';
   readonly kms: { readonly key_id: string | null; readonly region: string | null; readonly endpoint: string | null };
+  readonly pkcs11: {
+    readonly library: string | null;
+    readonly slot: number | null;
+    readonly token_label: string | null;
+    readonly key_label: string | null;
+    readonly pin_file: string | null;
+  };
+  /** The PKCS#11 PIN when it comes from the environment rather than pkcs11.pin_file. */
+  readonly pkcs11_pin?: string;
   readonly master_key_file: string;
   /** When set, the local master key is derived from this file's passphrase and no key file is used. */
   readonly master_passphrase_file: string | null;
@@ -14,7 +25,7 @@ export interface KeyProviderSettings {
 
 export interface OpenedProvider {
   readonly provider: KeyProvider;
-  /** One line for the start-up log when opening the provider did something worth saying. */
+  /** One line for the start-up log (a warning) when opening the provider did or found something the operator must know. */
   readonly notice?: string;
 }
 
@@ -26,6 +37,11 @@ const PROVIDERS: Record<KeyProviderSettings['key_provider'], (settings: KeyProvi
       kms.key_id!,
     ),
   }),
+  pkcs11: async ({ pkcs11, pkcs11_pin }) =>
+    Pkcs11KeyProvider.open(
+      { library: pkcs11.library!, slot: pkcs11.slot, token_label: pkcs11.token_label, key_label: pkcs11.key_label! },
+      pkcs11.pin_file === null ? pkcs11_pin! : readPin(pkcs11.pin_file),
+    ),
   local: async (settings) => {
     if (settings.master_passphrase_file !== null) {
       return { provider: new PassphraseKeyProvider(readPassphraseFile(settings.master_passphrase_file)) };
@@ -40,4 +56,10 @@ const PROVIDERS: Record<KeyProviderSettings['key_provider'], (settings: KeyProvi
 
 export function openKeyProvider(settings: KeyProviderSettings): Promise<OpenedProvider> {
   return PROVIDERS[settings.key_provider](settings);
+}
+
+function readPin(path: string): string {
+  const bytes = readOwnerOnlyFile(path, 'COFFER_PKCS11_PIN_FILE', 256);
+  if (bytes === undefined) throw new KeyProviderError('COFFER_PKCS11_PIN_FILE', `cannot open ${path} (ENOENT)`);
+  return bytes.toString('utf8').replace(/\r?\n$/, '');
 }

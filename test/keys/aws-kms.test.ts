@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { KeyProviderError } from '../../src/keys/key-provider.js';
 import { KEYRING_KEY } from '../../src/crypto/keyring-store.js';
-import { startTestCoffer, tempDir, type TestCoffer } from '../support/harness.js';
+import { keyProviderStartError, startTestCoffer, tempDir, type TestCoffer } from '../support/harness.js';
 import { TestKms } from '../support/kms-server.js';
 
 describe('aws-kms provider (the real AWS SDK over HTTP to a local KMS-compatible endpoint)', function () {
@@ -29,16 +29,7 @@ describe('aws-kms provider (the real AWS SDK over HTTP to a local KMS-compatible
     COFFER_KEY_PROVIDER: 'aws-kms', COFFER_KMS_KEY_ID: keyId, COFFER_KMS_REGION: 'eu-west-1', COFFER_KMS_ENDPOINT: kms.url,
   });
 
-  async function startError(dir: string, keyId: string, rootToken: string): Promise<KeyProviderError> {
-    try {
-      const c = await startTestCoffer({ dataDir: dir, rootToken, env: kmsEnv(keyId) });
-      await c.close();
-    } catch (err) {
-      expect(err).to.be.instanceOf(KeyProviderError);
-      return err as KeyProviderError;
-    }
-    throw new Error('start-up did not fail');
-  }
+  const startError = (dir: string, keyId: string, rootToken: string): Promise<KeyProviderError> => keyProviderStartError(dir, kmsEnv(keyId), rootToken);
 
   it('round-trips with one KMS call per start, binding an encryption context that names the instance', async () => {
     const dir = tempDir();

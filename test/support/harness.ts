@@ -11,6 +11,7 @@ import { startCoffer, type RunningCoffer, type StartOptions } from '../../src/ap
 import { loadConfig } from '../../src/config/load.js';
 import type { CofferConfig } from '../../src/config/schema.js';
 import { generateToken } from '../../src/auth/token-format.js';
+import { KeyProviderError } from '../../src/keys/key-provider.js';
 
 export interface TestCoffer {
   readonly url: string;
@@ -136,4 +137,16 @@ export async function startTestCoffer(options: HarnessOptions = {}): Promise<Tes
     },
   };
   return harness;
+}
+
+/** Starts a Coffer that must fail to open its master key, and returns the provider's error. */
+export async function keyProviderStartError(dataDir: string, env: Record<string, string>, rootToken: string): Promise<KeyProviderError> {
+  try {
+    const c = await startTestCoffer({ dataDir, rootToken, env });
+    await c.close();
+  } catch (err) {
+    if (err instanceof KeyProviderError) return err;
+    throw err;
+  }
+  throw new Error('start-up did not fail');
 }
