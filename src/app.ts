@@ -20,7 +20,8 @@ import { sodiumReady } from './crypto/aead.js';
 import { KeyringHolder } from './crypto/keyring-store.js';
 import { buildHttpApp } from './http/http-app.js';
 import type { OutcomeSink } from './http/outcome.js';
-import { openKeyProvider } from './keys/registry.js';
+import { parseDuration, startAutoRotation } from './operator/auto-rotate.js';
+import { openKeyProvider, providerConfig, settingsOf, type ProviderConfig } from './keys/registry.js';
 import { KvService } from './kv/kv-service.js';
 import type { StorageBackend } from './storage/backend.js';
 import { Rewrapper } from './operator/rewrap.js';
@@ -61,8 +62,9 @@ async function openStore(config: CofferConfig, log: Logger, now: () => number, o
   try {
     const opened = await openKeyProvider(config);
     if (opened.notice) log.warn(opened.notice);
-    const { holder: keyring, created } = await KeyringHolder.open(storage, opened.provider, now());
-    if (created) log.info('created a new keyring, wrapped by the %s key provider', opened.provider.name);
+    const reopen = async (target: ProviderConfig) => (await openKeyProvider(settingsOf(target, config.pkcs11_pin))).provider;
+    const { holder: keyring, created } = await KeyringHolder.open(storage, { provider: opened.provider, config: providerConfig(config) }, now(), { reopen });
+    if (created) log.info('created a new keyring, wrapped by %s', opened.provider.description);
     if (options.prepare === false) {
       const root = await readRootToken(storage);
       if (!root) throw new Error('the store has no root token yet; it is set up by the process that prepares the store');
@@ -110,7 +112,7 @@ export async function startCoffer(config: CofferConfig, options: StartOptions = 
     const rewrapper = new Rewrapper({ storage, keyring, now, log });
     const app = buildHttpApp({
       authenticator, tokens, kv, log,
-      sys: { storage, keyring, rewrapper, now }, maxValueBytes: config.max_value_bytes, maxTtl: config.max_ttl,
+      sys: { storage, keyring, rewrapper, now, pkcs11Pin: config.pkcs11_pin }, maxValueBytes: config.max_value_bytes, maxTtl: config.max_ttl,
       ...(options.onOutcome ? { onOutcome: options.onOutcome } : {}),
     });
 
@@ -125,6 +127,8 @@ export async function startCoffer(config: CofferConfig, options: StartOptions = 
     const address = server.address() as AddressInfo;
     const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
     const url = `${tls ? 'https' : 'http'}://${host}:${address.port}`;
+    const rotateAfter = config.keyring.rotate_after === null ? undefined : parseDuration(config.keyring.rotate_after);
+    const autoRotation = rotateAfter === undefined ? undefined : startAutoRotation(keyring, rotateAfter, log, now);
 
     return {
       server,
@@ -137,6 +141,7 @@ export async function startCoffer(config: CofferConfig, options: StartOptions = 
         const deadline = setTimeout(() => server.closeAllConnections(), drainMs);
         await closed;
         clearTimeout(deadline);
+        await autoRotation?.stop();
         // A rewrap in progress stops at its next batch boundary; its state is saved for a later run.
         await rewrapper.stop();
         await storage.close();

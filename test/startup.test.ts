@@ -24,7 +24,7 @@ describe('start-up (the coffer process)', function () {
     const keyFile = join(dir, 'keys', 'master.key');
     expect(statSync(keyFile).mode & 0o777).to.equal(0o600);
     expect(statSync(keyFile).size).to.equal(32);
-    expect(first.stdout().split('\n').filter((l) => l.includes('master key'))).to.have.length(1);
+    expect(first.stdout().split('\n').filter((l) => l.includes('generated a new local master key'))).to.have.length(1);
     const token = /(cfr_[0-9A-Za-z]{16}_[0-9A-Za-z]{43})/.exec(first.stderr())?.[1];
     expect(token).to.be.a('string');
     expect(first.stdout()).to.not.include(token);

@@ -1,8 +1,10 @@
 /**
- * `coffer operator status | rotate | rewrap [--retire] [--batch-size N]` — key management against a
+ * `coffer operator status | rotate | rewrap [--retire] [--batch-size N] | migrate-key --to FILE` — key management against a
  * running server (see cli/client.ts). Rewrap shows a progress bar on a terminal (done/total, rate, ETA)
  * and a progress line every few seconds otherwise.
  */
+import { readFileSync } from 'node:fs';
+import { isAbsolute, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
 import { CliError, clientFromEnv, type ApiClient } from './client.js';
@@ -14,12 +16,18 @@ export const OPERATOR_USAGE = `usage: coffer operator <command>
   rewrap [--batch-size N] [--retire]
                                   rewrap every record onto the active version (online, resumable);
                                   --retire then removes versions that wrap nothing
+  migrate-key --to FILE           rewrap the keyring under another master key or provider; FILE is JSON
+                                  with the new provider's settings as in the configuration file, e.g.
+                                  {"key_provider":"aws-kms","kms":{"key_id":"alias/coffer"}}
+                                  (paths are the server's; a PIN or passphrase only ever by file)
 
 Environment: COFFER_ADDR (default http://127.0.0.1:8750), COFFER_TOKEN (the root token).
 `;
 
 interface KeyringStatus {
   provider: string;
+  wrapped_by: string;
+  migrated_at: string | null;
   active_version: number;
   versions: { version: number; created_at: string; active: boolean; secrets: number; configs: number }[];
   unreadable: number;
@@ -41,6 +49,7 @@ type Out = (line: string) => void;
 async function status(api: ApiClient, out: Out): Promise<void> {
   const s = await api.call<KeyringStatus>('GET', '/v1/sys/keyring');
   out(`provider: ${s.provider}   active version: ${s.active_version}`);
+  out(`master key: ${s.wrapped_by}${s.migrated_at === null ? '' : ` (migrated at ${s.migrated_at})`}`);
   out(`${'version'.padEnd(9)}${'created'.padEnd(26)}${'secrets'.padStart(10)}${'configs'.padStart(10)}`);
   for (const v of s.versions) {
     out(`${`${v.version}${v.active ? ' *' : ''}`.padEnd(9)}${v.created_at.padEnd(26)}${String(v.secrets).padStart(10)}${String(v.configs).padStart(10)}`);
@@ -85,11 +94,37 @@ async function rewrap(api: ApiClient, out: Out, options: { batchSize?: number; r
   }
 }
 
+/** Reads the new provider's settings; relative paths are taken from the current directory. */
+function readTarget(file: string): Record<string, unknown> {
+  let target: unknown;
+  try {
+    target = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new CliError(`--to ${file}: ${(err as NodeJS.ErrnoException).code ?? 'not a JSON object'}`, 2);
+  }
+  if (typeof target !== 'object' || target === null || Array.isArray(target)) throw new CliError(`--to ${file}: not a JSON object`, 2);
+  const absolute = (path: unknown): unknown => (typeof path === 'string' && !isAbsolute(path) ? resolve(path) : path);
+  const settings = { ...(target as Record<string, unknown>) };
+  for (const field of ['master_key_file', 'master_passphrase_file']) if (field in settings) settings[field] = absolute(settings[field]);
+  if (typeof settings.pkcs11 === 'object' && settings.pkcs11 !== null) {
+    const pkcs11 = { ...(settings.pkcs11 as Record<string, unknown>) };
+    for (const field of ['library', 'pin_file']) if (field in pkcs11) pkcs11[field] = absolute(pkcs11[field]);
+    settings.pkcs11 = pkcs11;
+  }
+  return settings;
+}
+
+async function migrate(api: ApiClient, out: Out, file: string): Promise<void> {
+  const r = await api.call<{ from: string; to: string; provider: string }>('POST', '/v1/sys/keyring/migrate', readTarget(file));
+  out(`migrated: the keyring is now wrapped by ${r.to} (was ${r.from})`);
+  out(`configure the ${r.provider} provider with these settings before the next restart; until then a restarted server refuses to start and says which key it needs`);
+}
+
 export async function operatorCommand(args: string[], out: Out = (l) => process.stdout.write(`${l}\n`)): Promise<number> {
   const { positionals, values } = parseArgs({
     args,
     allowPositionals: true,
-    options: { retire: { type: 'boolean', default: false }, 'batch-size': { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    options: { retire: { type: 'boolean', default: false }, 'batch-size': { type: 'string' }, to: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
   });
   const command = positionals[0];
   if (values.help || command === undefined) {
@@ -110,6 +145,10 @@ export async function operatorCommand(args: string[], out: Out = (l) => process.
       await rewrap(api, out, { ...(batch === undefined ? {} : { batchSize: Number(batch) }), retire: values.retire, tty: process.stdout.isTTY === true });
       return 0;
     }
+    case 'migrate-key':
+      if (values.to === undefined) throw new CliError('migrate-key needs --to FILE (the new provider\'s settings)', 2);
+      await migrate(api, out, values.to);
+      return 0;
     default:
       out(OPERATOR_USAGE);
       return 2;

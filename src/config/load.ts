@@ -36,6 +36,7 @@ export const ENV_SETTINGS = [
   { env: 'COFFER_PKCS11_KEY_LABEL', field: 'pkcs11.key_label', kind: 'string' },
   { env: 'COFFER_PKCS11_PIN_FILE', field: 'pkcs11.pin_file', kind: 'string' },
   { env: 'COFFER_PKCS11_PIN', field: 'pkcs11_pin', kind: 'string' },
+  { env: 'COFFER_KEYRING_ROTATE_AFTER', field: 'keyring.rotate_after', kind: 'string' },
   { env: 'COFFER_DEFAULT_TTL', field: 'default_ttl', kind: 'integer' },
   { env: 'COFFER_MAX_TTL', field: 'max_ttl', kind: 'integer' },
   { env: 'COFFER_MAX_VALUE_BYTES', field: 'max_value_bytes', kind: 'integer' },

@@ -29,6 +29,8 @@ export interface CofferConfig {
   pkcs11: { library: string | null; slot: number | null; token_label: string | null; key_label: string | null; pin_file: string | null };
   /** From COFFER_PKCS11_PIN only (or pkcs11.pin_file); never read from a config file. */
   pkcs11_pin?: string;
+  /** Automatic rotation: rotate when the active keyring version is this old (`90d`, `12h`, …); null: never. */
+  keyring: { rotate_after: string | null };
   roles: RoleTable;
   /** Failed authentications allowed per client address: `burst` at once, then `per_second`. */
   auth_failures: { burst: number; per_second: number };
@@ -52,7 +54,7 @@ export const configSchema = {
   additionalProperties: false,
   required: [
     'host', 'port', 'workers', 'data_dir', 'master_key_file', 'master_passphrase_file', 'default_ttl', 'max_ttl', 'max_value_bytes', 'tls',
-    'log_level', 'storage', 'key_provider', 'kms', 'pkcs11', 'roles', 'auth_failures',
+    'log_level', 'storage', 'key_provider', 'kms', 'pkcs11', 'keyring', 'roles', 'auth_failures',
   ],
   properties: {
     host: { type: 'string', minLength: 1 },
@@ -92,6 +94,12 @@ export const configSchema = {
       },
     },
     pkcs11_pin: { type: 'string', minLength: 1 },
+    keyring: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['rotate_after'],
+      properties: { rotate_after: { type: ['string', 'null'], pattern: '^[1-9][0-9]{0,5}[smhd]$' } },
+    },
     roles: { type: 'object', additionalProperties: { type: 'array', minItems: 1, items: ruleSchema } },
     auth_failures: {
       type: 'object',

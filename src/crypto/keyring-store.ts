@@ -6,12 +6,18 @@
  * kept under its own small key. A process holds the keyring of one generation (KeyringHolder); writes
  * read the generation inside their own transaction and refuse to seal under a stale keyring, so once a
  * rotation has committed, no process writes under the old active version again.
+ *
+ * A migration (migrate-key) rewraps the same keyring under another master key in one write, so a crash
+ * leaves the store openable by exactly one of the two keys. The record names that key (description and
+ * non-secret provider settings): start-up says which key it needs, and running processes, which learn of
+ * the migration through the generation, open the new provider from those settings and follow.
  */
 import { pack, unpack } from 'msgpackr';
 import type { StorageBackend } from '../storage/backend.js';
 import { systemKey } from '../storage/layout.js';
 import { packUint32, unpackUint32 } from '../storage/uint32.js';
 import { KeyProviderError, type KeyProvider } from '../keys/key-provider.js';
+import type { ProviderConfig } from '../keys/registry.js';
 import { Keyring } from './keyring.js';
 import { randomBase62 } from './random.js';
 
@@ -19,6 +25,33 @@ interface StoredKeyring {
   readonly provider: string;
   readonly instance: string;
   readonly wrapped: Uint8Array;
+  /** Which key wraps it, in words; absent in stores written before migrations existed. */
+  readonly description?: string;
+  /** The wrapping provider's non-secret settings, for processes following a migration. */
+  readonly settings?: ProviderConfig;
+  /** How many migrations the store has seen, and when the last one committed. */
+  readonly migration?: number;
+  readonly migrated_at?: number;
+}
+
+/** The provider wrapping the keyring, with what the stored record says about it. */
+export interface WrappingKey {
+  readonly provider: KeyProvider;
+  /** Its non-secret settings, when known (a provider opened from configuration). */
+  readonly config?: ProviderConfig;
+}
+
+export interface HolderOptions {
+  /** Opens the provider a migration moved the keyring to, from the settings the store records. */
+  readonly reopen?: (config: ProviderConfig) => Promise<KeyProvider>;
+}
+
+/** What start-up and status show about the key wrapping the keyring. */
+export interface WrappingInfo {
+  readonly provider: string;
+  readonly description: string;
+  readonly migrations: number;
+  readonly migratedAt: number | null;
 }
 
 export const KEYRING_KEY = systemKey('keyring');
@@ -40,27 +73,33 @@ export class StaleKeyringError extends Error {
 export class KeyringHolder {
   private constructor(
     private readonly storage: StorageBackend,
-    private readonly provider: KeyProvider,
+    private key: WrappingKey,
+    private readonly options: HolderOptions,
     private keyring: Keyring,
     private gen: number,
+    private stored: StoredKeyring,
     readonly instance: string,
   ) {}
 
-  static async open(storage: StorageBackend, provider: KeyProvider, now: number): Promise<{ holder: KeyringHolder; created: boolean }> {
-    const existing = await loadStored(storage, provider);
-    if (existing) return { holder: new KeyringHolder(storage, provider, existing.keyring, existing.generation, existing.instance), created: false };
+  static async open(storage: StorageBackend, key: KeyProvider | WrappingKey, now: number, options: HolderOptions = {}): Promise<{ holder: KeyringHolder; created: boolean }> {
+    const wrapping: WrappingKey = 'wrap' in key ? { provider: key } : key;
+    const existing = await loadStored(storage, wrapping.provider);
+    if (existing) {
+      return { holder: new KeyringHolder(storage, wrapping, options, existing.keyring, existing.generation, existing.stored, existing.stored.instance), created: false };
+    }
 
     const keyring = Keyring.generate(now);
     const instance = randomBase62(16);
-    const record = pack({ provider: provider.name, instance, wrapped: await provider.wrap(keyring.serialize(), wrapContext(instance)) } satisfies StoredKeyring);
+    const stored = await storedRecord(wrapping, keyring, instance, 0, undefined);
+    const record = pack(stored);
     // Another process may have created the keyring meanwhile: then that one wins and is used.
     const created = await storage.atomic([KEYRING_KEY], ([current]) =>
       current
         ? { writes: [], result: false }
         : { writes: [{ op: 'put', key: KEYRING_KEY, value: record }, { op: 'put', key: GENERATION_KEY, value: packGeneration(1) }], result: true },
     );
-    if (!created) return KeyringHolder.open(storage, provider, now);
-    return { holder: new KeyringHolder(storage, provider, keyring, 1, instance), created: true };
+    if (!created) return KeyringHolder.open(storage, wrapping, now, options);
+    return { holder: new KeyringHolder(storage, wrapping, options, keyring, 1, stored, instance), created: true };
   }
 
   current(): Keyring {
@@ -75,15 +114,45 @@ export class KeyringHolder {
   async refresh(): Promise<void> {
     const generation = unpackGeneration(await this.storage.get(GENERATION_KEY));
     if (generation === this.gen) return;
-    const stored = await loadStored(this.storage, this.provider);
-    if (stored) {
-      this.keyring = stored.keyring;
-      this.gen = stored.generation;
+    const loaded = await loadStored(this.storage, this.key.provider, (stored) => this.follow(stored));
+    if (loaded) {
+      this.keyring = loaded.keyring;
+      this.gen = loaded.generation;
+      this.stored = loaded.stored;
     }
   }
 
   get providerName(): string {
-    return this.provider.name;
+    return this.key.provider.name;
+  }
+
+  /** The key wrapping the keyring as this process last loaded it. */
+  wrapping(): WrappingInfo {
+    return {
+      provider: this.stored.provider,
+      description: this.stored.description ?? this.key.provider.description,
+      migrations: this.stored.migration ?? 0,
+      migratedAt: this.stored.migrated_at ?? null,
+    };
+  }
+
+  /**
+   * Rewraps the keyring under `target` in one write (O(1) in the number of records), after checking that
+   * `target` opens what it wrapped. Every process follows on its next keyring load.
+   */
+  async migrate(target: WrappingKey, now: number): Promise<WrappingInfo> {
+    for (;;) {
+      await this.refresh();
+      const from = this.gen;
+      const stored = await storedRecord(target, this.keyring, this.instance, (this.stored.migration ?? 0) + 1, now);
+      const check = await target.provider.unwrap(stored.wrapped, wrapContext(this.instance));
+      if (!Buffer.from(check).equals(Buffer.from(this.keyring.serialize()))) throw new Error('the new master key did not give back the keyring it wrapped');
+      const done = await this.commit(from, stored);
+      if (done) {
+        this.key = target;
+        return this.wrapping();
+      }
+    }
   }
 
   /**
@@ -95,45 +164,107 @@ export class KeyringHolder {
     return next.activeVersion;
   }
 
+  /**
+   * Rotates when the active version is at least `maxAgeMs` old, as seen after loading the latest keyring:
+   * several processes checking at once rotate once. Returns the new active version, or null.
+   */
+  async rotateIfOlderThan(maxAgeMs: number, now: number): Promise<number | null> {
+    const due = (keyring: Keyring): boolean => now - keyring.activeCreatedAt >= maxAgeMs;
+    let rotated = false;
+    const next = await this.change((keyring) => {
+      rotated = due(keyring);
+      return rotated ? keyring.rotate(now) : null;
+    });
+    return rotated ? next.activeVersion : null;
+  }
+
   /** Removes keyring versions; the caller has checked that no record names them. */
   async retire(versions: readonly number[]): Promise<void> {
     await this.change((keyring) => keyring.without(versions));
   }
 
   /** Stores `change(current keyring)` as the next generation, retrying if another process changed it first. */
-  private async change(change: (keyring: Keyring) => Keyring): Promise<Keyring> {
+  private async change(change: (keyring: Keyring) => Keyring | null): Promise<Keyring> {
     for (;;) {
       await this.refresh();
       const from = this.gen;
       const next = change(this.keyring);
-      const record = pack({ provider: this.provider.name, instance: this.instance, wrapped: await this.provider.wrap(next.serialize(), wrapContext(this.instance)) } satisfies StoredKeyring);
-      const done = await this.storage.atomic([GENERATION_KEY], ([gen]) =>
-        unpackGeneration(gen) !== from
-          ? { writes: [], result: false }
-          : { writes: [{ op: 'put', key: KEYRING_KEY, value: record }, { op: 'put', key: GENERATION_KEY, value: packGeneration(from + 1) }], result: true },
-      );
-      if (done) {
+      if (next === null) return this.keyring;
+      const stored = await storedRecord(this.key, next, this.instance, this.stored.migration ?? 0, this.stored.migrated_at);
+      if (await this.commit(from, stored)) {
         this.keyring = next;
-        this.gen = from + 1;
         return next;
       }
     }
   }
+
+  /** Writes `stored` as generation from + 1 unless another process moved the generation first. */
+  private async commit(from: number, stored: StoredKeyring): Promise<boolean> {
+    const record = pack(stored);
+    const done = await this.storage.atomic([GENERATION_KEY], ([gen]) =>
+      unpackGeneration(gen) !== from
+        ? { writes: [], result: false }
+        : { writes: [{ op: 'put', key: KEYRING_KEY, value: record }, { op: 'put', key: GENERATION_KEY, value: packGeneration(from + 1) }], result: true },
+    );
+    if (done) {
+      this.gen = from + 1;
+      this.stored = stored;
+    }
+    return done;
+  }
+
+  /** The provider to open `stored` with: ours, or the one a migration by another process moved it to. */
+  private async follow(stored: StoredKeyring): Promise<KeyProvider> {
+    if ((stored.migration ?? 0) === (this.stored.migration ?? 0)) return this.key.provider;
+    if (!stored.settings || !this.options.reopen) {
+      throw new KeyProviderError('key_provider', `the keyring was migrated to ${stored.description ?? `the ${stored.provider} provider`}; restart with that key configured`);
+    }
+    this.key = { provider: await this.options.reopen(stored.settings), config: stored.settings };
+    return this.key.provider;
+  }
+}
+
+async function storedRecord(key: WrappingKey, keyring: Keyring, instance: string, migration: number, migratedAt: number | undefined): Promise<StoredKeyring> {
+  return {
+    provider: key.provider.name,
+    instance,
+    wrapped: await key.provider.wrap(keyring.serialize(), wrapContext(instance)),
+    description: key.provider.description,
+    ...(key.config === undefined ? {} : { settings: key.config }),
+    migration,
+    ...(migratedAt === undefined ? {} : { migrated_at: migratedAt }),
+  };
 }
 
 function wrapContext(instance: string): Record<string, string> {
   return { purpose: 'coffer-keyring', instance };
 }
 
-async function loadStored(storage: StorageBackend, provider: KeyProvider): Promise<{ keyring: Keyring; instance: string; generation: number } | undefined> {
+/**
+ * Loads and opens the stored keyring. `choose` picks the provider for the record (default: `provider`).
+ * A record the provider cannot open fails with the provider's reason plus which key the store needs.
+ */
+async function loadStored(
+  storage: StorageBackend,
+  provider: KeyProvider,
+  choose: (stored: StoredKeyring) => Promise<KeyProvider> = async () => provider,
+): Promise<{ keyring: Keyring; stored: StoredKeyring; generation: number } | undefined> {
   // Read the generation first: a keyring read after it is at least that new.
   const generation = unpackGeneration(await storage.get(GENERATION_KEY));
   const bytes = await storage.get(KEYRING_KEY);
   if (!bytes) return undefined;
   const stored = unpack(bytes) as StoredKeyring;
-  if (stored.provider !== provider.name) {
-    throw new KeyProviderError('key_provider', `the keyring in the data directory is wrapped by the "${stored.provider}" provider, not "${provider.name}"`);
+  const opener = await choose(stored);
+  // Say which key the store needs when it is not the one tried (after a migration, or another key).
+  const needs = stored.description === undefined || stored.description === opener.description ? '' : `; the store needs ${stored.description}${stored.migrated_at === undefined ? '' : ` (migrate-key at ${new Date(stored.migrated_at).toISOString()})`}`;
+  if (stored.provider !== opener.name) {
+    throw new KeyProviderError('key_provider', `the keyring in the data directory is wrapped by the "${stored.provider}" provider, not "${opener.name}"${needs}`);
   }
-  const plain = await provider.unwrap(stored.wrapped, wrapContext(stored.instance));
-  return { keyring: Keyring.deserialize(plain), instance: stored.instance, generation: Math.max(generation, 1) };
+  try {
+    const plain = await opener.unwrap(stored.wrapped, wrapContext(stored.instance));
+    return { keyring: Keyring.deserialize(plain), stored, generation: Math.max(generation, 1) };
+  } catch (err) {
+    if (err instanceof KeyProviderError && needs !== '') throw new KeyProviderError(err.setting, `${err.message}${needs}`);
+    throw err;
+  }
 }

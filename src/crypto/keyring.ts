@@ -61,6 +61,11 @@ export class Keyring {
     return this.byVersion.has(version);
   }
 
+  /** When the active version was created (ms since the epoch). */
+  get activeCreatedAt(): number {
+    return this.byVersion.get(this.activeVersion)!.createdAt;
+  }
+
   versions(): { version: number; createdAt: number }[] {
     return [...this.byVersion.values()].map(({ version, createdAt }) => ({ version, createdAt }));
   }

@@ -19,13 +19,13 @@ import { authRoutes } from './routes/auth.js';
 import { kvRoutes } from './routes/kv.js';
 import { createResponder } from './respond.js';
 import { Tarpit } from './tarpit.js';
-import { kvPutSchema, rewrapSchema, tokenCreateSchema } from './schemas.js';
+import { kvPutSchema, migrateSchema, rewrapSchema, tokenCreateSchema } from './schemas.js';
 import { sysRoutes, type SysRouteDeps } from './routes/sys.js';
 import { Validators } from './validate.js';
 
 export interface HttpAppDeps {
   readonly authenticator: Authenticator;
-  readonly sys: Omit<SysRouteDeps, 'readBody' | 'validateRewrap' | 'respond' | 'log'>;
+  readonly sys: Omit<SysRouteDeps, 'readBody' | 'validateRewrap' | 'validateMigrate' | 'respond' | 'log'>;
   readonly tokens: TokenService;
   readonly kv: KvService;
   readonly log: Logger;
@@ -45,7 +45,7 @@ export function buildHttpApp(deps: HttpAppDeps): Express {
   const readBody = jsonBodyReader(bodyLimit(deps.maxValueBytes));
   const kv = kvRoutes({ kv: deps.kv, readBody, validatePut: validators.body(kvPutSchema), respond });
   const auth = authRoutes({ tokens: deps.tokens, readBody, validateCreate: validators.body(tokenCreateSchema(deps.maxTtl)), respond });
-  const sys = sysRoutes({ ...deps.sys, readBody, validateRewrap: validators.body(rewrapSchema), respond, log: deps.log });
+  const sys = sysRoutes({ ...deps.sys, readBody, validateRewrap: validators.body(rewrapSchema), validateMigrate: validators.body(migrateSchema), respond, log: deps.log });
   const openapi = JSON.stringify(openApiDocument(deps.maxTtl));
 
   // The route table: every route Coffer serves.
@@ -59,6 +59,7 @@ export function buildHttpApp(deps: HttpAppDeps): Express {
     { template: '/v1/sys/keyring/rotate', match: { exact: '/v1/sys/keyring/rotate' }, handlers: { post: sys.rotate } },
     { template: '/v1/sys/keyring/rewrap', match: { exact: '/v1/sys/keyring/rewrap' }, handlers: { get: sys.rewrapProgress, post: sys.startRewrap } },
     { template: '/v1/sys/keyring/retire', match: { exact: '/v1/sys/keyring/retire' }, handlers: { post: sys.retire } },
+    { template: '/v1/sys/keyring/migrate', match: { exact: '/v1/sys/keyring/migrate' }, handlers: { post: sys.migrate } },
     { template: '/v1/openapi.json', match: { exact: '/v1/openapi.json' }, handlers: { get: (_req, res) => respond.raw(res, 200, 'application/json; charset=utf-8', openapi) }, public: true },
   ];
 

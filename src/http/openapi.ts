@@ -3,7 +3,7 @@
  * validates with (http/schemas.ts); test/http/openapi.test.ts checks every documented operation against
  * the running server.
  */
-import { kvPutSchema, rewrapSchema, tokenCreateSchema } from './schemas.js';
+import { kvPutSchema, migrateSchema, rewrapSchema, tokenCreateSchema } from './schemas.js';
 
 const problem = { $ref: '#/components/responses/Problem' };
 const json = (schema: object) => ({ content: { 'application/json': { schema } } });
@@ -114,7 +114,7 @@ export function openApiDocument(maxTtl: number): object {
       '/v1/sys/keyring': {
         get: {
           summary: 'Keyring status (root only): provider, versions, the active one, and how many records each wraps',
-          responses: { 200: ok('Status', { type: 'object', properties: { provider: { type: 'string' }, active_version: { type: 'integer' }, generation: { type: 'integer' }, versions: { type: 'array', items: { type: 'object', properties: { version: { type: 'integer' }, created_at: timestamp, active: { type: 'boolean' }, secrets: { type: 'integer' }, configs: { type: 'integer' } } } }, unreadable: { type: 'integer' } } }), ...errors(400, 401, 403) },
+          responses: { 200: ok('Status', { type: 'object', properties: { provider: { type: 'string' }, wrapped_by: { type: 'string' }, migrations: { type: 'integer' }, migrated_at: { type: ['string', 'null'] }, active_version: { type: 'integer' }, generation: { type: 'integer' }, versions: { type: 'array', items: { type: 'object', properties: { version: { type: 'integer' }, created_at: timestamp, active: { type: 'boolean' }, secrets: { type: 'integer' }, configs: { type: 'integer' } } } }, unreadable: { type: 'integer' } } }), ...errors(400, 401, 403) },
         },
       },
       '/v1/sys/keyring/rotate': {
@@ -138,6 +138,13 @@ export function openApiDocument(maxTtl: number): object {
         post: {
           summary: 'Remove keyring versions that no record uses any more (root only)',
           responses: { 200: ok('Retired', { type: 'object', properties: { retired: { type: 'array', items: { type: 'integer' } }, versions: { type: 'array', items: { type: 'integer' } } } }), ...errors(400, 401, 403) },
+        },
+      },
+      '/v1/sys/keyring/migrate': {
+        post: {
+          summary: 'Rewrap the keyring under another master key or provider, in one atomic write (root only); restart with the new key configured',
+          requestBody: { required: true, ...json(migrateSchema) },
+          responses: { 200: ok('Migrated', { type: 'object', properties: { from: { type: 'string' }, to: { type: 'string' }, provider: { type: 'string' }, migrated_at: timestamp } }), ...errors(400, 401, 403, 415) },
         },
       },
       '/v1/kv/{namespace}': {

@@ -16,7 +16,11 @@ const FORMAT = 3;
 export class AwsKmsProvider implements KeyProvider {
   readonly name = 'aws-kms';
 
-  constructor(private readonly client: KMSClient, private readonly keyId: string) {}
+  readonly description: string;
+
+  constructor(private readonly client: KMSClient, private readonly keyId: string, region: string | null = null) {
+    this.description = `aws-kms key ${keyId}${region === null ? '' : ` in ${region}`}`;
+  }
 
   async wrap(plaintext: Uint8Array, context: WrapContext): Promise<Uint8Array> {
     const out = await this.send(() => this.client.send(new GenerateDataKeyCommand({ KeyId: this.keyId, KeySpec: 'AES_256', EncryptionContext: { ...context } })));

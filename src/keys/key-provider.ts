@@ -8,6 +8,8 @@
 export interface KeyProvider {
   /** The configuration name of this provider, e.g. `local`. */
   readonly name: string;
+  /** Which key, in words for an operator (e.g. `aws-kms key alias/coffer`); never anything secret. */
+  readonly description: string;
   wrap(plaintext: Uint8Array, context: WrapContext): Promise<Uint8Array>;
   /** Throws KeyProviderError when the wrapped bytes do not open under this provider's key. */
   unwrap(wrapped: Uint8Array, context: WrapContext): Promise<Uint8Array>;

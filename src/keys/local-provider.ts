@@ -16,7 +16,7 @@ const FORMAT = 1;
 export class LocalKeyProvider implements KeyProvider {
   readonly name = 'local';
 
-  constructor(private readonly masterKey: Uint8Array) {}
+  constructor(private readonly masterKey: Uint8Array, readonly description = 'a local master key file') {}
 
   async wrap(plaintext: Uint8Array, context: WrapContext): Promise<Uint8Array> {
     const { nonce, ciphertext } = aeadSeal(this.masterKey, plaintext, contextBytes(context));

@@ -20,7 +20,7 @@ const PARAMS = { memoryCost: 65536, timeCost: 3, parallelism: 4 } as const;
 export class PassphraseKeyProvider implements KeyProvider {
   readonly name = 'local';
 
-  constructor(private readonly passphrase: string) {}
+  constructor(private readonly passphrase: string, readonly description = 'a local passphrase') {}
 
   async wrap(plaintext: Uint8Array, context: WrapContext): Promise<Uint8Array> {
     const salt = randomBytes(SALT_BYTES);

@@ -46,13 +46,17 @@ export function pkcs11Module(library: string): pkcs11js.PKCS11 {
  */
 export class Pkcs11KeyProvider implements KeyProvider {
   readonly name = 'pkcs11';
+  readonly description: string;
 
   private constructor(
     private readonly module: pkcs11js.PKCS11,
     private readonly slot: pkcs11js.Handle,
     private readonly settings: Pkcs11Settings,
     private readonly pin: string,
-  ) {}
+  ) {
+    const token = settings.token_label === null ? `slot ${settings.slot}` : `token "${settings.token_label}"`;
+    this.description = `pkcs11 key "${settings.key_label}" in ${token}`;
+  }
 
   /** Finds the token and the key, refusing a key the HSM would let out (extractable or not sensitive). */
   static open(settings: Pkcs11Settings, pin: string): { provider: Pkcs11KeyProvider; notice?: string } {

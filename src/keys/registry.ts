@@ -29,33 +29,75 @@ export interface OpenedProvider {
   readonly notice?: string;
 }
 
-/** Key providers by configuration name. A new provider is one file plus one line here. */
-const PROVIDERS: Record<KeyProviderSettings['key_provider'], (settings: KeyProviderSettings) => Promise<OpenedProvider>> = {
-  'aws-kms': async ({ kms }) => ({
-    provider: new AwsKmsProvider(
-      new KMSClient({ ...(kms.region === null ? {} : { region: kms.region }), ...(kms.endpoint === null ? {} : { endpoint: kms.endpoint }), maxAttempts: 5 }),
-      kms.key_id!,
-    ),
-  }),
-  pkcs11: async ({ pkcs11, pkcs11_pin }) =>
-    Pkcs11KeyProvider.open(
-      { library: pkcs11.library!, slot: pkcs11.slot, token_label: pkcs11.token_label, key_label: pkcs11.key_label! },
-      pkcs11.pin_file === null ? pkcs11_pin! : readPin(pkcs11.pin_file),
-    ),
-  local: async (settings) => {
-    if (settings.master_passphrase_file !== null) {
-      return { provider: new PassphraseKeyProvider(readPassphraseFile(settings.master_passphrase_file)) };
-    }
-    const file = loadOrCreateMasterKey(settings.master_key_file);
-    return {
-      provider: new LocalKeyProvider(file.key),
-      ...(file.created ? { notice: `generated a new local master key at ${settings.master_key_file} (mode 0600); back it up` } : {}),
-    };
+/**
+ * The settings of one provider alone, without secrets (a PIN comes from the environment or a file it
+ * names): what the store records next to the keyring it wraps, so that every process can follow a
+ * migration and start-up can say which key opens the store.
+ */
+export type ProviderConfig = Pick<KeyProviderSettings, 'key_provider'> & Partial<Pick<KeyProviderSettings, 'master_key_file' | 'master_passphrase_file' | 'kms' | 'pkcs11'>>;
+
+interface ProviderEntry {
+  /** The fields of KeyProviderSettings this provider reads. */
+  readonly settings: readonly ('master_key_file' | 'master_passphrase_file' | 'kms' | 'pkcs11')[];
+  open(settings: KeyProviderSettings): Promise<OpenedProvider>;
+}
+
+/** Key providers by configuration name. A new provider is one file plus one entry here. */
+const PROVIDERS: Record<KeyProviderSettings['key_provider'], ProviderEntry> = {
+  'aws-kms': {
+    settings: ['kms'],
+    open: async ({ kms }) => ({
+      provider: new AwsKmsProvider(
+        new KMSClient({ ...(kms.region === null ? {} : { region: kms.region }), ...(kms.endpoint === null ? {} : { endpoint: kms.endpoint }), maxAttempts: 5 }),
+        kms.key_id!,
+        kms.region,
+      ),
+    }),
+  },
+  pkcs11: {
+    settings: ['pkcs11'],
+    open: async ({ pkcs11, pkcs11_pin }) =>
+      Pkcs11KeyProvider.open(
+        { library: pkcs11.library!, slot: pkcs11.slot, token_label: pkcs11.token_label, key_label: pkcs11.key_label! },
+        pkcs11.pin_file === null ? pkcs11_pin! : readPin(pkcs11.pin_file),
+      ),
+  },
+  local: {
+    settings: ['master_key_file', 'master_passphrase_file'],
+    open: async (settings) => {
+      if (settings.master_passphrase_file !== null) {
+        return { provider: new PassphraseKeyProvider(readPassphraseFile(settings.master_passphrase_file), `local passphrase file ${settings.master_passphrase_file}`) };
+      }
+      const file = loadOrCreateMasterKey(settings.master_key_file);
+      return {
+        provider: new LocalKeyProvider(file.key, `local master key file ${settings.master_key_file}`),
+        ...(file.created ? { notice: `generated a new local master key at ${settings.master_key_file} (mode 0600); back it up` } : {}),
+      };
+    },
   },
 };
 
 export function openKeyProvider(settings: KeyProviderSettings): Promise<OpenedProvider> {
-  return PROVIDERS[settings.key_provider](settings);
+  return PROVIDERS[settings.key_provider].open(settings);
+}
+
+/** The part of `settings` that names the configured provider's key. */
+export function providerConfig(settings: KeyProviderSettings): ProviderConfig {
+  const config: Record<string, unknown> = { key_provider: settings.key_provider };
+  for (const field of PROVIDERS[settings.key_provider].settings) config[field] = settings[field];
+  return config as ProviderConfig;
+}
+
+/** Full provider settings from a ProviderConfig, the PIN taken from this process's environment. */
+export function settingsOf(config: ProviderConfig, pkcs11Pin?: string): KeyProviderSettings {
+  return {
+    master_key_file: '',
+    master_passphrase_file: null,
+    kms: { key_id: null, region: null, endpoint: null },
+    pkcs11: { library: null, slot: null, token_label: null, key_label: null, pin_file: null },
+    ...config,
+    ...(pkcs11Pin === undefined ? {} : { pkcs11_pin: pkcs11Pin }),
+  };
 }
 
 function readPin(path: string): string {

@@ -11,6 +11,10 @@ import { VERSIONS_RANGE } from '../storage/layout.js';
 
 export interface KeyringStatus {
   readonly provider: string;
+  /** The master key wrapping the keyring, in words, and the migrations the store has seen. */
+  readonly wrapped_by: string;
+  readonly migrations: number;
+  readonly migrated_at: string | null;
   readonly active_version: number;
   readonly generation: number;
   readonly versions: { version: number; created_at: string; active: boolean; secrets: number; configs: number }[];
@@ -21,6 +25,7 @@ export interface KeyringStatus {
 export async function keyringStatus(storage: StorageBackend, holder: KeyringHolder): Promise<KeyringStatus> {
   await holder.refresh();
   const keyring = holder.current();
+  const wrapping = holder.wrapping();
   const counts = new Map(keyring.versions().map((v) => [v.version, { secrets: 0, configs: 0 }]));
   let unreadable = 0;
   for await (const entry of storage.scan(VERSIONS_RANGE)) {
@@ -33,6 +38,9 @@ export async function keyringStatus(storage: StorageBackend, holder: KeyringHold
   }
   return {
     provider: holder.providerName,
+    wrapped_by: wrapping.description,
+    migrations: wrapping.migrations,
+    migrated_at: wrapping.migratedAt === null ? null : new Date(wrapping.migratedAt).toISOString(),
     active_version: keyring.activeVersion,
     generation: holder.generation,
     versions: keyring.versions().map((v) => ({

@@ -1,7 +1,9 @@
 import { spawn } from 'node:child_process';
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { expect } from 'chai';
 import { MAIN } from '../support/process.js';
-import { startTestCoffer, type TestCoffer } from '../support/harness.js';
+import { startTestCoffer, tempDir, type TestCoffer } from '../support/harness.js';
 import { seedStore } from '../support/seed.js';
 
 interface Run {
@@ -10,9 +12,9 @@ interface Run {
   readonly stderr: string;
 }
 
-function coffer(args: string[], env: Record<string, string>): Promise<Run> {
+function coffer(args: string[], env: Record<string, string>, cwd?: string): Promise<Run> {
   const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('COFFER_')));
-  const child = spawn(process.execPath, [MAIN, ...args], { env: { ...clean, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [MAIN, ...args], { env: { ...clean, ...env }, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -66,5 +68,22 @@ describe('coffer operator (CLI)', function () {
   it('refuses an unknown command and a bad batch size', async () => {
     expect((await coffer(['operator', 'explode'], env)).code).to.equal(2);
     expect((await coffer(['operator', 'rewrap', '--batch-size', 'lots'], env)).code).to.equal(2);
+  });
+
+  it('migrate-key --to FILE moves the keyring to a new master key; relative paths are taken from the current directory', async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'new-key.json'), JSON.stringify({ key_provider: 'local', master_key_file: 'new.key' }));
+    const run = await coffer(['operator', 'migrate-key', '--to', 'new-key.json'], env, dir);
+    expect(run.code, run.stderr).to.equal(0);
+    expect(run.stdout).to.include(`migrated: the keyring is now wrapped by local master key file ${join(dir, 'new.key')} (was local master key file `);
+    expect(existsSync(join(dir, 'new.key'))).to.equal(true);
+    const status = await coffer(['operator', 'status'], env);
+    expect(status.stdout).to.match(new RegExp(`master key: local master key file ${join(dir, 'new.key')} \\(migrated at \\d{4}-`));
+    expect((await c.call('GET', '/v1/kv/seed/ns1/k1')).status).to.equal(200);
+
+    expect((await coffer(['operator', 'migrate-key'], env)).code).to.equal(2);
+    const missing = await coffer(['operator', 'migrate-key', '--to', 'absent.json'], env, dir);
+    expect(missing.code).to.equal(2);
+    expect(missing.stderr).to.include('--to absent.json: ENOENT');
   });
 });

@@ -42,6 +42,7 @@ describe('OpenAPI document', () => {
       '/v1/sys/keyring/rotate': '/v1/sys/keyring/rotate',
       '/v1/sys/keyring/rewrap': '/v1/sys/keyring/rewrap',
       '/v1/sys/keyring/retire': '/v1/sys/keyring/retire',
+      '/v1/sys/keyring/migrate': '/v1/sys/keyring/migrate',
     };
     expect(Object.keys(doc.paths).sort()).to.deep.equal(Object.keys(concrete).sort());
     for (const [template, operations] of Object.entries(doc.paths as Record<string, Record<string, { responses: Record<string, unknown> }>>)) {

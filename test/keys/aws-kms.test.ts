@@ -1,7 +1,6 @@
 import { expect } from 'chai';
 import { KeyProviderError } from '../../src/keys/key-provider.js';
-import { KEYRING_KEY } from '../../src/crypto/keyring-store.js';
-import { keyProviderStartError, startTestCoffer, tempDir, type TestCoffer } from '../support/harness.js';
+import { keyProviderStartError, startTestCoffer, tamperWrappedKeyring, tempDir, type TestCoffer } from '../support/harness.js';
 import { TestKms } from '../support/kms-server.js';
 
 describe('aws-kms provider (the real AWS SDK over HTTP to a local KMS-compatible endpoint)', function () {
@@ -54,7 +53,7 @@ describe('aws-kms provider (the real AWS SDK over HTTP to a local KMS-compatible
     const c = await startTestCoffer({ dataDir: dir, env: kmsEnv('key-a') });
     const root = c.rootToken;
     await c.close();
-    expect((await startError(dir, 'key-b', root)).message).to.equal('the keyring was wrapped under another KMS key than key-b');
+    expect((await startError(dir, 'key-b', root)).message).to.equal('the keyring was wrapped under another KMS key than key-b; the store needs aws-kms key key-a in eu-west-1');
     kms.addKey('key-c');
     const dir2 = tempDir();
     await (await startTestCoffer({ dataDir: dir2, rootToken: root, env: kmsEnv('key-c') })).close();
@@ -86,9 +85,7 @@ describe('aws-kms provider (the real AWS SDK over HTTP to a local KMS-compatible
     const dir = tempDir();
     const c = await startTestCoffer({ dataDir: dir, env: kmsEnv('key-a') });
     const root = c.rootToken;
-    const stored = Buffer.from((await c.app.storage.get(KEYRING_KEY))!);
-    stored[stored.length - 5]! ^= 1;
-    await c.app.storage.atomic([], () => ({ writes: [{ op: 'put', key: KEYRING_KEY, value: stored }], result: undefined }));
+    await tamperWrappedKeyring(c.app.storage, 5);
     await c.close();
     expect((await startError(dir, 'key-a', root)).message).to.match(/altered|KMS refused|not wrapped/);
   });

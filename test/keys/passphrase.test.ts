@@ -38,7 +38,10 @@ describe('local provider with a passphrase (COFFER_MASTER_PASSPHRASE_FILE)', fun
     writeFileSync(join(dir, 'wrong'), 'incorrect horse battery staple', { mode: 0o600 });
     const run = await runToExit({ ...env, COFFER_MASTER_PASSPHRASE_FILE: join(dir, 'wrong') });
     expect(run.code).to.equal(2);
-    expect(run.stderr.trim()).to.equal('coffer: COFFER_MASTER_PASSPHRASE_FILE: the passphrase does not open the keyring stored in the data directory (wrong passphrase?)');
+    expect(run.stderr.trim()).to.equal(
+      `coffer: COFFER_MASTER_PASSPHRASE_FILE: the passphrase does not open the keyring stored in the data directory (wrong passphrase?); the store needs local passphrase file ${env.COFFER_MASTER_PASSPHRASE_FILE}`,
+    );
+    expect(run.stderr).not.to.include('incorrect horse');
   });
 
   it('refuses a passphrase file readable by others, and a short passphrase', async () => {

@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import { pino } from 'pino';
 import { ConfigError, loadConfig } from '../../src/config/load.js';
 import { KEYRING_KEY } from '../../src/crypto/keyring-store.js';
-import { keyProviderStartError, startTestCoffer, tempDir } from '../support/harness.js';
+import { keyProviderStartError, startTestCoffer, tamperWrappedKeyring, tempDir } from '../support/harness.js';
 import { HSM_KEYS, softHsm, type SoftHsm } from '../support/softhsm.js';
 
 describe('pkcs11 provider (SoftHSM2 through pkcs11js)', function () {
@@ -97,9 +97,7 @@ describe('pkcs11 provider (SoftHSM2 through pkcs11js)', function () {
     const dir = tempDir();
     const c = await startTestCoffer({ dataDir: dir, env: hsm.env(HSM_KEYS.main) });
     const root = c.rootToken;
-    const stored = Buffer.from((await c.app.storage.get(KEYRING_KEY))!);
-    stored[stored.length - 3]! ^= 1;
-    await c.app.storage.atomic([], () => ({ writes: [{ op: 'put', key: KEYRING_KEY, value: stored }], result: undefined }));
+    await tamperWrappedKeyring(c.app.storage, 3);
     await c.close();
     expect((await startError(dir, hsm.env(HSM_KEYS.main), root)).message).to.match(/does not open the keyring/);
   });

@@ -6,12 +6,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pack, unpack } from 'msgpackr';
 import { pino } from 'pino';
 import { startCoffer, type RunningCoffer, type StartOptions } from '../../src/app.js';
 import { loadConfig } from '../../src/config/load.js';
 import type { CofferConfig } from '../../src/config/schema.js';
 import { generateToken } from '../../src/auth/token-format.js';
+import { KEYRING_KEY } from '../../src/crypto/keyring-store.js';
 import { KeyProviderError } from '../../src/keys/key-provider.js';
+import type { StorageBackend } from '../../src/storage/backend.js';
 
 export interface TestCoffer {
   readonly url: string;
@@ -149,4 +152,12 @@ export async function keyProviderStartError(dataDir: string, env: Record<string,
     throw err;
   }
   throw new Error('start-up did not fail');
+}
+
+/** Flips one bit of the provider-wrapped keyring bytes (not of the record around them), as an attacker with the file could. */
+export async function tamperWrappedKeyring(storage: StorageBackend, fromEnd = 5): Promise<void> {
+  const record = unpack((await storage.get(KEYRING_KEY))!) as { wrapped: Uint8Array };
+  const wrapped = Buffer.from(record.wrapped);
+  wrapped[wrapped.length - fromEnd]! ^= 1;
+  await storage.atomic([], () => ({ writes: [{ op: 'put', key: KEYRING_KEY, value: pack({ ...record, wrapped }) }], result: undefined }));
 }

@@ -1,12 +1,13 @@
 /**
  * /v1/sys/keyring... — key management for the root token only: status, rotate, rewrap (start and
- * progress) and retire. Each operation is logged with who, when and what (event names `keyring.*`).
+ * progress), retire and migrate (to another master key). Each operation is logged with who, when and what (event names `keyring.*`).
  */
 import type { Request, Response } from 'express';
 import type { Logger } from 'pino';
 import { requireRoot } from '../../auth/token-service.js';
 import type { KeyringHolder } from '../../crypto/keyring-store.js';
 import { keyringStatus } from '../../operator/keyring-status.js';
+import { migrateKey, type MigrateRequest } from '../../operator/migrate-key.js';
 import type { Rewrapper, RewrapState } from '../../operator/rewrap.js';
 import type { StorageBackend } from '../../storage/backend.js';
 import { principalOf } from '../authenticate.js';
@@ -20,6 +21,9 @@ export interface SysRouteDeps {
   readonly rewrapper: Rewrapper;
   readonly readBody: (req: Request, res: Response) => Promise<unknown>;
   readonly validateRewrap: BodyValidator<{ batch_size?: number }>;
+  readonly validateMigrate: BodyValidator<MigrateRequest>;
+  /** This server's COFFER_PKCS11_PIN, for a migration to a pkcs11 key that names no PIN file. */
+  readonly pkcs11Pin: string | undefined;
   readonly respond: Responder;
   readonly log: Logger;
   readonly now: () => number;
@@ -89,6 +93,16 @@ export function sysRoutes(deps: SysRouteDeps) {
       }
       const still = status.versions.filter((v) => !unused.includes(v.version)).map((v) => v.version);
       respond.json(res, 200, { retired: unused, versions: still });
+    },
+
+    async migrate(req: Request, res: Response): Promise<void> {
+      const caller = principalOf(res);
+      requireRoot(caller);
+      queryOf(req, []);
+      const request = deps.validateMigrate(await deps.readBody(req, res));
+      const { from, to } = await migrateKey(deps.keyring, request, deps.pkcs11Pin, deps.now());
+      log.info({ event: 'keyring.migrate', by: caller.id, from: from.description, to: to.description, migrations: to.migrations }, 'master key migrated');
+      respond.json(res, 200, { from: from.description, to: to.description, provider: to.provider, migrated_at: iso(to.migratedAt) });
     },
   };
 }

@@ -1,0 +1,47 @@
+/**
+ * Automatic rotation (`keyring.rotate_after`, e.g. `90d`): every process checks on a timer whether the
+ * active keyring version has reached that age and, if so, rotates; the check runs against the latest
+ * keyring inside the rotation's retry loop, so several processes rotate once. Rotation only adds a version
+ * for new writes; moving old records onto it stays an operator's `rewrap`.
+ */
+import type { Logger } from 'pino';
+import type { KeyringHolder } from '../crypto/keyring-store.js';
+
+const UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `90d`, `12h`, `30m`, `45s` in milliseconds; undefined when `text` is not such a duration. */
+export function parseDuration(text: string): number | undefined {
+  const match = /^([1-9][0-9]{0,5})([smhd])$/.exec(text);
+  return match ? Number(match[1]) * UNITS[match[2]!]! : undefined;
+}
+
+export interface AutoRotation {
+  /** Stops the timer and waits for a check in progress. */
+  stop(): Promise<void>;
+}
+
+/** Checks every tenth of `maxAgeMs` (at least every second, at most every hour). */
+export function startAutoRotation(keyring: KeyringHolder, maxAgeMs: number, log: Logger, now: () => number): AutoRotation {
+  const every = Math.min(3_600_000, Math.max(1000, Math.floor(maxAgeMs / 10)));
+  let running: Promise<void> = Promise.resolve();
+  const check = (): void => {
+    running = running.then(async () => {
+      try {
+        const previous = keyring.current().activeVersion;
+        const active = await keyring.rotateIfOlderThan(maxAgeMs, now());
+        if (active !== null) log.info({ event: 'keyring.rotate', by: 'auto-rotate', previous_version: previous, active_version: active }, 'keyring rotated (keyring.rotate_after)');
+      } catch (err) {
+        log.error({ event: 'keyring.rotate.error', by: 'auto-rotate', err: { name: (err as Error).name, message: (err as Error).message } }, 'automatic keyring rotation failed; will try again');
+      }
+    });
+  };
+  const timer = setInterval(check, every);
+  timer.unref();
+  check();
+  return {
+    async stop() {
+      clearInterval(timer);
+      await running;
+    },
+  };
+}
