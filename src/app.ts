@@ -7,6 +7,9 @@ import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { pino, type Logger } from 'pino';
+import { AuditLog } from './audit/audit-log.js';
+import { AuditRegistry } from './audit/registry.js';
+import { AuditWriter } from './audit/writer.js';
 import { Argon2Gate } from './auth/argon2-gate.js';
 import { Authenticator } from './auth/authenticator.js';
 import { FailureLimiter } from './auth/failure-limiter.js';
@@ -18,6 +21,7 @@ import { TokenStore } from './auth/token-store.js';
 import type { CofferConfig } from './config/schema.js';
 import { sodiumReady } from './crypto/aead.js';
 import { KeyringHolder } from './crypto/keyring-store.js';
+import { randomBase62 } from './crypto/random.js';
 import { buildHttpApp } from './http/http-app.js';
 import type { OutcomeSink } from './http/outcome.js';
 import { parseDuration, startAutoRotation } from './operator/auto-rotate.js';
@@ -110,8 +114,9 @@ export async function startCoffer(config: CofferConfig, options: StartOptions = 
       onIntegrityError: (where, reason) => log.error({ ...where, reason }, 'INTEGRITY ERROR: a stored record failed to open or verify; it was not returned'),
     });
     const rewrapper = new Rewrapper({ storage, keyring, now, log });
+    const audit = await openAuditLog(config, storage, keyring, log, now);
     const app = buildHttpApp({
-      authenticator, tokens, kv, log,
+      authenticator, tokens, kv, log, audit,
       sys: { storage, keyring, rewrapper, now, pkcs11Pin: config.pkcs11_pin }, maxValueBytes: config.max_value_bytes, maxTtl: config.max_ttl,
       ...(options.onOutcome ? { onOutcome: options.onOutcome } : {}),
     });
@@ -142,6 +147,8 @@ export async function startCoffer(config: CofferConfig, options: StartOptions = 
         await closed;
         clearTimeout(deadline);
         await autoRotation?.stop();
+        await audit.event('server.stop', { pid: process.pid });
+        await audit.close();
         // A rewrap in progress stops at its next batch boundary; its state is saved for a later run.
         await rewrapper.stop();
         await storage.close();
@@ -151,4 +158,27 @@ export async function startCoffer(config: CofferConfig, options: StartOptions = 
     await storage.close();
     throw err;
   }
+}
+
+/** This process's audit chain, recorded in the store, with its first entry (server.start) durable. */
+async function openAuditLog(config: CofferConfig, storage: StorageBackend, keyring: KeyringHolder, log: Logger, now: () => number): Promise<AuditLog> {
+  const registry = new AuditRegistry(storage);
+  const chain = `${now().toString(36)}-${process.pid}-${randomBase62(8)}`;
+  await registry.started(chain, now());
+  const writer = new AuditWriter({
+    dir: config.audit.dir!,
+    chain,
+    key: () => keyring.current().auditKey(),
+    registry,
+    checkpointEvery: config.audit.checkpoint_every,
+    checkpointMs: config.audit.checkpoint_seconds * 1000,
+    maxFileBytes: config.audit.max_file_bytes,
+    now,
+    ...(config.audit.stdout ? { mirror: (line: string) => void process.stdout.write(`${line}\n`) } : {}),
+  });
+  const audit = new AuditLog({ writer, failOpen: config.audit.fail_open, log });
+  if (!(await audit.event('server.start', { pid: process.pid, provider: keyring.wrapping().description }))) {
+    throw new Error(`the audit log cannot be written in ${config.audit.dir}; Coffer does not serve unrecorded requests (audit.fail_open is false)`);
+  }
+  return audit;
 }

@@ -14,6 +14,7 @@ export type ErrorCode =
   | 'unsupported_media_type'
   | 'too_many_requests'
   | 'integrity_error'
+  | 'audit_unavailable'
   | 'internal';
 
 const STATUS: Record<ErrorCode, number> = {
@@ -26,6 +27,7 @@ const STATUS: Record<ErrorCode, number> = {
   unsupported_media_type: 415,
   too_many_requests: 429,
   integrity_error: 500,
+  audit_unavailable: 503,
   internal: 500,
 };
 
@@ -39,6 +41,7 @@ const TITLE: Record<ErrorCode, string> = {
   unsupported_media_type: 'Unsupported media type',
   too_many_requests: 'Too many requests',
   integrity_error: 'Integrity error',
+  audit_unavailable: 'Audit log unavailable',
   internal: 'Internal error',
 };
 

@@ -9,11 +9,13 @@ import { runSupervisor } from './server/supervisor.js';
 import { runWorker } from './server/worker.js';
 import { CliError } from './cli/client.js';
 import { operatorCommand } from './cli/operator.js';
+import { auditCommand } from './cli/audit.js';
 
-const USAGE = `usage: coffer [serve] | coffer operator <command>
+const USAGE = `usage: coffer [serve] | coffer operator <command> | coffer audit verify [files…]
 
   serve       run the server (the default); configuration: config/default.json, COFFER_CONFIG, COFFER_* variables
-  operator    key management against a running server: status, rotate, rewrap (coffer operator --help)
+  operator    key management against a running server: status, rotate, rewrap, migrate-key (coffer operator --help)
+  audit       verify the audit log offline (coffer audit --help)
 `;
 
 async function serve(): Promise<void> {
@@ -32,6 +34,7 @@ async function serve(): Promise<void> {
 
 async function main(argv: string[]): Promise<number | undefined> {
   if (argv[0] === 'operator') return operatorCommand(argv.slice(1));
+  if (argv[0] === 'audit') return auditCommand(argv.slice(1));
   const { positionals, values } = parseArgs({ args: argv, allowPositionals: true, options: { help: { type: 'boolean', short: 'h' } } });
   if (values.help) {
     process.stdout.write(USAGE);

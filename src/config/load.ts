@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Ajv } from 'ajv';
 import { checkRoleRules } from '../auth/roles.js';
@@ -37,6 +37,11 @@ export const ENV_SETTINGS = [
   { env: 'COFFER_PKCS11_PIN_FILE', field: 'pkcs11.pin_file', kind: 'string' },
   { env: 'COFFER_PKCS11_PIN', field: 'pkcs11_pin', kind: 'string' },
   { env: 'COFFER_KEYRING_ROTATE_AFTER', field: 'keyring.rotate_after', kind: 'string' },
+  { env: 'COFFER_AUDIT_DIR', field: 'audit.dir', kind: 'string' },
+  { env: 'COFFER_AUDIT_STDOUT', field: 'audit.stdout', kind: 'boolean' },
+  { env: 'COFFER_AUDIT_FAIL_OPEN', field: 'audit.fail_open', kind: 'boolean' },
+  { env: 'COFFER_AUDIT_CHECKPOINT_EVERY', field: 'audit.checkpoint_every', kind: 'integer' },
+  { env: 'COFFER_AUDIT_MAX_FILE_BYTES', field: 'audit.max_file_bytes', kind: 'integer' },
   { env: 'COFFER_DEFAULT_TTL', field: 'default_ttl', kind: 'integer' },
   { env: 'COFFER_MAX_TTL', field: 'max_ttl', kind: 'integer' },
   { env: 'COFFER_MAX_VALUE_BYTES', field: 'max_value_bytes', kind: 'integer' },
@@ -74,6 +79,11 @@ function parseInteger(env: string, text: string): number {
   return Number(text);
 }
 
+function parseBoolean(env: string, text: string): boolean {
+  if (text !== 'true' && text !== 'false') throw new ConfigError(env, `must be true or false, got "${text}"`);
+  return text === 'true';
+}
+
 function parseNumber(env: string, text: string): number {
   if (!/^[0-9]{1,15}(\.[0-9]{1,6})?$/.test(text)) throw new ConfigError(env, `must be a number, got "${text}"`);
   return Number(text);
@@ -96,7 +106,8 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): CofferC
     const text = env[name];
     if (text === undefined || (text === '' && name !== 'COFFER_ROOT_TOKEN')) continue;
     if (name === 'COFFER_ROOT_TOKEN' && text === '') throw new ConfigError(name, 'must not be empty when set');
-    setField(merged, field, kind === 'integer' ? parseInteger(name, text) : kind === 'number' ? parseNumber(name, text) : text);
+    const value = kind === 'integer' ? parseInteger(name, text) : kind === 'number' ? parseNumber(name, text) : kind === 'boolean' ? parseBoolean(name, text) : text;
+    setField(merged, field, value);
     fromEnv.set(field, name);
   }
 
@@ -116,6 +127,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): CofferC
     data_dir: resolve(cwd, config.data_dir),
     master_key_file: resolve(cwd, config.master_key_file),
     master_passphrase_file: config.master_passphrase_file === null ? null : resolve(cwd, config.master_passphrase_file),
+    audit: { ...config.audit, dir: resolve(cwd, config.audit.dir ?? join(config.data_dir, 'audit')) },
     pkcs11: { ...config.pkcs11, pin_file: config.pkcs11.pin_file === null ? null : resolve(cwd, config.pkcs11.pin_file) },
     tls: {
       cert: config.tls.cert === null ? null : resolve(cwd, config.tls.cert),

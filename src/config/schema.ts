@@ -31,6 +31,8 @@ export interface CofferConfig {
   pkcs11_pin?: string;
   /** Automatic rotation: rotate when the active keyring version is this old (`90d`, `12h`, …); null: never. */
   keyring: { rotate_after: string | null };
+  /** The audit log (docs/audit.md): its directory (null: <data_dir>/audit), stdout copy, failure policy, checkpoints, file size. */
+  audit: { dir: string | null; stdout: boolean; fail_open: boolean; checkpoint_every: number; checkpoint_seconds: number; max_file_bytes: number };
   roles: RoleTable;
   /** Failed authentications allowed per client address: `burst` at once, then `per_second`. */
   auth_failures: { burst: number; per_second: number };
@@ -54,7 +56,7 @@ export const configSchema = {
   additionalProperties: false,
   required: [
     'host', 'port', 'workers', 'data_dir', 'master_key_file', 'master_passphrase_file', 'default_ttl', 'max_ttl', 'max_value_bytes', 'tls',
-    'log_level', 'storage', 'key_provider', 'kms', 'pkcs11', 'keyring', 'roles', 'auth_failures',
+    'log_level', 'storage', 'key_provider', 'kms', 'pkcs11', 'keyring', 'audit', 'roles', 'auth_failures',
   ],
   properties: {
     host: { type: 'string', minLength: 1 },
@@ -94,6 +96,19 @@ export const configSchema = {
       },
     },
     pkcs11_pin: { type: 'string', minLength: 1 },
+    audit: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['dir', 'stdout', 'fail_open', 'checkpoint_every', 'checkpoint_seconds', 'max_file_bytes'],
+      properties: {
+        dir: { type: ['string', 'null'], minLength: 1 },
+        stdout: { type: 'boolean' },
+        fail_open: { type: 'boolean' },
+        checkpoint_every: { type: 'integer', minimum: 1, maximum: 1_000_000 },
+        checkpoint_seconds: { type: 'number', exclusiveMinimum: 0, maximum: 86_400 },
+        max_file_bytes: { type: 'integer', minimum: 4096 },
+      },
+    },
     keyring: {
       type: 'object',
       additionalProperties: false,

@@ -85,7 +85,10 @@ export class KeyringHolder {
     const wrapping: WrappingKey = 'wrap' in key ? { provider: key } : key;
     const existing = await loadStored(storage, wrapping.provider);
     if (existing) {
-      return { holder: new KeyringHolder(storage, wrapping, options, existing.keyring, existing.generation, existing.stored, existing.stored.instance), created: false };
+      const holder = new KeyringHolder(storage, wrapping, options, existing.keyring, existing.generation, existing.stored, existing.stored.instance);
+      // Stores from before the audit log get their audit key once, like any keyring change.
+      if (!existing.keyring.hasAuditKey) await holder.change((keyring) => (keyring.hasAuditKey ? null : keyring.withAuditKey()));
+      return { holder, created: false };
     }
 
     const keyring = Keyring.generate(now);

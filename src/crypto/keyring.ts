@@ -3,6 +3,9 @@
  * HKDF derives one subkey per purpose (wrapping data keys, MACing config values), so the two uses can never
  * be confused. The whole keyring is wrapped by the master key provider and unwrapped once at start-up.
  *
+ * Besides its versions the keyring holds one audit root key, never rotated (audit checkpoints made under
+ * it must stay verifiable for as long as the log is kept); HKDF derives the checkpoint MAC key from it.
+ *
  * Invariants: versions only grow; a version is never removed while a record names it (key management
  * issue: rewrap/retire); the active version is the one new records use.
  */
@@ -25,36 +28,57 @@ export class Keyring {
   private readonly byVersion = new Map<number, KeyVersion>();
   private readonly derived = new Map<string, Buffer>();
 
-  private constructor(versions: readonly KeyVersion[], readonly activeVersion: number) {
+  private constructor(versions: readonly KeyVersion[], readonly activeVersion: number, private readonly auditRoot: Uint8Array | undefined) {
     for (const v of versions) this.byVersion.set(v.version, v);
     if (!this.byVersion.has(activeVersion)) throw new Error('keyring: the active version is missing');
   }
 
   static generate(now: number): Keyring {
-    return new Keyring([{ version: 1, key: randomBytes(KEY_BYTES), createdAt: now }], 1);
+    return new Keyring([{ version: 1, key: randomBytes(KEY_BYTES), createdAt: now }], 1, randomBytes(KEY_BYTES));
   }
 
   static deserialize(bytes: Uint8Array): Keyring {
-    const data = unpack(bytes) as { f: number; a: number; k: { v: number; k: Uint8Array; at: number }[] };
+    const data = unpack(bytes) as { f: number; a: number; k: { v: number; k: Uint8Array; at: number }[]; x?: Uint8Array };
     if (data?.f !== FORMAT || !Array.isArray(data.k)) throw new Error('keyring: unknown format');
-    return new Keyring(data.k.map((k) => ({ version: k.v, key: k.k, createdAt: k.at })), data.a);
+    return new Keyring(data.k.map((k) => ({ version: k.v, key: k.k, createdAt: k.at })), data.a, data.x);
   }
 
   /** A new keyring with one more version, which becomes the active one; every old version stays. */
   rotate(now: number): Keyring {
     const next = Math.max(...this.byVersion.keys()) + 1;
-    return new Keyring([...this.byVersion.values(), { version: next, key: randomBytes(KEY_BYTES), createdAt: now }], next);
+    return new Keyring([...this.byVersion.values(), { version: next, key: randomBytes(KEY_BYTES), createdAt: now }], next, this.auditRoot);
   }
 
   /** A new keyring without the given versions; the active version can never be dropped. */
   without(versions: readonly number[]): Keyring {
     if (versions.includes(this.activeVersion)) throw new Error('keyring: the active version cannot be retired');
-    return new Keyring([...this.byVersion.values()].filter((v) => !versions.includes(v.version)), this.activeVersion);
+    return new Keyring([...this.byVersion.values()].filter((v) => !versions.includes(v.version)), this.activeVersion, this.auditRoot);
   }
 
   serialize(): Uint8Array {
     const k = [...this.byVersion.values()].map((v) => ({ v: v.version, k: v.key, at: v.createdAt }));
-    return pack({ f: FORMAT, a: this.activeVersion, k });
+    return pack({ f: FORMAT, a: this.activeVersion, k, ...(this.auditRoot === undefined ? {} : { x: this.auditRoot }) });
+  }
+
+  /** False for keyrings made before the audit log existed; KeyringHolder adds the key on open. */
+  get hasAuditKey(): boolean {
+    return this.auditRoot !== undefined;
+  }
+
+  /** This keyring with an audit root key (a new random one if it has none). */
+  withAuditKey(): Keyring {
+    return this.auditRoot !== undefined ? this : new Keyring([...this.byVersion.values()], this.activeVersion, randomBytes(KEY_BYTES));
+  }
+
+  /** The key that authenticates audit checkpoints. */
+  auditKey(): Buffer {
+    if (this.auditRoot === undefined) throw new Error('keyring: no audit key');
+    let key = this.derived.get('audit');
+    if (!key) {
+      key = Buffer.from(hkdfSync('sha256', this.auditRoot, new Uint8Array(0), 'coffer audit-checkpoint v1', KEY_BYTES));
+      this.derived.set('audit', key);
+    }
+    return key;
   }
 
   has(version: number): boolean {

@@ -17,7 +17,9 @@ import { notFoundHandler, problemHandler } from './problem.js';
 import { jsonBodyReader } from './request-parts.js';
 import { authRoutes } from './routes/auth.js';
 import { kvRoutes } from './routes/kv.js';
+import type { AuditLog } from '../audit/audit-log.js';
 import { createResponder } from './respond.js';
+import { markStart, requestAuditor } from './request-audit.js';
 import { Tarpit } from './tarpit.js';
 import { kvPutSchema, migrateSchema, rewrapSchema, tokenCreateSchema } from './schemas.js';
 import { sysRoutes, type SysRouteDeps } from './routes/sys.js';
@@ -32,6 +34,8 @@ export interface HttpAppDeps {
   readonly maxValueBytes: number;
   readonly maxTtl: number;
   readonly onOutcome?: OutcomeSink;
+  /** When set, every response waits for its audit entry to be durable (fail closed). */
+  readonly audit?: AuditLog;
 }
 
 /** Room for the JSON around a value: the worst case escapes each byte as \u00XX (6 bytes). */
@@ -41,7 +45,7 @@ export function bodyLimit(maxValueBytes: number): number {
 
 export function buildHttpApp(deps: HttpAppDeps): Express {
   const validators = new Validators();
-  const respond = createResponder();
+  const respond = createResponder(deps.audit ? requestAuditor(deps.audit) : undefined);
   const readBody = jsonBodyReader(bodyLimit(deps.maxValueBytes));
   const kv = kvRoutes({ kv: deps.kv, readBody, validatePut: validators.body(kvPutSchema), respond });
   const auth = authRoutes({ tokens: deps.tokens, readBody, validateCreate: validators.body(tokenCreateSchema(deps.maxTtl)), respond });
@@ -67,6 +71,7 @@ export function buildHttpApp(deps: HttpAppDeps): Express {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', false); // queries are read strictly by request-parts.ts
+  if (deps.audit) app.use(markStart);
   if (deps.onOutcome) app.use(recordOutcomes(deps.onOutcome));
   app.use(dispatcher(routes, authenticate(deps.authenticator, new Tarpit()), '/v1/'));
   app.use(notFoundHandler);

@@ -8,7 +8,8 @@ import { kvPutSchema, migrateSchema, rewrapSchema, tokenCreateSchema } from './s
 const problem = { $ref: '#/components/responses/Problem' };
 const json = (schema: object) => ({ content: { 'application/json': { schema } } });
 const ok = (description: string, schema: object) => ({ description, ...json(schema) });
-const errors = (...statuses: number[]) => Object.fromEntries(statuses.map((s) => [String(s), problem]));
+/** Every operation may also answer 503 audit_unavailable: its audit entry could not be written. */
+const errors = (...statuses: number[]) => Object.fromEntries([...statuses, 503].map((s) => [String(s), problem]));
 
 const nsParam = { name: 'namespace', in: 'path', required: true, description: '1 to 16 segments separated by /', schema: { type: 'string' } };
 const keyParam = { name: 'key', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,128}$' } };

@@ -7,6 +7,7 @@
  */
 import type { Response } from 'express';
 import helmet from 'helmet';
+import { randomBase62 } from '../crypto/random.js';
 
 export type HeaderList = readonly (readonly [string, string])[];
 
@@ -49,14 +50,37 @@ export interface Responder {
   raw(res: Response, status: number, contentType: string, body: string, headers?: HeaderList): void;
 }
 
-export function createResponder(): Responder {
+/** Records a response before it is sent; false: it could not be recorded, so it must not be sent. */
+export type ResponseAuditor = (res: Response, status: number, requestId: string) => Promise<boolean>;
+
+const UNAVAILABLE = JSON.stringify({
+  type: 'urn:coffer:problem:audit_unavailable',
+  title: 'Audit log unavailable',
+  status: 503,
+  detail: 'the request could not be recorded in the audit log, so its result is withheld; try again later (a write may already be applied)',
+  code: 'audit_unavailable',
+});
+
+/**
+ * With an auditor, a response is written only once its audit entry is durable; when the entry cannot be
+ * written the client gets 503 audit_unavailable instead. (A write the handler already committed stays
+ * committed: its entry is written as soon as the audit directory is writable again.)
+ */
+export function createResponder(auditor?: ResponseAuditor): Responder {
   const common = securityHeaders();
-  const write = (res: Response, status: number, contentType: string | null, body: string, extra?: HeaderList): void => {
+  const send = (res: Response, status: number, contentType: string | null, body: string, extra: HeaderList | undefined, requestId: string | null): void => {
     const headers = common.slice();
     if (contentType !== null) headers.push('Content-Type', contentType, 'Content-Length', String(Buffer.byteLength(body)));
+    if (requestId !== null) headers.push('X-Request-Id', requestId);
     if (extra) for (const [name, value] of extra) headers.push(name, value);
     res.writeHead(status, headers);
     res.end(body);
+  };
+  const write = (res: Response, status: number, contentType: string | null, body: string, extra?: HeaderList): void => {
+    if (!auditor) return send(res, status, contentType, body, extra, null);
+    const requestId = randomBase62(16);
+    const refuse = (): void => send(res, 503, 'application/problem+json', UNAVAILABLE, [['Retry-After', '1']], requestId);
+    auditor(res, status, requestId).then((recorded) => (recorded ? send(res, status, contentType, body, extra, requestId) : refuse()), refuse);
   };
   return {
     json: (res, status, body, headers) => write(res, status, 'application/json; charset=utf-8', JSON.stringify(body), headers),

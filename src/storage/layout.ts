@@ -7,6 +7,7 @@
  *   V <ns> 0x00 <key> 0x00 <u32 BE>   one version record
  *   T <id>                            one token record
  *   S <name>                          system records (root token hash, wrapped keyring)
+ *   A <chain id>                      one audit chain: its files and last checkpoint (audit/registry.ts)
  *
  * where <ns> is the namespace with '/' written as 0x01. So the keys directly in `ns` lie in
  * [M ns 0x00, M ns 0x01), everything beneath it in [M ns 0x01, M ns 0x02), and skipping past a child
@@ -94,3 +95,9 @@ export const TOKENS_RANGE: KeyRange = { start: bytes('T'), end: bytes('U') };
 export function systemKey(name: 'root-token' | 'keyring' | 'keyring-generation' | 'rewrap'): Buffer {
   return bytes(`S${name}`);
 }
+
+export function auditChainKey(chain: string): Buffer {
+  return bytes(`A${chain}`);
+}
+
+export const AUDIT_CHAINS_RANGE: KeyRange = { start: bytes('A'), end: bytes('B') };

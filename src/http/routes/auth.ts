@@ -1,4 +1,6 @@
 /** /v1/auth/... routes: each a short list of named steps; errors go to the problem handler. */
+import { isTokenId, parseToken } from '../../auth/token-format.js';
+import { auditTarget } from '../audit-target.js';
 import type { Request, Response } from 'express';
 import { requireRoot, type CreateTokenInput, type TokenService } from '../../auth/token-service.js';
 import { principalOf } from '../authenticate.js';
@@ -40,7 +42,9 @@ export function authRoutes({ tokens, readBody, validateCreate, respond }: AuthRo
       requireRoot(caller);
       queryOf(req, []);
       const input = validateCreate(await readBody(req, res));
-      respond.json(res, 201, await tokens.create(caller, input));
+      const created = await tokens.create(caller, input);
+      auditTarget(res, { subject_token_id: created.id });
+      respond.json(res, 201, created);
     },
 
     async list(req: Request, res: Response): Promise<void> {
@@ -54,7 +58,11 @@ export function authRoutes({ tokens, readBody, validateCreate, respond }: AuthRo
       const caller = principalOf(res);
       requireRoot(caller);
       queryOf(req, []);
-      await tokens.revoke(caller, tokenInPath(req));
+      const subject = tokenInPath(req);
+      // Only ever the id: the path may hold a whole token value.
+      const id = parseToken(subject)?.id ?? (isTokenId(subject) ? subject : undefined);
+      if (id !== undefined) auditTarget(res, { subject_token_id: id });
+      await tokens.revoke(caller, subject);
       respond.empty(res, 204);
     },
   };

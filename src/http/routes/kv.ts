@@ -6,6 +6,7 @@
  *   ?cursor= or ?limit= without a marker                → list the whole path as a namespace
  *   anything else                                       → the key if it exists, else the namespace, else 404
  */
+import { auditTarget } from '../audit-target.js';
 import type { Request, Response } from 'express';
 import { principalOf } from '../authenticate.js';
 import { forbidden, invalid } from '../../errors.js';
@@ -50,6 +51,7 @@ export function kvRoutes({ kv, readBody, validatePut, respond }: KvRouteDeps) {
 
       if (listingMarked || (version === undefined && (q.cursor !== undefined || q.limit !== undefined))) {
         if (version !== undefined) throw invalid('version applies to a key, not to a namespace listing');
+        auditTarget(res, { action: 'list', namespace: namespaceOf(segments) });
         respond.json(res, 200, await kv.list(caller, namespaceOf(segments), { limit, cursor: q.cursor }));
         return;
       }
@@ -59,30 +61,36 @@ export function kvRoutes({ kv, readBody, validatePut, respond }: KvRouteDeps) {
         }
         if (version !== undefined) throw invalid('version does not apply to a version list');
         const { namespace, key } = splitKeyPath(segments.slice(0, -1));
+        auditTarget(res, { action: 'versions', namespace, key });
         respond.json(res, 200, await kv.versions(caller, namespace, key));
         return;
       }
       const { namespace, key } = splitKeyPath(segments);
+      auditTarget(res, { namespace, key, ...(version === undefined ? {} : { version }) });
       const whole = segments.join('/');
       const result = version !== undefined
         ? await kv.read(caller, namespace, key, version)
         : await kv.readOrList(caller, namespace, key, isNamespace(whole) ? whole : null, limit);
+      auditTarget(res, 'value' in result ? { version: result.version } : { action: 'list', namespace: whole });
       respond.json(res, 200, result, 'value' in result ? [['ETag', `"${result.version}"`]] : undefined);
     },
 
     async put(req: Request, res: Response): Promise<void> {
       const caller = principalOf(res);
       const { namespace, key } = keyTarget(req);
+      auditTarget(res, { namespace, key });
       queryOf(req, []);
       // Authorize what can be known before the body is read: a forbidden caller's body is never parsed.
       if (!caller.access.mayInNamespace('write', namespace)) throw forbidden();
       const body = validatePut(await readBody(req, res));
       const { created, ...info } = await kv.put(caller, namespace, key, body.value, body.type);
+      auditTarget(res, { version: info.version });
       respond.json(res, created ? 201 : 200, info);
     },
 
     async remove(req: Request, res: Response): Promise<void> {
       const { namespace, key } = keyTarget(req);
+      auditTarget(res, { namespace, key });
       queryOf(req, []);
       await kv.remove(principalOf(res), namespace, key);
       respond.empty(res, 204);

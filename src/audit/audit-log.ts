@@ -1,0 +1,63 @@
+/**
+ * The audit log as the server uses it: request entries, written before their response is sent, and
+ * operator events. Fail closed: when an entry cannot be made durable the request is answered 503
+ * `audit_unavailable` instead (unless `failOpen`, for development, which serves it and logs loudly).
+ */
+import type { Logger } from 'pino';
+import type { AuditFields } from './entry.js';
+import { AuditUnavailableError, type AuditWriter } from './writer.js';
+
+export interface AuditLogOptions {
+  readonly writer: AuditWriter;
+  readonly failOpen: boolean;
+  readonly log: Logger;
+}
+
+export class AuditLog {
+  private warnedOpen = 0;
+
+  constructor(private readonly options: AuditLogOptions) {}
+
+  get failing(): boolean {
+    return this.options.writer.failing;
+  }
+
+  /** Records a request's outcome; false when it could not be recorded and the request must be refused. */
+  async request(fields: Record<string, unknown>): Promise<boolean> {
+    return this.write({ kind: 'request', ...fields });
+  }
+
+  /** Records an operator event (start-up, key operations, token changes). */
+  async event(event: string, fields: Record<string, unknown> = {}): Promise<boolean> {
+    return this.write({ kind: 'event', event, ...fields });
+  }
+
+  /** Writes the final checkpoint; if the log is still unwritable, says so loudly rather than failing the shutdown. */
+  async close(): Promise<void> {
+    try {
+      await this.options.writer.close();
+    } catch (err) {
+      if (!(err instanceof AuditUnavailableError)) throw err;
+      this.options.log.error({ event: 'audit.unavailable', reason: err.message }, 'AUDIT LOG: entries still queued at shutdown could not be written');
+    }
+  }
+
+  private async write(fields: AuditFields): Promise<boolean> {
+    try {
+      await this.options.writer.append(fields);
+      return true;
+    } catch (err) {
+      if (!(err instanceof AuditUnavailableError)) throw err;
+      if (this.options.failOpen) {
+        // Loud, but not once per request: at most one line a second.
+        if (Date.now() - this.warnedOpen > 1000) {
+          this.warnedOpen = Date.now();
+          this.options.log.error({ event: 'audit.unavailable', reason: err.message }, 'AUDIT LOG NOT WRITTEN: serving anyway because audit.fail_open is set');
+        }
+        return true;
+      }
+      this.options.log.error({ event: 'audit.unavailable', reason: err.message }, 'audit log cannot be written: refusing requests with 503');
+      return false;
+    }
+  }
+}

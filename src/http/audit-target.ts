@@ -1,0 +1,23 @@
+/**
+ * What a request's audit entry says beyond what every request has: the namespace, key, version or token id
+ * it acted on, and its action when the route alone does not tell (a GET on a kv path reads or lists).
+ * Route handlers set these as soon as they know them, so refused requests are recorded with them too.
+ */
+import type { Response } from 'express';
+
+export interface AuditTarget {
+  readonly action?: string;
+  readonly namespace?: string;
+  readonly key?: string;
+  readonly version?: number;
+  /** A token acted on (created, revoked), by id. */
+  readonly subject_token_id?: string;
+}
+
+export function auditTarget(res: Response, target: AuditTarget): void {
+  res.locals.audit = { ...(res.locals.audit as AuditTarget | undefined), ...target };
+}
+
+export function auditTargetOf(res: Response): AuditTarget {
+  return (res.locals.audit as AuditTarget | undefined) ?? {};
+}

@@ -1,0 +1,63 @@
+/**
+ * Builds each request's audit entry at the moment its response is about to be written (respond.ts):
+ * time, request id, the caller's token id and role (never the token), client address, method, route
+ * template (never the raw URL), namespace, key, version, action, outcome and duration. No value, token or
+ * request body is ever part of it.
+ */
+import type { Request, Response } from 'express';
+import type { AuditLog } from '../audit/audit-log.js';
+import type { Principal } from '../auth/principal.js';
+import { auditTargetOf } from './audit-target.js';
+
+const ACTIONS: Record<string, Record<string, string>> = {
+  '/v1/kv/{path}': { GET: 'read', PUT: 'write', DELETE: 'delete' },
+  '/v1/auth/me': { GET: 'token.self' },
+  '/v1/auth/token': { POST: 'token.create' },
+  '/v1/auth/tokens': { GET: 'token.list' },
+  '/v1/auth/token/{token}': { DELETE: 'token.revoke' },
+  '/v1/sys/keyring': { GET: 'keyring.status' },
+  '/v1/sys/keyring/rotate': { POST: 'keyring.rotate' },
+  '/v1/sys/keyring/rewrap': { POST: 'keyring.rewrap', GET: 'keyring.rewrap.status' },
+  '/v1/sys/keyring/retire': { POST: 'keyring.retire' },
+  '/v1/sys/keyring/migrate': { POST: 'keyring.migrate' },
+  '/v1/openapi.json': { GET: 'openapi' },
+};
+
+/** Marks when a request arrived, for the entry's duration. */
+export function markStart(_req: Request, res: Response, next: () => void): void {
+  res.locals.startedAt = performance.now();
+  next();
+}
+
+export function roleOf(principal: Principal): string {
+  return principal.isRoot ? 'root' : (principal.role ?? 'scoped');
+}
+
+export function requestAuditor(audit: AuditLog) {
+  return (res: Response, status: number, requestId: string): Promise<boolean> => {
+    const req = res.req as Request;
+    const principal = res.locals.principal as Principal | undefined;
+    const route = (res.locals.route as string | undefined) ?? null;
+    const target = auditTargetOf(res);
+    const startedAt = res.locals.startedAt as number | undefined;
+    // While the sink is failing the response will be a 503: record that, not what the handler meant to send.
+    const outcome = audit.failing
+      ? { status: 503, code: 'audit_unavailable', intended_status: status }
+      : { status, code: (res.locals.outcomeCode as string | undefined) ?? null };
+    return audit.request({
+      request_id: requestId,
+      token_id: principal?.id ?? null,
+      role: principal ? roleOf(principal) : null,
+      client: req.socket.remoteAddress ?? null,
+      method: req.method,
+      route,
+      action: target.action ?? (route === null ? 'none' : (ACTIONS[route]?.[req.method] ?? 'none')),
+      ...(target.namespace === undefined ? {} : { namespace: target.namespace }),
+      ...(target.key === undefined ? {} : { key: target.key }),
+      ...(target.version === undefined ? {} : { version: target.version }),
+      ...(target.subject_token_id === undefined ? {} : { subject_token_id: target.subject_token_id }),
+      outcome,
+      duration_ms: startedAt === undefined ? null : Math.round((performance.now() - startedAt) * 1000) / 1000,
+    });
+  };
+}
