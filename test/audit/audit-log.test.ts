@@ -1,12 +1,12 @@
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { AuditRegistry } from '../../src/audit/registry.js';
 import { verifyAudit, type VerifyResult } from '../../src/audit/verify.js';
 import { startTestCoffer, tempDir, type TestCoffer } from '../support/harness.js';
-import { MAIN } from '../support/process.js';
+import { runCoffer as run } from '../support/process.js';
 
 function auditFiles(c: TestCoffer): string[] {
   const dir = c.config.audit.dir!;
@@ -125,7 +125,7 @@ describe('audit log', function () {
     async function tampered(change: (lines: string[]) => string[]): Promise<VerifyResult> {
       const lines = readFileSync(files[0]!, 'utf8').split('\n').filter(Boolean);
       const copy = join(c.dataDir, 'tampered');
-      execFileSync('mkdir', ['-p', copy]);
+      mkdirSync(copy, { recursive: true });
       const path = join(copy, files[0]!.split('/').at(-1)!);
       writeFileSync(path, change(lines.slice()).map((l) => `${l}\n`).join(''));
       return verify([path]);
@@ -188,7 +188,7 @@ describe('audit log', function () {
       expect(ok.stdout).to.match(/^intact: \d+ entries from \d{4}-\S+ to \d{4}-\S+ \(1 chains, 1 files\)/);
       const lines = readFileSync(files[0]!, 'utf8').split('\n').filter(Boolean);
       const copy = join(c.dataDir, 'cli-tampered');
-      execFileSync('mkdir', ['-p', copy]);
+      mkdirSync(copy, { recursive: true });
       const path = join(copy, files[0]!.split('/').at(-1)!);
       writeFileSync(path, lines.filter((_, i) => i !== 2).map((l) => `${l}\n`).join(''));
       const bad = await run(['audit', 'verify', path], env);
@@ -197,13 +197,3 @@ describe('audit log', function () {
     });
   });
 });
-
-function run(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('COFFER_')));
-  const child = spawn(process.execPath, [MAIN, ...args], { env: { ...clean, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
-}

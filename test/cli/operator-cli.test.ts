@@ -1,26 +1,11 @@
-import { spawn } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { MAIN } from '../support/process.js';
+import { runCoffer } from '../support/process.js';
 import { startTestCoffer, tempDir, type TestCoffer } from '../support/harness.js';
 import { seedStore } from '../support/seed.js';
 
-interface Run {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-function coffer(args: string[], env: Record<string, string>, cwd?: string): Promise<Run> {
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('COFFER_')));
-  const child = spawn(process.execPath, [MAIN, ...args], { env: { ...clean, ...env }, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
-}
+const coffer = runCoffer;
 
 describe('coffer operator (CLI)', function () {
   this.timeout(60_000);

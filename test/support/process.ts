@@ -76,3 +76,14 @@ export function runToExit(env: Record<string, string>, timeoutMs = 15_000): Prom
     });
   });
 }
+
+/** Runs a `coffer` subcommand (operator, audit, …) to completion with exactly the COFFER_* settings given. */
+export function runCoffer(args: string[], env: Record<string, string>, cwd?: string): Promise<Exited> {
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('COFFER_')));
+  const child = spawn(process.execPath, [MAIN, ...args], { env: { ...clean, ...env }, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
+}
