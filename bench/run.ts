@@ -1,9 +1,11 @@
 /**
  * `npm run bench`: Coffer on a fresh data directory with all its workers, seeded, driven by wrk (pinned
  * to core 1) for each case; then Coffer as one process pinned to core 0 against a bare Express 5 route
- * pinned the same way. Prints a table and the targets, and writes JSON to bench/results/.
+ * pinned the same way; then the audit log's cost: the same secret read against Coffer as one process with
+ * and without its audit log, alternated for several rounds (the machine's drift hits both alike). Prints
+ * a table and the targets, and writes JSON to bench/results/.
  *
- *   npm run bench -- [--seconds 10] [--connections 32]
+ *   npm run bench -- [--seconds 10] [--connections 32] [--rounds 5] [--only all-workers|one-process|audit-cost]
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
@@ -14,18 +16,20 @@ import { api } from './api.js';
 import * as shape from './cases.js';
 import { describeMachine, pinning } from './machine.js';
 import { resultsDir, printTable, type Row } from './report.js';
-import { startBareExpress, startCoffer, type RunningServer } from './servers.js';
+import { startBareExpress, startCoffer, startDirectCoffer, type RunningServer } from './servers.js';
 import { ensureTools, runWrk, type LoadResult } from './wrk.js';
 
 const { values: args } = parseArgs({
   options: {
     seconds: { type: 'string', default: '10' },
     connections: { type: 'string', default: '32' },
-    only: { type: 'string' }, // 'all-workers' or 'one-process'
+    only: { type: 'string' }, // 'all-workers', 'one-process' or 'audit-cost'
+    rounds: { type: 'string', default: '5' },
   },
 });
 const seconds = Number(args.seconds);
 const connections = Number(args.connections);
+const rounds = Number(args.rounds);
 const VALUE = 'p'.repeat(64);
 
 async function measure(url: string, lua: string, core = 1): Promise<LoadResult> {
@@ -52,10 +56,13 @@ async function main(): Promise<void> {
   const root = generateToken().value;
   const workers = availableParallelism();
 
+  const only = args.only;
   // 1. All workers.
-  if (args.only !== 'one-process') await allWorkers(rows, root, workers);
+  if (only === undefined || only === 'all-workers') await allWorkers(rows, root, workers);
   // 2. One process on core 0 against a bare Express 5 route on core 0.
-  if (args.only !== 'all-workers') await oneProcess(rows, root);
+  if (only === undefined || only === 'one-process') await oneProcess(rows, root);
+  // 3. The audit log's cost on the read path.
+  if (only === undefined || only === 'audit-cost') await auditCost(rows, root);
   report(rows, workers);
 }
 
@@ -109,6 +116,46 @@ async function oneProcess(rows: Row[], root: string): Promise<void> {
   }
 }
 
+const AUDIT_ON = 'secret read, audit on';
+const AUDIT_OFF = 'secret read, audit off';
+
+async function auditCost(rows: Row[], root: string): Promise<void> {
+  for (let round = 1; round <= rounds; round++) {
+    // Alternate which goes first, so neither always runs on a warmer or cooler machine.
+    const order = round % 2 === 1 ? [true, false] : [false, true];
+    for (const audit of order) {
+      const dir = mkdtempSync(join(tmpdir(), 'coffer-bench-'));
+      const server = await startDirectCoffer({ dataDir: dir, rootToken: root, core: 0 }, audit);
+      try {
+        await api(server.url, root, 'PUT', '/v1/kv/bench/app/secret', { value: VALUE, type: 'secret' });
+        const reader = await api(server.url, root, 'POST', '/v1/auth/token', { role: 'reader' });
+        const result = await measure(server.url, shape.get('/v1/kv/bench/app/secret', String(reader.token)));
+        rows.push({ case: audit ? AUDIT_ON : AUDIT_OFF, server: `direct #${round}`, result });
+      } finally {
+        await server.stop();
+        rmSync(dir, { recursive: true, force: true });
+      }
+    }
+  }
+}
+
+/**
+ * The audit log's cost: per round, 1 - (audited reads / unaudited reads) of the pair measured back to back;
+ * the median over the rounds, so that one round disturbed by the machine does not decide it.
+ */
+function auditCostOf(rows: readonly Row[]): number {
+  const costs: number[] = [];
+  for (let round = 1; round <= rounds; round++) {
+    const rps = (name: string): number | undefined => rows.find((r) => r.case === name && r.server === `direct #${round}`)?.result.requestsPerSecond;
+    const [on, off] = [rps(AUDIT_ON), rps(AUDIT_OFF)];
+    if (on !== undefined && off !== undefined) costs.push(1 - on / off);
+  }
+  costs.sort((a, b) => a - b);
+  if (costs.length === 0) return NaN;
+  const mid = costs.length >> 1;
+  return costs.length % 2 === 1 ? costs[mid]! : (costs[mid - 1]! + costs[mid]!) / 2;
+}
+
 function report(rows: Row[], workers: number): void {
   const find = (name: string, server: string): LoadResult | undefined => rows.find((r) => r.case === name && r.server === server)?.result;
   const rps = (name: string, server: string): number => find(name, server)?.requestsPerSecond ?? NaN;
@@ -117,6 +164,7 @@ function report(rows: Row[], workers: number): void {
     ['one-process secret read / bare Express route', rps('secret read (latest)', 'coffer × 1') / rps('bare Express 5 route', 'express × 1'), '≥ 0.8'],
     ['p99 of the secret read, all workers (ms)', find('secret read (latest)', all)?.p99Ms ?? NaN, '≤ 10'],
     ['good-token reads during the flood / normal', rps('secret read during flood', all) / rps('secret read (latest)', all), '≥ 0.8'],
+    ['audit cost on the secret read (median 1 - on/off)', auditCostOf(rows), '< 0.15'],
   ] as const;
 
   const header = `Coffer benchmark — ${new Date().toISOString()} — ${describeMachine()}\n` +

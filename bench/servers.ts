@@ -8,6 +8,7 @@ import { pinned } from './machine.js';
 const HERE = fileURLToPath(new URL('.', import.meta.url));
 export const COFFER_MAIN = join(HERE, '..', 'src', 'main.js');
 const BARE_EXPRESS = join(HERE, 'bare-express.js');
+const DIRECT = join(HERE, 'direct-server.js');
 
 export interface RunningServer {
   readonly url: string;
@@ -77,6 +78,24 @@ export async function startCoffer(options: CofferServerOptions): Promise<Running
     servingPids: () => childPids(child.pid!),
     stop: stopper(child),
   };
+}
+
+/** Coffer as one process without a supervisor, with or without its audit log (bench/direct-server.ts). */
+export async function startDirectCoffer(options: Omit<CofferServerOptions, 'workers'>, audit: boolean): Promise<RunningServer> {
+  const [cmd, args] = pinned(options.core, process.execPath, [DIRECT, audit ? 'audit' : 'no-audit']);
+  const started = performance.now();
+  const child = spawn(cmd, args, {
+    env: {
+      ...process.env,
+      COFFER_PORT: '0',
+      COFFER_DATA_DIR: join(options.dataDir, 'data'),
+      COFFER_MASTER_KEY_FILE: join(options.dataDir, 'master.key'),
+      COFFER_ROOT_TOKEN: options.rootToken,
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const { url, startupMs } = await waitForListening(child, /listening (\S+)/, started);
+  return { url, child, startupMs, servingPids: () => [child.pid!], stop: stopper(child) };
 }
 
 export async function startBareExpress(core: number | null): Promise<RunningServer> {

@@ -8,6 +8,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { pino, type Logger } from 'pino';
 import { AuditLog } from './audit/audit-log.js';
+import { operatorEvents, type OperatorEvents } from './audit/events.js';
 import { AuditRegistry } from './audit/registry.js';
 import { AuditWriter } from './audit/writer.js';
 import { Argon2Gate } from './auth/argon2-gate.js';
@@ -15,7 +16,7 @@ import { Authenticator } from './auth/authenticator.js';
 import { FailureLimiter } from './auth/failure-limiter.js';
 import { PrincipalFactory } from './auth/principal.js';
 import { roleTable } from './auth/roles.js';
-import { establishRootToken, readRootToken, type RootRecord } from './auth/root-token.js';
+import { establishRootToken, readRootToken, type EstablishedRoot, type RootRecord } from './auth/root-token.js';
 import { TokenService } from './auth/token-service.js';
 import { TokenStore } from './auth/token-store.js';
 import type { CofferConfig } from './config/schema.js';
@@ -42,6 +43,11 @@ export interface StartOptions {
    * supervisor passes false: the supervisor did that once, before starting the workers.
    */
   readonly prepare?: boolean;
+  /**
+   * false runs without an audit log. Only for the benchmark that measures what the audit log costs
+   * (bench/direct-server.ts); no configuration setting or variable reaches it.
+   */
+  readonly audit?: boolean;
 }
 
 export interface RunningCoffer {
@@ -58,6 +64,8 @@ interface OpenedStore {
   readonly storage: StorageBackend;
   readonly keyring: KeyringHolder;
   readonly root: RootRecord;
+  /** How this process changed the root token, for the audit log. */
+  readonly rootChange: EstablishedRoot['change'];
 }
 
 async function openStore(config: CofferConfig, log: Logger, now: () => number, options: StartOptions): Promise<OpenedStore> {
@@ -72,33 +80,54 @@ async function openStore(config: CofferConfig, log: Logger, now: () => number, o
     if (options.prepare === false) {
       const root = await readRootToken(storage);
       if (!root) throw new Error('the store has no root token yet; it is set up by the process that prepares the store');
-      return { storage, keyring, root };
+      return { storage, keyring, root, rootChange: null };
     }
     const root = await establishRootToken(storage, new Argon2Gate(), config.root_token, now());
     if (root.generated) options.onGeneratedRootToken?.(root.generated);
-    if (root.replaced) log.info('root token set from COFFER_ROOT_TOKEN');
+
     if (config.root_token !== undefined && config.root_token.length < 32) {
       log.warn('COFFER_ROOT_TOKEN is shorter than 32 characters; use a long random value');
     }
-    return { storage, keyring, root: root.record };
+    return { storage, keyring, root: root.record, rootChange: root.change };
   } catch (err) {
     await storage.close();
     throw err;
   }
 }
 
-/** First-start work done once before any server process starts: master key, keyring, root token. */
+/**
+ * First-start work done once before any server process starts: master key, keyring, root token. The
+ * supervisor's own short audit chain records it (`server.prepare`, a root-token change).
+ */
 export async function prepareStore(config: CofferConfig, options: StartOptions = {}): Promise<void> {
   const log = options.log ?? pino({ level: config.log_level });
-  const { storage } = await openStore(config, log, options.now ?? Date.now, options);
-  await storage.close();
+  const now = options.now ?? Date.now;
+  const { storage, keyring, rootChange } = await openStore(config, log, now, options);
+  try {
+    const audit = await openAuditLog(config, storage, keyring, log, now, 'server.prepare');
+    await recordRootChange(operatorEvents(log, audit), rootChange);
+    await audit.close();
+  } finally {
+    await storage.close();
+  }
+}
+
+async function recordRootChange(events: OperatorEvents, change: OpenedStore['rootChange']): Promise<void> {
+  if (change === 'generated') await events.record('root_token.generate', { by: 'start-up' }, 'root token generated');
+  if (change === 'set') await events.record('root_token.set', { by: 'COFFER_ROOT_TOKEN' }, 'root token set from COFFER_ROOT_TOKEN');
+  if (change === 'replaced') await events.record('root_token.replace', { by: 'COFFER_ROOT_TOKEN' }, 'root token replaced from COFFER_ROOT_TOKEN');
 }
 
 export async function startCoffer(config: CofferConfig, options: StartOptions = {}): Promise<RunningCoffer> {
   const log = options.log ?? pino({ level: config.log_level });
   const now = options.now ?? Date.now;
-  const { storage, keyring, root } = await openStore(config, log, now, options);
+  const { storage, keyring, root, rootChange } = await openStore(config, log, now, options);
+  let opened: AuditLog | undefined;
   try {
+    const audit = options.audit === false ? undefined : await openAuditLog(config, storage, keyring, log, now, 'server.start');
+    opened = audit;
+    const events = operatorEvents(log, audit);
+    await recordRootChange(events, rootChange);
     const argon2 = new Argon2Gate();
     const principals = new PrincipalFactory(roleTable(config.roles));
     const tokenStore = new TokenStore(storage);
@@ -113,10 +142,9 @@ export async function startCoffer(config: CofferConfig, options: StartOptions = 
       now,
       onIntegrityError: (where, reason) => log.error({ ...where, reason }, 'INTEGRITY ERROR: a stored record failed to open or verify; it was not returned'),
     });
-    const rewrapper = new Rewrapper({ storage, keyring, now, log });
-    const audit = await openAuditLog(config, storage, keyring, log, now);
+    const rewrapper = new Rewrapper({ storage, keyring, now, log, events });
     const app = buildHttpApp({
-      authenticator, tokens, kv, log, audit,
+      authenticator, tokens, kv, log, audit, events, auditDir: config.audit.dir!,
       sys: { storage, keyring, rewrapper, now, pkcs11Pin: config.pkcs11_pin }, maxValueBytes: config.max_value_bytes, maxTtl: config.max_ttl,
       ...(options.onOutcome ? { onOutcome: options.onOutcome } : {}),
     });
@@ -133,7 +161,7 @@ export async function startCoffer(config: CofferConfig, options: StartOptions = 
     const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
     const url = `${tls ? 'https' : 'http'}://${host}:${address.port}`;
     const rotateAfter = config.keyring.rotate_after === null ? undefined : parseDuration(config.keyring.rotate_after);
-    const autoRotation = rotateAfter === undefined ? undefined : startAutoRotation(keyring, rotateAfter, log, now);
+    const autoRotation = rotateAfter === undefined ? undefined : startAutoRotation(keyring, rotateAfter, events, now);
 
     return {
       server,
@@ -147,21 +175,25 @@ export async function startCoffer(config: CofferConfig, options: StartOptions = 
         await closed;
         clearTimeout(deadline);
         await autoRotation?.stop();
-        await audit.event('server.stop', { pid: process.pid });
-        await audit.close();
         // A rewrap in progress stops at its next batch boundary; its state is saved for a later run.
         await rewrapper.stop();
+        await audit?.event('server.stop', { pid: process.pid });
+        await audit?.close();
         await storage.close();
       },
     };
   } catch (err) {
+    if (opened) {
+      await opened.event('server.start_failed', { pid: process.pid, reason: (err as Error).message });
+      await opened.close();
+    }
     await storage.close();
     throw err;
   }
 }
 
-/** This process's audit chain, recorded in the store, with its first entry (server.start) durable. */
-async function openAuditLog(config: CofferConfig, storage: StorageBackend, keyring: KeyringHolder, log: Logger, now: () => number): Promise<AuditLog> {
+/** This process's audit chain, recorded in the store, with its first entry (`firstEvent`) durable. */
+async function openAuditLog(config: CofferConfig, storage: StorageBackend, keyring: KeyringHolder, log: Logger, now: () => number, firstEvent: string): Promise<AuditLog> {
   const registry = new AuditRegistry(storage);
   const chain = `${now().toString(36)}-${process.pid}-${randomBase62(8)}`;
   await registry.started(chain, now());
@@ -177,7 +209,7 @@ async function openAuditLog(config: CofferConfig, storage: StorageBackend, keyri
     ...(config.audit.stdout ? { mirror: (line: string) => void process.stdout.write(`${line}\n`) } : {}),
   });
   const audit = new AuditLog({ writer, failOpen: config.audit.fail_open, log });
-  if (!(await audit.event('server.start', { pid: process.pid, provider: keyring.wrapping().description }))) {
+  if (!(await audit.event(firstEvent, { pid: process.pid, provider: keyring.wrapping().description }))) {
     throw new Error(`the audit log cannot be written in ${config.audit.dir}; Coffer does not serve unrecorded requests (audit.fail_open is false)`);
   }
   return audit;

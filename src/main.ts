@@ -11,11 +11,11 @@ import { CliError } from './cli/client.js';
 import { operatorCommand } from './cli/operator.js';
 import { auditCommand } from './cli/audit.js';
 
-const USAGE = `usage: coffer [serve] | coffer operator <command> | coffer audit verify [files…]
+const USAGE = `usage: coffer [serve] | coffer operator <command> | coffer audit verify|seal-report
 
   serve       run the server (the default); configuration: config/default.json, COFFER_CONFIG, COFFER_* variables
   operator    key management against a running server: status, rotate, rewrap, migrate-key (coffer operator --help)
-  audit       verify the audit log offline (coffer audit --help)
+  audit       verify the audit log, report on sealed storage, offline (coffer audit --help)
 `;
 
 async function serve(): Promise<void> {

@@ -22,9 +22,14 @@ export class AuditLog {
     return this.options.writer.failing;
   }
 
+  /** Whether requests are being refused: the log cannot be written and fail_open is off. */
+  get refusing(): boolean {
+    return this.options.writer.failing && !this.options.failOpen;
+  }
+
   /** Records a request's outcome; false when it could not be recorded and the request must be refused. */
-  async request(fields: Record<string, unknown>): Promise<boolean> {
-    return this.write({ kind: 'request', ...fields });
+  async request(fields: AuditFields & { readonly kind: 'request' }): Promise<boolean> {
+    return this.write(fields);
   }
 
   /** Records an operator event (start-up, key operations, token changes). */

@@ -4,34 +4,13 @@
  * and says where and why.
  */
 import { readFileSync } from 'node:fs';
-import { basename } from 'node:path';
 import { GENESIS, lineHash, macMatches } from './entry.js';
+import { chainFiles } from './files.js';
 import type { ChainRecord } from './registry.js';
-
-const FILE_NAME = /^audit-([A-Za-z0-9-]+)-([1-9][0-9]*)\.jsonl$/;
 
 export type VerifyResult =
   | { readonly intact: true; readonly entries: number; readonly chains: number; readonly first: string | null; readonly last: string | null; readonly uncheckpointed: number }
   | { readonly intact: false; readonly file: string; readonly line: number; readonly seq: number | null; readonly reason: string };
-
-interface ChainFile {
-  readonly path: string;
-  readonly number: number;
-}
-
-/** Groups audit files by chain, in file order. Names that are not audit files are refused. */
-export function chainFiles(paths: readonly string[]): Map<string, ChainFile[]> {
-  const chains = new Map<string, ChainFile[]>();
-  for (const path of paths) {
-    const match = FILE_NAME.exec(basename(path));
-    if (!match) throw new Error(`${path} is not an audit file (audit-<chain>-<n>.jsonl)`);
-    const list = chains.get(match[1]!) ?? [];
-    list.push({ path, number: Number(match[2]) });
-    chains.set(match[1]!, list);
-  }
-  for (const list of chains.values()) list.sort((a, b) => a.number - b.number);
-  return chains;
-}
 
 export function verifyAudit(paths: readonly string[], key: Uint8Array, registry: readonly ChainRecord[]): VerifyResult {
   const chains = chainFiles(paths);

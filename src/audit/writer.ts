@@ -3,7 +3,7 @@
  *   audit-<chain>-<n>.jsonl     n = 1, 2, …; a new file when one reaches maxFileBytes, the chain continuing
  *
  * append() places the entry in the chain at once (so entries are in call order) and resolves when its line
- * is on disk: lines are written and fdatasync'ed in batches (group commit), one batch at a time. When a
+ * is on disk: lines are written durably (O_DSYNC) in batches (group commit), one batch at a time. When a
  * batch cannot be written (disk full, directory gone read-only), its waiters are refused (the caller answers
  * 503) but the lines stay queued, in order, with a note of the refusal: they are written, chain intact,
  * once the directory is writable again, which a retry timer tests. While the sink is failing, append()
@@ -13,7 +13,8 @@
  * checkpoint, and at close; each is recorded in the store (audit/registry.ts), so that a truncated or
  * deleted file is detected even when the checkpoints themselves are cut away.
  */
-import { closeSync, fdatasyncSync, fsyncSync, ftruncateSync, mkdirSync, openSync, writeSync } from 'node:fs';
+import { constants, mkdirSync } from 'node:fs';
+import { open, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { checkpointMac, entryLine, GENESIS, lineHash, type AuditFields } from './entry.js';
 import type { AuditRegistry } from './registry.js';
@@ -55,7 +56,7 @@ export class AuditWriter {
   private failure: string | null = null;
   private retryTimer: NodeJS.Timeout | null = null;
   private checkpointTimer: NodeJS.Timeout;
-  private fd: number | null = null;
+  private handle: FileHandle | null = null;
   private file = 0;
   private fileBytes = 0;
   private closed = false;
@@ -109,10 +110,12 @@ export class AuditWriter {
     this.failure = null;
     try {
       await this.checkpoint();
+      // Let the batch finish recording its checkpoint in the store before the store closes.
+      await this.writing;
     } finally {
       this.closed = true;
-      if (this.fd !== null) closeSync(this.fd);
-      this.fd = null;
+      await this.handle?.close();
+      this.handle = null;
     }
   }
 
@@ -147,7 +150,7 @@ export class AuditWriter {
     this.queue = [];
     const lastCheckpoint = [...batch].reverse().find((p) => p.checkpoint);
     try {
-      this.writeBatch(batch);
+      await this.writeBatch(batch);
     } catch (err) {
       this.queue = [...batch, ...this.queue];
       this.fail(err as NodeJS.ErrnoException, batch);
@@ -161,44 +164,46 @@ export class AuditWriter {
     }
   }
 
-  private writeBatch(batch: readonly Pending[]): void {
-    if (this.fd === null || this.fileBytes >= this.options.maxFileBytes) this.nextFile();
+  /**
+   * Writes one batch. The file is open with O_DSYNC, so the write returns once the lines are durable (one
+   * system call where write + fdatasync took two). It runs on libuv's thread pool, so the event loop keeps
+   * serving, and queueing the next batch, while the disk syncs.
+   */
+  private async writeBatch(batch: readonly Pending[]): Promise<void> {
+    if (this.handle === null || this.fileBytes >= this.options.maxFileBytes) await this.nextFile();
+    const handle = this.handle!;
     const text = Buffer.from(batch.map((p) => `${p.line}\n`).join(''));
     const start = this.fileBytes;
     try {
       let written = 0;
-      while (written < text.length) written += writeSync(this.fd!, text, written, text.length - written, start + written);
-      fdatasyncSync(this.fd!);
+      while (written < text.length) written += (await handle.write(text, written, text.length - written, start + written)).bytesWritten;
       this.fileBytes = start + text.length;
     } catch (err) {
-      // Never leave half a batch behind: the same lines are written again from `start` later.
-      try {
-        ftruncateSync(this.fd!, start);
-      } catch {
-        // The next attempt truncates again before writing.
-      }
+      // Never leave half a batch behind: the same lines are written again from `start` later (and if this
+      // truncate fails too, that write overwrites from `start` all the same).
+      await handle.truncate(start).catch(() => undefined);
       throw err;
     }
   }
 
-  private nextFile(): void {
-    if (this.fd !== null) closeSync(this.fd);
-    this.fd = null;
+  private async nextFile(): Promise<void> {
+    await this.handle?.close();
+    this.handle = null;
     this.file += 1;
-    const fd = openSync(join(this.options.dir, `audit-${this.options.chain}-${this.file}.jsonl`), 'wx', 0o600);
-    this.fd = fd;
+    const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_DSYNC;
+    this.handle = await open(join(this.options.dir, `audit-${this.options.chain}-${this.file}.jsonl`), flags, 0o600);
     this.fileBytes = 0;
     // Make the new file's name durable too.
-    const dirFd = openSync(this.options.dir, 'r');
+    const dir = await open(this.options.dir, 'r');
     try {
-      fsyncSync(dirFd);
+      await dir.sync();
     } finally {
-      closeSync(dirFd);
+      await dir.close();
     }
   }
 
   private fail(err: NodeJS.ErrnoException, batch: readonly Pending[]): void {
-    if (this.fd === null) this.file -= 1; // the file was not created: its number is used again
+    if (this.handle === null) this.file -= 1; // the file was not created: its number is used again
     this.failure = err.code ?? err.message;
     const error = new AuditUnavailableError(this.failure);
     for (const p of batch) for (const w of p.waiters.splice(0)) w.reject(error);

@@ -1,5 +1,6 @@
 import { policyFromRules, policyFromScopes, ROOT_POLICY, type AccessPolicy, type Scope } from './access.js';
-import { ROOT_ROLE, type RoleTable } from './roles.js';
+import { forbidden } from '../errors.js';
+import { PRIVILEGES, ROLE_PRIVILEGES, ROOT_ROLE, type Privilege, type RoleTable } from './roles.js';
 import type { TokenMetadata, TokenRecord } from './token-store.js';
 
 /** Who is making a request, and what they may do. */
@@ -12,6 +13,14 @@ export interface Principal {
   readonly metadata: TokenMetadata;
   readonly expiresAt: number | null;
   readonly access: AccessPolicy;
+  /** The system endpoints this principal may use (roles.ts). */
+  readonly privileges: ReadonlySet<Privilege>;
+}
+
+const NO_PRIVILEGES: ReadonlySet<Privilege> = new Set();
+
+export function requirePrivilege(principal: Principal, privilege: Privilege): void {
+  if (!principal.privileges.has(privilege)) throw forbidden();
 }
 
 export const ROOT_PRINCIPAL: Principal = {
@@ -22,6 +31,7 @@ export const ROOT_PRINCIPAL: Principal = {
   metadata: {},
   expiresAt: null,
   access: ROOT_POLICY,
+  privileges: new Set(PRIVILEGES),
 };
 
 /** Compiles role policies once; hands out principals for token records. */
@@ -47,6 +57,7 @@ export class PrincipalFactory {
       metadata: record.metadata,
       expiresAt: record.expiresAt,
       access: access ?? policyFromScopes([]),
+      privileges: record.role === null ? NO_PRIVILEGES : new Set(ROLE_PRIVILEGES[record.role] ?? []),
     };
   }
 }

@@ -18,10 +18,26 @@ export interface RoleRule {
 export type RoleTable = Readonly<Record<string, readonly RoleRule[]>>;
 
 export const BUILT_IN_ROLES: RoleTable = {
+  // Sees that keys, versions and tokens exist, never a value; reads the audit log and the seal report.
+  auditor: [{ namespaces: ['*'], actions: ['list'], types: ['config', 'secret'] }],
   admin: [{ namespaces: ['*'], actions: ['read', 'list', 'write', 'delete'], types: ['config', 'secret'] }],
   writer: [{ namespaces: ['*'], actions: ['read', 'list', 'write'], types: ['config', 'secret'] }],
   reader: [{ namespaces: ['*'], actions: ['read', 'list'], types: ['config', 'secret'] }],
   'config-reader': [{ namespaces: ['*'], actions: ['read', 'list'], types: ['config'] }],
+};
+
+/**
+ * What a principal may do beyond namespaces: the system endpoints. Root holds all of them; a built-in role
+ * may hold some (custom roles hold none: their rules only reach key-value data).
+ *   manage_tokens   create and revoke tokens          list_tokens     list tokens (metadata only)
+ *   manage_keyring  rotate, rewrap, retire, migrate    read_keyring    keyring status and rewrap progress
+ *   read_audit      the audit log and the seal report
+ */
+export const PRIVILEGES = ['manage_tokens', 'list_tokens', 'manage_keyring', 'read_keyring', 'read_audit'] as const;
+export type Privilege = (typeof PRIVILEGES)[number];
+
+export const ROLE_PRIVILEGES: Readonly<Record<string, readonly Privilege[]>> = {
+  auditor: ['list_tokens', 'read_keyring', 'read_audit'],
 };
 
 /** `root` names the root token's identity; it is never a role a token can be given. */

@@ -25,7 +25,11 @@ export interface EstablishedRoot {
   readonly record: RootRecord;
   /** Set only when a root token was generated now: the one and only time it exists in clear. */
   readonly generated?: string;
-  readonly replaced: boolean;
+  /**
+   * What this start did to the root token: generated one, set it from COFFER_ROOT_TOKEN on a store that had
+   * none, replaced a different stored one with it, or nothing (the same token as before).
+   */
+  readonly change: 'generated' | 'set' | 'replaced' | null;
 }
 
 export async function establishRootToken(
@@ -35,12 +39,16 @@ export async function establishRootToken(
   now: number,
 ): Promise<EstablishedRoot> {
   if (configured !== undefined) {
+    const current = await storage.get(KEY);
+    const stored = current && (packr.unpack(current) as RootRecord);
+    // The same token as before: keep its record, so a change of root token is a real event.
+    if (stored && (await argon2.verify(stored.hash, configured))) return { record: stored, change: null };
     const record: RootRecord = { id: parseToken(configured)?.id ?? null, hash: await argon2.hash(configured), updatedAt: now };
     await storage.atomic([KEY], () => ({ writes: [{ op: 'put', key: KEY, value: packr.pack(record) }], result: undefined }));
-    return { record, replaced: true };
+    return { record, change: stored ? 'replaced' : 'set' };
   }
   const stored = await storage.get(KEY);
-  if (stored) return { record: packr.unpack(stored) as RootRecord, replaced: false };
+  if (stored) return { record: packr.unpack(stored) as RootRecord, change: null };
 
   const token = generateToken();
   const record: RootRecord = { id: token.id, hash: await argon2.hash(token.value), updatedAt: now };
@@ -48,8 +56,8 @@ export async function establishRootToken(
     current ? { writes: [], result: current } : { writes: [{ op: 'put', key: KEY, value: packr.pack(record) }], result: undefined },
   );
   // Another process generated one first: theirs stands, and theirs was printed by them.
-  if (winner) return { record: packr.unpack(winner) as RootRecord, replaced: false };
-  return { record, generated: token.value, replaced: false };
+  if (winner) return { record: packr.unpack(winner) as RootRecord, change: null };
+  return { record, generated: token.value, change: 'generated' };
 }
 
 /** The stored root token record, for a process that did not establish it (a worker). */

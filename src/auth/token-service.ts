@@ -1,14 +1,15 @@
 /**
- * Token management: create, list and revoke (root only), and describing the caller (`/auth/me`).
+ * Token management: create and revoke (root only), list (root and auditor: metadata only), and describing
+ * the caller (`/auth/me`).
  * The request body has already passed its JSON schema (http/schemas.ts); this checks what a schema
  * cannot: role names, namespace patterns, the TTL bounds from the configuration.
  */
-import { forbidden, invalid, notFound, type FieldIssue } from '../errors.js';
+import { invalid, notFound, type FieldIssue } from '../errors.js';
 import type { Capability, Scope } from './access.js';
 import type { Argon2Gate } from './argon2-gate.js';
 import { parsePattern } from './patterns.js';
-import type { Principal, PrincipalFactory } from './principal.js';
-import { ROOT_ROLE } from './roles.js';
+import { requirePrivilege, type Principal, type PrincipalFactory } from './principal.js';
+import { PRIVILEGES, ROOT_ROLE, type Privilege } from './roles.js';
 import type { RootRecord } from './root-token.js';
 import { generateToken, isTokenId, parseToken } from './token-format.js';
 import { statusOf, type TokenMetadata, type TokenRecord, type TokenStatus, type TokenStore } from './token-store.js';
@@ -53,15 +54,11 @@ function view(record: TokenRecord): TokenView {
   };
 }
 
-export function requireRoot(principal: Principal): void {
-  if (!principal.isRoot) throw forbidden();
-}
-
 export class TokenService {
   constructor(private readonly deps: TokenServiceDeps) {}
 
   async create(caller: Principal, input: CreateTokenInput): Promise<TokenView & { token: string; expires_in: number }> {
-    requireRoot(caller);
+    requirePrivilege(caller, 'manage_tokens');
     const grant = this.checkGrant(input);
     const expiresIn = input.expires_in ?? this.deps.defaultTtl;
     if (expiresIn > this.deps.maxTtl) {
@@ -87,7 +84,7 @@ export class TokenService {
   }
 
   async list(caller: Principal, all: boolean): Promise<TokenView[]> {
-    requireRoot(caller);
+    requirePrivilege(caller, 'list_tokens');
     const now = this.deps.now();
     const records = await this.deps.store.list();
     return records
@@ -96,9 +93,9 @@ export class TokenService {
       .sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
   }
 
-  /** Revokes by token value or id. Unknown → 404; already revoked → done. */
-  async revoke(caller: Principal, tokenOrId: string): Promise<void> {
-    requireRoot(caller);
+  /** Revokes by token value or id, and returns the id. Unknown → 404; already revoked → done. */
+  async revoke(caller: Principal, tokenOrId: string): Promise<string> {
+    requirePrivilege(caller, 'manage_tokens');
     const id = isTokenId(tokenOrId) ? tokenOrId : parseToken(tokenOrId)?.id;
     if (id !== undefined && id === this.deps.root.id) {
       throw invalid('the root token cannot be revoked; set COFFER_ROOT_TOKEN and restart to replace it');
@@ -106,11 +103,12 @@ export class TokenService {
     if (id === undefined || (await this.deps.store.revoke(id, this.deps.now())) === 'missing') {
       throw notFound('no such token');
     }
+    return id;
   }
 
   describe(caller: Principal): {
     id: string; is_root: boolean; role: string | null; scopes: readonly Scope[] | null;
-    metadata: TokenMetadata; expires_at: string | null; capabilities: Capability[];
+    metadata: TokenMetadata; expires_at: string | null; capabilities: Capability[]; privileges: Privilege[];
   } {
     const capabilities = caller.access.capabilities();
     if (caller.isRoot) capabilities[0] = { ...capabilities[0]!, actions: [...capabilities[0]!.actions, 'manage_tokens'] };
@@ -122,6 +120,7 @@ export class TokenService {
       metadata: caller.metadata,
       expires_at: caller.expiresAt === null ? null : iso(caller.expiresAt),
       capabilities,
+      privileges: PRIVILEGES.filter((p) => caller.privileges.has(p)),
     };
   }
 

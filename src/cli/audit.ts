@@ -1,49 +1,91 @@
 /**
- * `coffer audit verify [files…]` — checks audit files offline: it reads the same COFFER_* settings as the
- * server, opens the master key and the keyring (for the checkpoint key) and the store's record of the
- * chains, and verifies every chain. Without files it takes every audit file in the audit directory.
- * Prints "intact: N entries from T1 to T2" (exit 0) or the first broken entry and why (exit 1).
+ * `coffer audit verify [files…]` and `coffer audit seal-report [--verify] [--json]`, offline: each reads the
+ * same COFFER_* settings as the server and opens the store, the master key and the keyring itself (LMDB
+ * allows this while the server runs).
+ *
+ * verify: checks the audit chains (default: every file in the audit directory) against their checkpoints
+ * and the store's record of them; prints "intact: N entries from T1 to T2" (exit 0) or the first broken
+ * entry and why (exit 1).
+ *
+ * seal-report: whether every stored version is sealed (audit/seal-report.ts); a table, or JSON with --json;
+ * a progress bar on a terminal; exit 0 when there are no anomalies, 1 when there are.
  */
-import { readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import cliProgress from 'cli-progress';
+import { auditFilesIn } from '../audit/files.js';
 import { AuditRegistry } from '../audit/registry.js';
+import { sealReport, type SealReport } from '../audit/seal-report.js';
 import { verifyAudit } from '../audit/verify.js';
 import { loadConfig } from '../config/load.js';
+import type { CofferConfig } from '../config/schema.js';
 import { sodiumReady } from '../crypto/aead.js';
-import { KeyringHolder } from '../crypto/keyring-store.js';
+import { KEYRING_KEY, KeyringHolder } from '../crypto/keyring-store.js';
 import { openKeyProvider, providerConfig } from '../keys/registry.js';
+import type { StorageBackend } from '../storage/backend.js';
 import { openStorage } from '../storage/registry.js';
 import { CliError } from './client.js';
 
-export const AUDIT_USAGE = `usage: coffer audit verify [files…]
+export const AUDIT_USAGE = `usage: coffer audit <command>
 
-  verify [files…]   check the audit chains and checkpoints offline (default: every file in the audit
-                    directory); prints "intact: …" and exits 0, or the first broken entry and exits 1
+  verify [files…]              check the audit chains and checkpoints offline (default: every file in the
+                               audit directory); prints "intact: …" and exits 0, or the first broken entry
+                               and exits 1
+  seal-report [--verify] [--json]
+                               check that every stored version is sealed, without decrypting anything;
+                               --verify also opens each one in memory (no value is printed); exits 1 when
+                               it finds anomalies
 
-Reads the server's COFFER_* settings: the data directory, the master key (for the checkpoint key), the
-audit directory.
+Reads the server's COFFER_* settings: the data directory, the master key, the audit directory.
 `;
 
 type Out = (line: string) => void;
 
-export async function auditCommand(args: string[], out: Out = (l) => process.stdout.write(`${l}\n`)): Promise<number> {
-  const { positionals, values } = parseArgs({ args, allowPositionals: true, options: { help: { type: 'boolean', short: 'h' } } });
-  if (values.help || positionals[0] !== 'verify') {
-    out(AUDIT_USAGE);
+export interface AuditCommandIo {
+  readonly out: Out;
+  /** Where the progress bar goes when it is a terminal. */
+  readonly progress?: NodeJS.WriteStream;
+}
+
+export async function auditCommand(args: string[], io: AuditCommandIo = { out: (l) => process.stdout.write(`${l}\n`), progress: process.stderr }): Promise<number> {
+  const { positionals, values } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { help: { type: 'boolean', short: 'h' }, verify: { type: 'boolean' }, json: { type: 'boolean' } },
+  });
+  const command = positionals[0];
+  if (values.help || (command !== 'verify' && command !== 'seal-report')) {
+    io.out(AUDIT_USAGE);
     return values.help ? 0 : 2;
   }
   const config = loadConfig();
-  const files = positionals.length > 1
-    ? positionals.slice(1)
-    : readdirSync(config.audit.dir!).filter((name) => name.startsWith('audit-') && name.endsWith('.jsonl')).map((name) => join(config.audit.dir!, name));
-  if (files.length === 0) throw new CliError(`no audit files in ${config.audit.dir}`, 1);
+  if (command === 'verify') {
+    if (values.verify || values.json) throw new CliError('verify takes only file names', 2);
+    return verifyCommand(config, positionals.slice(1), io.out);
+  }
+  if (positionals.length > 1) throw new CliError('seal-report takes no arguments besides --verify and --json', 2);
+  return sealReportCommand(config, values.verify ?? false, values.json ?? false, io);
+}
 
+/** Opens the existing store and its keyring; never creates either (nor a master key) for a wrong path. */
+async function withKeyring<T>(config: CofferConfig, work: (storage: StorageBackend, holder: KeyringHolder) => Promise<T>): Promise<T> {
+  if (!existsSync(config.data_dir)) throw new CliError(`no Coffer store at ${config.data_dir} (COFFER_DATA_DIR)`, 2);
   await sodiumReady();
   const storage = openStorage(config);
   try {
+    if (!(await storage.get(KEYRING_KEY))) throw new CliError(`the store at ${config.data_dir} has no keyring: it is not a Coffer store that has been started`, 2);
     const { provider } = await openKeyProvider(config);
     const { holder } = await KeyringHolder.open(storage, { provider, config: providerConfig(config) }, Date.now());
+    return await work(storage, holder);
+  } finally {
+    await storage.close();
+  }
+}
+
+async function verifyCommand(config: CofferConfig, given: string[], out: Out): Promise<number> {
+  const files = given.length > 0 ? given : auditFilesIn(config.audit.dir!);
+  if (files.length === 0) throw new CliError(`no audit files in ${config.audit.dir}`, 1);
+  return withKeyring(config, async (storage, holder) => {
     const registry = await new AuditRegistry(storage).chains();
     let result;
     try {
@@ -58,8 +100,49 @@ export async function auditCommand(args: string[], out: Out = (l) => process.std
     }
     out(`BROKEN: ${result.file}${result.line > 0 ? `:${result.line}` : ''}${result.seq === null ? '' : ` (seq ${result.seq})`}: ${result.reason}`);
     return 1;
-  } finally {
-    await storage.close();
-  }
+  });
 }
 
+async function sealReportCommand(config: CofferConfig, verify: boolean, json: boolean, io: AuditCommandIo): Promise<number> {
+  const report = await withKeyring(config, async (storage, holder) => {
+    const tty = io.progress?.isTTY === true;
+    const bar = tty ? new cliProgress.SingleBar({ stream: io.progress!, format: 'seal report [{bar}] {value}/{total} versions | {eta_formatted} left', hideCursor: true }, cliProgress.Presets.shades_classic) : null;
+    bar?.start(0, 0);
+    try {
+      return await sealReport(storage, holder.current(), {
+        verify,
+        now: Date.now(),
+        ...(bar ? { onProgress: (done: number, total: number) => { bar.setTotal(total); bar.update(done); } } : {}),
+      });
+    } finally {
+      bar?.stop();
+    }
+  });
+  if (json) io.out(JSON.stringify(report, null, 2));
+  else printReport(report, io.out);
+  return report.totals.anomalies === 0 ? 0 : 1;
+}
+
+const cell = (text: string | number, width: number, left = false): string => (left ? String(text).padEnd(width) : String(text).padStart(width));
+
+function printReport(r: SealReport, out: Out): void {
+  const t = r.totals;
+  out(`seal report, ${r.generated_at}${r.verified ? ' (every record opened in memory)' : ' (structure only; --verify also opens each record)'}`);
+  out(`${t.versions} versions: ${t.secrets} secret, ${t.configs} config; ${t.sealed_secrets} of ${t.secrets} secrets sealed; ${t.anomalies} anomalies`);
+  out('');
+  out(`${cell('keyring version', 18, true)}${cell('created', 26, true)}${cell('secrets', 10)}${cell('configs', 10)}`);
+  for (const v of r.keyring.versions) {
+    out(`${cell(`${v.version}${v.active ? ' (active)' : ''}`, 18, true)}${cell(v.created_at, 26, true)}${cell(v.secrets, 10)}${cell(v.configs, 10)}`);
+  }
+  out('');
+  const width = Math.min(60, Math.max(9, ...r.namespaces.map((n) => n.namespace.length))) + 2;
+  out(`${cell('namespace', width, true)}${cell('secrets', 10)}${cell('configs', 10)}`);
+  for (const n of r.namespaces) out(`${cell(n.namespace, width, true)}${cell(n.secrets, 10)}${cell(n.configs, 10)}`);
+  out('');
+  if (t.anomalies === 0) {
+    out('no anomalies: every secret version is sealed');
+    return;
+  }
+  out(`ANOMALIES (${t.anomalies}${t.anomalies > r.anomalies.length ? `, the first ${r.anomalies.length} listed` : ''}):`);
+  for (const a of r.anomalies) out(`  ${a.namespace}/${a.key} v${a.version}: ${a.problem}`);
+}

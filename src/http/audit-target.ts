@@ -15,7 +15,8 @@ export interface AuditTarget {
 }
 
 export function auditTarget(res: Response, target: AuditTarget): void {
-  res.locals.audit = { ...(res.locals.audit as AuditTarget | undefined), ...target };
+  const current = res.locals.audit as AuditTarget | undefined;
+  res.locals.audit = current === undefined ? target : Object.assign(current, target);
 }
 
 export function auditTargetOf(res: Response): AuditTarget {

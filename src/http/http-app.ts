@@ -16,10 +16,12 @@ import { dispatcher, type Route } from './dispatch.js';
 import { notFoundHandler, problemHandler } from './problem.js';
 import { jsonBodyReader } from './request-parts.js';
 import { authRoutes } from './routes/auth.js';
+import { auditRoutes } from './routes/audit.js';
 import { kvRoutes } from './routes/kv.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import { createResponder } from './respond.js';
-import { markStart, requestAuditor } from './request-audit.js';
+import { refuseWhileUnrecorded, requestAuditor } from './request-audit.js';
+import type { OperatorEvents } from '../audit/events.js';
 import { Tarpit } from './tarpit.js';
 import { kvPutSchema, migrateSchema, rewrapSchema, tokenCreateSchema } from './schemas.js';
 import { sysRoutes, type SysRouteDeps } from './routes/sys.js';
@@ -27,7 +29,7 @@ import { Validators } from './validate.js';
 
 export interface HttpAppDeps {
   readonly authenticator: Authenticator;
-  readonly sys: Omit<SysRouteDeps, 'readBody' | 'validateRewrap' | 'validateMigrate' | 'respond' | 'log'>;
+  readonly sys: Omit<SysRouteDeps, 'readBody' | 'validateRewrap' | 'validateMigrate' | 'respond' | 'events'>;
   readonly tokens: TokenService;
   readonly kv: KvService;
   readonly log: Logger;
@@ -36,6 +38,9 @@ export interface HttpAppDeps {
   readonly onOutcome?: OutcomeSink;
   /** When set, every response waits for its audit entry to be durable (fail closed). */
   readonly audit?: AuditLog;
+  readonly events: OperatorEvents;
+  /** Where the audit files are, for GET /v1/sys/audit. */
+  readonly auditDir: string;
 }
 
 /** Room for the JSON around a value: the worst case escapes each byte as \u00XX (6 bytes). */
@@ -48,8 +53,9 @@ export function buildHttpApp(deps: HttpAppDeps): Express {
   const respond = createResponder(deps.audit ? requestAuditor(deps.audit) : undefined);
   const readBody = jsonBodyReader(bodyLimit(deps.maxValueBytes));
   const kv = kvRoutes({ kv: deps.kv, readBody, validatePut: validators.body(kvPutSchema), respond });
-  const auth = authRoutes({ tokens: deps.tokens, readBody, validateCreate: validators.body(tokenCreateSchema(deps.maxTtl)), respond });
-  const sys = sysRoutes({ ...deps.sys, readBody, validateRewrap: validators.body(rewrapSchema), validateMigrate: validators.body(migrateSchema), respond, log: deps.log });
+  const auth = authRoutes({ tokens: deps.tokens, events: deps.events, readBody, validateCreate: validators.body(tokenCreateSchema(deps.maxTtl)), respond });
+  const sys = sysRoutes({ ...deps.sys, readBody, validateRewrap: validators.body(rewrapSchema), validateMigrate: validators.body(migrateSchema), respond, events: deps.events });
+  const audit = auditRoutes({ auditDir: deps.auditDir, storage: deps.sys.storage, keyring: deps.sys.keyring, respond, now: deps.sys.now });
   const openapi = JSON.stringify(openApiDocument(deps.maxTtl));
 
   // The route table: every route Coffer serves.
@@ -64,6 +70,8 @@ export function buildHttpApp(deps: HttpAppDeps): Express {
     { template: '/v1/sys/keyring/rewrap', match: { exact: '/v1/sys/keyring/rewrap' }, handlers: { get: sys.rewrapProgress, post: sys.startRewrap } },
     { template: '/v1/sys/keyring/retire', match: { exact: '/v1/sys/keyring/retire' }, handlers: { post: sys.retire } },
     { template: '/v1/sys/keyring/migrate', match: { exact: '/v1/sys/keyring/migrate' }, handlers: { post: sys.migrate } },
+    { template: '/v1/sys/audit', match: { exact: '/v1/sys/audit' }, handlers: { get: audit.log } },
+    { template: '/v1/sys/seal-report', match: { exact: '/v1/sys/seal-report' }, handlers: { get: audit.sealReport } },
     { template: '/v1/openapi.json', match: { exact: '/v1/openapi.json' }, handlers: { get: (_req, res) => respond.raw(res, 200, 'application/json; charset=utf-8', openapi) }, public: true },
   ];
 
@@ -71,9 +79,8 @@ export function buildHttpApp(deps: HttpAppDeps): Express {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', false); // queries are read strictly by request-parts.ts
-  if (deps.audit) app.use(markStart);
   if (deps.onOutcome) app.use(recordOutcomes(deps.onOutcome));
-  app.use(dispatcher(routes, authenticate(deps.authenticator, new Tarpit()), '/v1/'));
+  app.use(dispatcher(routes, authenticate(deps.authenticator, new Tarpit()), '/v1/', deps.audit ? refuseWhileUnrecorded(deps.audit) : undefined));
   app.use(notFoundHandler);
   app.use(problemHandler(deps.log, respond));
   return app;

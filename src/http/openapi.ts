@@ -73,7 +73,7 @@ export function openApiDocument(maxTtl: number): object {
                 required: ['type', 'title', 'status', 'detail', 'code'],
                 properties: {
                   type: { type: 'string' }, title: { type: 'string' }, status: { type: 'integer' }, detail: { type: 'string' },
-                  code: { enum: ['invalid_request', 'unauthorized', 'forbidden', 'not_found', 'method_not_allowed', 'payload_too_large', 'unsupported_media_type', 'too_many_requests', 'integrity_error', 'internal'] },
+                  code: { enum: ['invalid_request', 'unauthorized', 'forbidden', 'not_found', 'method_not_allowed', 'payload_too_large', 'unsupported_media_type', 'too_many_requests', 'integrity_error', 'audit_unavailable', 'internal'] },
                   errors: { type: 'array', items: { type: 'object', properties: { field: { type: 'string' }, in: { type: 'string' }, message: { type: 'string' } } } },
                 },
               },
@@ -88,7 +88,7 @@ export function openApiDocument(maxTtl: number): object {
       '/v1/auth/me': {
         get: {
           summary: 'Identity, role and capabilities of the calling token',
-          responses: { 200: ok('The caller', { type: 'object', properties: { id: { type: 'string' }, is_root: { type: 'boolean' }, role: { type: ['string', 'null'] }, scopes: { type: ['array', 'null'] }, metadata: { type: 'object' }, expires_at: { type: ['string', 'null'] }, capabilities: { type: 'array' } } }), ...errors(400, 401) },
+          responses: { 200: ok('The caller', { type: 'object', properties: { id: { type: 'string' }, is_root: { type: 'boolean' }, role: { type: ['string', 'null'] }, scopes: { type: ['array', 'null'] }, metadata: { type: 'object' }, expires_at: { type: ['string', 'null'] }, capabilities: { type: 'array' }, privileges: { type: 'array', items: { enum: ['manage_tokens', 'list_tokens', 'manage_keyring', 'read_keyring', 'read_audit'] } } } }), ...errors(400, 401) },
         },
       },
       '/v1/auth/token': {
@@ -100,7 +100,7 @@ export function openApiDocument(maxTtl: number): object {
       },
       '/v1/auth/tokens': {
         get: {
-          summary: 'List tokens (root only); active ones unless all=true',
+          summary: 'List tokens (root and auditor); active ones unless all=true',
           parameters: [{ name: 'all', in: 'query', schema: { type: 'boolean' } }],
           responses: { 200: ok('Tokens, without values or hashes', { type: 'object', properties: { tokens: { type: 'array', items: token } } }), ...errors(400, 401, 403) },
         },
@@ -114,7 +114,7 @@ export function openApiDocument(maxTtl: number): object {
       },
       '/v1/sys/keyring': {
         get: {
-          summary: 'Keyring status (root only): provider, versions, the active one, and how many records each wraps',
+          summary: 'Keyring status (root and auditor): provider, versions, the active one, and how many records each wraps',
           responses: { 200: ok('Status', { type: 'object', properties: { provider: { type: 'string' }, wrapped_by: { type: 'string' }, migrations: { type: 'integer' }, migrated_at: { type: ['string', 'null'] }, active_version: { type: 'integer' }, generation: { type: 'integer' }, versions: { type: 'array', items: { type: 'object', properties: { version: { type: 'integer' }, created_at: timestamp, active: { type: 'boolean' }, secrets: { type: 'integer' }, configs: { type: 'integer' } } } }, unreadable: { type: 'integer' } } }), ...errors(400, 401, 403) },
         },
       },
@@ -131,7 +131,7 @@ export function openApiDocument(maxTtl: number): object {
           responses: { 202: ok('Started, or already running', rewrapView), ...errors(400, 401, 403, 415) },
         },
         get: {
-          summary: 'Progress of the current or last rewrap (root only)',
+          summary: 'Progress of the current or last rewrap (root and auditor)',
           responses: { 200: ok('Progress', rewrapView), ...errors(400, 401, 403) },
         },
       },
@@ -146,6 +146,29 @@ export function openApiDocument(maxTtl: number): object {
           summary: 'Rewrap the keyring under another master key or provider, in one atomic write (root only); restart with the new key configured',
           requestBody: { required: true, ...json(migrateSchema) },
           responses: { 200: ok('Migrated', { type: 'object', properties: { from: { type: 'string' }, to: { type: 'string' }, provider: { type: 'string' }, migrated_at: timestamp } }), ...errors(400, 401, 403, 415) },
+        },
+      },
+      '/v1/sys/audit': {
+        get: {
+          summary: 'Search the audit log (root and auditor), oldest first; entries never hold a value or a token',
+          parameters: [
+            { name: 'from', in: 'query', schema: timestamp, description: 'inclusive' },
+            { name: 'to', in: 'query', schema: timestamp, description: 'exclusive' },
+            { name: 'token_id', in: 'query', schema: { type: 'string' }, description: 'the caller, the token acted on, or who ran an operator event' },
+            { name: 'prefix', in: 'query', schema: { type: 'string' }, description: 'prefix of namespace/key' },
+            { name: 'action', in: 'query', schema: { type: 'string' }, description: 'an action or event name; a trailing * matches a prefix' },
+            { name: 'outcome', in: 'query', schema: { type: 'string' }, description: 'success, failure, a status (403) or an error code (forbidden)' },
+            { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
+            { name: 'cursor', in: 'query', schema: { type: 'string' }, description: 'next_cursor from the previous page' },
+          ],
+          responses: { 200: ok('One page of entries', { type: 'object', properties: { entries: { type: 'array', items: { type: 'object' } }, next_cursor: { type: ['string', 'null'] } } }), ...errors(400, 401, 403) },
+        },
+      },
+      '/v1/sys/seal-report': {
+        get: {
+          summary: 'Whether every stored version is sealed, read from its structure without decrypting (root and auditor)',
+          parameters: [{ name: 'verify', in: 'query', schema: { type: 'boolean' }, description: 'also open every record in memory; no value is returned' }],
+          responses: { 200: ok('The report', { type: 'object', properties: { generated_at: timestamp, verified: { type: 'boolean' }, totals: { type: 'object' }, keyring: { type: 'object' }, namespaces: { type: 'array' }, anomalies: { type: 'array', items: { type: 'object', properties: { namespace: { type: 'string' }, key: { type: 'string' }, version: { type: 'integer' }, problem: { type: 'string' } } } } } }), ...errors(400, 401, 403) },
         },
       },
       '/v1/kv/{namespace}': {

@@ -7,6 +7,7 @@
 import type { Request, Response } from 'express';
 import type { AuditLog } from '../audit/audit-log.js';
 import type { Principal } from '../auth/principal.js';
+import { AppError } from '../errors.js';
 import { auditTargetOf } from './audit-target.js';
 
 const ACTIONS: Record<string, Record<string, string>> = {
@@ -20,13 +21,19 @@ const ACTIONS: Record<string, Record<string, string>> = {
   '/v1/sys/keyring/rewrap': { POST: 'keyring.rewrap', GET: 'keyring.rewrap.status' },
   '/v1/sys/keyring/retire': { POST: 'keyring.retire' },
   '/v1/sys/keyring/migrate': { POST: 'keyring.migrate' },
+  '/v1/sys/audit': { GET: 'audit.read' },
+  '/v1/sys/seal-report': { GET: 'audit.seal_report' },
   '/v1/openapi.json': { GET: 'openapi' },
 };
 
-/** Marks when a request arrived, for the entry's duration. */
-export function markStart(_req: Request, res: Response, next: () => void): void {
-  res.locals.startedAt = performance.now();
-  next();
+/**
+ * While the audit log cannot be written (and fail_open is off), a request is refused before its handler
+ * runs, so nothing is changed that the log could not record. Its 503 is still queued for the log.
+ */
+export function refuseWhileUnrecorded(audit: AuditLog) {
+  return (): void => {
+    if (audit.refusing) throw new AppError('audit_unavailable', 'the audit log cannot be written', undefined, { 'Retry-After': '1' });
+  };
 }
 
 export function roleOf(principal: Principal): string {
@@ -44,7 +51,9 @@ export function requestAuditor(audit: AuditLog) {
     const outcome = audit.failing
       ? { status: 503, code: 'audit_unavailable', intended_status: status }
       : { status, code: (res.locals.outcomeCode as string | undefined) ?? null };
+    // Undefined fields (a request with no key, say) are left out of the JSON line.
     return audit.request({
+      kind: 'request',
       request_id: requestId,
       token_id: principal?.id ?? null,
       role: principal ? roleOf(principal) : null,
@@ -52,10 +61,10 @@ export function requestAuditor(audit: AuditLog) {
       method: req.method,
       route,
       action: target.action ?? (route === null ? 'none' : (ACTIONS[route]?.[req.method] ?? 'none')),
-      ...(target.namespace === undefined ? {} : { namespace: target.namespace }),
-      ...(target.key === undefined ? {} : { key: target.key }),
-      ...(target.version === undefined ? {} : { version: target.version }),
-      ...(target.subject_token_id === undefined ? {} : { subject_token_id: target.subject_token_id }),
+      namespace: target.namespace,
+      key: target.key,
+      version: target.version,
+      subject_token_id: target.subject_token_id,
       outcome,
       duration_ms: startedAt === undefined ? null : Math.round((performance.now() - startedAt) * 1000) / 1000,
     });

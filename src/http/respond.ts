@@ -7,7 +7,7 @@
  */
 import type { Response } from 'express';
 import helmet from 'helmet';
-import { randomBase62 } from '../crypto/random.js';
+import { PooledIds } from '../crypto/random.js';
 
 export type HeaderList = readonly (readonly [string, string])[];
 
@@ -68,6 +68,7 @@ const UNAVAILABLE = JSON.stringify({
  */
 export function createResponder(auditor?: ResponseAuditor): Responder {
   const common = securityHeaders();
+  const requestIds = new PooledIds(16);
   const send = (res: Response, status: number, contentType: string | null, body: string, extra: HeaderList | undefined, requestId: string | null): void => {
     const headers = common.slice();
     if (contentType !== null) headers.push('Content-Type', contentType, 'Content-Length', String(Buffer.byteLength(body)));
@@ -78,7 +79,7 @@ export function createResponder(auditor?: ResponseAuditor): Responder {
   };
   const write = (res: Response, status: number, contentType: string | null, body: string, extra?: HeaderList): void => {
     if (!auditor) return send(res, status, contentType, body, extra, null);
-    const requestId = randomBase62(16);
+    const requestId = requestIds.next();
     const refuse = (): void => send(res, 503, 'application/problem+json', UNAVAILABLE, [['Retry-After', '1']], requestId);
     auditor(res, status, requestId).then((recorded) => (recorded ? send(res, status, contentType, body, extra, requestId) : refuse()), refuse);
   };

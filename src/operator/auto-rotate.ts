@@ -4,7 +4,7 @@
  * keyring inside the rotation's retry loop, so several processes rotate once. Rotation only adds a version
  * for new writes; moving old records onto it stays an operator's `rewrap`.
  */
-import type { Logger } from 'pino';
+import type { OperatorEvents } from '../audit/events.js';
 import type { KeyringHolder } from '../crypto/keyring-store.js';
 
 const UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
@@ -21,7 +21,7 @@ export interface AutoRotation {
 }
 
 /** Checks every tenth of `maxAgeMs` (at least every second, at most every hour). */
-export function startAutoRotation(keyring: KeyringHolder, maxAgeMs: number, log: Logger, now: () => number): AutoRotation {
+export function startAutoRotation(keyring: KeyringHolder, maxAgeMs: number, events: OperatorEvents, now: () => number): AutoRotation {
   const every = Math.min(3_600_000, Math.max(1000, Math.floor(maxAgeMs / 10)));
   let running: Promise<void> = Promise.resolve();
   const check = (): void => {
@@ -29,9 +29,9 @@ export function startAutoRotation(keyring: KeyringHolder, maxAgeMs: number, log:
       try {
         const previous = keyring.current().activeVersion;
         const active = await keyring.rotateIfOlderThan(maxAgeMs, now());
-        if (active !== null) log.info({ event: 'keyring.rotate', by: 'auto-rotate', previous_version: previous, active_version: active }, 'keyring rotated (keyring.rotate_after)');
+        if (active !== null) await events.record('keyring.rotate', { by: 'auto-rotate', previous_version: previous, active_version: active }, 'keyring rotated (keyring.rotate_after)');
       } catch (err) {
-        log.error({ event: 'keyring.rotate.error', by: 'auto-rotate', err: { name: (err as Error).name, message: (err as Error).message } }, 'automatic keyring rotation failed; will try again');
+        await events.record('keyring.rotate.error', { by: 'auto-rotate', err: { name: (err as Error).name, message: (err as Error).message } }, 'automatic keyring rotation failed; will try again', 'error');
       }
     });
   };

@@ -17,6 +17,7 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { Packr } from 'msgpackr';
 import type { Logger } from 'pino';
+import type { OperatorEvents } from '../audit/events.js';
 import { SealedDataError } from '../crypto/aead.js';
 import { rewrapSecret, remacConfig, type RecordIdentity } from '../crypto/envelope.js';
 import { GENERATION_KEY, StaleKeyringError, unpackGeneration, type KeyringHolder } from '../crypto/keyring-store.js';
@@ -48,6 +49,7 @@ export interface RewrapDeps {
   readonly keyring: KeyringHolder;
   readonly now: () => number;
   readonly log: Logger;
+  readonly events: OperatorEvents;
 }
 
 const ME = `${hostname()}:${process.pid}`;
@@ -91,11 +93,18 @@ export class Rewrapper {
     const before = await this.state();
     if (this.running(before)) return before!;
     const first = await this.begin(before);
-    this.deps.log.info({ event: 'keyring.rewrap.start', by, target: first.target, total: first.total, continued: first.examined > 0 }, 'rewrap started');
+    const { events } = this.deps;
+    await events.record('keyring.rewrap.start', { by, target: first.target, total: first.total, continued: first.examined > 0 }, 'rewrap started');
     this.current = this.run(first, batchSize)
       .then(
-        (done) => this.deps.log.info({ event: 'keyring.rewrap.finish', by, target: done.target, examined: done.examined, rewrapped: done.rewrapped, failed: done.failed }, 'rewrap finished'),
-        (err: unknown) => this.deps.log.error({ event: 'keyring.rewrap.error', by, err: { message: (err as Error).message } }, 'rewrap stopped with an error'),
+        async (done) => {
+          const counts = { by, target: done.target, examined: done.examined, rewrapped: done.rewrapped, failed: done.failed };
+          if (done.finishedAt === null) await events.record('keyring.rewrap.pause', counts, 'rewrap paused at shutdown; a later start continues it');
+          else await events.record('keyring.rewrap.finish', counts, 'rewrap finished');
+        },
+        async (err: unknown) => {
+          await events.record('keyring.rewrap.error', { by, err: { message: (err as Error).message } }, 'rewrap stopped with an error', 'error');
+        },
       )
       .finally(() => {
         this.current = null;

@@ -142,6 +142,7 @@ describe('token API', () => {
       expect(res.body).to.deep.equal({
         id: 'root', is_root: true, role: 'root', scopes: null, metadata: {}, expires_at: null,
         capabilities: [{ namespace: '*', actions: ['read', 'list', 'write', 'delete', 'manage_tokens'], types: ['config', 'secret'] }],
+        privileges: ['manage_tokens', 'list_tokens', 'manage_keyring', 'read_keyring', 'read_audit'],
       });
     });
 
@@ -151,6 +152,7 @@ describe('token API', () => {
       expect(me.body).to.deep.equal({
         id: role.body.id, is_root: false, role: 'config-reader', scopes: null, metadata: { name: 'cfg' }, expires_at: role.body.expires_at,
         capabilities: [{ namespace: '*', actions: ['read', 'list'], types: ['config'] }],
+        privileges: [],
       });
       const scoped = await c.call('POST', '/v1/auth/token', { json: { scopes: [{ namespace: 'a/*', read: true, write: true }, { namespace: 'b', write: true }] } });
       const me2 = await c.call('GET', '/v1/auth/me', { token: scoped.body.token });

@@ -1,10 +1,11 @@
 /** A minimal client for tests against a Coffer process: one fresh connection per request. */
-import { request } from 'node:http';
+import { request, type IncomingHttpHeaders } from 'node:http';
 
 export interface Reply {
   readonly status: number;
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   readonly body: any;
+  readonly headers: IncomingHttpHeaders;
 }
 
 export function send(url: string, method: string, path: string, token: string, json?: unknown): Promise<Reply> {
@@ -18,7 +19,7 @@ export function send(url: string, method: string, path: string, token: string, j
     const req = request(url + '/', { method, path, headers, agent: false }, (res) => {
       let text = '';
       res.on('data', (d: Buffer) => (text += d.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : undefined }));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : undefined, headers: res.headers }));
       res.on('error', reject);
     });
     // A request that gets no answer is a failure, never a hang.

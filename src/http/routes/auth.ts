@@ -2,7 +2,9 @@
 import { isTokenId, parseToken } from '../../auth/token-format.js';
 import { auditTarget } from '../audit-target.js';
 import type { Request, Response } from 'express';
-import { requireRoot, type CreateTokenInput, type TokenService } from '../../auth/token-service.js';
+import type { OperatorEvents } from '../../audit/events.js';
+import { requirePrivilege } from '../../auth/principal.js';
+import type { CreateTokenInput, TokenService } from '../../auth/token-service.js';
 import { principalOf } from '../authenticate.js';
 import { notFound } from '../../errors.js';
 import { booleanFlag, queryOf, rawPath } from '../request-parts.js';
@@ -11,6 +13,7 @@ import type { BodyValidator } from '../validate.js';
 
 export interface AuthRouteDeps {
   readonly tokens: TokenService;
+  readonly events: OperatorEvents;
   readonly readBody: (req: Request, res: Response) => Promise<unknown>;
   readonly validateCreate: BodyValidator<CreateTokenInput>;
   readonly respond: Responder;
@@ -30,7 +33,7 @@ function tokenInPath(req: Request): string {
   throw notFound('no such token');
 }
 
-export function authRoutes({ tokens, readBody, validateCreate, respond }: AuthRouteDeps) {
+export function authRoutes({ tokens, events, readBody, validateCreate, respond }: AuthRouteDeps) {
   return {
     me(req: Request, res: Response): void {
       queryOf(req, []);
@@ -39,30 +42,32 @@ export function authRoutes({ tokens, readBody, validateCreate, respond }: AuthRo
 
     async create(req: Request, res: Response): Promise<void> {
       const caller = principalOf(res);
-      requireRoot(caller);
+      requirePrivilege(caller, 'manage_tokens');
       queryOf(req, []);
       const input = validateCreate(await readBody(req, res));
       const created = await tokens.create(caller, input);
       auditTarget(res, { subject_token_id: created.id });
+      await events.record('token.create', { by: caller.id, token_id: created.id, role: created.role, scopes: created.scopes, expires_at: created.expires_at }, 'token created');
       respond.json(res, 201, created);
     },
 
     async list(req: Request, res: Response): Promise<void> {
       const caller = principalOf(res);
-      requireRoot(caller);
+      requirePrivilege(caller, 'list_tokens');
       const all = booleanFlag('all', queryOf(req, ['all']).all);
       respond.json(res, 200, { tokens: await tokens.list(caller, all) });
     },
 
     async revoke(req: Request, res: Response): Promise<void> {
       const caller = principalOf(res);
-      requireRoot(caller);
+      requirePrivilege(caller, 'manage_tokens');
       queryOf(req, []);
       const subject = tokenInPath(req);
       // Only ever the id: the path may hold a whole token value.
       const id = parseToken(subject)?.id ?? (isTokenId(subject) ? subject : undefined);
       if (id !== undefined) auditTarget(res, { subject_token_id: id });
-      await tokens.revoke(caller, subject);
+      const revoked = await tokens.revoke(caller, subject);
+      await events.record('token.revoke', { by: caller.id, token_id: revoked }, 'token revoked');
       respond.empty(res, 204);
     },
   };

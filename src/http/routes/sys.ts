@@ -1,10 +1,10 @@
 /**
- * /v1/sys/keyring... — key management for the root token only: status, rotate, rewrap (start and
- * progress), retire and migrate (to another master key). Each operation is logged with who, when and what (event names `keyring.*`).
+ * /v1/sys/keyring... — key management: status and rewrap progress (root and auditor), rotate, rewrap,
+ * retire and migrate to another master key (root only). Each operation is an operator event (audit/events.ts) naming who and what (`keyring.*`).
  */
 import type { Request, Response } from 'express';
-import type { Logger } from 'pino';
-import { requireRoot } from '../../auth/token-service.js';
+import type { OperatorEvents } from '../../audit/events.js';
+import { requirePrivilege } from '../../auth/principal.js';
 import type { KeyringHolder } from '../../crypto/keyring-store.js';
 import { keyringStatus } from '../../operator/keyring-status.js';
 import { migrateKey, type MigrateRequest } from '../../operator/migrate-key.js';
@@ -25,7 +25,7 @@ export interface SysRouteDeps {
   /** This server's COFFER_PKCS11_PIN, for a migration to a pkcs11 key that names no PIN file. */
   readonly pkcs11Pin: string | undefined;
   readonly respond: Responder;
-  readonly log: Logger;
+  readonly events: OperatorEvents;
   readonly now: () => number;
 }
 
@@ -47,27 +47,27 @@ function view(state: RewrapState | null, running: boolean) {
 }
 
 export function sysRoutes(deps: SysRouteDeps) {
-  const { respond, log } = deps;
+  const { respond, events } = deps;
   return {
     async status(req: Request, res: Response): Promise<void> {
-      requireRoot(principalOf(res));
+      requirePrivilege(principalOf(res), 'read_keyring');
       queryOf(req, []);
       respond.json(res, 200, await keyringStatus(deps.storage, deps.keyring));
     },
 
     async rotate(req: Request, res: Response): Promise<void> {
       const caller = principalOf(res);
-      requireRoot(caller);
+      requirePrivilege(caller, 'manage_keyring');
       queryOf(req, []);
       const previous = deps.keyring.current().activeVersion;
       const active = await deps.keyring.rotate(deps.now());
-      log.info({ event: 'keyring.rotate', by: caller.id, previous_version: previous, active_version: active }, 'keyring rotated');
+      await events.record('keyring.rotate', { by: caller.id, previous_version: previous, active_version: active }, 'keyring rotated');
       respond.json(res, 200, { previous_version: previous, active_version: active });
     },
 
     async startRewrap(req: Request, res: Response): Promise<void> {
       const caller = principalOf(res);
-      requireRoot(caller);
+      requirePrivilege(caller, 'manage_keyring');
       queryOf(req, []);
       const body = hasBody(req) ? deps.validateRewrap(await deps.readBody(req, res)) : {};
       const state = await deps.rewrapper.start(body.batch_size ?? 500, caller.id);
@@ -75,7 +75,7 @@ export function sysRoutes(deps: SysRouteDeps) {
     },
 
     async rewrapProgress(req: Request, res: Response): Promise<void> {
-      requireRoot(principalOf(res));
+      requirePrivilege(principalOf(res), 'read_keyring');
       queryOf(req, []);
       const state = await deps.rewrapper.state();
       respond.json(res, 200, view(state, deps.rewrapper.running(state)));
@@ -83,13 +83,13 @@ export function sysRoutes(deps: SysRouteDeps) {
 
     async retire(req: Request, res: Response): Promise<void> {
       const caller = principalOf(res);
-      requireRoot(caller);
+      requirePrivilege(caller, 'manage_keyring');
       queryOf(req, []);
       const status = await keyringStatus(deps.storage, deps.keyring);
       const unused = status.versions.filter((v) => !v.active && v.secrets === 0 && v.configs === 0).map((v) => v.version);
       if (unused.length > 0) {
         await deps.keyring.retire(unused);
-        log.info({ event: 'keyring.retire', by: caller.id, retired_versions: unused }, 'keyring versions retired');
+        await events.record('keyring.retire', { by: caller.id, retired_versions: unused }, 'keyring versions retired');
       }
       const still = status.versions.filter((v) => !unused.includes(v.version)).map((v) => v.version);
       respond.json(res, 200, { retired: unused, versions: still });
@@ -97,11 +97,11 @@ export function sysRoutes(deps: SysRouteDeps) {
 
     async migrate(req: Request, res: Response): Promise<void> {
       const caller = principalOf(res);
-      requireRoot(caller);
+      requirePrivilege(caller, 'manage_keyring');
       queryOf(req, []);
       const request = deps.validateMigrate(await deps.readBody(req, res));
       const { from, to } = await migrateKey(deps.keyring, request, deps.pkcs11Pin, deps.now());
-      log.info({ event: 'keyring.migrate', by: caller.id, from: from.description, to: to.description, migrations: to.migrations }, 'master key migrated');
+      await events.record('keyring.migrate', { by: caller.id, from: from.description, to: to.description, migrations: to.migrations }, 'master key migrated');
       respond.json(res, 200, { from: from.description, to: to.description, provider: to.provider, migrated_at: iso(to.migratedAt) });
     },
   };

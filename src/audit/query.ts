@@ -1,0 +1,127 @@
+/**
+ * Searching the audit log (GET /v1/sys/audit): every chain's files are read line by line, entries that
+ * match the filters are kept, and one page is returned in (time, chain, seq) order, which is a total
+ * order over all chains. The cursor names the last entry of the page, so a page continues exactly after
+ * it even while the log grows. Checkpoint lines are not entries and are never returned; `coffer audit
+ * verify` is what checks them. Cost: one pass over the log per page (see docs/audit.md).
+ */
+import { createReadStream } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { auditFilesIn, chainFiles } from './files.js';
+
+export interface AuditFilter {
+  /** ISO times: from inclusive, to exclusive. */
+  readonly from?: string;
+  readonly to?: string;
+  /** The caller's token id, the token acted on, or who ran an operator event (`by`). */
+  readonly tokenId?: string;
+  /** Matches `namespace/key` (or the namespace of a listing) by string prefix. */
+  readonly prefix?: string;
+  /** An action or event name; `keyring.*` matches every name that starts with `keyring.`. */
+  readonly action?: string;
+  /** `success` (status below 400), `failure`, a status such as `403`, or an error code such as `forbidden`. */
+  readonly outcome?: string;
+}
+
+export interface AuditPosition {
+  readonly ts: string;
+  readonly chain: string;
+  readonly seq: number;
+}
+
+export type AuditEntry = Readonly<Record<string, unknown>> & AuditPosition;
+
+export interface AuditPage {
+  readonly entries: AuditEntry[];
+  readonly next: AuditPosition | null;
+}
+
+function compare(a: AuditPosition, b: AuditPosition): number {
+  if (a.ts !== b.ts) return a.ts < b.ts ? -1 : 1;
+  if (a.chain !== b.chain) return a.chain < b.chain ? -1 : 1;
+  return a.seq - b.seq;
+}
+
+function outcomeMatches(entry: Record<string, unknown>, wanted: string): boolean {
+  const outcome = entry.outcome as { status?: unknown; code?: unknown } | undefined;
+  if (!outcome || typeof outcome.status !== 'number') return false;
+  if (wanted === 'success') return outcome.status < 400;
+  if (wanted === 'failure') return outcome.status >= 400;
+  if (/^[1-5][0-9][0-9]$/.test(wanted)) return outcome.status === Number(wanted);
+  return outcome.code === wanted;
+}
+
+function matches(entry: Record<string, unknown>, filter: AuditFilter): boolean {
+  const ts = entry.ts as string;
+  if (filter.from !== undefined && ts < filter.from) return false;
+  if (filter.to !== undefined && ts >= filter.to) return false;
+  if (filter.tokenId !== undefined && ![entry.token_id, entry.subject_token_id, entry.by].includes(filter.tokenId)) return false;
+  if (filter.prefix !== undefined) {
+    if (typeof entry.namespace !== 'string') return false;
+    const path = typeof entry.key === 'string' ? `${entry.namespace}/${entry.key}` : entry.namespace;
+    if (!path.startsWith(filter.prefix)) return false;
+  }
+  if (filter.action !== undefined) {
+    const name = entry.kind === 'event' ? entry.event : entry.action;
+    if (typeof name !== 'string') return false;
+    if (filter.action.endsWith('*') ? !name.startsWith(filter.action.slice(0, -1)) : name !== filter.action) return false;
+  }
+  if (filter.outcome !== undefined && !outcomeMatches(entry, filter.outcome)) return false;
+  return true;
+}
+
+/** One page of the entries in `dir` that match `filter`, after `after`, at most `limit`. */
+export async function queryAudit(dir: string, filter: AuditFilter, limit: number, after: AuditPosition | null): Promise<AuditPage> {
+  // The best `limit + 1` so far, in order: one more than a page tells whether another page follows.
+  const kept: AuditEntry[] = [];
+  const keep = (entry: AuditEntry): void => {
+    if (kept.length > limit && compare(entry, kept[limit]!) >= 0) return;
+    let lo = 0;
+    let hi = kept.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (compare(kept[mid]!, entry) < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    kept.splice(lo, 0, entry);
+    if (kept.length > limit + 1) kept.pop();
+  };
+
+  for (const files of chainFiles(auditFilesIn(dir)).values()) {
+    for (const file of files) {
+      const lines = createInterface({ input: createReadStream(file.path, { encoding: 'utf8' }), crlfDelay: Infinity });
+      for await (const line of lines) {
+        let entry: Record<string, unknown>;
+        try {
+          entry = JSON.parse(line) as Record<string, unknown>;
+        } catch {
+          continue; // a line being written by another process right now
+        }
+        if (entry.kind === 'checkpoint' || typeof entry.ts !== 'string' || typeof entry.chain !== 'string' || typeof entry.seq !== 'number') continue;
+        const position = entry as AuditEntry;
+        if (after !== null && compare(position, after) <= 0) continue;
+        if (matches(entry, filter)) keep(position);
+      }
+    }
+  }
+  const page = kept.slice(0, limit);
+  return { entries: page, next: kept.length > limit ? { ts: page.at(-1)!.ts, chain: page.at(-1)!.chain, seq: page.at(-1)!.seq } : null };
+}
+
+export function encodeAuditCursor(position: AuditPosition): string {
+  return Buffer.from(JSON.stringify([position.ts, position.chain, position.seq])).toString('base64url');
+}
+
+/** The position named by a cursor, or undefined when it is not one of ours. */
+export function decodeAuditCursor(cursor: string): AuditPosition | undefined {
+  try {
+    const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    if (!Array.isArray(value) || value.length !== 3) return undefined;
+    const [ts, chain, seq] = value as unknown[];
+    if (typeof ts !== 'string' || typeof chain !== 'string' || !Number.isSafeInteger(seq) || (seq as number) < 1) return undefined;
+    if (Number.isNaN(Date.parse(ts)) || !/^[A-Za-z0-9-]{1,100}$/.test(chain)) return undefined;
+    return { ts, chain, seq: seq as number };
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,186 @@
+/**
+ * The seal report: whether every stored version is sealed as it should be, found by reading the stored
+ * records' structure, without decrypting anything.
+ *
+ * A secret-typed version must carry exactly: format, type, time, keyring version, the wrapped data key and
+ * its nonce, the value's ciphertext and its nonce, with the right lengths, and a keyring version the
+ * keyring holds; any other field (a plaintext one above all) is an anomaly. A config-typed version is
+ * stored readable by design and must carry its HMAC and keyring version. Every version must belong to a
+ * live key (deleting a key deletes its versions). Counts are given per keyring version and per namespace.
+ *
+ * With `verify`, each record is also opened in memory (a secret decrypted, a config MAC checked) and the
+ * result dropped: this proves integrity, and no value leaves this module.
+ */
+import { Packr } from 'msgpackr';
+import { NONCE_BYTES } from '../crypto/aead.js';
+import { openSecret, verifyConfig, type RecordIdentity } from '../crypto/envelope.js';
+import type { Keyring } from '../crypto/keyring.js';
+import { unpackMeta, unpackVersion, type KeyMeta } from '../kv/records.js';
+import type { StorageBackend } from '../storage/backend.js';
+import { metaKey, parseVersionKey, VERSIONS_RANGE } from '../storage/layout.js';
+
+const packr = new Packr({ useRecords: false, mapsAsObjects: true });
+
+/** A wrapped 32-byte data key: the key plus the 16-byte Poly1305 tag. */
+const WRAPPED_KEY_BYTES = 32 + 16;
+const TAG_BYTES = 16;
+const MAC_BYTES = 32;
+const SECRET_FIELDS = new Set(['f', 't', 'at', 'kv', 'wn', 'wk', 'n', 'c']);
+const CONFIG_FIELDS = new Set(['f', 't', 'at', 'kv', 'v', 'm']);
+const MAX_LISTED = 1000;
+
+export interface Anomaly {
+  readonly namespace: string;
+  readonly key: string;
+  readonly version: number;
+  readonly problem: string;
+}
+
+export interface SealReport {
+  readonly generated_at: string;
+  readonly verified: boolean;
+  readonly totals: {
+    readonly versions: number;
+    readonly secrets: number;
+    readonly configs: number;
+    /** Secret versions whose structure is sealed (and, with verify, that opened). */
+    readonly sealed_secrets: number;
+    readonly anomalies: number;
+  };
+  readonly keyring: {
+    readonly active_version: number;
+    readonly versions: readonly { version: number; created_at: string; active: boolean; secrets: number; configs: number }[];
+  };
+  readonly namespaces: readonly { namespace: string; secrets: number; configs: number }[];
+  /** The first 1000 anomalies, in storage order; `totals.anomalies` counts them all. */
+  readonly anomalies: readonly Anomaly[];
+}
+
+export interface SealReportOptions {
+  readonly verify: boolean;
+  readonly now: number;
+  /** Called every few hundred records with (examined, total); total is counted first when this is given. */
+  readonly onProgress?: (examined: number, total: number) => void;
+}
+
+type Counts = { secrets: number; configs: number };
+
+const bytes = (value: unknown, length?: number, min = 1): boolean =>
+  value instanceof Uint8Array && (length === undefined ? value.length >= min : value.length === length);
+
+/** What is wrong with one record's structure, or null when it is sealed as its type requires. */
+function structuralProblem(record: Record<string, unknown>, keyring: Keyring): string | null {
+  if (record.f !== 1) return `unknown record format ${JSON.stringify(record.f ?? null)}`;
+  if (typeof record.at !== 'number') return 'no creation time';
+  if (record.t === 'secret') {
+    if ('v' in record) return 'PLAINTEXT: a secret-typed version carries a value field';
+    const extra = Object.keys(record).filter((f) => !SECRET_FIELDS.has(f));
+    if (extra.length > 0) return `unexpected field(s) ${extra.join(', ')} in a sealed secret`;
+    if (!bytes(record.c, undefined, TAG_BYTES)) return 'no ciphertext (or shorter than its tag)';
+    if (!bytes(record.n, NONCE_BYTES)) return `the value's nonce is missing or not ${NONCE_BYTES} bytes`;
+    if (!bytes(record.wk, WRAPPED_KEY_BYTES)) return `the wrapped data key is missing or not ${WRAPPED_KEY_BYTES} bytes`;
+    if (!bytes(record.wn, NONCE_BYTES)) return `the data key's nonce is missing or not ${NONCE_BYTES} bytes`;
+  } else if (record.t === 'config') {
+    const extra = Object.keys(record).filter((f) => !CONFIG_FIELDS.has(f));
+    if (extra.length > 0) return `unexpected field(s) ${extra.join(', ')} in a config version`;
+    if (typeof record.v !== 'string') return 'a config version without its value';
+    if (!bytes(record.m, MAC_BYTES)) return `the config MAC is missing or not ${MAC_BYTES} bytes`;
+  } else {
+    return `unknown type ${JSON.stringify(record.t ?? null)}`;
+  }
+  if (typeof record.kv !== 'number') return 'no keyring version';
+  if (!keyring.has(record.kv)) return `keyring version ${record.kv} is not in the keyring (retired or never existed)`;
+  return null;
+}
+
+/** Opens the record in memory and drops the result; the problem when it does not open. */
+function integrityProblem(bytesRead: Uint8Array, id: Omit<RecordIdentity, 'type'>, keyring: Keyring): string | null {
+  const record = unpackVersion(bytesRead);
+  if (!record) return 'does not parse as a version record';
+  try {
+    if (record.type === 'secret') openSecret(keyring, { ...id, type: 'secret' }, record.sealed);
+    else verifyConfig(keyring, { ...id, type: 'config' }, record.value, record.seal);
+    return null;
+  } catch {
+    return record.type === 'secret'
+      ? 'INTEGRITY: does not decrypt (altered, moved, or sealed under another key)'
+      : 'INTEGRITY: the config MAC does not verify (altered or moved)';
+  }
+}
+
+export async function sealReport(storage: StorageBackend, keyring: Keyring, options: SealReportOptions): Promise<SealReport> {
+  let total = 0;
+  if (options.onProgress) for await (const _ of storage.scan(VERSIONS_RANGE)) total++;
+
+  const byVersion = new Map(keyring.versions().map((v) => [v.version, { secrets: 0, configs: 0 } as Counts]));
+  const byNamespace = new Map<string, Counts>();
+  const anomalies: Anomaly[] = [];
+  let anomalyCount = 0;
+  let [versions, secrets, configs, sealed] = [0, 0, 0, 0];
+  let currentKey: string | null = null;
+  let meta: KeyMeta | undefined;
+
+  for await (const entry of storage.scan(VERSIONS_RANGE)) {
+    versions++;
+    const id = parseVersionKey(entry.key);
+    const note = (problem: string): void => {
+      anomalyCount++;
+      if (anomalies.length < MAX_LISTED) anomalies.push({ ...id, problem });
+    };
+    const keyName = `${id.namespace}\0${id.key}`;
+    if (keyName !== currentKey) {
+      currentKey = keyName;
+      const metaBytes = await storage.get(metaKey(id.namespace, id.key));
+      meta = metaBytes && unpackMeta(metaBytes);
+    }
+
+    let record: Record<string, unknown> | undefined;
+    try {
+      const unpacked: unknown = packr.unpack(entry.value);
+      if (unpacked !== null && typeof unpacked === 'object' && !Array.isArray(unpacked)) record = unpacked as Record<string, unknown>;
+    } catch {
+      // reported below
+    }
+    const type = record?.t === 'secret' ? 'secret' : record?.t === 'config' ? 'config' : null;
+    if (type === 'secret') secrets++;
+    if (type === 'config') configs++;
+    if (type !== null) {
+      const ns = byNamespace.get(id.namespace) ?? { secrets: 0, configs: 0 };
+      ns[type === 'secret' ? 'secrets' : 'configs']++;
+      byNamespace.set(id.namespace, ns);
+      const perVersion = typeof record!.kv === 'number' ? byVersion.get(record!.kv) : undefined;
+      if (perVersion) perVersion[type === 'secret' ? 'secrets' : 'configs']++;
+    }
+
+    const problem = record
+      ? (structuralProblem(record, keyring) ?? (options.verify ? integrityProblem(entry.value, id, keyring) : null))
+      : 'unreadable: not a packed record';
+    if (problem) note(problem);
+    else if (type === 'secret') sealed++;
+    if (!meta || id.version < meta.first || id.version > meta.latest) note('a version of no live key (its key is deleted, or the version lies outside it)');
+
+    if (versions % 500 === 0) {
+      options.onProgress?.(versions, Math.max(total, versions));
+      // Let a server answer other requests during a long scan.
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+  options.onProgress?.(versions, Math.max(total, versions));
+
+  return {
+    generated_at: new Date(options.now).toISOString(),
+    verified: options.verify,
+    totals: { versions, secrets, configs, sealed_secrets: sealed, anomalies: anomalyCount },
+    keyring: {
+      active_version: keyring.activeVersion,
+      versions: keyring.versions().map((v) => ({
+        version: v.version,
+        created_at: new Date(v.createdAt).toISOString(),
+        active: v.version === keyring.activeVersion,
+        ...byVersion.get(v.version)!,
+      })),
+    },
+    namespaces: [...byNamespace].map(([namespace, counts]) => ({ namespace, ...counts })),
+    anomalies,
+  };
+}

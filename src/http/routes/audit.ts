@@ -1,0 +1,86 @@
+/**
+ * /v1/sys/audit (search the audit log) and /v1/sys/seal-report (is every stored version sealed): for the
+ * root token and the `auditor` role (privilege `read_audit`). Neither ever returns a value or a token.
+ */
+import type { Request, Response } from 'express';
+import { decodeAuditCursor, encodeAuditCursor, queryAudit, type AuditFilter } from '../../audit/query.js';
+import { sealReport } from '../../audit/seal-report.js';
+import { requirePrivilege } from '../../auth/principal.js';
+import type { KeyringHolder } from '../../crypto/keyring-store.js';
+import { invalid } from '../../errors.js';
+import type { StorageBackend } from '../../storage/backend.js';
+import { principalOf } from '../authenticate.js';
+import { booleanFlag, positiveInteger, queryOf } from '../request-parts.js';
+import type { Responder } from '../respond.js';
+
+const MAX_LIMIT = 1000;
+const DEFAULT_LIMIT = 100;
+const OUTCOME = /^(success|failure|[1-5][0-9][0-9]|[a-z_]{1,64})$/;
+const ACTION = /^[a-z][a-z._]{0,63}\*?$/;
+
+export interface AuditRouteDeps {
+  readonly auditDir: string;
+  readonly storage: StorageBackend;
+  readonly keyring: KeyringHolder;
+  readonly respond: Responder;
+  readonly now: () => number;
+}
+
+function bad(name: string, message: string): never {
+  throw invalid(`${name} ${message}`, [{ field: name, in: 'query', message }]);
+}
+
+/** An ISO 8601 time as the log writes it (UTC, milliseconds), so that times compare as strings. */
+function time(name: string, text: string | undefined): string | undefined {
+  if (text === undefined) return undefined;
+  const ms = /^\d{4}-\d{2}-\d{2}(T[0-9:.]+(Z|[+-]\d{2}:\d{2}))?$/.test(text) ? Date.parse(text) : NaN;
+  if (Number.isNaN(ms)) bad(name, 'must be an ISO 8601 time such as 2026-11-22T10:00:00Z');
+  return new Date(ms).toISOString();
+}
+
+function filterOf(q: Partial<Record<string, string>>): AuditFilter {
+  const filter: { -readonly [K in keyof AuditFilter]: AuditFilter[K] } = {};
+  const from = time('from', q.from);
+  const to = time('to', q.to);
+  if (from !== undefined) filter.from = from;
+  if (to !== undefined) filter.to = to;
+  if (from !== undefined && to !== undefined && from >= to) bad('to', 'must be later than from');
+  if (q.token_id !== undefined) {
+    if (!/^[A-Za-z0-9]{1,64}$/.test(q.token_id)) bad('token_id', 'must be a token id (never a token)');
+    filter.tokenId = q.token_id;
+  }
+  if (q.prefix !== undefined) {
+    if (q.prefix === '' || q.prefix.length > 1024) bad('prefix', 'must be 1 to 1024 characters');
+    filter.prefix = q.prefix;
+  }
+  if (q.action !== undefined) {
+    if (!ACTION.test(q.action)) bad('action', 'must be an action or event name such as read or keyring.rotate, optionally ending in *');
+    filter.action = q.action;
+  }
+  if (q.outcome !== undefined) {
+    if (!OUTCOME.test(q.outcome)) bad('outcome', 'must be success, failure, a status such as 403, or an error code such as forbidden');
+    filter.outcome = q.outcome;
+  }
+  return filter;
+}
+
+export function auditRoutes(deps: AuditRouteDeps) {
+  return {
+    async log(req: Request, res: Response): Promise<void> {
+      requirePrivilege(principalOf(res), 'read_audit');
+      const q = queryOf(req, ['from', 'to', 'token_id', 'prefix', 'action', 'outcome', 'limit', 'cursor']);
+      const filter = filterOf(q);
+      const limit = q.limit === undefined ? DEFAULT_LIMIT : positiveInteger('limit', q.limit, MAX_LIMIT);
+      const after = q.cursor === undefined ? null : (decodeAuditCursor(q.cursor) ?? bad('cursor', 'is not a cursor returned by this endpoint'));
+      const page = await queryAudit(deps.auditDir, filter, limit, after);
+      deps.respond.json(res, 200, { entries: page.entries, next_cursor: page.next && encodeAuditCursor(page.next) });
+    },
+
+    async sealReport(req: Request, res: Response): Promise<void> {
+      requirePrivilege(principalOf(res), 'read_audit');
+      const verify = booleanFlag('verify', queryOf(req, ['verify']).verify);
+      await deps.keyring.refresh();
+      deps.respond.json(res, 200, await sealReport(deps.storage, deps.keyring.current(), { verify, now: deps.now() }));
+    },
+  };
+}
