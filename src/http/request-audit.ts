@@ -49,7 +49,7 @@ export function requestAuditor(audit: AuditLog) {
     const startedAt = res.locals.startedAt as number | undefined;
     // While the sink is failing the response will be a 503: record that, not what the handler meant to send.
     const outcome = audit.failing
-      ? { status: 503, code: 'audit_unavailable', intended_status: status }
+      ? { status: 503, code: 'audit_unavailable', ...(status === 503 ? {} : { intended_status: status }) }
       : { status, code: (res.locals.outcomeCode as string | undefined) ?? null };
     // Undefined fields (a request with no key, say) are left out of the JSON line.
     return audit.request({
