@@ -1,20 +1,14 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { AuditRegistry } from '../../src/audit/registry.js';
 import { verifyAudit } from '../../src/audit/verify.js';
+import { auditFiles, auditLines, type AuditLine } from '../support/audit-lines.js';
 import { startTestCoffer, tempDir, type ApiResponse, type TestCoffer } from '../support/harness.js';
 
-type Entry = Record<string, unknown> & { seq: number; chain: string; ts: string; kind: string };
-
-function auditFiles(c: TestCoffer): string[] {
-  const dir = c.config.audit.dir!;
-  return readdirSync(dir).filter((n) => n.endsWith('.jsonl')).sort().map((n) => join(dir, n));
-}
-
-function fileEntries(c: TestCoffer): Entry[] {
-  return auditFiles(c).flatMap((f) => readFileSync(f, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Entry));
-}
+type Entry = AuditLine;
+const fileEntries = (c: TestCoffer): Entry[] => auditLines(c.config.audit.dir!);
+const filesOf = (c: TestCoffer): string[] => auditFiles(c.config.audit.dir!);
 
 const order = (a: Entry, b: Entry): number => (a.ts < b.ts ? -1 : a.ts > b.ts ? 1 : a.chain < b.chain ? -1 : a.chain > b.chain ? 1 : a.seq - b.seq);
 
@@ -108,7 +102,7 @@ describe('audit entries, operator events and GET /v1/sys/audit', function () {
       expect(named('keyring.migrate')).to.deep.include({ by: 'root', migrations: 1 });
       expect(String(named('keyring.migrate')!.to)).to.include('next.key');
       // Nothing from the token itself: only its id.
-      expect(readFileSync(auditFiles(c)[0]!, 'utf8')).not.to.include(created.body.token);
+      expect(readFileSync(filesOf(c)[0]!, 'utf8')).not.to.include(created.body.token);
 
       // The same root token on restart is no change; a different one is, and is recorded.
       await c.app.close();
@@ -118,7 +112,7 @@ describe('audit entries, operator events and GET /v1/sys/audit', function () {
       const changes = fileEntries(next).filter((e) => typeof e.event === 'string' && (e.event as string).startsWith('root_token.'));
       expect(changes.map((e) => e.event)).to.deep.equal(['root_token.set', 'root_token.replace']);
       expect(changes[1]).to.deep.include({ by: 'COFFER_ROOT_TOKEN' });
-      const text = auditFiles(next).map((f) => readFileSync(f, 'utf8')).join('');
+      const text = filesOf(next).map((f) => readFileSync(f, 'utf8')).join('');
       expect(text).not.to.include(next.rootToken);
       expect(text).not.to.include(c.rootToken);
     } finally {
@@ -165,7 +159,7 @@ describe('audit entries, operator events and GET /v1/sys/audit', function () {
       await c.call('GET', '/v1/kv/q/a/missing');
       await c.call('POST', '/v1/sys/keyring/rotate');
       everything = fileEntries(c).filter((e) => e.kind !== 'checkpoint').sort(order);
-      expect(auditFiles(c).length, 'the log spans several files').to.be.greaterThan(1);
+      expect(filesOf(c).length, 'the log spans several files').to.be.greaterThan(1);
     });
     after(async () => {
       await c.close();
@@ -248,7 +242,7 @@ describe('audit entries, operator events and GET /v1/sys/audit', function () {
 
     it('leaves the log verifiable while it is being searched', async () => {
       const registry = await new AuditRegistry(c.app.storage).chains();
-      expect(verifyAudit(auditFiles(c), c.app.keyring.current().auditKey(), registry)).to.deep.include({ intact: true });
+      expect(verifyAudit(filesOf(c), c.app.keyring.current().auditKey(), registry)).to.deep.include({ intact: true });
     });
   });
 });

@@ -1,21 +1,16 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { AuditRegistry } from '../../src/audit/registry.js';
 import { verifyAudit, type VerifyResult } from '../../src/audit/verify.js';
+import { auditFiles as filesIn, auditLines } from '../support/audit-lines.js';
 import { startTestCoffer, tempDir, type TestCoffer } from '../support/harness.js';
 import { runCoffer as run } from '../support/process.js';
 
-function auditFiles(c: TestCoffer): string[] {
-  const dir = c.config.audit.dir!;
-  return readdirSync(dir).filter((n) => n.endsWith('.jsonl')).sort().map((n) => join(dir, n));
-}
-
-function entries(c: TestCoffer): Record<string, unknown>[] {
-  return auditFiles(c).flatMap((f) => readFileSync(f, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>));
-}
+const auditFiles = (c: TestCoffer): string[] => filesIn(c.config.audit.dir!);
+const entries = (c: TestCoffer): Record<string, unknown>[] => auditLines(c.config.audit.dir!);
 
 describe('audit log', function () {
   this.timeout(60_000);

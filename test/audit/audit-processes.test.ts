@@ -4,16 +4,12 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { generateToken } from '../../src/auth/token-format.js';
 import { send, type Reply } from '../support/http-client.js';
+import { auditLines, type AuditLine } from '../support/audit-lines.js';
 import { startTestCoffer, tempDir } from '../support/harness.js';
 import { runCoffer, startProcess } from '../support/process.js';
 
-type Entry = Record<string, unknown> & { seq: number; chain: string; kind: string };
-
-function readEntries(dir: string): Entry[] {
-  return readdirSync(dir)
-    .filter((n) => n.endsWith('.jsonl'))
-    .flatMap((n) => readFileSync(join(dir, n), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Entry));
-}
+type Entry = AuditLine;
+const readEntries = auditLines;
 
 describe('audit across processes and sinks', function () {
   this.timeout(120_000);
