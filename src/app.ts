@@ -84,7 +84,6 @@ async function openStore(config: CofferConfig, log: Logger, now: () => number, o
     }
     const root = await establishRootToken(storage, new Argon2Gate(), config.root_token, now());
     if (root.generated) options.onGeneratedRootToken?.(root.generated);
-
     if (config.root_token !== undefined && config.root_token.length < 32) {
       log.warn('COFFER_ROOT_TOKEN is shorter than 32 characters; use a long random value');
     }

@@ -18,6 +18,7 @@ import type { Keyring } from '../crypto/keyring.js';
 import { unpackMeta, unpackVersion, type KeyMeta } from '../kv/records.js';
 import type { StorageBackend } from '../storage/backend.js';
 import { metaKey, parseVersionKey, VERSIONS_RANGE } from '../storage/layout.js';
+import { emptyCounts, versionRows, type RecordCounts } from '../operator/keyring-status.js';
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true });
 
@@ -62,8 +63,6 @@ export interface SealReportOptions {
   /** Called every few hundred records with (examined, total); total is counted first when this is given. */
   readonly onProgress?: (examined: number, total: number) => void;
 }
-
-type Counts = { secrets: number; configs: number };
 
 const bytes = (value: unknown, length?: number, min = 1): boolean =>
   value instanceof Uint8Array && (length === undefined ? value.length >= min : value.length === length);
@@ -112,8 +111,8 @@ export async function sealReport(storage: StorageBackend, keyring: Keyring, opti
   let total = 0;
   if (options.onProgress) for await (const _ of storage.scan(VERSIONS_RANGE)) total++;
 
-  const byVersion = new Map(keyring.versions().map((v) => [v.version, { secrets: 0, configs: 0 } as Counts]));
-  const byNamespace = new Map<string, Counts>();
+  const byVersion = emptyCounts(keyring);
+  const byNamespace = new Map<string, RecordCounts>();
   const anomalies: Anomaly[] = [];
   let anomalyCount = 0;
   let [versions, secrets, configs, sealed] = [0, 0, 0, 0];
@@ -173,12 +172,7 @@ export async function sealReport(storage: StorageBackend, keyring: Keyring, opti
     totals: { versions, secrets, configs, sealed_secrets: sealed, anomalies: anomalyCount },
     keyring: {
       active_version: keyring.activeVersion,
-      versions: keyring.versions().map((v) => ({
-        version: v.version,
-        created_at: new Date(v.createdAt).toISOString(),
-        active: v.version === keyring.activeVersion,
-        ...byVersion.get(v.version)!,
-      })),
+      versions: versionRows(keyring, byVersion),
     },
     namespaces: [...byNamespace].map(([namespace, counts]) => ({ namespace, ...counts })),
     anomalies,

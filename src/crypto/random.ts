@@ -8,17 +8,28 @@ export { randomBytes };
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
-/** `length` characters drawn uniformly from [0-9A-Za-z], by rejection sampling of random bytes. */
-export function randomBase62(length: number): string {
+/** `length` characters drawn uniformly from [0-9A-Za-z] by rejection sampling of the bytes `nextByte` gives. */
+function base62(length: number, nextByte: () => number): string {
   let out = '';
   while (out.length < length) {
-    for (const byte of randomBytes(length + 8)) {
-      // 248 = 62 * 4: bytes at or above it would bias the low characters.
-      if (byte < 248) out += BASE62[byte % 62];
-      if (out.length === length) break;
-    }
+    const byte = nextByte();
+    // 248 = 62 * 4: bytes at or above it would bias the low characters.
+    if (byte < 248) out += BASE62[byte % 62];
   }
   return out;
+}
+
+/** `length` random characters from [0-9A-Za-z], straight from the CSPRNG. */
+export function randomBase62(length: number): string {
+  let bytes = randomBytes(length + 8);
+  let at = 0;
+  return base62(length, () => {
+    if (at === bytes.length) {
+      bytes = randomBytes(length + 8);
+      at = 0;
+    }
+    return bytes[at++]!;
+  });
 }
 
 /**
@@ -33,15 +44,12 @@ export class PooledIds {
   constructor(private readonly length: number) {}
 
   next(): string {
-    let out = '';
-    while (out.length < this.length) {
+    return base62(this.length, () => {
       if (this.at >= this.pool.length) {
         this.pool = randomBytes(4096);
         this.at = 0;
       }
-      const byte = this.pool[this.at++]!;
-      if (byte < 248) out += BASE62[byte % 62];
-    }
-    return out;
+      return this.pool[this.at++]!;
+    });
   }
 }

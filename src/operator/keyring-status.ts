@@ -4,6 +4,7 @@
  * Counting reads every version record's header (no value is decrypted): O(records), about a second per
  * million records.
  */
+import type { Keyring } from '../crypto/keyring.js';
 import type { KeyringHolder } from '../crypto/keyring-store.js';
 import { unpackVersion } from '../kv/records.js';
 import type { StorageBackend } from '../storage/backend.js';
@@ -22,11 +23,31 @@ export interface KeyringStatus {
   readonly unreadable: number;
 }
 
+export interface RecordCounts {
+  secrets: number;
+  configs: number;
+}
+
+/** Zero counts for every version of the keyring. */
+export function emptyCounts(keyring: Keyring): Map<number, RecordCounts> {
+  return new Map(keyring.versions().map((v) => [v.version, { secrets: 0, configs: 0 }]));
+}
+
+/** Every keyring version with its creation time, whether it is active, and the records counted for it. */
+export function versionRows(keyring: Keyring, counts: ReadonlyMap<number, RecordCounts>): KeyringStatus['versions'] {
+  return keyring.versions().map((v) => ({
+    version: v.version,
+    created_at: new Date(v.createdAt).toISOString(),
+    active: v.version === keyring.activeVersion,
+    ...counts.get(v.version)!,
+  }));
+}
+
 export async function keyringStatus(storage: StorageBackend, holder: KeyringHolder): Promise<KeyringStatus> {
   await holder.refresh();
   const keyring = holder.current();
   const wrapping = holder.wrapping();
-  const counts = new Map(keyring.versions().map((v) => [v.version, { secrets: 0, configs: 0 }]));
+  const counts = emptyCounts(keyring);
   let unreadable = 0;
   for await (const entry of storage.scan(VERSIONS_RANGE)) {
     const record = unpackVersion(entry.value);
@@ -43,12 +64,7 @@ export async function keyringStatus(storage: StorageBackend, holder: KeyringHold
     migrated_at: wrapping.migratedAt === null ? null : new Date(wrapping.migratedAt).toISOString(),
     active_version: keyring.activeVersion,
     generation: holder.generation,
-    versions: keyring.versions().map((v) => ({
-      version: v.version,
-      created_at: new Date(v.createdAt).toISOString(),
-      active: v.version === keyring.activeVersion,
-      ...counts.get(v.version)!,
-    })),
+    versions: versionRows(keyring, counts),
     unreadable,
   };
 }
