@@ -1,4 +1,4 @@
-// Prints the failures from mocha's JSON results, then the closing line "N passed, M failed".
+// Prints the failures and pending tests from mocha's JSON results, then the closing line "N passed, M failed".
 import { readFileSync } from 'node:fs';
 
 let results;
@@ -11,5 +11,6 @@ try {
 for (const failure of results.failures ?? []) {
   console.log(`FAILED: ${failure.fullTitle}\n  ${String(failure.err?.message ?? '').split('\n').join('\n  ')}`);
 }
+for (const test of results.pending ?? []) console.log(`PENDING: ${test.fullTitle}`);
 const { passes, failures, pending } = results.stats;
 console.log(`${passes} passed, ${failures} failed${pending ? `, ${pending} skipped` : ''}`);

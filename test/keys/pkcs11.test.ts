@@ -12,8 +12,8 @@ describe('pkcs11 provider (SoftHSM2 through pkcs11js)', function () {
   this.timeout(60_000);
   let hsm: SoftHsm;
 
-  before(() => {
-    hsm = softHsm();
+  before(function () {
+    hsm = softHsm(this);
   });
 
   const startError = keyProviderStartError;

@@ -18,13 +18,13 @@ describe('migrate-key: the keyring moves to another master key in one atomic wri
   // Placeholder credentials for the SDK's standard chain; the test endpoint only checks a signature is there.
   const awsEnv = { AWS_ACCESS_KEY_ID: 'AKIDTESTONLY', AWS_SECRET_ACCESS_KEY: 'test-only-not-a-secret' };
 
-  before(async () => {
+  before(async function () {
+    hsm = softHsm(this);
     Object.assign(process.env, awsEnv);
     await kms.start();
     kms.addKey('migrate-target');
     kms.addKey('denied-target');
     kms.deny('denied-target');
-    hsm = softHsm();
   });
   after(async () => {
     await kms.stop();

@@ -2,9 +2,8 @@
  * Test harness: a real Coffer on an ephemeral port, with a fresh temporary data directory and key file,
  * reached over real HTTP. The root token is random per run and never written to disk by the tests.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { request } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pack, unpack } from 'msgpackr';
 import { pino } from 'pino';
@@ -15,6 +14,7 @@ import { generateToken } from '../../src/auth/token-format.js';
 import { KEYRING_KEY } from '../../src/crypto/keyring-store.js';
 import { KeyProviderError } from '../../src/keys/key-provider.js';
 import type { StorageBackend } from '../../src/storage/backend.js';
+import { tempDir } from './temp-dirs.js';
 
 export interface TestCoffer {
   readonly url: string;
@@ -57,9 +57,7 @@ export interface HarnessOptions {
   readonly ownsDir?: boolean;
 }
 
-export function tempDir(prefix = 'coffer-test-'): string {
-  return mkdtempSync(join(tmpdir(), prefix));
-}
+export { tempDir } from './temp-dirs.js';
 
 export async function startTestCoffer(options: HarnessOptions = {}): Promise<TestCoffer> {
   const dir = options.dataDir ?? tempDir();

@@ -76,7 +76,8 @@ export class TestKms {
   }
 
   async stop(): Promise<void> {
-    await new Promise((resolve) => this.server?.close(resolve));
+    if (!this.server) return;
+    await new Promise((resolve) => this.server!.close(resolve));
   }
 
   private usable(id: string | undefined): { id: string; key: Key } {

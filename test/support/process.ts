@@ -18,6 +18,19 @@ export interface Exited {
   readonly stderr: string;
 }
 
+/** Children still running when the test process exits (a failed test that never stopped its server) are killed. */
+const running = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
+function spawnCoffer(args: string[], env: NodeJS.ProcessEnv, cwd?: string): ChildProcess & { stdout: NonNullable<ChildProcess['stdout']>; stderr: NonNullable<ChildProcess['stderr']> } {
+  const child = spawn(process.execPath, [MAIN, ...args], { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  running.add(child);
+  child.once('exit', () => running.delete(child));
+  return child as ReturnType<typeof spawnCoffer>;
+}
+
 function baseEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('COFFER_')));
   return { ...clean, COFFER_PORT: '0', ...env };
@@ -25,7 +38,7 @@ function baseEnv(env: Record<string, string>): NodeJS.ProcessEnv {
 
 /** Starts coffer and resolves once it logs that it is listening. */
 export function startProcess(env: Record<string, string>, cwd?: string): Promise<CofferProcess> {
-  const child = spawn(process.execPath, [MAIN, 'serve'], { env: baseEnv(env), cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawnCoffer(['serve'], baseEnv(env), cwd);
   let out = '';
   let err = '';
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
@@ -60,7 +73,7 @@ export function startProcess(env: Record<string, string>, cwd?: string): Promise
 
 /** Runs coffer expecting it to exit on its own (a refused start-up). */
 export function runToExit(env: Record<string, string>, timeoutMs = 15_000): Promise<Exited> {
-  const child = spawn(process.execPath, [MAIN, 'serve'], { env: baseEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawnCoffer(['serve'], baseEnv(env));
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -80,7 +93,7 @@ export function runToExit(env: Record<string, string>, timeoutMs = 15_000): Prom
 /** Runs a `coffer` subcommand (operator, audit, …) to completion with exactly the COFFER_* settings given. */
 export function runCoffer(args: string[], env: Record<string, string>, cwd?: string): Promise<Exited> {
   const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('COFFER_')));
-  const child = spawn(process.execPath, [MAIN, ...args], { env: { ...clean, ...env }, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawnCoffer(args, { ...clean, ...env }, cwd);
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

@@ -3,16 +3,17 @@
  * anything in this process loads the module (SoftHSM reads SOFTHSM2_CONF once, at C_Initialize). The
  * token holds AES keys generated inside it, as an operator would with pkcs11-tool.
  *
- * SoftHSM2 is Debian's package `softhsm2`; `.ci/run` installs it when missing.
+ * SoftHSM2 is Debian's package `softhsm2`; the suite's global set-up installs it when missing and it can
+ * (test/support/system-packages.ts), else the suites that need it are pending.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pkcs11js from 'pkcs11js';
 import { pkcs11Module } from '../../src/keys/pkcs11-provider.js';
-import { tempDir } from './harness.js';
+import { tempDir } from './temp-dirs.js';
+import { requirePackage, SOFTHSM_LIBRARIES } from './system-packages.js';
 
-const LIBRARIES = ['/usr/lib/softhsm/libsofthsm2.so', '/usr/lib/x86_64-linux-gnu/softhsm/libsofthsm2.so', '/usr/local/lib/softhsm/libsofthsm2.so'];
 
 export interface SoftHsm {
   readonly library: string;
@@ -31,10 +32,11 @@ export const HSM_KEYS = { main: 'coffer-master', other: 'coffer-other', extracta
 
 let instance: SoftHsm | undefined;
 
-export function softHsm(): SoftHsm {
+/** The test token; call from a `before` hook's `function`, which becomes pending when SoftHSM2 is missing. */
+export function softHsm(context: Mocha.Context): SoftHsm {
   if (instance) return instance;
-  const library = LIBRARIES.find((path) => existsSync(path));
-  if (!library) throw new Error('SoftHSM2 is not installed (Debian package softhsm2; .ci/run installs it)');
+  requirePackage(context, 'softhsm2');
+  const library = SOFTHSM_LIBRARIES.find((path) => existsSync(path))!;
   const dir = tempDir('coffer-softhsm-');
   const conf = join(dir, 'softhsm2.conf');
   writeFileSync(conf, `directories.tokendir = ${dir}\nobjectstore.backend = file\nlog.level = ERROR\n`);

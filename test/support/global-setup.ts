@@ -1,0 +1,15 @@
+/**
+ * Mocha's global set-up and tear-down (loaded through .mocharc.json's `require`): system packages the
+ * tests need, and the one temporary directory of this run, removed at the end even when tests fail.
+ */
+import { removeRunDir, removeStaleRunDirs } from './temp-dirs.js';
+import { ensureSystemPackages } from './system-packages.js';
+
+export function mochaGlobalSetup(): void {
+  removeStaleRunDirs();
+  ensureSystemPackages();
+}
+
+export function mochaGlobalTeardown(): void {
+  removeRunDir();
+}
