@@ -38,7 +38,8 @@ export interface ConfigSeal {
 }
 
 const encoder = new TextEncoder();
-const decoder = new TextDecoder('utf-8', { fatal: true });
+// ignoreBOM keeps a leading U+FEFF: it is part of the value, not a byte-order mark to drop.
+const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 export function identityBytes(id: RecordIdentity): Uint8Array {
   return encoder.encode(`coffer/v1\0${id.type}\0${id.namespace}\0${id.key}\0${id.version}`);

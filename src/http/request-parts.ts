@@ -3,8 +3,10 @@
  * percent-encoded tricks are refused, not decoded), the query (duplicates and unknown names refused),
  * and the JSON body (content type required, size bounded, nothing parsed before authorization).
  */
+import { isUtf8 } from 'node:buffer';
 import express, { type Request, type Response } from 'express';
 import { AppError, invalid } from '../errors.js';
+import { illFormedString, isWellFormed } from './well-formed.js';
 
 /** The request path before any decoding. */
 export function rawPath(req: Request): string {
@@ -19,7 +21,9 @@ export function queryOf<K extends string>(req: Request, allowed: readonly K[]): 
   const q = url.indexOf('?');
   const out: Partial<Record<K, string>> = {};
   if (q < 0) return out;
-  const params = new URLSearchParams(url.slice(q + 1));
+  const query = url.slice(q + 1);
+  refuseMalformedEncoding(query);
+  const params = new URLSearchParams(query);
   const unknown: string[] = [];
   for (const [name, value] of params) {
     if (!(allowed as readonly string[]).includes(name)) unknown.push(name);
@@ -33,6 +37,24 @@ export function queryOf<K extends string>(req: Request, allowed: readonly K[]): 
     );
   }
   return out;
+}
+
+/**
+ * URLSearchParams turns a percent-escape that is not UTF-8 (%FF, %ED%A0%80) into U+FFFD without a word, so
+ * a filter would silently match something else than what was sent: refuse such a query instead.
+ */
+function refuseMalformedEncoding(query: string): void {
+  for (const pair of query.split('&')) {
+    const name = pair.split('=', 1)[0]!;
+    try {
+      const decoded = decodeURIComponent(pair.replace(/\+/g, ' '));
+      if (isWellFormed(decoded)) continue;
+    } catch {
+      // a malformed escape or bytes that are not UTF-8
+    }
+    const shown = /^[\w.-]{1,64}$/.test(name) ? name : '(unreadable name)';
+    throw invalid(`query parameter ${shown} is not well-formed: percent-escapes must spell UTF-8`, [{ field: shown, in: 'query', message: 'percent-escapes must spell UTF-8' }]);
+  }
 }
 
 /** Parses a positive integer query value or refuses it. */
@@ -56,15 +78,38 @@ export function hasBody(req: Request): boolean {
 
 type JsonParser = (req: Request, res: Response, next: (err?: unknown) => void) => void;
 
-/** Reads a JSON body of at most `limit` bytes. Call it after authorization, from inside a route. */
+/**
+ * Reads a JSON body of at most `limit` bytes. Call it after authorization, from inside a route. The body
+ * must be UTF-8 as sent (no Content-Encoding: a compressed body is refused with 415), its bytes valid UTF-8
+ * and its strings valid Unicode; otherwise it is refused with 400, never stored altered.
+ */
 export function jsonBodyReader(limit: number): (req: Request, res: Response) => Promise<unknown> {
-  const parse: JsonParser = express.json({ limit, strict: true, type: () => true });
+  const parse: JsonParser = express.json({
+    limit,
+    strict: true,
+    type: () => true,
+    inflate: false,
+    verify: (_req, _res, bytes) => {
+      if (!isUtf8(bytes)) throw new Error('the request body is not valid UTF-8');
+    },
+  });
   return (req, res) => {
     if (!hasBody(req)) return Promise.reject(invalid('a JSON object body is required'));
     const media = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
     if (media !== 'application/json') {
       return Promise.reject(new AppError('unsupported_media_type', 'the body must be sent with Content-Type: application/json'));
     }
-    return new Promise((resolve, reject) => parse(req, res, (err) => (err ? reject(err) : resolve(req.body))));
+    const encoding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
+    if (encoding !== 'identity') {
+      return Promise.reject(new AppError('unsupported_media_type', 'Coffer does not accept compressed request bodies: send the body without Content-Encoding'));
+    }
+    return new Promise((resolve, reject) =>
+      parse(req, res, (err) => {
+        if (err) return reject((err as { type?: unknown }).type === 'entity.verify.failed' ? invalid('the request body is not valid UTF-8') : err);
+        const issue = illFormedString(req.body);
+        if (issue) return reject(invalid(`${issue.field || 'body'} ${issue.message}`, [issue]));
+        resolve(req.body);
+      }),
+    );
   };
 }

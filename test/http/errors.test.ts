@@ -47,6 +47,17 @@ describe('HTTP errors and limits', () => {
     expect((await c.call('PUT', '/v1/kv/ct/k', { body, headers: { 'content-type': 'application/json; charset=utf-8' } })).status).to.equal(201);
   });
 
+  it('415 for a body with a Content-Encoding, compressed or not, and nothing is stored', async () => {
+    const body = JSON.stringify({ value: 'x', type: 'config' });
+    for (const encoding of ['gzip', 'deflate', 'br', 'x-unknown']) {
+      const res = await c.call('PUT', '/v1/kv/enc/k', { body, headers: { 'content-type': 'application/json', 'content-encoding': encoding } });
+      expectProblem(res, 415, 'unsupported_media_type');
+      expect(res.body.detail).to.match(/does not accept compressed request bodies/);
+    }
+    expect((await c.call('GET', '/v1/kv/enc/k')).status).to.equal(404);
+    expect((await c.call('PUT', '/v1/kv/enc/k', { body, headers: { 'content-type': 'application/json', 'content-encoding': 'identity' } })).status).to.equal(201);
+  });
+
   it('400 for malformed JSON, an empty body, and a non-object body, without echoing the body', async () => {
     const secretish = '{"value": "do-not-echo-me", "type": ';
     const bad = await c.call('PUT', '/v1/kv/j/k', { body: secretish, headers: { 'content-type': 'application/json' } });
