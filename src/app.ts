@@ -143,7 +143,7 @@ export async function startCoffer(config: CofferConfig, options: StartOptions = 
     });
     const rewrapper = new Rewrapper({ storage, keyring, now, log, events });
     const app = buildHttpApp({
-      authenticator, tokens, kv, log, audit, events, auditDir: config.audit.dir!,
+      authenticator, tokens, kv, log, audit, events, auditDir: config.audit.dir!, trustedProxies: config.trusted_proxies,
       sys: { storage, keyring, rewrapper, now, pkcs11Pin: config.pkcs11_pin }, maxValueBytes: config.max_value_bytes, maxTtl: config.max_ttl,
       ...(options.onOutcome ? { onOutcome: options.onOutcome } : {}),
     });

@@ -5,14 +5,14 @@
  *   cache keyed by HMAC-SHA256(per-process random key, value), so the cache never holds a token.
  *   Concurrent first uses of one value share a single verification.
  * - Every request still reads the token's record, so revocation and expiry apply on the very next request.
- * - A value of the token shape whose id is unknown fails without argon2; so does a value of another
- *   shape unless the root token itself has another shape.
+ * - A value of the token shape whose id is unknown, expired or revoked fails without argon2; so does a
+ *   value of another shape unless the root token itself has another shape.
  * - Values that failed verification go to a separate bounded cache, so a flood of wrong tokens can
  *   neither repeat argon2 work for the same value nor evict verified ones.
- * - Every failed authentication is charged to the client address (FailureLimiter): an argon2
- *   verification when it starts (refunded on success, so concurrent attempts cannot slip past the
- *   budget), any other failure when it fails. An address over its budget is answered 429 for anything
- *   but an already verified token.
+ * - Failures that cost no argon2 answer 401 and are never limited. Each argon2 verification is charged to
+ *   the budget of its client address and token (FailureLimiter) when it starts, refunded on success; past
+ *   the budget, that address gets 429 for that token only. The argon2 work itself is scheduled fairly
+ *   between tokens (Argon2Gate).
  */
 import { createHmac } from 'node:crypto';
 import { randomBytes } from '../crypto/random.js';
@@ -52,74 +52,59 @@ export class Authenticator {
     this.rejected = new BoundedCache(deps.cacheSize ?? 10_000);
   }
 
-  /** The principal for a bearer value presented from `address`; throws 401 (or 429 when limited). */
+  /** The principal for a bearer value presented from `address`; throws 401 (or 429 past the budget). */
   async authenticate(value: string, address = ''): Promise<Principal> {
     const cacheKey = createHmac('sha256', this.hmacKey).update(value).digest('base64');
     const known = this.verified.get(cacheKey);
-    if (known) return known.isRoot ? known : this.ensureLive(known, address);
-    this.guard(address);
+    if (known) return known.isRoot ? known : this.ensureLive(known);
     return this.verify(value, cacheKey, address);
   }
 
-  /** The error for a request without a well-formed bearer token; it counts as a failure too. */
-  reject(address: string, detail: string): AppError {
-    this.guard(address);
-    return this.fail(address, detail);
+  /** The 401 for a request without a well-formed bearer token (never limited: it costs no argon2). */
+  reject(detail: string): AppError {
+    return unauthorized(detail);
   }
 
   private async verify(value: string, cacheKey: string, address: string): Promise<Principal> {
-    if (this.rejected.get(cacheKey)) throw this.fail(address);
+    if (this.rejected.get(cacheKey)) throw unauthorized();
     const { root } = this.deps;
     const parts = parseToken(value);
     if (parts && parts.id !== root.id) {
       const record = await this.deps.tokens.get(parts.id);
-      if (!record || statusOf(record, this.deps.now()) !== 'active') throw this.fail(address);
-      // A failed verification was charged when it started.
-      if (!(await this.verifyOnce(cacheKey, record.hash, parts.secret, address))) throw unauthorized();
+      if (!record || statusOf(record, this.deps.now()) !== 'active') throw unauthorized();
+      if (!(await this.verifyOnce(cacheKey, record.hash, parts.secret, address, parts.id))) throw unauthorized();
       const principal = this.deps.principals.forToken(record);
       this.verified.set(cacheKey, principal);
       return principal;
     }
     const rootCandidate = parts ? parts.id === root.id : root.id === null;
-    if (!rootCandidate) throw this.fail(address);
-    if (!(await this.verifyOnce(cacheKey, root.hash, value, address))) throw unauthorized();
+    if (!rootCandidate) throw unauthorized();
+    if (!(await this.verifyOnce(cacheKey, root.hash, value, address, 'root'))) throw unauthorized();
     this.verified.set(cacheKey, ROOT_PRINCIPAL);
     return ROOT_PRINCIPAL;
   }
 
-  private async ensureLive(principal: Principal, address: string): Promise<Principal> {
+  private async ensureLive(principal: Principal): Promise<Principal> {
     const record = await this.deps.tokens.get(principal.id);
-    if (!record || statusOf(record, this.deps.now()) !== 'active') throw this.fail(address);
+    if (!record || statusOf(record, this.deps.now()) !== 'active') throw unauthorized();
     return principal;
   }
 
-  /** Throws 429 when `address` has used up its budget of failed authentications. */
-  private guard(address: string): void {
-    const wait = this.deps.limiter?.retryAfter(address, this.deps.now()) ?? 0;
-    if (wait > 0) {
-      throw new AppError('too_many_requests', 'too many failed authentications from this address; retry later', undefined, { 'Retry-After': String(wait) });
-    }
-  }
-
-  /** Charges a failure that cost no argon2 work to `address`, and returns the 401. */
-  private fail(address: string, detail?: string): AppError {
-    this.deps.limiter?.charge(address, this.deps.now());
-    return unauthorized(detail);
-  }
-
   /**
-   * One argon2 verification per value at a time; later callers join it. Starting one is what the
-   * per-address budget pays for: charged at the start, refunded on success.
+   * One argon2 verification per value at a time; later callers join it. Starting one is what the budget
+   * of (`address`, `tokenId`) pays for: checked and charged at the start, refunded on success.
    */
-  private verifyOnce(cacheKey: string, hash: string, secret: string, address: string): Promise<boolean> {
+  private verifyOnce(cacheKey: string, hash: string, secret: string, address: string, tokenId: string): Promise<boolean> {
     const pending = this.inFlight.get(cacheKey);
     if (pending) return pending;
     const { limiter, now } = this.deps;
-    // Checked again here: concurrent attempts from one address may all have passed `guard` already.
-    this.guard(address);
-    limiter?.charge(address, now());
-    const verification = this.deps.argon2.verify(hash, secret).then((ok) => {
-      if (ok) limiter?.refund(address, now());
+    const wait = limiter?.retryAfter(address, tokenId, now()) ?? 0;
+    if (wait > 0) {
+      return Promise.reject(new AppError('too_many_requests', 'too many wrong secrets for this token from this address; retry later', undefined, { 'Retry-After': String(wait) }));
+    }
+    limiter?.charge(address, tokenId, now());
+    const verification = this.deps.argon2.verify(hash, secret, tokenId).then((ok) => {
+      if (ok) limiter?.refund(address, tokenId, now());
       else this.rejected.set(cacheKey, true);
       return ok;
     });

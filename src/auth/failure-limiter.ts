@@ -1,13 +1,15 @@
 /**
- * Limits unverified authentication attempts per client address with a token bucket: `burst` at once,
- * then `perSecond` more each second. An attempt is charged before its verification starts and refunded
- * when it succeeds, so concurrent attempts cannot all slip past the check while argon2 is still running,
- * and only failures use up the budget. An address over its budget gets 429 with Retry-After for any
- * token that is not already verified; requests with verified tokens are never limited, so people behind
- * the same address as an attacker keep working.
+ * The budget for wrong secrets of known tokens: per client address **and** token, a token bucket of
+ * `burst` at once, then `perSecond` more each second. Only argon2 verifications are charged — that is the
+ * work the limiter exists to bound — charged when one starts and refunded when it succeeds, so concurrent
+ * attempts cannot all slip past the check while argon2 runs. Failures that cost no argon2 (no or a
+ * malformed header, an unknown id, an expired or revoked token, a wrong value already refused once) are
+ * never charged and always answer 401.
  *
- * The client address is the socket's peer address; proxy headers are not trusted. Each server process
- * keeps its own buckets, so with N workers an address gets up to N times the budget.
+ * Keyed by address and token, someone guessing one token's secret never uses up the budget of the other
+ * tokens presented from the same address, such as every other user behind the same reverse proxy. The
+ * defaults (100 at once, 2 a second) let a client retry a wrong secret 100 times within a minute and still
+ * get 401s; past the budget it gets 429 with Retry-After. Each server process keeps its own buckets.
  */
 import { BoundedCache } from './bounded-cache.js';
 
@@ -19,7 +21,7 @@ interface Bucket {
 export interface FailureLimiterOptions {
   readonly burst?: number;
   readonly perSecond?: number;
-  readonly maxAddresses?: number;
+  readonly maxEntries?: number;
 }
 
 export class FailureLimiter {
@@ -28,36 +30,35 @@ export class FailureLimiter {
   private readonly perSecond: number;
 
   constructor(options: FailureLimiterOptions = {}) {
-    // One argon2id verification costs ~4 threads × tens of ms here: a budget of 1/s per address keeps a
-    // single source from taking more than a small share of the machine. (config: auth_failures)
-    this.burst = options.burst ?? 10;
-    this.perSecond = options.perSecond ?? 1;
-    this.buckets = new BoundedCache(options.maxAddresses ?? 100_000);
+    this.burst = options.burst ?? 100;
+    this.perSecond = options.perSecond ?? 2;
+    this.buckets = new BoundedCache(options.maxEntries ?? 100_000);
   }
 
-  /** Seconds until `address` may try again; 0 when it may try now. */
-  retryAfter(address: string, now: number): number {
-    const bucket = this.refill(address, now);
+  /** Seconds until `address` may try `tokenId` again; 0 when it may try now. */
+  retryAfter(address: string, tokenId: string, now: number): number {
+    const bucket = this.refill(address, tokenId, now);
     return bucket.tokens >= 1 ? 0 : Math.ceil((1 - bucket.tokens) / this.perSecond);
   }
 
-  /** Charges one attempt; call before verifying. */
-  charge(address: string, now: number): void {
-    const bucket = this.refill(address, now);
+  /** Charges one verification; call before it starts. */
+  charge(address: string, tokenId: string, now: number): void {
+    const bucket = this.refill(address, tokenId, now);
     bucket.tokens = Math.max(0, bucket.tokens - 1);
   }
 
-  /** Gives back the charge of an attempt that succeeded. */
-  refund(address: string, now: number): void {
-    const bucket = this.refill(address, now);
+  /** Gives back the charge of a verification that succeeded. */
+  refund(address: string, tokenId: string, now: number): void {
+    const bucket = this.refill(address, tokenId, now);
     bucket.tokens = Math.min(this.burst, bucket.tokens + 1);
   }
 
-  private refill(address: string, now: number): Bucket {
-    let bucket = this.buckets.get(address);
+  private refill(address: string, tokenId: string, now: number): Bucket {
+    const key = `${address}\n${tokenId}`;
+    let bucket = this.buckets.get(key);
     if (!bucket) {
       bucket = { tokens: this.burst, updated: now };
-      this.buckets.set(address, bucket);
+      this.buckets.set(key, bucket);
     }
     bucket.tokens = Math.min(this.burst, bucket.tokens + ((now - bucket.updated) / 1000) * this.perSecond);
     bucket.updated = now;

@@ -3,6 +3,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Ajv } from 'ajv';
 import { checkRoleRules } from '../auth/roles.js';
+import { trustedProxyList } from '../http/client-address.js';
 import { configSchema, type CofferConfig } from './schema.js';
 
 /** A setting that stops start-up; main.ts prints `setting: problem` as one line and exits 2. */
@@ -50,6 +51,7 @@ export const ENV_SETTINGS = [
   { env: 'COFFER_LOG_LEVEL', field: 'log_level', kind: 'string' },
   { env: 'COFFER_AUTH_FAILURE_BURST', field: 'auth_failures.burst', kind: 'integer' },
   { env: 'COFFER_AUTH_FAILURE_RATE', field: 'auth_failures.per_second', kind: 'number' },
+  { env: 'COFFER_TRUSTED_PROXIES', field: 'trusted_proxies', kind: 'list' },
 ] as const;
 
 function readJson(path: string, setting: string): Record<string, unknown> {
@@ -106,7 +108,8 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): CofferC
     const text = env[name];
     if (text === undefined || (text === '' && name !== 'COFFER_ROOT_TOKEN')) continue;
     if (name === 'COFFER_ROOT_TOKEN' && text === '') throw new ConfigError(name, 'must not be empty when set');
-    const value = kind === 'integer' ? parseInteger(name, text) : kind === 'number' ? parseNumber(name, text) : kind === 'boolean' ? parseBoolean(name, text) : text;
+    const value = kind === 'integer' ? parseInteger(name, text) : kind === 'number' ? parseNumber(name, text) : kind === 'boolean' ? parseBoolean(name, text)
+      : kind === 'list' ? text.split(',').map((item) => item.trim()).filter(Boolean) : text;
     setField(merged, field, value);
     fromEnv.set(field, name);
   }
@@ -150,6 +153,11 @@ function checkConsistency(config: CofferConfig, fromEnv: Map<string, string>): v
   }
   if (config.root_token !== undefined && !/^[\x21-\x7e]{1,1024}$/.test(config.root_token)) {
     throw new ConfigError('COFFER_ROOT_TOKEN', 'must be 1 to 1024 printable ASCII characters without spaces');
+  }
+  try {
+    trustedProxyList(config.trusted_proxies);
+  } catch (err) {
+    throw new ConfigError(name('trusted_proxies'), (err as Error).message);
   }
   for (const [role, rules] of Object.entries(config.roles)) {
     const problems = checkRoleRules(role, rules);

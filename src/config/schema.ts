@@ -34,8 +34,10 @@ export interface CofferConfig {
   /** The audit log (docs/audit.md): its directory (null: <data_dir>/audit), stdout copy, failure policy, checkpoints, file size. */
   audit: { dir: string | null; stdout: boolean; fail_open: boolean; checkpoint_every: number; checkpoint_seconds: number; max_file_bytes: number };
   roles: RoleTable;
-  /** Failed authentications allowed per client address: `burst` at once, then `per_second`. */
+  /** Wrong secrets of a known token allowed per client address and token: `burst` at once, then `per_second`. */
   auth_failures: { burst: number; per_second: number };
+  /** Reverse proxies (CIDRs or addresses) whose X-Forwarded-For names the client. */
+  trusted_proxies: string[];
   /** From COFFER_ROOT_TOKEN only; never read from a file. */
   root_token?: string;
 }
@@ -57,6 +59,7 @@ export const configSchema = {
   required: [
     'host', 'port', 'workers', 'data_dir', 'master_key_file', 'master_passphrase_file', 'default_ttl', 'max_ttl', 'max_value_bytes', 'tls',
     'log_level', 'storage', 'key_provider', 'kms', 'pkcs11', 'keyring', 'audit', 'roles', 'auth_failures',
+    'trusted_proxies',
   ],
   properties: {
     host: { type: 'string', minLength: 1 },
@@ -122,6 +125,7 @@ export const configSchema = {
       required: ['burst', 'per_second'],
       properties: { burst: { type: 'integer', minimum: 1, maximum: 1_000_000 }, per_second: { type: 'number', exclusiveMinimum: 0, maximum: 1_000_000 } },
     },
+    trusted_proxies: { type: 'array', maxItems: 1000, items: { type: 'string', minLength: 1, maxLength: 64 } },
     root_token: { type: 'string', minLength: 1 },
   },
 } as const;

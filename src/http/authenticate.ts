@@ -2,31 +2,41 @@ import type { Request, Response } from 'express';
 import type { Authenticator } from '../auth/authenticator.js';
 import type { Principal } from '../auth/principal.js';
 import { BEARER_VALUE } from '../auth/token-format.js';
-import { AppError } from '../errors.js';
+import { AppError, invalid } from '../errors.js';
 import type { Tarpit } from './tarpit.js';
 
 const BEARER = /^Bearer +(\S+) *$/i;
 
 /**
- * Requires `Authorization: Bearer <token>` and puts the caller's Principal in `res.locals.principal`;
- * rejects with 401, or with 429 when the address is over its budget of failures. A 429 is held back
- * by the tarpit before it is sent, so a client that ignores Retry-After gets about one answer per
- * second per connection instead of thousands of cheap ones that would crowd out everybody else.
+ * Requires exactly one `Authorization: Bearer <token>` header and puts the caller's Principal in
+ * `res.locals.principal`; rejects with 401, with 400 for a repeated Authorization header (which of two
+ * credentials would count is not guessed), or with 429 when the client is past its budget of wrong secrets
+ * for that token. A 429 is held back by the tarpit before it is sent, so a client that ignores Retry-After
+ * gets about one answer per second per connection instead of thousands of cheap ones.
  */
 export function authenticate(authenticator: Authenticator, tarpit: Tarpit) {
   return async (req: Request, res: Response): Promise<void> => {
-    const address = req.socket.remoteAddress ?? '';
+    const address = res.locals.client as string;
     try {
+      if (repeatedAuthorization(req)) throw invalid('send one Authorization header, not several');
       const header = req.headers.authorization;
-      if (header === undefined) throw authenticator.reject(address, 'a bearer token is required (Authorization: Bearer <token>)');
+      if (header === undefined) throw authenticator.reject('a bearer token is required (Authorization: Bearer <token>)');
       const value = BEARER.exec(header)?.[1];
-      if (value === undefined || !BEARER_VALUE.test(value)) throw authenticator.reject(address, 'the Authorization header is not a well-formed bearer token');
+      if (value === undefined || !BEARER_VALUE.test(value)) throw authenticator.reject('the Authorization header is not a well-formed bearer token');
       res.locals.principal = await authenticator.authenticate(value, address);
     } catch (err) {
       if (err instanceof AppError && err.code === 'too_many_requests') await tarpit.hold();
       throw err;
     }
   };
+}
+
+/** Node keeps only the first of several Authorization headers in `headers`; the raw list has them all. */
+function repeatedAuthorization(req: Request): boolean {
+  let seen = 0;
+  const raw = req.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.length === 13 && raw[i]!.toLowerCase() === 'authorization' && ++seen > 1) return true;
+  return false;
 }
 
 export function principalOf(res: Response): Principal {

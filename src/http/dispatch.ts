@@ -8,6 +8,7 @@
  */
 import type { NextFunction, Request, Response } from 'express';
 import { AppError } from '../errors.js';
+import type { ClientAddress } from './client-address.js';
 import { rawPath } from './request-parts.js';
 
 export type Method = 'get' | 'put' | 'post' | 'delete';
@@ -32,7 +33,7 @@ export type Authenticate = (req: Request, res: Response) => Promise<void>;
 /** Runs after authentication and routing, before the handler; throws to refuse the request. */
 export type Guard = () => void;
 
-export function dispatcher(routes: readonly Route[], authenticate: Authenticate, protectedPrefix: string, guard?: Guard) {
+export function dispatcher(routes: readonly Route[], authenticate: Authenticate, protectedPrefix: string, clientAddress: ClientAddress, guard?: Guard) {
   const exact = new Map<string, Compiled>();
   const prefixes: Compiled[] = [];
   for (const route of routes) {
@@ -60,6 +61,7 @@ export function dispatcher(routes: readonly Route[], authenticate: Authenticate,
   return (req: Request, res: Response, next: NextFunction): void => {
     // When the request arrived, for its audit entry's duration.
     res.locals.startedAt = performance.now();
+    res.locals.client = clientAddress(req);
     const path = rawPath(req);
     const route = find(path);
     if (!route && !path.startsWith(protectedPrefix)) return next();

@@ -10,6 +10,7 @@ import type { Authenticator } from '../auth/authenticator.js';
 import type { TokenService } from '../auth/token-service.js';
 import type { KvService } from '../kv/kv-service.js';
 import { authenticate } from './authenticate.js';
+import { clientAddressOf } from './client-address.js';
 import { openApiDocument } from './openapi.js';
 import { recordOutcomes, type OutcomeSink } from './outcome.js';
 import { dispatcher, type Route } from './dispatch.js';
@@ -41,6 +42,8 @@ export interface HttpAppDeps {
   readonly events: OperatorEvents;
   /** Where the audit files are, for GET /v1/sys/audit. */
   readonly auditDir: string;
+  /** Reverse proxies whose X-Forwarded-For names the client (config trusted_proxies). */
+  readonly trustedProxies: readonly string[];
 }
 
 /** Room for the JSON around a value: the worst case escapes each byte as \u00XX (6 bytes). */
@@ -80,7 +83,7 @@ export function buildHttpApp(deps: HttpAppDeps): Express {
   app.set('etag', false);
   app.set('query parser', false); // queries are read strictly by request-parts.ts
   if (deps.onOutcome) app.use(recordOutcomes(deps.onOutcome));
-  app.use(dispatcher(routes, authenticate(deps.authenticator, new Tarpit()), '/v1/', deps.audit ? refuseWhileUnrecorded(deps.audit) : undefined));
+  app.use(dispatcher(routes, authenticate(deps.authenticator, new Tarpit()), '/v1/', clientAddressOf(deps.trustedProxies), deps.audit ? refuseWhileUnrecorded(deps.audit) : undefined));
   app.use(notFoundHandler);
   app.use(problemHandler(deps.log, respond));
   return app;

@@ -57,7 +57,7 @@ export function requestAuditor(audit: AuditLog) {
       request_id: requestId,
       token_id: principal?.id ?? null,
       role: principal ? roleOf(principal) : null,
-      client: req.socket.remoteAddress ?? null,
+      client: (res.locals.client as string | undefined) ?? req.socket.remoteAddress ?? null,
       method: req.method,
       route,
       action: target.action ?? (route === null ? 'none' : (ACTIONS[route]?.[req.method] ?? 'none')),

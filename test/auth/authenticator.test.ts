@@ -11,9 +11,9 @@ import { AppError } from '../../src/errors.js';
 /** The real argon2 gate, counting how often it verifies. */
 class CountingGate extends Argon2Gate {
   verifications = 0;
-  override verify(hash: string, secret: string): Promise<boolean> {
+  override verify(hash: string, secret: string, key?: string): Promise<boolean> {
     this.verifications++;
-    return super.verify(hash, secret);
+    return super.verify(hash, secret, key);
   }
 }
 
@@ -81,13 +81,29 @@ describe('authenticator', () => {
   });
 
   it('turns away argon2 work beyond its queue with 429 instead of piling it up', async () => {
-    const small = new Argon2Gate(1, 2);
+    const small = new Argon2Gate({ concurrency: 1, queueLimit: 2 });
     const hash = await small.hash('secret');
     const results = await Promise.allSettled(Array.from({ length: 6 }, () => small.verify(hash, 'wrong')));
     const refused = results.filter((r) => r.status === 'rejected');
     expect(refused).to.have.length(3);
     expect((refused[0] as PromiseRejectedResult).reason).to.be.instanceOf(AppError).with.property('status', 429);
     expect((refused[0] as PromiseRejectedResult).reason.headers).to.deep.equal({ 'Retry-After': '1' });
+  });
+
+  it('takes turns between tokens: the first verification of another token is not queued behind a flood', async () => {
+    const fair = new Argon2Gate({ concurrency: 1, queueLimit: 100, perKeyLimit: 50 });
+    const hash = await fair.hash('secret');
+    const order: string[] = [];
+    const flood = Array.from({ length: 20 }, () => fair.verify(hash, 'wrong', 'flooded').then(() => order.push('flood')));
+    const other = fair.verify(hash, 'secret', 'other').then((ok) => order.push(ok ? 'other' : 'other-failed'));
+    await Promise.all([...flood, other]);
+    // The first flood attempt was running; the other token's turn comes right after it.
+    expect(order.indexOf('other')).to.be.at.most(2);
+    // One token cannot fill the whole queue.
+    const capped = new Argon2Gate({ concurrency: 1, queueLimit: 100, perKeyLimit: 3 });
+    const results = await Promise.allSettled(Array.from({ length: 6 }, () => capped.verify(hash, 'wrong', 'one')));
+    expect(results.filter((r) => r.status === 'rejected')).to.have.length(2);
+    expect(await capped.verify(hash, 'secret', 'two')).to.equal(true);
   });
 
   it('serves a verified token at full speed while wrong tokens flood argon2', async () => {
@@ -102,7 +118,7 @@ describe('authenticator', () => {
     expect(elapsed).to.be.below(1000);
   });
 
-  describe('per-address limit on argon2 work', () => {
+  describe('budget of wrong secrets per client address and token', () => {
     let limited: Authenticator;
     let now: number;
     before(() => {
@@ -129,6 +145,24 @@ describe('authenticator', () => {
     it('still serves verified tokens from that address, and other addresses', async () => {
       expect((await limited.authenticate(good, '10.0.0.1')).role).to.equal('reader');
       expect(await attempt(wrong(50), '10.0.0.2')).to.have.property('code', 'unauthorized');
+    });
+
+    it('verifies a never-seen token from that address: one token\'s failures do not limit the others', async () => {
+      const t = generateToken();
+      records.set(t.id, { ...records.get(good.slice(4, 20))!, id: t.id, hash: await gate.hash(t.secret) });
+      expect(((await attempt(t.value, '10.0.0.1')) as { role?: string }).role).to.equal('reader');
+    });
+
+    it('answers 401, never 429, for failures that cost no argon2, however many', async () => {
+      const id = good.slice(4, 20);
+      for (let i = 0; i < 50; i++) {
+        expect(await attempt(`cfr_${'B'.repeat(16)}_${String(i).padStart(43, 'u')}`, '10.0.0.1')).to.have.property('code', 'unauthorized');
+        expect(await attempt(wrong(0), '10.0.0.1')).to.have.property('code', 'unauthorized'); // refused once already: cached
+      }
+      records.set(id, { ...records.get(id)!, revokedAt: Date.now() });
+      const revoked = await attempt(wrong(77), '10.0.0.1');
+      records.set(id, { ...records.get(id)!, revokedAt: null });
+      expect(revoked).to.have.property('code', 'unauthorized');
     });
 
     it('charges concurrent attempts as they start, so a burst cannot slip past the check', async () => {

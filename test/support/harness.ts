@@ -36,7 +36,7 @@ export interface CallInit {
   readonly token?: string | null;
   readonly json?: unknown;
   readonly body?: string;
-  readonly headers?: Record<string, string>;
+  readonly headers?: Record<string, string | string[]>;
 }
 
 export interface ApiResponse {
@@ -76,7 +76,7 @@ export async function startTestCoffer(options: HarnessOptions = {}): Promise<Tes
   const url = app.url;
 
   async function call(method: string, path: string, init: CallInit = {}): Promise<ApiResponse> {
-    const headers: Record<string, string> = { ...init.headers };
+    const headers: Record<string, string | string[]> = { ...init.headers };
     const token = init.token === undefined ? rootToken : init.token;
     if (token !== null) headers.authorization = `Bearer ${token}`;
     let body = init.body;

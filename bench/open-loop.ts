@@ -1,0 +1,69 @@
+/**
+ * An open-loop load: requests fired at a fixed rate over a fixed set of connections, without waiting for
+ * the answers (HTTP/1.1 pipelining), the way an attacker floods. wrk and hey are closed-loop — each
+ * connection waits for its answer — so a server that holds answers back (the 429 tarpit) would slow them
+ * down; this does not slow down. Counts answers by status.
+ */
+import { connect, type Socket } from 'node:net';
+
+export interface OpenLoop {
+  readonly url: string;
+  readonly perSecond: number;
+  readonly connections: number;
+  readonly seconds: number;
+  /** The raw HTTP/1.1 request number `i` (with Host and a blank line). */
+  readonly request: (i: number, host: string) => string;
+}
+
+export interface OpenLoopResult {
+  readonly sent: number;
+  readonly answered: number;
+  readonly byStatus: Record<string, number>;
+}
+
+export async function openLoop(load: OpenLoop): Promise<OpenLoopResult> {
+  const { hostname, port } = new URL(load.url);
+  const host = `${hostname}:${port}`;
+  const byStatus: Record<string, number> = {};
+  let answered = 0;
+  const sockets: Socket[] = [];
+  const open = (): Socket => {
+    const socket = connect({ host: hostname, port: Number(port) });
+    let tail = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => {
+      const text = tail + chunk;
+      for (const match of text.matchAll(/HTTP\/1\.1 (\d{3}) /g)) {
+        byStatus[match[1]!] = (byStatus[match[1]!] ?? 0) + 1;
+        answered++;
+      }
+      tail = text.slice(-16);
+    });
+    socket.on('error', () => undefined);
+    return socket;
+  };
+  for (let i = 0; i < load.connections; i++) sockets.push(open());
+  let sent = 0;
+  const started = performance.now();
+  await new Promise<void>((resolve) => {
+    const tick = setInterval(() => {
+      const elapsed = (performance.now() - started) / 1000;
+      if (elapsed >= load.seconds) {
+        clearInterval(tick);
+        resolve();
+        return;
+      }
+      // Catch up to the schedule: as many requests as the rate says should have gone by now.
+      const due = Math.floor(elapsed * load.perSecond);
+      for (; sent < due; sent++) {
+        const index = sent % sockets.length;
+        if (sockets[index]!.destroyed) sockets[index] = open();
+        sockets[index]!.write(load.request(sent, host));
+      }
+    }, 5);
+  });
+  // Answers still held back (the tarpit) arrive within about a second.
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  for (const socket of sockets) socket.destroy();
+  return { sent, answered, byStatus };
+}
