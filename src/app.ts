@@ -8,12 +8,14 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { pino, type Logger } from 'pino';
 import { AuditLog } from './audit/audit-log.js';
+import { FailureSummary } from './audit/failure-summary.js';
 import { operatorEvents, type OperatorEvents } from './audit/events.js';
 import { AuditRegistry } from './audit/registry.js';
 import { AuditWriter } from './audit/writer.js';
 import { Argon2Gate } from './auth/argon2-gate.js';
 import { Authenticator } from './auth/authenticator.js';
 import { FailureLimiter } from './auth/failure-limiter.js';
+import { FailureRate } from './auth/failure-rate.js';
 import { PrincipalFactory } from './auth/principal.js';
 import { roleTable } from './auth/roles.js';
 import { establishRootToken, readRootToken, type EstablishedRoot, type RootRecord } from './auth/root-token.js';
@@ -142,7 +144,12 @@ export async function startCoffer(config: CofferConfig, options: StartOptions = 
       onIntegrityError: (where, reason) => log.error({ ...where, reason }, 'INTEGRITY ERROR: a stored record failed to open or verify; it was not returned'),
     });
     const rewrapper = new Rewrapper({ storage, keyring, now, log, events });
+    const failureSummary = audit && new FailureSummary({ flushMs: 10_000, maxAddresses: 1000, write: (fields) => audit.event('auth.failures', fields) });
+    const { flood_burst: burst, flood_per_second: perSecond } = config.auth_failures;
+    const failureRate = new FailureRate({ burst, perSecond }, { burst: burst * 10, perSecond: perSecond * 10 });
     const app = buildHttpApp({
+      failureRate,
+      ...(failureSummary ? { failureSummary } : {}),
       authenticator, tokens, kv, log, audit, events, auditDir: config.audit.dir!, trustedProxies: config.trusted_proxies,
       sys: { storage, keyring, rewrapper, now, pkcs11Pin: config.pkcs11_pin }, maxValueBytes: config.max_value_bytes, maxTtl: config.max_ttl,
       ...(options.onOutcome ? { onOutcome: options.onOutcome } : {}),
@@ -176,6 +183,7 @@ export async function startCoffer(config: CofferConfig, options: StartOptions = 
         await autoRotation?.stop();
         // A rewrap in progress stops at its next batch boundary; its state is saved for a later run.
         await rewrapper.stop();
+        await failureSummary?.close();
         await audit?.event('server.stop', { pid: process.pid });
         await audit?.close();
         await storage.close();

@@ -32,6 +32,15 @@ export class AuditLog {
     return this.write(fields);
   }
 
+  /**
+   * Records that a request is about to commit a change (write, delete, token create or revoke), durably and
+   * before the change: a process killed between the commit and the request's own entry still leaves an entry
+   * that names the change. The request entry that follows carries the same request_id.
+   */
+  async intent(fields: Record<string, unknown>): Promise<boolean> {
+    return this.write({ kind: 'intent', ...fields });
+  }
+
   /** Records an operator event (start-up, key operations, token changes). */
   async event(event: string, fields: Record<string, unknown> = {}): Promise<boolean> {
     return this.write({ kind: 'event', event, ...fields });

@@ -11,7 +11,7 @@ export const GENESIS = '0'.repeat(64);
 
 /** What one request or operator event records. Never a value, a token or a request body. */
 export interface AuditFields {
-  readonly kind: 'request' | 'event' | 'checkpoint';
+  readonly kind: 'request' | 'intent' | 'event' | 'checkpoint';
   readonly [field: string]: unknown;
 }
 

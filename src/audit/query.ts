@@ -97,7 +97,7 @@ export async function queryAudit(dir: string, filter: AuditFilter, limit: number
         } catch {
           continue; // a line being written by another process right now
         }
-        if (entry.kind === 'checkpoint' || typeof entry.ts !== 'string' || typeof entry.chain !== 'string' || typeof entry.seq !== 'number') continue;
+        if (entry.kind === 'checkpoint' || entry.kind === 'intent' || typeof entry.ts !== 'string' || typeof entry.chain !== 'string' || typeof entry.seq !== 'number') continue;
         const position = entry as AuditEntry;
         if (after !== null && compare(position, after) <= 0) continue;
         if (matches(entry, filter)) keep(position);

@@ -1,80 +1,152 @@
 /**
- * argon2id hashing and verification, with a bound on the work in flight. Each argon2id call takes
- * 64 MiB and tens of milliseconds, so at most `concurrency` run at once. Callers that must wait are queued
- * by the token they verify, and the queues take turns (round robin): a flood of attempts at one token
- * waits behind itself, and the first verification of any other token is next in line, not behind the
- * flood. At most `perKeyLimit` wait for one token and `queueLimit` in all; past that a caller is turned
- * away with 429 at once instead of piling up memory and latency. Requests with verified tokens never come
- * here (auth/authenticator.ts).
+ * argon2id hashing and verification, with bounds on the work. At most `concurrency` run at once. Callers
+ * that must wait are queued by the token they verify, and the queues take turns (round robin): a flood of
+ * attempts at one token waits behind itself, and the first verification of any other token is next in
+ * line, not behind the flood. At most `perKeyLimit` wait for one token and `queueLimit` in all; past that a
+ * caller is turned away with 429 at once instead of piling up memory and latency.
+ *
+ * Verifications are also paced: each one starting draws from a bucket (`paced`: `burst` at once, then
+ * `perSecond`), and a successful one gives its draw back. Correct tokens therefore never wait for the
+ * bucket, while wrong secrets — a flood — get at most `perSecond` verifications a second in this process
+ * and wait their turn for the rest, so that they cannot take the CPU from authenticated requests. Requests
+ * with verified tokens never come here (auth/authenticator.ts).
  */
 import argon2 from 'argon2';
 import { AppError } from '../errors.js';
 
-/** OWASP's argon2id recommendation tier (m=64 MiB, t=3, p=4); the parameters are stored in each hash. */
-const PARAMETERS = { type: argon2.argon2id, memoryCost: 65536, timeCost: 3, parallelism: 4 } as const;
+/**
+ * argon2id with OWASP's recommended minimum (m=19 MiB, t=2, p=1): one thread, ~25 ms. Tokens are 256-bit
+ * random secrets, which no parameters make guessable or less so; the hash guards a chosen root token
+ * (COFFER_ROOT_TOKEN, at least 32 characters) and bounds what a stolen store gives away. Heavier settings
+ * (m=64 MiB, t=3, p=4 before 2026-11: ~175 ms of CPU on four threads) let a flood of wrong secrets take the
+ * whole CPU from authenticated requests. The parameters are stored in each hash, so older hashes keep
+ * verifying under theirs.
+ */
+const PARAMETERS = { type: argon2.argon2id, memoryCost: 19456, timeCost: 2, parallelism: 1 } as const;
 
 export interface Argon2GateOptions {
   readonly concurrency?: number;
   readonly queueLimit?: number;
   readonly perKeyLimit?: number;
+  /** Verifications that may start before their outcome is known: `burst` at once, then `perSecond`. */
+  readonly paced?: { readonly burst: number; readonly perSecond: number };
+}
+
+interface Waiter {
+  readonly paced: boolean;
+  readonly start: () => void;
 }
 
 export class Argon2Gate {
   private active = 0;
   private waitingCount = 0;
   /** Waiters by key; a Map keeps its keys in insertion order, which is the order of turns. */
-  private readonly queues = new Map<string, (() => void)[]>();
+  private readonly queues = new Map<string, Waiter[]>();
   private readonly concurrency: number;
   private readonly queueLimit: number;
   private readonly perKeyLimit: number;
+  private readonly pacing: { readonly burst: number; readonly perSecond: number };
+  private budget: number;
+  private budgetAt = performance.now();
+  private wake: NodeJS.Timeout | null = null;
 
   constructor(options: Argon2GateOptions = {}) {
     this.concurrency = options.concurrency ?? 2;
     this.queueLimit = options.queueLimit ?? 256;
     this.perKeyLimit = options.perKeyLimit ?? 16;
+    this.pacing = options.paced ?? { burst: 10, perSecond: 5 };
+    this.budget = this.pacing.burst;
   }
 
+  /** A new hash (token creation, root token set-up): not paced, it is not a guess. */
   hash(secret: string): Promise<string> {
-    return this.run('\0hash', () => argon2.hash(secret, PARAMETERS));
+    return this.run('\0hash', false, () => argon2.hash(secret, PARAMETERS));
   }
 
   /** True when `secret` matches `hash`; false for a mismatch or a malformed hash. `key` names the token for fair turns. */
   verify(hash: string, secret: string, key = ''): Promise<boolean> {
-    return this.run(key, () => argon2.verify(hash, secret).catch(() => false));
+    return this.run(key, true, async () => {
+      const ok = await argon2.verify(hash, secret).catch(() => false);
+      if (ok) this.refund();
+      return ok;
+    });
   }
 
-  private async run<T>(key: string, work: () => Promise<T>): Promise<T> {
-    if (this.active < this.concurrency) this.active++;
-    else await this.wait(key);
+  private async run<T>(key: string, paced: boolean, work: () => Promise<T>): Promise<T> {
+    if (this.queues.size === 0 && this.startable(paced)) this.begin(paced);
+    else await this.wait(key, paced);
     try {
       return await work();
     } finally {
-      this.release();
+      this.active--;
+      this.pump();
     }
   }
 
-  private wait(key: string): Promise<void> {
+  private refill(): void {
+    const now = performance.now();
+    this.budget = Math.min(this.pacing.burst, this.budget + ((now - this.budgetAt) / 1000) * this.pacing.perSecond);
+    this.budgetAt = now;
+  }
+
+  private startable(paced: boolean): boolean {
+    if (this.active >= this.concurrency) return false;
+    if (!paced) return true;
+    this.refill();
+    return this.budget >= 1;
+  }
+
+  private begin(paced: boolean): void {
+    this.active++;
+    if (paced) this.budget -= 1;
+  }
+
+  private refund(): void {
+    this.refill();
+    this.budget = Math.min(this.pacing.burst, this.budget + 1);
+    this.pump();
+  }
+
+  private wait(key: string, paced: boolean): Promise<void> {
     const queue = this.queues.get(key) ?? [];
     if (this.waitingCount >= this.queueLimit || queue.length >= this.perKeyLimit) {
       throw new AppError('too_many_requests', 'too many token verifications in progress; retry shortly', undefined, { 'Retry-After': '1' });
     }
     if (queue.length === 0) this.queues.set(key, queue);
     this.waitingCount++;
-    return new Promise<void>((resolve) => queue.push(resolve));
+    const started = new Promise<void>((resolve) => queue.push({ paced, start: resolve }));
+    this.pump();
+    return started;
   }
 
-  /** Hands the slot to the first waiter of the key whose turn it is (that key then goes to the back), or frees it. */
-  private release(): void {
-    const next = this.queues.entries().next();
-    if (next.done) {
-      this.active--;
-      return;
+  /** Starts waiters, taking turns by key, while there is a free slot and (for verifications) budget. */
+  private pump(): void {
+    for (;;) {
+      if (this.active >= this.concurrency) return;
+      let chosen: [string, Waiter[]] | undefined;
+      for (const entry of this.queues) {
+        if (this.startable(entry[1][0]!.paced)) {
+          chosen = entry;
+          break;
+        }
+      }
+      if (!chosen) break;
+      const [key, queue] = chosen;
+      this.queues.delete(key);
+      const waiter = queue.shift()!;
+      if (queue.length > 0) this.queues.set(key, queue); // to the back of the turns
+      this.waitingCount--;
+      this.begin(waiter.paced);
+      waiter.start();
     }
-    const [key, queue] = next.value;
-    this.queues.delete(key);
-    const resolve = queue.shift()!;
-    if (queue.length > 0) this.queues.set(key, queue);
-    this.waitingCount--;
-    resolve();
+    // Waiters held back only by the budget: look again when it has refilled by one.
+    if (this.queues.size > 0 && this.active < this.concurrency && this.wake === null) {
+      const ms = Math.max(1, ((1 - this.budget) / this.pacing.perSecond) * 1000);
+      this.wake = setTimeout(() => {
+        this.wake = null;
+        this.pump();
+      }, ms);
+      this.wake.unref();
+    }
   }
 }

@@ -8,7 +8,7 @@ import { invalid, notFound, type FieldIssue } from '../errors.js';
 import type { Capability, Scope } from './access.js';
 import type { Argon2Gate } from './argon2-gate.js';
 import { parsePattern } from './patterns.js';
-import { requirePrivilege, type Principal, type PrincipalFactory } from './principal.js';
+import { requirePrivilege, ROOT_PRINCIPAL, type Principal, type PrincipalFactory } from './principal.js';
 import { PRIVILEGES, ROOT_ROLE, type Privilege } from './roles.js';
 import type { RootRecord } from './root-token.js';
 import { generateToken, isTokenId, parseToken } from './token-format.js';
@@ -57,7 +57,8 @@ function view(record: TokenRecord): TokenView {
 export class TokenService {
   constructor(private readonly deps: TokenServiceDeps) {}
 
-  async create(caller: Principal, input: CreateTokenInput): Promise<TokenView & { token: string; expires_in: number }> {
+  /** Creates a token; `beforeCommit` (the audit intent) runs once its id is known, before it is stored. */
+  async create(caller: Principal, input: CreateTokenInput, beforeCommit?: (id: string) => Promise<void>): Promise<TokenView & { token: string; expires_in: number }> {
     requirePrivilege(caller, 'manage_tokens');
     const grant = this.checkGrant(input);
     const expiresIn = input.expires_in ?? this.deps.defaultTtl;
@@ -77,7 +78,9 @@ export class TokenService {
         revokedAt: null,
       };
       // A clash of random 16-character ids is astronomically unlikely; if it happens, draw again.
-      if (token.id !== this.deps.root.id && (await this.deps.store.create(record))) {
+      if (token.id === this.deps.root.id) continue;
+      await beforeCommit?.(token.id);
+      if (await this.deps.store.create(record)) {
         return { token: token.value, ...view(record), expires_in: expiresIn };
       }
     }
@@ -93,17 +96,24 @@ export class TokenService {
       .sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
   }
 
-  /** Revokes by token value or id, and returns the id. Unknown → 404; already revoked → done. */
-  async revoke(caller: Principal, tokenOrId: string): Promise<string> {
+  /**
+   * Revokes by token value or id, and returns the id and whether this call revoked it. Unknown → 404;
+   * already revoked → done, nothing changed. `beforeCommit` (the audit intent) runs before the change.
+   */
+  async revoke(caller: Principal, tokenOrId: string, beforeCommit?: (id: string) => Promise<void>): Promise<{ id: string; changed: boolean }> {
     requirePrivilege(caller, 'manage_tokens');
     const id = isTokenId(tokenOrId) ? tokenOrId : parseToken(tokenOrId)?.id;
-    if (id !== undefined && id === this.deps.root.id) {
+    // `root` is the id /v1/auth/me reports for the root token.
+    if (tokenOrId === ROOT_PRINCIPAL.id || (id !== undefined && id === this.deps.root.id)) {
       throw invalid('the root token cannot be revoked; set COFFER_ROOT_TOKEN and restart to replace it');
     }
-    if (id === undefined || (await this.deps.store.revoke(id, this.deps.now())) === 'missing') {
-      throw notFound('no such token');
-    }
-    return id;
+    const current = id === undefined ? undefined : await this.deps.store.get(id);
+    if (id === undefined || !current) throw notFound('no such token');
+    if (current.revokedAt !== null) return { id, changed: false };
+    await beforeCommit?.(id);
+    const outcome = await this.deps.store.revoke(id, this.deps.now());
+    if (outcome === 'missing') throw notFound('no such token');
+    return { id, changed: outcome === 'revoked' };
   }
 
   describe(caller: Principal): {

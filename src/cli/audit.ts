@@ -4,8 +4,9 @@
  * allows this while the server runs).
  *
  * verify: checks the audit chains (default: every file in the audit directory) against their checkpoints
- * and the store's record of them; prints "intact: N entries from T1 to T2" (exit 0) or the first broken
- * entry and why (exit 1).
+ * and the store's record of them; prints "intact: N entries from T1 to T2" or the first broken entry and
+ * why (exit 1). Over the whole directory it then says which stored versions the log names (audit/coverage.ts),
+ * and exits 1 when any is named by no entry.
  *
  * seal-report: whether every stored version is sealed (audit/seal-report.ts); a table, or JSON with --json;
  * a progress bar on a terminal; exit 0 when there are no anomalies, 1 when there are.
@@ -13,6 +14,7 @@
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
+import { auditCoverage, type Coverage } from '../audit/coverage.js';
 import { auditFilesIn } from '../audit/files.js';
 import { AuditRegistry } from '../audit/registry.js';
 import { sealReport, type SealReport } from '../audit/seal-report.js';
@@ -30,7 +32,8 @@ export const AUDIT_USAGE = `usage: coffer audit <command>
 
   verify [files…]              check the audit chains and checkpoints offline (default: every file in the
                                audit directory); prints "intact: …" and exits 0, or the first broken entry
-                               and exits 1
+                               and exits 1. Over the whole directory it also says which stored versions
+                               the log names ("covers: …"), and exits 1 if any has no entry
   seal-report [--verify] [--json]
                                check that every stored version is sealed, without decrypting anything;
                                --verify also opens each one in memory (no value is printed); exits 1 when
@@ -96,11 +99,20 @@ async function verifyCommand(config: CofferConfig, given: string[], out: Out): P
     if (result.intact) {
       out(`intact: ${result.entries} entries from ${result.first ?? '-'} to ${result.last ?? '-'} (${result.chains} chains, ${files.length} files)`);
       if (result.uncheckpointed > 0) out(`note: the last ${result.uncheckpointed} entries are not yet covered by a checkpoint`);
-      return 0;
+      // Which stored changes the log names, when it is the whole log.
+      return given.length > 0 ? 0 : printCoverage(await auditCoverage(files, storage), out);
     }
     out(`BROKEN: ${result.file}${result.line > 0 ? `:${result.line}` : ''}${result.seq === null ? '' : ` (seq ${result.seq})`}: ${result.reason}`);
     return 1;
   });
+}
+
+function printCoverage(c: Coverage, out: Out): number {
+  out(`covers: ${c.versions} stored versions: ${c.by_request} named by their write's entry, ${c.by_intent} by the intent entry of a write cut off before its own entry, ${c.before_log} created before the log begins`);
+  if (c.uncovered_count === 0) return 0;
+  out(`NOT COVERED: ${c.uncovered_count} stored versions have no audit entry${c.uncovered_count > c.uncovered.length ? ` (the first ${c.uncovered.length} listed)` : ''}:`);
+  for (const v of c.uncovered) out(`  ${v.namespace}/${v.key} v${v.version}`);
+  return 1;
 }
 
 async function sealReportCommand(config: CofferConfig, verify: boolean, json: boolean, io: AuditCommandIo): Promise<number> {

@@ -51,6 +51,8 @@ export const ENV_SETTINGS = [
   { env: 'COFFER_LOG_LEVEL', field: 'log_level', kind: 'string' },
   { env: 'COFFER_AUTH_FAILURE_BURST', field: 'auth_failures.burst', kind: 'integer' },
   { env: 'COFFER_AUTH_FAILURE_RATE', field: 'auth_failures.per_second', kind: 'number' },
+  { env: 'COFFER_AUTH_FLOOD_BURST', field: 'auth_failures.flood_burst', kind: 'integer' },
+  { env: 'COFFER_AUTH_FLOOD_RATE', field: 'auth_failures.flood_per_second', kind: 'number' },
   { env: 'COFFER_TRUSTED_PROXIES', field: 'trusted_proxies', kind: 'list' },
 ] as const;
 

@@ -34,8 +34,12 @@ export interface CofferConfig {
   /** The audit log (docs/audit.md): its directory (null: <data_dir>/audit), stdout copy, failure policy, checkpoints, file size. */
   audit: { dir: string | null; stdout: boolean; fail_open: boolean; checkpoint_every: number; checkpoint_seconds: number; max_file_bytes: number };
   roles: RoleTable;
-  /** Wrong secrets of a known token allowed per client address and token: `burst` at once, then `per_second`. */
-  auth_failures: { burst: number; per_second: number };
+  /**
+   * Wrong secrets of a known token allowed per client address and token: `burst` at once, then `per_second`.
+   * Failed authentications per client address past `flood_burst`, then `flood_per_second` (ten times that
+   * over all addresses) are a flood: summarized in the audit log and answered a second late.
+   */
+  auth_failures: { burst: number; per_second: number; flood_burst: number; flood_per_second: number };
   /** Reverse proxies (CIDRs or addresses) whose X-Forwarded-For names the client. */
   trusted_proxies: string[];
   /** From COFFER_ROOT_TOKEN only; never read from a file. */
@@ -122,8 +126,13 @@ export const configSchema = {
     auth_failures: {
       type: 'object',
       additionalProperties: false,
-      required: ['burst', 'per_second'],
-      properties: { burst: { type: 'integer', minimum: 1, maximum: 1_000_000 }, per_second: { type: 'number', exclusiveMinimum: 0, maximum: 1_000_000 } },
+      required: ['burst', 'per_second', 'flood_burst', 'flood_per_second'],
+      properties: {
+        burst: { type: 'integer', minimum: 1, maximum: 1_000_000 },
+        per_second: { type: 'number', exclusiveMinimum: 0, maximum: 1_000_000 },
+        flood_burst: { type: 'integer', minimum: 1, maximum: 1_000_000 },
+        flood_per_second: { type: 'number', exclusiveMinimum: 0, maximum: 1_000_000 },
+      },
     },
     trusted_proxies: { type: 'array', maxItems: 1000, items: { type: 'string', minLength: 1, maxLength: 64 } },
     root_token: { type: 'string', minLength: 1 },

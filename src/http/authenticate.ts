@@ -3,6 +3,7 @@ import type { Authenticator } from '../auth/authenticator.js';
 import type { Principal } from '../auth/principal.js';
 import { BEARER_VALUE } from '../auth/token-format.js';
 import { AppError, invalid } from '../errors.js';
+import type { FailureRate } from '../auth/failure-rate.js';
 import type { Tarpit } from './tarpit.js';
 
 const BEARER = /^Bearer +(\S+) *$/i;
@@ -11,10 +12,11 @@ const BEARER = /^Bearer +(\S+) *$/i;
  * Requires exactly one `Authorization: Bearer <token>` header and puts the caller's Principal in
  * `res.locals.principal`; rejects with 401, with 400 for a repeated Authorization header (which of two
  * credentials would count is not guessed), or with 429 when the client is past its budget of wrong secrets
- * for that token. A 429 is held back by the tarpit before it is sent, so a client that ignores Retry-After
- * gets about one answer per second per connection instead of thousands of cheap ones.
+ * for that token. A 429, and a 401 past the failure rate of its address (auth/failure-rate.ts), is held back
+ * by the tarpit before it is sent, so a flooding client gets about one answer per second per connection
+ * instead of thousands of cheap ones; such a 401 is marked for a summary audit entry.
  */
-export function authenticate(authenticator: Authenticator, tarpit: Tarpit) {
+export function authenticate(authenticator: Authenticator, tarpit: Tarpit, failures: FailureRate, now: () => number) {
   return async (req: Request, res: Response): Promise<void> => {
     const address = res.locals.client as string;
     try {
@@ -25,7 +27,12 @@ export function authenticate(authenticator: Authenticator, tarpit: Tarpit) {
       if (value === undefined || !BEARER_VALUE.test(value)) throw authenticator.reject('the Authorization header is not a well-formed bearer token');
       res.locals.principal = await authenticator.authenticate(value, address);
     } catch (err) {
-      if (err instanceof AppError && err.code === 'too_many_requests') await tarpit.hold();
+      if (err instanceof AppError && (err.code === 'unauthorized' || err.code === 'too_many_requests')) {
+        // A flood of failures from this address (or from everywhere): summarized in the audit log, held back.
+        const flood = !failures.admit(address, now());
+        if (flood) res.locals.summarized = true;
+        if (flood || err.code === 'too_many_requests') await tarpit.hold();
+      }
       throw err;
     }
   };

@@ -20,8 +20,10 @@ import { authRoutes } from './routes/auth.js';
 import { auditRoutes } from './routes/audit.js';
 import { kvRoutes } from './routes/kv.js';
 import type { AuditLog } from '../audit/audit-log.js';
+import type { FailureSummary } from '../audit/failure-summary.js';
+import type { FailureRate } from '../auth/failure-rate.js';
 import { createResponder } from './respond.js';
-import { refuseWhileUnrecorded, requestAuditor } from './request-audit.js';
+import { intentRecorder, refuseWhileUnrecorded, requestAuditor } from './request-audit.js';
 import type { OperatorEvents } from '../audit/events.js';
 import { Tarpit } from './tarpit.js';
 import { kvPutSchema, migrateSchema, rewrapSchema, tokenCreateSchema } from './schemas.js';
@@ -42,6 +44,10 @@ export interface HttpAppDeps {
   readonly events: OperatorEvents;
   /** Where the audit files are, for GET /v1/sys/audit. */
   readonly auditDir: string;
+  /** Tells a flood of failed authentications from ordinary ones. */
+  readonly failureRate: FailureRate;
+  /** Where failed authentications past the flood rate are counted, instead of a line each. */
+  readonly failureSummary?: FailureSummary;
   /** Reverse proxies whose X-Forwarded-For names the client (config trusted_proxies). */
   readonly trustedProxies: readonly string[];
 }
@@ -53,10 +59,11 @@ export function bodyLimit(maxValueBytes: number): number {
 
 export function buildHttpApp(deps: HttpAppDeps): Express {
   const validators = new Validators();
-  const respond = createResponder(deps.audit ? requestAuditor(deps.audit) : undefined);
+  const respond = createResponder(deps.audit ? requestAuditor(deps.audit, deps.failureSummary, deps.sys.now) : undefined);
   const readBody = jsonBodyReader(bodyLimit(deps.maxValueBytes));
-  const kv = kvRoutes({ kv: deps.kv, readBody, validatePut: validators.body(kvPutSchema), respond });
-  const auth = authRoutes({ tokens: deps.tokens, events: deps.events, readBody, validateCreate: validators.body(tokenCreateSchema(deps.maxTtl)), respond });
+  const recordIntent = intentRecorder(deps.audit, respond.requestId);
+  const kv = kvRoutes({ kv: deps.kv, readBody, validatePut: validators.body(kvPutSchema), respond, recordIntent });
+  const auth = authRoutes({ tokens: deps.tokens, events: deps.events, readBody, validateCreate: validators.body(tokenCreateSchema(deps.maxTtl)), respond, recordIntent });
   const sys = sysRoutes({ ...deps.sys, readBody, validateRewrap: validators.body(rewrapSchema), validateMigrate: validators.body(migrateSchema), respond, events: deps.events });
   const audit = auditRoutes({ auditDir: deps.auditDir, storage: deps.sys.storage, keyring: deps.sys.keyring, respond, now: deps.sys.now });
   const openapi = JSON.stringify(openApiDocument(deps.maxTtl));
@@ -83,7 +90,7 @@ export function buildHttpApp(deps: HttpAppDeps): Express {
   app.set('etag', false);
   app.set('query parser', false); // queries are read strictly by request-parts.ts
   if (deps.onOutcome) app.use(recordOutcomes(deps.onOutcome));
-  app.use(dispatcher(routes, authenticate(deps.authenticator, new Tarpit()), '/v1/', clientAddressOf(deps.trustedProxies), deps.audit ? refuseWhileUnrecorded(deps.audit) : undefined));
+  app.use(dispatcher(routes, authenticate(deps.authenticator, new Tarpit(), deps.failureRate, deps.sys.now), '/v1/', clientAddressOf(deps.trustedProxies), deps.audit ? refuseWhileUnrecorded(deps.audit) : undefined));
   app.use(notFoundHandler);
   app.use(problemHandler(deps.log, respond));
   return app;

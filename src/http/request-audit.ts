@@ -6,6 +6,7 @@
  */
 import type { Request, Response } from 'express';
 import type { AuditLog } from '../audit/audit-log.js';
+import type { FailureSummary } from '../audit/failure-summary.js';
 import type { Principal } from '../auth/principal.js';
 import { AppError } from '../errors.js';
 import { auditTargetOf } from './audit-target.js';
@@ -36,12 +37,37 @@ export function refuseWhileUnrecorded(audit: AuditLog) {
   };
 }
 
+/** What a request is about to change, for its intent entry. */
+export interface Change {
+  readonly action: 'write' | 'delete' | 'token.create' | 'token.revoke';
+  readonly namespace?: string;
+  readonly key?: string;
+  readonly subject_token_id?: string;
+}
+
+/** Makes a change's intent entry durable; throws 503 audit_unavailable when it cannot, so nothing is changed. */
+export type RecordIntent = (res: Response, change: Change) => Promise<void>;
+
+export function intentRecorder(audit: AuditLog | undefined, requestId: (res: Response) => string): RecordIntent {
+  if (!audit) return async () => undefined;
+  return async (res, change) => {
+    const principal = res.locals.principal as Principal | undefined;
+    const recorded = await audit.intent({ request_id: requestId(res), token_id: principal?.id ?? null, ...change });
+    if (!recorded) throw new AppError('audit_unavailable', 'the audit log cannot be written', undefined, { 'Retry-After': '1' });
+  };
+}
+
 export function roleOf(principal: Principal): string {
   return principal.isRoot ? 'root' : (principal.role ?? 'scoped');
 }
 
-export function requestAuditor(audit: AuditLog) {
+/** A failed authentication past the flood rate goes into `summary` instead of a line of its own. */
+export function requestAuditor(audit: AuditLog, summary?: FailureSummary, now: () => number = Date.now) {
   return (res: Response, status: number, requestId: string): Promise<boolean> => {
+    if (summary && res.locals.summarized === true) {
+      summary.add(res.locals.client as string, status, now());
+      return Promise.resolve(true);
+    }
     const req = res.req as Request;
     const principal = res.locals.principal as Principal | undefined;
     const route = (res.locals.route as string | undefined) ?? null;

@@ -43,6 +43,8 @@ function securityHeaders(): string[] {
 }
 
 export interface Responder {
+  /** The request's id (X-Request-Id), the same for its intent entry, its audit entry and its response. */
+  requestId(res: Response): string;
   json(res: Response, status: number, body: unknown, headers?: HeaderList): void;
   /** A response with no body (204). */
   empty(res: Response, status: number): void;
@@ -77,13 +79,15 @@ export function createResponder(auditor?: ResponseAuditor): Responder {
     res.writeHead(status, headers);
     res.end(body);
   };
+  const requestId = (res: Response): string => (res.locals.requestId ??= requestIds.next()) as string;
   const write = (res: Response, status: number, contentType: string | null, body: string, extra?: HeaderList): void => {
     if (!auditor) return send(res, status, contentType, body, extra, null);
-    const requestId = requestIds.next();
-    const refuse = (): void => send(res, 503, 'application/problem+json', UNAVAILABLE, [['Retry-After', '1']], requestId);
-    auditor(res, status, requestId).then((recorded) => (recorded ? send(res, status, contentType, body, extra, requestId) : refuse()), refuse);
+    const id = requestId(res);
+    const refuse = (): void => send(res, 503, 'application/problem+json', UNAVAILABLE, [['Retry-After', '1']], id);
+    auditor(res, status, id).then((recorded) => (recorded ? send(res, status, contentType, body, extra, id) : refuse()), refuse);
   };
   return {
+    requestId,
     json: (res, status, body, headers) => write(res, status, 'application/json; charset=utf-8', JSON.stringify(body), headers),
     empty: (res, status) => write(res, status, null, ''),
     raw: (res, status, contentType, body, headers) => write(res, status, contentType, body, headers),

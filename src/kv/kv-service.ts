@@ -49,12 +49,16 @@ const iso = (ms: number): string => new Date(ms).toISOString();
 export class KvService {
   constructor(private readonly deps: KvServiceDeps) {}
 
-  /** Stores a new version; `created` is true when the key did not exist. Resolves once durable. */
-  async put(caller: Principal, namespace: string, key: string, value: string, type: ValueType): Promise<EntryInfo & { created: boolean }> {
+  /**
+   * Stores a new version; `created` is true when the key did not exist. Resolves once durable.
+   * `beforeCommit` (the audit intent) runs once the request is known to be allowed, before the change.
+   */
+  async put(caller: Principal, namespace: string, key: string, value: string, type: ValueType, beforeCommit?: () => Promise<void>): Promise<EntryInfo & { created: boolean }> {
     if (!caller.access.may('write', namespace, type)) throw forbidden();
     if (Buffer.byteLength(value, 'utf8') > this.deps.maxValueBytes) {
       throw new AppError('payload_too_large', `the value is larger than ${this.deps.maxValueBytes} bytes`);
     }
+    await beforeCommit?.();
     const createdAt = this.deps.now();
     for (let attempt = 0; ; attempt++) {
       try {
@@ -141,8 +145,12 @@ export class KvService {
   }
 
   /** Deletes the key and all its versions; the version counter stays, so numbers are never reused. */
-  async remove(caller: Principal, namespace: string, key: string): Promise<void> {
+  async remove(caller: Principal, namespace: string, key: string, beforeCommit?: () => Promise<void>): Promise<void> {
     if (!caller.access.mayInNamespace('delete', namespace)) throw forbidden();
+    const meta = await this.meta(namespace, key);
+    if (!meta) throw notFound('no such key');
+    if (!caller.access.may('delete', namespace, meta.type)) throw forbidden();
+    await beforeCommit?.();
     const mKey = metaKey(namespace, key);
     await this.deps.storage.atomic([mKey], ([metaBytes]) => {
       if (!metaBytes) throw notFound('no such key');

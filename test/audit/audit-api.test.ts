@@ -56,13 +56,19 @@ describe('audit entries, operator events and GET /v1/sys/audit', function () {
       const all = fileEntries(c);
       for (const [res, method, route, action, path] of made) {
         const id = res.headers.get('x-request-id');
-        const mine = all.filter((e) => e.request_id === id);
+        const mine = all.filter((e) => e.request_id === id && e.kind === 'request');
         expect(mine, `${method} ${path}`).to.have.length(1);
+        // A change also has its intent entry, written before the change.
+        const intents = all.filter((e) => e.request_id === id && e.kind === 'intent');
+        const changes = ['token.create', 'token.revoke', 'write', 'delete'];
+        expect(intents.map((e) => e.action), `${method} ${path}`).to.deep.equal(changes.includes(action) ? [action] : []);
+        if (intents.length > 0) expect(intents[0]!.seq).to.be.below(mine[0]!.seq as number);
         expect(mine[0], `${method} ${path}`).to.deep.include({ kind: 'request', method, route, action, token_id: route === '/v1/openapi.json' ? null : 'root' });
         expect((mine[0]!.outcome as { status: number }).status, `${method} ${path}`).to.equal(res.status);
         expect(mine[0]!.duration_ms).to.be.a('number');
         expect(mine[0]!.client).to.match(/127\.0\.0\.1/);
       }
+      // Refused before it could change anything: no intent.
       const refusedEntry = all.filter((e) => e.request_id === refused.headers.get('x-request-id'));
       expect(refusedEntry).to.have.length(1);
       expect(refusedEntry[0]).to.deep.include({ token_id: readerId, role: 'reader', action: 'delete', namespace: 'every/app', key: 'other', outcome: { status: 403, code: 'forbidden' } });
@@ -158,7 +164,7 @@ describe('audit entries, operator events and GET /v1/sys/audit', function () {
       for (let i = 0; i < 3; i++) await c.call('PUT', '/v1/kv/q/a/k0', { token: reader, json: { value: 'no', type: 'secret' } });
       await c.call('GET', '/v1/kv/q/a/missing');
       await c.call('POST', '/v1/sys/keyring/rotate');
-      everything = fileEntries(c).filter((e) => e.kind !== 'checkpoint').sort(order);
+      everything = fileEntries(c).filter((e) => e.kind !== 'checkpoint' && e.kind !== 'intent').sort(order);
       expect(filesOf(c).length, 'the log spans several files').to.be.greaterThan(1);
     });
     after(async () => {
@@ -169,7 +175,7 @@ describe('audit entries, operator events and GET /v1/sys/audit', function () {
       const all = await walk('', 7);
       const key = (e: Entry): string => `${e.chain}:${e.seq}`;
       expect(new Set(all.map(key)).size).to.equal(all.length);
-      expect(all.every((e) => e.kind !== 'checkpoint')).to.equal(true);
+      expect(all.every((e) => e.kind !== 'checkpoint' && e.kind !== 'intent')).to.equal(true);
       // What was in the files before the walk began is all there, in order (the walk's own reads come after).
       expect(all.slice(0, everything.length).map(key)).to.deep.equal(everything.map(key));
       expect([...all].sort(order).map(key)).to.deep.equal(all.map(key));

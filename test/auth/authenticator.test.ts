@@ -81,7 +81,7 @@ describe('authenticator', () => {
   });
 
   it('turns away argon2 work beyond its queue with 429 instead of piling it up', async () => {
-    const small = new Argon2Gate({ concurrency: 1, queueLimit: 2 });
+    const small = new Argon2Gate({ concurrency: 1, queueLimit: 2, paced: { burst: 100, perSecond: 100 } });
     const hash = await small.hash('secret');
     const results = await Promise.allSettled(Array.from({ length: 6 }, () => small.verify(hash, 'wrong')));
     const refused = results.filter((r) => r.status === 'rejected');
@@ -91,7 +91,7 @@ describe('authenticator', () => {
   });
 
   it('takes turns between tokens: the first verification of another token is not queued behind a flood', async () => {
-    const fair = new Argon2Gate({ concurrency: 1, queueLimit: 100, perKeyLimit: 50 });
+    const fair = new Argon2Gate({ concurrency: 1, queueLimit: 100, perKeyLimit: 50, paced: { burst: 100, perSecond: 100 } });
     const hash = await fair.hash('secret');
     const order: string[] = [];
     const flood = Array.from({ length: 20 }, () => fair.verify(hash, 'wrong', 'flooded').then(() => order.push('flood')));
@@ -100,10 +100,25 @@ describe('authenticator', () => {
     // The first flood attempt was running; the other token's turn comes right after it.
     expect(order.indexOf('other')).to.be.at.most(2);
     // One token cannot fill the whole queue.
-    const capped = new Argon2Gate({ concurrency: 1, queueLimit: 100, perKeyLimit: 3 });
+    const capped = new Argon2Gate({ concurrency: 1, queueLimit: 100, perKeyLimit: 3, paced: { burst: 100, perSecond: 100 } });
     const results = await Promise.allSettled(Array.from({ length: 6 }, () => capped.verify(hash, 'wrong', 'one')));
     expect(results.filter((r) => r.status === 'rejected')).to.have.length(2);
     expect(await capped.verify(hash, 'secret', 'two')).to.equal(true);
+  });
+
+  it('paces wrong secrets: past its burst a flood gets a few verifications a second, while correct ones never wait for it', async () => {
+    const paced = new Argon2Gate({ concurrency: 2, queueLimit: 100, perKeyLimit: 50, paced: { burst: 2, perSecond: 4 } });
+    const hash = await paced.hash('secret');
+    const started = performance.now();
+    const flood = Promise.all(Array.from({ length: 6 }, () => paced.verify(hash, 'wrong', 'flooded')));
+    // A correct secret of another token, sent during the flood, takes its turn next and gives its draw back.
+    const t = performance.now();
+    expect(await paced.verify(hash, 'secret', 'other')).to.equal(true);
+    const otherMs = performance.now() - t;
+    await flood;
+    // 2 at once, then 4 more at 4 a second (one of them waiting for the correct one's turn): about a second.
+    expect(performance.now() - started).to.be.at.least(700);
+    expect(otherMs).to.be.below(600);
   });
 
   it('serves a verified token at full speed while wrong tokens flood argon2', async () => {

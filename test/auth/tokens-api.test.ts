@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { auditLines } from '../support/audit-lines.js';
 import { startTestCoffer, type TestCoffer } from '../support/harness.js';
 
 const TOKEN_SHAPE = /^cfr_[0-9A-Za-z]{16}_[0-9A-Za-z]{43}$/;
@@ -115,9 +116,21 @@ describe('token API', () => {
       expect((await c.call('DELETE', '/v1/auth/token/not-a-token')).status).to.equal(404);
     });
 
-    it('refuses to revoke the root token', async () => {
-      expect((await c.call('DELETE', `/v1/auth/token/${c.rootToken}`)).status).to.equal(400);
+    it('refuses to revoke the root token, by value or by the id /v1/auth/me reports for it', async () => {
+      expect((await c.call('GET', '/v1/auth/me')).body.id).to.equal('root');
+      for (const subject of [c.rootToken, 'root']) {
+        const res = await c.call('DELETE', `/v1/auth/token/${subject}`);
+        expect(res.status).to.equal(400);
+        expect(res.body.detail).to.match(/the root token cannot be revoked/);
+      }
       expect((await c.call('GET', '/v1/auth/me')).status).to.equal(200);
+    });
+
+    it('records one token.revoke event however often a token is revoked', async () => {
+      const created = await c.call('POST', '/v1/auth/token', { json: { role: 'reader' } });
+      for (let i = 0; i < 3; i++) expect((await c.call('DELETE', `/v1/auth/token/${created.body.id}`)).status).to.equal(204);
+      const events = auditLines(c.config.audit.dir!).filter((l) => l.kind === 'event' && l.event === 'token.revoke' && l.token_id === created.body.id);
+      expect(events).to.have.length(1);
     });
   });
 

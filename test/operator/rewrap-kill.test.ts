@@ -10,7 +10,7 @@ import { LocalKeyProvider, loadOrCreateMasterKey } from '../../src/keys/local-pr
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
 import { tempDir } from '../support/harness.js';
 import { send } from '../support/http-client.js';
-import { startProcess } from '../support/process.js';
+import { killAll, startProcess } from '../support/process.js';
 import { seedStore } from '../support/seed.js';
 
 describe('rewrap killed with SIGKILL halfway', function () {
@@ -37,8 +37,7 @@ describe('rewrap killed with SIGKILL halfway', function () {
       progress = (await send(p.url, 'GET', '/v1/sys/keyring/rewrap', root)).body;
     }
     // Kill the supervisor and its worker without any chance to clean up.
-    for (const pid of [p.child.pid!, ...(await workerPids(p.child.pid!))]) process.kill(pid, 'SIGKILL');
-    await new Promise((r) => p.child.once('exit', r));
+    await killAll(p);
 
     p = await startProcess(env);
     try {
@@ -68,12 +67,3 @@ describe('rewrap killed with SIGKILL halfway', function () {
     }
   });
 });
-
-async function workerPids(parent: number): Promise<number[]> {
-  const { execFileSync } = await import('node:child_process');
-  try {
-    return execFileSync('pgrep', ['-P', String(parent)]).toString().trim().split('\n').filter(Boolean).map(Number);
-  } catch {
-    return [];
-  }
-}

@@ -70,6 +70,7 @@ export async function startTestCoffer(options: HarnessOptions = {}): Promise<Tes
     COFFER_LOG_LEVEL: 'silent',
     // Tests fail authentications on purpose; test/http/rate-limit.test.ts covers the budget itself.
     COFFER_AUTH_FAILURE_BURST: '1000000',
+    COFFER_AUTH_FLOOD_BURST: '1000000',
     ...options.env,
   });
   const app = await startCoffer(config, { log: pino({ level: 'silent' }), ...options.start });

@@ -1,5 +1,5 @@
 /** Runs the real `coffer` command (dist/src/main.js) as a child process, for start-up tests. */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 export const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
@@ -69,6 +69,22 @@ export function startProcess(env: Record<string, string>, cwd?: string): Promise
       }
     });
   });
+}
+
+/** The pids of a supervisor's worker processes. */
+export function workerPids(parent: number): number[] {
+  try {
+    return execFileSync('pgrep', ['-P', String(parent)]).toString().trim().split('\n').filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/** SIGKILLs the supervisor and its workers at once, as `kill -9` of the process group would, and waits for the supervisor to be gone. */
+export async function killAll(p: CofferProcess): Promise<void> {
+  const exited = new Promise((resolve) => p.child.once('exit', resolve));
+  for (const pid of [p.child.pid!, ...workerPids(p.child.pid!)]) process.kill(pid, 'SIGKILL');
+  await exited;
 }
 
 /** Runs coffer expecting it to exit on its own (a refused start-up). */

@@ -9,6 +9,7 @@ import { principalOf } from '../authenticate.js';
 import { notFound } from '../../errors.js';
 import { booleanFlag, queryOf, rawPath } from '../request-parts.js';
 import type { Responder } from '../respond.js';
+import type { RecordIntent } from '../request-audit.js';
 import type { BodyValidator } from '../validate.js';
 
 export interface AuthRouteDeps {
@@ -17,6 +18,7 @@ export interface AuthRouteDeps {
   readonly readBody: (req: Request, res: Response) => Promise<unknown>;
   readonly validateCreate: BodyValidator<CreateTokenInput>;
   readonly respond: Responder;
+  readonly recordIntent: RecordIntent;
 }
 
 const TOKEN_PATH = '/v1/auth/token/';
@@ -33,7 +35,7 @@ function tokenInPath(req: Request): string {
   throw notFound('no such token');
 }
 
-export function authRoutes({ tokens, events, readBody, validateCreate, respond }: AuthRouteDeps) {
+export function authRoutes({ tokens, events, readBody, validateCreate, respond, recordIntent }: AuthRouteDeps) {
   return {
     me(req: Request, res: Response): void {
       queryOf(req, []);
@@ -45,7 +47,7 @@ export function authRoutes({ tokens, events, readBody, validateCreate, respond }
       requirePrivilege(caller, 'manage_tokens');
       queryOf(req, []);
       const input = validateCreate(await readBody(req, res));
-      const created = await tokens.create(caller, input);
+      const created = await tokens.create(caller, input, (id) => recordIntent(res, { action: 'token.create', subject_token_id: id }));
       auditTarget(res, { subject_token_id: created.id });
       await events.record('token.create', { by: caller.id, token_id: created.id, role: created.role, scopes: created.scopes, expires_at: created.expires_at }, 'token created');
       respond.json(res, 201, created);
@@ -66,8 +68,9 @@ export function authRoutes({ tokens, events, readBody, validateCreate, respond }
       // Only ever the id: the path may hold a whole token value.
       const id = parseToken(subject)?.id ?? (isTokenId(subject) ? subject : undefined);
       if (id !== undefined) auditTarget(res, { subject_token_id: id });
-      const revoked = await tokens.revoke(caller, subject);
-      await events.record('token.revoke', { by: caller.id, token_id: revoked }, 'token revoked');
+      const revoked = await tokens.revoke(caller, subject, (id) => recordIntent(res, { action: 'token.revoke', subject_token_id: id }));
+      // Revoking a revoked token again answers the same, and changes and records nothing.
+      if (revoked.changed) await events.record('token.revoke', { by: caller.id, token_id: revoked.id }, 'token revoked');
       respond.empty(res, 204);
     },
   };

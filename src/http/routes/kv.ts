@@ -13,6 +13,7 @@ import { forbidden, invalid } from '../../errors.js';
 import type { KvService } from '../../kv/kv-service.js';
 import { isNamespace, RESERVED_KEY } from '../../kv/names.js';
 import type { Responder } from '../respond.js';
+import type { RecordIntent } from '../request-audit.js';
 import type { BodyValidator } from '../validate.js';
 import { namespaceOf, parseKvPath, splitKeyPath } from '../kv-path.js';
 import { booleanFlag, positiveInteger, queryOf, rawPath } from '../request-parts.js';
@@ -27,6 +28,7 @@ export interface KvRouteDeps {
   readonly readBody: (req: Request, res: Response) => Promise<unknown>;
   readonly validatePut: BodyValidator<{ value: string; type: ValueType }>;
   readonly respond: Responder;
+  readonly recordIntent: RecordIntent;
 }
 
 function keyTarget(req: Request): { namespace: string; key: string } {
@@ -37,7 +39,7 @@ function keyTarget(req: Request): { namespace: string; key: string } {
   return target;
 }
 
-export function kvRoutes({ kv, readBody, validatePut, respond }: KvRouteDeps) {
+export function kvRoutes({ kv, readBody, validatePut, respond, recordIntent }: KvRouteDeps) {
   return {
     async get(req: Request, res: Response): Promise<void> {
       const caller = principalOf(res);
@@ -83,7 +85,7 @@ export function kvRoutes({ kv, readBody, validatePut, respond }: KvRouteDeps) {
       // Authorize what can be known before the body is read: a forbidden caller's body is never parsed.
       if (!caller.access.mayInNamespace('write', namespace)) throw forbidden();
       const body = validatePut(await readBody(req, res));
-      const { created, ...info } = await kv.put(caller, namespace, key, body.value, body.type);
+      const { created, ...info } = await kv.put(caller, namespace, key, body.value, body.type, () => recordIntent(res, { action: 'write', namespace, key }));
       auditTarget(res, { version: info.version });
       respond.json(res, created ? 201 : 200, info);
     },
@@ -92,7 +94,7 @@ export function kvRoutes({ kv, readBody, validatePut, respond }: KvRouteDeps) {
       const { namespace, key } = keyTarget(req);
       auditTarget(res, { namespace, key });
       queryOf(req, []);
-      await kv.remove(principalOf(res), namespace, key);
+      await kv.remove(principalOf(res), namespace, key, () => recordIntent(res, { action: 'delete', namespace, key }));
       respond.empty(res, 204);
     },
   };

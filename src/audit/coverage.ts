@@ -1,0 +1,91 @@
+/**
+ * Which stored changes the audit log covers. Every stored version must be named by an audit entry: the
+ * write's request entry (namespace, key, version), or — when the process was killed between the commit and
+ * that entry — the write's intent entry, made durable before the commit (audit/audit-log.ts `intent`),
+ * whose request never got its own entry. One such open intent covers one version of its key. Versions
+ * created before the oldest entry in the log (an older log, archived or from before the audit log existed)
+ * are counted apart.
+ */
+import { readFileSync } from 'node:fs';
+import { unpackVersion } from '../kv/records.js';
+import type { StorageBackend } from '../storage/backend.js';
+import { parseVersionKey, VERSIONS_RANGE } from '../storage/layout.js';
+
+const MAX_LISTED = 100;
+
+export interface StoredVersion {
+  readonly namespace: string;
+  readonly key: string;
+  readonly version: number;
+}
+
+export interface Coverage {
+  readonly versions: number;
+  /** Named by their write's request entry. */
+  readonly by_request: number;
+  /** Named only by the intent entry of a write whose process stopped before its request entry. */
+  readonly by_intent: number;
+  /** Created before the oldest entry of the log read. */
+  readonly before_log: number;
+  readonly uncovered_count: number;
+  /** The first uncovered versions. */
+  readonly uncovered: StoredVersion[];
+}
+
+interface Entry {
+  readonly kind?: string;
+  readonly ts?: string;
+  readonly action?: string;
+  readonly request_id?: string;
+  readonly namespace?: string;
+  readonly key?: string;
+  readonly version?: number;
+}
+
+const keyOf = (namespace: string, key: string): string => `${namespace}\0${key}`;
+
+export async function auditCoverage(files: readonly string[], storage: StorageBackend): Promise<Coverage> {
+  let logStart = Infinity;
+  const written = new Set<string>();
+  const answered = new Set<string>();
+  const intents: Entry[] = [];
+  for (const file of files) {
+    for (const line of readFileSync(file, 'utf8').split('\n')) {
+      if (line === '') continue;
+      const entry = JSON.parse(line) as Entry;
+      if (entry.ts !== undefined) logStart = Math.min(logStart, Date.parse(entry.ts));
+      if (entry.kind === 'request' && entry.request_id !== undefined) answered.add(entry.request_id);
+      if (entry.kind === 'request' && entry.action === 'write' && entry.version !== undefined) written.add(`${keyOf(entry.namespace!, entry.key!)}\0${entry.version}`);
+      if (entry.kind === 'intent' && entry.action === 'write') intents.push(entry);
+    }
+  }
+  const open = new Map<string, number>();
+  for (const intent of intents) {
+    if (answered.has(intent.request_id!)) continue;
+    const name = keyOf(intent.namespace!, intent.key!);
+    open.set(name, (open.get(name) ?? 0) + 1);
+  }
+
+  let [versions, byRequest, byIntent, beforeLog, uncoveredCount] = [0, 0, 0, 0, 0];
+  const uncovered: StoredVersion[] = [];
+  for await (const stored of storage.scan(VERSIONS_RANGE)) {
+    versions++;
+    const id = parseVersionKey(stored.key);
+    const name = keyOf(id.namespace, id.key);
+    if (written.has(`${name}\0${id.version}`)) {
+      byRequest++;
+      continue;
+    }
+    const createdAt = unpackVersion(stored.value)?.createdAt ?? Infinity;
+    const openIntents = open.get(name) ?? 0;
+    if (createdAt < logStart) beforeLog++;
+    else if (openIntents > 0) {
+      open.set(name, openIntents - 1);
+      byIntent++;
+    } else {
+      uncoveredCount++;
+      if (uncovered.length < MAX_LISTED) uncovered.push(id);
+    }
+  }
+  return { versions, by_request: byRequest, by_intent: byIntent, before_log: beforeLog, uncovered_count: uncoveredCount, uncovered };
+}
