@@ -5,9 +5,11 @@
 import { readFileSync } from 'node:fs';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo, type Server as NetServer } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { pino, type Logger } from 'pino';
 import { AuditLog } from './audit/audit-log.js';
+import { watchDisk } from './audit/disk-watch.js';
 import { FailureSummary } from './audit/failure-summary.js';
 import { operatorEvents, type OperatorEvents } from './audit/events.js';
 import { AuditRegistry } from './audit/registry.js';
@@ -21,9 +23,13 @@ import { roleTable } from './auth/roles.js';
 import { establishRootToken, readRootToken, type EstablishedRoot, type RootRecord } from './auth/root-token.js';
 import { TokenService } from './auth/token-service.js';
 import { TokenStore } from './auth/token-store.js';
+import { ensureDirectory } from './config/directories.js';
+import { ConfigError } from './config/load.js';
 import type { CofferConfig } from './config/schema.js';
 import { sodiumReady } from './crypto/aead.js';
-import { KeyringHolder } from './crypto/keyring-store.js';
+import { KeyringHolder, storedKeyDescription } from './crypto/keyring-store.js';
+import { KeyProviderError } from './keys/key-provider.js';
+import { MissingMasterKeyError } from './keys/local-provider.js';
 import { randomBase62 } from './crypto/random.js';
 import { buildHttpApp } from './http/http-app.js';
 import type { OutcomeSink } from './http/outcome.js';
@@ -72,10 +78,24 @@ interface OpenedStore {
 
 async function openStore(config: CofferConfig, log: Logger, now: () => number, options: StartOptions): Promise<OpenedStore> {
   await sodiumReady();
+  ensureDirectory(config.data_dir, 'COFFER_DATA_DIR');
+  ensureDirectory(config.audit.dir!, 'COFFER_AUDIT_DIR');
   const storage = openStorage(config);
   try {
-    const opened = await openKeyProvider(config);
+    // A master key is made only for a store that does not exist yet: never next to an existing store whose
+    // own key file is missing (a new key would not open it, and could be backed up in its place).
+    const existing = await storedKeyDescription(storage);
+    let opened;
+    try {
+      opened = await openKeyProvider(config, { createKey: existing === undefined && options.prepare !== false });
+    } catch (err) {
+      if (err instanceof MissingMasterKeyError && existing !== undefined) {
+        throw new KeyProviderError(err.setting, `${err.message}; the store in ${config.data_dir} needs its own key, ${existing ?? 'the one it was created with'}: restore that file from your backup or configure that key (Coffer creates a key only for a new store)`);
+      }
+      throw err;
+    }
     if (opened.notice) log.warn(opened.notice);
+    else if (existing === undefined) log.warn(`${config.data_dir} holds no store yet, but the master key already exists: creating a new store and root token (check COFFER_DATA_DIR if you meant an existing store)`);
     const reopen = async (target: ProviderConfig) => (await openKeyProvider(settingsOf(target, config.pkcs11_pin))).provider;
     const { holder: keyring, created } = await KeyringHolder.open(storage, { provider: opened.provider, config: providerConfig(config) }, now(), { reopen });
     if (created) log.info('created a new keyring, wrapped by %s', opened.provider.description);
@@ -86,9 +106,6 @@ async function openStore(config: CofferConfig, log: Logger, now: () => number, o
     }
     const root = await establishRootToken(storage, new Argon2Gate(), config.root_token, now());
     if (root.generated) options.onGeneratedRootToken?.(root.generated);
-    if (config.root_token !== undefined && config.root_token.length < 32) {
-      log.warn('COFFER_ROOT_TOKEN is shorter than 32 characters; use a long random value');
-    }
     return { storage, keyring, root: root.record, rootChange: root.change };
   } catch (err) {
     await storage.close();
@@ -150,22 +167,26 @@ export async function startCoffer(config: CofferConfig, options: StartOptions = 
     const app = buildHttpApp({
       failureRate,
       ...(failureSummary ? { failureSummary } : {}),
-      authenticator, tokens, kv, log, audit, events, auditDir: config.audit.dir!, trustedProxies: config.trusted_proxies,
+      authenticator, tokens, kv, log, audit, events, auditDir: config.audit.dir!, trustedProxies: config.trusted_proxies, tls: config.tls.cert !== null,
       sys: { storage, keyring, rewrapper, now, pkcs11Pin: config.pkcs11_pin }, maxValueBytes: config.max_value_bytes, maxTtl: config.max_ttl,
       ...(options.onOutcome ? { onOutcome: options.onOutcome } : {}),
     });
 
     const tls = config.tls.cert !== null && config.tls.key !== null;
+    // Time limits are checked every second (Node's default: every 30 s).
+    const limits = { connectionsCheckingInterval: 1000 };
     const server = tls
-      ? createHttpsServer({ cert: readFileSync(config.tls.cert!), key: readFileSync(config.tls.key!) }, app)
-      : createHttpServer(app);
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(config.port, config.host, () => resolve());
-    });
+      ? createHttpsServer({ ...limits, cert: readFileSync(config.tls.cert!), key: readFileSync(config.tls.key!) }, app)
+      : createHttpServer(limits, app);
+    // A slow client holds a connection at most this long (Node's default is five minutes).
+    server.requestTimeout = config.request_timeout_seconds * 1000;
+    server.headersTimeout = Math.min(10_000, server.requestTimeout);
+    server.on('clientError', answerClientError);
+    await listen(server, config);
     const address = server.address() as AddressInfo;
     const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
     const url = `${tls ? 'https' : 'http'}://${host}:${address.port}`;
+    const disk = audit ? watchDisk(config.audit.dir!, config.audit.min_free_bytes, log) : undefined;
     const rotateAfter = config.keyring.rotate_after === null ? undefined : parseDuration(config.keyring.rotate_after);
     const autoRotation = rotateAfter === undefined ? undefined : startAutoRotation(keyring, rotateAfter, events, now);
 
@@ -181,6 +202,7 @@ export async function startCoffer(config: CofferConfig, options: StartOptions = 
         await closed;
         clearTimeout(deadline);
         await autoRotation?.stop();
+        disk?.stop();
         // A rewrap in progress stops at its next batch boundary; its state is saved for a later run.
         await rewrapper.stop();
         await failureSummary?.close();
@@ -199,8 +221,52 @@ export async function startCoffer(config: CofferConfig, options: StartOptions = 
   }
 }
 
+const UNPARSABLE = JSON.stringify({
+  type: 'urn:coffer:problem:invalid_request',
+  title: 'Invalid request',
+  status: 400,
+  detail: 'the request is not valid HTTP/1.1 (characters outside ASCII in the URL must be percent-encoded as UTF-8)',
+  code: 'invalid_request',
+  errors: [{ field: '', in: 'request', message: 'not valid HTTP/1.1' }],
+});
+
+/** Requests Node's parser refuses, answered as problem+json like everything else (Node sends a bare 400). */
+function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (!socket.writable || (err.code === 'ECONNRESET')) return void socket.destroy();
+  const [status, title, body] = err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'Request Header Fields Too Large', '']
+    : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'Request Timeout', '']
+    : [400, 'Bad Request', UNPARSABLE];
+  const head = [`HTTP/1.1 ${status} ${title}`, 'Connection: close', 'Cache-Control: no-store', `Content-Length: ${Buffer.byteLength(body)}`];
+  if (body) head.push('Content-Type: application/problem+json');
+  socket.end(`${head.join('\r\n')}\r\n\r\n${body}`);
+}
+
+/** Listens, or throws a ConfigError naming COFFER_PORT or COFFER_HOST. */
+async function listen(server: Server | NetServer, config: Pick<CofferConfig, 'host' | 'port'>): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EADDRINUSE') reject(new ConfigError('COFFER_PORT', `port ${config.port} on ${config.host} is already in use; stop what uses it or choose another port`));
+      else if (err.code === 'EACCES') reject(new ConfigError('COFFER_PORT', `this user may not listen on port ${config.port} (ports below 1024 need privileges); choose a port from 1024`));
+      else if (err.code === 'EADDRNOTAVAIL' || err.code === 'ENOTFOUND') reject(new ConfigError('COFFER_HOST', `${config.host} is not an address of this machine`));
+      else reject(err);
+    });
+    server.listen(config.port, config.host, () => resolve());
+  });
+}
+
+/**
+ * Whether this process may listen on the configured address: checked before the store is prepared, so a
+ * port in use stops start-up with one line before anything is created. (Port 0 is always free.)
+ */
+export async function checkListenable(config: Pick<CofferConfig, 'host' | 'port'>): Promise<void> {
+  if (config.port === 0) return;
+  const probe = createNetServer();
+  await listen(probe, config);
+  await new Promise((resolve) => probe.close(resolve));
+}
+
 /** This process's audit chain, recorded in the store, with its first entry (`firstEvent`) durable. */
-async function openAuditLog(config: CofferConfig, storage: StorageBackend, keyring: KeyringHolder, log: Logger, now: () => number, firstEvent: string): Promise<AuditLog> {
+export async function openAuditLog(config: CofferConfig, storage: StorageBackend, keyring: KeyringHolder, log: Logger, now: () => number, firstEvent: string): Promise<AuditLog> {
   const registry = new AuditRegistry(storage);
   const chain = `${now().toString(36)}-${process.pid}-${randomBase62(8)}`;
   await registry.started(chain, now());

@@ -49,7 +49,7 @@ const TITLE: Record<ErrorCode, string> = {
 export interface FieldIssue {
   /** JSON pointer into the request part named by `in` ('' for the whole part). */
   readonly field: string;
-  readonly in: 'body' | 'query' | 'path';
+  readonly in: 'body' | 'query' | 'path' | 'header' | 'request';
   readonly message: string;
 }
 
@@ -78,8 +78,9 @@ export function invalid(detail: string, issues?: readonly FieldIssue[]): AppErro
   return new AppError('invalid_request', detail, issues);
 }
 
-export function forbidden(): AppError {
-  return new AppError('forbidden', 'this token is not allowed to do that');
+/** 403. `what` says which right is missing, e.g. `write on payments/prod` (never more than the caller may know). */
+export function forbidden(what?: string): AppError {
+  return new AppError('forbidden', what === undefined ? 'this token is not allowed to do that' : `this token is not allowed to ${what}`);
 }
 
 export function notFound(detail: string): AppError {

@@ -2,7 +2,7 @@
 /** The `coffer` command: parse argv, dispatch, set the exit code. */
 import { parseArgs } from 'node:util';
 import cluster from 'node:cluster';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { ConfigError, loadConfig } from './config/load.js';
 import { KeyProviderError } from './keys/key-provider.js';
 import { runSupervisor } from './server/supervisor.js';
@@ -11,16 +11,22 @@ import { CliError } from './cli/client.js';
 import { operatorCommand } from './cli/operator.js';
 import { auditCommand } from './cli/audit.js';
 
-const USAGE = `usage: coffer [serve] | coffer operator <command> | coffer audit verify|seal-report
+const USAGE = `usage: coffer serve | coffer operator <command> | coffer audit <command> | coffer help [operator|audit]
 
-  serve       run the server (the default); configuration: config/default.json, COFFER_CONFIG, COFFER_* variables
+  serve       run the server; configuration: config/default.json, COFFER_CONFIG, COFFER_* variables (README)
   operator    key management against a running server: status, rotate, rewrap, migrate-key (coffer operator --help)
   audit       verify the audit log, report on sealed storage, offline (coffer audit --help)
 `;
 
+/** JSON lines for machines; on a terminal, the same lines made readable (pino-pretty). */
+function logger(level: string): Logger {
+  if (!process.stdout.isTTY) return pino({ level });
+  return pino({ level }, pino.transport({ target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:standard', ignore: 'hostname' } }));
+}
+
 async function serve(): Promise<void> {
   const config = loadConfig();
-  const log = pino({ level: config.log_level });
+  const log = logger(config.log_level);
   if (cluster.isWorker) return runWorker(config, log);
   await runSupervisor(config, log, {
     onGeneratedRootToken: (token) => {
@@ -33,18 +39,25 @@ async function serve(): Promise<void> {
 }
 
 async function main(argv: string[]): Promise<number | undefined> {
+  // Every file Coffer creates is 0600 and every directory 0700, whatever the umask it was started with
+  // (LMDB, for one, creates its files with 0644 less the umask).
+  process.umask(0o077);
   if (argv[0] === 'operator') return operatorCommand(argv.slice(1));
   if (argv[0] === 'audit') return auditCommand(argv.slice(1));
   const { positionals, values } = parseArgs({ args: argv, allowPositionals: true, options: { help: { type: 'boolean', short: 'h' } } });
-  if (values.help) {
+  const command = positionals[0];
+  if (command === 'help' || (values.help && command === undefined)) {
+    // `coffer help operator` is `coffer operator --help`.
+    if (positionals[1] === 'operator') return operatorCommand(['--help']);
+    if (positionals[1] === 'audit') return auditCommand(['--help']);
     process.stdout.write(USAGE);
     return 0;
   }
-  const command = positionals[0] ?? 'serve';
-  if (command === 'serve' && positionals.length <= 1) {
+  if (command === 'serve' && positionals.length === 1 && !values.help) {
     await serve();
     return undefined;
   }
+  // Bare `coffer` (or anything unknown) prints usage; only `coffer serve` starts a server.
   process.stderr.write(USAGE);
   return 2;
 }

@@ -1,9 +1,11 @@
-import { execFileSync } from 'node:child_process';
-import { chmodSync, readFileSync, readdirSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { generateToken } from '../src/auth/token-format.js';
-import { runToExit, startProcess } from './support/process.js';
+import { MAIN, runCoffer, runToExit, startProcess } from './support/process.js';
 import { tempDir } from './support/harness.js';
 
 function filesUnder(dir: string): string[] {
@@ -44,7 +46,7 @@ describe('start-up (the coffer process)', function () {
     await second.stop();
   });
 
-  it('COFFER_ROOT_TOKEN replaces the stored root token at start-up, and a short one is warned about', async () => {
+  it('COFFER_ROOT_TOKEN replaces the stored root token at start-up', async () => {
     const dir = tempDir();
     const env = { COFFER_DATA_DIR: join(dir, 'data'), COFFER_MASTER_KEY_FILE: join(dir, 'k') };
     const oldRoot = generateToken().value;
@@ -52,11 +54,65 @@ describe('start-up (the coffer process)', function () {
     expect(a.stderr()).to.not.include('cfr_');
     expect(await me(a.url, oldRoot)).to.equal(200);
     await a.stop();
-    const b = await startProcess({ ...env, COFFER_ROOT_TOKEN: 'short-root-token' });
-    expect(b.stdout()).to.include('shorter than 32 characters');
-    expect(b.stdout()).to.not.include('short-root-token');
-    expect(await me(b.url, 'short-root-token')).to.equal(200);
+    const newRoot = 'chosen-root-token-of-at-least-32-chars';
+    const b = await startProcess({ ...env, COFFER_ROOT_TOKEN: newRoot });
+    expect(b.stdout()).to.not.include(newRoot);
+    expect(await me(b.url, newRoot)).to.equal(200);
     expect(await me(b.url, oldRoot)).to.equal(401);
+    await b.stop();
+  });
+
+  it('logs readable lines on a terminal and JSON lines otherwise', function () {
+    const dir = tempDir();
+    const env = `COFFER_DATA_DIR=${join(dir, 'data')} COFFER_MASTER_KEY_FILE=${join(dir, 'k')} COFFER_PORT=0 COFFER_WORKERS=1`;
+    // `script` runs the server on a pseudo-terminal; it is stopped after a few seconds.
+    const run = spawnSync('timeout', ['-s', 'INT', '5', 'script', '-qec', `env ${env} ${process.execPath} ${MAIN} serve`, '/dev/null'], { encoding: 'utf8' });
+    expect(run.stdout).to.match(/INFO.*coffer listening/);
+    expect(run.stdout).to.not.match(/^\{"level"/m);
+  });
+
+  it('creates every file 0600 and every directory 0700, whatever the umask', async () => {
+    const dir = tempDir();
+    const previous = process.umask(0o002);
+    let p;
+    try {
+      p = await startProcess({ COFFER_DATA_DIR: join(dir, 'data'), COFFER_MASTER_KEY_FILE: join(dir, 'keys', 'master.key') });
+    } finally {
+      process.umask(previous);
+    }
+    await p.stop();
+    for (const entry of readdirSync(dir, { recursive: true, withFileTypes: true })) {
+      const path = join(entry.parentPath, entry.name);
+      expect((statSync(path).mode & 0o777).toString(8), path).to.equal(entry.isDirectory() ? '700' : '600');
+    }
+  });
+
+  it('never makes a new master key for an existing store: a lost key file is one line naming the key the store needs', async () => {
+    const dir = tempDir();
+    const keyFile = join(dir, 'keys', 'master.key');
+    const env = { COFFER_DATA_DIR: join(dir, 'data'), COFFER_MASTER_KEY_FILE: keyFile, COFFER_ROOT_TOKEN: generateToken().value };
+    const p = await startProcess(env);
+    await p.stop();
+    rmSync(keyFile);
+    const result = await runToExit(env);
+    expect(result.code).to.equal(2);
+    expect(result.stderr.trim().split('\n')).to.have.length(1);
+    expect(result.stderr).to.include(`coffer: COFFER_MASTER_KEY_FILE: there is no master key file at ${keyFile}; the store in ${join(dir, 'data')} needs its own key, local master key file ${keyFile}: restore that file from your backup`);
+    expect(existsSync(keyFile)).to.equal(false);
+    // The offline commands never make one either.
+    const verify = await runCoffer(['audit', 'verify'], env, dir);
+    expect(verify.code).to.not.equal(0);
+    expect(existsSync(keyFile)).to.equal(false);
+    expect(existsSync(join(dir, 'keys', 'master.key'))).to.equal(false);
+  });
+
+  it('warns when the key file exists but the data directory holds no store (a mistyped path)', async () => {
+    const dir = tempDir();
+    const env = { COFFER_MASTER_KEY_FILE: join(dir, 'k'), COFFER_ROOT_TOKEN: generateToken().value };
+    const a = await startProcess({ ...env, COFFER_DATA_DIR: join(dir, 'data') });
+    await a.stop();
+    const b = await startProcess({ ...env, COFFER_DATA_DIR: join(dir, 'dta') });
+    expect(b.stdout()).to.include('holds no store yet, but the master key already exists');
     await b.stop();
   });
 
@@ -96,6 +152,9 @@ describe('start-up (the coffer process)', function () {
     expect(p.url).to.match(/^https:\/\//);
     const status = execFileSync('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code}', '--cacert', join(dir, 'tls.crt'), '-H', `Authorization: Bearer ${root}`, `${p.url}/v1/auth/me`]).toString();
     expect(status).to.equal('200');
+    // HSTS, over TLS only.
+    const headers = execFileSync('curl', ['-s', '-D', '-', '-o', '/dev/null', '--cacert', join(dir, 'tls.crt'), `${p.url}/v1/openapi.json`]).toString();
+    expect(headers).to.match(/strict-transport-security: max-age=/i);
     await p.stop();
   });
 
@@ -130,6 +189,16 @@ describe('start-up (the coffer process)', function () {
         writeFileSync(join(dir, 'short.key'), Buffer.alloc(16, 1), { mode: 0o600 });
         return { COFFER_MASTER_KEY_FILE: join(dir, 'short.key') };
       }, /COFFER_MASTER_KEY_FILE: .*32 bytes/],
+      ['a root token shorter than 32 characters', () => ({ COFFER_ROOT_TOKEN: 'short-root-token' }), /COFFER_ROOT_TOKEN: is 16 characters; a root token must be at least 32 \(make one with: openssl rand -base64 32\)/],
+      ['a data directory that cannot be created (under /proc)', () => ({ COFFER_DATA_DIR: '/proc/coffer-test/data' }), /COFFER_DATA_DIR: cannot create \/proc\/coffer-test/],
+      ['an audit directory under a file', (dir) => {
+        writeFileSync(join(dir, 'plain'), 'x');
+        return { COFFER_AUDIT_DIR: join(dir, 'plain', 'audit') };
+      }, /COFFER_AUDIT_DIR: .*plain is a file, not a directory/],
+      ['a master key file that is a dangling link', (dir) => {
+        symlinkSync(join(dir, 'gone.key'), join(dir, 'link.key'));
+        return { COFFER_MASTER_KEY_FILE: join(dir, 'link.key') };
+      }, /COFFER_MASTER_KEY_FILE: .*link.key is a symbolic link to .*gone.key, which does not exist/],
     ];
     for (const [name, make, pattern] of cases) {
       it(name, async () => {
@@ -140,8 +209,26 @@ describe('start-up (the coffer process)', function () {
         expect(lines, result.stderr).to.have.length(1);
         expect(lines[0]).to.match(/^coffer: /).and.match(pattern);
         expect(result.stderr).to.not.include('has spaces in it');
+        expect(result.stderr).to.not.include('short-root-token');
+        // Refused before anything was created.
+        expect(existsSync(join(dir, 'k')), 'no master key was created').to.equal(false);
       });
     }
+
+    it('a port in use, naming COFFER_PORT', async () => {
+      const dir = tempDir();
+      const blocker = createServer();
+      await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+      try {
+        const port = (blocker.address() as AddressInfo).port;
+        const result = await runToExit({ COFFER_DATA_DIR: join(dir, 'data'), COFFER_MASTER_KEY_FILE: join(dir, 'k'), COFFER_PORT: String(port) });
+        expect(result.code).to.equal(2);
+        expect(result.stderr.trim()).to.match(new RegExp(`^coffer: COFFER_PORT: port ${port} on 127.0.0.1 is already in use`));
+        expect(existsSync(join(dir, 'k')), 'no master key was created').to.equal(false);
+      } finally {
+        blocker.close();
+      }
+    });
 
     it('a master key that does not open the stored keyring', async () => {
       const dir = tempDir();

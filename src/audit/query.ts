@@ -17,6 +17,8 @@ export interface AuditFilter {
   readonly tokenId?: string;
   /** Matches `namespace/key` (or the namespace of a listing) by string prefix. */
   readonly prefix?: string;
+  /** Matches `namespace/key` exactly: one key, not the keys that start like it. */
+  readonly key?: string;
   /** An action or event name; `keyring.*` matches every name that starts with `keyring.`. */
   readonly action?: string;
   /** `success` (status below 400), `failure`, a status such as `403`, or an error code such as `forbidden`. */
@@ -61,6 +63,7 @@ function matches(entry: Record<string, unknown>, filter: AuditFilter): boolean {
     const path = typeof entry.key === 'string' ? `${entry.namespace}/${entry.key}` : entry.namespace;
     if (!path.startsWith(filter.prefix)) return false;
   }
+  if (filter.key !== undefined && (typeof entry.namespace !== 'string' || typeof entry.key !== 'string' || `${entry.namespace}/${entry.key}` !== filter.key)) return false;
   if (filter.action !== undefined) {
     const name = entry.kind === 'event' ? entry.event : entry.action;
     if (typeof name !== 'string') return false;

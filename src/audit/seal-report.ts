@@ -48,9 +48,10 @@ export interface SealReport {
     readonly sealed_secrets: number;
     readonly anomalies: number;
   };
+  /** Without the keyring (a structure-only report made without the master key), times and `active` are null. */
   readonly keyring: {
-    readonly active_version: number;
-    readonly versions: readonly { version: number; created_at: string; active: boolean; secrets: number; configs: number }[];
+    readonly active_version: number | null;
+    readonly versions: readonly { version: number; created_at: string | null; active: boolean | null; secrets: number; configs: number }[];
   };
   readonly namespaces: readonly { namespace: string; secrets: number; configs: number }[];
   /** The first 1000 anomalies, in storage order; `totals.anomalies` counts them all. */
@@ -68,7 +69,7 @@ const bytes = (value: unknown, length?: number, min = 1): boolean =>
   value instanceof Uint8Array && (length === undefined ? value.length >= min : value.length === length);
 
 /** What is wrong with one record's structure, or null when it is sealed as its type requires. */
-function structuralProblem(record: Record<string, unknown>, keyring: Keyring): string | null {
+function structuralProblem(record: Record<string, unknown>, keyring: Keyring | null): string | null {
   if (record.f !== 1) return `unknown record format ${JSON.stringify(record.f ?? null)}`;
   if (typeof record.at !== 'number') return 'no creation time';
   if (record.t === 'secret') {
@@ -88,7 +89,7 @@ function structuralProblem(record: Record<string, unknown>, keyring: Keyring): s
     return `unknown type ${JSON.stringify(record.t ?? null)}`;
   }
   if (typeof record.kv !== 'number') return 'no keyring version';
-  if (!keyring.has(record.kv)) return `keyring version ${record.kv} is not in the keyring (retired or never existed)`;
+  if (keyring !== null && !keyring.has(record.kv)) return `keyring version ${record.kv} is not in the keyring (retired or never existed)`;
   return null;
 }
 
@@ -107,11 +108,16 @@ function integrityProblem(bytesRead: Uint8Array, id: Omit<RecordIdentity, 'type'
   }
 }
 
-export async function sealReport(storage: StorageBackend, keyring: Keyring, options: SealReportOptions): Promise<SealReport> {
+/**
+ * The report. `keyring` null makes a structure-only report without the master key: everything but whether
+ * each record's keyring version is still in the keyring (and no `verify`, which opens records).
+ */
+export async function sealReport(storage: StorageBackend, keyring: Keyring | null, options: SealReportOptions): Promise<SealReport> {
+  if (keyring === null && options.verify) throw new Error('opening every record needs the keyring');
   let total = 0;
   if (options.onProgress) for await (const _ of storage.scan(VERSIONS_RANGE)) total++;
 
-  const byVersion = emptyCounts(keyring);
+  const byVersion = keyring === null ? new Map<number, RecordCounts>() : emptyCounts(keyring);
   const byNamespace = new Map<string, RecordCounts>();
   const anomalies: Anomaly[] = [];
   let anomalyCount = 0;
@@ -147,12 +153,13 @@ export async function sealReport(storage: StorageBackend, keyring: Keyring, opti
       const ns = byNamespace.get(id.namespace) ?? { secrets: 0, configs: 0 };
       ns[type === 'secret' ? 'secrets' : 'configs']++;
       byNamespace.set(id.namespace, ns);
+      if (keyring === null && typeof record!.kv === 'number' && !byVersion.has(record!.kv)) byVersion.set(record!.kv, { secrets: 0, configs: 0 });
       const perVersion = typeof record!.kv === 'number' ? byVersion.get(record!.kv) : undefined;
       if (perVersion) perVersion[type === 'secret' ? 'secrets' : 'configs']++;
     }
 
     const problem = record
-      ? (structuralProblem(record, keyring) ?? (options.verify ? integrityProblem(entry.value, id, keyring) : null))
+      ? (structuralProblem(record, keyring) ?? (options.verify && keyring !== null ? integrityProblem(entry.value, id, keyring) : null))
       : 'unreadable: not a packed record';
     if (problem) note(problem);
     else if (type === 'secret') sealed++;
@@ -170,10 +177,9 @@ export async function sealReport(storage: StorageBackend, keyring: Keyring, opti
     generated_at: new Date(options.now).toISOString(),
     verified: options.verify,
     totals: { versions, secrets, configs, sealed_secrets: sealed, anomalies: anomalyCount },
-    keyring: {
-      active_version: keyring.activeVersion,
-      versions: versionRows(keyring, byVersion),
-    },
+    keyring: keyring === null
+      ? { active_version: null, versions: [...byVersion].sort(([a], [b]) => a - b).map(([version, counts]) => ({ version, created_at: null, active: null, ...counts })) }
+      : { active_version: keyring.activeVersion, versions: versionRows(keyring, byVersion) },
     namespaces: [...byNamespace].map(([namespace, counts]) => ({ namespace, ...counts })),
     anomalies,
   };

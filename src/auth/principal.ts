@@ -20,7 +20,7 @@ export interface Principal {
 const NO_PRIVILEGES: ReadonlySet<Privilege> = new Set();
 
 export function requirePrivilege(principal: Principal, privilege: Privilege): void {
-  if (!principal.privileges.has(privilege)) throw forbidden();
+  if (!principal.privileges.has(privilege)) throw forbidden(`${privilege.replace('_', ' ')} (the ${privilege} privilege)`);
 }
 
 export const ROOT_PRINCIPAL: Principal = {

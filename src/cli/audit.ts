@@ -14,7 +14,12 @@
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
+import { resolve } from 'node:path';
+import { pino } from 'pino';
+import { openAuditLog } from '../app.js';
+import { archivedFields, copyArchive, planArchive, removeArchived } from '../audit/archive.js';
 import { auditCoverage, type Coverage } from '../audit/coverage.js';
+import { ensureDirectory } from '../config/directories.js';
 import { auditFilesIn } from '../audit/files.js';
 import { AuditRegistry } from '../audit/registry.js';
 import { sealReport, type SealReport } from '../audit/seal-report.js';
@@ -23,6 +28,7 @@ import { loadConfig } from '../config/load.js';
 import type { CofferConfig } from '../config/schema.js';
 import { sodiumReady } from '../crypto/aead.js';
 import { KEYRING_KEY, KeyringHolder } from '../crypto/keyring-store.js';
+import { KeyProviderError } from '../keys/key-provider.js';
 import { openKeyProvider, providerConfig } from '../keys/registry.js';
 import type { StorageBackend } from '../storage/backend.js';
 import { openStorage } from '../storage/registry.js';
@@ -34,10 +40,14 @@ export const AUDIT_USAGE = `usage: coffer audit <command>
                                audit directory); prints "intact: …" and exits 0, or the first broken entry
                                and exits 1. Over the whole directory it also says which stored versions
                                the log names ("covers: …"), and exits 1 if any has no entry
+  archive --before DATE --to DIR
+                               move whole audit files whose entries are all older than DATE (ISO 8601)
+                               to DIR, after checking the whole log; the move is recorded in the log, so
+                               verify still passes and says what was archived
   seal-report [--verify] [--json]
-                               check that every stored version is sealed, without decrypting anything;
-                               --verify also opens each one in memory (no value is printed); exits 1 when
-                               it finds anomalies
+                               check that every stored version is sealed, without decrypting anything
+                               (needs no master key); --verify also opens each one in memory (needs the
+                               key; no value is printed); exits 1 when it finds anomalies
 
 Reads the server's COFFER_* settings: the data directory, the master key, the audit directory.
 `;
@@ -54,17 +64,23 @@ export async function auditCommand(args: string[], io: AuditCommandIo = { out: (
   const { positionals, values } = parseArgs({
     args,
     allowPositionals: true,
-    options: { help: { type: 'boolean', short: 'h' }, verify: { type: 'boolean' }, json: { type: 'boolean' } },
+    options: { help: { type: 'boolean', short: 'h' }, verify: { type: 'boolean' }, json: { type: 'boolean' }, before: { type: 'string' }, to: { type: 'string' } },
   });
   const command = positionals[0];
-  if (values.help || (command !== 'verify' && command !== 'seal-report')) {
+  if (values.help || (command !== 'verify' && command !== 'seal-report' && command !== 'archive')) {
     io.out(AUDIT_USAGE);
     return values.help ? 0 : 2;
   }
   const config = loadConfig();
   if (command === 'verify') {
-    if (values.verify || values.json) throw new CliError('verify takes only file names', 2);
+    if (values.verify || values.json || values.before || values.to) throw new CliError('verify takes only file names', 2);
     return verifyCommand(config, positionals.slice(1), io.out);
+  }
+  if (command === 'archive') {
+    if (values.before === undefined || values.to === undefined || positionals.length > 1) throw new CliError('usage: coffer audit archive --before DATE --to DIR', 2);
+    const before = /^\d{4}-\d{2}-\d{2}(T[0-9:.]+(Z|[+-]\d{2}:\d{2}))?$/.test(values.before) ? Date.parse(values.before) : NaN;
+    if (Number.isNaN(before)) throw new CliError(`--before ${values.before}: not an ISO 8601 date or time, e.g. 2026-10-01`, 2);
+    return archiveCommand(config, new Date(before).toISOString(), resolve(values.to), io.out);
   }
   if (positionals.length > 1) throw new CliError('seal-report takes no arguments besides --verify and --json', 2);
   return sealReportCommand(config, values.verify ?? false, values.json ?? false, io);
@@ -98,12 +114,49 @@ async function verifyCommand(config: CofferConfig, given: string[], out: Out): P
     }
     if (result.intact) {
       out(`intact: ${result.entries} entries from ${result.first ?? '-'} to ${result.last ?? '-'} (${result.chains} chains, ${files.length} files)`);
+      const a = result.archived;
+      if (a.files > 0) out(`archived: ${a.files} files with ${a.entries} entries up to ${a.last_ts ?? '-'}, of ${a.chains} chains, moved to ${a.to.join(', ')} (recorded in the log)`);
       if (result.uncheckpointed > 0) out(`note: the last ${result.uncheckpointed} entries are not yet covered by a checkpoint`);
       // Which stored changes the log names, when it is the whole log.
       return given.length > 0 ? 0 : printCoverage(await auditCoverage(files, storage), out);
     }
     out(`BROKEN: ${result.file}${result.line > 0 ? `:${result.line}` : ''}${result.seq === null ? '' : ` (seq ${result.seq})`}: ${result.reason}`);
     return 1;
+  });
+}
+
+async function archiveCommand(config: CofferConfig, before: string, to: string, out: Out): Promise<number> {
+  const dir = config.audit.dir!;
+  const files = auditFilesIn(dir);
+  if (files.length === 0) throw new CliError(`no audit files in ${dir}`, 1);
+  return withKeyring(config, async (storage, holder) => {
+    const result = verifyAudit(files, holder.current().auditKey(), await new AuditRegistry(storage).chains());
+    if (!result.intact) {
+      out(`BROKEN: ${result.file}${result.line > 0 ? `:${result.line}` : ''}: ${result.reason}`);
+      out('nothing archived: the log must verify before files leave it');
+      return 1;
+    }
+    const plan = planArchive(files, before);
+    if (plan.length === 0) {
+      out(`nothing to archive: no finished audit file holds only entries before ${before}`);
+      return 0;
+    }
+    ensureDirectory(to, '--to');
+    try {
+      copyArchive(plan, to);
+    } catch (err) {
+      throw new CliError(`could not copy to ${to} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); nothing archived`, 1);
+    }
+    // The record first, in a chain of its own that ends with a keyed checkpoint; then the originals go.
+    const log = pino({ level: 'silent' });
+    const audit = await openAuditLog(config, storage, holder, log, Date.now, 'audit.archive.start');
+    const recorded = await audit.event('audit.archive', { before, to, files: archivedFields(plan) });
+    await audit.close();
+    if (!recorded) throw new CliError(`the archive could not be recorded in ${dir}; the originals are kept (copies are in ${to})`, 1);
+    removeArchived(plan, dir);
+    const entries = plan.reduce((n, f) => n + f.entries, 0);
+    out(`archived ${plan.length} files (${entries} entries, ${plan[0]!.first_ts} to ${plan.reduce((t, f) => (f.last_ts! > t ? f.last_ts! : t), '')}) of ${new Set(plan.map((f) => f.chain)).size} chains to ${to}`);
+    return 0;
   });
 }
 
@@ -115,13 +168,37 @@ function printCoverage(c: Coverage, out: Out): number {
   return 1;
 }
 
+/** Opens the existing store without its key (for what needs none: the structure-only seal report). */
+async function withStore<T>(config: CofferConfig, work: (storage: StorageBackend) => Promise<T>): Promise<T> {
+  if (!existsSync(config.data_dir)) throw new CliError(`no Coffer store at ${config.data_dir} (COFFER_DATA_DIR)`, 2);
+  const storage = openStorage(config);
+  try {
+    if (!(await storage.get(KEYRING_KEY))) throw new CliError(`the store at ${config.data_dir} has no keyring: it is not a Coffer store that has been started`, 2);
+    return await work(storage);
+  } finally {
+    await storage.close();
+  }
+}
+
 async function sealReportCommand(config: CofferConfig, verify: boolean, json: boolean, io: AuditCommandIo): Promise<number> {
-  const report = await withKeyring(config, async (storage, holder) => {
+  // Without --verify nothing is decrypted, so no master key is needed: the keyring is used when the configured
+  // key opens it (to check each record's keyring version is still there), and the report is made without it
+  // when it does not (an auditor's machine without the key).
+  const open = async <T>(work: (storage: StorageBackend, holder: KeyringHolder | null) => Promise<T>): Promise<T> => {
+    if (verify) return withKeyring(config, work);
+    try {
+      return await withKeyring(config, work);
+    } catch (err) {
+      if (!(err instanceof KeyProviderError)) throw err;
+      return withStore(config, (storage) => work(storage, null));
+    }
+  };
+  const report = await open(async (storage, holder) => {
     const tty = io.progress?.isTTY === true;
     const bar = tty ? new cliProgress.SingleBar({ stream: io.progress!, format: 'seal report [{bar}] {value}/{total} versions | {eta_formatted} left', hideCursor: true }, cliProgress.Presets.shades_classic) : null;
     bar?.start(0, 0);
     try {
-      return await sealReport(storage, holder.current(), {
+      return await sealReport(storage, holder?.current() ?? null, {
         verify,
         now: Date.now(),
         ...(bar ? { onProgress: (done: number, total: number) => { bar.setTotal(total); bar.update(done); } } : {}),
@@ -144,8 +221,9 @@ function printReport(r: SealReport, out: Out): void {
   out('');
   out(`${cell('keyring version', 18, true)}${cell('created', 26, true)}${cell('secrets', 10)}${cell('configs', 10)}`);
   for (const v of r.keyring.versions) {
-    out(`${cell(`${v.version}${v.active ? ' (active)' : ''}`, 18, true)}${cell(v.created_at, 26, true)}${cell(v.secrets, 10)}${cell(v.configs, 10)}`);
+    out(`${cell(`${v.version}${v.active ? ' (active)' : ''}`, 18, true)}${cell(v.created_at ?? '(needs the key)', 26, true)}${cell(v.secrets, 10)}${cell(v.configs, 10)}`);
   }
+  if (r.keyring.active_version === null) out('(made without the master key: whether each keyring version is still in the keyring is not checked)');
   out('');
   const width = Math.min(60, Math.max(9, ...r.namespaces.map((n) => n.namespace.length))) + 2;
   out(`${cell('namespace', width, true)}${cell('secrets', 10)}${cell('configs', 10)}`);

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
+import { ENV_SETTINGS } from '../config/load.js';
 import { CliError, clientFromEnv, type ApiClient } from './client.js';
 
 export const OPERATOR_USAGE = `usage: coffer operator <command>
@@ -23,6 +24,37 @@ export const OPERATOR_USAGE = `usage: coffer operator <command>
 
 Environment: COFFER_ADDR (default http://127.0.0.1:8750), COFFER_TOKEN (the root token).
 `;
+
+/** Each command's own help (`coffer operator <command> --help`). */
+const COMMAND_HELP: Record<string, string> = {
+  status: `usage: coffer operator status
+
+Shows the master key (provider, and when it was last migrated), the keyring versions with the records each
+wraps, and which one is active. Needs a token with the read_keyring privilege (root or auditor).
+`,
+  rotate: `usage: coffer operator rotate
+
+Adds a keyring version and makes it active: new writes on every server process use it at once. Existing
+records keep theirs until a rewrap. Root only.
+`,
+  rewrap: `usage: coffer operator rewrap [--batch-size N] [--retire]
+
+Rewraps every record onto the active keyring version, online and resumable, showing progress.
+  --batch-size N   records per transaction, 1 to 10000 (default 500)
+  --retire         afterwards, remove the keyring versions that no longer wrap anything
+Root only.
+`,
+  'migrate-key': `usage: coffer operator migrate-key --to FILE
+
+Rewraps the keyring under another master key or provider, in one atomic write. FILE is JSON with the new
+provider's settings as in the configuration file, e.g.
+  {"key_provider":"aws-kms","kms":{"key_id":"alias/coffer","region":"eu-west-1"}}
+  {"key_provider":"local","master_key_file":"/etc/coffer/new-master.key"}
+Paths are the server's (relative ones are made absolute from this directory). A key file must exist
+already; a PIN or passphrase is only ever read from a file. Afterwards, configure the server with the
+variables it prints before the next restart. Root only.
+`,
+};
 
 interface KeyringStatus {
   provider: string;
@@ -90,7 +122,9 @@ async function rewrap(api: ApiClient, out: Out, options: { batchSize?: number; r
   if (view.failed > 0) throw new CliError(`${view.failed} records failed their integrity check and were left as they are; see the server log`);
   if (options.retire) {
     const r = await api.call<{ retired: number[]; versions: number[] }>('POST', '/v1/sys/keyring/retire');
-    out(r.retired.length > 0 ? `retired keyring versions ${r.retired.join(', ')}; keyring now holds ${r.versions.join(', ')}` : 'no keyring version could be retired');
+    out(r.retired.length > 0
+      ? `retired keyring version${r.retired.length > 1 ? 's' : ''} ${r.retired.join(', ')} (no record used ${r.retired.length > 1 ? 'them' : 'it'} any more); versions left in the keyring: ${r.versions.join(', ')}`
+      : 'no keyring version could be retired: every older version still wraps records (run a rewrap first)');
   }
 }
 
@@ -115,9 +149,27 @@ function readTarget(file: string): Record<string, unknown> {
 }
 
 async function migrate(api: ApiClient, out: Out, file: string): Promise<void> {
-  const r = await api.call<{ from: string; to: string; provider: string }>('POST', '/v1/sys/keyring/migrate', readTarget(file));
+  const target = readTarget(file);
+  const r = await api.call<{ from: string; to: string; provider: string }>('POST', '/v1/sys/keyring/migrate', target);
   out(`migrated: the keyring is now wrapped by ${r.to} (was ${r.from})`);
-  out(`configure the ${r.provider} provider with these settings before the next restart; until then a restarted server refuses to start and says which key it needs`);
+  out('before the next restart, configure every server with (and remove the old key\'s settings):');
+  for (const line of settingLines(target)) out(`  ${line}`);
+  out('until then a restarted server refuses to start and says which key it needs');
+}
+
+/** `VARIABLE=value` for each setting of a migrate-key target (the configuration file's names where no variable exists). */
+function settingLines(target: Record<string, unknown>): string[] {
+  const lines: string[] = [];
+  const add = (field: string, value: unknown): void => {
+    if (value === null || value === undefined) return;
+    const env = ENV_SETTINGS.find((s) => s.field === field)?.env;
+    lines.push(env === undefined ? `${field} = ${JSON.stringify(value)} (in COFFER_CONFIG)` : `${env}=${String(value)}`);
+  };
+  for (const [field, value] of Object.entries(target)) {
+    if (typeof value === 'object' && value !== null) for (const [sub, inner] of Object.entries(value)) add(`${field}.${sub}`, inner);
+    else add(field, value);
+  }
+  return lines;
 }
 
 export async function operatorCommand(args: string[], out: Out = (l) => process.stdout.write(`${l}\n`)): Promise<number> {
@@ -127,6 +179,10 @@ export async function operatorCommand(args: string[], out: Out = (l) => process.
     options: { retire: { type: 'boolean', default: false }, 'batch-size': { type: 'string' }, to: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
   });
   const command = positionals[0];
+  if (values.help && command !== undefined && command in COMMAND_HELP) {
+    out(COMMAND_HELP[command]!);
+    return 0;
+  }
   if (values.help || command === undefined) {
     out(OPERATOR_USAGE);
     return values.help ? 0 : 2;

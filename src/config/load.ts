@@ -43,6 +43,7 @@ export const ENV_SETTINGS = [
   { env: 'COFFER_AUDIT_FAIL_OPEN', field: 'audit.fail_open', kind: 'boolean' },
   { env: 'COFFER_AUDIT_CHECKPOINT_EVERY', field: 'audit.checkpoint_every', kind: 'integer' },
   { env: 'COFFER_AUDIT_MAX_FILE_BYTES', field: 'audit.max_file_bytes', kind: 'integer' },
+  { env: 'COFFER_AUDIT_MIN_FREE_BYTES', field: 'audit.min_free_bytes', kind: 'integer' },
   { env: 'COFFER_DEFAULT_TTL', field: 'default_ttl', kind: 'integer' },
   { env: 'COFFER_MAX_TTL', field: 'max_ttl', kind: 'integer' },
   { env: 'COFFER_MAX_VALUE_BYTES', field: 'max_value_bytes', kind: 'integer' },
@@ -53,6 +54,7 @@ export const ENV_SETTINGS = [
   { env: 'COFFER_AUTH_FAILURE_RATE', field: 'auth_failures.per_second', kind: 'number' },
   { env: 'COFFER_AUTH_FLOOD_BURST', field: 'auth_failures.flood_burst', kind: 'integer' },
   { env: 'COFFER_AUTH_FLOOD_RATE', field: 'auth_failures.flood_per_second', kind: 'number' },
+  { env: 'COFFER_REQUEST_TIMEOUT', field: 'request_timeout_seconds', kind: 'integer' },
   { env: 'COFFER_TRUSTED_PROXIES', field: 'trusted_proxies', kind: 'list' },
 ] as const;
 
@@ -63,13 +65,14 @@ function readJson(path: string, setting: string): Record<string, unknown> {
   } catch (err) {
     throw new ConfigError(setting, `cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
   }
+  let parsed: unknown;
   try {
-    const parsed: unknown = JSON.parse(text);
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('not an object');
-    return parsed as Record<string, unknown>;
-  } catch {
-    throw new ConfigError(setting, `${path} is not a JSON object`);
+    parsed = JSON.parse(text);
+  } catch (err) {
+    throw new ConfigError(setting, `${path} is not valid JSON (${(err as Error).message})`);
   }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new ConfigError(setting, `${path} holds JSON but not an object ({ … })`);
+  return parsed as Record<string, unknown>;
 }
 
 function setField(target: Record<string, unknown>, field: string, value: unknown): void {
@@ -79,6 +82,7 @@ function setField(target: Record<string, unknown>, field: string, value: unknown
 }
 
 function parseInteger(env: string, text: string): number {
+  if (/^-[0-9]+$/.test(text)) throw new ConfigError(env, `must be 0 or more, got ${text}`);
   if (!/^[0-9]{1,15}$/.test(text)) throw new ConfigError(env, `must be a whole number, got "${text}"`);
   return Number(text);
 }
@@ -89,6 +93,7 @@ function parseBoolean(env: string, text: string): boolean {
 }
 
 function parseNumber(env: string, text: string): number {
+  if (/^-[0-9.]+$/.test(text)) throw new ConfigError(env, `must be more than 0, got ${text}`);
   if (!/^[0-9]{1,15}(\.[0-9]{1,6})?$/.test(text)) throw new ConfigError(env, `must be a number, got "${text}"`);
   return Number(text);
 }
@@ -122,7 +127,8 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): CofferC
     const field = error.instancePath.slice(1).replaceAll('/', '.') ||
       String((error.params as { additionalProperty?: string }).additionalProperty ?? 'config');
     const setting = fromEnv.get(field) ?? field;
-    const value = field === 'root_token' || field === 'pkcs11_pin' ? '' : ` (${error.message ?? 'invalid'})`;
+    const allowed = error.keyword === 'enum' ? `must be one of: ${(error.params as { allowedValues: unknown[] }).allowedValues.join(', ')}` : error.message ?? 'invalid';
+    const value = field === 'root_token' || field === 'pkcs11_pin' ? '' : ` (${allowed})`;
     throw new ConfigError(setting, error.keyword === 'additionalProperties' ? 'unknown setting' : `invalid value${value}`);
   }
   const config = merged as unknown as CofferConfig;
@@ -155,6 +161,9 @@ function checkConsistency(config: CofferConfig, fromEnv: Map<string, string>): v
   }
   if (config.root_token !== undefined && !/^[\x21-\x7e]{1,1024}$/.test(config.root_token)) {
     throw new ConfigError('COFFER_ROOT_TOKEN', 'must be 1 to 1024 printable ASCII characters without spaces');
+  }
+  if (config.root_token !== undefined && config.root_token.length < 32) {
+    throw new ConfigError('COFFER_ROOT_TOKEN', `is ${config.root_token.length} characters; a root token must be at least 32 (make one with: openssl rand -base64 32), or leave it unset and Coffer generates one on first start`);
   }
   try {
     trustedProxyList(config.trusted_proxies);

@@ -32,7 +32,7 @@ export interface CofferConfig {
   /** Automatic rotation: rotate when the active keyring version is this old (`90d`, `12h`, …); null: never. */
   keyring: { rotate_after: string | null };
   /** The audit log (docs/audit.md): its directory (null: <data_dir>/audit), stdout copy, failure policy, checkpoints, file size. */
-  audit: { dir: string | null; stdout: boolean; fail_open: boolean; checkpoint_every: number; checkpoint_seconds: number; max_file_bytes: number };
+  audit: { dir: string | null; stdout: boolean; fail_open: boolean; checkpoint_every: number; checkpoint_seconds: number; max_file_bytes: number; min_free_bytes: number };
   roles: RoleTable;
   /**
    * Wrong secrets of a known token allowed per client address and token: `burst` at once, then `per_second`.
@@ -42,6 +42,8 @@ export interface CofferConfig {
   auth_failures: { burst: number; per_second: number; flood_burst: number; flood_per_second: number };
   /** Reverse proxies (CIDRs or addresses) whose X-Forwarded-For names the client. */
   trusted_proxies: string[];
+  /** How long a client may take to send a whole request (headers: at most 10 s of it); then 408. */
+  request_timeout_seconds: number;
   /** From COFFER_ROOT_TOKEN only; never read from a file. */
   root_token?: string;
 }
@@ -63,7 +65,7 @@ export const configSchema = {
   required: [
     'host', 'port', 'workers', 'data_dir', 'master_key_file', 'master_passphrase_file', 'default_ttl', 'max_ttl', 'max_value_bytes', 'tls',
     'log_level', 'storage', 'key_provider', 'kms', 'pkcs11', 'keyring', 'audit', 'roles', 'auth_failures',
-    'trusted_proxies',
+    'trusted_proxies', 'request_timeout_seconds',
   ],
   properties: {
     host: { type: 'string', minLength: 1 },
@@ -106,7 +108,7 @@ export const configSchema = {
     audit: {
       type: 'object',
       additionalProperties: false,
-      required: ['dir', 'stdout', 'fail_open', 'checkpoint_every', 'checkpoint_seconds', 'max_file_bytes'],
+      required: ['dir', 'stdout', 'fail_open', 'checkpoint_every', 'checkpoint_seconds', 'max_file_bytes', 'min_free_bytes'],
       properties: {
         dir: { type: ['string', 'null'], minLength: 1 },
         stdout: { type: 'boolean' },
@@ -114,6 +116,7 @@ export const configSchema = {
         checkpoint_every: { type: 'integer', minimum: 1, maximum: 1_000_000 },
         checkpoint_seconds: { type: 'number', exclusiveMinimum: 0, maximum: 86_400 },
         max_file_bytes: { type: 'integer', minimum: 4096 },
+        min_free_bytes: { type: 'integer', minimum: 0 },
       },
     },
     keyring: {
@@ -134,6 +137,7 @@ export const configSchema = {
         flood_per_second: { type: 'number', exclusiveMinimum: 0, maximum: 1_000_000 },
       },
     },
+    request_timeout_seconds: { type: 'integer', minimum: 1, maximum: 3600 },
     trusted_proxies: { type: 'array', maxItems: 1000, items: { type: 'string', minLength: 1, maxLength: 64 } },
     root_token: { type: 'string', minLength: 1 },
   },

@@ -243,6 +243,13 @@ function wrapContext(instance: string): Record<string, string> {
   return { purpose: 'coffer-keyring', instance };
 }
 
+/** undefined when the store has no keyring yet (a new store); else the key it records (null: not recorded). */
+export async function storedKeyDescription(storage: StorageBackend): Promise<string | null | undefined> {
+  const bytes = await storage.get(KEYRING_KEY);
+  if (!bytes) return undefined;
+  return (unpack(bytes) as StoredKeyring).description ?? null;
+}
+
 /**
  * Loads and opens the stored keyring. `choose` picks the provider for the record (default: `provider`).
  * A record the provider cannot open fails with the provider's reason plus which key the store needs.

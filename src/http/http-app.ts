@@ -48,6 +48,8 @@ export interface HttpAppDeps {
   readonly failureRate: FailureRate;
   /** Where failed authentications past the flood rate are counted, instead of a line each. */
   readonly failureSummary?: FailureSummary;
+  /** Served over TLS: only then is Strict-Transport-Security sent. */
+  readonly tls: boolean;
   /** Reverse proxies whose X-Forwarded-For names the client (config trusted_proxies). */
   readonly trustedProxies: readonly string[];
 }
@@ -59,7 +61,7 @@ export function bodyLimit(maxValueBytes: number): number {
 
 export function buildHttpApp(deps: HttpAppDeps): Express {
   const validators = new Validators();
-  const respond = createResponder(deps.audit ? requestAuditor(deps.audit, deps.failureSummary, deps.sys.now) : undefined);
+  const respond = createResponder(deps.audit ? requestAuditor(deps.audit, deps.failureSummary, deps.sys.now) : undefined, deps.tls);
   const readBody = jsonBodyReader(bodyLimit(deps.maxValueBytes));
   const recordIntent = intentRecorder(deps.audit, respond.requestId);
   const kv = kvRoutes({ kv: deps.kv, readBody, validatePut: validators.body(kvPutSchema), respond, recordIntent });
@@ -81,6 +83,7 @@ export function buildHttpApp(deps: HttpAppDeps): Express {
     { template: '/v1/sys/keyring/retire', match: { exact: '/v1/sys/keyring/retire' }, handlers: { post: sys.retire } },
     { template: '/v1/sys/keyring/migrate', match: { exact: '/v1/sys/keyring/migrate' }, handlers: { post: sys.migrate } },
     { template: '/v1/sys/audit', match: { exact: '/v1/sys/audit' }, handlers: { get: audit.log } },
+    { template: '/v1/sys/audit/verify', match: { exact: '/v1/sys/audit/verify' }, handlers: { get: audit.verify } },
     { template: '/v1/sys/seal-report', match: { exact: '/v1/sys/seal-report' }, handlers: { get: audit.sealReport } },
     { template: '/v1/openapi.json', match: { exact: '/v1/openapi.json' }, handlers: { get: (_req, res) => respond.raw(res, 200, 'application/json; charset=utf-8', openapi) }, public: true },
   ];

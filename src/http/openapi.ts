@@ -156,12 +156,29 @@ export function openApiDocument(maxTtl: number): object {
             { name: 'to', in: 'query', schema: timestamp, description: 'exclusive' },
             { name: 'token_id', in: 'query', schema: { type: 'string' }, description: 'the caller, the token acted on, or who ran an operator event' },
             { name: 'prefix', in: 'query', schema: { type: 'string' }, description: 'prefix of namespace/key' },
+            { name: 'key', in: 'query', schema: { type: 'string' }, description: 'exactly this namespace/key' },
             { name: 'action', in: 'query', schema: { type: 'string' }, description: 'an action or event name; a trailing * matches a prefix' },
             { name: 'outcome', in: 'query', schema: { type: 'string' }, description: 'success, failure, a status (403) or an error code (forbidden)' },
             { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
             { name: 'cursor', in: 'query', schema: { type: 'string' }, description: 'next_cursor from the previous page' },
           ],
           responses: { 200: ok('One page of entries', { type: 'object', properties: { entries: { type: 'array', items: { type: 'object' } }, next_cursor: { type: ['string', 'null'] } } }), ...errors(400, 401, 403) },
+        },
+      },
+      '/v1/sys/audit/verify': {
+        get: {
+          summary: 'Check every audit chain and checkpoint, and which stored versions the log names (root and auditor)',
+          responses: {
+            200: ok('intact: entries, chains, files, first and last time, coverage; or broken: the first broken entry (file, line, seq) and why', {
+              type: 'object',
+              properties: {
+                intact: { type: 'boolean' }, entries: { type: 'integer' }, chains: { type: 'integer' }, files: { type: 'integer' },
+                first: { type: ['string', 'null'] }, last: { type: ['string', 'null'] }, uncheckpointed: { type: 'integer' },
+                coverage: { type: 'object' }, file: { type: 'string' }, line: { type: 'integer' }, seq: { type: ['integer', 'null'] }, reason: { type: 'string' },
+              },
+            }),
+            ...errors(400, 401, 403),
+          },
         },
       },
       '/v1/sys/seal-report': {

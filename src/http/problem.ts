@@ -36,6 +36,8 @@ export function sendProblem(respond: Responder, res: Response, error: AppError):
     code: error.code,
   };
   if (error.issues && error.issues.length > 0) body.errors = error.issues;
+  // Every 400 lists what was wrong; where no field was named, the request as a whole.
+  else if (error.status === 400) body.errors = [{ field: '', in: 'request', message: error.detail }];
   respond.raw(res, error.status, 'application/problem+json', JSON.stringify(body), error.headers && Object.entries(error.headers));
 }
 

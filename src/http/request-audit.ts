@@ -23,6 +23,7 @@ const ACTIONS: Record<string, Record<string, string>> = {
   '/v1/sys/keyring/retire': { POST: 'keyring.retire' },
   '/v1/sys/keyring/migrate': { POST: 'keyring.migrate' },
   '/v1/sys/audit': { GET: 'audit.read' },
+  '/v1/sys/audit/verify': { GET: 'audit.verify' },
   '/v1/sys/seal-report': { GET: 'audit.seal_report' },
   '/v1/openapi.json': { GET: 'openapi' },
 };
@@ -52,7 +53,7 @@ export function intentRecorder(audit: AuditLog | undefined, requestId: (res: Res
   if (!audit) return async () => undefined;
   return async (res, change) => {
     const principal = res.locals.principal as Principal | undefined;
-    const recorded = await audit.intent({ request_id: requestId(res), token_id: principal?.id ?? null, ...change });
+    const recorded = await audit.intent({ request_id: requestId(res), token_id: principal?.id ?? null, token_name: principal?.metadata.name, ...change });
     if (!recorded) throw new AppError('audit_unavailable', 'the audit log cannot be written', undefined, { 'Retry-After': '1' });
   };
 }
@@ -82,6 +83,8 @@ export function requestAuditor(audit: AuditLog, summary?: FailureSummary, now: (
       kind: 'request',
       request_id: requestId,
       token_id: principal?.id ?? null,
+      // The token's metadata name, so "who read X" needs no second lookup (absent when it has none).
+      token_name: principal?.metadata.name,
       role: principal ? roleOf(principal) : null,
       client: (res.locals.client as string | undefined) ?? req.socket.remoteAddress ?? null,
       method: req.method,

@@ -15,6 +15,8 @@ export function rawPath(req: Request): string {
   return q < 0 ? url : url.slice(0, q);
 }
 
+const MAX_NAMED = 10;
+
 /** The query parameters; refuses unknown names, repeated names, and values that are not plain strings. */
 export function queryOf<K extends string>(req: Request, allowed: readonly K[]): Partial<Record<K, string>> {
   const url = req.originalUrl;
@@ -27,13 +29,16 @@ export function queryOf<K extends string>(req: Request, allowed: readonly K[]): 
   const unknown: string[] = [];
   for (const [name, value] of params) {
     if (!(allowed as readonly string[]).includes(name)) unknown.push(name);
-    else if ((out as Record<string, string>)[name] !== undefined) throw invalid(`query parameter "${name}" is repeated`);
+    else if ((out as Record<string, string>)[name] !== undefined) throw invalid(`query parameter "${name}" is repeated`, [{ field: name, in: 'query', message: 'is repeated' }]);
     else (out as Record<string, string>)[name] = value;
   }
   if (unknown.length > 0) {
+    // Named up to ten, so that thousands of parameters cannot make a large answer.
+    const named = unknown.slice(0, MAX_NAMED);
+    const more = unknown.length > MAX_NAMED ? ` and ${unknown.length - MAX_NAMED} more (${unknown.length} in all)` : '';
     throw invalid(
-      `unknown query parameter${unknown.length > 1 ? 's' : ''}: ${unknown.map((n) => JSON.stringify(n.slice(0, 64))).join(', ')}`,
-      unknown.map((n) => ({ field: n.slice(0, 64), in: 'query', message: 'unknown parameter' })),
+      `unknown query parameter${unknown.length > 1 ? 's' : ''}: ${named.map((n) => JSON.stringify(n.slice(0, 64))).join(', ')}${more}`,
+      named.map((n) => ({ field: n.slice(0, 64), in: 'query', message: 'unknown parameter' })),
     );
   }
   return out;
@@ -55,6 +60,11 @@ function refuseMalformedEncoding(query: string): void {
     const shown = /^[\w.-]{1,64}$/.test(name) ? name : '(unreadable name)';
     throw invalid(`query parameter ${shown} is not well-formed: percent-escapes must spell UTF-8`, [{ field: shown, in: 'query', message: 'percent-escapes must spell UTF-8' }]);
   }
+}
+
+/** A 400 for a query parameter given where it does not apply. */
+export function notApplicable(name: string, why: string): AppError {
+  return invalid(`${name} ${why}`, [{ field: name, in: 'query', message: why }]);
 }
 
 /** Parses a positive integer query value or refuses it. */

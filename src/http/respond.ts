@@ -29,7 +29,7 @@ const API_HELMET = {
   xXssProtection: false,
 } as const;
 
-function securityHeaders(): string[] {
+function securityHeaders(tls: boolean): string[] {
   const flat: string[] = [];
   const recorder = {
     setHeader(name: string, value: string | number | readonly string[]): void {
@@ -37,7 +37,8 @@ function securityHeaders(): string[] {
     },
     removeHeader(): void {},
   };
-  helmet(API_HELMET)({} as never, recorder as never, () => undefined);
+  // HSTS means something only over HTTPS (RFC 6797 says to ignore it over plain HTTP): sent only with TLS.
+  helmet({ ...API_HELMET, strictTransportSecurity: tls })({} as never, recorder as never, () => undefined);
   flat.push('Cache-Control', 'no-store');
   return flat;
 }
@@ -68,8 +69,8 @@ const UNAVAILABLE = JSON.stringify({
  * written the client gets 503 audit_unavailable instead. (A write the handler already committed stays
  * committed: its entry is written as soon as the audit directory is writable again.)
  */
-export function createResponder(auditor?: ResponseAuditor): Responder {
-  const common = securityHeaders();
+export function createResponder(auditor?: ResponseAuditor, tls = false): Responder {
+  const common = securityHeaders(tls);
   const requestIds = new PooledIds(16);
   const send = (res: Response, status: number, contentType: string | null, body: string, extra: HeaderList | undefined, requestId: string | null): void => {
     const headers = common.slice();

@@ -1,4 +1,5 @@
-import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
+import { closeSync, lstatSync, openSync, readlinkSync, writeSync } from 'node:fs';
+import { ensureDirectory } from '../config/directories.js';
 import { dirname } from 'node:path';
 import { aeadOpen, aeadSeal, KEY_BYTES, NONCE_BYTES } from '../crypto/aead.js';
 import { randomBytes } from '../crypto/random.js';
@@ -38,18 +39,27 @@ export class LocalKeyProvider implements KeyProvider {
   }
 }
 
+/** The configured key file does not exist (and may not be created: the store exists already). */
+export class MissingMasterKeyError extends KeyProviderError {}
+
 export interface LocalKeyFile {
   readonly key: Uint8Array;
   readonly created: boolean;
 }
 
 /**
- * Reads the master key file, or creates it (32 random bytes, mode 0600) when it does not exist.
- * Refuses a file that is not exactly 32 bytes or that group or others may read or write.
+ * Reads the master key file, or — only with `create`, for a new store — creates it (32 random bytes, mode
+ * 0600) when it does not exist. Refuses a file that is not exactly 32 bytes or that group or others may
+ * read or write, and a link that points nowhere.
  */
-export function loadOrCreateMasterKey(path: string): LocalKeyFile {
+export function loadOrCreateMasterKey(path: string, create = false): LocalKeyFile {
   const key = readOwnerOnlyFile(path, SETTING, 4096);
-  if (key === undefined) return { key: createKeyFile(path), created: true };
+  if (key === undefined) {
+    const target = danglingLink(path);
+    if (target !== undefined) throw new KeyProviderError(SETTING, `${path} is a symbolic link to ${target}, which does not exist`);
+    if (!create) throw new MissingMasterKeyError(SETTING, `there is no master key file at ${path}`);
+    return { key: createKeyFile(path), created: true };
+  }
   if (key.length !== KEY_BYTES) {
     key.fill(0);
     throw new KeyProviderError(SETTING, `${path} must hold exactly ${KEY_BYTES} bytes, it holds ${key.length}`);
@@ -57,8 +67,16 @@ export function loadOrCreateMasterKey(path: string): LocalKeyFile {
   return { key, created: false };
 }
 
+function danglingLink(path: string): string | undefined {
+  try {
+    return lstatSync(path).isSymbolicLink() ? readlinkSync(path) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 function createKeyFile(path: string): Uint8Array {
-  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  ensureDirectory(dirname(path), SETTING);
   const key = randomBytes(KEY_BYTES);
   // 'wx' fails if another process created the file meanwhile: never overwrite a master key.
   const fd = openSync(path, 'wx', 0o600);

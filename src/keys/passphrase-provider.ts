@@ -40,7 +40,7 @@ export class PassphraseKeyProvider implements KeyProvider {
     const bytes = Buffer.from(wrapped);
     const headerLength = 1 + SALT_BYTES + 6;
     if (bytes[0] !== PASSPHRASE_FORMAT || bytes.length < headerLength + NONCE_BYTES) {
-      throw new KeyProviderError(SETTING, 'the stored keyring is wrapped by a master key file, not a passphrase; set COFFER_MASTER_KEY_FILE instead');
+      throw new KeyProviderError(SETTING, 'the stored keyring is wrapped by a master key file, not a passphrase: unset COFFER_MASTER_PASSPHRASE_FILE (and master_passphrase_file in COFFER_CONFIG) so that the key file of COFFER_MASTER_KEY_FILE is used');
     }
     const salt = bytes.subarray(1, 1 + SALT_BYTES);
     const key = await this.derive(salt, bytes.readUInt32BE(1 + SALT_BYTES), bytes[1 + SALT_BYTES + 4]!, bytes[1 + SALT_BYTES + 5]!);

@@ -36,10 +36,15 @@ export interface OpenedProvider {
  */
 export type ProviderConfig = Pick<KeyProviderSettings, 'key_provider'> & Partial<Pick<KeyProviderSettings, 'master_key_file' | 'master_passphrase_file' | 'kms' | 'pkcs11'>>;
 
+export interface OpenOptions {
+  /** A local key file may be created when missing: only by `serve`, for a store that does not exist yet. */
+  readonly createKey?: boolean;
+}
+
 interface ProviderEntry {
   /** The fields of KeyProviderSettings this provider reads. */
   readonly settings: readonly ('master_key_file' | 'master_passphrase_file' | 'kms' | 'pkcs11')[];
-  open(settings: KeyProviderSettings): Promise<OpenedProvider>;
+  open(settings: KeyProviderSettings, options: OpenOptions): Promise<OpenedProvider>;
 }
 
 /** Key providers by configuration name. A new provider is one file plus one entry here. */
@@ -64,11 +69,11 @@ const PROVIDERS: Record<KeyProviderSettings['key_provider'], ProviderEntry> = {
   },
   local: {
     settings: ['master_key_file', 'master_passphrase_file'],
-    open: async (settings) => {
+    open: async (settings, { createKey = false }) => {
       if (settings.master_passphrase_file !== null) {
         return { provider: new PassphraseKeyProvider(readPassphraseFile(settings.master_passphrase_file), `local passphrase file ${settings.master_passphrase_file}`) };
       }
-      const file = loadOrCreateMasterKey(settings.master_key_file);
+      const file = loadOrCreateMasterKey(settings.master_key_file, createKey);
       return {
         provider: new LocalKeyProvider(file.key, `local master key file ${settings.master_key_file}`),
         ...(file.created ? { notice: `generated a new local master key at ${settings.master_key_file} (mode 0600); back it up` } : {}),
@@ -77,8 +82,8 @@ const PROVIDERS: Record<KeyProviderSettings['key_provider'], ProviderEntry> = {
   },
 };
 
-export function openKeyProvider(settings: KeyProviderSettings): Promise<OpenedProvider> {
-  return PROVIDERS[settings.key_provider].open(settings);
+export function openKeyProvider(settings: KeyProviderSettings, options: OpenOptions = {}): Promise<OpenedProvider> {
+  return PROVIDERS[settings.key_provider].open(settings, options);
 }
 
 /** The part of `settings` that names the configured provider's key. */

@@ -54,7 +54,7 @@ export class KvService {
    * `beforeCommit` (the audit intent) runs once the request is known to be allowed, before the change.
    */
   async put(caller: Principal, namespace: string, key: string, value: string, type: ValueType, beforeCommit?: () => Promise<void>): Promise<EntryInfo & { created: boolean }> {
-    if (!caller.access.may('write', namespace, type)) throw forbidden();
+    if (!caller.access.may('write', namespace, type)) throw forbidden(`write ${type} values in ${namespace}`);
     if (Buffer.byteLength(value, 'utf8') > this.deps.maxValueBytes) {
       throw new AppError('payload_too_large', `the value is larger than ${this.deps.maxValueBytes} bytes`);
     }
@@ -88,7 +88,7 @@ export class KvService {
       if (unpackGeneration(generationBytes) !== generation) throw new StaleKeyringError();
       const meta = metaBytes && unpackMeta(metaBytes);
       // Replacing a key of another type also needs the right to write that type.
-      if (meta && !caller.access.may('write', namespace, meta.type)) throw forbidden();
+      if (meta && !caller.access.may('write', namespace, meta.type)) throw forbidden(`replace a ${meta.type} value in ${namespace}`);
       const version = unpackCounter(counterBytes) + 1;
       if (version > MAX_VERSION) throw new AppError('invalid_request', 'this key has used up its version numbers');
       const writes = versionWrites(keyring, { namespace, key, version, type, value, createdAt, previous: meta }, version === expected ? sealedAhead : undefined);
@@ -98,7 +98,7 @@ export class KvService {
 
   /** The latest version, or version `version`. */
   async read(caller: Principal, namespace: string, key: string, version?: number): Promise<Entry> {
-    if (!caller.access.mayInNamespace('read', namespace)) throw forbidden();
+    if (!caller.access.mayInNamespace('read', namespace)) throw forbidden(`read in ${namespace}`);
     const meta = await this.meta(namespace, key);
     if (!meta) throw notFound('no such key');
     return this.readExisting(caller, namespace, key, meta, version);
@@ -113,11 +113,11 @@ export class KvService {
     // A caller who may list `parent` may learn that the key exists (a listing would show it).
     const mayKnowKey = mayRead || caller.access.mayInNamespace('list', parent);
     const mayList = whole !== null && caller.access.mayBeneath('list', whole);
-    if (!mayKnowKey && !mayList) throw forbidden();
+    if (!mayKnowKey && !mayList) throw forbidden(`read or list in ${parent}`);
     if (mayKnowKey) {
       const meta = await this.meta(parent, last);
       if (meta && mayRead) return this.readExisting(caller, parent, last, meta, undefined);
-      if (meta && caller.access.may('list', parent, meta.type)) throw forbidden();
+      if (meta && caller.access.may('list', parent, meta.type)) throw forbidden(`read ${meta.type} values in ${parent}`);
     }
     if (mayList && (await namespaceExists(this.deps.storage, whole!))) {
       return listNamespace(this.deps.storage, caller, whole!, { limit });
@@ -126,10 +126,10 @@ export class KvService {
   }
 
   async versions(caller: Principal, namespace: string, key: string): Promise<VersionList> {
-    if (!caller.access.mayInNamespace('list', namespace)) throw forbidden();
+    if (!caller.access.mayInNamespace('list', namespace)) throw forbidden(`list in ${namespace}`);
     const meta = await this.meta(namespace, key);
     if (!meta) throw notFound('no such key');
-    if (!caller.access.may('list', namespace, meta.type)) throw forbidden();
+    if (!caller.access.may('list', namespace, meta.type)) throw forbidden(`list ${meta.type} keys in ${namespace}`);
     const versions: VersionList['versions'] = [];
     for await (const entry of this.deps.storage.scan(versionRange(namespace, key))) {
       const version = versionOf(entry.key);
@@ -146,16 +146,16 @@ export class KvService {
 
   /** Deletes the key and all its versions; the version counter stays, so numbers are never reused. */
   async remove(caller: Principal, namespace: string, key: string, beforeCommit?: () => Promise<void>): Promise<void> {
-    if (!caller.access.mayInNamespace('delete', namespace)) throw forbidden();
+    if (!caller.access.mayInNamespace('delete', namespace)) throw forbidden(`delete in ${namespace}`);
     const meta = await this.meta(namespace, key);
     if (!meta) throw notFound('no such key');
-    if (!caller.access.may('delete', namespace, meta.type)) throw forbidden();
+    if (!caller.access.may('delete', namespace, meta.type)) throw forbidden(`delete ${meta.type} keys in ${namespace}`);
     await beforeCommit?.();
     const mKey = metaKey(namespace, key);
     await this.deps.storage.atomic([mKey], ([metaBytes]) => {
       if (!metaBytes) throw notFound('no such key');
       const meta = unpackMeta(metaBytes);
-      if (!caller.access.may('delete', namespace, meta.type)) throw forbidden();
+      if (!caller.access.may('delete', namespace, meta.type)) throw forbidden(`delete ${meta.type} keys in ${namespace}`);
       const writes: StorageWrite[] = [{ op: 'delete', key: mKey }];
       for (let v = meta.first; v <= meta.latest; v++) writes.push({ op: 'delete', key: versionKey(namespace, key, v) });
       return { writes, result: undefined };
@@ -168,14 +168,14 @@ export class KvService {
   }
 
   private async readExisting(caller: Principal, namespace: string, key: string, meta: KeyMeta, wanted: number | undefined): Promise<Entry> {
-    if (!caller.access.may('read', namespace, meta.type)) throw forbidden();
+    if (!caller.access.may('read', namespace, meta.type)) throw forbidden(`read ${meta.type} values in ${namespace}`);
     const version = wanted ?? meta.latest;
     if (version < meta.first || version > meta.latest) throw notFound('no such version');
     const where = { namespace, key, version };
     const bytes = await this.deps.storage.get(versionKey(namespace, key, version));
     const record = bytes && unpackVersion(bytes);
     if (!record) throw this.integrityError(where, 'version record missing or unreadable');
-    if (!caller.access.may('read', namespace, record.type)) throw forbidden();
+    if (!caller.access.may('read', namespace, record.type)) throw forbidden(`read ${record.type} values in ${namespace}`);
     const id: RecordIdentity = { ...where, type: record.type };
     const keyVersion = record.type === 'secret' ? record.sealed.keyVersion : record.seal.keyVersion;
     // A record sealed under a keyring version this process has not loaded yet: another process rotated.

@@ -28,7 +28,7 @@ export async function listNamespace(
   namespace: string,
   page: { limit: number; cursor?: string | undefined },
 ): Promise<Listing> {
-  if (!caller.access.mayBeneath('list', namespace)) throw forbidden();
+  if (!caller.access.mayBeneath('list', namespace)) throw forbidden(`list in or beneath ${namespace}`);
   const start: Cursor | undefined = page.cursor === undefined ? undefined : decodeCursor(namespace, page.cursor);
   const want = page.limit + 1; // one more than a page tells whether another page follows
   const keys: string[] = [];

@@ -7,7 +7,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import { availableParallelism } from 'node:os';
 import type { Logger } from 'pino';
-import { prepareStore } from '../app.js';
+import { checkListenable, prepareStore } from '../app.js';
 import type { CofferConfig } from '../config/schema.js';
 import type { SupervisorMessage, WorkerMessage } from './messages.js';
 
@@ -19,6 +19,7 @@ export interface SupervisorOptions {
 }
 
 export async function runSupervisor(config: CofferConfig, log: Logger, options: SupervisorOptions): Promise<void> {
+  await checkListenable(config);
   await prepareStore(config, { log, onGeneratedRootToken: options.onGeneratedRootToken });
   // Workers accept connections from the shared socket themselves. With node's default round-robin the
   // primary accepts and hands connections over, and those handed to a worker as it dies hang forever;

@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { AuditRegistry } from '../../src/audit/registry.js';
@@ -92,6 +93,7 @@ describe('audit entries, operator events and GET /v1/sys/audit', function () {
       expect((await c.call('POST', '/v1/sys/keyring/rewrap')).status).to.equal(202);
       for (let i = 0; i < 100 && (await c.call('GET', '/v1/sys/keyring/rewrap')).body.running; i++) await new Promise((r) => setTimeout(r, 50));
       expect((await c.call('POST', '/v1/sys/keyring/retire')).body.retired).to.deep.equal([1]);
+      writeFileSync(join(dir, 'keys', 'next.key'), randomBytes(32), { mode: 0o600 });
       const migrated = await c.call('POST', '/v1/sys/keyring/migrate', { json: { key_provider: 'local', master_key_file: join(dir, 'keys', 'next.key') } });
       expect(migrated.status, migrated.text).to.equal(200);
 
@@ -156,9 +158,10 @@ describe('audit entries, operator events and GET /v1/sys/audit', function () {
     before(async () => {
       // Small files, so the chain runs across several of them.
       c = await startTestCoffer({ env: { COFFER_AUDIT_MAX_FILE_BYTES: '4096', COFFER_AUDIT_CHECKPOINT_EVERY: '10' } });
-      const reader = await c.token({ role: 'reader' });
+      const reader = await c.token({ role: 'reader', metadata: { name: 'payments-api' } });
       readerId = reader.split('_')[1]!;
       for (let i = 0; i < 12; i++) await c.put(`q/a/k${i % 4}`, `value-${i}`);
+      await c.put('q/a/k10', 'starts like k1');
       for (let i = 0; i < 6; i++) await c.put(`q/b/k${i}`, `value-${i}`, 'config');
       for (let i = 0; i < 5; i++) await c.call('GET', `/v1/kv/q/a/k${i % 4}`, { token: reader });
       for (let i = 0; i < 3; i++) await c.call('PUT', '/v1/kv/q/a/k0', { token: reader, json: { value: 'no', type: 'secret' } });
@@ -197,8 +200,20 @@ describe('audit entries, operator events and GET /v1/sys/audit', function () {
       for (const e of underA) expect(`${e.namespace}/${e.key}`.startsWith('q/a/')).to.equal(true);
       expect((await page('?prefix=q/a/k0&limit=1000')).entries.every((e) => e.key === 'k0')).to.equal(true);
 
+      // key= is exact: q/a/k1, not q/a/k10.
+      const exact = (await page('?key=q/a/k1&limit=1000')).entries;
+      expect(exact.length).to.be.greaterThan(0);
+      expect(exact.every((e) => e.namespace === 'q/a' && e.key === 'k1')).to.equal(true);
+      expect((await page('?prefix=q/a/k1&limit=1000')).entries.some((e) => e.key === 'k10')).to.equal(true);
+      expect((await c.call('GET', '/v1/sys/audit?key=nokey')).status).to.equal(400);
+
+      // Entries name the caller's token by its metadata name too.
+      const reads = (await page(`?token_id=${readerId}&action=read&limit=1000`)).entries;
+      expect(reads).to.have.length(5);
+      expect(reads.every((e) => e.token_name === 'payments-api')).to.equal(true);
+
       const writes = (await page('?action=write&limit=1000')).entries;
-      expect(writes.length).to.equal(12 + 6 + 3);
+      expect(writes.length).to.equal(12 + 1 + 6 + 3);
       expect(writes.every((e) => e.action === 'write')).to.equal(true);
       const keyring = (await page('?action=keyring.*&limit=1000')).entries;
       expect(keyring.map((e) => (e.kind === 'event' ? e.event : e.action))).to.deep.equal(['keyring.rotate', 'keyring.rotate']);
@@ -210,7 +225,7 @@ describe('audit entries, operator events and GET /v1/sys/audit', function () {
       const failures = (await page('?outcome=failure&action=write&limit=1000')).entries;
       expect(failures.map((e) => e.seq)).to.deep.equal(forbidden.map((e) => e.seq));
       const successes = (await page('?outcome=success&action=write&limit=1000')).entries;
-      expect(successes).to.have.length(18);
+      expect(successes).to.have.length(19);
     });
 
     it('filters by time range: from inclusive, to exclusive', async () => {

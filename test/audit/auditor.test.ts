@@ -1,4 +1,6 @@
+import { readFileSync, writeFileSync } from 'node:fs';
 import { expect } from 'chai';
+import { auditFiles } from '../support/audit-lines.js';
 import { checkRoleRules } from '../../src/auth/roles.js';
 import { startTestCoffer, type ApiResponse, type TestCoffer } from '../support/harness.js';
 
@@ -61,6 +63,7 @@ describe('the auditor role', function () {
     ['POST', '/v1/sys/keyring/retire', undefined, 403],
     ['POST', '/v1/sys/keyring/migrate', { key_provider: 'local' }, 403],
     ['GET', '/v1/sys/audit', undefined, 200],
+    ['GET', '/v1/sys/audit/verify', undefined, 200],
     ['GET', '/v1/sys/seal-report', undefined, 200],
     ['GET', '/v1/sys/seal-report?verify=true', undefined, 200],
   ];
@@ -106,7 +109,7 @@ describe('the auditor role', function () {
   it('keeps the audit log and seal report from every other role; root has them', async () => {
     for (const role of ['admin', 'writer', 'reader', 'config-reader']) {
       const token = await c.token({ role });
-      for (const path of ['/v1/sys/audit', '/v1/sys/seal-report', '/v1/auth/tokens', '/v1/sys/keyring']) {
+      for (const path of ['/v1/sys/audit', '/v1/sys/audit/verify', '/v1/sys/seal-report', '/v1/auth/tokens', '/v1/sys/keyring']) {
         expect((await c.call('GET', path, { token })).status, `${role} ${path}`).to.equal(403);
       }
     }
@@ -114,6 +117,25 @@ describe('the auditor role', function () {
     expect((await c.call('GET', '/v1/sys/audit', { token: scoped })).status).to.equal(403);
     expect((await c.call('GET', '/v1/sys/audit')).status).to.equal(200);
     expect((await c.call('GET', '/v1/sys/seal-report')).status).to.equal(200);
+  });
+
+  it('checks the log is intact over HTTP, without the master key, and learns which entry broke when one is edited', async () => {
+    const token = await c.token({ role: 'auditor' });
+    const intact = await c.call('GET', '/v1/sys/audit/verify', { token });
+    expect(intact.status).to.equal(200);
+    expect(intact.body).to.include({ intact: true });
+    expect(intact.body.entries).to.be.greaterThan(10);
+    expect(intact.body.coverage).to.include({ uncovered_count: 0 });
+    expect(intact.body.coverage.by_request).to.be.greaterThan(0);
+    // Someone edits a line of the log: the next check names it.
+    const file = auditFiles(c.config.audit.dir!)[0]!;
+    const lines = readFileSync(file, 'utf8').split('\n');
+    lines[3] = lines[3]!.replace('"ts":"2', '"ts":"1');
+    writeFileSync(file, lines.join('\n'));
+    const broken = await c.call('GET', '/v1/sys/audit/verify', { token });
+    expect(broken.body).to.include({ intact: false, line: 5 });
+    expect(broken.body.file).to.equal(file.split('/').at(-1));
+    expect(broken.body.reason).to.match(/does not follow the entry before it/);
   });
 
   it('cannot be redefined by the configuration', () => {

@@ -69,6 +69,19 @@ describe('the seal report', function () {
     expect(table.stdout + table.stderr + json.stdout + json.stderr).not.to.include(marker);
   });
 
+  it('makes the structure-only report without the master key; --verify needs it; no key is ever created', async () => {
+    const keyless = { ...env, COFFER_MASTER_KEY_FILE: join(tempDir(), 'absent.key') };
+    const table = await runCoffer(['audit', 'seal-report'], keyless);
+    expect(table.code, table.stderr).to.equal(0);
+    expect(table.stdout).to.match(/9 versions: 8 secret, 1 config; 8 of 8 secrets sealed; 0 anomalies/);
+    expect(table.stdout).to.match(/^2\s+\(needs the key\)\s+4\s+0$/m);
+    expect(table.stdout).to.include('made without the master key');
+    const verify = await runCoffer(['audit', 'seal-report', '--verify'], keyless);
+    expect(verify.code).to.equal(2);
+    expect(verify.stderr).to.include('there is no master key file');
+    expect(existsSync(keyless.COFFER_MASTER_KEY_FILE)).to.equal(false);
+  });
+
   it('refuses to report on a store that is not there, creating nothing', async () => {
     const missing = join(tempDir(), 'nothing-here');
     const res = await runCoffer(['audit', 'seal-report'], { COFFER_DATA_DIR: missing, COFFER_MASTER_KEY_FILE: join(missing, 'master.key') });

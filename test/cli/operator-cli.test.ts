@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
@@ -35,7 +36,7 @@ describe('coffer operator (CLI)', function () {
     expect(rewrapped.code, rewrapped.stderr).to.equal(0);
     expect(rewrapped.stdout).to.include('rewrapping onto keyring version 2');
     expect(rewrapped.stdout).to.match(/done: \d+ records examined, \d+ rewrapped, 0 failed/);
-    expect(rewrapped.stdout).to.include('retired keyring versions 1; keyring now holds 2');
+    expect(rewrapped.stdout).to.include('retired keyring version 1 (no record used it any more); versions left in the keyring: 2');
     const status = await coffer(['operator', 'status'], env);
     expect(status.stdout).to.match(/^2 \*/m).and.not.match(/^1 /m);
   });
@@ -58,10 +59,18 @@ describe('coffer operator (CLI)', function () {
   it('migrate-key --to FILE moves the keyring to a new master key; relative paths are taken from the current directory', async () => {
     const dir = tempDir();
     writeFileSync(join(dir, 'new-key.json'), JSON.stringify({ key_provider: 'local', master_key_file: 'new.key' }));
+    // migrate-key never creates a key: the operator makes the new key file first.
+    const refused = await coffer(['operator', 'migrate-key', '--to', 'new-key.json'], env, dir);
+    expect(refused.code).to.not.equal(0);
+    expect(refused.stderr).to.include(`there is no master key file at ${join(dir, 'new.key')}`);
+    expect(existsSync(join(dir, 'new.key'))).to.equal(false);
+    writeFileSync(join(dir, 'new.key'), randomBytes(32), { mode: 0o600 });
     const run = await coffer(['operator', 'migrate-key', '--to', 'new-key.json'], env, dir);
     expect(run.code, run.stderr).to.equal(0);
     expect(run.stdout).to.include(`migrated: the keyring is now wrapped by local master key file ${join(dir, 'new.key')} (was local master key file `);
     expect(existsSync(join(dir, 'new.key'))).to.equal(true);
+    // It names the variables to set, not just "these settings".
+    expect(run.stdout).to.include(`  COFFER_KEY_PROVIDER=local\n  COFFER_MASTER_KEY_FILE=${join(dir, 'new.key')}\n`);
     const status = await coffer(['operator', 'status'], env);
     expect(status.stdout).to.match(new RegExp(`master key: local master key file ${join(dir, 'new.key')} \\(migrated at \\d{4}-`));
     expect((await c.call('GET', '/v1/kv/seed/ns1/k1')).status).to.equal(200);
@@ -70,5 +79,25 @@ describe('coffer operator (CLI)', function () {
     const missing = await coffer(['operator', 'migrate-key', '--to', 'absent.json'], env, dir);
     expect(missing.code).to.equal(2);
     expect(missing.stderr).to.include('--to absent.json: ENOENT');
+  });
+
+  it('prints usage instead of starting a server when run bare; help is exit 0; each command has its own --help', async () => {
+    const bare = await coffer([], {});
+    expect(bare.code).to.equal(2);
+    expect(bare.stderr).to.match(/^usage: coffer serve \|/);
+    expect(bare.stdout).to.not.include('listening');
+    for (const args of [['help'], ['--help'], ['-h']]) {
+      const help = await coffer(args, {});
+      expect(help.code, args.join(' ')).to.equal(0);
+      expect(help.stdout).to.match(/^usage: coffer serve/);
+    }
+    const group = await coffer(['help', 'operator'], {});
+    expect(group.code).to.equal(0);
+    expect(group.stdout).to.match(/^usage: coffer operator <command>/);
+    const rotate = await coffer(['operator', 'rotate', '--help'], {});
+    expect(rotate.code).to.equal(0);
+    expect(rotate.stdout).to.match(/^usage: coffer operator rotate\n/);
+    const migrate = await coffer(['operator', 'migrate-key', '--help'], {});
+    expect(migrate.stdout).to.match(/^usage: coffer operator migrate-key --to FILE\n/);
   });
 });

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { connect } from 'node:net';
 import { bodyLimit } from '../../src/http/http-app.js';
 import { startTestCoffer, type TestCoffer } from '../support/harness.js';
 
@@ -58,6 +59,57 @@ describe('HTTP errors and limits', () => {
     expect((await c.call('PUT', '/v1/kv/enc/k', { body, headers: { 'content-type': 'application/json', 'content-encoding': 'identity' } })).status).to.equal(201);
   });
 
+  it('answers a request Node cannot parse (a raw non-ASCII character in the URL) with a problem+json 400', async () => {
+    const raw = await rawExchange(c.url, Buffer.concat([Buffer.from('GET /v1/kv/caf'), Buffer.from([0xc3, 0xa9]), Buffer.from(' HTTP/1.1\r\nHost: x\r\n\r\n')]));
+    expect(raw).to.match(/^HTTP\/1\.1 400 /);
+    expect(raw).to.match(/content-type: application\/problem\+json/i);
+    const body = JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4));
+    expect(body).to.include({ status: 400, code: 'invalid_request' });
+    expect(body.errors).to.have.length(1);
+  });
+
+  it('lists errors[] on every 400: a repeated query parameter, the reserved key name, a parameter that does not apply', async () => {
+    await c.put('e400/k', 'v', 'config');
+    for (const [method, path, field] of [
+      ['GET', '/v1/kv/e400/k?version=1&version=1', 'version'],
+      ['PUT', '/v1/kv/e400/versions', '/1'],
+      ['GET', '/v1/kv/e400/k?version=1&cursor=abc', 'cursor'],
+      ['GET', '/v1/kv/e400/k?version=1&limit=5', 'limit'],
+      ['GET', '/v1/kv/e400/?version=1', 'version'],
+      ['GET', '/v1/kv/e400/k/versions?version=1', 'version'],
+    ] as const) {
+      const res = await c.call(method, path, method === 'PUT' ? { json: { value: 'v', type: 'config' } } : {});
+      expectProblem(res, 400, 'invalid_request');
+      expect(res.body.errors, `${method} ${path}`).to.be.an('array').with.length.at.least(1);
+      expect(res.body.errors[0].field, `${method} ${path}`).to.equal(field);
+    }
+  });
+
+  it('drops a slow request body after COFFER_REQUEST_TIMEOUT seconds with 408', async function () {
+    this.timeout(20_000);
+    const slow = await startTestCoffer({ env: { COFFER_REQUEST_TIMEOUT: '2' } });
+    try {
+      const started = performance.now();
+      const head = `PUT /v1/kv/slow/k HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${slow.rootToken}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"value":`;
+      const raw = await rawExchange(slow.url, Buffer.from(head));
+      const seconds = (performance.now() - started) / 1000;
+      expect(raw).to.match(/^HTTP\/1\.1 408 /);
+      expect(seconds).to.be.within(1.5, 6);
+      expect((await slow.call('GET', '/v1/kv/slow/k')).status).to.equal(404);
+    } finally {
+      await slow.close();
+    }
+  });
+
+  it('names at most ten unknown query parameters, and how many there were', async () => {
+    const query = Array.from({ length: 1800 }, (_, i) => `p${i}=1`).join('&');
+    const res = await c.call('GET', `/v1/kv/e400/k?${query}`);
+    expectProblem(res, 400, 'invalid_request');
+    expect(res.body.errors).to.have.length(10);
+    expect(res.body.detail).to.match(/and 1790 more \(1800 in all\)$/);
+    expect(res.text.length).to.be.below(2000);
+  });
+
   it('400 for malformed JSON, an empty body, and a non-object body, without echoing the body', async () => {
     const secretish = '{"value": "do-not-echo-me", "type": ';
     const bad = await c.call('PUT', '/v1/kv/j/k', { body: secretish, headers: { 'content-type': 'application/json' } });
@@ -90,7 +142,8 @@ describe('HTTP errors and limits', () => {
     expect(res.headers.get('content-security-policy')).to.equal("default-src 'none';frame-ancestors 'none'");
     expect(res.headers.get('x-frame-options')).to.equal('DENY');
     expect(res.headers.get('referrer-policy')).to.equal('no-referrer');
-    expect(res.headers.get('strict-transport-security')).to.match(/^max-age=/);
+    // HSTS only over TLS (test/startup.test.ts checks it there).
+    expect(res.headers.get('strict-transport-security')).to.equal(null);
     expect(res.headers.get('x-powered-by')).to.equal(null);
     expect((await c.call('GET', '/v1/openapi.json', { token: null })).headers.get('cache-control')).to.equal('no-store');
   });
@@ -114,3 +167,16 @@ describe('HTTP errors and limits', () => {
     expect(responses[0]!.headers.get('etag')).to.equal('"1"');
   });
 });
+
+/** Sends raw bytes on a new connection and returns everything the server sends back before closing. */
+export function rawExchange(url: string, bytes: Buffer): Promise<string> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: hostname, port: Number(port) }, () => socket.write(bytes));
+    let text = '';
+    socket.setTimeout(10_000, () => socket.destroy(new Error('no answer within 10 s')));
+    socket.on('data', (d: Buffer) => (text += d.toString('latin1')));
+    socket.on('close', () => resolve(text));
+    socket.on('error', reject);
+  });
+}

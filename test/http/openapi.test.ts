@@ -44,6 +44,7 @@ describe('OpenAPI document', () => {
       '/v1/sys/keyring/retire': '/v1/sys/keyring/retire',
       '/v1/sys/keyring/migrate': '/v1/sys/keyring/migrate',
       '/v1/sys/audit': '/v1/sys/audit',
+      '/v1/sys/audit/verify': '/v1/sys/audit/verify',
       '/v1/sys/seal-report': '/v1/sys/seal-report',
     };
     expect(Object.keys(doc.paths).sort()).to.deep.equal(Object.keys(concrete).sort());

@@ -63,13 +63,17 @@ describe('local provider with a passphrase (COFFER_MASTER_PASSPHRASE_FILE)', fun
     const { COFFER_MASTER_PASSPHRASE_FILE: _unused, ...keyFileEnv } = env;
     const withKeyFile = await runToExit(keyFileEnv);
     expect(withKeyFile.code).to.equal(2);
-    expect(withKeyFile.stderr).to.include('wrapped with a passphrase; set COFFER_MASTER_PASSPHRASE_FILE');
+    // No key file is made for an existing store; start-up names the key it needs.
+    expect(withKeyFile.stderr).to.include(`needs its own key, local passphrase file ${env.COFFER_MASTER_PASSPHRASE_FILE}`);
+    expect(existsSync(keyFileEnv.COFFER_MASTER_KEY_FILE ?? join(dir, 'nonexistent'))).to.equal(false);
 
     const other = tempDir();
     const q = await startProcess({ COFFER_DATA_DIR: join(other, 'data'), COFFER_MASTER_KEY_FILE: join(other, 'k'), COFFER_ROOT_TOKEN: generateToken().value, COFFER_WORKERS: '1' });
     await q.stop();
-    const withPassphrase = await runToExit({ COFFER_DATA_DIR: join(other, 'data'), COFFER_MASTER_PASSPHRASE_FILE: join(dir, 'pass') });
+    // Both set on a key-file store: the message says what to do (unset the passphrase), not to set what is set.
+    const withPassphrase = await runToExit({ COFFER_DATA_DIR: join(other, 'data'), COFFER_MASTER_KEY_FILE: join(other, 'k'), COFFER_MASTER_PASSPHRASE_FILE: join(dir, 'pass') });
     expect(withPassphrase.code).to.equal(2);
-    expect(withPassphrase.stderr).to.include('wrapped by a master key file, not a passphrase');
+    expect(withPassphrase.stderr).to.include('wrapped by a master key file, not a passphrase: unset COFFER_MASTER_PASSPHRASE_FILE');
+    expect(withPassphrase.stderr).to.not.include('set COFFER_MASTER_KEY_FILE instead');
   });
 });

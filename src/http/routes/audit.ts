@@ -1,8 +1,13 @@
 /**
- * /v1/sys/audit (search the audit log) and /v1/sys/seal-report (is every stored version sealed): for the
+ * /v1/sys/audit (search the audit log), /v1/sys/audit/verify (is it intact) and /v1/sys/seal-report (is every stored version sealed): for the
  * root token and the `auditor` role (privilege `read_audit`). Neither ever returns a value or a token.
  */
 import type { Request, Response } from 'express';
+import { basename } from 'node:path';
+import { auditCoverage } from '../../audit/coverage.js';
+import { auditFilesIn } from '../../audit/files.js';
+import { AuditRegistry } from '../../audit/registry.js';
+import { verifyAudit } from '../../audit/verify.js';
 import { decodeAuditCursor, encodeAuditCursor, queryAudit, type AuditFilter } from '../../audit/query.js';
 import { sealReport } from '../../audit/seal-report.js';
 import { requirePrivilege } from '../../auth/principal.js';
@@ -53,6 +58,10 @@ function filterOf(q: Partial<Record<string, string>>): AuditFilter {
     if (q.prefix === '' || q.prefix.length > 1024) bad('prefix', 'must be 1 to 1024 characters');
     filter.prefix = q.prefix;
   }
+  if (q.key !== undefined) {
+    if (!q.key.includes('/') || q.key.length > 4096) bad('key', 'must be namespace/key, e.g. payments/prod/db_password');
+    filter.key = q.key;
+  }
   if (q.action !== undefined) {
     if (!ACTION.test(q.action)) bad('action', 'must be an action or event name such as read or keyring.rotate, optionally ending in *');
     filter.action = q.action;
@@ -68,12 +77,26 @@ export function auditRoutes(deps: AuditRouteDeps) {
   return {
     async log(req: Request, res: Response): Promise<void> {
       requirePrivilege(principalOf(res), 'read_audit');
-      const q = queryOf(req, ['from', 'to', 'token_id', 'prefix', 'action', 'outcome', 'limit', 'cursor']);
+      const q = queryOf(req, ['from', 'to', 'token_id', 'prefix', 'key', 'action', 'outcome', 'limit', 'cursor']);
       const filter = filterOf(q);
       const limit = q.limit === undefined ? DEFAULT_LIMIT : positiveInteger('limit', q.limit, MAX_LIMIT);
       const after = q.cursor === undefined ? null : (decodeAuditCursor(q.cursor) ?? bad('cursor', 'is not a cursor returned by this endpoint'));
       const page = await queryAudit(deps.auditDir, filter, limit, after);
       deps.respond.json(res, 200, { entries: page.entries, next_cursor: page.next && encodeAuditCursor(page.next) });
+    },
+
+    /** The offline `coffer audit verify`, for an auditor who holds no master key: the server checks. */
+    async verify(req: Request, res: Response): Promise<void> {
+      requirePrivilege(principalOf(res), 'read_audit');
+      queryOf(req, []);
+      await deps.keyring.refresh();
+      const files = auditFilesIn(deps.auditDir);
+      const result = verifyAudit(files, deps.keyring.current().auditKey(), await new AuditRegistry(deps.storage).chains());
+      if (!result.intact) {
+        deps.respond.json(res, 200, { ...result, file: basename(result.file) });
+        return;
+      }
+      deps.respond.json(res, 200, { ...result, files: files.length, coverage: await auditCoverage(files, deps.storage) });
     },
 
     async sealReport(req: Request, res: Response): Promise<void> {

@@ -16,7 +16,7 @@ import type { Responder } from '../respond.js';
 import type { RecordIntent } from '../request-audit.js';
 import type { BodyValidator } from '../validate.js';
 import { namespaceOf, parseKvPath, splitKeyPath } from '../kv-path.js';
-import { booleanFlag, positiveInteger, queryOf, rawPath } from '../request-parts.js';
+import { booleanFlag, notApplicable, positiveInteger, queryOf, rawPath } from '../request-parts.js';
 import type { ValueType } from '../../auth/roles.js';
 
 const MAX_VERSION = 0xffff_ffff;
@@ -35,7 +35,9 @@ function keyTarget(req: Request): { namespace: string; key: string } {
   const path = parseKvPath(rawPath(req));
   if (path.trailingSlash) throw invalid('a key path must not end with /');
   const target = splitKeyPath(path.segments);
-  if (target.key === RESERVED_KEY) throw invalid(`"${RESERVED_KEY}" is a reserved key name`);
+  if (target.key === RESERVED_KEY) {
+    throw invalid(`"${RESERVED_KEY}" is a reserved key name`, [{ field: `/${path.segments.length - 1}`, in: 'path', message: `"${RESERVED_KEY}" is reserved for the version list` }]);
+  }
   return target;
 }
 
@@ -50,18 +52,23 @@ export function kvRoutes({ kv, readBody, validatePut, respond, recordIntent }: K
       const version = q.version === undefined ? undefined : positiveInteger('version', q.version, MAX_VERSION);
       const last = segments[segments.length - 1]!;
       const listingMarked = trailingSlash || list || segments.length === 1;
+      if (version !== undefined && q.cursor !== undefined) throw notApplicable('cursor', 'applies to a listing, not to reading a version');
+      if (version !== undefined && q.limit !== undefined) throw notApplicable('limit', 'applies to a listing, not to reading a version');
 
       if (listingMarked || (version === undefined && (q.cursor !== undefined || q.limit !== undefined))) {
-        if (version !== undefined) throw invalid('version applies to a key, not to a namespace listing');
+        if (version !== undefined) throw notApplicable('version', 'applies to a key, not to a namespace listing');
         auditTarget(res, { action: 'list', namespace: namespaceOf(segments) });
         respond.json(res, 200, await kv.list(caller, namespaceOf(segments), { limit, cursor: q.cursor }));
         return;
       }
       if (last === RESERVED_KEY) {
         if (segments.length === 2) {
-          throw invalid(`"${RESERVED_KEY}" is a reserved key name; to list the namespace ${segments.join('/')}, end the path with /`);
+          throw invalid(`"${RESERVED_KEY}" is a reserved key name; to list the namespace ${segments.join('/')}, end the path with /`, [
+            { field: '/1', in: 'path', message: `"${RESERVED_KEY}" is reserved for the version list` },
+          ]);
         }
-        if (version !== undefined) throw invalid('version does not apply to a version list');
+        if (version !== undefined) throw notApplicable('version', 'does not apply to a version list');
+        if (list || q.cursor !== undefined || q.limit !== undefined) throw notApplicable(q.cursor !== undefined ? 'cursor' : q.limit !== undefined ? 'limit' : 'list', 'does not apply to a version list');
         const { namespace, key } = splitKeyPath(segments.slice(0, -1));
         auditTarget(res, { action: 'versions', namespace, key });
         respond.json(res, 200, await kv.versions(caller, namespace, key));
@@ -83,7 +90,7 @@ export function kvRoutes({ kv, readBody, validatePut, respond, recordIntent }: K
       auditTarget(res, { namespace, key });
       queryOf(req, []);
       // Authorize what can be known before the body is read: a forbidden caller's body is never parsed.
-      if (!caller.access.mayInNamespace('write', namespace)) throw forbidden();
+      if (!caller.access.mayInNamespace('write', namespace)) throw forbidden(`write in ${namespace}`);
       const body = validatePut(await readBody(req, res));
       const { created, ...info } = await kv.put(caller, namespace, key, body.value, body.type, () => recordIntent(res, { action: 'write', namespace, key }));
       auditTarget(res, { version: info.version });

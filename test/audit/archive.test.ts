@@ -1,0 +1,77 @@
+import { createHash } from 'node:crypto';
+import { readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { startTestCoffer, tempDir } from '../support/harness.js';
+import { runCoffer } from '../support/process.js';
+
+describe('coffer audit archive', function () {
+  this.timeout(60_000);
+
+  it('moves whole, verified, finished files away and records it, so that verify passes and says what was archived', async () => {
+    const dir = tempDir();
+    const first = await startTestCoffer({ dataDir: dir });
+    for (let i = 0; i < 20; i++) await first.put(`arch/k${i % 3}`, `v${i}`);
+    await first.close();
+    await new Promise((r) => setTimeout(r, 20));
+    const cut = new Date().toISOString();
+    await new Promise((r) => setTimeout(r, 20));
+    const second = await startTestCoffer({ dataDir: dir, rootToken: first.rootToken });
+    for (let i = 0; i < 5; i++) await second.put(`arch/k${i}`, `w${i}`);
+    await second.close();
+
+    const auditDir = first.config.audit.dir!;
+    const env = { COFFER_DATA_DIR: first.config.data_dir, COFFER_MASTER_KEY_FILE: first.config.master_key_file };
+    const before = readdirSync(auditDir);
+    const hashes = new Map(before.map((name) => [name, createHash('sha256').update(readFileSync(join(auditDir, name))).digest('hex')]));
+    const to = join(dir, 'archive');
+
+    const run = await runCoffer(['audit', 'archive', '--before', cut, '--to', to], env);
+    expect(run.code, run.stderr).to.equal(0);
+    expect(run.stdout).to.match(/^archived 1 files \(\d+ entries, .* to .*\) of 1 chains to /);
+    const moved = readdirSync(to);
+    expect(moved).to.have.length(1);
+    // Moved whole: the copy is the original, byte for byte, and the original is gone.
+    expect(createHash('sha256').update(readFileSync(join(to, moved[0]!))).digest('hex')).to.equal(hashes.get(moved[0]!));
+    expect(readdirSync(auditDir)).to.not.include(moved[0]);
+
+    const verify = await runCoffer(['audit', 'verify'], env);
+    expect(verify.code, verify.stdout + verify.stderr).to.equal(0);
+    expect(verify.stdout).to.match(/^intact: /);
+    expect(verify.stdout).to.match(new RegExp(`archived: 1 files with \\d+ entries up to .*, of 1 chains, moved to ${to} \\(recorded in the log\\)`));
+    // Versions written before the remaining log began are counted apart, not as uncovered.
+    expect(verify.stdout).to.match(/covers: \d+ stored versions: .* [1-9]\d* created before the log begins/);
+    expect(verify.stdout).to.not.include('NOT COVERED');
+
+    // Nothing more is old enough now; archiving again moves nothing.
+    expect((await runCoffer(['audit', 'archive', '--before', cut, '--to', to], env)).stdout).to.match(/^nothing to archive/);
+
+    // Without the record of the archive, the missing file is a break, not something verify quietly accepts.
+    const record = readdirSync(auditDir).filter((name) => !before.includes(name));
+    expect(record).to.have.length(1);
+    renameSync(join(auditDir, record[0]!), join(dir, record[0]!));
+    const unrecorded = await runCoffer(['audit', 'verify'], env);
+    expect(unrecorded.code).to.equal(1);
+    expect(unrecorded.stdout).to.match(/^BROKEN: .*no archive records them/);
+  });
+
+  it('refuses a --before that is not a date, and archives nothing from a log that does not verify', async () => {
+    const c = await startTestCoffer({ dataDir: tempDir() });
+    await c.put('arch/x', 'v');
+    await c.close();
+    const env = { COFFER_DATA_DIR: c.config.data_dir, COFFER_MASTER_KEY_FILE: c.config.master_key_file };
+    const bad = await runCoffer(['audit', 'archive', '--before', 'yesterday', '--to', tempDir()], env);
+    expect(bad.code).to.equal(2);
+    expect(bad.stderr).to.include('--before yesterday: not an ISO 8601 date');
+    const file = readdirSync(c.config.audit.dir!)[0]!;
+    const path = join(c.config.audit.dir!, file);
+    const lines = readFileSync(path, 'utf8').split('\n');
+    lines[1] = lines[1]!.replace('"ts":"2', '"ts":"1');
+    writeFileSync(path, lines.join('\n'));
+    const to = tempDir();
+    const refused = await runCoffer(['audit', 'archive', '--before', '2999-01-01', '--to', to], env);
+    expect(refused.code).to.equal(1);
+    expect(refused.stdout).to.include('nothing archived: the log must verify before files leave it');
+    expect(readdirSync(to)).to.deep.equal([]);
+  });
+});
