@@ -13,7 +13,8 @@ function runMocha(specs: string[], env: Record<string, string>): { stats: { pass
   const tmp = mkdtempSync(join(tmpdir(), 'coffer-suite-setup-'));
   try {
     const run = spawnSync(process.execPath, [MOCHA, '--no-config', '--exit', '--timeout', '20000', '--require', dist('./support/global-setup.js'), '--reporter', 'json', ...specs], {
-      env: { ...process.env, TMPDIR: tmp, ...env },
+      // Not inherited: .ci/run sets COFFER_TEST_REQUIRE_SYSTEM_PACKAGES for the suite itself.
+      env: { ...process.env, TMPDIR: tmp, COFFER_TEST_REQUIRE_SYSTEM_PACKAGES: '', ...env },
       encoding: 'utf8',
       timeout: 120_000,
     });
