@@ -24,6 +24,9 @@ import { AppError } from '../errors.js';
  */
 const PARAMETERS = { type: argon2.argon2id, memoryCost: 19456, timeCost: 2, parallelism: 1 } as const;
 
+/** The turn of new hashes (token creation by an admin): bounded by `queueLimit` only, not `perKeyLimit`. */
+const HASH_KEY = '\0hash';
+
 export interface Argon2GateOptions {
   readonly concurrency?: number;
   readonly queueLimit?: number;
@@ -60,7 +63,7 @@ export class Argon2Gate {
 
   /** A new hash (token creation, root token set-up): not paced, it is not a guess. */
   hash(secret: string): Promise<string> {
-    return this.run('\0hash', false, () => argon2.hash(secret, PARAMETERS));
+    return this.run(HASH_KEY, false, () => argon2.hash(secret, PARAMETERS));
   }
 
   /** True when `secret` matches `hash`; false for a mismatch or a malformed hash. `key` names the token for fair turns. */
@@ -109,7 +112,7 @@ export class Argon2Gate {
 
   private wait(key: string, paced: boolean): Promise<void> {
     const queue = this.queues.get(key) ?? [];
-    if (this.waitingCount >= this.queueLimit || queue.length >= this.perKeyLimit) {
+    if (this.waitingCount >= this.queueLimit || (key !== HASH_KEY && queue.length >= this.perKeyLimit)) {
       throw new AppError('too_many_requests', 'too many token verifications in progress; retry shortly', undefined, { 'Retry-After': '1' });
     }
     if (queue.length === 0) this.queues.set(key, queue);

@@ -104,6 +104,9 @@ describe('authenticator', () => {
     const results = await Promise.allSettled(Array.from({ length: 6 }, () => capped.verify(hash, 'wrong', 'one')));
     expect(results.filter((r) => r.status === 'rejected')).to.have.length(2);
     expect(await capped.verify(hash, 'secret', 'two')).to.equal(true);
+    // New hashes (token creation) are bounded by the whole queue only, not by the per-token limit.
+    const hashes = await Promise.allSettled(Array.from({ length: 8 }, () => capped.hash('s')));
+    expect(hashes.every((r) => r.status === 'fulfilled')).to.equal(true);
   });
 
   it('paces wrong secrets: past its burst a flood gets a few verifications a second, while correct ones never wait for it', async () => {
