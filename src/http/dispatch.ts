@@ -33,7 +33,10 @@ export type Authenticate = (req: Request, res: Response) => Promise<void>;
 /** Runs after authentication and routing, before the handler; throws to refuse the request. */
 export type Guard = () => void;
 
-export function dispatcher(routes: readonly Route[], authenticate: Authenticate, protectedPrefix: string, clientAddress: ClientAddress, guard?: Guard) {
+/** Answers an error of a dispatched request (the problem handler), without walking Express's remaining layers. */
+export type ErrorAnswer = (err: unknown, req: Request, res: Response) => void;
+
+export function dispatcher(routes: readonly Route[], authenticate: Authenticate, protectedPrefix: string, clientAddress: ClientAddress, onError: ErrorAnswer, guard?: Guard) {
   const exact = new Map<string, Compiled>();
   const prefixes: Compiled[] = [];
   for (const route of routes) {
@@ -65,6 +68,6 @@ export function dispatcher(routes: readonly Route[], authenticate: Authenticate,
     const path = rawPath(req);
     const route = find(path);
     if (!route && !path.startsWith(protectedPrefix)) return next();
-    run(route, req, res).catch(next);
+    run(route, req, res).catch((err: unknown) => onError(err, req, res));
   };
 }

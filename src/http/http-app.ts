@@ -4,7 +4,7 @@
  * problem+json error handler. Every response is written by the responder (respond.ts), which adds the
  * security headers.
  */
-import express, { type Express } from 'express';
+import express, { type Express, type Request, type Response } from 'express';
 import type { Logger } from 'pino';
 import type { Authenticator } from '../auth/authenticator.js';
 import type { TokenService } from '../auth/token-service.js';
@@ -93,8 +93,10 @@ export function buildHttpApp(deps: HttpAppDeps): Express {
   app.set('etag', false);
   app.set('query parser', false); // queries are read strictly by request-parts.ts
   if (deps.onOutcome) app.use(recordOutcomes(deps.onOutcome));
-  app.use(dispatcher(routes, authenticate(deps.authenticator, new Tarpit(), deps.failureRate, deps.sys.now), '/v1/', clientAddressOf(deps.trustedProxies), deps.audit ? refuseWhileUnrecorded(deps.audit) : undefined));
+  const problems = problemHandler(deps.log, respond);
+  const answerError = (err: unknown, req: Request, res: Response): void => problems(err, req, res, () => undefined);
+  app.use(dispatcher(routes, authenticate(deps.authenticator, new Tarpit(), deps.failureRate, deps.sys.now), '/v1/', clientAddressOf(deps.trustedProxies), answerError, deps.audit ? refuseWhileUnrecorded(deps.audit) : undefined));
   app.use(notFoundHandler);
-  app.use(problemHandler(deps.log, respond));
+  app.use(problems);
   return app;
 }
