@@ -279,9 +279,10 @@ export async function openAuditLog(config: CofferConfig, storage: StorageBackend
     checkpointMs: config.audit.checkpoint_seconds * 1000,
     maxFileBytes: config.audit.max_file_bytes,
     now,
+    syncMs: config.audit.sync_ms,
     ...(config.audit.stdout ? { mirror: (line: string) => void process.stdout.write(`${line}\n`) } : {}),
   });
-  const audit = new AuditLog({ writer, failOpen: config.audit.fail_open, log });
+  const audit = new AuditLog({ writer, failOpen: config.audit.fail_open, log, syncEveryEntry: config.audit.sync_every_entry });
   if (!(await audit.event(firstEvent, { pid: process.pid, provider: keyring.wrapping().description }))) {
     throw new Error(`the audit log cannot be written in ${config.audit.dir}; Coffer does not serve unrecorded requests (audit.fail_open is false)`);
   }

@@ -1,16 +1,18 @@
 /**
- * The audit log as the server uses it: request entries, written before their response is sent, and
- * operator events. Fail closed: when an entry cannot be made durable the request is answered 503
+ * The audit log as the server uses it: intent entries (durable before a change), request entries (in the
+ * file before their response is sent, synced within audit.sync_ms), and operator events (durable). Fail closed: when an entry cannot be made durable the request is answered 503
  * `audit_unavailable` instead (unless `failOpen`, for development, which serves it and logs loudly).
  */
 import type { Logger } from 'pino';
 import type { AuditFields } from './entry.js';
-import { AuditUnavailableError, type AuditWriter } from './writer.js';
+import { AuditUnavailableError, type AuditWriter, type Durability } from './writer.js';
 
 export interface AuditLogOptions {
   readonly writer: AuditWriter;
   readonly failOpen: boolean;
   readonly log: Logger;
+  /** Sync every request entry before its response (audit.sync_every_entry), not only intents and events. */
+  readonly syncEveryEntry?: boolean;
 }
 
 export class AuditLog {
@@ -27,9 +29,13 @@ export class AuditLog {
     return this.options.writer.failing && !this.options.failOpen;
   }
 
-  /** Records a request's outcome; false when it could not be recorded and the request must be refused. */
+  /**
+   * Records a request's outcome; false when it could not be recorded and the request must be refused. The
+   * entry is in the file (the kernel) before this resolves, so a killed process loses none, and on disk
+   * within audit.sync_ms; a change it reports was already named, durably, by its intent entry.
+   */
   async request(fields: AuditFields & { readonly kind: 'request' }): Promise<boolean> {
-    return this.write(fields);
+    return this.write(fields, this.options.syncEveryEntry ? 'durable' : 'written');
   }
 
   /**
@@ -56,9 +62,9 @@ export class AuditLog {
     }
   }
 
-  private async write(fields: AuditFields): Promise<boolean> {
+  private async write(fields: AuditFields, durability: Durability = 'durable'): Promise<boolean> {
     try {
-      await this.options.writer.append(fields);
+      await this.options.writer.append(fields, durability);
       return true;
     } catch (err) {
       if (!(err instanceof AuditUnavailableError)) throw err;

@@ -3,7 +3,10 @@
  *   audit-<chain>-<n>.jsonl     n = 1, 2, …; a new file when one reaches maxFileBytes, the chain continuing
  *
  * append() places the entry in the chain at once (so entries are in call order) and resolves when its line
- * is on disk: lines are written durably (O_DSYNC) in batches (group commit), one batch at a time. When a
+ * is where it was asked to be: `durable` — synced to disk (fdatasync), for entries that name changes — or
+ * `written` — in the file, i.e. in the kernel, which a killed process cannot lose, and synced within
+ * `syncMs` (for reads, which then never wait for a disk). Lines are written in batches (group commit), one
+ * batch at a time, and one fdatasync covers a whole batch. When a
  * batch cannot be written (disk full, directory gone read-only), its waiters are refused (the caller answers
  * 503) but the lines stay queued, in order, with a note of the refusal: they are written, chain intact,
  * once the directory is writable again, which a retry timer tests. While the sink is failing, append()
@@ -29,9 +32,14 @@ export interface AuditWriterOptions {
   readonly checkpointMs: number;
   readonly maxFileBytes: number;
   readonly now: () => number;
-  /** Also write every line here (stdout), after it is durable in the file. */
+  /** Also write every line here (stdout), once it is in the file. */
   readonly mirror?: (line: string) => void;
+  /** At most this long between a `written` entry and its sync to disk (default 50 ms). */
+  readonly syncMs?: number;
 }
+
+/** `durable`: resolve once synced to disk; `written`: once in the file (the kernel), synced within syncMs. */
+export type Durability = 'durable' | 'written';
 
 export class AuditUnavailableError extends Error {
   constructor(reason: string) {
@@ -44,6 +52,7 @@ interface Pending {
   readonly line: string;
   readonly seq: number;
   readonly checkpoint: boolean;
+  readonly durable: boolean;
   readonly waiters: { resolve: () => void; reject: (err: Error) => void }[];
 }
 
@@ -61,6 +70,9 @@ export class AuditWriter {
   private fileBytes = 0;
   private closed = false;
   private closing = false;
+  /** Bytes written since the last sync, and the timer that will sync them. */
+  private unsynced = false;
+  private syncTimer: NodeJS.Timeout | null = null;
 
   constructor(private readonly options: AuditWriterOptions) {
     mkdirSync(options.dir, { recursive: true, mode: 0o700 });
@@ -79,10 +91,10 @@ export class AuditWriter {
     return this.failure !== null;
   }
 
-  /** Adds an entry; resolves once it is durable, rejects with AuditUnavailableError if it is not (yet). */
-  append(fields: AuditFields): Promise<void> {
+  /** Adds an entry; resolves once it is `durability`, rejects with AuditUnavailableError if it is not (yet). */
+  append(fields: AuditFields, durability: Durability = 'durable'): Promise<void> {
     if (this.closed) return Promise.reject(new AuditUnavailableError('the audit log is closed'));
-    const pending = this.enqueue(fields);
+    const pending = this.enqueue(fields, durability === 'durable');
     if (++this.sinceCheckpoint >= this.options.checkpointEvery) this.enqueueCheckpoint();
     if (this.failure !== null) return Promise.reject(new AuditUnavailableError(this.failure));
     const done = new Promise<void>((resolve, reject) => pending.waiters.push({ resolve, reject }));
@@ -104,6 +116,8 @@ export class AuditWriter {
    */
   async close(): Promise<void> {
     clearInterval(this.checkpointTimer);
+    if (this.syncTimer) clearTimeout(this.syncTimer);
+    this.syncTimer = null;
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = null;
     this.closing = true;
@@ -119,11 +133,13 @@ export class AuditWriter {
     }
   }
 
-  private enqueue(fields: AuditFields): Pending {
+  private enqueue(fields: AuditFields, durable = true): Pending {
     this.seq += 1;
     const line = entryLine(this.options.chain, { seq: this.seq, prev: this.prev }, this.options.now(), fields);
     this.prev = lineHash(line);
-    const pending: Pending = { line, seq: this.seq, checkpoint: fields.kind === 'checkpoint', waiters: [] };
+    const checkpoint = fields.kind === 'checkpoint';
+    // Checkpoints are always synced: the store records them, and a recorded checkpoint must be on disk.
+    const pending: Pending = { line, seq: this.seq, checkpoint, durable: durable || checkpoint, waiters: [] };
     this.queue.push(pending);
     return pending;
   }
@@ -142,19 +158,63 @@ export class AuditWriter {
     });
   }
 
-  /** Writes everything queued so far as one batch. */
+  /** Syncs `written` lines within syncMs of their write, in the writing loop's turn (never during a write). */
+  private scheduleSync(): void {
+    if (this.syncTimer !== null || this.closed) return;
+    this.syncTimer = setTimeout(() => {
+      this.syncTimer = null;
+      if (!this.unsynced) return;
+      if (this.writing) {
+        // A batch is being written; it syncs, or leaves the timer to be set again.
+        this.writing.finally(() => this.scheduleSync()).catch(() => undefined);
+        return;
+      }
+      this.writing = this.syncNow().finally(() => {
+        this.writing = null;
+        if (this.queue.length > 0 && this.failure === null) this.kick();
+      });
+    }, this.options.syncMs ?? 50);
+    this.syncTimer.unref();
+  }
+
+  private async syncNow(): Promise<void> {
+    if (!this.unsynced || this.handle === null) return;
+    this.unsynced = false;
+    await this.handle.datasync().catch(() => {
+      this.unsynced = true; // tried again with the next batch or timer
+    });
+  }
+
+  /** Writes everything queued so far as one batch, and syncs it when any entry in it must be durable. */
   private async drain(): Promise<void> {
     // Let the requests of this turn of the event loop join the batch.
     await new Promise((r) => setImmediate(r));
     const batch = this.queue;
     this.queue = [];
     const lastCheckpoint = [...batch].reverse().find((p) => p.checkpoint);
+    const mustSync = batch.some((p) => p.durable);
     try {
       await this.writeBatch(batch);
     } catch (err) {
       this.queue = [...batch, ...this.queue];
       this.fail(err as NodeJS.ErrnoException, batch);
       return;
+    }
+    // In the kernel now: a killed process loses none of it. Written-only entries are answered at once.
+    for (const p of batch) if (!p.durable) for (const w of p.waiters.splice(0)) w.resolve();
+    this.unsynced = true;
+    if (!mustSync) this.scheduleSync();
+    else {
+      try {
+        this.unsynced = false;
+        await this.handle!.datasync();
+      } catch (err) {
+        // The lines are in the file (not written again), but not known to be on disk: their requests are
+        // refused, and the sync is tried again with the next batch.
+        this.unsynced = true;
+        this.fail(err as NodeJS.ErrnoException, batch.filter((p) => p.durable));
+        return;
+      }
     }
     for (const p of batch) for (const w of p.waiters) w.resolve();
     if (this.options.mirror) for (const p of batch) this.options.mirror(p.line);
@@ -165,9 +225,8 @@ export class AuditWriter {
   }
 
   /**
-   * Writes one batch. The file is open with O_DSYNC, so the write returns once the lines are durable (one
-   * system call where write + fdatasync took two). It runs on libuv's thread pool, so the event loop keeps
-   * serving, and queueing the next batch, while the disk syncs.
+   * Writes one batch into the file (the sync, when needed, follows in drain). It runs on libuv's thread
+   * pool, so the event loop keeps serving, and queueing the next batch, while the disk works.
    */
   private async writeBatch(batch: readonly Pending[]): Promise<void> {
     if (this.handle === null || this.fileBytes >= this.options.maxFileBytes) await this.nextFile();
@@ -187,10 +246,15 @@ export class AuditWriter {
   }
 
   private async nextFile(): Promise<void> {
+    if (this.unsynced) {
+      await this.handle?.datasync();
+      this.unsynced = false;
+    }
     await this.handle?.close();
     this.handle = null;
     this.file += 1;
-    const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_DSYNC;
+    // Pending syncs of the previous file happen before it is closed (close does not sync).
+    const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL;
     this.handle = await open(join(this.options.dir, `audit-${this.options.chain}-${this.file}.jsonl`), flags, 0o600);
     this.fileBytes = 0;
     // Make the new file's name durable too.
@@ -215,6 +279,7 @@ export class AuditWriter {
     this.retryTimer = setTimeout(() => {
       this.retryTimer = null;
       this.failure = null;
+      if (this.queue.length === 0 && this.unsynced) this.scheduleSync();
       this.kick();
     }, 500);
     this.retryTimer.unref();

@@ -44,6 +44,8 @@ export const ENV_SETTINGS = [
   { env: 'COFFER_AUDIT_CHECKPOINT_EVERY', field: 'audit.checkpoint_every', kind: 'integer' },
   { env: 'COFFER_AUDIT_MAX_FILE_BYTES', field: 'audit.max_file_bytes', kind: 'integer' },
   { env: 'COFFER_AUDIT_MIN_FREE_BYTES', field: 'audit.min_free_bytes', kind: 'integer' },
+  { env: 'COFFER_AUDIT_SYNC_MS', field: 'audit.sync_ms', kind: 'integer' },
+  { env: 'COFFER_AUDIT_SYNC_EVERY_ENTRY', field: 'audit.sync_every_entry', kind: 'boolean' },
   { env: 'COFFER_DEFAULT_TTL', field: 'default_ttl', kind: 'integer' },
   { env: 'COFFER_MAX_TTL', field: 'max_ttl', kind: 'integer' },
   { env: 'COFFER_MAX_VALUE_BYTES', field: 'max_value_bytes', kind: 'integer' },

@@ -32,7 +32,11 @@ export interface CofferConfig {
   /** Automatic rotation: rotate when the active keyring version is this old (`90d`, `12h`, …); null: never. */
   keyring: { rotate_after: string | null };
   /** The audit log (docs/audit.md): its directory (null: <data_dir>/audit), stdout copy, failure policy, checkpoints, file size. */
-  audit: { dir: string | null; stdout: boolean; fail_open: boolean; checkpoint_every: number; checkpoint_seconds: number; max_file_bytes: number; min_free_bytes: number };
+  audit: {
+    dir: string | null; stdout: boolean; fail_open: boolean; checkpoint_every: number; checkpoint_seconds: number; max_file_bytes: number; min_free_bytes: number;
+    /** Request entries reach the disk at most this many ms after their response; sync_every_entry: before it. */
+    sync_ms: number; sync_every_entry: boolean;
+  };
   roles: RoleTable;
   /**
    * Wrong secrets of a known token allowed per client address and token: `burst` at once, then `per_second`.
@@ -108,7 +112,7 @@ export const configSchema = {
     audit: {
       type: 'object',
       additionalProperties: false,
-      required: ['dir', 'stdout', 'fail_open', 'checkpoint_every', 'checkpoint_seconds', 'max_file_bytes', 'min_free_bytes'],
+      required: ['dir', 'stdout', 'fail_open', 'checkpoint_every', 'checkpoint_seconds', 'max_file_bytes', 'min_free_bytes', 'sync_ms', 'sync_every_entry'],
       properties: {
         dir: { type: ['string', 'null'], minLength: 1 },
         stdout: { type: 'boolean' },
@@ -117,6 +121,8 @@ export const configSchema = {
         checkpoint_seconds: { type: 'number', exclusiveMinimum: 0, maximum: 86_400 },
         max_file_bytes: { type: 'integer', minimum: 4096 },
         min_free_bytes: { type: 'integer', minimum: 0 },
+        sync_ms: { type: 'integer', minimum: 1, maximum: 1000 },
+        sync_every_entry: { type: 'boolean' },
       },
     },
     keyring: {

@@ -60,4 +60,24 @@ describe('every committed change has its audit entry, even after kill -9', funct
     expect(verify.stdout).to.not.include('NOT COVERED');
     expect(verify.code).to.equal(0);
   });
+
+  it('loses no entry of an answered read when the processes are killed right after the answers (reads do not wait for a sync)', async () => {
+    const dir = tempDir();
+    const root = generateToken().value;
+    const env = { COFFER_DATA_DIR: join(dir, 'data'), COFFER_MASTER_KEY_FILE: join(dir, 'master.key'), COFFER_ROOT_TOKEN: root, COFFER_WORKERS: '2', COFFER_AUDIT_SYNC_MS: '1000' };
+    const p = await startProcess(env);
+    await send(p.url, 'PUT', '/v1/kv/reads/k', root, { value: 'v', type: 'secret' });
+    const answered: string[] = [];
+    await Promise.all(Array.from({ length: 16 }, async (_, w) => {
+      for (let i = 0; i < 25; i++) {
+        const reply = await send(p.url, 'GET', i % 5 === 0 ? '/v1/kv/reads/missing' : '/v1/kv/reads/k', root);
+        answered.push(String(reply.headers['x-request-id']));
+      }
+    }));
+    // Killed at once: with a one-second sync window, most of these lines were never synced, only written.
+    await killAll(p);
+    const ids = new Set(auditLines(join(dir, 'data', 'audit')).filter((l) => l.kind === 'request').map((l) => l.request_id));
+    expect(answered).to.have.length(400);
+    expect(answered.filter((id) => !ids.has(id))).to.deep.equal([]);
+  });
 });

@@ -1,0 +1,56 @@
+import { open } from 'node:fs/promises';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { AuditRegistry } from '../../src/audit/registry.js';
+import { AuditWriter } from '../../src/audit/writer.js';
+import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
+import { tempDir } from '../support/harness.js';
+
+describe('audit writer: when lines reach the disk', () => {
+  // Every fdatasync of every FileHandle, with its time: the writer's own calls, observed from outside.
+  const syncs: number[] = [];
+  let restore: () => void;
+  before(async () => {
+    const probe = await open(join(tempDir(), 'probe'), 'w');
+    const proto = Object.getPrototypeOf(probe) as { datasync: () => Promise<void> };
+    await probe.close();
+    const original = proto.datasync;
+    proto.datasync = function (this: unknown) {
+      syncs.push(performance.now());
+      return original.call(this);
+    };
+    restore = () => {
+      proto.datasync = original;
+    };
+  });
+  after(() => restore());
+
+  it('answers a read entry once it is written, syncs it within sync_ms; a durable entry waits for its sync', async () => {
+    const dir = tempDir();
+    const storage = new LmdbBackend({ path: join(dir, 'lmdb') });
+    const writer = new AuditWriter({
+      dir: join(dir, 'audit'), chain: 'test-1-sync', key: () => new Uint8Array(32), registry: new AuditRegistry(storage),
+      checkpointEvery: 1000, checkpointMs: 60_000, maxFileBytes: 1 << 20, now: Date.now, syncMs: 40,
+    });
+    try {
+      await writer.append({ kind: 'event', event: 'first' }); // opens the file (durable)
+      syncs.length = 0;
+      const started = performance.now();
+      await writer.append({ kind: 'request', action: 'read' }, 'written');
+      const answeredAt = performance.now();
+      expect(syncs.filter((t) => t >= started && t <= answeredAt)).to.have.length(0);
+      await new Promise((r) => setTimeout(r, 150));
+      expect(syncs).to.have.length(1);
+      expect(syncs[0]! - answeredAt).to.be.within(0, 120);
+
+      syncs.length = 0;
+      const before = performance.now();
+      await writer.append({ kind: 'intent', action: 'write' });
+      expect(syncs).to.have.length(1);
+      expect(syncs[0]!).to.be.at.least(before);
+    } finally {
+      await writer.close();
+      await storage.close();
+    }
+  });
+});
