@@ -1,10 +1,11 @@
 /**
- * The Express application: one table of routes compiled into a dispatcher (dispatch.ts) that
- * authenticates everything under /v1 except the OpenAPI document, 404 for other paths, and one
- * problem+json error handler. Every response is written by the responder (respond.ts), which adds the
- * security headers.
+ * The HTTP request listener: one table of routes compiled into a dispatcher (dispatch.ts) that
+ * authenticates everything under /v1 except the OpenAPI document and answers its own errors as
+ * problem+json; Express only answers what the dispatcher does not serve (404 outside /v1). Every response
+ * is written by the responder (respond.ts), which adds the security headers.
  */
-import express, { type Express, type Request, type Response } from 'express';
+import type { RequestListener } from 'node:http';
+import express, { type Request, type Response } from 'express';
 import type { Logger } from 'pino';
 import type { Authenticator } from '../auth/authenticator.js';
 import type { TokenService } from '../auth/token-service.js';
@@ -59,7 +60,7 @@ export function bodyLimit(maxValueBytes: number): number {
   return maxValueBytes * 6 + 16 * 1024;
 }
 
-export function buildHttpApp(deps: HttpAppDeps): Express {
+export function buildHttpApp(deps: HttpAppDeps): RequestListener {
   const validators = new Validators();
   const respond = createResponder(deps.audit ? requestAuditor(deps.audit, deps.failureSummary, deps.sys.now) : undefined, deps.tls);
   const readBody = jsonBodyReader(bodyLimit(deps.maxValueBytes));
@@ -88,15 +89,34 @@ export function buildHttpApp(deps: HttpAppDeps): Express {
     { template: '/v1/openapi.json', match: { exact: '/v1/openapi.json' }, handlers: { get: (_req, res) => respond.raw(res, 200, 'application/json; charset=utf-8', openapi) }, public: true },
   ];
 
+  const problems = problemHandler(deps.log, respond);
+  const answerError = (err: unknown, req: Request, res: Response): void => problems(err, req, res, () => undefined);
+  const dispatch = dispatcher(routes, authenticate(deps.authenticator, new Tarpit(), deps.failureRate, deps.sys.now), '/v1/', clientAddressOf(deps.trustedProxies), answerError, deps.audit ? refuseWhileUnrecorded(deps.audit) : undefined);
+
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', false); // queries are read strictly by request-parts.ts
-  if (deps.onOutcome) app.use(recordOutcomes(deps.onOutcome));
-  const problems = problemHandler(deps.log, respond);
-  const answerError = (err: unknown, req: Request, res: Response): void => problems(err, req, res, () => undefined);
-  app.use(dispatcher(routes, authenticate(deps.authenticator, new Tarpit(), deps.failureRate, deps.sys.now), '/v1/', clientAddressOf(deps.trustedProxies), answerError, deps.audit ? refuseWhileUnrecorded(deps.audit) : undefined));
+  if (deps.onOutcome) {
+    app.use(recordOutcomes(deps.onOutcome));
+    app.use(dispatch);
+  }
   app.use(notFoundHandler);
   app.use(problems);
-  return app;
+  if (deps.onOutcome) return app;
+
+  // Coffer's own routes are served straight from Node's request, without Express's per-request set-up (its
+  // router walk, the prototype swaps of req and res): the dispatcher needs only originalUrl and locals.
+  // Whatever it does not serve (paths outside /v1/) goes on to Express, for the same 404.
+  return (req, res) => {
+    const request = req as Request;
+    const response = res as Response;
+    request.originalUrl = req.url ?? '/';
+    response.locals = Object.create(null) as Response['locals'];
+    try {
+      dispatch(request, response, () => app(req, res));
+    } catch (err) {
+      answerError(err, request, response);
+    }
+  };
 }
