@@ -4,7 +4,10 @@
  * connection waits for its answer — so a server that holds answers back (the 429 tarpit) would slow them
  * down; this does not slow down. Counts answers by status.
  */
+import { spawn } from 'node:child_process';
 import { connect, type Socket } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { pinned } from './machine.js';
 
 export interface OpenLoop {
   readonly url: string;
@@ -66,4 +69,30 @@ export async function openLoop(load: OpenLoop): Promise<OpenLoopResult> {
   await new Promise((resolve) => setTimeout(resolve, 1500));
   for (const socket of sockets) socket.destroy();
   return { sent, answered, byStatus };
+}
+
+/** Wrong secrets of token `tokenId` for `path`, a new one per request. */
+export function wrongSecretRequest(path: string, tokenId: string): OpenLoop['request'] {
+  return (i, host) => `GET ${path} HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer cfr_${tokenId}_${String(i).padStart(43, '0')}\r\n\r\n`;
+}
+
+/**
+ * The open-loop flood in a process of its own on `core`, like wrk: load generators are kept off the core
+ * they are not pinned to, so that what is measured is the server, not the client.
+ */
+export function openLoopProcess(load: Omit<OpenLoop, 'request'> & { readonly path: string; readonly tokenId: string }, core: number): Promise<OpenLoopResult> {
+  const [cmd, args] = pinned(core, process.execPath, [fileURLToPath(import.meta.url), JSON.stringify(load)]);
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.on('error', reject);
+    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out) as OpenLoopResult) : reject(new Error(`open-loop generator exited with ${code}`))));
+  });
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const load = JSON.parse(process.argv[2]!) as Omit<OpenLoop, 'request'> & { path: string; tokenId: string };
+  const result = await openLoop({ ...load, request: wrongSecretRequest(load.path, load.tokenId) });
+  process.stdout.write(JSON.stringify(result));
 }

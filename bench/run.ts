@@ -17,7 +17,7 @@ import * as shape from './cases.js';
 import { describeMachine, pinning } from './machine.js';
 import { resultsDir, printTable, type Row } from './report.js';
 import { startBareExpress, startCoffer, startDirectCoffer, type RunningServer } from './servers.js';
-import { openLoop } from './open-loop.js';
+import { openLoopProcess } from './open-loop.js';
 import { ensureTools, runWrk, type LoadResult } from './wrk.js';
 
 const { values: args } = parseArgs({
@@ -110,10 +110,7 @@ async function floods(rows: Row[], url: string, t: { reader: string; readerId: s
   }
   const [good, flood] = await Promise.all([
     runWrk({ url, lua: read, connections, seconds }),
-    openLoop({
-      url, perSecond: 1000, connections: 200, seconds,
-      request: (i, host) => `GET /v1/kv/bench/app/secret HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer cfr_${t.readerId}_${String(i).padStart(43, '0')}\r\n\r\n`,
-    }),
+    openLoopProcess({ url, perSecond: 1000, connections: 200, seconds, path: '/v1/kv/bench/app/secret', tokenId: t.readerId }, 1),
   ]);
   rows.push({ case: 'secret read during open-loop flood', server, result: good });
   console.log(`open-loop flood: ${flood.sent} sent at 1,000/s over 200 connections, ${flood.answered} answered: ${JSON.stringify(flood.byStatus)}`);
