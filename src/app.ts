@@ -162,17 +162,17 @@ export async function startCoffer(config: CofferConfig, options: StartOptions = 
     });
     const rewrapper = new Rewrapper({ storage, keyring, now, log, events });
     const failureSummary = audit && new FailureSummary({ flushMs: 10_000, maxAddresses: 1000, write: (fields) => audit.event('auth.failures', fields) });
+    const tls = config.tls.cert !== null && config.tls.key !== null;
     const { flood_burst: burst, flood_per_second: perSecond } = config.auth_failures;
     const failureRate = new FailureRate({ burst, perSecond }, { burst: burst * 10, perSecond: perSecond * 10 });
     const app = buildHttpApp({
       failureRate,
       ...(failureSummary ? { failureSummary } : {}),
-      authenticator, tokens, kv, log, audit, events, auditDir: config.audit.dir!, trustedProxies: config.trusted_proxies, tls: config.tls.cert !== null,
+      authenticator, tokens, kv, log, audit, events, auditDir: config.audit.dir!, trustedProxies: config.trusted_proxies, tls,
       sys: { storage, keyring, rewrapper, now, pkcs11Pin: config.pkcs11_pin }, maxValueBytes: config.max_value_bytes, maxTtl: config.max_ttl,
       ...(options.onOutcome ? { onOutcome: options.onOutcome } : {}),
     });
 
-    const tls = config.tls.cert !== null && config.tls.key !== null;
     // Time limits are checked every second (Node's default: every 30 s).
     const limits = { connectionsCheckingInterval: 1000 };
     const server = tls

@@ -73,8 +73,8 @@ export function planArchive(paths: readonly string[], before: string): ArchiveCa
   return plan;
 }
 
-function syncPath(path: string, flags = constants.O_RDONLY): void {
-  const fd = openSync(path, flags);
+function syncPath(path: string): void {
+  const fd = openSync(path, 'r');
   try {
     fsyncSync(fd);
   } finally {

@@ -38,6 +38,15 @@ export interface AuditPage {
   readonly next: AuditPosition | null;
 }
 
+/**
+ * An ISO 8601 date or time (2026-11-22, 2026-11-22T10:00:00Z, …) as the log writes times (UTC, milliseconds),
+ * so that times compare as strings; undefined when `text` is not one.
+ */
+export function auditTime(text: string): string | undefined {
+  const ms = /^\d{4}-\d{2}-\d{2}(T[0-9:.]+(Z|[+-]\d{2}:\d{2}))?$/.test(text) ? Date.parse(text) : NaN;
+  return Number.isNaN(ms) ? undefined : new Date(ms).toISOString();
+}
+
 function compare(a: AuditPosition, b: AuditPosition): number {
   if (a.ts !== b.ts) return a.ts < b.ts ? -1 : 1;
   if (a.chain !== b.chain) return a.chain < b.chain ? -1 : 1;

@@ -163,18 +163,22 @@ export class AuditWriter {
     if (this.syncTimer !== null || this.closed) return;
     this.syncTimer = setTimeout(() => {
       this.syncTimer = null;
-      if (!this.unsynced) return;
-      if (this.writing) {
-        // A batch is being written; it syncs, or leaves the timer to be set again.
-        this.writing.finally(() => this.scheduleSync()).catch(() => undefined);
-        return;
-      }
-      this.writing = this.syncNow().finally(() => {
-        this.writing = null;
-        if (this.queue.length > 0 && this.failure === null) this.kick();
-      });
+      this.syncWhenIdle();
     }, this.options.syncMs ?? 50);
     this.syncTimer.unref();
+  }
+
+  /** The timed sync: at once, or right after the batch being written (which may have synced already). */
+  private syncWhenIdle(): void {
+    if (!this.unsynced || this.closed) return;
+    if (this.writing) {
+      this.writing.finally(() => this.syncWhenIdle()).catch(() => undefined);
+      return;
+    }
+    this.writing = this.syncNow().finally(() => {
+      this.writing = null;
+      if (this.queue.length > 0 && this.failure === null) this.kick();
+    });
   }
 
   private async syncNow(): Promise<void> {
@@ -202,11 +206,12 @@ export class AuditWriter {
     }
     // In the kernel now: a killed process loses none of it. Written-only entries are answered at once.
     for (const p of batch) if (!p.durable) for (const w of p.waiters.splice(0)) w.resolve();
-    this.unsynced = true;
-    if (!mustSync) this.scheduleSync();
-    else {
+    if (!mustSync) {
+      this.unsynced = true;
+      this.scheduleSync();
+    } else {
       try {
-        this.unsynced = false;
+        this.unsynced = false; // this sync covers earlier written-only lines too
         await this.handle!.datasync();
       } catch (err) {
         // The lines are in the file (not written again), but not known to be on disk: their requests are
@@ -246,6 +251,7 @@ export class AuditWriter {
   }
 
   private async nextFile(): Promise<void> {
+    // Written-only lines of the previous file are synced before it is closed (close does not sync).
     if (this.unsynced) {
       await this.handle?.datasync();
       this.unsynced = false;
@@ -253,7 +259,6 @@ export class AuditWriter {
     await this.handle?.close();
     this.handle = null;
     this.file += 1;
-    // Pending syncs of the previous file happen before it is closed (close does not sync).
     const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL;
     this.handle = await open(join(this.options.dir, `audit-${this.options.chain}-${this.file}.jsonl`), flags, 0o600);
     this.fileBytes = 0;

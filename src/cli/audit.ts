@@ -21,6 +21,7 @@ import { archivedFields, copyArchive, planArchive, removeArchived } from '../aud
 import { auditCoverage, type Coverage } from '../audit/coverage.js';
 import { ensureDirectory } from '../config/directories.js';
 import { auditFilesIn } from '../audit/files.js';
+import { auditTime } from '../audit/query.js';
 import { AuditRegistry } from '../audit/registry.js';
 import { sealReport, type SealReport } from '../audit/seal-report.js';
 import { verifyAudit } from '../audit/verify.js';
@@ -78,9 +79,9 @@ export async function auditCommand(args: string[], io: AuditCommandIo = { out: (
   }
   if (command === 'archive') {
     if (values.before === undefined || values.to === undefined || positionals.length > 1) throw new CliError('usage: coffer audit archive --before DATE --to DIR', 2);
-    const before = /^\d{4}-\d{2}-\d{2}(T[0-9:.]+(Z|[+-]\d{2}:\d{2}))?$/.test(values.before) ? Date.parse(values.before) : NaN;
-    if (Number.isNaN(before)) throw new CliError(`--before ${values.before}: not an ISO 8601 date or time, e.g. 2026-10-01`, 2);
-    return archiveCommand(config, new Date(before).toISOString(), resolve(values.to), io.out);
+    const before = auditTime(values.before);
+    if (before === undefined) throw new CliError(`--before ${values.before}: not an ISO 8601 date or time, e.g. 2026-10-01`, 2);
+    return archiveCommand(config, before, resolve(values.to), io.out);
   }
   if (positionals.length > 1) throw new CliError('seal-report takes no arguments besides --verify and --json', 2);
   return sealReportCommand(config, values.verify ?? false, values.json ?? false, io);
@@ -155,7 +156,8 @@ async function archiveCommand(config: CofferConfig, before: string, to: string, 
     if (!recorded) throw new CliError(`the archive could not be recorded in ${dir}; the originals are kept (copies are in ${to})`, 1);
     removeArchived(plan, dir);
     const entries = plan.reduce((n, f) => n + f.entries, 0);
-    out(`archived ${plan.length} files (${entries} entries, ${plan[0]!.first_ts} to ${plan.reduce((t, f) => (f.last_ts! > t ? f.last_ts! : t), '')}) of ${new Set(plan.map((f) => f.chain)).size} chains to ${to}`);
+    const times = plan.flatMap((f) => [f.first_ts, f.last_ts]).filter((t): t is string => t !== null).sort();
+    out(`archived ${plan.length} files (${entries} entries, ${times[0]} to ${times.at(-1)}) of ${new Set(plan.map((f) => f.chain)).size} chains to ${to}`);
     return 0;
   });
 }

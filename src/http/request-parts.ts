@@ -62,9 +62,9 @@ function refuseMalformedEncoding(query: string): void {
   }
 }
 
-/** A 400 for a query parameter given where it does not apply. */
-export function notApplicable(name: string, why: string): AppError {
-  return invalid(`${name} ${why}`, [{ field: name, in: 'query', message: why }]);
+/** A 400 about query parameter `name`: a bad value, or one given where it does not apply. */
+export function queryError(name: string, message: string): AppError {
+  return invalid(`${name} ${message}`, [{ field: name, in: 'query', message }]);
 }
 
 /** Parses a positive integer query value or refuses it. */

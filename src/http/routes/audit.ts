@@ -8,14 +8,13 @@ import { auditCoverage } from '../../audit/coverage.js';
 import { auditFilesIn } from '../../audit/files.js';
 import { AuditRegistry } from '../../audit/registry.js';
 import { verifyAudit } from '../../audit/verify.js';
-import { decodeAuditCursor, encodeAuditCursor, queryAudit, type AuditFilter } from '../../audit/query.js';
+import { auditTime, decodeAuditCursor, encodeAuditCursor, queryAudit, type AuditFilter } from '../../audit/query.js';
 import { sealReport } from '../../audit/seal-report.js';
 import { requirePrivilege } from '../../auth/principal.js';
 import type { KeyringHolder } from '../../crypto/keyring-store.js';
-import { invalid } from '../../errors.js';
 import type { StorageBackend } from '../../storage/backend.js';
 import { principalOf } from '../authenticate.js';
-import { booleanFlag, positiveInteger, queryOf } from '../request-parts.js';
+import { booleanFlag, positiveInteger, queryError, queryOf } from '../request-parts.js';
 import type { Responder } from '../respond.js';
 
 const MAX_LIMIT = 1000;
@@ -32,15 +31,13 @@ export interface AuditRouteDeps {
 }
 
 function bad(name: string, message: string): never {
-  throw invalid(`${name} ${message}`, [{ field: name, in: 'query', message }]);
+  throw queryError(name, message);
 }
 
 /** An ISO 8601 time as the log writes it (UTC, milliseconds), so that times compare as strings. */
 function time(name: string, text: string | undefined): string | undefined {
   if (text === undefined) return undefined;
-  const ms = /^\d{4}-\d{2}-\d{2}(T[0-9:.]+(Z|[+-]\d{2}:\d{2}))?$/.test(text) ? Date.parse(text) : NaN;
-  if (Number.isNaN(ms)) bad(name, 'must be an ISO 8601 time such as 2026-11-22T10:00:00Z');
-  return new Date(ms).toISOString();
+  return auditTime(text) ?? bad(name, 'must be an ISO 8601 time such as 2026-11-22T10:00:00Z');
 }
 
 function filterOf(q: Partial<Record<string, string>>): AuditFilter {

@@ -16,7 +16,7 @@ import type { Responder } from '../respond.js';
 import type { RecordIntent } from '../request-audit.js';
 import type { BodyValidator } from '../validate.js';
 import { namespaceOf, parseKvPath, splitKeyPath } from '../kv-path.js';
-import { booleanFlag, notApplicable, positiveInteger, queryOf, rawPath } from '../request-parts.js';
+import { booleanFlag, queryError, positiveInteger, queryOf, rawPath } from '../request-parts.js';
 import type { ValueType } from '../../auth/roles.js';
 
 const MAX_VERSION = 0xffff_ffff;
@@ -52,11 +52,11 @@ export function kvRoutes({ kv, readBody, validatePut, respond, recordIntent }: K
       const version = q.version === undefined ? undefined : positiveInteger('version', q.version, MAX_VERSION);
       const last = segments[segments.length - 1]!;
       const listingMarked = trailingSlash || list || segments.length === 1;
-      if (version !== undefined && q.cursor !== undefined) throw notApplicable('cursor', 'applies to a listing, not to reading a version');
-      if (version !== undefined && q.limit !== undefined) throw notApplicable('limit', 'applies to a listing, not to reading a version');
+      if (version !== undefined && q.cursor !== undefined) throw queryError('cursor', 'applies to a listing, not to reading a version');
+      if (version !== undefined && q.limit !== undefined) throw queryError('limit', 'applies to a listing, not to reading a version');
 
       if (listingMarked || (version === undefined && (q.cursor !== undefined || q.limit !== undefined))) {
-        if (version !== undefined) throw notApplicable('version', 'applies to a key, not to a namespace listing');
+        if (version !== undefined) throw queryError('version', 'applies to a key, not to a namespace listing');
         auditTarget(res, { action: 'list', namespace: namespaceOf(segments) });
         respond.json(res, 200, await kv.list(caller, namespaceOf(segments), { limit, cursor: q.cursor }));
         return;
@@ -67,8 +67,8 @@ export function kvRoutes({ kv, readBody, validatePut, respond, recordIntent }: K
             { field: '/1', in: 'path', message: `"${RESERVED_KEY}" is reserved for the version list` },
           ]);
         }
-        if (version !== undefined) throw notApplicable('version', 'does not apply to a version list');
-        if (list || q.cursor !== undefined || q.limit !== undefined) throw notApplicable(q.cursor !== undefined ? 'cursor' : q.limit !== undefined ? 'limit' : 'list', 'does not apply to a version list');
+        if (version !== undefined) throw queryError('version', 'does not apply to a version list');
+        if (list || q.cursor !== undefined || q.limit !== undefined) throw queryError(q.cursor !== undefined ? 'cursor' : q.limit !== undefined ? 'limit' : 'list', 'does not apply to a version list');
         const { namespace, key } = splitKeyPath(segments.slice(0, -1));
         auditTarget(res, { action: 'versions', namespace, key });
         respond.json(res, 200, await kv.versions(caller, namespace, key));

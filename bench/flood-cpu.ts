@@ -1,0 +1,49 @@
+/**
+ * What an open-loop flood costs the server, in CPU seconds: Coffer with all its workers, 1,000 requests a
+ * second over 200 connections for 5 s (answers held back up to a second more), and the serving processes'
+ * user + system time from /proc before and after. No reads run beside it, so nothing else is counted.
+ *
+ *   node dist/bench/flood-cpu.js [wrong-secret|unknown-id]     (after npm run build)
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { generateToken } from '../src/auth/token-format.js';
+import { api } from './api.js';
+import { describeMachine } from './machine.js';
+import { openLoop, wrongSecretRequest } from './open-loop.js';
+import { startCoffer } from './servers.js';
+
+const TICKS_PER_SECOND = 100; // USER_HZ on Linux
+
+/** utime + stime of `pids`, in seconds. */
+function cpuSeconds(pids: readonly number[]): number {
+  let ticks = 0;
+  for (const pid of pids) {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    ticks += Number(fields[11]) + Number(fields[12]);
+  }
+  return ticks / TICKS_PER_SECOND;
+}
+
+const kind = process.argv[2] ?? 'wrong-secret';
+if (kind !== 'wrong-secret' && kind !== 'unknown-id') {
+  console.error('usage: flood-cpu.js [wrong-secret|unknown-id]');
+  process.exit(2);
+}
+const root = generateToken().value;
+const dir = mkdtempSync(join(tmpdir(), 'coffer-flood-cpu-'));
+const server = await startCoffer({ dataDir: dir, rootToken: root, workers: availableParallelism(), core: null });
+try {
+  const reader = await api(server.url, root, 'POST', '/v1/auth/token', { role: 'reader' });
+  const tokenId = kind === 'unknown-id' ? 'UnknownIdBench00' : String(reader.id);
+  const pids = server.servingPids();
+  const before = cpuSeconds(pids);
+  const result = await openLoop({ url: server.url, perSecond: 1000, connections: 200, seconds: 5, request: wrongSecretRequest('/v1/kv/bench/app/secret', tokenId) });
+  const used = cpuSeconds(pids) - before;
+  console.log(`${describeMachine()} — ${kind} flood: ${result.sent} sent, answered ${JSON.stringify(result.byStatus)}; ` +
+    `server CPU ${used.toFixed(2)} s (${((used / result.answered) * 1000).toFixed(3)} ms per answer)`);
+} finally {
+  await server.stop();
+  rmSync(dir, { recursive: true, force: true });
+}
