@@ -12,6 +12,8 @@ import { AuditLog } from './audit/audit-log.js';
 import { watchDisk } from './audit/disk-watch.js';
 import { FailureSummary } from './audit/failure-summary.js';
 import { operatorEvents, type OperatorEvents } from './audit/events.js';
+import { IntentJournal } from './audit/intent-journal.js';
+import { recoverIntents } from './audit/intent-recovery.js';
 import { AuditRegistry } from './audit/registry.js';
 import { AuditWriter } from './audit/writer.js';
 import { Argon2Gate } from './auth/argon2-gate.js';
@@ -123,6 +125,7 @@ export async function prepareStore(config: CofferConfig, options: StartOptions =
   const { storage, keyring, rootChange } = await openStore(config, log, now, options);
   try {
     const audit = await openAuditLog(config, storage, keyring, log, now, 'server.prepare');
+    await recoverJournaledIntents(storage, config, audit, log);
     await recordRootChange(operatorEvents(log, audit), rootChange);
     await audit.close();
   } finally {
@@ -144,6 +147,7 @@ export async function startCoffer(config: CofferConfig, options: StartOptions = 
   try {
     const audit = options.audit === false ? undefined : await openAuditLog(config, storage, keyring, log, now, 'server.start');
     opened = audit;
+    if (audit && options.prepare !== false) await recoverJournaledIntents(storage, config, audit, log);
     const events = operatorEvents(log, audit);
     await recordRootChange(events, rootChange);
     const argon2 = new Argon2Gate();
@@ -265,11 +269,20 @@ export async function checkListenable(config: Pick<CofferConfig, 'host' | 'port'
   await new Promise((resolve) => probe.close(resolve));
 }
 
+/** Puts intents that a power loss took from the audit files back into the log (audit/intent-recovery.ts). */
+async function recoverJournaledIntents(storage: StorageBackend, config: CofferConfig, audit: AuditLog, log: Logger): Promise<void> {
+  const { found, recovered } = await recoverIntents(storage, config.audit.dir!, audit);
+  if (recovered > 0) {
+    log.warn({ event: 'audit.intent_recovered', recovered }, '%d intent entries missing from the audit files (lost with a power loss or a machine crash) were put back into the log from the store', recovered);
+  } else if (found > 0) log.info({ found }, 'intent copies left by a stopped process were all in the audit files');
+}
+
 /** This process's audit chain, recorded in the store, with its first entry (`firstEvent`) durable. */
 export async function openAuditLog(config: CofferConfig, storage: StorageBackend, keyring: KeyringHolder, log: Logger, now: () => number, firstEvent: string): Promise<AuditLog> {
   const registry = new AuditRegistry(storage);
   const chain = `${now().toString(36)}-${process.pid}-${randomBase62(8)}`;
   await registry.started(chain, now());
+  const journal = new IntentJournal(storage, chain);
   const writer = new AuditWriter({
     dir: config.audit.dir!,
     chain,
@@ -280,9 +293,10 @@ export async function openAuditLog(config: CofferConfig, storage: StorageBackend
     maxFileBytes: config.audit.max_file_bytes,
     now,
     syncMs: config.audit.sync_ms,
+    onSynced: (seq) => journal.synced(seq),
     ...(config.audit.stdout ? { mirror: (line: string) => void process.stdout.write(`${line}\n`) } : {}),
   });
-  const audit = new AuditLog({ writer, failOpen: config.audit.fail_open, log, syncEveryEntry: config.audit.sync_every_entry });
+  const audit = new AuditLog({ writer, failOpen: config.audit.fail_open, log, syncEveryEntry: config.audit.sync_every_entry, journal });
   if (!(await audit.event(firstEvent, { pid: process.pid, provider: keyring.wrapping().description }))) {
     throw new Error(`the audit log cannot be written in ${config.audit.dir}; Coffer does not serve unrecorded requests (audit.fail_open is false)`);
   }

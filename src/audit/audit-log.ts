@@ -1,10 +1,13 @@
 /**
- * The audit log as the server uses it: intent entries (durable before a change), request entries (in the
- * file before their response is sent, synced within audit.sync_ms), and operator events (durable). Fail closed: when an entry cannot be made durable the request is answered 503
+ * The audit log as the server uses it: intent entries (in the file before a change, and durable with it),
+ * request entries (in the file before their response is sent, synced within audit.sync_ms), and operator
+ * events (durable). Fail closed: when an entry cannot be recorded the request is answered 503
  * `audit_unavailable` instead (unless `failOpen`, for development, which serves it and logs loudly).
  */
 import type { Logger } from 'pino';
+import type { StorageWrite } from '../storage/backend.js';
 import type { AuditFields } from './entry.js';
+import type { IntentJournal } from './intent-journal.js';
 import { AuditUnavailableError, type AuditWriter, type Durability } from './writer.js';
 
 export interface AuditLogOptions {
@@ -13,6 +16,8 @@ export interface AuditLogOptions {
   readonly log: Logger;
   /** Sync every request entry before its response (audit.sync_every_entry), not only intents and events. */
   readonly syncEveryEntry?: boolean;
+  /** Where intents' copies go with their changes; without one, each intent is synced on its own first. */
+  readonly journal?: IntentJournal;
 }
 
 export class AuditLog {
@@ -39,12 +44,24 @@ export class AuditLog {
   }
 
   /**
-   * Records that a request is about to commit a change (write, delete, token create or revoke), durably and
-   * before the change: a process killed between the commit and the request's own entry still leaves an entry
-   * that names the change. The request entry that follows carries the same request_id.
+   * Records that a request is about to commit a change (write, delete, token create or revoke), before the
+   * change: a process killed between the commit and the request's own entry still leaves an entry that
+   * names the change. The request entry that follows carries the same request_id. Resolves, once the intent
+   * is in the file, to the storage writes to commit with the change — the intent's copy in the store
+   * (audit/intent-journal.ts), so that one sync makes both durable — or to null when the intent cannot be
+   * recorded and the change must be refused. Without a journal the intent is synced before resolving.
    */
-  async intent(fields: Record<string, unknown>): Promise<boolean> {
-    return this.write({ kind: 'intent', ...fields });
+  async intent(fields: Record<string, unknown>): Promise<StorageWrite[] | null> {
+    const { journal, writer } = this.options;
+    const entry: AuditFields = { kind: 'intent', ...fields };
+    if (!journal) return (await this.write(entry)) ? [] : null;
+    const copies: StorageWrite[] = [];
+    const recorded = await this.settle(() => {
+      const placed = writer.place(entry, this.options.syncEveryEntry ? 'durable' : 'written');
+      copies.push(journal.copyOf(placed.seq, placed.line));
+      return placed.done;
+    });
+    return recorded ? copies : null;
   }
 
   /** Records an operator event (start-up, key operations, token changes). */
@@ -60,11 +77,18 @@ export class AuditLog {
       if (!(err instanceof AuditUnavailableError)) throw err;
       this.options.log.error({ event: 'audit.unavailable', reason: err.message }, 'AUDIT LOG: entries still queued at shutdown could not be written');
     }
+    // Intents whose copies are still needed (the file could not be synced) stay in the store.
+    await this.options.journal?.close();
   }
 
-  private async write(fields: AuditFields, durability: Durability = 'durable'): Promise<boolean> {
+  private write(fields: AuditFields, durability: Durability = 'durable'): Promise<boolean> {
+    return this.settle(() => this.options.writer.append(fields, durability));
+  }
+
+  /** Whether `recording` succeeded; a failure is refused, or served loudly with fail_open. */
+  private async settle(recording: () => Promise<void>): Promise<boolean> {
     try {
-      await this.options.writer.append(fields, durability);
+      await recording();
       return true;
     } catch (err) {
       if (!(err instanceof AuditUnavailableError)) throw err;

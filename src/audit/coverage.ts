@@ -1,15 +1,18 @@
 /**
  * Which stored changes the audit log covers. Every stored version must be named by an audit entry: the
  * write's request entry (namespace, key, version), or — when the process was killed between the commit and
- * that entry — the write's intent entry, made durable before the commit (audit/audit-log.ts `intent`),
- * whose request never got its own entry. One such open intent covers one version of its key. Versions
- * created before the oldest entry in the log (an older log, archived or from before the audit log existed)
- * are counted apart.
+ * that entry — the write's intent entry, written before the commit and durable with it (audit/audit-log.ts
+ * `intent`), whose request never got its own entry. An intent counts wherever it is: in its chain's file,
+ * put back into the log by an `audit.intent_recovered` event, or still only in the store as the copy
+ * committed with its change (audit/intent-journal.ts) when no server has started since a power loss. One
+ * such open intent covers one version of its key. Versions created before the oldest entry in the log (an
+ * older log, archived or from before the audit log existed) are counted apart.
  */
 import { readFileSync } from 'node:fs';
 import { unpackVersion } from '../kv/records.js';
 import type { StorageBackend } from '../storage/backend.js';
 import { parseVersionKey, VERSIONS_RANGE } from '../storage/layout.js';
+import { intentCopies } from './intent-recovery.js';
 
 const MAX_LISTED = 100;
 
@@ -34,6 +37,8 @@ export interface Coverage {
 
 interface Entry {
   readonly kind?: string;
+  readonly event?: string;
+  readonly intent?: Entry;
   readonly ts?: string;
   readonly action?: string;
   readonly request_id?: string;
@@ -48,7 +53,11 @@ export async function auditCoverage(files: readonly string[], storage: StorageBa
   let logStart = Infinity;
   const written = new Set<string>();
   const answered = new Set<string>();
-  const intents: Entry[] = [];
+  // By request id: the same intent may be both in a file and in the store, or recovered twice.
+  const intents = new Map<string, Entry>();
+  const addIntent = (entry: Entry | undefined): void => {
+    if (entry?.kind === 'intent' && entry.action === 'write' && entry.request_id !== undefined) intents.set(entry.request_id, entry);
+  };
   for (const file of files) {
     for (const line of readFileSync(file, 'utf8').split('\n')) {
       if (line === '') continue;
@@ -56,11 +65,17 @@ export async function auditCoverage(files: readonly string[], storage: StorageBa
       if (entry.ts !== undefined) logStart = Math.min(logStart, Date.parse(entry.ts));
       if (entry.kind === 'request' && entry.request_id !== undefined) answered.add(entry.request_id);
       if (entry.kind === 'request' && entry.action === 'write' && entry.version !== undefined) written.add(`${keyOf(entry.namespace!, entry.key!)}\0${entry.version}`);
-      if (entry.kind === 'intent' && entry.action === 'write') intents.push(entry);
+      addIntent(entry);
+      if (entry.kind === 'event' && entry.event === 'audit.intent_recovered') addIntent(entry.intent);
     }
   }
+  for (const copy of await intentCopies(storage)) {
+    const entry = JSON.parse(copy.line) as Entry;
+    if (entry.ts !== undefined) logStart = Math.min(logStart, Date.parse(entry.ts));
+    addIntent(entry);
+  }
   const open = new Map<string, number>();
-  for (const intent of intents) {
+  for (const intent of intents.values()) {
     if (answered.has(intent.request_id!)) continue;
     const name = keyOf(intent.namespace!, intent.key!);
     open.set(name, (open.get(name) ?? 0) + 1);

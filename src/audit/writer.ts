@@ -36,10 +36,19 @@ export interface AuditWriterOptions {
   readonly mirror?: (line: string) => void;
   /** At most this long between a `written` entry and its sync to disk (default 50 ms). */
   readonly syncMs?: number;
+  /** Told after each sync to disk: every entry up to `seq` is durable. */
+  readonly onSynced?: (seq: number) => void;
 }
 
 /** `durable`: resolve once synced to disk; `written`: once in the file (the kernel), synced within syncMs. */
 export type Durability = 'durable' | 'written';
+
+/** An entry placed in the chain: its position and exact line, and when it is where it was asked to be. */
+export interface Appended {
+  readonly seq: number;
+  readonly line: string;
+  readonly done: Promise<void>;
+}
 
 export class AuditUnavailableError extends Error {
   constructor(reason: string) {
@@ -72,6 +81,8 @@ export class AuditWriter {
   private closing = false;
   /** Bytes written since the last sync, and the timer that will sync them. */
   private unsynced = false;
+  /** The seq of the last line written into the file. */
+  private writtenThrough = 0;
   private syncTimer: NodeJS.Timeout | null = null;
 
   constructor(private readonly options: AuditWriterOptions) {
@@ -94,12 +105,19 @@ export class AuditWriter {
   /** Adds an entry; resolves once it is `durability`, rejects with AuditUnavailableError if it is not (yet). */
   append(fields: AuditFields, durability: Durability = 'durable'): Promise<void> {
     if (this.closed) return Promise.reject(new AuditUnavailableError('the audit log is closed'));
+    return this.place(fields, durability).done;
+  }
+
+  /** Like append, and also tells where in the chain the entry went and its exact line. */
+  place(fields: AuditFields, durability: Durability = 'durable'): Appended {
+    if (this.closed) throw new AuditUnavailableError('the audit log is closed');
     const pending = this.enqueue(fields, durability === 'durable');
     if (++this.sinceCheckpoint >= this.options.checkpointEvery) this.enqueueCheckpoint();
-    if (this.failure !== null) return Promise.reject(new AuditUnavailableError(this.failure));
+    const placed = { seq: pending.seq, line: pending.line };
+    if (this.failure !== null) return { ...placed, done: Promise.reject(new AuditUnavailableError(this.failure)) };
     const done = new Promise<void>((resolve, reject) => pending.waiters.push({ resolve, reject }));
     this.kick();
-    return done;
+    return { ...placed, done };
   }
 
   /** Appends a checkpoint now and waits until it is durable. */
@@ -184,9 +202,14 @@ export class AuditWriter {
   private async syncNow(): Promise<void> {
     if (!this.unsynced || this.handle === null) return;
     this.unsynced = false;
-    await this.handle.datasync().catch(() => {
+    const through = this.writtenThrough;
+    try {
+      await this.handle.datasync();
+    } catch {
       this.unsynced = true; // tried again with the next batch or timer
-    });
+      return;
+    }
+    this.options.onSynced?.(through);
   }
 
   /** Writes everything queued so far as one batch, and syncs it when any entry in it must be durable. */
@@ -205,6 +228,7 @@ export class AuditWriter {
       return;
     }
     // In the kernel now: a killed process loses none of it. Written-only entries are answered at once.
+    if (batch.length > 0) this.writtenThrough = batch[batch.length - 1]!.seq;
     for (const p of batch) if (!p.durable) for (const w of p.waiters.splice(0)) w.resolve();
     if (!mustSync) {
       this.unsynced = true;
@@ -213,6 +237,7 @@ export class AuditWriter {
       try {
         this.unsynced = false; // this sync covers earlier written-only lines too
         await this.handle!.datasync();
+        this.options.onSynced?.(this.writtenThrough);
       } catch (err) {
         // The lines are in the file (not written again), but not known to be on disk: their requests are
         // refused, and the sync is tried again with the next batch.
@@ -255,6 +280,7 @@ export class AuditWriter {
     if (this.unsynced) {
       await this.handle?.datasync();
       this.unsynced = false;
+      this.options.onSynced?.(this.writtenThrough);
     }
     await this.handle?.close();
     this.handle = null;

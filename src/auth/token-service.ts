@@ -5,6 +5,7 @@
  * cannot: role names, namespace patterns, the TTL bounds from the configuration.
  */
 import { invalid, notFound, type FieldIssue } from '../errors.js';
+import type { StorageWrite } from '../storage/backend.js';
 import type { Capability, Scope } from './access.js';
 import type { Argon2Gate } from './argon2-gate.js';
 import { parsePattern } from './patterns.js';
@@ -54,11 +55,17 @@ function view(record: TokenRecord): TokenView {
   };
 }
 
+/** The audit intent of a token change, given the token's id; its writes are committed with the change. */
+export type BeforeTokenCommit = (id: string) => Promise<readonly StorageWrite[]>;
+
 export class TokenService {
   constructor(private readonly deps: TokenServiceDeps) {}
 
-  /** Creates a token; `beforeCommit` (the audit intent) runs once its id is known, before it is stored. */
-  async create(caller: Principal, input: CreateTokenInput, beforeCommit?: (id: string) => Promise<void>): Promise<TokenView & { token: string; expires_in: number }> {
+  /**
+   * Creates a token; `beforeCommit` (the audit intent) runs once its id is known, before it is stored, and
+   * what it returns is committed with the token.
+   */
+  async create(caller: Principal, input: CreateTokenInput, beforeCommit?: BeforeTokenCommit): Promise<TokenView & { token: string; expires_in: number }> {
     requirePrivilege(caller, 'manage_tokens');
     const grant = this.checkGrant(input);
     const expiresIn = input.expires_in ?? this.deps.defaultTtl;
@@ -79,8 +86,8 @@ export class TokenService {
       };
       // A clash of random 16-character ids is astronomically unlikely; if it happens, draw again.
       if (token.id === this.deps.root.id) continue;
-      await beforeCommit?.(token.id);
-      if (await this.deps.store.create(record)) {
+      const alongside = (await beforeCommit?.(token.id)) ?? [];
+      if (await this.deps.store.create(record, alongside)) {
         return { token: token.value, ...view(record), expires_in: expiresIn };
       }
     }
@@ -98,9 +105,10 @@ export class TokenService {
 
   /**
    * Revokes by token value or id, and returns the id and whether this call revoked it. Unknown → 404;
-   * already revoked → done, nothing changed. `beforeCommit` (the audit intent) runs before the change.
+   * already revoked → done, nothing changed. `beforeCommit` (the audit intent) runs before the change, and
+   * what it returns is committed with it.
    */
-  async revoke(caller: Principal, tokenOrId: string, beforeCommit?: (id: string) => Promise<void>): Promise<{ id: string; changed: boolean }> {
+  async revoke(caller: Principal, tokenOrId: string, beforeCommit?: BeforeTokenCommit): Promise<{ id: string; changed: boolean }> {
     requirePrivilege(caller, 'manage_tokens');
     const id = isTokenId(tokenOrId) ? tokenOrId : parseToken(tokenOrId)?.id;
     // `root` is the id /v1/auth/me reports for the root token.
@@ -110,8 +118,8 @@ export class TokenService {
     const current = id === undefined ? undefined : await this.deps.store.get(id);
     if (id === undefined || !current) throw notFound('no such token');
     if (current.revokedAt !== null) return { id, changed: false };
-    await beforeCommit?.(id);
-    const outcome = await this.deps.store.revoke(id, this.deps.now());
+    const alongside = (await beforeCommit?.(id)) ?? [];
+    const outcome = await this.deps.store.revoke(id, this.deps.now(), alongside);
     if (outcome === 'missing') throw notFound('no such token');
     return { id, changed: outcome === 'revoked' };
   }

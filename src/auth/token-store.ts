@@ -3,7 +3,7 @@
  * scopes), metadata and times; never the token value.
  */
 import { Packr } from 'msgpackr';
-import type { StorageBackend } from '../storage/backend.js';
+import type { StorageBackend, StorageWrite } from '../storage/backend.js';
 import { TOKENS_RANGE, tokenKey } from '../storage/layout.js';
 import type { Scope } from './access.js';
 
@@ -43,22 +43,25 @@ export class TokenStore {
     return bytes && unpack(bytes);
   }
 
-  /** Stores a new record; false when the id is already taken. */
-  create(record: TokenRecord): Promise<boolean> {
+  /** Stores a new record, with `alongside` in the same transaction; false when the id is already taken. */
+  create(record: TokenRecord, alongside: readonly StorageWrite[] = []): Promise<boolean> {
     const key = tokenKey(record.id);
     return this.storage.atomic([key], ([current]) =>
-      current ? { writes: [], result: false } : { writes: [{ op: 'put', key, value: pack(record) }], result: true },
+      current ? { writes: [], result: false } : { writes: [{ op: 'put', key, value: pack(record) }, ...alongside], result: true },
     );
   }
 
-  /** Marks a token revoked; 'missing' when there is none, 'already' when it was revoked before. */
-  revoke(id: string, now: number): Promise<'revoked' | 'already' | 'missing'> {
+  /**
+   * Marks a token revoked, with `alongside` in the same transaction; 'missing' when there is none,
+   * 'already' when it was revoked before (and nothing is written).
+   */
+  revoke(id: string, now: number, alongside: readonly StorageWrite[] = []): Promise<'revoked' | 'already' | 'missing'> {
     const key = tokenKey(id);
     return this.storage.atomic([key], ([current]) => {
       if (!current) return { writes: [], result: 'missing' as const };
       const record = unpack(current);
       if (record.revokedAt !== null) return { writes: [], result: 'already' as const };
-      return { writes: [{ op: 'put', key, value: pack({ ...record, revokedAt: now }) }], result: 'revoked' as const };
+      return { writes: [{ op: 'put', key, value: pack({ ...record, revokedAt: now }) }, ...alongside], result: 'revoked' as const };
     });
   }
 

@@ -21,6 +21,7 @@ import { archivedFields, copyArchive, planArchive, removeArchived } from '../aud
 import { auditCoverage, type Coverage } from '../audit/coverage.js';
 import { ensureDirectory } from '../config/directories.js';
 import { auditFilesIn } from '../audit/files.js';
+import { recoverIntents } from '../audit/intent-recovery.js';
 import { auditTime } from '../audit/query.js';
 import { AuditRegistry } from '../audit/registry.js';
 import { sealReport, type SealReport } from '../audit/seal-report.js';
@@ -151,6 +152,8 @@ async function archiveCommand(config: CofferConfig, before: string, to: string, 
     // The record first, in a chain of its own that ends with a keyed checkpoint; then the originals go.
     const log = pino({ level: 'silent' });
     const audit = await openAuditLog(config, storage, holder, log, Date.now, 'audit.archive.start');
+    // Intent copies left in the store are settled against the files while the files are still here.
+    await recoverIntents(storage, dir, audit);
     const recorded = await audit.event('audit.archive', { before, to, files: archivedFields(plan) });
     await audit.close();
     if (!recorded) throw new CliError(`the archive could not be recorded in ${dir}; the originals are kept (copies are in ${to})`, 1);

@@ -9,6 +9,7 @@ import type { AuditLog } from '../audit/audit-log.js';
 import type { FailureSummary } from '../audit/failure-summary.js';
 import type { Principal } from '../auth/principal.js';
 import { AppError } from '../errors.js';
+import type { StorageWrite } from '../storage/backend.js';
 import { auditTargetOf } from './audit-target.js';
 
 const ACTIONS: Record<string, Record<string, string>> = {
@@ -46,15 +47,19 @@ export interface Change {
   readonly subject_token_id?: string;
 }
 
-/** Makes a change's intent entry durable; throws 503 audit_unavailable when it cannot, so nothing is changed. */
-export type RecordIntent = (res: Response, change: Change) => Promise<void>;
+/**
+ * Records a change's intent entry and resolves to the storage writes to commit with the change (the
+ * intent's copy: audit/intent-journal.ts); throws 503 audit_unavailable when it cannot, so nothing is changed.
+ */
+export type RecordIntent = (res: Response, change: Change) => Promise<StorageWrite[]>;
 
 export function intentRecorder(audit: AuditLog | undefined, requestId: (res: Response) => string): RecordIntent {
-  if (!audit) return async () => undefined;
+  if (!audit) return async () => [];
   return async (res, change) => {
     const principal = res.locals.principal as Principal | undefined;
-    const recorded = await audit.intent({ request_id: requestId(res), token_id: principal?.id ?? null, token_name: principal?.metadata.name, ...change });
-    if (!recorded) throw new AppError('audit_unavailable', 'the audit log cannot be written', undefined, { 'Retry-After': '1' });
+    const copies = await audit.intent({ request_id: requestId(res), token_id: principal?.id ?? null, token_name: principal?.metadata.name, ...change });
+    if (!copies) throw new AppError('audit_unavailable', 'the audit log cannot be written', undefined, { 'Retry-After': '1' });
+    return copies;
   };
 }
 

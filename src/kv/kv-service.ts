@@ -43,6 +43,9 @@ export interface VersionList {
   readonly versions: { version: number; type: ValueType; created_at: string }[];
 }
 
+/** Runs just before a change (the audit intent); what it returns is committed in the change's transaction. */
+export type BeforeCommit = () => Promise<readonly StorageWrite[]>;
+
 const MAX_VERSION = 0xffff_ffff;
 const iso = (ms: number): string => new Date(ms).toISOString();
 
@@ -51,18 +54,19 @@ export class KvService {
 
   /**
    * Stores a new version; `created` is true when the key did not exist. Resolves once durable.
-   * `beforeCommit` (the audit intent) runs once the request is known to be allowed, before the change.
+   * `beforeCommit` (the audit intent) runs once the request is known to be allowed, before the change; the
+   * writes it returns are committed with the change.
    */
-  async put(caller: Principal, namespace: string, key: string, value: string, type: ValueType, beforeCommit?: () => Promise<void>): Promise<EntryInfo & { created: boolean }> {
+  async put(caller: Principal, namespace: string, key: string, value: string, type: ValueType, beforeCommit?: BeforeCommit): Promise<EntryInfo & { created: boolean }> {
     if (!caller.access.may('write', namespace, type)) throw forbidden(`write ${type} values in ${namespace}`);
     if (Buffer.byteLength(value, 'utf8') > this.deps.maxValueBytes) {
       throw new AppError('payload_too_large', `the value is larger than ${this.deps.maxValueBytes} bytes`);
     }
-    await beforeCommit?.();
+    const alongside = (await beforeCommit?.()) ?? [];
     const createdAt = this.deps.now();
     for (let attempt = 0; ; attempt++) {
       try {
-        const result = await this.appendVersion(caller, namespace, key, value, type, createdAt);
+        const result = await this.appendVersion(caller, namespace, key, value, type, createdAt, alongside);
         return { namespace, key, version: result.version, type, created_at: iso(createdAt), created: result.created };
       } catch (err) {
         if (!(err instanceof StaleKeyringError) || attempt >= 3) throw err;
@@ -77,7 +81,7 @@ export class KvService {
    * the shared write lock is not held while sealing; only if another write took that number meanwhile is
    * it sealed again inside.
    */
-  private async appendVersion(caller: Principal, namespace: string, key: string, value: string, type: ValueType, createdAt: number): Promise<{ version: number; created: boolean }> {
+  private async appendVersion(caller: Principal, namespace: string, key: string, value: string, type: ValueType, createdAt: number, alongside: readonly StorageWrite[]): Promise<{ version: number; created: boolean }> {
     const keyring = this.deps.keyring.current();
     const generation = this.deps.keyring.generation;
     const mKey = metaKey(namespace, key);
@@ -92,7 +96,7 @@ export class KvService {
       const version = unpackCounter(counterBytes) + 1;
       if (version > MAX_VERSION) throw new AppError('invalid_request', 'this key has used up its version numbers');
       const writes = versionWrites(keyring, { namespace, key, version, type, value, createdAt, previous: meta }, version === expected ? sealedAhead : undefined);
-      return { writes, result: { version, created: !meta } };
+      return { writes: [...writes, ...alongside], result: { version, created: !meta } };
     });
   }
 
@@ -145,18 +149,18 @@ export class KvService {
   }
 
   /** Deletes the key and all its versions; the version counter stays, so numbers are never reused. */
-  async remove(caller: Principal, namespace: string, key: string, beforeCommit?: () => Promise<void>): Promise<void> {
+  async remove(caller: Principal, namespace: string, key: string, beforeCommit?: BeforeCommit): Promise<void> {
     if (!caller.access.mayInNamespace('delete', namespace)) throw forbidden(`delete in ${namespace}`);
     const meta = await this.meta(namespace, key);
     if (!meta) throw notFound('no such key');
     if (!caller.access.may('delete', namespace, meta.type)) throw forbidden(`delete ${meta.type} keys in ${namespace}`);
-    await beforeCommit?.();
+    const alongside = (await beforeCommit?.()) ?? [];
     const mKey = metaKey(namespace, key);
     await this.deps.storage.atomic([mKey], ([metaBytes]) => {
       if (!metaBytes) throw notFound('no such key');
       const meta = unpackMeta(metaBytes);
       if (!caller.access.may('delete', namespace, meta.type)) throw forbidden(`delete ${meta.type} keys in ${namespace}`);
-      const writes: StorageWrite[] = [{ op: 'delete', key: mKey }];
+      const writes: StorageWrite[] = [{ op: 'delete', key: mKey }, ...alongside];
       for (let v = meta.first; v <= meta.latest; v++) writes.push({ op: 'delete', key: versionKey(namespace, key, v) });
       return { writes, result: undefined };
     });

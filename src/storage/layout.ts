@@ -8,6 +8,7 @@
  *   T <id>                            one token record
  *   S <name>                          system records (root token hash, wrapped keyring)
  *   A <chain id>                      one audit chain: its files and last checkpoint (audit/registry.ts)
+ *   J <chain id> 0x00 <u32 BE seq>    an intent entry's copy, committed with its change (audit/intent-journal.ts)
  *
  * where <ns> is the namespace with '/' written as 0x01. So the keys directly in `ns` lie in
  * [M ns 0x00, M ns 0x01), everything beneath it in [M ns 0x01, M ns 0x02), and skipping past a child
@@ -101,3 +102,17 @@ export function auditChainKey(chain: string): Buffer {
 }
 
 export const AUDIT_CHAINS_RANGE: KeyRange = { start: bytes('A'), end: bytes('B') };
+
+export function intentJournalKey(chain: string, seq: number): Buffer {
+  const key = Buffer.alloc(chain.length + 6);
+  key.write(`J${chain}\0`, 'latin1');
+  key.writeUInt32BE(seq, chain.length + 2);
+  return key;
+}
+
+export function parseIntentJournalKey(storageKey: Uint8Array): { chain: string; seq: number } {
+  const key = Buffer.from(storageKey.buffer, storageKey.byteOffset, storageKey.byteLength);
+  return { chain: key.toString('latin1', 1, key.length - 5), seq: key.readUInt32BE(key.length - 4) };
+}
+
+export const INTENT_JOURNAL_RANGE: KeyRange = { start: bytes('J'), end: bytes('K') };

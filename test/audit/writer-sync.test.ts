@@ -1,29 +1,20 @@
-import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { AuditRegistry } from '../../src/audit/registry.js';
 import { AuditWriter } from '../../src/audit/writer.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
+import { probeDatasyncs, type DatasyncProbe } from '../support/datasync-probe.js';
 import { tempDir } from '../support/harness.js';
 
 describe('audit writer: when lines reach the disk', () => {
-  // Every fdatasync of every FileHandle, with its time: the writer's own calls, observed from outside.
-  const syncs: number[] = [];
-  let restore: () => void;
+  // Every fdatasync of every FileHandle: the writer's own calls, observed from outside.
+  let probe: DatasyncProbe;
+  let syncs: number[];
   before(async () => {
-    const probe = await open(join(tempDir(), 'probe'), 'w');
-    const proto = Object.getPrototypeOf(probe) as { datasync: () => Promise<void> };
-    await probe.close();
-    const original = proto.datasync;
-    proto.datasync = function (this: unknown) {
-      syncs.push(performance.now());
-      return original.call(this);
-    };
-    restore = () => {
-      proto.datasync = original;
-    };
+    probe = await probeDatasyncs();
+    syncs = probe.times;
   });
-  after(() => restore());
+  after(() => probe.restore());
 
   it('answers a read entry once it is written, syncs it within sync_ms; a durable entry waits for its sync', async () => {
     const dir = tempDir();

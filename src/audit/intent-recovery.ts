@@ -1,0 +1,76 @@
+/**
+ * At start-up, before anything is served: intent copies still in the store (audit/intent-journal.ts) —
+ * their process stopped before its audit file was synced past them — are checked against their chain's
+ * files. A copy whose exact line is in the file is just deleted. A copy whose line is not there (the file
+ * lost its unsynced tail: power loss, a crash of the machine) is put back into the log, in this process's
+ * chain, as a durable `audit.intent_recovered` event that carries the original entry, then deleted; so
+ * every change on disk stays named by the log.
+ */
+import { readFileSync } from 'node:fs';
+import type { StorageBackend } from '../storage/backend.js';
+import { INTENT_JOURNAL_RANGE, parseIntentJournalKey } from '../storage/layout.js';
+import type { AuditLog } from './audit-log.js';
+import { auditFilesIn, chainFiles } from './files.js';
+
+export interface IntentCopy {
+  readonly chain: string;
+  readonly seq: number;
+  readonly line: string;
+  readonly key: Uint8Array;
+}
+
+/** Every intent copy in the store, in chain and seq order. */
+export async function intentCopies(storage: StorageBackend): Promise<IntentCopy[]> {
+  const copies: IntentCopy[] = [];
+  for await (const { key, value } of storage.scan(INTENT_JOURNAL_RANGE)) {
+    copies.push({ ...parseIntentJournalKey(key), line: Buffer.from(value).toString('utf8'), key });
+  }
+  return copies;
+}
+
+export interface Recovery {
+  /** Copies found in the store. */
+  readonly found: number;
+  /** Of those, the ones missing from their chain's files, now put back into the log. */
+  readonly recovered: number;
+}
+
+export async function recoverIntents(storage: StorageBackend, auditDir: string, audit: AuditLog): Promise<Recovery> {
+  const copies = await intentCopies(storage);
+  if (copies.length === 0) return { found: 0, recovered: 0 };
+  const files = chainFiles(auditFilesIn(auditDir));
+  let recovered = 0;
+  for (const [chain, ofChain] of groupBy(copies, (c) => c.chain)) {
+    const inFile = linesAt(files.get(chain)?.map((f) => f.path) ?? [], new Set(ofChain.map((c) => c.seq)));
+    for (const copy of ofChain) {
+      if (inFile.get(copy.seq) === copy.line) continue;
+      const recorded = await audit.event('audit.intent_recovered', { from_chain: chain, from_seq: copy.seq, intent: JSON.parse(copy.line) as unknown });
+      if (!recorded) throw new Error('the audit log cannot be written: intents recovered from the store could not be put back into it');
+      recovered++;
+    }
+    await storage.atomic([], () => ({ writes: ofChain.map((c) => ({ op: 'delete' as const, key: c.key })), result: undefined }));
+  }
+  return { found: copies.length, recovered };
+}
+
+/** The lines with the wanted seqs in a chain's files. A line's seq is its first field (audit/entry.ts). */
+function linesAt(paths: readonly string[], wanted: ReadonlySet<number>): Map<number, string> {
+  const found = new Map<number, string>();
+  for (const path of paths) {
+    for (const line of readFileSync(path, 'utf8').split('\n')) {
+      const seq = /^\{"seq":(\d+),/.exec(line)?.[1];
+      if (seq !== undefined && wanted.has(Number(seq))) found.set(Number(seq), line);
+    }
+  }
+  return found;
+}
+
+function groupBy<T>(items: readonly T[], keyOf: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const list = groups.get(keyOf(item)) ?? [];
+    list.push(item);
+    groups.set(keyOf(item), list);
+  }
+  return groups;
+}
