@@ -1,9 +1,10 @@
 /**
  * argon2id hashing and verification, with bounds on the work. At most `concurrency` run at once. Callers
- * that must wait are queued by the token they verify, and the queues take turns (round robin): a flood of
- * attempts at one token waits behind itself, and the first verification of any other token is next in
- * line, not behind the flood. At most `perKeyLimit` wait for one token and `queueLimit` in all; past that a
- * caller is turned away with 429 at once instead of piling up memory and latency.
+ * that must wait are queued by key — the authenticator's key is the client address and the token — and the
+ * queues take turns (round robin): a flood of attempts at one key waits behind itself, and the first
+ * verification at any other key is next in line, not behind the flood. At most `perKeyLimit` wait for one
+ * key and `queueLimit` in all; past that a caller is turned away with 429 at once instead of piling up
+ * memory and latency.
  *
  * Verifications are also paced: each one starting draws from a bucket (`paced`: `burst` at once, then
  * `perSecond`), and a successful one gives its draw back. Correct tokens therefore never wait for the

@@ -12,7 +12,8 @@
  * - Failures that cost no argon2 answer 401 and are never limited. Each argon2 verification is charged to
  *   the budget of its client address and token (FailureLimiter) when it starts, refunded on success; past
  *   the budget, that address gets 429 for that token only. The argon2 work itself is scheduled fairly
- *   between tokens (Argon2Gate).
+ *   between (address, token) pairs (Argon2Gate), so a client flooding one token cannot fill the queue that
+ *   another client's first use of that token waits in.
  */
 import { createHmac } from 'node:crypto';
 import { randomBytes } from '../crypto/random.js';
@@ -103,7 +104,8 @@ export class Authenticator {
       return Promise.reject(new AppError('too_many_requests', 'too many wrong secrets for this token from this address; retry later', undefined, { 'Retry-After': String(wait) }));
     }
     limiter?.charge(address, tokenId, now());
-    const verification = this.deps.argon2.verify(hash, secret, tokenId).then((ok) => {
+    // Turns per client and token: a flood at one token from one address waits behind itself.
+    const verification = this.deps.argon2.verify(hash, secret, `${address}\u0000${tokenId}`).then((ok) => {
       if (ok) limiter?.refund(address, tokenId, now());
       else this.rejected.set(cacheKey, true);
       return ok;

@@ -124,6 +124,20 @@ describe('authenticator', () => {
     expect(otherMs).to.be.below(600);
   });
 
+  it('takes turns by client and token: a flood at a token from one address does not refuse its first use from another', async () => {
+    const small = new Argon2Gate({ concurrency: 1, queueLimit: 100, perKeyLimit: 3, paced: { burst: 100, perSecond: 100 } });
+    const t = generateToken();
+    records.set(t.id, { ...records.get(good.slice(4, 20))!, id: t.id, hash: await small.hash(t.secret) });
+    const shared = new Authenticator({ tokens, argon2: small, principals, root: { id: null, hash: 'x', updatedAt: 0 }, now: Date.now });
+    const flood = Array.from({ length: 8 }, (_, i) => shared.authenticate(`${t.value.slice(0, 21)}${String(i).padStart(43, 'w')}`, '10.9.9.1').catch((e: unknown) => e));
+    const owner = await shared.authenticate(t.value, '10.9.9.2').catch((e: unknown) => e);
+    const outcomes = await Promise.all(flood);
+    // The flooding address filled its own queue (1 running, 3 waiting, the rest refused)…
+    expect(outcomes.filter((e) => (e as AppError).code === 'too_many_requests')).to.have.length(4);
+    // …and the token's owner, at another address, was verified.
+    expect(owner).to.have.property('role', 'reader');
+  });
+
   it('serves a verified token at full speed while wrong tokens flood argon2', async () => {
     await auth.authenticate(good);
     const flood = Array.from({ length: 40 }, (_, i) => auth.authenticate(`${good.slice(0, 21)}${String(i).padStart(43, 'f')}`).catch(() => undefined));
