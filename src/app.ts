@@ -273,7 +273,7 @@ export async function checkListenable(config: Pick<CofferConfig, 'host' | 'port'
 async function recoverJournaledIntents(storage: StorageBackend, config: CofferConfig, audit: AuditLog, log: Logger): Promise<void> {
   const { found, recovered } = await recoverIntents(storage, config.audit.dir!, audit);
   if (recovered > 0) {
-    log.warn({ event: 'audit.intent_recovered', recovered }, '%d intent entries missing from the audit files (lost with a power loss or a machine crash) were put back into the log from the store', recovered);
+    log.warn({ event: 'audit.intent_recovered', recovered }, '%d intent entries missing from the audit files (a power loss, a machine crash, or a process killed as it committed) were put back into the log from the store', recovered);
   } else if (found > 0) log.info({ found }, 'intent copies left by a stopped process were all in the audit files');
 }
 

@@ -44,22 +44,26 @@ export class AuditLog {
   }
 
   /**
-   * Records that a request is about to commit a change (write, delete, token create or revoke), before the
-   * change: a process killed between the commit and the request's own entry still leaves an entry that
-   * names the change. The request entry that follows carries the same request_id. Resolves, once the intent
-   * is in the file, to the storage writes to commit with the change — the intent's copy in the store
-   * (audit/intent-journal.ts), so that one sync makes both durable — or to null when the intent cannot be
-   * recorded and the change must be refused. Without a journal the intent is synced before resolving.
+   * Records that a request is about to commit a change (write, delete, token create or revoke): the intent
+   * takes its place in the chain now, before the change, and resolves to the storage writes to commit with
+   * the change — the intent's exact line (audit/intent-journal.ts) — so that the change is never on disk
+   * without it and one sync covers both. The line reaches the file while the change commits, and before the
+   * request's own entry (same request_id), which the response waits for: a response is never sent before
+   * its intent is in the file, and a failed write of the intent fails that entry too (503). Resolves to null
+   * when the log cannot be written now, and the change must be refused. Without a journal the intent is
+   * synced before resolving.
    */
   async intent(fields: Record<string, unknown>): Promise<StorageWrite[] | null> {
     const { journal, writer } = this.options;
     const entry: AuditFields = { kind: 'intent', ...fields };
-    if (!journal) return (await this.write(entry)) ? [] : null;
+    // While the log is failing, the intent would wait in the queue while the change commits: refuse now.
+    if (!journal || writer.failing) return (await this.write(entry)) ? [] : null;
     const copies: StorageWrite[] = [];
-    const recorded = await this.settle(() => {
+    const recorded = await this.settle(async () => {
       const placed = writer.place(entry, this.options.syncEveryEntry ? 'durable' : 'written');
       copies.push(journal.copyOf(placed.seq, placed.line));
-      return placed.done;
+      // Not awaited: the request's own entry, later in the chain, fails if this write does.
+      placed.done.catch(() => undefined);
     });
     return recorded ? copies : null;
   }

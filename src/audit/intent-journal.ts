@@ -1,10 +1,10 @@
 /**
  * The store's copy of intent entries not yet synced in the audit file. A change is committed together
- * with its intent's exact line (one transaction, one sync for both), after that line was written into the
+ * with its intent's exact line (one transaction, one sync for both) while that line is written into the
  * audit file; so a change on disk always has its intent on disk too — in the file, or, when a power loss
- * took the file's unsynced tail, in the store, from where the next start puts it back into the log
- * (audit/intent-recovery.ts). Once the audit file is synced past an intent, its copy is deleted, in one
- * background transaction per `cleanupMs`.
+ * took the file's unsynced tail (or the process died before the line's write), in the store, from where
+ * the next start puts it back into the log (audit/intent-recovery.ts). Once the audit file is synced past
+ * an intent, its copy is deleted, in one background transaction per `cleanupMs`.
  */
 import type { StorageBackend, StorageWrite } from '../storage/backend.js';
 import { intentJournalKey } from '../storage/layout.js';

@@ -2,9 +2,10 @@
  * At start-up, before anything is served: intent copies still in the store (audit/intent-journal.ts) —
  * their process stopped before its audit file was synced past them — are checked against their chain's
  * files. A copy whose exact line is in the file is just deleted. A copy whose line is not there (the file
- * lost its unsynced tail: power loss, a crash of the machine) is put back into the log, in this process's
- * chain, as a durable `audit.intent_recovered` event that carries the original entry, then deleted; so
- * every change on disk stays named by the log.
+ * lost its unsynced tail to a power loss or a crash of the machine, or the process was killed between the
+ * commit and the line's write) is put back into the log, in this process's chain, as a durable
+ * `audit.intent_recovered` event that carries the original entry, then deleted; so every change on disk
+ * stays named by the log.
  */
 import { readFileSync } from 'node:fs';
 import type { StorageBackend } from '../storage/backend.js';

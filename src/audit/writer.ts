@@ -84,6 +84,8 @@ export class AuditWriter {
   /** The seq of the last line written into the file. */
   private writtenThrough = 0;
   private syncTimer: NodeJS.Timeout | null = null;
+  /** The timed sync in flight: it runs beside the writing of later batches, never holding them up. */
+  private syncing: Promise<void> | null = null;
 
   constructor(private readonly options: AuditWriterOptions) {
     mkdirSync(options.dir, { recursive: true, mode: 0o700 });
@@ -144,6 +146,7 @@ export class AuditWriter {
       await this.checkpoint();
       // Let the batch finish recording its checkpoint in the store before the store closes.
       await this.writing;
+      await this.syncing;
     } finally {
       this.closed = true;
       await this.handle?.close();
@@ -176,37 +179,40 @@ export class AuditWriter {
     });
   }
 
-  /** Syncs `written` lines within syncMs of their write, in the writing loop's turn (never during a write). */
+  /**
+   * Syncs `written` lines within syncMs of their write. The sync runs beside the writing loop: batches
+   * written meanwhile are answered as usual (fdatasync covers what was written before it began; lines
+   * written during it are left for the next one).
+   */
   private scheduleSync(): void {
     if (this.syncTimer !== null || this.closed) return;
     this.syncTimer = setTimeout(() => {
       this.syncTimer = null;
-      this.syncWhenIdle();
+      this.timedSync();
     }, this.options.syncMs ?? 50);
     this.syncTimer.unref();
   }
 
-  /** The timed sync: at once, or right after the batch being written (which may have synced already). */
-  private syncWhenIdle(): void {
-    if (!this.unsynced || this.closed) return;
-    if (this.writing) {
-      this.writing.finally(() => this.syncWhenIdle()).catch(() => undefined);
+  private timedSync(): void {
+    if (!this.unsynced || this.closed || this.handle === null) return;
+    if (this.syncing) {
+      // One at a time: the next starts when this one ends, and covers what was written meanwhile.
+      this.syncing.finally(() => this.timedSync()).catch(() => undefined);
       return;
     }
-    this.writing = this.syncNow().finally(() => {
-      this.writing = null;
-      if (this.queue.length > 0 && this.failure === null) this.kick();
+    this.syncing = this.syncNow(this.handle).finally(() => {
+      this.syncing = null;
     });
   }
 
-  private async syncNow(): Promise<void> {
-    if (!this.unsynced || this.handle === null) return;
+  private async syncNow(handle: FileHandle): Promise<void> {
     this.unsynced = false;
     const through = this.writtenThrough;
     try {
-      await this.handle.datasync();
+      await handle.datasync();
     } catch {
       this.unsynced = true; // tried again with the next batch or timer
+      this.scheduleSync();
       return;
     }
     this.options.onSynced?.(through);
@@ -277,6 +283,7 @@ export class AuditWriter {
 
   private async nextFile(): Promise<void> {
     // Written-only lines of the previous file are synced before it is closed (close does not sync).
+    await this.syncing;
     if (this.unsynced) {
       await this.handle?.datasync();
       this.unsynced = false;

@@ -1,9 +1,10 @@
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { intentCopies } from '../../src/audit/intent-recovery.js';
 import { generateToken } from '../../src/auth/token-format.js';
 import { parseVersionKey, VERSIONS_RANGE } from '../../src/storage/layout.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
-import { auditLines } from '../support/audit-lines.js';
+import { auditLines, type AuditLine } from '../support/audit-lines.js';
 import { tempDir } from '../support/harness.js';
 import { send } from '../support/http-client.js';
 import { killAll, runCoffer, startProcess } from '../support/process.js';
@@ -31,12 +32,16 @@ describe('every committed change has its audit entry, even after kill -9', funct
     }
 
     // Every stored (namespace, key, version) is named by its write's request entry, or by the intent entry of
-    // a write whose request entry never came (its process was killed between the commit and that entry).
+    // a write whose request entry never came (its process was killed between the commit and that entry):
+    // in a file, put back from the store by a later start (audit.intent_recovered), or, after the last kill,
+    // still only in the store as the copy committed with the change.
     const lines = auditLines(join(dir, 'data', 'audit'));
+    const storage = new LmdbBackend({ path: join(dir, 'data', 'lmdb') });
+    const copies = (await intentCopies(storage)).map((c) => JSON.parse(c.line) as AuditLine);
+    const intents = [...lines, ...lines.filter((l) => l.event === 'audit.intent_recovered').map((l) => l.intent as AuditLine), ...copies];
     const answered = new Set(lines.filter((l) => l.kind === 'request').map((l) => l.request_id));
     const named = new Set(lines.filter((l) => l.kind === 'request' && l.action === 'write' && l.version !== undefined).map((l) => `${l.namespace}/${l.key}@${l.version}`));
-    const openIntent = new Set(lines.filter((l) => l.kind === 'intent' && l.action === 'write' && !answered.has(l.request_id)).map((l) => `${l.namespace}/${l.key}`));
-    const storage = new LmdbBackend({ path: join(dir, 'data', 'lmdb') });
+    const openIntent = new Set(intents.filter((l) => l.kind === 'intent' && l.action === 'write' && !answered.has(l.request_id)).map((l) => `${l.namespace}/${l.key}`));
     const missing: string[] = [];
     let stored = 0;
     try {

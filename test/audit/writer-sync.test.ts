@@ -44,4 +44,29 @@ describe('audit writer: when lines reach the disk', () => {
       await storage.close();
     }
   });
+
+  it('keeps writing and answering while a timed sync is slow', async () => {
+    const dir = tempDir();
+    const storage = new LmdbBackend({ path: join(dir, 'lmdb') });
+    const writer = new AuditWriter({
+      dir: join(dir, 'audit'), chain: 'test-2-sync', key: () => new Uint8Array(32), registry: new AuditRegistry(storage),
+      checkpointEvery: 1000, checkpointMs: 60_000, maxFileBytes: 1 << 20, now: Date.now, syncMs: 10,
+    });
+    try {
+      await writer.append({ kind: 'event', event: 'first' });
+      probe.delayMs = 400;
+      syncs.length = 0;
+      await writer.append({ kind: 'request', action: 'read' }, 'written');
+      await new Promise((r) => setTimeout(r, 50)); // the timed sync has begun, and takes 400 ms
+      expect(syncs).to.have.length(1);
+      const started = performance.now();
+      await writer.append({ kind: 'request', action: 'read' }, 'written');
+      // Written and answered while the sync is still running: the sync does not hold the writing loop.
+      expect(performance.now() - started).to.be.below(200);
+    } finally {
+      probe.delayMs = 0;
+      await writer.close();
+      await storage.close();
+    }
+  });
 });

@@ -6,6 +6,8 @@ import { tempDir } from './temp-dirs.js';
 export interface DatasyncProbe {
   /** performance.now() of each datasync since the probe was installed (clear it with `times.length = 0`). */
   readonly times: number[];
+  /** Each sync takes at least this much longer (a slow disk); 0 by default. */
+  delayMs: number;
   restore(): void;
 }
 
@@ -16,14 +18,17 @@ export async function probeDatasyncs(): Promise<DatasyncProbe> {
   await handle.close();
   const original = proto.datasync;
   const times: number[] = [];
-  proto.datasync = function (this: unknown) {
-    times.push(performance.now());
-    return original.call(this);
-  };
-  return {
+  const probe: DatasyncProbe = {
     times,
+    delayMs: 0,
     restore: () => {
       proto.datasync = original;
     },
   };
+  proto.datasync = async function (this: unknown) {
+    times.push(performance.now());
+    if (probe.delayMs > 0) await new Promise((r) => setTimeout(r, probe.delayMs));
+    return original.call(this);
+  };
+  return probe;
 }
