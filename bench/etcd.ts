@@ -1,11 +1,11 @@
 /**
  * `npm run bench:etcd`: Coffer (all workers) against etcd 3.4 with authentication on, both on loopback,
  * driven by the same wrk client at the same concurrency, alternating A B A B over 3 rounds: an
- * authenticated read of one key, and a durable write of a new key. Prints the Coffer/etcd ratios and
- * writes JSON to bench/results/. Installs etcd-server, etcd-client and wrk from Debian when missing, and
- * stops everything it started.
+ * authenticated read of one key, and a durable write of a new key. Prints each round's Coffer/etcd ratio
+ * and the median of the rounds, and writes JSON to bench/results/. Installs etcd-server, etcd-client and
+ * wrk from Debian when missing, and stops everything it started.
  *
- *   npm run bench:etcd -- [--seconds 10] [--connections 32] [--rounds 3]
+ *   npm run bench:etcd -- [--seconds 10] [--connections 32] [--rounds 3] [--only read|write]
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -14,22 +14,25 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { generateToken } from '../src/auth/token-format.js';
 import * as shape from './cases.js';
-import { describeMachine } from './machine.js';
-import { resultsDir } from './report.js';
+import { describeMachine, machine } from './machine.js';
+import { markdownTable, resultsDir, target, type Target } from './report.js';
 import { api } from './api.js';
 import { startCoffer } from './servers.js';
 import { ensureTools, runWrk, type LoadResult } from './wrk.js';
 
 const { values: args } = parseArgs({
+  strict: false,
   options: {
     seconds: { type: 'string', default: '10' },
     connections: { type: 'string', default: '32' },
     rounds: { type: 'string', default: '3' },
+    only: { type: 'string' },
   },
 });
 const seconds = Number(args.seconds);
 const connections = Number(args.connections);
 const rounds = Number(args.rounds);
+const only = args.only as string | undefined;
 const VALUE = 'p'.repeat(64);
 const CLIENT = 'http://127.0.0.1:23790';
 
@@ -81,7 +84,32 @@ async function enableAuth(): Promise<string> {
   return token;
 }
 
-async function main(): Promise<void> {
+export interface EtcdRound {
+  readonly round: number;
+  readonly case: 'read' | 'write';
+  readonly coffer: LoadResult;
+  readonly etcd: LoadResult;
+  readonly ratio: number;
+}
+
+export interface EtcdRun {
+  readonly connections: number;
+  readonly seconds: number;
+  readonly rounds: EtcdRound[];
+  readonly targets: Target[];
+}
+
+const WANTED = { read: 1.5, write: 1.0 } as const;
+const NAMES = { read: 'authenticated read', write: 'durable write' } as const;
+
+function medianOf(xs: readonly number[]): number {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/** Runs the comparison; each round's ratio is Coffer's and etcd's requests per second measured back to back. */
+export async function runEtcdComparison(): Promise<EtcdRun> {
   ensureTools({ wrk: 'wrk', etcd: 'etcd-server', etcdctl: 'etcd-client', taskset: 'util-linux' });
   const dir = mkdtempSync(join(tmpdir(), 'coffer-vs-etcd-'));
   const root = generateToken().value;
@@ -103,31 +131,27 @@ async function main(): Promise<void> {
         etcd: { url: CLIENT, lua: shape.etcdPutNew('/bench/writes/k', VALUE, etcdToken) },
       },
     } as const;
-    const results: { round: number; case: string; system: string; result: LoadResult }[] = [];
-    for (const [name, pair] of Object.entries(cases)) {
+    const measured: EtcdRound[] = [];
+    for (const name of ['read', 'write'] as const) {
+      if (only !== undefined && only !== name) continue;
+      const pair = cases[name];
       for (const { url, lua } of Object.values(pair)) await runWrk({ url, lua, connections, seconds: 1 }); // warm-up
       for (let round = 1; round <= rounds; round++) {
-        for (const [system, { url, lua }] of Object.entries(pair)) {
-          const result = await runWrk({ url, lua, connections, seconds });
+        const results: Partial<Record<'coffer' | 'etcd', LoadResult>> = {};
+        for (const system of ['coffer', 'etcd'] as const) {
+          const result = await runWrk({ url: pair[system].url, lua: pair[system].lua, connections, seconds });
           if (result.failedStatus > 0 || result.errors > 0) throw new Error(`${system} ${name}: ${result.failedStatus} failed responses, ${result.errors} errors`);
-          results.push({ round, case: name, system, result });
+          results[system] = result;
           console.log(`round ${round}  ${name.padEnd(6)} ${system.padEnd(7)} ${result.requestsPerSecond.toFixed(0).padStart(7)} req/s  p50 ${result.p50Ms.toFixed(2)} ms  p99 ${result.p99Ms.toFixed(2)} ms`);
         }
+        const { coffer: c, etcd: e } = results as Record<'coffer' | 'etcd', LoadResult>;
+        measured.push({ round, case: name, coffer: c, etcd: e, ratio: c.requestsPerSecond / e.requestsPerSecond });
       }
     }
-    const mean = (name: string, system: string): number => {
-      const xs = results.filter((r) => r.case === name && r.system === system).map((r) => r.result.requestsPerSecond);
-      return xs.reduce((a, b) => a + b, 0) / xs.length;
-    };
-    const ratios = { read: mean('read', 'coffer') / mean('read', 'etcd'), write: mean('write', 'coffer') / mean('write', 'etcd') };
-    console.log(`\nCoffer vs etcd 3.4 (auth on) — ${new Date().toISOString()} — ${describeMachine()}`);
-    console.log(`wrk ${connections} connections, ${seconds} s per run, ${rounds} rounds A B A B; Coffer with ${availableParallelism()} workers`);
-    console.log(`  authenticated read   coffer ${mean('read', 'coffer').toFixed(0)}  etcd ${mean('read', 'etcd').toFixed(0)}  ratio ${ratios.read.toFixed(2)}  (target ≥ 1.5)`);
-    console.log(`  durable write        coffer ${mean('write', 'coffer').toFixed(0)}  etcd ${mean('write', 'etcd').toFixed(0)}  ratio ${ratios.write.toFixed(2)}  (target ≥ 1.0)`);
-    mkdirSync(resultsDir, { recursive: true });
-    const file = join(resultsDir, `etcd-${new Date().toISOString().replaceAll(':', '-')}.json`);
-    writeFileSync(file, JSON.stringify({ date: new Date().toISOString(), machine: describeMachine(), connections, seconds, rounds, results, ratios }, null, 2));
-    console.log(`\nresults: ${file}`);
+    const targets = (['read', 'write'] as const)
+      .filter((name) => measured.some((r) => r.case === name))
+      .map((name) => target(`${NAMES[name]}: Coffer / etcd (median of ${rounds} rounds)`, medianOf(measured.filter((r) => r.case === name).map((r) => r.ratio)), '≥', WANTED[name]));
+    return { connections, seconds, rounds: measured, targets };
   } finally {
     await coffer.stop();
     await new Promise<void>((resolve) => {
@@ -138,7 +162,30 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err: unknown) => {
-  console.error(err);
-  process.exit(1);
-});
+export function etcdHeader(): string {
+  return `etcd 3.4 with authentication on, both on loopback; wrk ${connections} connections, ${seconds} s per run, ${rounds} rounds A B A B; Coffer with ${availableParallelism()} workers`;
+}
+
+export function etcdMarkdown(run: EtcdRun): string {
+  return markdownTable(['case', 'round', 'Coffer req/s', 'Coffer p99 ms', 'etcd req/s', 'etcd p99 ms', 'Coffer / etcd'], run.rounds.map((r) => [
+    NAMES[r.case], r.round, r.coffer.requestsPerSecond.toFixed(0), r.coffer.p99Ms.toFixed(2), r.etcd.requestsPerSecond.toFixed(0), r.etcd.p99Ms.toFixed(2), r.ratio.toFixed(2),
+  ]));
+}
+
+async function main(): Promise<void> {
+  const run = await runEtcdComparison();
+  console.log(`\nCoffer vs etcd — ${new Date().toISOString()} — ${describeMachine()}\n${etcdHeader()}`);
+  for (const r of run.rounds) console.log(`  round ${r.round}  ${NAMES[r.case].padEnd(20)} ratio ${r.ratio.toFixed(2)}`);
+  for (const t of run.targets) console.log(`  ${t.name.padEnd(56)} ${t.value.toFixed(2)}  (${t.wanted})${t.met ? '' : '  MISSED'}`);
+  mkdirSync(resultsDir, { recursive: true });
+  const file = join(resultsDir, `etcd-${new Date().toISOString().replaceAll(':', '-')}.json`);
+  writeFileSync(file, JSON.stringify({ date: new Date().toISOString(), machine: machine(), ...run }, null, 2));
+  console.log(`\nresults: ${file}`);
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  main().catch((err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  });
+}

@@ -1,6 +1,6 @@
 /** Facts about the bench machine, and pinning commands to cores with taskset where possible. */
 import { execFileSync } from 'node:child_process';
-import { cpus } from 'node:os';
+import { cpus, release, totalmem } from 'node:os';
 
 const canPin = cpus().length >= 2 && (() => {
   try {
@@ -18,6 +18,26 @@ export function pinned(core: number | null, command: string, args: string[]): [s
   return canPin && core !== null ? ['taskset', ['-c', String(core), command, ...args]] : [command, args];
 }
 
+export interface Machine {
+  readonly cpu: string;
+  readonly cores: number;
+  readonly memory_gib: number;
+  readonly kernel: string;
+  readonly node: string;
+}
+
+/** What a result depends on: two runs are compared only when these match (and never across machines). */
+export function machine(): Machine {
+  return {
+    cpu: cpus()[0]?.model?.trim() ?? 'unknown CPU',
+    cores: cpus().length,
+    memory_gib: Math.round(totalmem() / 2 ** 30),
+    kernel: `Linux ${release()}`,
+    node: process.version,
+  };
+}
+
 export function describeMachine(): string {
-  return `${cpus().length} × ${cpus()[0]?.model?.trim() ?? 'unknown CPU'}, node ${process.version}`;
+  const m = machine();
+  return `${m.cores} × ${m.cpu}, node ${m.node}`;
 }

@@ -18,3 +18,36 @@ export function printTable(header: string, rows: readonly Row[]): void {
     console.log(`${name.padEnd(30)} ${server.padEnd(12)} ${r.requestsPerSecond.toFixed(0).padStart(9)} ${r.p50Ms.toFixed(2).padStart(8)} ${r.p99Ms.toFixed(2).padStart(8)} ${String(r.errors).padStart(7)} ${String(r.failedStatus).padStart(7)}`);
   }
 }
+
+/** A number the issues set a bound on, and whether this run met it. */
+export interface Target {
+  readonly name: string;
+  readonly value: number;
+  readonly wanted: string;
+  readonly met: boolean;
+}
+
+export function target(name: string, value: number, op: '≥' | '≤', bound: number): Target {
+  return { name, value, wanted: `${op} ${bound}`, met: op === '≥' ? value >= bound : value <= bound };
+}
+
+export function printTargets(targets: readonly Target[]): void {
+  console.log('\ntargets');
+  for (const t of targets) console.log(`  ${t.name.padEnd(52)} ${t.value.toFixed(2).padStart(7)}   (${t.wanted})${t.met ? '' : '  MISSED'}`);
+}
+
+/** A markdown table: `header` names the columns, the first left-aligned, the rest right-aligned. */
+export function markdownTable(header: readonly string[], lines: readonly (readonly (string | number)[])[]): string {
+  const row = (cells: readonly (string | number)[]): string => `| ${cells.join(' | ')} |`;
+  return [row(header), row(header.map((_, i) => (i === 0 ? '---' : '---:'))), ...lines.map(row)].join('\n');
+}
+
+export function markdownRows(rows: readonly Row[]): string {
+  return markdownTable(['case', 'server', 'req/s', 'p50 ms', 'p99 ms', 'errors', '≥ 400'], rows.map(({ case: name, server, result: r }) => [
+    name.trim(), server, r.requestsPerSecond.toFixed(0), r.p50Ms.toFixed(2), r.p99Ms.toFixed(2), r.errors, r.failedStatus,
+  ]));
+}
+
+export function markdownTargets(targets: readonly Target[]): string {
+  return markdownTable(['target', 'measured', 'wanted', ''], targets.map((t) => [t.name, t.value.toFixed(2), t.wanted, t.met ? 'met' : '**missed**']));
+}

@@ -1,9 +1,10 @@
 /**
  * `npm run bench`: Coffer on a fresh data directory with all its workers, seeded, driven by wrk (pinned
  * to core 1) for each case; then Coffer as one process pinned to core 0 against a bare Express 5 route
- * pinned the same way; then the audit log's cost: the same secret read against Coffer as one process with
- * and without its audit log, alternated for several rounds (the machine's drift hits both alike). Prints
- * a table and the targets, and writes JSON to bench/results/.
+ * pinned the same way; then the audit log's cost: the same secret read and secret write against Coffer as
+ * one process with and without its audit log, alternated for several rounds (the machine's drift hits both
+ * alike). Prints a table and the targets, and writes JSON to bench/results/. (`npm run bench:all` runs this
+ * and the etcd comparison and writes one report of both: bench/all.ts.)
  *
  *   npm run bench -- [--seconds 10] [--connections 32] [--rounds 5] [--only all-workers|one-process|audit-cost|flood]
  */
@@ -14,13 +15,14 @@ import { parseArgs } from 'node:util';
 import { generateToken } from '../src/auth/token-format.js';
 import { api } from './api.js';
 import * as shape from './cases.js';
-import { describeMachine, pinning } from './machine.js';
-import { resultsDir, printTable, type Row } from './report.js';
+import { describeMachine, machine, pinning } from './machine.js';
+import { resultsDir, printTable, printTargets, target, type Row, type Target } from './report.js';
 import { startBareExpress, startCoffer, startDirectCoffer, type RunningServer } from './servers.js';
 import { openLoopProcess } from './open-loop.js';
 import { ensureTools, runWrk, type LoadResult } from './wrk.js';
 
 const { values: args } = parseArgs({
+  strict: false,
   options: {
     seconds: { type: 'string', default: '10' },
     connections: { type: 'string', default: '32' },
@@ -31,6 +33,8 @@ const { values: args } = parseArgs({
 const seconds = Number(args.seconds);
 const connections = Number(args.connections);
 const rounds = Number(args.rounds);
+/** The settings every case of this run used. */
+export const settings = { seconds, connections, rounds, pinning };
 const VALUE = 'p'.repeat(64);
 
 async function measure(url: string, lua: string, core = 1): Promise<LoadResult> {
@@ -51,13 +55,18 @@ async function seed(server: RunningServer, root: string): Promise<{ reader: stri
   return { reader: String(reader.token), readerId: String(reader.id), writer: String(writer.token) };
 }
 
-async function main(): Promise<void> {
+export interface BenchRun {
+  readonly rows: Row[];
+  readonly targets: Target[];
+}
+
+/** Runs every case (or the `only` group) and judges the targets. */
+export async function runBench(only: string | undefined): Promise<BenchRun> {
   ensureTools({ wrk: 'wrk', taskset: 'util-linux' });
   const rows: Row[] = [];
   const root = generateToken().value;
   const workers = availableParallelism();
 
-  const only = args.only;
   // 1. All workers.
   if (only === undefined || only === 'all-workers') await allWorkers(rows, root, workers);
   // 1b. Only the reads and the floods, with all workers.
@@ -66,7 +75,12 @@ async function main(): Promise<void> {
   if (only === undefined || only === 'one-process') await oneProcess(rows, root);
   // 3. The audit log's cost on the read path.
   if (only === undefined || only === 'audit-cost') await auditCost(rows, root);
-  report(rows, workers);
+  return { rows, targets: targetsOf(rows, workers) };
+}
+
+async function main(): Promise<void> {
+  const run = await runBench(args.only as string | undefined);
+  report(run);
 }
 
 async function allWorkers(rows: Row[], root: string, workers: number): Promise<void> {
@@ -148,8 +162,8 @@ async function oneProcess(rows: Row[], root: string): Promise<void> {
   }
 }
 
-const AUDIT_ON = 'secret read, audit on';
-const AUDIT_OFF = 'secret read, audit off';
+const AUDITED = { read: 'secret read', write: 'secret write' } as const;
+const auditCase = (what: keyof typeof AUDITED, audit: boolean): string => `${AUDITED[what]}, audit ${audit ? 'on' : 'off'}`;
 
 async function auditCost(rows: Row[], root: string): Promise<void> {
   for (let round = 1; round <= rounds; round++) {
@@ -161,8 +175,10 @@ async function auditCost(rows: Row[], root: string): Promise<void> {
       try {
         await api(server.url, root, 'PUT', '/v1/kv/bench/app/secret', { value: VALUE, type: 'secret' });
         const reader = await api(server.url, root, 'POST', '/v1/auth/token', { role: 'reader' });
-        const result = await measure(server.url, shape.get('/v1/kv/bench/app/secret', String(reader.token)));
-        rows.push({ case: audit ? AUDIT_ON : AUDIT_OFF, server: `direct #${round}`, result });
+        const writer = await api(server.url, root, 'POST', '/v1/auth/token', { role: 'writer' });
+        const label = `direct #${round}`;
+        rows.push({ case: auditCase('read', audit), server: label, result: await measure(server.url, shape.get('/v1/kv/bench/app/secret', String(reader.token))) });
+        rows.push({ case: auditCase('write', audit), server: label, result: await measure(server.url, shape.putNew('/v1/kv/bench/writes/k', String(writer.token), { value: VALUE, type: 'secret' })) });
       } finally {
         await server.stop();
         rmSync(dir, { recursive: true, force: true });
@@ -172,43 +188,51 @@ async function auditCost(rows: Row[], root: string): Promise<void> {
 }
 
 /**
- * The audit log's cost: per round, 1 - (audited reads / unaudited reads) of the pair measured back to back;
- * the median over the rounds, so that one round disturbed by the machine does not decide it.
+ * The audit log's cost: per round, 1 - (audited / unaudited) requests per second of the pair measured back
+ * to back; the median over the rounds, so that one round disturbed by the machine does not decide it.
  */
-function auditCostOf(rows: readonly Row[]): number {
+function auditCostOf(rows: readonly Row[], what: keyof typeof AUDITED): number {
   const costs: number[] = [];
   for (let round = 1; round <= rounds; round++) {
     const rps = (name: string): number | undefined => rows.find((r) => r.case === name && r.server === `direct #${round}`)?.result.requestsPerSecond;
-    const [on, off] = [rps(AUDIT_ON), rps(AUDIT_OFF)];
+    const [on, off] = [rps(auditCase(what, true)), rps(auditCase(what, false))];
     if (on !== undefined && off !== undefined) costs.push(1 - on / off);
   }
-  costs.sort((a, b) => a - b);
-  if (costs.length === 0) return NaN;
-  const mid = costs.length >> 1;
-  return costs.length % 2 === 1 ? costs[mid]! : (costs[mid - 1]! + costs[mid]!) / 2;
+  return median(costs);
 }
 
-function report(rows: Row[], workers: number): void {
+export function median(xs: readonly number[]): number {
+  const sorted = [...xs].sort((a, b) => a - b);
+  if (sorted.length === 0) return NaN;
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+function targetsOf(rows: readonly Row[], workers: number): Target[] {
   const find = (name: string, server: string): LoadResult | undefined => rows.find((r) => r.case === name && r.server === server)?.result;
   const rps = (name: string, server: string): number => find(name, server)?.requestsPerSecond ?? NaN;
   const all = `coffer × ${workers}`;
-  const targets = [
-    ['one-process secret read / bare Express route', rps('secret read (latest)', 'coffer × 1') / rps('bare Express 5 route', 'express × 1'), '≥ 0.8'],
-    ['p99 of the secret read, all workers (ms)', find('secret read (latest)', all)?.p99Ms ?? NaN, '≤ 10'],
-    ['reads during a wrong-secret flood / normal', rps('secret read during wrong-secret flood', all) / rps('secret read (latest)', all), '≥ 0.8'],
-    ['reads during an unknown-id flood / normal', rps('secret read during unknown-id flood', all) / rps('secret read (latest)', all), '≥ 0.8'],
-    ['reads during an open-loop flood / normal', rps('secret read during open-loop flood', all) / rps('secret read (latest)', all), '≥ 0.8'],
-    ['audit cost on the secret read (median 1 - on/off)', auditCostOf(rows), '< 0.15'],
-  ] as const;
+  return [
+    target('one-process secret read / bare Express route', rps('secret read (latest)', 'coffer × 1') / rps('bare Express 5 route', 'express × 1'), '≥', 0.8),
+    target('p99 of the secret read, all workers (ms)', find('secret read (latest)', all)?.p99Ms ?? NaN, '≤', 10),
+    target('reads during a wrong-secret flood / normal', rps('secret read during wrong-secret flood', all) / rps('secret read (latest)', all), '≥', 0.8),
+    target('reads during an unknown-id flood / normal', rps('secret read during unknown-id flood', all) / rps('secret read (latest)', all), '≥', 0.8),
+    target('reads during an open-loop flood / normal', rps('secret read during open-loop flood', all) / rps('secret read (latest)', all), '≥', 0.8),
+    target('audit cost on the secret read (median 1 - on/off)', auditCostOf(rows, 'read'), '≤', 0.05),
+    target('audit cost on the secret write (median 1 - on/off)', auditCostOf(rows, 'write'), '≤', 0.1),
+  ].filter((t) => !Number.isNaN(t.value));
+}
 
-  const header = `Coffer benchmark — ${new Date().toISOString()} — ${describeMachine()}\n` +
-    `wrk: ${connections} connections, ${seconds} s per case (after 1 s warm-up), ${pinning ? 'wrk pinned to core 1; "× 1" servers pinned to core 0' : 'nothing pinned'}`;
-  printTable(header, rows);
-  console.log('\ntargets');
-  for (const [name, value, target] of targets) console.log(`  ${name.padEnd(48)} ${value.toFixed(2).padStart(7)}   (${target})`);
+export function benchHeader(): string {
+  return `wrk: ${connections} connections, ${seconds} s per case (after 1 s warm-up), ${pinning ? 'wrk pinned to core 1; "× 1" servers pinned to core 0' : 'nothing pinned'}`;
+}
+
+function report({ rows, targets }: BenchRun): void {
+  printTable(`Coffer benchmark — ${new Date().toISOString()} — ${describeMachine()}\n${benchHeader()}`, rows);
+  printTargets(targets);
   mkdirSync(resultsDir, { recursive: true });
   const file = join(resultsDir, `bench-${new Date().toISOString().replaceAll(':', '-')}.json`);
-  writeFileSync(file, JSON.stringify({ date: new Date().toISOString(), machine: describeMachine(), connections, seconds, rows, targets }, null, 2));
+  writeFileSync(file, JSON.stringify({ date: new Date().toISOString(), machine: machine(), connections, seconds, rows, targets }, null, 2));
   console.log(`\nresults: ${file}`);
 }
 

@@ -81,8 +81,8 @@ export async function startCoffer(options: CofferServerOptions): Promise<Running
 }
 
 /** Coffer as one process without a supervisor, with or without its audit log (bench/direct-server.ts). */
-export async function startDirectCoffer(options: Omit<CofferServerOptions, 'workers'>, audit: boolean): Promise<RunningServer> {
-  const [cmd, args] = pinned(options.core, process.execPath, [DIRECT, audit ? 'audit' : 'no-audit']);
+export async function startDirectCoffer(options: Omit<CofferServerOptions, 'workers'> & { readonly nodeArgs?: readonly string[] }, audit: boolean): Promise<RunningServer> {
+  const [cmd, args] = pinned(options.core, process.execPath, [...(options.nodeArgs ?? []), DIRECT, audit ? 'audit' : 'no-audit']);
   const started = performance.now();
   const child = spawn(cmd, args, {
     env: {

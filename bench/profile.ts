@@ -1,0 +1,110 @@
+/**
+ * Where one Coffer process spends its time on one kind of request: the process (one plain process with its
+ * audit log, pinned to core 0) runs under `node --cpu-prof` while wrk (core 1) sends one case for
+ * `--seconds`; the profile is summarized by bench/profile-summary.ts (top frames by self time, and self time
+ * by area). `supervised` instead measures what the supervisor costs: one worker under it against the plain
+ * process, both pinned to core 0, alternated over three rounds, no profiler.
+ *
+ *   npm run build && node dist/bench/profile.js read|write|mix|token-create|supervised [--seconds 10] [--top 15] [--no-audit]
+ *
+ * `--no-audit` profiles the process without its audit log (bench/direct-server.ts), for the audit's share.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { generateToken } from '../src/auth/token-format.js';
+import { api } from './api.js';
+import * as shape from './cases.js';
+import { describeMachine } from './machine.js';
+import { startCoffer, startDirectCoffer, type RunningServer } from './servers.js';
+import { ensureTools, runWrk } from './wrk.js';
+
+const { values: args, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    seconds: { type: 'string', default: '10' },
+    top: { type: 'string', default: '15' },
+    connections: { type: 'string', default: '32' },
+    'no-audit': { type: 'boolean', default: false },
+  },
+});
+const kind = positionals[0];
+const seconds = Number(args.seconds);
+const connections = Number(args.connections);
+const VALUE = 'p'.repeat(64);
+const SUMMARY = fileURLToPath(new URL('profile-summary.js', import.meta.url));
+
+interface Seeded {
+  readonly reader: string;
+  readonly writer: string;
+}
+
+async function seed(server: RunningServer, root: string): Promise<Seeded> {
+  await api(server.url, root, 'PUT', '/v1/kv/bench/app/secret', { value: VALUE, type: 'secret' });
+  const reader = await api(server.url, root, 'POST', '/v1/auth/token', { role: 'reader' });
+  const writer = await api(server.url, root, 'POST', '/v1/auth/token', { role: 'writer' });
+  return { reader: String(reader.token), writer: String(writer.token) };
+}
+
+function caseFor(name: string, t: Seeded, root: string): string {
+  switch (name) {
+    case 'read': return shape.get('/v1/kv/bench/app/secret', t.reader);
+    case 'write': return shape.putNew('/v1/kv/bench/writes/k', t.writer, { value: VALUE, type: 'secret' });
+    case 'mix': return shape.readWriteMix('/v1/kv/bench/app/secret', '/v1/kv/bench/mix/k', t.writer, { value: VALUE, type: 'secret' });
+    case 'token-create': return shape.post('/v1/auth/token', root, { role: 'reader', expires_in: 600 });
+    default: throw new Error(`unknown case ${name}: read, write, mix, token-create or supervised`);
+  }
+}
+
+async function profile(name: string): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'coffer-profile-'));
+  const profiles = join(dir, 'profiles');
+  const root = generateToken().value;
+  const server = await startDirectCoffer({ dataDir: dir, rootToken: root, core: 0, nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profiles}`] }, !args['no-audit']);
+  try {
+    const lua = caseFor(name, await seed(server, root), root);
+    await runWrk({ url: server.url, lua, connections, seconds: 1 });
+    const result = await runWrk({ url: server.url, lua, connections, seconds });
+    console.log(`${name}${args['no-audit'] ? ' (no audit log)' : ''}: ${result.requestsPerSecond.toFixed(0)} req/s under the profiler, p50 ${result.p50Ms.toFixed(2)} ms, p99 ${result.p99Ms.toFixed(2)} ms — ${describeMachine()}`);
+  } finally {
+    await server.stop(); // the profile is written as the process exits
+  }
+  const [file] = readdirSync(profiles).filter((f) => f.endsWith('.cpuprofile'));
+  if (!file) throw new Error('the server wrote no profile');
+  console.log(execFileSync(process.execPath, [SUMMARY, join(profiles, file), String(args.top)]).toString());
+  rmSync(dir, { recursive: true, force: true });
+}
+
+async function supervised(): Promise<void> {
+  const root = generateToken().value;
+  for (let round = 1; round <= 3; round++) {
+    const order = round % 2 === 1 ? ['supervised', 'plain'] : ['plain', 'supervised'];
+    const line: string[] = [];
+    for (const how of order) {
+      const dir = mkdtempSync(join(tmpdir(), 'coffer-profile-'));
+      const server = how === 'plain'
+        ? await startDirectCoffer({ dataDir: dir, rootToken: root, core: 0 }, true)
+        : await startCoffer({ dataDir: dir, rootToken: root, workers: 1, core: 0 });
+      try {
+        const lua = caseFor('read', await seed(server, root), root);
+        await runWrk({ url: server.url, lua, connections, seconds: 1 });
+        const result = await runWrk({ url: server.url, lua, connections, seconds });
+        line.push(`${how} ${result.requestsPerSecond.toFixed(0)} req/s (p99 ${result.p99Ms.toFixed(2)} ms)`);
+      } finally {
+        await server.stop();
+        rmSync(dir, { recursive: true, force: true });
+      }
+    }
+    console.log(`round ${round}: ${line.join(', ')}`);
+  }
+  console.log(describeMachine());
+}
+
+ensureTools({ wrk: 'wrk', taskset: 'util-linux' });
+(kind === 'supervised' ? supervised() : profile(kind ?? '')).catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
