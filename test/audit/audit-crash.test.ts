@@ -73,7 +73,7 @@ describe('every committed change has its audit entry, even after kill -9', funct
     const p = await startProcess(env);
     await send(p.url, 'PUT', '/v1/kv/reads/k', root, { value: 'v', type: 'secret' });
     const answered: string[] = [];
-    await Promise.all(Array.from({ length: 16 }, async (_, w) => {
+    await Promise.all(Array.from({ length: 16 }, async () => {
       for (let i = 0; i < 25; i++) {
         const reply = await send(p.url, 'GET', i % 5 === 0 ? '/v1/kv/reads/missing' : '/v1/kv/reads/k', root);
         answered.push(String(reply.headers['x-request-id']));
