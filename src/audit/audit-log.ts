@@ -1,5 +1,5 @@
 /**
- * The audit log as the server uses it: intent entries (in the file before a change, and durable with it),
+ * The audit log as the server uses it: intent entries (placed before a change and committed with it),
  * request entries (in the file before their response is sent, synced within audit.sync_ms), and operator
  * events (durable). Fail closed: when an entry cannot be recorded the request is answered 503
  * `audit_unavailable` instead (unless `failOpen`, for development, which serves it and logs loudly).

@@ -70,8 +70,9 @@ export async function auditCoverage(files: readonly string[], storage: StorageBa
     }
   }
   for (const copy of await intentCopies(storage)) {
-    const entry = JSON.parse(copy.line) as Entry;
-    if (entry.ts !== undefined) logStart = Math.min(logStart, Date.parse(entry.ts));
+    const entry = copy.entry as Entry | null;
+    if (entry === null) continue;
+    if (typeof entry.ts === 'string') logStart = Math.min(logStart, Date.parse(entry.ts));
     addIntent(entry);
   }
   const open = new Map<string, number>();

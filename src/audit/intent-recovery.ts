@@ -17,6 +17,8 @@ export interface IntentCopy {
   readonly chain: string;
   readonly seq: number;
   readonly line: string;
+  /** The entry the line holds; null when the stored bytes are not one (damaged or altered storage). */
+  readonly entry: Record<string, unknown> | null;
   readonly key: Uint8Array;
 }
 
@@ -24,9 +26,19 @@ export interface IntentCopy {
 export async function intentCopies(storage: StorageBackend): Promise<IntentCopy[]> {
   const copies: IntentCopy[] = [];
   for await (const { key, value } of storage.scan(INTENT_JOURNAL_RANGE)) {
-    copies.push({ ...parseIntentJournalKey(key), line: Buffer.from(value).toString('utf8'), key });
+    const line = Buffer.from(value).toString('utf8');
+    copies.push({ ...parseIntentJournalKey(key), line, entry: entryOf(line), key });
   }
   return copies;
+}
+
+function entryOf(line: string): Record<string, unknown> | null {
+  try {
+    const entry: unknown = JSON.parse(line);
+    return typeof entry === 'object' && entry !== null && !Array.isArray(entry) ? (entry as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
 }
 
 export interface Recovery {
@@ -45,7 +57,9 @@ export async function recoverIntents(storage: StorageBackend, auditDir: string, 
     const inFile = linesAt(files.get(chain)?.map((f) => f.path) ?? [], new Set(ofChain.map((c) => c.seq)));
     for (const copy of ofChain) {
       if (inFile.get(copy.seq) === copy.line) continue;
-      const recorded = await audit.event('audit.intent_recovered', { from_chain: chain, from_seq: copy.seq, intent: JSON.parse(copy.line) as unknown });
+      // An unreadable copy is still reported: something was committed there that the log cannot name.
+      const intent = copy.entry ?? { unreadable: true, bytes: Buffer.byteLength(copy.line) };
+      const recorded = await audit.event('audit.intent_recovered', { from_chain: chain, from_seq: copy.seq, intent });
       if (!recorded) throw new Error('the audit log cannot be written: intents recovered from the store could not be put back into it');
       recovered++;
     }

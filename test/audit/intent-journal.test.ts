@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { intentCopies } from '../../src/audit/intent-recovery.js';
 import { generateToken } from '../../src/auth/token-format.js';
+import { intentJournalKey } from '../../src/storage/layout.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
 import { auditFiles, auditLines } from '../support/audit-lines.js';
 import { probeDatasyncs, type DatasyncProbe } from '../support/datasync-probe.js';
@@ -116,6 +117,24 @@ describe('intents are committed with their changes: one sync for both', function
       await p.stop();
       expect(await copiesIn(join(dir, 'data', 'lmdb'))).to.deep.equal([]);
       expect(auditLines(join(dir, 'data', 'audit')).filter((l) => l.event === 'audit.intent_recovered')).to.deep.equal([]);
+    });
+
+    it('reports a copy the store holds in damaged form instead of failing to start or to verify', async () => {
+      const dir = tempDir();
+      await writeAndKill(dir);
+      const storage = new LmdbBackend({ path: join(dir, 'data', 'lmdb') });
+      try {
+        await storage.atomic([], () => ({ writes: [{ op: 'put', key: intentJournalKey('mangled-1-chain', 7), value: Buffer.from('{"kind":"int') }], result: undefined }));
+      } finally {
+        await storage.close();
+      }
+      const verify = await runCoffer(['audit', 'verify'], envOf(dir));
+      expect(verify.stdout).to.match(/^intact: /);
+      const p = await startProcess(envOf(dir));
+      await p.stop();
+      const recovered = auditLines(join(dir, 'data', 'audit')).filter((l) => l.event === 'audit.intent_recovered');
+      expect(recovered.map((l) => [l.from_chain, l.from_seq, l.intent])).to.deep.equal([['mangled-1-chain', 7, { unreadable: true, bytes: 12 }]]);
+      expect(await copiesIn(join(dir, 'data', 'lmdb'))).to.deep.equal([]);
     });
 
     it('puts intents a power loss took from the file back into the log at the next start, and verify counts them before and after', async () => {
