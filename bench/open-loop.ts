@@ -71,6 +71,11 @@ export async function openLoop(load: OpenLoop): Promise<OpenLoopResult> {
   return { sent, answered, byStatus };
 }
 
+/** The same correct request every time: the control, what any 1,000 requests a second cost. */
+export function goodRequest(path: string, token: string): OpenLoop['request'] {
+  return (_, host) => `GET ${path} HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${token}\r\n\r\n`;
+}
+
 /** Wrong secrets of token `tokenId` for `path`, a new one per request. */
 export function wrongSecretRequest(path: string, tokenId: string): OpenLoop['request'] {
   return (i, host) => `GET ${path} HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer cfr_${tokenId}_${String(i).padStart(43, '0')}\r\n\r\n`;
@@ -80,7 +85,10 @@ export function wrongSecretRequest(path: string, tokenId: string): OpenLoop['req
  * The open-loop flood in a process of its own on `core`, like wrk: load generators are kept off the core
  * they are not pinned to, so that what is measured is the server, not the client.
  */
-export function openLoopProcess(load: Omit<OpenLoop, 'request'> & { readonly path: string; readonly tokenId: string }, core: number): Promise<OpenLoopResult> {
+/** What the generator process sends: wrong secrets of `tokenId`, or, with `token`, that correct token. */
+type Sent = Omit<OpenLoop, 'request'> & { readonly path: string; readonly tokenId: string; readonly token?: string };
+
+export function openLoopProcess(load: Sent, core: number): Promise<OpenLoopResult> {
   const [cmd, args] = pinned(core, process.execPath, [fileURLToPath(import.meta.url), JSON.stringify(load)]);
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -92,7 +100,7 @@ export function openLoopProcess(load: Omit<OpenLoop, 'request'> & { readonly pat
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const load = JSON.parse(process.argv[2]!) as Omit<OpenLoop, 'request'> & { path: string; tokenId: string };
-  const result = await openLoop({ ...load, request: wrongSecretRequest(load.path, load.tokenId) });
+  const load = JSON.parse(process.argv[2]!) as Sent;
+  const result = await openLoop({ ...load, request: load.token === undefined ? wrongSecretRequest(load.path, load.tokenId) : goodRequest(load.path, load.token) });
   process.stdout.write(JSON.stringify(result));
 }
