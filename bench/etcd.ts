@@ -15,7 +15,7 @@ import { parseArgs } from 'node:util';
 import { generateToken } from '../src/auth/token-format.js';
 import * as shape from './cases.js';
 import { describeMachine, machine } from './machine.js';
-import { markdownTable, resultsDir, target, type Target } from './report.js';
+import { markdownTable, median, resultsDir, target, type Target } from './report.js';
 import { api } from './api.js';
 import { startCoffer } from './servers.js';
 import { ensureTools, runWrk, type LoadResult } from './wrk.js';
@@ -102,12 +102,6 @@ export interface EtcdRun {
 const WANTED = { read: 1.5, write: 1.0 } as const;
 const NAMES = { read: 'authenticated read', write: 'durable write' } as const;
 
-function medianOf(xs: readonly number[]): number {
-  const sorted = [...xs].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
-
 /** Runs the comparison; each round's ratio is Coffer's and etcd's requests per second measured back to back. */
 export async function runEtcdComparison(): Promise<EtcdRun> {
   ensureTools({ wrk: 'wrk', etcd: 'etcd-server', etcdctl: 'etcd-client', taskset: 'util-linux' });
@@ -150,7 +144,7 @@ export async function runEtcdComparison(): Promise<EtcdRun> {
     }
     const targets = (['read', 'write'] as const)
       .filter((name) => measured.some((r) => r.case === name))
-      .map((name) => target(`${NAMES[name]}: Coffer / etcd (median of ${rounds} rounds)`, medianOf(measured.filter((r) => r.case === name).map((r) => r.ratio)), '≥', WANTED[name]));
+      .map((name) => target(`${NAMES[name]}: Coffer / etcd (median of ${rounds} rounds)`, median(measured.filter((r) => r.case === name).map((r) => r.ratio)), '≥', WANTED[name]));
     return { connections, seconds, rounds: measured, targets };
   } finally {
     await coffer.stop();

@@ -19,6 +19,14 @@ export function printTable(header: string, rows: readonly Row[]): void {
   }
 }
 
+/** The median of `xs` (NaN when empty): what rounds of one measurement are summed up by. */
+export function median(xs: readonly number[]): number {
+  const sorted = [...xs].sort((a, b) => a - b);
+  if (sorted.length === 0) return NaN;
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
 /** A number the issues set a bound on, and whether this run met it. */
 export interface Target {
   readonly name: string;

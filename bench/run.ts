@@ -16,7 +16,7 @@ import { generateToken } from '../src/auth/token-format.js';
 import { api } from './api.js';
 import * as shape from './cases.js';
 import { describeMachine, machine, pinning } from './machine.js';
-import { resultsDir, printTable, printTargets, target, type Row, type Target } from './report.js';
+import { median, resultsDir, printTable, printTargets, target, type Row, type Target } from './report.js';
 import { startBareExpress, startCoffer, startDirectCoffer, type RunningServer } from './servers.js';
 import { openLoopProcess } from './open-loop.js';
 import { ensureTools, runWrk, type LoadResult } from './wrk.js';
@@ -33,8 +33,6 @@ const { values: args } = parseArgs({
 const seconds = Number(args.seconds);
 const connections = Number(args.connections);
 const rounds = Number(args.rounds);
-/** The settings every case of this run used. */
-export const settings = { seconds, connections, rounds, pinning };
 const VALUE = 'p'.repeat(64);
 
 async function measure(url: string, lua: string, core = 1): Promise<LoadResult> {
@@ -205,13 +203,6 @@ function auditCostOf(rows: readonly Row[], what: keyof typeof AUDITED): number {
     if (on !== undefined && off !== undefined) costs.push(1 - on / off);
   }
   return median(costs);
-}
-
-export function median(xs: readonly number[]): number {
-  const sorted = [...xs].sort((a, b) => a - b);
-  if (sorted.length === 0) return NaN;
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 function targetsOf(rows: readonly Row[], workers: number): Target[] {
