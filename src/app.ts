@@ -269,7 +269,7 @@ export async function checkListenable(config: Pick<CofferConfig, 'host' | 'port'
   await new Promise((resolve) => probe.close(resolve));
 }
 
-/** Puts intents that a power loss took from the audit files back into the log (audit/intent-recovery.ts). */
+/** Puts intents missing from the audit files (a power loss, or a kill as a change committed) back into the log (audit/intent-recovery.ts). */
 async function recoverJournaledIntents(storage: StorageBackend, config: CofferConfig, audit: AuditLog, log: Logger): Promise<void> {
   const { found, recovered } = await recoverIntents(storage, config.audit.dir!, audit);
   if (recovered > 0) {
