@@ -152,8 +152,9 @@ async function archiveCommand(config: CofferConfig, before: string, to: string, 
     // The record first, in a chain of its own that ends with a keyed checkpoint; then the originals go.
     const log = pino({ level: 'silent' });
     const audit = await openAuditLog(config, storage, holder, log, Date.now, 'audit.archive.start');
-    // Intent copies left in the store are settled against the files while the files are still here.
-    await recoverIntents(storage, dir, audit);
+    // Intent copies left in the store are settled against the files while the files are still here; the
+    // last minute's are left to their server, which may be writing their lines right now.
+    await recoverIntents(storage, dir, audit, { leaveYoungerThanMs: 60_000 });
     const recorded = await audit.event('audit.archive', { before, to, files: archivedFields(plan) });
     await audit.close();
     if (!recorded) throw new CliError(`the archive could not be recorded in ${dir}; the originals are kept (copies are in ${to})`, 1);
