@@ -49,12 +49,13 @@ export interface Recovery {
 }
 
 /**
- * `leaveYoungerThanMs`: copies made less than this long ago are left alone — with a server running (the archive
- * command runs beside one) such a copy's line may be on its way into the file this very moment.
+ * `leaveYoungerThanMs`: copies made less than this long ago are left alone — with a server running (the
+ * archive command runs beside one) such a copy's line may be on its way into the file this very moment.
  */
 export async function recoverIntents(storage: StorageBackend, auditDir: string, audit: AuditLog, options: { readonly leaveYoungerThanMs?: number } = {}): Promise<Recovery> {
-  const cutoff = Date.now() - (options.leaveYoungerThanMs ?? 0);
-  const copies = (await intentCopies(storage)).filter((c) => options.leaveYoungerThanMs === undefined || !(typeof c.entry?.ts === 'string' && Date.parse(c.entry.ts) > cutoff));
+  const cutoff = options.leaveYoungerThanMs === undefined ? Infinity : Date.now() - options.leaveYoungerThanMs;
+  const young = (c: IntentCopy): boolean => typeof c.entry?.ts === 'string' && Date.parse(c.entry.ts) > cutoff;
+  const copies = (await intentCopies(storage)).filter((c) => !young(c));
   if (copies.length === 0) return { found: 0, recovered: 0 };
   const files = chainFiles(auditFilesIn(auditDir));
   let recovered = 0;

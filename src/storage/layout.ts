@@ -15,6 +15,7 @@
  * namespace `c` means seeking to M ns 0x01 c 0x02.
  */
 import type { KeyRange } from './backend.js';
+import { packUint32, unpackUint32 } from './uint32.js';
 
 const bytes = (text: string): Buffer => Buffer.from(text, 'latin1');
 const nsPart = (ns: string): string => ns.replaceAll('/', '\x01');
@@ -104,15 +105,12 @@ export function auditChainKey(chain: string): Buffer {
 export const AUDIT_CHAINS_RANGE: KeyRange = { start: bytes('A'), end: bytes('B') };
 
 export function intentJournalKey(chain: string, seq: number): Buffer {
-  const key = Buffer.alloc(chain.length + 6);
-  key.write(`J${chain}\0`, 'latin1');
-  key.writeUInt32BE(seq, chain.length + 2);
-  return key;
+  return Buffer.concat([bytes(`J${chain}\0`), packUint32(seq)]);
 }
 
 export function parseIntentJournalKey(storageKey: Uint8Array): { chain: string; seq: number } {
   const key = Buffer.from(storageKey.buffer, storageKey.byteOffset, storageKey.byteLength);
-  return { chain: key.toString('latin1', 1, key.length - 5), seq: key.readUInt32BE(key.length - 4) };
+  return { chain: key.toString('latin1', 1, key.length - 5), seq: unpackUint32(key.subarray(key.length - 4)) };
 }
 
 export const INTENT_JOURNAL_RANGE: KeyRange = { start: bytes('J'), end: bytes('K') };
