@@ -9,13 +9,18 @@
  *   value of another shape unless the root token itself has another shape.
  * - Values that failed verification go to a separate bounded cache, so a flood of wrong tokens can
  *   neither repeat argon2 work for the same value nor evict verified ones.
+ * - A token id has exactly one secret. Once a token's value has been verified, the process remembers the
+ *   keyed HMAC of that value under its id, and any other secret presented with that id is known to be
+ *   wrong: 401 without argon2 (compared in constant time). So wrong secrets aimed at a token in use — the
+ *   likely target, its id being in logs and lists — cost no argon2 at all. Not for the root token: its
+ *   value may be chosen (at least 32 characters), so its wrong guesses keep argon2's cost and budget.
  * - Failures that cost no argon2 answer 401 and are never limited. Each argon2 verification is charged to
  *   the budget of its client address and token (FailureLimiter) when it starts, refunded on success; past
  *   the budget, that address gets 429 for that token only. The argon2 work itself is scheduled fairly
  *   between (address, token) pairs (Argon2Gate), so a client flooding one token cannot fill the queue that
  *   another client's first use of that token waits in.
  */
-import { createHmac } from 'node:crypto';
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { randomBytes } from '../crypto/random.js';
 import { AppError } from '../errors.js';
 import type { Argon2Gate } from './argon2-gate.js';
@@ -46,11 +51,14 @@ export class Authenticator {
   private readonly hmacKey = randomBytes(32);
   private readonly verified: BoundedCache<string, Principal>;
   private readonly rejected: BoundedCache<string, true>;
+  /** Token id → the cache key (keyed HMAC) of its one verified value. */
+  private readonly knownValue: BoundedCache<string, string>;
   private readonly inFlight = new Map<string, Promise<boolean>>();
 
   constructor(private readonly deps: AuthenticatorDeps) {
     this.verified = new BoundedCache(deps.cacheSize ?? 10_000);
     this.rejected = new BoundedCache(deps.cacheSize ?? 10_000);
+    this.knownValue = new BoundedCache(deps.cacheSize ?? 10_000);
   }
 
   /** The principal for a bearer value presented from `address`; throws 401 (or 429 past the budget). */
@@ -71,11 +79,13 @@ export class Authenticator {
     const { root } = this.deps;
     const parts = parseToken(value);
     if (parts && parts.id !== root.id) {
+      if (this.isOtherThanKnown(parts.id, cacheKey)) throw unauthorized();
       const record = await this.deps.tokens.get(parts.id);
       if (!record || statusOf(record, this.deps.now()) !== 'active') throw unauthorized();
       if (!(await this.verifyOnce(cacheKey, record.hash, parts.secret, address, parts.id))) throw unauthorized();
       const principal = this.deps.principals.forToken(record);
       this.verified.set(cacheKey, principal);
+      this.knownValue.set(parts.id, cacheKey);
       return principal;
     }
     const rootCandidate = parts ? parts.id === root.id : root.id === null;
@@ -83,6 +93,12 @@ export class Authenticator {
     if (!(await this.verifyOnce(cacheKey, root.hash, value, address, 'root'))) throw unauthorized();
     this.verified.set(cacheKey, ROOT_PRINCIPAL);
     return ROOT_PRINCIPAL;
+  }
+
+  /** True when token `id`'s one value has been verified here and `cacheKey` is not its key. */
+  private isOtherThanKnown(id: string, cacheKey: string): boolean {
+    const known = this.knownValue.get(id);
+    return known !== undefined && !timingSafeEqual(Buffer.from(known), Buffer.from(cacheKey));
   }
 
   private async ensureLive(principal: Principal): Promise<Principal> {

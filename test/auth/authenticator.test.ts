@@ -24,6 +24,8 @@ describe('authenticator', () => {
   let gate: CountingGate;
   let auth: Authenticator;
   let good: string;
+  /** A real token whose correct value is never presented: its wrong secrets always need argon2. */
+  let victim: string;
   let root: string;
 
   before(async () => {
@@ -34,6 +36,9 @@ describe('authenticator', () => {
       id: t.id, hash: await gate.hash(t.secret), role: 'reader', scopes: null, metadata: {},
       createdAt: Date.now(), expiresAt: Date.now() + 60_000, revokedAt: null,
     });
+    const v = generateToken();
+    victim = v.value;
+    records.set(v.id, { ...records.get(t.id)!, id: v.id, hash: await gate.hash(v.secret) });
     const r = generateToken();
     root = r.value;
     auth = new Authenticator({ tokens, argon2: gate, principals, root: { id: r.id, hash: await gate.hash(r.value), updatedAt: 0 }, now: Date.now });
@@ -61,7 +66,7 @@ describe('authenticator', () => {
   });
 
   it('verifies a wrong secret for a known id once, then rejects it from the cache', async () => {
-    const wrong = `${good.slice(0, 21)}${'w'.repeat(43)}`;
+    const wrong = `${victim.slice(0, 21)}${'w'.repeat(43)}`;
     for (let i = 0; i < 5; i++) await auth.authenticate(wrong).catch(() => undefined);
     expect(gate.verifications).to.equal(1);
   });
@@ -140,7 +145,7 @@ describe('authenticator', () => {
 
   it('serves a verified token at full speed while wrong tokens flood argon2', async () => {
     await auth.authenticate(good);
-    const flood = Array.from({ length: 40 }, (_, i) => auth.authenticate(`${good.slice(0, 21)}${String(i).padStart(43, 'f')}`).catch(() => undefined));
+    const flood = Array.from({ length: 40 }, (_, i) => auth.authenticate(`${victim.slice(0, 21)}${String(i).padStart(43, 'f')}`).catch(() => undefined));
     const started = performance.now();
     for (let i = 0; i < 200; i++) await auth.authenticate(good);
     const elapsed = performance.now() - started;
@@ -162,7 +167,7 @@ describe('authenticator', () => {
     });
 
     const attempt = (value: string, address: string): Promise<unknown> => limited.authenticate(value, address).catch((e: unknown) => e);
-    const wrong = (i: number): string => `${good.slice(0, 21)}${String(i).padStart(43, 'x')}`;
+    const wrong = (i: number): string => `${victim.slice(0, 21)}${String(i).padStart(43, 'x')}`;
 
     it('answers 429 with Retry-After once an address has used its budget, without more argon2', async () => {
       await limited.authenticate(good, '10.0.0.1');
@@ -186,7 +191,7 @@ describe('authenticator', () => {
     });
 
     it('answers 401, never 429, for failures that cost no argon2, however many', async () => {
-      const id = good.slice(4, 20);
+      const id = victim.slice(4, 20);
       for (let i = 0; i < 50; i++) {
         expect(await attempt(`cfr_${'B'.repeat(16)}_${String(i).padStart(43, 'u')}`, '10.0.0.1')).to.have.property('code', 'unauthorized');
         expect(await attempt(wrong(0), '10.0.0.1')).to.have.property('code', 'unauthorized'); // refused once already: cached
@@ -195,6 +200,31 @@ describe('authenticator', () => {
       const revoked = await attempt(wrong(77), '10.0.0.1');
       records.set(id, { ...records.get(id)!, revokedAt: null });
       expect(revoked).to.have.property('code', 'unauthorized');
+    });
+
+    it('knows a wrong secret of a token it has verified without argon2, and never charges it', async () => {
+      await limited.authenticate(good, '10.0.0.5');
+      gate.verifications = 0;
+      for (let i = 0; i < 50; i++) {
+        expect(await attempt(`${good.slice(0, 21)}${String(i).padStart(43, 'k')}`, '10.0.0.5')).to.have.property('code', 'unauthorized');
+      }
+      expect(gate.verifications).to.equal(0);
+      // Nothing was charged: the budget of (10.0.0.5, victim) is untouched, but neither is good's spent.
+      expect((await limited.authenticate(good, '10.0.0.5')).role).to.equal('reader');
+    });
+
+    it('keeps argon2 and the budget for wrong values of the root token, whose value may be chosen', async () => {
+      const r = generateToken();
+      const withRoot = new Authenticator({
+        tokens, argon2: gate, principals, root: { id: r.id, hash: await gate.hash(r.value), updatedAt: 0 }, now: () => now,
+        limiter: new FailureLimiter({ burst: 2, perSecond: 1 }),
+      });
+      expect((await withRoot.authenticate(r.value, '10.0.0.6')).isRoot).to.equal(true);
+      gate.verifications = 0;
+      const outcomes = [];
+      for (let i = 0; i < 3; i++) outcomes.push(await withRoot.authenticate(`${r.value.slice(0, 21)}${String(i).padStart(43, 'r')}`, '10.0.0.6').catch((e: unknown) => (e as AppError).code));
+      expect(outcomes).to.deep.equal(['unauthorized', 'unauthorized', 'too_many_requests']);
+      expect(gate.verifications).to.equal(2);
     });
 
     it('charges concurrent attempts as they start, so a burst cannot slip past the check', async () => {

@@ -67,10 +67,11 @@ describe('the spec\'s 401 stays a 401: limits on wrong secrets', function () {
 
     it('answers 429 with Retry-After, held back about a second, for that token only; other tokens and failures stay as they were', async () => {
       const good = await c.token({ role: 'reader' });
+      const target = await c.token({ role: 'reader' }); // never used: its wrong secrets need argon2
       const other = await c.token({ role: 'reader' });
       expect((await c.call('GET', '/v1/auth/me', { token: good })).status).to.equal(200);
       const statuses = [];
-      for (let i = 0; i < 4; i++) statuses.push((await c.call('GET', '/v1/auth/me', { token: wrongSecret(good, i) })).status);
+      for (let i = 0; i < 4; i++) statuses.push((await c.call('GET', '/v1/auth/me', { token: wrongSecret(target, i) })).status);
       expect(statuses).to.deep.equal([401, 401, 401, 429]);
       expect((await c.call('GET', '/v1/auth/me', { token: null })).status).to.equal(401);
       expect((await c.call('GET', '/v1/auth/me', { token: wrongSecret(other, 1) })).status).to.equal(401);
@@ -78,7 +79,7 @@ describe('the spec\'s 401 stays a 401: limits on wrong secrets', function () {
 
       const started = performance.now();
       const [limited, served] = await Promise.all([
-        c.call('GET', '/v1/kv/a/b', { token: wrongSecret(good, 99) }),
+        c.call('GET', '/v1/kv/a/b', { token: wrongSecret(target, 99) }),
         (async () => {
           const t = performance.now();
           const res = await c.call('GET', '/v1/auth/me', { token: good });
@@ -92,6 +93,15 @@ describe('the spec\'s 401 stays a 401: limits on wrong secrets', function () {
       expect(served.status).to.equal(200);
       // Not held back: a tarpitted answer takes at least a second.
       expect(served.ms).to.be.below(900);
+    });
+
+    it('answers 401 to any number of wrong secrets of a token it has verified: they are known wrong without argon2', async () => {
+      const inUse = await c.token({ role: 'reader' });
+      expect((await c.call('GET', '/v1/auth/me', { token: inUse })).status).to.equal(200);
+      const statuses = new Set<number>();
+      for (let i = 0; i < 12; i++) statuses.add((await c.call('GET', '/v1/auth/me', { token: wrongSecret(inUse, 1000 + i) })).status);
+      expect([...statuses]).to.deep.equal([401]);
+      expect((await c.call('GET', '/v1/auth/me', { token: inUse })).status).to.equal(200);
     });
   });
 
