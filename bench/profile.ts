@@ -5,7 +5,9 @@
  * by area). `supervised` instead measures what the supervisor costs: one worker under it against the plain
  * process, both pinned to core 0, alternated over three rounds, no profiler.
  *
- *   npm run build && node dist/bench/profile.js read|write|mix|token-create|supervised [--seconds 10] [--top 15] [--no-audit]
+ *   npm run build && node dist/bench/profile.js read|write|mix|token-create|unknown-id-flood|supervised [--seconds 10] [--top 15] [--no-audit]
+ *
+ * `unknown-id-flood` sends tokens of an unknown id open loop (1,000 a second over 200 connections) instead of wrk.
  *
  * `--no-audit` profiles the process without its audit log (bench/direct-server.ts), for the audit's share.
  */
@@ -19,6 +21,7 @@ import { generateToken } from '../src/auth/token-format.js';
 import { api } from './api.js';
 import * as shape from './cases.js';
 import { describeMachine } from './machine.js';
+import { openLoop, wrongSecretRequest } from './open-loop.js';
 import { startCoffer, startDirectCoffer, type RunningServer } from './servers.js';
 import { ensureTools, runWrk } from './wrk.js';
 
@@ -65,10 +68,17 @@ async function profile(name: string): Promise<void> {
   const root = generateToken().value;
   const server = await startDirectCoffer({ dataDir: dir, rootToken: root, core: 0, nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profiles}`] }, !args['no-audit']);
   try {
-    const lua = caseFor(name, await seed(server, root), root);
-    await runWrk({ url: server.url, lua, connections, seconds: 1 });
-    const result = await runWrk({ url: server.url, lua, connections, seconds });
-    console.log(`${name}${args['no-audit'] ? ' (no audit log)' : ''}: ${result.requestsPerSecond.toFixed(0)} req/s under the profiler, p50 ${result.p50Ms.toFixed(2)} ms, p99 ${result.p99Ms.toFixed(2)} ms — ${describeMachine()}`);
+    if (name === 'unknown-id-flood') {
+      // Open loop, no reads beside it: what a request arriving on its own costs, answered 401.
+      await seed(server, root);
+      const sent = await openLoop({ url: server.url, perSecond: 1000, connections: 200, seconds, request: wrongSecretRequest('/v1/kv/bench/app/secret', 'UnknownIdBench00') });
+      console.log(`${name}: ${sent.sent} sent at 1,000/s over 200 connections, answered ${JSON.stringify(sent.byStatus)} — ${describeMachine()}`);
+    } else {
+      const lua = caseFor(name, await seed(server, root), root);
+      await runWrk({ url: server.url, lua, connections, seconds: 1 });
+      const result = await runWrk({ url: server.url, lua, connections, seconds });
+      console.log(`${name}${args['no-audit'] ? ' (no audit log)' : ''}: ${result.requestsPerSecond.toFixed(0)} req/s under the profiler, p50 ${result.p50Ms.toFixed(2)} ms, p99 ${result.p99Ms.toFixed(2)} ms — ${describeMachine()}`);
+    }
   } finally {
     await server.stop(); // the profile is written as the process exits
   }

@@ -122,6 +122,8 @@ async function allWorkers(rows: Row[], root: string, workers: number): Promise<v
 async function floods(rows: Row[], url: string, t: Seeded, server: string): Promise<void> {
   const read = shape.get('/v1/kv/bench/app/secret', t.reader);
   await runWrk({ url, lua: read, connections, seconds: 1 });
+  // The normal read again, before and after the floods: each flood is judged against the best of them.
+  rows.push({ case: NORMAL_BEFORE, server, result: await runWrk({ url, lua: read, connections, seconds }) });
   for (const [name, flood] of [
     ['wrong-secret flood', shape.wrongTokenFlood('/v1/kv/bench/app/secret', t.readerId)],
     [IDLE_FLOOD, shape.wrongTokenFlood('/v1/kv/bench/app/secret', t.idleId)],
@@ -141,7 +143,11 @@ async function floods(rows: Row[], url: string, t: Seeded, server: string): Prom
     rows.push({ case: `secret read during ${name}`, server, result: good });
     console.log(`${name}: ${sent.sent} sent at 1,000/s over 200 connections, ${sent.answered} answered: ${JSON.stringify(sent.byStatus)}`);
   }
+  rows.push({ case: NORMAL_AFTER, server, result: await runWrk({ url, lua: read, connections, seconds }) });
 }
+
+const NORMAL_BEFORE = 'secret read, before the floods';
+const NORMAL_AFTER = 'secret read, after the floods';
 
 const OPEN_LOOP_CONTROL = 'open-loop correct reads (control)';
 const IDLE_FLOOD = 'wrong-secret flood at an unused token';
@@ -221,13 +227,15 @@ function targetsOf(rows: readonly Row[], workers: number): Target[] {
   const find = (name: string, server: string): LoadResult | undefined => rows.find((r) => r.case === name && r.server === server)?.result;
   const rps = (name: string, server: string): number => find(name, server)?.requestsPerSecond ?? NaN;
   const all = `coffer × ${workers}`;
+  // "Normal" for the floods: the best of the plain secret reads, so that no flood is flattered by a slow one.
+  const normal = Math.max(...['secret read (latest)', NORMAL_BEFORE, NORMAL_AFTER].map((name) => rps(name, all)).filter((v) => !Number.isNaN(v)));
   return [
     target('one-process secret read / bare Express route', rps('secret read (latest)', 'coffer × 1') / rps('bare Express 5 route', 'express × 1'), '≥', 0.8),
     target('p99 of the secret read, all workers (ms)', find('secret read (latest)', all)?.p99Ms ?? NaN, '≤', 10),
-    target('reads during a wrong-secret flood / normal', rps('secret read during wrong-secret flood', all) / rps('secret read (latest)', all), '≥', 0.8),
-    target('reads during a wrong-secret flood at an unused token / normal', rps(`secret read during ${IDLE_FLOOD}`, all) / rps('secret read (latest)', all), '≥', 0.8),
-    target('reads during an unknown-id flood / normal', rps('secret read during unknown-id flood', all) / rps('secret read (latest)', all), '≥', 0.8),
-    target('reads during an open-loop flood / normal', rps('secret read during open-loop flood', all) / rps('secret read (latest)', all), '≥', 0.8),
+    target('reads during a wrong-secret flood / normal', rps('secret read during wrong-secret flood', all) / normal, '≥', 0.8),
+    target('reads during a wrong-secret flood at an unused token / normal', rps(`secret read during ${IDLE_FLOOD}`, all) / normal, '≥', 0.8),
+    target('reads during an unknown-id flood / normal', rps('secret read during unknown-id flood', all) / normal, '≥', 0.8),
+    target('reads during an open-loop flood / normal', rps('secret read during open-loop flood', all) / normal, '≥', 0.8),
     target('reads during an open-loop flood / during its control', rps('secret read during open-loop flood', all) / rps(`secret read during ${OPEN_LOOP_CONTROL}`, all), '≥', 0.8),
     target('audit cost on the secret read (median 1 - on/off)', auditCostOf(rows, 'read'), '≤', 0.05),
     target('audit cost on the secret write (median 1 - on/off)', auditCostOf(rows, 'write'), '≤', 0.1),

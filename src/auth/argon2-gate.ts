@@ -7,11 +7,15 @@
  * memory and latency.
  *
  * Verifications are also paced: each one starting draws from a bucket (`paced`: `burst` at once, then
- * `perSecond`), and a successful one gives its draw back. Correct tokens therefore never wait for the
- * bucket, while wrong secrets — a flood — get at most `perSecond` verifications a second in this process
- * and wait their turn for the rest, so that they cannot take the CPU from authenticated requests. Requests
- * with verified tokens never come here (auth/authenticator.ts).
+ * `perSecond`, or only `busyPerSecond` while the process is busy serving), and a successful one gives its
+ * draw back. Correct tokens therefore never wait for the bucket, while wrong secrets — a flood — get at
+ * most that many verifications a second in this process and wait their turn for the rest, so that they
+ * cannot take the CPU from authenticated requests. "Busy" is the main thread's event loop running at
+ * least half the time over the last quarter second or more (argon2 itself runs on the thread pool, so it
+ * does not count): an idle server verifies a client's mistyped token quickly, a loaded one keeps its CPU
+ * for the requests it is serving. Requests with verified tokens never come here (auth/authenticator.ts).
  */
+import { performance } from 'node:perf_hooks';
 import argon2 from 'argon2';
 import { AppError } from '../errors.js';
 
@@ -32,8 +36,34 @@ export interface Argon2GateOptions {
   readonly concurrency?: number;
   readonly queueLimit?: number;
   readonly perKeyLimit?: number;
-  /** Verifications that may start before their outcome is known: `burst` at once, then `perSecond`. */
-  readonly paced?: { readonly burst: number; readonly perSecond: number };
+  /** Verifications that may start before their outcome is known: `burst` at once, then `perSecond` (`busyPerSecond` while busy). */
+  readonly paced?: Pacing;
+  /** Whether the process is busy serving now (default: the event loop's utilization, eventLoopBusy()). */
+  readonly busy?: () => boolean;
+}
+
+export interface Pacing {
+  readonly burst: number;
+  readonly perSecond: number;
+  readonly busyPerSecond?: number;
+}
+
+/**
+ * True while this thread's event loop was active at least `threshold` of the time, judged over windows of
+ * at least `windowMs`: the last complete window's verdict holds until the next one completes.
+ */
+export function eventLoopBusy(threshold = 0.5, windowMs = 250): () => boolean {
+  let mark = performance.eventLoopUtilization();
+  let busy = false;
+  return () => {
+    const current = performance.eventLoopUtilization();
+    const window = performance.eventLoopUtilization(current, mark);
+    if (window.idle + window.active >= windowMs) {
+      busy = window.utilization >= threshold;
+      mark = current;
+    }
+    return busy;
+  };
 }
 
 interface Waiter {
@@ -49,7 +79,8 @@ export class Argon2Gate {
   private readonly concurrency: number;
   private readonly queueLimit: number;
   private readonly perKeyLimit: number;
-  private readonly pacing: { readonly burst: number; readonly perSecond: number };
+  private readonly pacing: Required<Pacing>;
+  private readonly busy: () => boolean;
   private budget: number;
   private budgetAt = performance.now();
   private wake: NodeJS.Timeout | null = null;
@@ -58,7 +89,9 @@ export class Argon2Gate {
     this.concurrency = options.concurrency ?? 2;
     this.queueLimit = options.queueLimit ?? 256;
     this.perKeyLimit = options.perKeyLimit ?? 16;
-    this.pacing = options.paced ?? { burst: 10, perSecond: 5 };
+    const paced = options.paced ?? { burst: 10, perSecond: 5, busyPerSecond: 1 };
+    this.pacing = { ...paced, busyPerSecond: paced.busyPerSecond ?? paced.perSecond };
+    this.busy = options.busy ?? eventLoopBusy();
     this.budget = this.pacing.burst;
   }
 
@@ -87,9 +120,14 @@ export class Argon2Gate {
     }
   }
 
+  /** Verifications a second the bucket refills by now. */
+  private rate(): number {
+    return this.busy() ? this.pacing.busyPerSecond : this.pacing.perSecond;
+  }
+
   private refill(): void {
     const now = performance.now();
-    this.budget = Math.min(this.pacing.burst, this.budget + ((now - this.budgetAt) / 1000) * this.pacing.perSecond);
+    this.budget = Math.min(this.pacing.burst, this.budget + ((now - this.budgetAt) / 1000) * this.rate());
     this.budgetAt = now;
   }
 
@@ -145,7 +183,7 @@ export class Argon2Gate {
     }
     // Waiters held back only by the budget: look again when it has refilled by one.
     if (this.queues.size > 0 && this.active < this.concurrency && this.wake === null) {
-      const ms = Math.max(1, ((1 - this.budget) / this.pacing.perSecond) * 1000);
+      const ms = Math.max(1, ((1 - this.budget) / this.rate()) * 1000);
       this.wake = setTimeout(() => {
         this.wake = null;
         this.pump();

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { Argon2Gate } from '../../src/auth/argon2-gate.js';
+import { Argon2Gate, eventLoopBusy } from '../../src/auth/argon2-gate.js';
 import { Authenticator } from '../../src/auth/authenticator.js';
 import { PrincipalFactory } from '../../src/auth/principal.js';
 import { roleTable } from '../../src/auth/roles.js';
@@ -127,6 +127,37 @@ describe('authenticator', () => {
     // 2 at once, then 4 more at 4 a second (one of them waiting for the correct one's turn): about a second.
     expect(performance.now() - started).to.be.at.least(700);
     expect(otherMs).to.be.below(600);
+  });
+
+  it('paces wrong secrets more slowly while the process is busy serving', async () => {
+    const timeFlood = async (busy: boolean): Promise<number> => {
+      const gate_ = new Argon2Gate({ concurrency: 2, queueLimit: 100, perKeyLimit: 50, paced: { burst: 1, perSecond: 20, busyPerSecond: 2 }, busy: () => busy });
+      const hash = await gate_.hash('secret');
+      const started = performance.now();
+      await Promise.all(Array.from({ length: 4 }, () => gate_.verify(hash, 'wrong', 'flooded')));
+      return performance.now() - started;
+    };
+    // 1 at once, then 3 more: at 20 a second ~150 ms (plus argon2); at 2 a second ~1.5 s.
+    expect(await timeFlood(false)).to.be.below(1000);
+    expect(await timeFlood(true)).to.be.at.least(1300);
+  });
+
+  it('tells a busy event loop from an idle one', async () => {
+    const busy = eventLoopBusy(0.5, 200);
+    // Keep this thread's loop busy for ~400 ms: 10 ms of work per turn.
+    await new Promise<void>((resolve) => {
+      const until = performance.now() + 400;
+      const spin = (): void => {
+        const turn = performance.now() + 10;
+        while (performance.now() < turn);
+        if (performance.now() < until) setImmediate(spin);
+        else resolve();
+      };
+      spin();
+    });
+    expect(busy()).to.equal(true);
+    await new Promise((r) => setTimeout(r, 400));
+    expect(busy()).to.equal(false);
   });
 
   it('takes turns by client and token: a flood at a token from one address does not refuse its first use from another', async () => {
