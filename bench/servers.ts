@@ -81,8 +81,14 @@ export async function startCoffer(options: CofferServerOptions): Promise<Running
 }
 
 /** Coffer as one process without a supervisor, with or without its audit log (bench/direct-server.ts). */
-export async function startDirectCoffer(options: Omit<CofferServerOptions, 'workers'> & { readonly nodeArgs?: readonly string[] }, audit: boolean): Promise<RunningServer> {
-  const [cmd, args] = pinned(options.core, process.execPath, [...(options.nodeArgs ?? []), DIRECT, audit ? 'audit' : 'no-audit']);
+export interface DirectOptions extends Omit<CofferServerOptions, 'workers'> {
+  readonly nodeArgs?: readonly string[];
+  /** Another build's bench/direct-server.js (bench/against-commit.ts); default this build's. */
+  readonly script?: string;
+}
+
+export async function startDirectCoffer(options: DirectOptions, audit: boolean): Promise<RunningServer> {
+  const [cmd, args] = pinned(options.core, process.execPath, [...(options.nodeArgs ?? []), options.script ?? DIRECT, audit ? 'audit' : 'no-audit']);
   const started = performance.now();
   const child = spawn(cmd, args, {
     env: {

@@ -25,6 +25,9 @@ import { roleTable } from './auth/roles.js';
 import { establishRootToken, readRootToken, type EstablishedRoot, type RootRecord } from './auth/root-token.js';
 import { TokenService } from './auth/token-service.js';
 import { TokenStore } from './auth/token-store.js';
+import { STORE_FORMAT } from './crypto/keyring.js';
+import { RecordIntegrityError, RecordSeal } from './store/record-seal.js';
+import { upgradeStore, type UpgradeResult } from './store/upgrade.js';
 import { ensureDirectory } from './config/directories.js';
 import { ConfigError } from './config/load.js';
 import type { CofferConfig } from './config/schema.js';
@@ -76,6 +79,10 @@ interface OpenedStore {
   readonly root: RootRecord;
   /** How this process changed the root token, for the audit log. */
   readonly rootChange: EstablishedRoot['change'];
+  /** The seal of the store's own records (tokens, root token). */
+  readonly seal: RecordSeal;
+  /** What this process's store upgrade did, for the audit log; null when there was none. */
+  readonly upgraded: UpgradeResult | null;
 }
 
 async function openStore(config: CofferConfig, log: Logger, now: () => number, options: StartOptions): Promise<OpenedStore> {
@@ -101,16 +108,22 @@ async function openStore(config: CofferConfig, log: Logger, now: () => number, o
     const reopen = async (target: ProviderConfig) => (await openKeyProvider(settingsOf(target, config.pkcs11_pin))).provider;
     const { holder: keyring, created } = await KeyringHolder.open(storage, { provider: opened.provider, config: providerConfig(config) }, now(), { reopen });
     if (created) log.info('created a new keyring, wrapped by %s', opened.provider.description);
+    const seal = new RecordSeal(() => keyring.current().recordKey());
     if (options.prepare === false) {
-      const root = await readRootToken(storage);
+      if (keyring.current().storeFormat < STORE_FORMAT) throw new Error('the store is not upgraded yet; it is upgraded by the process that prepares the store');
+      const root = await readRootToken(storage, seal);
       if (!root) throw new Error('the store has no root token yet; it is set up by the process that prepares the store');
-      return { storage, keyring, root, rootChange: null };
+      return { storage, keyring, root, rootChange: null, seal, upgraded: null };
     }
-    const root = await establishRootToken(storage, new Argon2Gate(), config.root_token, now());
+    const upgraded = await upgradeStore(storage, keyring, seal, log);
+    const root = await establishRootToken(storage, seal, new Argon2Gate(), config.root_token, now());
     if (root.generated) options.onGeneratedRootToken?.(root.generated);
-    return { storage, keyring, root: root.record, rootChange: root.change };
+    return { storage, keyring, root: root.record, rootChange: root.change, seal, upgraded };
   } catch (err) {
     await storage.close();
+    if (err instanceof RecordIntegrityError && err.kind === 'root-token') {
+      throw new ConfigError('COFFER_ROOT_TOKEN', `${err.message} and is not used; start once with COFFER_ROOT_TOKEN set to a new root token (at least 32 characters, e.g. openssl rand -base64 32) to replace it`);
+    }
     throw err;
   }
 }
@@ -122,18 +135,19 @@ async function openStore(config: CofferConfig, log: Logger, now: () => number, o
 export async function prepareStore(config: CofferConfig, options: StartOptions = {}): Promise<void> {
   const log = options.log ?? pino({ level: config.log_level });
   const now = options.now ?? Date.now;
-  const { storage, keyring, rootChange } = await openStore(config, log, now, options);
+  const { storage, keyring, rootChange, upgraded } = await openStore(config, log, now, options);
   try {
     const audit = await openAuditLog(config, storage, keyring, log, now, 'server.prepare');
     await recoverJournaledIntents(storage, config, audit, log);
-    await recordRootChange(operatorEvents(log, audit), rootChange);
+    await recordStoreChanges(operatorEvents(log, audit), rootChange, upgraded);
     await audit.close();
   } finally {
     await storage.close();
   }
 }
 
-async function recordRootChange(events: OperatorEvents, change: OpenedStore['rootChange']): Promise<void> {
+async function recordStoreChanges(events: OperatorEvents, change: OpenedStore['rootChange'], upgraded: UpgradeResult | null): Promise<void> {
+  if (upgraded) await events.record('store.upgrade', { by: 'start-up', format: STORE_FORMAT, ...upgraded }, 'store upgraded');
   if (change === 'generated') await events.record('root_token.generate', { by: 'start-up' }, 'root token generated');
   if (change === 'set') await events.record('root_token.set', { by: 'COFFER_ROOT_TOKEN' }, 'root token set from COFFER_ROOT_TOKEN');
   if (change === 'replaced') await events.record('root_token.replace', { by: 'COFFER_ROOT_TOKEN' }, 'root token replaced from COFFER_ROOT_TOKEN');
@@ -142,17 +156,20 @@ async function recordRootChange(events: OperatorEvents, change: OpenedStore['roo
 export async function startCoffer(config: CofferConfig, options: StartOptions = {}): Promise<RunningCoffer> {
   const log = options.log ?? pino({ level: config.log_level });
   const now = options.now ?? Date.now;
-  const { storage, keyring, root, rootChange } = await openStore(config, log, now, options);
+  const { storage, keyring, root, rootChange, seal, upgraded } = await openStore(config, log, now, options);
   let opened: AuditLog | undefined;
   try {
     const audit = options.audit === false ? undefined : await openAuditLog(config, storage, keyring, log, now, 'server.start');
     opened = audit;
     if (audit && options.prepare !== false) await recoverJournaledIntents(storage, config, audit, log);
     const events = operatorEvents(log, audit);
-    await recordRootChange(events, rootChange);
+    await recordStoreChanges(events, rootChange, upgraded);
     const argon2 = new Argon2Gate();
     const principals = new PrincipalFactory(roleTable(config.roles));
-    const tokenStore = new TokenStore(storage);
+    // Logged and audited with the record's kind and storage key, never its bytes.
+    const tokenStore = new TokenStore(storage, seal, (err) => {
+      void events.record('store.integrity_error', { kind: err.kind, key: err.storageKey }, 'INTEGRITY ERROR: a stored record failed its integrity check; it was not used', 'error').catch(() => undefined);
+    });
     const authenticator = new Authenticator({ tokens: tokenStore, argon2, principals, root, now, limiter: new FailureLimiter({ burst: config.auth_failures.burst, perSecond: config.auth_failures.per_second }) });
     const tokens = new TokenService({
       store: tokenStore, argon2, principals, root, defaultTtl: config.default_ttl, maxTtl: config.max_ttl, now,

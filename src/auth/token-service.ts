@@ -115,7 +115,7 @@ export class TokenService {
     if (tokenOrId === ROOT_PRINCIPAL.id || (id !== undefined && id === this.deps.root.id)) {
       throw invalid('the root token cannot be revoked; set COFFER_ROOT_TOKEN and restart to replace it');
     }
-    const current = id === undefined ? undefined : await this.deps.store.get(id);
+    const current = id === undefined ? undefined : await this.deps.store.read(id);
     if (id === undefined || !current) throw notFound('no such token');
     if (current.revokedAt !== null) return { id, changed: false };
     const alongside = (await beforeCommit?.(id)) ?? [];

@@ -1,13 +1,15 @@
 /**
  * Token records in storage. A record holds the id, the argon2id hash of the secret, the grant (role or
- * scopes), metadata and times; never the token value.
+ * scopes), metadata and times; never the token value. Each is sealed with its storage key bound in
+ * (store/record-seal.ts): a record that fails to open is never used — `get` reports it and answers as if
+ * there were none (the token is refused with 401), `list` leaves it out, `read` and `revoke` refuse with 500.
  */
-import { Packr } from 'msgpackr';
+import { AppError } from '../errors.js';
 import type { StorageBackend, StorageWrite } from '../storage/backend.js';
 import { TOKENS_RANGE, tokenKey } from '../storage/layout.js';
+import { RecordIntegrityError, type RecordSeal } from '../store/record-seal.js';
 import type { Scope } from './access.js';
-
-const packr = new Packr({ useRecords: false, mapsAsObjects: true });
+import { BoundedCache } from './bounded-cache.js';
 
 export interface TokenMetadata {
   readonly name?: string;
@@ -32,22 +34,52 @@ export function statusOf(record: TokenRecord, now: number): TokenStatus {
   return record.expiresAt <= now ? 'expired' : 'active';
 }
 
-const pack = (r: TokenRecord): Buffer => packr.pack(r);
-const unpack = (bytes: Uint8Array): TokenRecord => packr.unpack(bytes) as TokenRecord;
+function damaged(): AppError {
+  return new AppError('integrity_error', 'the stored token record failed its integrity check; the token is refused, and nothing was changed');
+}
 
 export class TokenStore {
-  constructor(private readonly storage: StorageBackend) {}
+  private readonly lastOpened = new BoundedCache<string, { readonly bytes: Buffer; readonly record: TokenRecord }>(10_000);
 
+  constructor(
+    private readonly storage: StorageBackend,
+    private readonly seal: RecordSeal,
+    /** Told of every record that fails to open (logged and audited by the caller). */
+    private readonly onIntegrityError: (error: RecordIntegrityError) => void,
+  ) {}
+
+  /**
+   * For authentication, on every request: a damaged record reads as none, so its token is refused with
+   * 401. The record is read every time (a revocation applies at once), but opened only when its bytes
+   * differ from the ones last opened for that id: the same bytes open to the same record.
+   */
   async get(id: string): Promise<TokenRecord | undefined> {
-    const bytes = await this.storage.get(tokenKey(id));
-    return bytes && unpack(bytes);
+    const key = tokenKey(id);
+    const bytes = await this.storage.get(key);
+    if (!bytes) return undefined;
+    const last = this.lastOpened.get(id);
+    if (last && Buffer.compare(last.bytes, bytes) === 0) return last.record;
+    const record = this.openOrReport(key, bytes);
+    if (record) this.lastOpened.set(id, { bytes: Buffer.from(bytes), record });
+    return record;
+  }
+
+  /** For managing a token: a damaged record is a 500 integrity_error, not a token that does not exist. */
+  async read(id: string): Promise<TokenRecord | undefined> {
+    const key = tokenKey(id);
+    const bytes = await this.storage.get(key);
+    if (!bytes) return undefined;
+    const record = this.openOrReport(key, bytes);
+    if (!record) throw damaged();
+    return record;
   }
 
   /** Stores a new record, with `alongside` in the same transaction; false when the id is already taken. */
   create(record: TokenRecord, alongside: readonly StorageWrite[] = []): Promise<boolean> {
     const key = tokenKey(record.id);
+    const value = this.seal.seal('token', key, record);
     return this.storage.atomic([key], ([current]) =>
-      current ? { writes: [], result: false } : { writes: [{ op: 'put', key, value: pack(record) }, ...alongside], result: true },
+      current ? { writes: [], result: false } : { writes: [{ op: 'put', key, value }, ...alongside], result: true },
     );
   }
 
@@ -55,19 +87,45 @@ export class TokenStore {
    * Marks a token revoked, with `alongside` in the same transaction; 'missing' when there is none,
    * 'already' when it was revoked before (and nothing is written).
    */
-  revoke(id: string, now: number, alongside: readonly StorageWrite[] = []): Promise<'revoked' | 'already' | 'missing'> {
+  async revoke(id: string, now: number, alongside: readonly StorageWrite[] = []): Promise<'revoked' | 'already' | 'missing'> {
     const key = tokenKey(id);
-    return this.storage.atomic([key], ([current]) => {
+    let failed: RecordIntegrityError | undefined;
+    const result = await this.storage.atomic([key], ([current]) => {
       if (!current) return { writes: [], result: 'missing' as const };
-      const record = unpack(current);
+      let record: TokenRecord;
+      try {
+        record = this.seal.open<TokenRecord>('token', key, current);
+      } catch (err) {
+        if (!(err instanceof RecordIntegrityError)) throw err;
+        failed = err;
+        return { writes: [], result: 'missing' as const };
+      }
       if (record.revokedAt !== null) return { writes: [], result: 'already' as const };
-      return { writes: [{ op: 'put', key, value: pack({ ...record, revokedAt: now }) }, ...alongside], result: 'revoked' as const };
+      return { writes: [{ op: 'put', key, value: this.seal.seal('token', key, { ...record, revokedAt: now }) }, ...alongside], result: 'revoked' as const };
     });
+    if (failed) {
+      this.onIntegrityError(failed);
+      throw damaged();
+    }
+    return result;
   }
 
   async list(): Promise<TokenRecord[]> {
     const out: TokenRecord[] = [];
-    for await (const entry of this.storage.scan(TOKENS_RANGE)) out.push(unpack(entry.value));
+    for await (const entry of this.storage.scan(TOKENS_RANGE)) {
+      const record = this.openOrReport(entry.key, entry.value);
+      if (record) out.push(record);
+    }
     return out;
+  }
+
+  private openOrReport(key: Uint8Array, bytes: Uint8Array): TokenRecord | undefined {
+    try {
+      return this.seal.open<TokenRecord>('token', key, bytes);
+    } catch (err) {
+      if (!(err instanceof RecordIntegrityError)) throw err;
+      this.onIntegrityError(err);
+      return undefined;
+    }
   }
 }

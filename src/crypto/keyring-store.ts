@@ -181,6 +181,11 @@ export class KeyringHolder {
     return rotated ? next.activeVersion : null;
   }
 
+  /** Records in the keyring that the store's records are in `format` now (store/upgrade.ts). */
+  async setStoreFormat(format: number): Promise<void> {
+    await this.change((keyring) => (keyring.storeFormat >= format ? null : keyring.withStoreFormat(format)));
+  }
+
   /** Removes keyring versions; the caller has checked that no record names them. */
   async retire(versions: readonly number[]): Promise<void> {
     await this.change((keyring) => keyring.without(versions));

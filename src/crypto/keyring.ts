@@ -23,41 +23,49 @@ interface KeyVersion {
 }
 
 const FORMAT = 1;
+/** The record format new stores are written in (store/upgrade.ts). */
+export const STORE_FORMAT = 2;
 
 export class Keyring {
   private readonly byVersion = new Map<number, KeyVersion>();
   private readonly derived = new Map<string, Buffer>();
 
-  private constructor(versions: readonly KeyVersion[], readonly activeVersion: number, private readonly auditRoot: Uint8Array | undefined) {
+  private constructor(
+    versions: readonly KeyVersion[],
+    readonly activeVersion: number,
+    private readonly auditRoot: Uint8Array | undefined,
+    /** The store's record format (store/upgrade.ts): 1 for stores written before the storage barrier. */
+    readonly storeFormat: number,
+  ) {
     for (const v of versions) this.byVersion.set(v.version, v);
     if (!this.byVersion.has(activeVersion)) throw new Error('keyring: the active version is missing');
   }
 
   static generate(now: number): Keyring {
-    return new Keyring([{ version: 1, key: randomBytes(KEY_BYTES), createdAt: now }], 1, randomBytes(KEY_BYTES));
+    return new Keyring([{ version: 1, key: randomBytes(KEY_BYTES), createdAt: now }], 1, randomBytes(KEY_BYTES), STORE_FORMAT);
   }
 
   static deserialize(bytes: Uint8Array): Keyring {
-    const data = unpack(bytes) as { f: number; a: number; k: { v: number; k: Uint8Array; at: number }[]; x?: Uint8Array };
+    const data = unpack(bytes) as { f: number; a: number; k: { v: number; k: Uint8Array; at: number }[]; x?: Uint8Array; s?: number };
     if (data?.f !== FORMAT || !Array.isArray(data.k)) throw new Error('keyring: unknown format');
-    return new Keyring(data.k.map((k) => ({ version: k.v, key: k.k, createdAt: k.at })), data.a, data.x);
+    return new Keyring(data.k.map((k) => ({ version: k.v, key: k.k, createdAt: k.at })), data.a, data.x, data.s ?? 1);
   }
 
   /** A new keyring with one more version, which becomes the active one; every old version stays. */
   rotate(now: number): Keyring {
     const next = Math.max(...this.byVersion.keys()) + 1;
-    return new Keyring([...this.byVersion.values(), { version: next, key: randomBytes(KEY_BYTES), createdAt: now }], next, this.auditRoot);
+    return new Keyring([...this.byVersion.values(), { version: next, key: randomBytes(KEY_BYTES), createdAt: now }], next, this.auditRoot, this.storeFormat);
   }
 
   /** A new keyring without the given versions; the active version can never be dropped. */
   without(versions: readonly number[]): Keyring {
     if (versions.includes(this.activeVersion)) throw new Error('keyring: the active version cannot be retired');
-    return new Keyring([...this.byVersion.values()].filter((v) => !versions.includes(v.version)), this.activeVersion, this.auditRoot);
+    return new Keyring([...this.byVersion.values()].filter((v) => !versions.includes(v.version)), this.activeVersion, this.auditRoot, this.storeFormat);
   }
 
   serialize(): Uint8Array {
     const k = [...this.byVersion.values()].map((v) => ({ v: v.version, k: v.key, at: v.createdAt }));
-    return pack({ f: FORMAT, a: this.activeVersion, k, ...(this.auditRoot === undefined ? {} : { x: this.auditRoot }) });
+    return pack({ f: FORMAT, a: this.activeVersion, k, ...(this.auditRoot === undefined ? {} : { x: this.auditRoot }), s: this.storeFormat });
   }
 
   /** False for keyrings made before the audit log existed; KeyringHolder adds the key on open. */
@@ -67,18 +75,36 @@ export class Keyring {
 
   /** This keyring with an audit root key (a new random one if it has none). */
   withAuditKey(): Keyring {
-    return this.auditRoot !== undefined ? this : new Keyring([...this.byVersion.values()], this.activeVersion, randomBytes(KEY_BYTES));
+    return this.auditRoot !== undefined ? this : new Keyring([...this.byVersion.values()], this.activeVersion, randomBytes(KEY_BYTES), this.storeFormat);
+  }
+
+  /** This keyring, recording that the store's records are now in `format`. */
+  withStoreFormat(format: number): Keyring {
+    return new Keyring([...this.byVersion.values()], this.activeVersion, this.auditRoot, format);
+  }
+
+  /**
+   * The key that seals the store's own records (tokens, the root token; store/record-seal.ts). Derived
+   * from the same permanent root as the audit key, and like it never rotated: see SECURITY.md.
+   */
+  recordKey(): Buffer {
+    return this.permanentSubkey('record-seal');
+  }
+
+  /** HKDF of the permanent root key (the audit root) for `purpose`. */
+  private permanentSubkey(purpose: 'audit-checkpoint' | 'record-seal'): Buffer {
+    if (this.auditRoot === undefined) throw new Error('keyring: no permanent root key');
+    let key = this.derived.get(purpose);
+    if (!key) {
+      key = Buffer.from(hkdfSync('sha256', this.auditRoot, new Uint8Array(0), `coffer ${purpose} v1`, KEY_BYTES));
+      this.derived.set(purpose, key);
+    }
+    return key;
   }
 
   /** The key that authenticates audit checkpoints. */
   auditKey(): Buffer {
-    if (this.auditRoot === undefined) throw new Error('keyring: no audit key');
-    let key = this.derived.get('audit');
-    if (!key) {
-      key = Buffer.from(hkdfSync('sha256', this.auditRoot, new Uint8Array(0), 'coffer audit-checkpoint v1', KEY_BYTES));
-      this.derived.set('audit', key);
-    }
-    return key;
+    return this.permanentSubkey('audit-checkpoint');
   }
 
   has(version: number): boolean {

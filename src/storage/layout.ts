@@ -98,6 +98,9 @@ export function systemKey(name: 'root-token' | 'keyring' | 'keyring-generation' 
   return bytes(`S${name}`);
 }
 
+/** The root token's record (auth/root-token.ts). */
+export const ROOT_TOKEN_KEY = systemKey('root-token');
+
 export function auditChainKey(chain: string): Buffer {
   return bytes(`A${chain}`);
 }

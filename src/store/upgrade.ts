@@ -1,0 +1,94 @@
+/**
+ * Store format upgrades, run at start-up by the process that prepares the store, before anything serves.
+ *
+ *   format 1  releases before the storage barrier: token records and the root token record as plain msgpack
+ *   format 2  those records sealed, with their storage keys bound in (store/record-seal.ts)
+ *
+ * The format is recorded inside the keyring, which the master key authenticates: it cannot be set back to
+ * make plain records acceptable again, so a plain record in a format-2 store is refused like any forged one.
+ * The upgrade is resumable: it goes through the records in batches, each one transaction that replaces a
+ * record only if it still holds the bytes that were read, skips records already sealed, and raises the
+ * format only after the last batch; a crash or kill in between leaves a store the next start continues.
+ */
+import type { Logger } from 'pino';
+import type { KeyringHolder } from '../crypto/keyring-store.js';
+import { STORE_FORMAT } from '../crypto/keyring.js';
+import type { KeyRange, StorageBackend, StorageWrite } from '../storage/backend.js';
+import { ROOT_TOKEN_KEY, TOKENS_RANGE } from '../storage/layout.js';
+import { printableKey, RecordIntegrityError, unpackPlain, type RecordKind, type RecordSeal } from './record-seal.js';
+
+const BATCH = 500;
+const REPORT_EVERY = 10_000;
+
+export interface UpgradeResult {
+  /** Records sealed now. */
+  readonly sealed: number;
+  /** Records that were neither sealed nor a readable format-1 record: left as they are, and refused when used. */
+  readonly unreadable: number;
+}
+
+/** Brings the store to the current format; a no-op (null) when it is there already. */
+export async function upgradeStore(storage: StorageBackend, holder: KeyringHolder, seal: RecordSeal, log: Logger): Promise<UpgradeResult | null> {
+  await holder.refresh();
+  if (holder.current().storeFormat >= STORE_FORMAT) return null;
+  log.info('upgrading the store to format %d: sealing token records and the root token record', STORE_FORMAT);
+  const counts = { sealed: 0, unreadable: 0 };
+  const tokens = await sealRange(storage, seal, 'token', TOKENS_RANGE, log, counts);
+  const root = await sealRange(storage, seal, 'root-token', { start: ROOT_TOKEN_KEY, end: Buffer.concat([ROOT_TOKEN_KEY, Buffer.from([0])]) }, log, counts);
+  await holder.setStoreFormat(STORE_FORMAT);
+  log.info('store upgraded to format %d: %d token records and %d root token record sealed, %d unreadable left as they are', STORE_FORMAT, tokens, root, counts.unreadable);
+  return counts;
+}
+
+/** Seals the format-1 records of `kind` in `range`; returns how many it sealed. */
+async function sealRange(storage: StorageBackend, seal: RecordSeal, kind: RecordKind, range: KeyRange, log: Logger, counts: { sealed: number; unreadable: number }): Promise<number> {
+  let after: Uint8Array | null = null;
+  let sealedHere = 0;
+  for (;;) {
+    const start: Uint8Array = after ? Buffer.concat([after, Buffer.from([0])]) : range.start;
+    const batch: { key: Uint8Array; value: Uint8Array }[] = [];
+    for await (const entry of storage.scan({ start, end: range.end, limit: BATCH })) batch.push(entry);
+    if (batch.length === 0) return sealedHere;
+    after = batch[batch.length - 1]!.key;
+    const changes: { key: Uint8Array; old: Uint8Array; next: Buffer }[] = [];
+    for (const { key, value } of batch) {
+      const plain = plainRecord(seal, kind, key, value);
+      if (plain === 'sealed') continue;
+      if (plain === null) {
+        counts.unreadable++;
+        log.error({ kind, key: printableKey(key) }, 'INTEGRITY ERROR during the store upgrade: a record is neither sealed nor readable; left as it is');
+        continue;
+      }
+      changes.push({ key, old: value, next: seal.seal(kind, key, plain) });
+    }
+    const written = await storage.atomic(changes.map((c) => c.key), (current) => {
+      const writes: StorageWrite[] = [];
+      changes.forEach((c, i) => {
+        const now = current[i];
+        if (now && Buffer.compare(now, c.old) === 0) writes.push({ op: 'put', key: c.key, value: c.next });
+      });
+      return { writes, result: writes.length };
+    });
+    sealedHere += written;
+    const before = counts.sealed;
+    counts.sealed += written;
+    // Progress for large stores: a line each time another REPORT_EVERY records are sealed.
+    if (Math.floor(counts.sealed / REPORT_EVERY) > Math.floor(before / REPORT_EVERY)) log.info('store upgrade: %d records sealed so far', counts.sealed);
+  }
+}
+
+/** 'sealed' for a record already sealed, the record for a readable format-1 one, else null. */
+function plainRecord(seal: RecordSeal, kind: RecordKind, key: Uint8Array, value: Uint8Array): 'sealed' | Record<string, unknown> | null {
+  try {
+    seal.open(kind, key, value);
+    return 'sealed';
+  } catch (err) {
+    if (!(err instanceof RecordIntegrityError)) throw err;
+  }
+  try {
+    const record = unpackPlain<Record<string, unknown> | null>(value);
+    return record !== null && typeof record === 'object' && typeof record.hash === 'string' ? record : null;
+  } catch {
+    return null;
+  }
+}
