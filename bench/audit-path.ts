@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 /**
  * The audit log's own CPU on the write path, without HTTP: 32 concurrent callers commit a write-sized LMDB
  * transaction (three records) in a loop, with nothing audited (`none`), with the request's audit line after
@@ -15,7 +16,11 @@ import { AuditRegistry } from '../src/audit/registry.js';
 import { AuditWriter } from '../src/audit/writer.js';
 import type { StorageWrite } from '../src/storage/backend.js';
 import { LmdbBackend } from '../src/storage/lmdb-backend.js';
+import { RecordSeal } from '../src/store/record-seal.js';
 import { describeMachine } from './machine.js';
+
+/** A record key for this registry alone (the server derives its own from the keyring). */
+const RECORD_KEY = randomBytes(32);
 
 const mode = process.argv[2] ?? 'intent';
 if (mode !== 'none' && mode !== 'request' && mode !== 'intent') {
@@ -28,7 +33,7 @@ const storage = new LmdbBackend({ path: join(dir, 'lmdb') });
 const chain = 'bench-1-auditpath';
 const journal = new IntentJournal(storage, chain);
 const writer = new AuditWriter({
-  dir: join(dir, 'audit'), chain, key: () => new Uint8Array(32), registry: new AuditRegistry(storage),
+  dir: join(dir, 'audit'), chain, key: () => new Uint8Array(32), registry: new AuditRegistry(storage, new RecordSeal(() => RECORD_KEY)),
   checkpointEvery: 1000, checkpointMs: 10_000, maxFileBytes: 64 << 20, now: Date.now, syncMs: 50, onSynced: (seq) => journal.synced(seq),
 });
 const audit = new AuditLog({ writer, failOpen: false, log: pino({ level: 'silent' }), journal });

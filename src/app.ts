@@ -26,7 +26,7 @@ import { establishRootToken, readRootToken, type EstablishedRoot, type RootRecor
 import { TokenService } from './auth/token-service.js';
 import { TokenStore } from './auth/token-store.js';
 import { STORE_FORMAT } from './crypto/keyring.js';
-import { RecordIntegrityError, RecordSeal } from './store/record-seal.js';
+import { RecordIntegrityError, recordSealOf, type RecordSeal } from './store/record-seal.js';
 import { upgradeStore, type UpgradeResult } from './store/upgrade.js';
 import { ensureDirectory } from './config/directories.js';
 import { ConfigError } from './config/load.js';
@@ -108,7 +108,7 @@ async function openStore(config: CofferConfig, log: Logger, now: () => number, o
     const reopen = async (target: ProviderConfig) => (await openKeyProvider(settingsOf(target, config.pkcs11_pin))).provider;
     const { holder: keyring, created } = await KeyringHolder.open(storage, { provider: opened.provider, config: providerConfig(config) }, now(), { reopen });
     if (created) log.info('created a new keyring, wrapped by %s', opened.provider.description);
-    const seal = new RecordSeal(() => keyring.current().recordKey());
+    const seal = recordSealOf(keyring);
     if (options.prepare === false) {
       if (keyring.current().storeFormat < STORE_FORMAT) throw new Error('the store is not upgraded yet; it is upgraded by the process that prepares the store');
       const root = await readRootToken(storage, seal);
@@ -296,7 +296,7 @@ async function recoverJournaledIntents(storage: StorageBackend, config: CofferCo
 
 /** This process's audit chain, recorded in the store, with its first entry (`firstEvent`) durable. */
 export async function openAuditLog(config: CofferConfig, storage: StorageBackend, keyring: KeyringHolder, log: Logger, now: () => number, firstEvent: string): Promise<AuditLog> {
-  const registry = new AuditRegistry(storage);
+  const registry = new AuditRegistry(storage, recordSealOf(keyring));
   const chain = `${now().toString(36)}-${process.pid}-${randomBase62(8)}`;
   await registry.started(chain, now());
   const journal = new IntentJournal(storage, chain);

@@ -121,6 +121,10 @@ function verifyChain(chain: string, files: readonly ChainFile[], start: Start, k
 }
 
 export function verifyAudit(paths: readonly string[], key: Uint8Array, registry: readonly ChainRecord[]): VerifyResult {
+  // The store's record of a chain that fails its integrity check vouches for nothing: a rolled-back
+  // checkpoint could hide a truncated file.
+  const damaged = registry.find((r) => r.damaged);
+  if (damaged) return broken(`audit-${damaged.chain}-1.jsonl`, 0, null, `the store's record of chain ${damaged.chain} failed its integrity check`);
   const chains = chainFiles(paths);
   const known = new Map(registry.map((r) => [r.chain, r]));
   let [entries, uncheckpointed] = [0, 0];

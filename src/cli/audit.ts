@@ -23,17 +23,19 @@ import { ensureDirectory } from '../config/directories.js';
 import { auditFilesIn } from '../audit/files.js';
 import { recoverIntents } from '../audit/intent-recovery.js';
 import { auditTime } from '../audit/query.js';
-import { AuditRegistry } from '../audit/registry.js';
+import { AuditRegistry, type ChainRecord } from '../audit/registry.js';
 import { sealReport, type SealReport } from '../audit/seal-report.js';
 import { verifyAudit } from '../audit/verify.js';
 import { loadConfig } from '../config/load.js';
 import type { CofferConfig } from '../config/schema.js';
 import { sodiumReady } from '../crypto/aead.js';
 import { KEYRING_KEY, KeyringHolder } from '../crypto/keyring-store.js';
+import { STORE_FORMAT } from '../crypto/keyring.js';
 import { KeyProviderError } from '../keys/key-provider.js';
 import { openKeyProvider, providerConfig } from '../keys/registry.js';
 import type { StorageBackend } from '../storage/backend.js';
 import { openStorage } from '../storage/registry.js';
+import { recordSealOf } from '../store/record-seal.js';
 import { CliError } from './client.js';
 
 export const AUDIT_USAGE = `usage: coffer audit <command>
@@ -103,11 +105,19 @@ async function withKeyring<T>(config: CofferConfig, work: (storage: StorageBacke
   }
 }
 
+/** The store's record of the audit chains, which a store not yet upgraded (format 1) holds unsealed. */
+function chainRegistry(config: CofferConfig, storage: StorageBackend, holder: KeyringHolder): Promise<ChainRecord[]> {
+  if (holder.current().storeFormat < STORE_FORMAT) {
+    throw new CliError(`the store at ${config.data_dir} was written by an earlier release (store format ${holder.current().storeFormat}): start the server once (coffer serve) to upgrade it, then run this again`, 2);
+  }
+  return new AuditRegistry(storage, recordSealOf(holder)).chains();
+}
+
 async function verifyCommand(config: CofferConfig, given: string[], out: Out): Promise<number> {
   const files = given.length > 0 ? given : auditFilesIn(config.audit.dir!);
   if (files.length === 0) throw new CliError(`no audit files in ${config.audit.dir}`, 1);
   return withKeyring(config, async (storage, holder) => {
-    const registry = await new AuditRegistry(storage).chains();
+    const registry = await chainRegistry(config, storage, holder);
     let result;
     try {
       result = verifyAudit(files, holder.current().auditKey(), registry);
@@ -132,7 +142,7 @@ async function archiveCommand(config: CofferConfig, before: string, to: string, 
   const files = auditFilesIn(dir);
   if (files.length === 0) throw new CliError(`no audit files in ${dir}`, 1);
   return withKeyring(config, async (storage, holder) => {
-    const result = verifyAudit(files, holder.current().auditKey(), await new AuditRegistry(storage).chains());
+    const result = verifyAudit(files, holder.current().auditKey(), await chainRegistry(config, storage, holder));
     if (!result.intact) {
       out(`BROKEN: ${result.file}${result.line > 0 ? `:${result.line}` : ''}: ${result.reason}`);
       out('nothing archived: the log must verify before files leave it');

@@ -1,5 +1,5 @@
 /**
- * The seal of the store's own records (token records, the root token record): XChaCha20-Poly1305 under
+ * The seal of the store's own records (token records, the root token record, the audit chain registry): XChaCha20-Poly1305 under
  * the keyring's record key, with the record kind and its full storage key as associated data. So a
  * record whose bytes were changed, that was written by someone without the key (a token record with
  * `role: "admin"` put in by hand), or that was copied or swapped from another key fails to open, and is
@@ -15,7 +15,7 @@ import { aeadOpen, aeadSeal, NONCE_BYTES, SealedDataError } from '../crypto/aead
 const packr = new Packr({ useRecords: false, mapsAsObjects: true });
 const FORMAT = 1;
 
-export type RecordKind = 'token' | 'root-token';
+export type RecordKind = 'token' | 'root-token' | 'audit-chain';
 
 /** A stored record that failed to open: tampered, forged, moved, or not sealed at all. */
 export class RecordIntegrityError extends Error {
@@ -38,6 +38,11 @@ export function printableKey(key: Uint8Array): string {
 
 function aad(kind: RecordKind, storageKey: Uint8Array): Uint8Array {
   return Buffer.concat([Buffer.from(`coffer-record/${FORMAT}\0${kind}\0`), storageKey]);
+}
+
+/** The seal under `holder`'s current keyring (a KeyringHolder; the record key never changes for a store). */
+export function recordSealOf(holder: { current(): { recordKey(): Uint8Array } }): RecordSeal {
+  return new RecordSeal(() => holder.current().recordKey());
 }
 
 export class RecordSeal {

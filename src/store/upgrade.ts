@@ -1,7 +1,8 @@
 /**
  * Store format upgrades, run at start-up by the process that prepares the store, before anything serves.
  *
- *   format 1  releases before the storage barrier: token records and the root token record as plain msgpack
+ *   format 1  releases before the storage barrier: token records and the root token record as plain msgpack,
+ *             the audit chain registry as plain JSON
  *   format 2  those records sealed, with their storage keys bound in (store/record-seal.ts)
  *
  * The format is recorded inside the keyring, which the master key authenticates: it cannot be set back to
@@ -14,7 +15,7 @@ import type { Logger } from 'pino';
 import type { KeyringHolder } from '../crypto/keyring-store.js';
 import { STORE_FORMAT } from '../crypto/keyring.js';
 import type { KeyRange, StorageBackend, StorageWrite } from '../storage/backend.js';
-import { ROOT_TOKEN_KEY, TOKENS_RANGE } from '../storage/layout.js';
+import { AUDIT_CHAINS_RANGE, ROOT_TOKEN_KEY, TOKENS_RANGE } from '../storage/layout.js';
 import { printableKey, RecordIntegrityError, unpackPlain, type RecordKind, type RecordSeal } from './record-seal.js';
 
 const BATCH = 500;
@@ -31,17 +32,47 @@ export interface UpgradeResult {
 export async function upgradeStore(storage: StorageBackend, holder: KeyringHolder, seal: RecordSeal, log: Logger): Promise<UpgradeResult | null> {
   await holder.refresh();
   if (holder.current().storeFormat >= STORE_FORMAT) return null;
-  log.info('upgrading the store to format %d: sealing token records and the root token record', STORE_FORMAT);
+  log.info('upgrading the store to format %d: sealing token records, the root token record and the audit chain registry', STORE_FORMAT);
   const counts = { sealed: 0, unreadable: 0 };
-  const tokens = await sealRange(storage, seal, 'token', TOKENS_RANGE, log, counts);
-  const root = await sealRange(storage, seal, 'root-token', { start: ROOT_TOKEN_KEY, end: Buffer.concat([ROOT_TOKEN_KEY, Buffer.from([0])]) }, log, counts);
+  const byKind: string[] = [];
+  for (const kind of FORMAT_1) byKind.push(`${await sealRange(storage, seal, kind, log, counts)} ${kind.kind}`);
   await holder.setStoreFormat(STORE_FORMAT);
-  log.info('store upgraded to format %d: %d token records and %d root token record sealed, %d unreadable left as they are', STORE_FORMAT, tokens, root, counts.unreadable);
+  log.info('store upgraded to format %d: sealed %s; %d unreadable left as they are', STORE_FORMAT, byKind.join(', '), counts.unreadable);
   return counts;
 }
 
-/** Seals the format-1 records of `kind` in `range`; returns how many it sealed. */
-async function sealRange(storage: StorageBackend, seal: RecordSeal, kind: RecordKind, range: KeyRange, log: Logger, counts: { sealed: number; unreadable: number }): Promise<number> {
+/** A kind of record that format 1 kept plain: where it lives, and how its plain form decodes. */
+interface PlainKind {
+  readonly kind: RecordKind;
+  readonly range: KeyRange;
+  /** The record, or null when the bytes are not a readable record of this kind. */
+  readonly decode: (bytes: Uint8Array) => Record<string, unknown> | null;
+}
+
+/** Plain msgpack holding a string `field`: token and root token records. */
+const msgpackWith = (field: string) => (bytes: Uint8Array): Record<string, unknown> | null => {
+  const record = unpackPlain<unknown>(bytes);
+  return isRecordWith(record, field) ? record : null;
+};
+
+/** Plain JSON holding a string `field`: audit chain records. */
+const jsonWith = (field: string) => (bytes: Uint8Array): Record<string, unknown> | null => {
+  const record: unknown = JSON.parse(Buffer.from(bytes).toString('utf8'));
+  return isRecordWith(record, field) ? record : null;
+};
+
+function isRecordWith(record: unknown, field: string): record is Record<string, unknown> {
+  return record !== null && typeof record === 'object' && typeof (record as Record<string, unknown>)[field] === 'string';
+}
+
+const FORMAT_1: readonly PlainKind[] = [
+  { kind: 'token', range: TOKENS_RANGE, decode: msgpackWith('hash') },
+  { kind: 'root-token', range: { start: ROOT_TOKEN_KEY, end: Buffer.concat([ROOT_TOKEN_KEY, Buffer.from([0])]) }, decode: msgpackWith('hash') },
+  { kind: 'audit-chain', range: AUDIT_CHAINS_RANGE, decode: jsonWith('chain') },
+];
+
+/** Seals the format-1 records of one kind; returns how many it sealed. */
+async function sealRange(storage: StorageBackend, seal: RecordSeal, { kind, range, decode }: PlainKind, log: Logger, counts: { sealed: number; unreadable: number }): Promise<number> {
   let after: Uint8Array | null = null;
   let sealedHere = 0;
   for (;;) {
@@ -52,7 +83,7 @@ async function sealRange(storage: StorageBackend, seal: RecordSeal, kind: Record
     after = batch[batch.length - 1]!.key;
     const changes: { key: Uint8Array; old: Uint8Array; next: Buffer }[] = [];
     for (const { key, value } of batch) {
-      const plain = plainRecord(seal, kind, key, value);
+      const plain = plainRecord(seal, kind, key, value, decode);
       if (plain === 'sealed') continue;
       if (plain === null) {
         counts.unreadable++;
@@ -78,7 +109,7 @@ async function sealRange(storage: StorageBackend, seal: RecordSeal, kind: Record
 }
 
 /** 'sealed' for a record already sealed, the record for a readable format-1 one, else null. */
-function plainRecord(seal: RecordSeal, kind: RecordKind, key: Uint8Array, value: Uint8Array): 'sealed' | Record<string, unknown> | null {
+function plainRecord(seal: RecordSeal, kind: RecordKind, key: Uint8Array, value: Uint8Array, decode: PlainKind['decode']): 'sealed' | Record<string, unknown> | null {
   try {
     seal.open(kind, key, value);
     return 'sealed';
@@ -86,8 +117,7 @@ function plainRecord(seal: RecordSeal, kind: RecordKind, key: Uint8Array, value:
     if (!(err instanceof RecordIntegrityError)) throw err;
   }
   try {
-    const record = unpackPlain<Record<string, unknown> | null>(value);
-    return record !== null && typeof record === 'object' && typeof record.hash === 'string' ? record : null;
+    return decode(value);
   } catch {
     return null;
   }

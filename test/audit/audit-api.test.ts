@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { AuditRegistry } from '../../src/audit/registry.js';
 import { verifyAudit } from '../../src/audit/verify.js';
+import { recordSealOf } from '../../src/store/record-seal.js';
 import { auditFiles, auditLines, type AuditLine } from '../support/audit-lines.js';
 import { startTestCoffer, tempDir, type ApiResponse, type TestCoffer } from '../support/harness.js';
 
@@ -262,7 +263,7 @@ describe('audit entries, operator events and GET /v1/sys/audit', function () {
     });
 
     it('leaves the log verifiable while it is being searched', async () => {
-      const registry = await new AuditRegistry(c.app.storage).chains();
+      const registry = await new AuditRegistry(c.app.storage, recordSealOf(c.app.keyring)).chains();
       expect(verifyAudit(filesOf(c), c.app.keyring.current().auditKey(), registry)).to.deep.include({ intact: true });
     });
   });

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { AuditRegistry } from '../../src/audit/registry.js';
 import { verifyAudit, type VerifyResult } from '../../src/audit/verify.js';
+import { recordSealOf } from '../../src/store/record-seal.js';
 import { auditFiles as filesIn, auditLines } from '../support/audit-lines.js';
 import { startTestCoffer, tempDir, type TestCoffer } from '../support/harness.js';
 import { runCoffer as run } from '../support/process.js';
@@ -82,7 +83,7 @@ describe('audit log', function () {
       }
     }
     const key = c.app.keyring.current().auditKey();
-    const registry = await new AuditRegistry(c.app.storage).chains();
+    const registry = await new AuditRegistry(c.app.storage, recordSealOf(c.app.keyring)).chains();
     await c.close();
     expect(verifyAudit(auditFiles(c), key, registry)).to.deep.include({ intact: true });
     const all = entries(c);
@@ -109,7 +110,7 @@ describe('audit log', function () {
       for (let i = 0; i < 40; i++) await c.put(`verify/k${i % 5}`, `v${i}`);
       const key = c.app.keyring.current().auditKey();
       const storage = c.app.storage;
-      verify = async (paths = files) => verifyAudit(paths, key, await new AuditRegistry(storage).chains());
+      verify = async (paths = files) => verifyAudit(paths, key, await new AuditRegistry(storage, recordSealOf(c.app.keyring)).chains());
       files = auditFiles(c);
     });
     after(async () => {

@@ -6,7 +6,7 @@ import { Packr } from 'msgpackr';
 import pino from 'pino';
 import { startCoffer } from '../../src/app.js';
 import { ConfigError, loadConfig } from '../../src/config/load.js';
-import { ROOT_TOKEN_KEY, tokenKey } from '../../src/storage/layout.js';
+import { AUDIT_CHAINS_RANGE, ROOT_TOKEN_KEY, tokenKey } from '../../src/storage/layout.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
 import { auditLines } from '../support/audit-lines.js';
 import { startTestCoffer, tempDir, type TestCoffer } from '../support/harness.js';
@@ -162,4 +162,56 @@ describe('the storage barrier: token and root token records are sealed, bound to
       expect(await status(c.rootToken, 'GET', '/v1/auth/tokens')).to.equal(200);
     });
   }
+
+  describe('the audit chain registry', () => {
+    const chainKeys = (s: LmdbBackend): Promise<Uint8Array[]> =>
+      (async () => {
+        const keys: Uint8Array[] = [];
+        for await (const entry of s.scan(AUDIT_CHAINS_RANGE)) keys.push(Buffer.from(entry.key));
+        return keys;
+      })();
+
+    const verify = async (): Promise<{ intact: boolean; reason?: string }> => (await c.call('GET', '/v1/sys/audit/verify')).body;
+
+    it('is sealed: a changed byte, two chains swapped, or a plain record rolling a checkpoint back each make verify fail', async () => {
+      await restart(); // a second chain
+      await stop();
+      const damages: [string, (s: LmdbBackend, keys: Uint8Array[]) => Promise<void>][] = [
+        ['one byte changed', async (s, [first]) => {
+          const bytes = Buffer.from((await s.get(first!))!);
+          bytes[bytes.length - 2]! ^= 0x01;
+          await put(s, first!, bytes);
+        }],
+        ['two records swapped', async (s, [first, second]) => {
+          const [a, b] = await Promise.all([s.get(first!), s.get(second!)]);
+          await put(s, first!, b!);
+          await put(s, second!, a!);
+        }],
+        ['a plain record with no checkpoint', async (s, [first]) => {
+          const chain = Buffer.from(first!).toString('latin1', 1);
+          await put(s, first!, Buffer.from(JSON.stringify({ chain, started_at: new Date().toISOString(), last_checkpoint: null })));
+        }],
+      ];
+      for (const [damage, change] of damages) {
+        const saved = await withStorage(c, async (s) => {
+          const keys = await chainKeys(s);
+          const values = await Promise.all(keys.map((k) => s.get(k)));
+          await change(s, keys);
+          return keys.map((k, i) => [k, values[i]!] as const);
+        });
+        await restart();
+        const result = await verify();
+        expect(result.intact, damage).to.equal(false);
+        expect(result.reason, damage).to.match(/^the store's record of chain \S+ failed its integrity check$/);
+        await stop();
+        // Put the records back as they were (this server's own chain record stays): verify passes again.
+        await withStorage(c, async (s) => {
+          for (const [k, v] of saved) await put(s, k, v);
+        });
+        await restart();
+        expect((await verify()).intact, `after undoing: ${damage}`).to.equal(true);
+        await stop();
+      }
+    });
+  });
 });

@@ -11,6 +11,7 @@ import { tokenKey } from '../../src/storage/layout.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
 import { RecordSeal, unpackPlain } from '../../src/store/record-seal.js';
 import { auditLines } from '../support/audit-lines.js';
+import { runCoffer } from '../support/process.js';
 import { startTestCoffer, tempDir, type TestCoffer } from '../support/harness.js';
 
 /**
@@ -95,15 +96,19 @@ describe('upgrading a store made by the release before the storage barrier (form
     if (work) rmSync(work, { recursive: true, force: true });
   });
 
-  it('holds plain token records before the upgrade (the attack surface the barrier closes)', async () => {
+  it('holds plain token records before the upgrade (the attack surface the barrier closes); offline audit commands ask for the upgrade', async () => {
     expect((await readerRecord(dir, made)).includes('format-1-reader')).to.equal(true);
+    const run = await runCoffer(['audit', 'verify'], { COFFER_DATA_DIR: join(dir, 'data'), COFFER_MASTER_KEY_FILE: join(dir, 'keys', 'master.key') });
+    expect(run.code).to.equal(2);
+    expect(run.stderr).to.include('was written by an earlier release (store format 1): start the server once (coffer serve) to upgrade it, then run this again');
   });
 
   it('opens, is upgraded in place, and every value, token and audit checkpoint in it still works', async () => {
     c = await startTestCoffer({ dataDir: dir, rootToken });
     const upgrades = auditLines(c.config.audit.dir!).filter((l) => l.event === 'store.upgrade');
     expect(upgrades).to.have.length(1);
-    expect(upgrades[0]).to.include({ format: 2, sealed: 4, unreadable: 0 }); // three tokens and the root token
+    // Three tokens, the root token, and the audit chain the old release started.
+    expect(upgrades[0]).to.include({ format: 2, sealed: 5, unreadable: 0 });
 
     expect((await c.call('GET', '/v1/kv/app/prod/db_password', { token: made.reader })).body.value).to.equal('p4ss-from-format-1');
     expect((await c.call('GET', '/v1/kv/app/prod/log_level', { token: made.reader })).body.value).to.equal('debug');
@@ -138,7 +143,8 @@ describe('upgrading a store made by the release before the storage barrier (form
     }
     const resumed = await startTestCoffer({ dataDir: half, rootToken });
     try {
-      expect(auditLines(resumed.config.audit.dir!).find((l) => l.event === 'store.upgrade')).to.include({ sealed: 3, unreadable: 0 });
+      // Two tokens, the root token and one audit chain: the reader's record was sealed already.
+      expect(auditLines(resumed.config.audit.dir!).find((l) => l.event === 'store.upgrade')).to.include({ sealed: 4, unreadable: 0 });
       for (const token of [other.reader, other.writer]) expect((await resumed.call('GET', '/v1/auth/me', { token })).status).to.equal(200);
       expect((await resumed.call('GET', '/v1/auth/me', { token: other.revoked })).status).to.equal(401);
     } finally {

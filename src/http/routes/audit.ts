@@ -13,6 +13,7 @@ import { sealReport } from '../../audit/seal-report.js';
 import { requirePrivilege } from '../../auth/principal.js';
 import type { KeyringHolder } from '../../crypto/keyring-store.js';
 import type { StorageBackend } from '../../storage/backend.js';
+import { recordSealOf } from '../../store/record-seal.js';
 import { principalOf } from '../authenticate.js';
 import { booleanFlag, positiveInteger, queryError, queryOf } from '../request-parts.js';
 import type { Responder } from '../respond.js';
@@ -88,7 +89,7 @@ export function auditRoutes(deps: AuditRouteDeps) {
       queryOf(req, []);
       await deps.keyring.refresh();
       const files = auditFilesIn(deps.auditDir);
-      const result = verifyAudit(files, deps.keyring.current().auditKey(), await new AuditRegistry(deps.storage).chains());
+      const result = verifyAudit(files, deps.keyring.current().auditKey(), await new AuditRegistry(deps.storage, recordSealOf(deps.keyring)).chains());
       if (!result.intact) {
         deps.respond.json(res, 200, { ...result, file: basename(result.file) });
         return;
