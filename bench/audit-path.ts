@@ -19,8 +19,8 @@ import { LmdbBackend } from '../src/storage/lmdb-backend.js';
 import { RecordSeal } from '../src/store/record-seal.js';
 import { describeMachine } from './machine.js';
 
-/** A record key for this registry alone (the server derives its own from the keyring). */
-const RECORD_KEY = randomBytes(32);
+/** Record keys for this registry alone (the server derives its own from the keyring). */
+const RECORD_KEYS = { seal: randomBytes(32), mac: randomBytes(32) };
 
 const mode = process.argv[2] ?? 'intent';
 if (mode !== 'none' && mode !== 'request' && mode !== 'intent') {
@@ -31,9 +31,9 @@ const OPS = 20_000;
 const dir = mkdtempSync(join(tmpdir(), 'coffer-audit-path-'));
 const storage = new LmdbBackend({ path: join(dir, 'lmdb') });
 const chain = 'bench-1-auditpath';
-const journal = new IntentJournal(storage, chain);
+const journal = new IntentJournal(storage, chain, new RecordSeal(() => RECORD_KEYS));
 const writer = new AuditWriter({
-  dir: join(dir, 'audit'), chain, key: () => new Uint8Array(32), registry: new AuditRegistry(storage, new RecordSeal(() => RECORD_KEY)),
+  dir: join(dir, 'audit'), chain, key: () => new Uint8Array(32), registry: new AuditRegistry(storage, new RecordSeal(() => RECORD_KEYS)),
   checkpointEvery: 1000, checkpointMs: 10_000, maxFileBytes: 64 << 20, now: Date.now, syncMs: 50, onSynced: (seq) => journal.synced(seq),
 });
 const audit = new AuditLog({ writer, failOpen: false, log: pino({ level: 'silent' }), journal });

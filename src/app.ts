@@ -138,7 +138,7 @@ export async function prepareStore(config: CofferConfig, options: StartOptions =
   const { storage, keyring, rootChange, upgraded } = await openStore(config, log, now, options);
   try {
     const audit = await openAuditLog(config, storage, keyring, log, now, 'server.prepare');
-    await recoverJournaledIntents(storage, config, audit, log);
+    await recoverJournaledIntents(storage, recordSealOf(keyring), config, audit, log);
     await recordStoreChanges(operatorEvents(log, audit), rootChange, upgraded);
     await audit.close();
   } finally {
@@ -161,7 +161,7 @@ export async function startCoffer(config: CofferConfig, options: StartOptions = 
   try {
     const audit = options.audit === false ? undefined : await openAuditLog(config, storage, keyring, log, now, 'server.start');
     opened = audit;
-    if (audit && options.prepare !== false) await recoverJournaledIntents(storage, config, audit, log);
+    if (audit && options.prepare !== false) await recoverJournaledIntents(storage, recordSealOf(keyring), config, audit, log);
     const events = operatorEvents(log, audit);
     await recordStoreChanges(events, rootChange, upgraded);
     const argon2 = new Argon2Gate();
@@ -287,8 +287,8 @@ export async function checkListenable(config: Pick<CofferConfig, 'host' | 'port'
 }
 
 /** Puts intents missing from the audit files (a power loss, or a kill as a change committed) back into the log (audit/intent-recovery.ts). */
-async function recoverJournaledIntents(storage: StorageBackend, config: CofferConfig, audit: AuditLog, log: Logger): Promise<void> {
-  const { found, recovered } = await recoverIntents(storage, config.audit.dir!, audit);
+async function recoverJournaledIntents(storage: StorageBackend, seal: RecordSeal, config: CofferConfig, audit: AuditLog, log: Logger): Promise<void> {
+  const { found, recovered } = await recoverIntents(storage, seal, config.audit.dir!, audit);
   if (recovered > 0) {
     log.warn({ event: 'audit.intent_recovered', recovered }, '%d intent entries missing from the audit files (a power loss, a machine crash, or a process killed as it committed) were put back into the log from the store', recovered);
   } else if (found > 0) log.info({ found }, 'intent copies left by a stopped process were all in the audit files');
@@ -296,10 +296,11 @@ async function recoverJournaledIntents(storage: StorageBackend, config: CofferCo
 
 /** This process's audit chain, recorded in the store, with its first entry (`firstEvent`) durable. */
 export async function openAuditLog(config: CofferConfig, storage: StorageBackend, keyring: KeyringHolder, log: Logger, now: () => number, firstEvent: string): Promise<AuditLog> {
-  const registry = new AuditRegistry(storage, recordSealOf(keyring));
+  const seal = recordSealOf(keyring);
+  const registry = new AuditRegistry(storage, seal);
   const chain = `${now().toString(36)}-${process.pid}-${randomBase62(8)}`;
   await registry.started(chain, now());
-  const journal = new IntentJournal(storage, chain);
+  const journal = new IntentJournal(storage, chain, seal);
   const writer = new AuditWriter({
     dir: config.audit.dir!,
     chain,

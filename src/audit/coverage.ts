@@ -12,6 +12,7 @@ import { readFileSync } from 'node:fs';
 import { unpackVersion } from '../kv/records.js';
 import type { StorageBackend } from '../storage/backend.js';
 import { parseVersionKey, VERSIONS_RANGE } from '../storage/layout.js';
+import type { RecordSeal } from '../store/record-seal.js';
 import { intentCopies } from './intent-recovery.js';
 
 const MAX_LISTED = 100;
@@ -49,7 +50,7 @@ interface Entry {
 
 const keyOf = (namespace: string, key: string): string => `${namespace}\0${key}`;
 
-export async function auditCoverage(files: readonly string[], storage: StorageBackend): Promise<Coverage> {
+export async function auditCoverage(files: readonly string[], storage: StorageBackend, seal: RecordSeal): Promise<Coverage> {
   let logStart = Infinity;
   const written = new Set<string>();
   const answered = new Set<string>();
@@ -69,7 +70,7 @@ export async function auditCoverage(files: readonly string[], storage: StorageBa
       if (entry.kind === 'event' && entry.event === 'audit.intent_recovered') addIntent(entry.intent);
     }
   }
-  for (const copy of await intentCopies(storage)) {
+  for (const copy of await intentCopies(storage, seal)) {
     const entry = copy.entry as Entry | null;
     if (entry === null) continue;
     if (typeof entry.ts === 'string') logStart = Math.min(logStart, Date.parse(entry.ts));

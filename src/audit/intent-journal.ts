@@ -4,10 +4,12 @@
  * audit file; so a change on disk always has its intent on disk too — in the file, or, when a power loss
  * took the file's unsynced tail (or the process died before the line's write), in the store, from where
  * the next start puts it back into the log (audit/intent-recovery.ts). Once the audit file is synced past
- * an intent, its copy is deleted, in one background transaction per `cleanupMs`.
+ * an intent, its copy is deleted, in one background transaction per `cleanupMs`. Copies carry an HMAC
+ * bound to their storage key (store/record-seal.ts), so a copy planted in the store is not taken for one.
  */
 import type { StorageBackend, StorageWrite } from '../storage/backend.js';
 import { intentJournalKey } from '../storage/layout.js';
+import type { RecordSeal } from '../store/record-seal.js';
 
 export class IntentJournal {
   /** Seqs whose copy may be in the store, ascending (intents are placed in chain order). */
@@ -19,13 +21,15 @@ export class IntentJournal {
   constructor(
     private readonly storage: StorageBackend,
     private readonly chain: string,
+    private readonly seal: RecordSeal,
     private readonly cleanupMs = 1000,
   ) {}
 
   /** The write that stores intent `seq`'s line with the change it names. */
   copyOf(seq: number, line: string): StorageWrite {
     this.copies.push(seq);
-    return { op: 'put', key: intentJournalKey(this.chain, seq), value: Buffer.from(line) };
+    const key = intentJournalKey(this.chain, seq);
+    return { op: 'put', key, value: this.seal.authenticate('intent-copy', key, Buffer.from(line)) };
   }
 
   /** The audit file is durable through `seq`: copies up to there are no longer needed. */

@@ -10,24 +10,33 @@
 import { readFileSync } from 'node:fs';
 import type { StorageBackend } from '../storage/backend.js';
 import { INTENT_JOURNAL_RANGE, parseIntentJournalKey } from '../storage/layout.js';
+import { RecordIntegrityError, type RecordSeal } from '../store/record-seal.js';
 import type { AuditLog } from './audit-log.js';
 import { auditFilesIn, chainFiles } from './files.js';
 
 export interface IntentCopy {
   readonly chain: string;
   readonly seq: number;
+  /** The line; '' when the copy failed its integrity check. */
   readonly line: string;
-  /** The entry the line holds; null when the stored bytes are not one (damaged or altered storage). */
+  /** The entry the line holds; null when the copy fails its check or is not one (damaged or altered storage). */
   readonly entry: Record<string, unknown> | null;
   readonly key: Uint8Array;
+  /** The stored size, for reports. */
+  readonly bytes: number;
 }
 
 /** Every intent copy in the store, in chain and seq order. */
-export async function intentCopies(storage: StorageBackend): Promise<IntentCopy[]> {
+export async function intentCopies(storage: StorageBackend, seal: RecordSeal): Promise<IntentCopy[]> {
   const copies: IntentCopy[] = [];
   for await (const { key, value } of storage.scan(INTENT_JOURNAL_RANGE)) {
-    const line = Buffer.from(value).toString('utf8');
-    copies.push({ ...parseIntentJournalKey(key), line, entry: entryOf(line), key });
+    let line = '';
+    try {
+      line = seal.verified('intent-copy', key, value).toString('utf8');
+    } catch (err) {
+      if (!(err instanceof RecordIntegrityError)) throw err;
+    }
+    copies.push({ ...parseIntentJournalKey(key), line, entry: line === '' ? null : entryOf(line), key, bytes: value.byteLength });
   }
   return copies;
 }
@@ -52,10 +61,10 @@ export interface Recovery {
  * `leaveYoungerThanMs`: copies made less than this long ago are left alone — with a server running (the
  * archive command runs beside one) such a copy's line may be on its way into the file this very moment.
  */
-export async function recoverIntents(storage: StorageBackend, auditDir: string, audit: AuditLog, options: { readonly leaveYoungerThanMs?: number } = {}): Promise<Recovery> {
+export async function recoverIntents(storage: StorageBackend, seal: RecordSeal, auditDir: string, audit: AuditLog, options: { readonly leaveYoungerThanMs?: number } = {}): Promise<Recovery> {
   const cutoff = options.leaveYoungerThanMs === undefined ? Infinity : Date.now() - options.leaveYoungerThanMs;
   const young = (c: IntentCopy): boolean => typeof c.entry?.ts === 'string' && Date.parse(c.entry.ts) > cutoff;
-  const copies = (await intentCopies(storage)).filter((c) => !young(c));
+  const copies = (await intentCopies(storage, seal)).filter((c) => !young(c));
   if (copies.length === 0) return { found: 0, recovered: 0 };
   const files = chainFiles(auditFilesIn(auditDir));
   let recovered = 0;
@@ -63,8 +72,9 @@ export async function recoverIntents(storage: StorageBackend, auditDir: string, 
     const inFile = linesAt(files.get(chain)?.map((f) => f.path) ?? [], new Set(ofChain.map((c) => c.seq)));
     for (const copy of ofChain) {
       if (inFile.get(copy.seq) === copy.line) continue;
-      // An unreadable copy is still reported: something was committed there that the log cannot name.
-      const intent = copy.entry ?? { unreadable: true, bytes: Buffer.byteLength(copy.line) };
+      // An unreadable or forged copy is still reported (never its content): something was put there that
+      // the log cannot vouch for.
+      const intent = copy.entry ?? { unreadable: true, bytes: copy.bytes };
       const recorded = await audit.event('audit.intent_recovered', { from_chain: chain, from_seq: copy.seq, intent });
       if (!recorded) throw new Error('the audit log cannot be written: intents recovered from the store could not be put back into it');
       recovered++;

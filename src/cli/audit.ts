@@ -130,7 +130,7 @@ async function verifyCommand(config: CofferConfig, given: string[], out: Out): P
       if (a.files > 0) out(`archived: ${a.files} files with ${a.entries} entries up to ${a.last_ts ?? '-'}, of ${a.chains} chains, moved to ${a.to.join(', ')} (recorded in the log)`);
       if (result.uncheckpointed > 0) out(`note: the last ${result.uncheckpointed} entries are not yet covered by a checkpoint`);
       // Which stored changes the log names, when it is the whole log.
-      return given.length > 0 ? 0 : printCoverage(await auditCoverage(files, storage), out);
+      return given.length > 0 ? 0 : printCoverage(await auditCoverage(files, storage, recordSealOf(holder)), out);
     }
     out(`BROKEN: ${result.file}${result.line > 0 ? `:${result.line}` : ''}${result.seq === null ? '' : ` (seq ${result.seq})`}: ${result.reason}`);
     return 1;
@@ -164,7 +164,7 @@ async function archiveCommand(config: CofferConfig, before: string, to: string, 
     const audit = await openAuditLog(config, storage, holder, log, Date.now, 'audit.archive.start');
     // Intent copies left in the store are settled against the files while the files are still here; the
     // last minute's are left to their server, which may be writing their lines right now.
-    await recoverIntents(storage, dir, audit, { leaveYoungerThanMs: 60_000 });
+    await recoverIntents(storage, recordSealOf(holder), dir, audit, { leaveYoungerThanMs: 60_000 });
     const recorded = await audit.event('audit.archive', { before, to, files: archivedFields(plan) });
     await audit.close();
     if (!recorded) throw new CliError(`the archive could not be recorded in ${dir}; the originals are kept (copies are in ${to})`, 1);

@@ -84,15 +84,15 @@ export class Keyring {
   }
 
   /**
-   * The key that seals the store's own records (tokens, the root token; store/record-seal.ts). Derived
-   * from the same permanent root as the audit key, and like it never rotated: see SECURITY.md.
+   * The keys that seal and authenticate the store's own records (store/record-seal.ts). Derived from the
+   * same permanent root as the audit key, and like it never rotated: see SECURITY.md.
    */
-  recordKey(): Buffer {
-    return this.permanentSubkey('record-seal');
+  recordKeys(): { seal: Buffer; mac: Buffer } {
+    return { seal: this.permanentSubkey('record-seal'), mac: this.permanentSubkey('record-mac') };
   }
 
   /** HKDF of the permanent root key (the audit root) for `purpose`. */
-  private permanentSubkey(purpose: 'audit-checkpoint' | 'record-seal'): Buffer {
+  private permanentSubkey(purpose: 'audit-checkpoint' | 'record-seal' | 'record-mac'): Buffer {
     if (this.auditRoot === undefined) throw new Error('keyring: no permanent root key');
     let key = this.derived.get(purpose);
     if (!key) {

@@ -1,6 +1,7 @@
 /**
- * The seal of the store's own records (token records, the root token record, the audit chain registry): XChaCha20-Poly1305 under
- * the keyring's record key, with the record kind and its full storage key as associated data. So a
+ * The seal of the store's own records (token records, the root token record, the audit chain registry):
+ * XChaCha20-Poly1305 under the keyring's record key, with the record kind and its full storage key as
+ * associated data; records that must stay readable (intent copies) get an HMAC over the same instead. So a
  * record whose bytes were changed, that was written by someone without the key (a token record with
  * `role: "admin"` put in by hand), or that was copied or swapped from another key fails to open, and is
  * never used. What it cannot tell is an older valid copy of the same record put back (a replay): see
@@ -9,13 +10,15 @@
  *   stored bytes = msgpack { f: 1, n: nonce, c: ciphertext }     plaintext = msgpack of the record
  *   AAD          = "coffer-record/1" 0x00 kind 0x00 storage key bytes
  */
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { Packr } from 'msgpackr';
 import { aeadOpen, aeadSeal, NONCE_BYTES, SealedDataError } from '../crypto/aead.js';
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true });
 const FORMAT = 1;
+const MAC_BYTES = 32;
 
-export type RecordKind = 'token' | 'root-token' | 'audit-chain';
+export type RecordKind = 'token' | 'root-token' | 'audit-chain' | 'intent-copy';
 
 /** A stored record that failed to open: tampered, forged, moved, or not sealed at all. */
 export class RecordIntegrityError extends Error {
@@ -40,17 +43,23 @@ function aad(kind: RecordKind, storageKey: Uint8Array): Uint8Array {
   return Buffer.concat([Buffer.from(`coffer-record/${FORMAT}\0${kind}\0`), storageKey]);
 }
 
-/** The seal under `holder`'s current keyring (a KeyringHolder; the record key never changes for a store). */
-export function recordSealOf(holder: { current(): { recordKey(): Uint8Array } }): RecordSeal {
-  return new RecordSeal(() => holder.current().recordKey());
+/** The record keys: one for sealing, one for MACs (both HKDF of the keyring's permanent root). */
+export interface RecordKeys {
+  readonly seal: Uint8Array;
+  readonly mac: Uint8Array;
+}
+
+/** The seal under `holder`'s current keyring (a KeyringHolder; the record keys never change for a store). */
+export function recordSealOf(holder: { current(): { recordKeys(): RecordKeys } }): RecordSeal {
+  return new RecordSeal(() => holder.current().recordKeys());
 }
 
 export class RecordSeal {
-  /** `key` gives the current record key (it never changes for a store; read when used). */
-  constructor(private readonly key: () => Uint8Array) {}
+  /** `keys` gives the current record keys (they never change for a store; read when used). */
+  constructor(private readonly keys: () => RecordKeys) {}
 
   seal(kind: RecordKind, storageKey: Uint8Array, record: unknown): Buffer {
-    const sealed = aeadSeal(this.key(), packr.pack(record), aad(kind, storageKey));
+    const sealed = aeadSeal(this.keys().seal, packr.pack(record), aad(kind, storageKey));
     return packr.pack({ f: FORMAT, n: sealed.nonce, c: sealed.ciphertext });
   }
 
@@ -61,10 +70,32 @@ export class RecordSeal {
       if (stored?.f !== FORMAT || !(stored.n instanceof Uint8Array) || stored.n.length !== NONCE_BYTES || !(stored.c instanceof Uint8Array)) {
         throw new SealedDataError();
       }
-      return packr.unpack(aeadOpen(this.key(), { nonce: stored.n, ciphertext: stored.c }, aad(kind, storageKey))) as T;
+      return packr.unpack(aeadOpen(this.keys().seal, { nonce: stored.n, ciphertext: stored.c }, aad(kind, storageKey))) as T;
     } catch {
       throw new RecordIntegrityError(kind, printableKey(storageKey));
     }
+  }
+
+  /**
+   * For records that stay readable (intent copies, which are audit lines): `bytes` with an HMAC-SHA256
+   * over the same associated data and the bytes, stored as   mac (32 bytes) ‖ bytes.
+   */
+  authenticate(kind: RecordKind, storageKey: Uint8Array, bytes: Uint8Array): Buffer {
+    return Buffer.concat([this.mac(kind, storageKey, bytes), bytes]);
+  }
+
+  /** The bytes of an authenticated record; throws RecordIntegrityError unless its MAC matches (constant time). */
+  verified(kind: RecordKind, storageKey: Uint8Array, stored: Uint8Array): Buffer {
+    const all = Buffer.from(stored.buffer, stored.byteOffset, stored.byteLength);
+    const bytes = all.subarray(MAC_BYTES);
+    if (all.length < MAC_BYTES || !timingSafeEqual(all.subarray(0, MAC_BYTES), this.mac(kind, storageKey, bytes))) {
+      throw new RecordIntegrityError(kind, printableKey(storageKey));
+    }
+    return bytes;
+  }
+
+  private mac(kind: RecordKind, storageKey: Uint8Array, bytes: Uint8Array): Buffer {
+    return createHmac('sha256', this.keys().mac).update(aad(kind, storageKey)).update(bytes).digest();
   }
 }
 

@@ -2,8 +2,9 @@
  * Store format upgrades, run at start-up by the process that prepares the store, before anything serves.
  *
  *   format 1  releases before the storage barrier: token records and the root token record as plain msgpack,
- *             the audit chain registry as plain JSON
- *   format 2  those records sealed, with their storage keys bound in (store/record-seal.ts)
+ *             the audit chain registry as plain JSON, intent copies as plain audit lines
+ *   format 2  those records sealed (intent copies: MACed), with their storage keys bound in
+ *             (store/record-seal.ts)
  *
  * The format is recorded inside the keyring, which the master key authenticates: it cannot be set back to
  * make plain records acceptable again, so a plain record in a format-2 store is refused like any forged one.
@@ -15,7 +16,7 @@ import type { Logger } from 'pino';
 import type { KeyringHolder } from '../crypto/keyring-store.js';
 import { STORE_FORMAT } from '../crypto/keyring.js';
 import type { KeyRange, StorageBackend, StorageWrite } from '../storage/backend.js';
-import { AUDIT_CHAINS_RANGE, ROOT_TOKEN_KEY, TOKENS_RANGE } from '../storage/layout.js';
+import { AUDIT_CHAINS_RANGE, INTENT_JOURNAL_RANGE, ROOT_TOKEN_KEY, TOKENS_RANGE } from '../storage/layout.js';
 import { printableKey, RecordIntegrityError, unpackPlain, type RecordKind, type RecordSeal } from './record-seal.js';
 
 const BATCH = 500;
@@ -32,7 +33,7 @@ export interface UpgradeResult {
 export async function upgradeStore(storage: StorageBackend, holder: KeyringHolder, seal: RecordSeal, log: Logger): Promise<UpgradeResult | null> {
   await holder.refresh();
   if (holder.current().storeFormat >= STORE_FORMAT) return null;
-  log.info('upgrading the store to format %d: sealing token records, the root token record and the audit chain registry', STORE_FORMAT);
+  log.info('upgrading the store to format %d: sealing token records, the root token record, the audit chain registry and intent copies', STORE_FORMAT);
   const counts = { sealed: 0, unreadable: 0 };
   const byKind: string[] = [];
   for (const kind of FORMAT_1) byKind.push(`${await sealRange(storage, seal, kind, log, counts)} ${kind.kind}`);
@@ -41,13 +42,17 @@ export async function upgradeStore(storage: StorageBackend, holder: KeyringHolde
   return counts;
 }
 
-/** A kind of record that format 1 kept plain: where it lives, and how its plain form decodes. */
+/** A kind of record that format 1 kept plain: where it lives, how its plain form decodes, how it is protected now. */
 interface PlainKind {
   readonly kind: RecordKind;
   readonly range: KeyRange;
-  /** The record, or null when the bytes are not a readable record of this kind. */
-  readonly decode: (bytes: Uint8Array) => Record<string, unknown> | null;
+  /** The record (sealed kinds) or its bytes (MACed kinds), or null when the bytes are not one of this kind. */
+  readonly decode: (bytes: Uint8Array) => Record<string, unknown> | Uint8Array | null;
+  readonly protection: 'seal' | 'mac';
 }
+
+/** A plain audit line holding an intent entry: its bytes. */
+const intentLine = (bytes: Uint8Array): Uint8Array | null => (isRecordWith(JSON.parse(Buffer.from(bytes).toString('utf8')), 'kind') ? bytes : null);
 
 /** Plain msgpack holding a string `field`: token and root token records. */
 const msgpackWith = (field: string) => (bytes: Uint8Array): Record<string, unknown> | null => {
@@ -66,13 +71,15 @@ function isRecordWith(record: unknown, field: string): record is Record<string, 
 }
 
 const FORMAT_1: readonly PlainKind[] = [
-  { kind: 'token', range: TOKENS_RANGE, decode: msgpackWith('hash') },
-  { kind: 'root-token', range: { start: ROOT_TOKEN_KEY, end: Buffer.concat([ROOT_TOKEN_KEY, Buffer.from([0])]) }, decode: msgpackWith('hash') },
-  { kind: 'audit-chain', range: AUDIT_CHAINS_RANGE, decode: jsonWith('chain') },
+  { kind: 'token', range: TOKENS_RANGE, decode: msgpackWith('hash'), protection: 'seal' },
+  { kind: 'root-token', range: { start: ROOT_TOKEN_KEY, end: Buffer.concat([ROOT_TOKEN_KEY, Buffer.from([0])]) }, decode: msgpackWith('hash'), protection: 'seal' },
+  { kind: 'audit-chain', range: AUDIT_CHAINS_RANGE, decode: jsonWith('chain'), protection: 'seal' },
+  { kind: 'intent-copy', range: INTENT_JOURNAL_RANGE, decode: intentLine, protection: 'mac' },
 ];
 
 /** Seals the format-1 records of one kind; returns how many it sealed. */
-async function sealRange(storage: StorageBackend, seal: RecordSeal, { kind, range, decode }: PlainKind, log: Logger, counts: { sealed: number; unreadable: number }): Promise<number> {
+async function sealRange(storage: StorageBackend, seal: RecordSeal, plainKind: PlainKind, log: Logger, counts: { sealed: number; unreadable: number }): Promise<number> {
+  const { kind, range } = plainKind;
   let after: Uint8Array | null = null;
   let sealedHere = 0;
   for (;;) {
@@ -83,14 +90,14 @@ async function sealRange(storage: StorageBackend, seal: RecordSeal, { kind, rang
     after = batch[batch.length - 1]!.key;
     const changes: { key: Uint8Array; old: Uint8Array; next: Buffer }[] = [];
     for (const { key, value } of batch) {
-      const plain = plainRecord(seal, kind, key, value, decode);
-      if (plain === 'sealed') continue;
+      const plain = plainRecord(seal, plainKind, key, value);
+      if (plain === 'protected') continue;
       if (plain === null) {
         counts.unreadable++;
         log.error({ kind, key: printableKey(key) }, 'INTEGRITY ERROR during the store upgrade: a record is neither sealed nor readable; left as it is');
         continue;
       }
-      changes.push({ key, old: value, next: seal.seal(kind, key, plain) });
+      changes.push({ key, old: value, next: plain instanceof Uint8Array ? seal.authenticate(kind, key, plain) : seal.seal(kind, key, plain) });
     }
     const written = await storage.atomic(changes.map((c) => c.key), (current) => {
       const writes: StorageWrite[] = [];
@@ -108,11 +115,12 @@ async function sealRange(storage: StorageBackend, seal: RecordSeal, { kind, rang
   }
 }
 
-/** 'sealed' for a record already sealed, the record for a readable format-1 one, else null. */
-function plainRecord(seal: RecordSeal, kind: RecordKind, key: Uint8Array, value: Uint8Array, decode: PlainKind['decode']): 'sealed' | Record<string, unknown> | null {
+/** 'protected' for a record already sealed or MACed, the decoded record for a readable format-1 one, else null. */
+function plainRecord(seal: RecordSeal, { kind, decode, protection }: PlainKind, key: Uint8Array, value: Uint8Array): 'protected' | Record<string, unknown> | Uint8Array | null {
   try {
-    seal.open(kind, key, value);
-    return 'sealed';
+    if (protection === 'seal') seal.open(kind, key, value);
+    else seal.verified(kind, key, value);
+    return 'protected';
   } catch (err) {
     if (!(err instanceof RecordIntegrityError)) throw err;
   }

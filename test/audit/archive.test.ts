@@ -4,10 +4,10 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { intentCopies } from '../../src/audit/intent-recovery.js';
 import { intentJournalKey } from '../../src/storage/layout.js';
-import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
 import { auditLines } from '../support/audit-lines.js';
 import { startTestCoffer, tempDir } from '../support/harness.js';
 import { runCoffer } from '../support/process.js';
+import { withStoreSeal } from '../support/store-seal.js';
 
 describe('coffer audit archive', function () {
   this.timeout(60_000);
@@ -66,28 +66,17 @@ describe('coffer audit archive', function () {
     await coffer.close();
     const env = { COFFER_DATA_DIR: coffer.config.data_dir, COFFER_MASTER_KEY_FILE: coffer.config.master_key_file };
     const copy = (ts: number, key: string): string => JSON.stringify({ seq: 9, chain: 'other-1-chain', ts: new Date(ts).toISOString(), prev: '0'.repeat(64), kind: 'intent', request_id: `req-${key}`, action: 'write', namespace: 'arch', key });
-    const storage = new LmdbBackend({ path: join(coffer.config.data_dir, 'lmdb') });
-    try {
-      await storage.atomic([], () => ({
-        writes: [
-          { op: 'put', key: intentJournalKey('other-1-chain', 9), value: Buffer.from(copy(Date.now() - 2 * 3600_000, 'old')) },
-          { op: 'put', key: intentJournalKey('other-1-chain', 10), value: Buffer.from(copy(Date.now(), 'young')) },
-        ],
-        result: undefined,
-      }));
-    } finally {
-      await storage.close();
-    }
+    // Genuine copies, as a server writes them (authenticated with the record key).
+    await withStoreSeal(join(coffer.config.data_dir, 'lmdb'), coffer.config.master_key_file, async (storage, seal) => {
+      const genuine = (seq: number, line: string) => ({ op: 'put' as const, key: intentJournalKey('other-1-chain', seq), value: seal.authenticate('intent-copy', intentJournalKey('other-1-chain', seq), Buffer.from(line)) });
+      await storage.atomic([], () => ({ writes: [genuine(9, copy(Date.now() - 2 * 3600_000, 'old')), genuine(10, copy(Date.now(), 'young'))], result: undefined }));
+    });
     const run = await runCoffer(['audit', 'archive', '--before', new Date().toISOString(), '--to', join(dir, 'archive')], env);
     expect(run.code, run.stderr).to.equal(0);
     const recovered = auditLines(coffer.config.audit.dir!).filter((l) => l.event === 'audit.intent_recovered');
     expect(recovered.map((l) => (l.intent as { key: string }).key)).to.deep.equal(['old']);
-    const left = new LmdbBackend({ path: join(coffer.config.data_dir, 'lmdb') });
-    try {
-      expect((await intentCopies(left)).map((c) => c.seq)).to.deep.equal([10]);
-    } finally {
-      await left.close();
-    }
+    const left = await withStoreSeal(join(coffer.config.data_dir, 'lmdb'), coffer.config.master_key_file, (storage, seal) => intentCopies(storage, seal));
+    expect(left.map((c) => c.seq)).to.deep.equal([10]);
   });
 
   it('refuses a --before that is not a date, and archives nothing from a log that does not verify', async () => {

@@ -8,6 +8,7 @@ import { auditLines, type AuditLine } from '../support/audit-lines.js';
 import { tempDir } from '../support/harness.js';
 import { send } from '../support/http-client.js';
 import { killAll, runCoffer, startProcess } from '../support/process.js';
+import { withStoreSeal } from '../support/store-seal.js';
 
 describe('every committed change has its audit entry, even after kill -9', function () {
   this.timeout(180_000);
@@ -36,8 +37,8 @@ describe('every committed change has its audit entry, even after kill -9', funct
     // in a file, put back from the store by a later start (audit.intent_recovered), or, after the last kill,
     // still only in the store as the copy committed with the change.
     const lines = auditLines(join(dir, 'data', 'audit'));
+    const copies = await withStoreSeal(join(dir, 'data', 'lmdb'), join(dir, 'master.key'), async (s, seal) => (await intentCopies(s, seal)).map((c) => JSON.parse(c.line) as AuditLine));
     const storage = new LmdbBackend({ path: join(dir, 'data', 'lmdb') });
-    const copies = (await intentCopies(storage)).map((c) => JSON.parse(c.line) as AuditLine);
     const intents = [...lines, ...lines.filter((l) => l.event === 'audit.intent_recovered').map((l) => l.intent as AuditLine), ...copies];
     const answered = new Set(lines.filter((l) => l.kind === 'request').map((l) => l.request_id));
     const named = new Set(lines.filter((l) => l.kind === 'request' && l.action === 'write' && l.version !== undefined).map((l) => `${l.namespace}/${l.key}@${l.version}`));

@@ -5,19 +5,17 @@ import { intentCopies } from '../../src/audit/intent-recovery.js';
 import { generateToken } from '../../src/auth/token-format.js';
 import { intentJournalKey } from '../../src/storage/layout.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
+import { recordSealOf } from '../../src/store/record-seal.js';
 import { auditFiles, auditLines } from '../support/audit-lines.js';
 import { probeDatasyncs, type DatasyncProbe } from '../support/datasync-probe.js';
 import { startTestCoffer, tempDir } from '../support/harness.js';
 import { send } from '../support/http-client.js';
 import { killAll, runCoffer, startProcess } from '../support/process.js';
+import { withStoreSeal } from '../support/store-seal.js';
 
-async function copiesIn(lmdbDir: string): Promise<Awaited<ReturnType<typeof intentCopies>>> {
-  const storage = new LmdbBackend({ path: lmdbDir });
-  try {
-    return await intentCopies(storage);
-  } finally {
-    await storage.close();
-  }
+/** The intent copies in the store of a stopped server in `dir` (envOf's layout). */
+function copiesIn(dir: string): Promise<Awaited<ReturnType<typeof intentCopies>>> {
+  return withStoreSeal(join(dir, 'data', 'lmdb'), join(dir, 'master.key'), (storage, seal) => intentCopies(storage, seal));
 }
 
 describe('intents are committed with their changes: one sync for both', function () {
@@ -53,7 +51,7 @@ describe('intents are committed with their changes: one sync for both', function
         // the timed sync (once a second) may fall within one of them.
         expect(synced.filter(Boolean).length, JSON.stringify(synced)).to.be.at.most(1);
 
-        const copies = await intentCopies(coffer.app.storage);
+        const copies = await intentCopies(coffer.app.storage, recordSealOf(coffer.app.keyring));
         const lines = readFileSync(auditFiles(join(coffer.dataDir, 'data', 'audit'))[0]!, 'utf8').split('\n');
         const intents = lines.filter((l) => l.includes('"kind":"intent"'));
         expect(intents.map((l) => JSON.parse(l).action)).to.deep.equal(['write', 'write', 'delete', 'token.create']);
@@ -69,10 +67,10 @@ describe('intents are committed with their changes: one sync for both', function
       const coffer = await startTestCoffer({ env: { COFFER_AUDIT_SYNC_MS: '20' } });
       try {
         for (let i = 0; i < 5; i++) expect((await coffer.put(`journal/k${i}`, 'v')).status).to.equal(201);
-        expect((await intentCopies(coffer.app.storage)).length).to.be.greaterThan(0);
+        expect((await intentCopies(coffer.app.storage, recordSealOf(coffer.app.keyring))).length).to.be.greaterThan(0);
         const deadline = Date.now() + 5000;
-        while ((await intentCopies(coffer.app.storage)).length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-        expect(await intentCopies(coffer.app.storage)).to.deep.equal([]);
+        while ((await intentCopies(coffer.app.storage, recordSealOf(coffer.app.keyring))).length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+        expect(await intentCopies(coffer.app.storage, recordSealOf(coffer.app.keyring))).to.deep.equal([]);
       } finally {
         await coffer.close();
       }
@@ -84,7 +82,7 @@ describe('intents are committed with their changes: one sync for both', function
       await coffer.put('journal/b', 'v');
       const restarted = await coffer.restart();
       try {
-        expect(await intentCopies(restarted.app.storage)).to.deep.equal([]);
+        expect(await intentCopies(restarted.app.storage, recordSealOf(restarted.app.keyring))).to.deep.equal([]);
         expect(auditLines(join(data, 'audit')).filter((l) => l.event === 'audit.intent_recovered')).to.deep.equal([]);
       } finally {
         await restarted.close();
@@ -112,19 +110,27 @@ describe('intents are committed with their changes: one sync for both', function
     it('only deletes the copies at the next start when the file holds their lines', async () => {
       const dir = tempDir();
       await writeAndKill(dir);
-      expect(await copiesIn(join(dir, 'data', 'lmdb'))).to.have.length(4);
+      expect(await copiesIn(dir)).to.have.length(4);
       const p = await startProcess(envOf(dir));
       await p.stop();
-      expect(await copiesIn(join(dir, 'data', 'lmdb'))).to.deep.equal([]);
+      expect(await copiesIn(dir)).to.deep.equal([]);
       expect(auditLines(join(dir, 'data', 'audit')).filter((l) => l.event === 'audit.intent_recovered')).to.deep.equal([]);
     });
 
-    it('reports a copy the store holds in damaged form instead of failing to start or to verify', async () => {
+    it('reports a copy the store holds in damaged or forged form, never its content, instead of failing to start or to verify', async () => {
       const dir = tempDir();
       await writeAndKill(dir);
+      // A forged copy is a well-formed intent line written without the record key's MAC.
+      const forged = JSON.stringify({ seq: 8, chain: 'mangled-1-chain', ts: new Date().toISOString(), prev: '0'.repeat(64), kind: 'intent', request_id: 'forged', action: 'write', namespace: 'planted', key: 'k' });
       const storage = new LmdbBackend({ path: join(dir, 'data', 'lmdb') });
       try {
-        await storage.atomic([], () => ({ writes: [{ op: 'put', key: intentJournalKey('mangled-1-chain', 7), value: Buffer.from('{"kind":"int') }], result: undefined }));
+        await storage.atomic([], () => ({
+          writes: [
+            { op: 'put', key: intentJournalKey('mangled-1-chain', 7), value: Buffer.from('{"kind":"int') },
+            { op: 'put', key: intentJournalKey('mangled-1-chain', 8), value: Buffer.from(forged) },
+          ],
+          result: undefined,
+        }));
       } finally {
         await storage.close();
       }
@@ -133,8 +139,11 @@ describe('intents are committed with their changes: one sync for both', function
       const p = await startProcess(envOf(dir));
       await p.stop();
       const recovered = auditLines(join(dir, 'data', 'audit')).filter((l) => l.event === 'audit.intent_recovered');
-      expect(recovered.map((l) => [l.from_chain, l.from_seq, l.intent])).to.deep.equal([['mangled-1-chain', 7, { unreadable: true, bytes: 12 }]]);
-      expect(await copiesIn(join(dir, 'data', 'lmdb'))).to.deep.equal([]);
+      expect(recovered.map((l) => [l.from_chain, l.from_seq, l.intent])).to.deep.equal([
+        ['mangled-1-chain', 7, { unreadable: true, bytes: 12 }],
+        ['mangled-1-chain', 8, { unreadable: true, bytes: Buffer.byteLength(forged) }],
+      ]);
+      expect(await copiesIn(dir)).to.deep.equal([]);
     });
 
     it('puts intents a power loss took from the file back into the log at the next start, and verify counts them before and after', async () => {
@@ -148,7 +157,7 @@ describe('intents are committed with their changes: one sync for both', function
       const firstIntent = text.lastIndexOf('\n', text.indexOf('"kind":"intent"')) + 1;
       expect(text.slice(firstIntent)).to.not.include('"kind":"checkpoint"');
       truncateSync(file!, Buffer.byteLength(text.slice(0, firstIntent)));
-      const copies = await copiesIn(join(dir, 'data', 'lmdb'));
+      const copies = await copiesIn(dir);
       expect(copies).to.have.length(4);
 
       // Before any server starts again, verify finds the writes' intents in the store.
@@ -158,7 +167,7 @@ describe('intents are committed with their changes: one sync for both', function
 
       const p = await startProcess(envOf(dir));
       await p.stop();
-      expect(await copiesIn(join(dir, 'data', 'lmdb'))).to.deep.equal([]);
+      expect(await copiesIn(dir)).to.deep.equal([]);
       const recovered = auditLines(audit).filter((l) => l.event === 'audit.intent_recovered');
       expect(recovered.map((l) => l.from_seq)).to.deep.equal(copies.map((c) => c.seq));
       expect(recovered.map((l) => JSON.stringify(l.intent))).to.deep.equal(copies.map((c) => c.line));

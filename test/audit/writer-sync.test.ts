@@ -8,8 +8,8 @@ import { RecordSeal } from '../../src/store/record-seal.js';
 import { probeDatasyncs, type DatasyncProbe } from '../support/datasync-probe.js';
 import { tempDir } from '../support/harness.js';
 
-/** A record key for this registry alone (the server derives its own from the keyring). */
-const RECORD_KEY = randomBytes(32);
+/** Record keys for this registry alone (the server derives its own from the keyring). */
+const RECORD_KEYS = { seal: randomBytes(32), mac: randomBytes(32) };
 
 describe('audit writer: when lines reach the disk', () => {
   // Every fdatasync of every FileHandle: the writer's own calls, observed from outside.
@@ -25,7 +25,7 @@ describe('audit writer: when lines reach the disk', () => {
     const dir = tempDir();
     const storage = new LmdbBackend({ path: join(dir, 'lmdb') });
     const writer = new AuditWriter({
-      dir: join(dir, 'audit'), chain: 'test-1-sync', key: () => new Uint8Array(32), registry: new AuditRegistry(storage, new RecordSeal(() => RECORD_KEY)),
+      dir: join(dir, 'audit'), chain: 'test-1-sync', key: () => new Uint8Array(32), registry: new AuditRegistry(storage, new RecordSeal(() => RECORD_KEYS)),
       checkpointEvery: 1000, checkpointMs: 60_000, maxFileBytes: 1 << 20, now: Date.now, syncMs: 40,
     });
     try {
@@ -54,7 +54,7 @@ describe('audit writer: when lines reach the disk', () => {
     const dir = tempDir();
     const storage = new LmdbBackend({ path: join(dir, 'lmdb') });
     const writer = new AuditWriter({
-      dir: join(dir, 'audit'), chain: 'test-2-sync', key: () => new Uint8Array(32), registry: new AuditRegistry(storage, new RecordSeal(() => RECORD_KEY)),
+      dir: join(dir, 'audit'), chain: 'test-2-sync', key: () => new Uint8Array(32), registry: new AuditRegistry(storage, new RecordSeal(() => RECORD_KEYS)),
       checkpointEvery: 1000, checkpointMs: 60_000, maxFileBytes: 1 << 20, now: Date.now, syncMs: 10,
     });
     try {

@@ -7,9 +7,9 @@ import { generateToken } from '../../src/auth/token-format.js';
 import { sodiumReady } from '../../src/crypto/aead.js';
 import { KeyringHolder } from '../../src/crypto/keyring-store.js';
 import { LocalKeyProvider, loadOrCreateMasterKey } from '../../src/keys/local-provider.js';
-import { tokenKey } from '../../src/storage/layout.js';
+import { intentJournalKey, tokenKey } from '../../src/storage/layout.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
-import { RecordSeal, unpackPlain } from '../../src/store/record-seal.js';
+import { recordSealOf, unpackPlain } from '../../src/store/record-seal.js';
 import { auditLines } from '../support/audit-lines.js';
 import { runCoffer } from '../support/process.js';
 import { startTestCoffer, tempDir, type TestCoffer } from '../support/harness.js';
@@ -104,11 +104,22 @@ describe('upgrading a store made by the release before the storage barrier (form
   });
 
   it('opens, is upgraded in place, and every value, token and audit checkpoint in it still works', async () => {
+    // An intent copy as that release left one when killed between a commit and the line's write: the plain line.
+    const line = JSON.stringify({ seq: 5, chain: 'old-1-chain', ts: new Date().toISOString(), prev: '0'.repeat(64), kind: 'intent', request_id: 'from-format-1', action: 'write', namespace: 'app/prod', key: 'db_password' });
+    const storage = new LmdbBackend({ path: join(dir, 'data', 'lmdb') });
+    try {
+      await storage.atomic([], () => ({ writes: [{ op: 'put', key: intentJournalKey('old-1-chain', 5), value: Buffer.from(line) }], result: undefined }));
+    } finally {
+      await storage.close();
+    }
     c = await startTestCoffer({ dataDir: dir, rootToken });
-    const upgrades = auditLines(c.config.audit.dir!).filter((l) => l.event === 'store.upgrade');
+    const lines = auditLines(c.config.audit.dir!);
+    const upgrades = lines.filter((l) => l.event === 'store.upgrade');
     expect(upgrades).to.have.length(1);
-    // Three tokens, the root token, and the audit chain the old release started.
-    expect(upgrades[0]).to.include({ format: 2, sealed: 5, unreadable: 0 });
+    // Three tokens, the root token, the audit chain the old release started, and the intent copy…
+    expect(upgrades[0]).to.include({ format: 2, sealed: 6, unreadable: 0 });
+    // …which, MACed by the upgrade, was then put back into the log with its entry.
+    expect(lines.filter((l) => l.event === 'audit.intent_recovered').map((l) => l.intent)).to.deep.equal([JSON.parse(line)]);
 
     expect((await c.call('GET', '/v1/kv/app/prod/db_password', { token: made.reader })).body.value).to.equal('p4ss-from-format-1');
     expect((await c.call('GET', '/v1/kv/app/prod/log_level', { token: made.reader })).body.value).to.equal('debug');
@@ -136,7 +147,7 @@ describe('upgrading a store made by the release before the storage barrier (form
       const { holder } = await KeyringHolder.open(storage, new LocalKeyProvider(loadOrCreateMasterKey(join(half, 'keys', 'master.key')).key), Date.now());
       expect(holder.current().storeFormat).to.equal(1);
       const key = tokenKey(other.reader.slice(4, 20));
-      const sealed = new RecordSeal(() => holder.current().recordKey()).seal('token', key, unpackPlain((await storage.get(key))!));
+      const sealed = recordSealOf(holder).seal('token', key, unpackPlain((await storage.get(key))!));
       await storage.atomic([], () => ({ writes: [{ op: 'put', key, value: sealed }], result: undefined }));
     } finally {
       await storage.close();

@@ -94,7 +94,7 @@ export function auditRoutes(deps: AuditRouteDeps) {
         deps.respond.json(res, 200, { ...result, file: basename(result.file) });
         return;
       }
-      deps.respond.json(res, 200, { ...result, files: files.length, coverage: await auditCoverage(files, deps.storage) });
+      deps.respond.json(res, 200, { ...result, files: files.length, coverage: await auditCoverage(files, deps.storage, recordSealOf(deps.keyring)) });
     },
 
     async sealReport(req: Request, res: Response): Promise<void> {
