@@ -86,3 +86,11 @@ export function forbidden(what?: string): AppError {
 export function notFound(detail: string): AppError {
   return new AppError('not_found', detail);
 }
+
+/** A setting that stops start-up; main.ts prints `setting: problem` as one line and exits 2. */
+export class ConfigError extends Error {
+  constructor(readonly setting: string, problem: string) {
+    super(`${setting}: ${problem}`);
+    this.name = 'ConfigError';
+  }
+}

@@ -1,15 +1,16 @@
 #!/usr/bin/env node
 /** The `coffer` command: parse argv, dispatch, set the exit code. */
-import { parseArgs } from 'node:util';
 import cluster from 'node:cluster';
+import { parseArgs } from 'node:util';
 import { pino, type Logger } from 'pino';
-import { ConfigError, loadConfig } from './config/load.js';
+import { auditCommand } from './cli/audit.js';
+import { CliError } from './cli/client.js';
+import { operatorCommand } from './cli/operator.js';
+import { loadConfig } from './config/load.js';
+import { ConfigError } from './errors.js';
 import { KeyProviderError } from './keys/key-provider.js';
 import { runSupervisor } from './server/supervisor.js';
 import { runWorker } from './server/worker.js';
-import { CliError } from './cli/client.js';
-import { operatorCommand } from './cli/operator.js';
-import { auditCommand } from './cli/audit.js';
 
 const USAGE = `usage: coffer serve | coffer operator <command> | coffer audit <command> | coffer help [operator|audit]
 

@@ -12,7 +12,8 @@ import {
   parsePattern,
   type NamespacePattern,
 } from './patterns.js';
-import { VALUE_TYPES, type Action, type RoleRule, type ValueType } from './roles.js';
+import { VALUE_TYPES, type ValueType } from '../model/value-types.js';
+import type { Action, RoleRule } from './roles.js';
 
 export interface Grant {
   readonly pattern: NamespacePattern;

@@ -1,4 +1,4 @@
-import { isNamespace, isWithin } from '../kv/names.js';
+import { isNamespace, isWithin } from '../model/names.js';
 
 /**
  * A namespace pattern as written in a scope or a role rule:

@@ -2,12 +2,11 @@
  * Roles: named sets of rules. The built-in roles are fixed; custom roles come from the configuration
  * (`roles`) and are validated at start-up (config/load.ts) with `checkRoleRules`.
  */
+import type { ValueType } from '../model/value-types.js';
 import { parsePattern } from './patterns.js';
 
 export const ACTIONS = ['read', 'list', 'write', 'delete'] as const;
 export type Action = (typeof ACTIONS)[number];
-export const VALUE_TYPES = ['config', 'secret'] as const;
-export type ValueType = (typeof VALUE_TYPES)[number];
 
 export interface RoleRule {
   readonly namespaces: readonly string[];

@@ -12,29 +12,29 @@
  * a progress bar on a terminal; exit 0 when there are no anomalies, 1 when there are.
  */
 import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
-import { resolve } from 'node:path';
 import { pino } from 'pino';
 import { openAuditLog } from '../app.js';
 import { archivedFields, copyArchive, planArchive, removeArchived } from '../audit/archive.js';
 import { auditCoverage, type Coverage } from '../audit/coverage.js';
-import { ensureDirectory } from '../config/directories.js';
 import { auditFilesIn } from '../audit/files.js';
 import { recoverIntents } from '../audit/intent-recovery.js';
 import { auditTime } from '../audit/query.js';
 import { AuditRegistry, type ChainRecord } from '../audit/registry.js';
-import { sealReport, type SealReport } from '../audit/seal-report.js';
 import { verifyAudit } from '../audit/verify.js';
 import { loadConfig } from '../config/load.js';
 import type { CofferConfig } from '../config/schema.js';
 import { sodiumReady } from '../crypto/aead.js';
-import { KEYRING_KEY, KeyringHolder } from '../crypto/keyring-store.js';
 import { STORE_FORMAT } from '../crypto/keyring.js';
+import { ensureDirectory } from '../directories.js';
 import { KeyProviderError } from '../keys/key-provider.js';
 import { openKeyProvider, providerConfig } from '../keys/registry.js';
+import { sealReport, type SealReport } from '../operator/seal-report.js';
 import type { StorageBackend } from '../storage/backend.js';
 import { openStorage } from '../storage/registry.js';
+import { KEYRING_KEY, KeyringHolder } from '../store/keyring-store.js';
 import { recordSealOf } from '../store/record-seal.js';
 import { CliError } from './client.js';
 

@@ -3,16 +3,9 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Ajv } from 'ajv';
 import { checkRoleRules } from '../auth/roles.js';
+import { ConfigError } from '../errors.js';
 import { trustedProxyList } from '../http/client-address.js';
 import { configSchema, type CofferConfig } from './schema.js';
-
-/** A setting that stops start-up; main.ts prints `setting: problem` as one line and exits 2. */
-export class ConfigError extends Error {
-  constructor(readonly setting: string, problem: string) {
-    super(`${setting}: ${problem}`);
-    this.name = 'ConfigError';
-  }
-}
 
 type Env = Readonly<Record<string, string | undefined>>;
 

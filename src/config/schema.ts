@@ -3,7 +3,8 @@
  * COFFER_CONFIG is laid over it; environment variables override both (config/env.ts). No secret has a
  * default here: the root token comes only from the environment.
  */
-import { ACTIONS, VALUE_TYPES, type RoleTable } from '../auth/roles.js';
+import { ACTIONS, type RoleTable } from '../auth/roles.js';
+import { VALUE_TYPES } from '../model/value-types.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'silent'] as const;
 

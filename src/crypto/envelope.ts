@@ -11,7 +11,7 @@
  * readable in storage but carries an HMAC-SHA256 over the same identity and the value.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { ValueType } from '../auth/roles.js';
+import type { ValueType } from '../model/value-types.js';
 import { aeadOpen, aeadSeal, KEY_BYTES, SealedDataError } from './aead.js';
 import type { Keyring } from './keyring.js';
 import { randomBytes } from './random.js';

@@ -3,7 +3,7 @@
  * name, so `%2F`, `%2E%2E`, empty segments and control characters are refused with 400.
  */
 import { invalid } from '../errors.js';
-import { isSegment, MAX_NAMESPACE_SEGMENTS } from '../kv/names.js';
+import { isSegment, MAX_NAMESPACE_SEGMENTS } from '../model/names.js';
 
 export interface KvPath {
   readonly segments: readonly string[];

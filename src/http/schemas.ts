@@ -2,7 +2,7 @@
  * JSON schemas of request bodies. The server validates against these (http/validate.ts) and the
  * OpenAPI document (http/openapi.ts) publishes the very same objects.
  */
-import { VALUE_TYPES } from '../auth/roles.js';
+import { VALUE_TYPES } from '../model/value-types.js';
 
 export const kvPutSchema = {
   type: 'object',

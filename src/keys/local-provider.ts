@@ -1,8 +1,8 @@
 import { closeSync, lstatSync, openSync, readlinkSync, writeSync } from 'node:fs';
-import { ensureDirectory } from '../config/directories.js';
 import { dirname } from 'node:path';
 import { aeadOpen, aeadSeal, KEY_BYTES, NONCE_BYTES } from '../crypto/aead.js';
 import { randomBytes } from '../crypto/random.js';
+import { ensureDirectory } from '../directories.js';
 import { contextBytes, KeyProviderError, type KeyProvider, type WrapContext } from './key-provider.js';
 import { PASSPHRASE_FORMAT } from './passphrase-provider.js';
 import { readOwnerOnlyFile } from './secret-file.js';

@@ -4,7 +4,7 @@
  * is refused with 400.
  */
 import { invalid } from '../errors.js';
-import { isSegment } from './names.js';
+import { isSegment } from '../model/names.js';
 
 export interface Cursor {
   readonly phase: 'keys' | 'namespaces';

@@ -3,13 +3,13 @@
  * without looking at stored data runs first, so a forbidden caller learns nothing about what exists.
  */
 import type { Principal } from '../auth/principal.js';
-import type { ValueType } from '../auth/roles.js';
 import { SealedDataError } from '../crypto/aead.js';
 import { openSecret, verifyConfig, type RecordIdentity } from '../crypto/envelope.js';
-import { GENERATION_KEY, StaleKeyringError, unpackGeneration, type KeyringHolder } from '../crypto/keyring-store.js';
 import { AppError, forbidden, notFound } from '../errors.js';
+import type { ValueType } from '../model/value-types.js';
 import type { StorageBackend, StorageWrite } from '../storage/backend.js';
 import { counterKey, metaKey, versionKey, versionOf, versionRange } from '../storage/layout.js';
+import { GENERATION_KEY, StaleKeyringError, unpackGeneration, type KeyringHolder } from '../store/keyring-store.js';
 import { listNamespace, namespaceExists, type Listing } from './listing.js';
 import { unpackCounter, unpackMeta, unpackVersion, type KeyMeta } from './records.js';
 import { packedVersionRecord, versionWrites } from './version-writes.js';

@@ -3,8 +3,8 @@
  * format number so later formats can be told apart.
  */
 import { Packr } from 'msgpackr';
-import type { ValueType } from '../auth/roles.js';
 import type { ConfigSeal, SealedSecret } from '../crypto/envelope.js';
+import type { ValueType } from '../model/value-types.js';
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true });
 

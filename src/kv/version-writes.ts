@@ -3,9 +3,9 @@
  * counter and the key's meta. Used by the KV service inside its transaction, and by bulk loaders that
  * must produce exactly what a real write produces.
  */
-import type { ValueType } from '../auth/roles.js';
 import { sealConfig, sealSecret, type RecordIdentity } from '../crypto/envelope.js';
 import type { Keyring } from '../crypto/keyring.js';
+import type { ValueType } from '../model/value-types.js';
 import type { StorageWrite } from '../storage/backend.js';
 import { counterKey, metaKey, versionKey } from '../storage/layout.js';
 import { packCounter, packMeta, packVersion, type KeyMeta, type VersionRecord } from './records.js';

@@ -5,10 +5,10 @@
  * million records.
  */
 import type { Keyring } from '../crypto/keyring.js';
-import type { KeyringHolder } from '../crypto/keyring-store.js';
 import { unpackVersion } from '../kv/records.js';
 import type { StorageBackend } from '../storage/backend.js';
 import { VERSIONS_RANGE } from '../storage/layout.js';
+import type { KeyringHolder } from '../store/keyring-store.js';
 
 export interface KeyringStatus {
   readonly provider: string;

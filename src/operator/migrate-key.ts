@@ -7,10 +7,10 @@
  * a PIN or passphrase is read by the server from a file the request names (or, for a PIN, from the
  * server's COFFER_PKCS11_PIN), never sent.
  */
-import type { KeyringHolder, WrappingInfo } from '../crypto/keyring-store.js';
 import { invalid } from '../errors.js';
 import { KeyProviderError } from '../keys/key-provider.js';
 import { openKeyProvider, settingsOf, type ProviderConfig } from '../keys/registry.js';
+import type { KeyringHolder, WrappingInfo } from '../store/keyring-store.js';
 
 export interface MigrateRequest {
   readonly key_provider: 'local' | 'aws-kms' | 'pkcs11';

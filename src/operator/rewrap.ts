@@ -20,10 +20,10 @@ import type { Logger } from 'pino';
 import type { OperatorEvents } from '../audit/events.js';
 import { SealedDataError } from '../crypto/aead.js';
 import { rewrapSecret, remacConfig, type RecordIdentity } from '../crypto/envelope.js';
-import { GENERATION_KEY, StaleKeyringError, unpackGeneration, type KeyringHolder } from '../crypto/keyring-store.js';
 import { packVersion, unpackVersion } from '../kv/records.js';
 import type { StorageBackend, StorageWrite } from '../storage/backend.js';
 import { parseVersionKey, systemKey, VERSIONS_RANGE } from '../storage/layout.js';
+import { GENERATION_KEY, StaleKeyringError, unpackGeneration, type KeyringHolder } from '../store/keyring-store.js';
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true });
 const STATE_KEY = systemKey('rewrap');

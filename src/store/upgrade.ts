@@ -13,10 +13,10 @@
  * format only after the last batch; a crash or kill in between leaves a store the next start continues.
  */
 import type { Logger } from 'pino';
-import type { KeyringHolder } from '../crypto/keyring-store.js';
 import { STORE_FORMAT } from '../crypto/keyring.js';
 import type { KeyRange, StorageBackend, StorageWrite } from '../storage/backend.js';
 import { AUDIT_CHAINS_RANGE, INTENT_JOURNAL_RANGE, ROOT_TOKEN_KEY, TOKENS_RANGE } from '../storage/layout.js';
+import type { KeyringHolder } from './keyring-store.js';
 import { printableKey, RecordIntegrityError, unpackPlain, type RecordKind, type RecordSeal } from './record-seal.js';
 
 const BATCH = 500;

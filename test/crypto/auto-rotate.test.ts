@@ -1,8 +1,9 @@
 import { expect } from 'chai';
-import { ConfigError, loadConfig } from '../../src/config/load.js';
-import { KeyringHolder } from '../../src/crypto/keyring-store.js';
+import { loadConfig } from '../../src/config/load.js';
+import { ConfigError } from '../../src/errors.js';
 import { LocalKeyProvider, loadOrCreateMasterKey } from '../../src/keys/local-provider.js';
 import { parseDuration } from '../../src/operator/auto-rotate.js';
+import { KeyringHolder } from '../../src/store/keyring-store.js';
 import { startTestCoffer } from '../support/harness.js';
 
 describe('automatic rotation (keyring.rotate_after)', function () {

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
-import { KeyringHolder } from '../../src/crypto/keyring-store.js';
 import { LocalKeyProvider, loadOrCreateMasterKey } from '../../src/keys/local-provider.js';
 import { unpackVersion } from '../../src/kv/records.js';
 import { versionKey } from '../../src/storage/layout.js';
+import { KeyringHolder } from '../../src/store/keyring-store.js';
 import { startTestCoffer, type TestCoffer } from '../support/harness.js';
 
 describe('keyring rotation by another holder of the same store', () => {

@@ -3,8 +3,9 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { expect } from 'chai';
 import { pino } from 'pino';
-import { ConfigError, loadConfig } from '../../src/config/load.js';
-import { KEYRING_KEY } from '../../src/crypto/keyring-store.js';
+import { loadConfig } from '../../src/config/load.js';
+import { ConfigError } from '../../src/errors.js';
+import { KEYRING_KEY } from '../../src/store/keyring-store.js';
 import { keyProviderStartError, startTestCoffer, tamperWrappedKeyring, tempDir } from '../support/harness.js';
 import { HSM_KEYS, softHsm, type SoftHsm } from '../support/softhsm.js';
 

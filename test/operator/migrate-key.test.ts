@@ -3,10 +3,10 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { generateToken } from '../../src/auth/token-format.js';
-import { KEYRING_KEY } from '../../src/crypto/keyring-store.js';
+import { KEYRING_KEY } from '../../src/store/keyring-store.js';
 import { keyProviderStartError, startTestCoffer, tempDir, type TestCoffer } from '../support/harness.js';
-import { TestKms } from '../support/kms-server.js';
 import { send } from '../support/http-client.js';
+import { TestKms } from '../support/kms-server.js';
 import { startProcess } from '../support/process.js';
 import { HSM_KEYS, softHsm, type SoftHsm } from '../support/softhsm.js';
 

@@ -5,14 +5,14 @@ import { expect } from 'chai';
 import { buildCommit, hasCommit, REPO } from '../../bench/git-build.js';
 import { generateToken } from '../../src/auth/token-format.js';
 import { sodiumReady } from '../../src/crypto/aead.js';
-import { KeyringHolder } from '../../src/crypto/keyring-store.js';
 import { LocalKeyProvider, loadOrCreateMasterKey } from '../../src/keys/local-provider.js';
 import { intentJournalKey, tokenKey } from '../../src/storage/layout.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
+import { KeyringHolder } from '../../src/store/keyring-store.js';
 import { recordSealOf, unpackPlain } from '../../src/store/record-seal.js';
 import { auditLines } from '../support/audit-lines.js';
-import { runCoffer } from '../support/process.js';
 import { startTestCoffer, tempDir, type TestCoffer } from '../support/harness.js';
+import { runCoffer } from '../support/process.js';
 
 /**
  * The last release before the storage barrier (store format 1: plain token and root token records). Its

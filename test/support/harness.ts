@@ -8,12 +8,12 @@ import { join } from 'node:path';
 import { pack, unpack } from 'msgpackr';
 import { pino } from 'pino';
 import { startCoffer, type RunningCoffer, type StartOptions } from '../../src/app.js';
+import { generateToken } from '../../src/auth/token-format.js';
 import { loadConfig } from '../../src/config/load.js';
 import type { CofferConfig } from '../../src/config/schema.js';
-import { generateToken } from '../../src/auth/token-format.js';
-import { KEYRING_KEY } from '../../src/crypto/keyring-store.js';
 import { KeyProviderError } from '../../src/keys/key-provider.js';
 import type { StorageBackend } from '../../src/storage/backend.js';
+import { KEYRING_KEY } from '../../src/store/keyring-store.js';
 import { tempDir } from './temp-dirs.js';
 
 export interface TestCoffer {

@@ -1,9 +1,9 @@
 /** Seeds a store through the storage layer with records exactly like real writes (kv/version-writes.ts). */
-import type { ValueType } from '../../src/auth/roles.js';
 import type { Keyring } from '../../src/crypto/keyring.js';
-import { versionWrites } from '../../src/kv/version-writes.js';
-import type { StorageBackend, StorageWrite } from '../../src/storage/backend.js';
 import type { KeyMeta } from '../../src/kv/records.js';
+import { versionWrites } from '../../src/kv/version-writes.js';
+import type { ValueType } from '../../src/model/value-types.js';
+import type { StorageBackend, StorageWrite } from '../../src/storage/backend.js';
 
 export interface SeededVersion {
   readonly namespace: string;

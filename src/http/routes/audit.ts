@@ -2,17 +2,17 @@
  * /v1/sys/audit (search the audit log), /v1/sys/audit/verify (is it intact) and /v1/sys/seal-report (is every stored version sealed): for the
  * root token and the `auditor` role (privilege `read_audit`). Neither ever returns a value or a token.
  */
-import type { Request, Response } from 'express';
 import { basename } from 'node:path';
+import type { Request, Response } from 'express';
 import { auditCoverage } from '../../audit/coverage.js';
 import { auditFilesIn } from '../../audit/files.js';
+import { auditTime, decodeAuditCursor, encodeAuditCursor, queryAudit, type AuditFilter } from '../../audit/query.js';
 import { AuditRegistry } from '../../audit/registry.js';
 import { verifyAudit } from '../../audit/verify.js';
-import { auditTime, decodeAuditCursor, encodeAuditCursor, queryAudit, type AuditFilter } from '../../audit/query.js';
-import { sealReport } from '../../audit/seal-report.js';
 import { requirePrivilege } from '../../auth/principal.js';
-import type { KeyringHolder } from '../../crypto/keyring-store.js';
+import { sealReport } from '../../operator/seal-report.js';
 import type { StorageBackend } from '../../storage/backend.js';
+import type { KeyringHolder } from '../../store/keyring-store.js';
 import { recordSealOf } from '../../store/record-seal.js';
 import { principalOf } from '../authenticate.js';
 import { booleanFlag, positiveInteger, queryError, queryOf } from '../request-parts.js';

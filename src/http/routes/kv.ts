@@ -6,18 +6,18 @@
  *   ?cursor= or ?limit= without a marker                → list the whole path as a namespace
  *   anything else                                       → the key if it exists, else the namespace, else 404
  */
-import { auditTarget } from '../audit-target.js';
 import type { Request, Response } from 'express';
-import { principalOf } from '../authenticate.js';
 import { forbidden, invalid } from '../../errors.js';
 import type { KvService } from '../../kv/kv-service.js';
-import { isNamespace, RESERVED_KEY } from '../../kv/names.js';
-import type { Responder } from '../respond.js';
-import type { RecordIntent } from '../request-audit.js';
-import type { BodyValidator } from '../validate.js';
+import { isNamespace, RESERVED_KEY } from '../../model/names.js';
+import type { ValueType } from '../../model/value-types.js';
+import { auditTarget } from '../audit-target.js';
+import { principalOf } from '../authenticate.js';
 import { namespaceOf, parseKvPath, splitKeyPath } from '../kv-path.js';
+import type { RecordIntent } from '../request-audit.js';
 import { booleanFlag, queryError, positiveInteger, queryOf, rawPath } from '../request-parts.js';
-import type { ValueType } from '../../auth/roles.js';
+import type { Responder } from '../respond.js';
+import type { BodyValidator } from '../validate.js';
 
 const MAX_VERSION = 0xffff_ffff;
 const MAX_LIMIT = 10_000;

@@ -5,11 +5,11 @@
 import type { Request, Response } from 'express';
 import type { OperatorEvents } from '../../audit/events.js';
 import { requirePrivilege } from '../../auth/principal.js';
-import type { KeyringHolder } from '../../crypto/keyring-store.js';
 import { keyringStatus } from '../../operator/keyring-status.js';
 import { migrateKey, type MigrateRequest } from '../../operator/migrate-key.js';
 import type { Rewrapper, RewrapState } from '../../operator/rewrap.js';
 import type { StorageBackend } from '../../storage/backend.js';
+import type { KeyringHolder } from '../../store/keyring-store.js';
 import { principalOf } from '../authenticate.js';
 import { hasBody, queryOf } from '../request-parts.js';
 import type { Responder } from '../respond.js';

@@ -2,12 +2,12 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { Packr } from 'msgpackr';
-import { sealReport } from '../../src/audit/seal-report.js';
-import { versionKey } from '../../src/storage/layout.js';
+import { sealReport } from '../../src/operator/seal-report.js';
 import type { StorageBackend } from '../../src/storage/backend.js';
-import { seedStore } from '../support/seed.js';
+import { versionKey } from '../../src/storage/layout.js';
 import { startTestCoffer, tempDir, type TestCoffer } from '../support/harness.js';
 import { runCoffer } from '../support/process.js';
+import { seedStore } from '../support/seed.js';
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true });
 

@@ -18,7 +18,7 @@ import type { Keyring } from '../crypto/keyring.js';
 import { unpackMeta, unpackVersion, type KeyMeta } from '../kv/records.js';
 import type { StorageBackend } from '../storage/backend.js';
 import { metaKey, parseVersionKey, VERSIONS_RANGE } from '../storage/layout.js';
-import { emptyCounts, versionRows, type RecordCounts } from '../operator/keyring-status.js';
+import { emptyCounts, versionRows, type RecordCounts } from './keyring-status.js';
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true });
 

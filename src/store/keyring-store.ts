@@ -13,13 +13,13 @@
  * the migration through the generation, open the new provider from those settings and follow.
  */
 import { pack, unpack } from 'msgpackr';
+import { Keyring } from '../crypto/keyring.js';
+import { randomBase62 } from '../crypto/random.js';
+import { KeyProviderError, type KeyProvider } from '../keys/key-provider.js';
+import type { ProviderConfig } from '../keys/registry.js';
 import type { StorageBackend } from '../storage/backend.js';
 import { systemKey } from '../storage/layout.js';
 import { packUint32, unpackUint32 } from '../storage/uint32.js';
-import { KeyProviderError, type KeyProvider } from '../keys/key-provider.js';
-import type { ProviderConfig } from '../keys/registry.js';
-import { Keyring } from './keyring.js';
-import { randomBase62 } from './random.js';
 
 interface StoredKeyring {
   readonly provider: string;

@@ -6,7 +6,7 @@
  */
 import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { ConfigError } from './load.js';
+import { ConfigError } from './errors.js';
 
 const reason = (err: unknown): string => (err as NodeJS.ErrnoException).code ?? (err as Error).message;
 
