@@ -225,7 +225,7 @@ async function sealReportCommand(config: CofferConfig, verify: boolean, json: bo
   });
   if (json) io.out(JSON.stringify(report, null, 2));
   else printReport(report, io.out);
-  return report.totals.anomalies === 0 ? 0 : 1;
+  return report.totals.anomalies === 0 && report.totals.record_failures === 0 ? 0 : 1;
 }
 
 const cell = (text: string | number, width: number, left = false): string => (left ? String(text).padEnd(width) : String(text).padStart(width));
@@ -244,6 +244,10 @@ function printReport(r: SealReport, out: Out): void {
   const width = Math.min(60, Math.max(9, ...r.namespaces.map((n) => n.namespace.length))) + 2;
   out(`${cell('namespace', width, true)}${cell('secrets', 10)}${cell('configs', 10)}`);
   for (const n of r.namespaces) out(`${cell(n.namespace, width, true)}${cell(n.secrets, 10)}${cell(n.configs, 10)}`);
+  out('');
+  out(`${cell('store record', 18, true)}${cell('records', 10)}${cell(r.verified ? 'failed' : 'not sealed', 12)}`);
+  for (const k of r.records) out(`${cell(k.kind, 18, true)}${cell(k.records, 10)}${cell(k.failed, 12)}`);
+  if (t.record_failures > 0) out(`RECORD FAILURES (${t.record_failures}): records of the store that failed their check are never used; the server logs each by kind and key`);
   out('');
   if (t.anomalies === 0) {
     out('no anomalies: every secret version is sealed');

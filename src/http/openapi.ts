@@ -185,7 +185,7 @@ export function openApiDocument(maxTtl: number): object {
         get: {
           summary: 'Whether every stored version is sealed, read from its structure without decrypting (root and auditor)',
           parameters: [{ name: 'verify', in: 'query', schema: { type: 'boolean' }, description: 'also open every record in memory; no value is returned' }],
-          responses: { 200: ok('The report', { type: 'object', properties: { generated_at: timestamp, verified: { type: 'boolean' }, totals: { type: 'object' }, keyring: { type: 'object' }, namespaces: { type: 'array' }, anomalies: { type: 'array', items: { type: 'object', properties: { namespace: { type: 'string' }, key: { type: 'string' }, version: { type: 'integer' }, problem: { type: 'string' } } } } } }), ...errors(400, 401, 403) },
+          responses: { 200: ok('The report', { type: 'object', properties: { generated_at: timestamp, verified: { type: 'boolean' }, totals: { type: 'object' }, keyring: { type: 'object' }, namespaces: { type: 'array' }, anomalies: { type: 'array', items: { type: 'object', properties: { namespace: { type: 'string' }, key: { type: 'string' }, version: { type: 'integer' }, problem: { type: 'string' } } } }, records: { type: 'array', description: "The store's own records by kind (root-token, token, audit-chain, intent-copy) and how many failed their check", items: { type: 'object', properties: { kind: { type: 'string' }, records: { type: 'integer' }, failed: { type: 'integer' } } } } } }), ...errors(400, 401, 403) },
         },
       },
       '/v1/kv/{namespace}': {

@@ -10,6 +10,9 @@
  *
  * With `verify`, each record is also opened in memory (a secret decrypted, a config MAC checked) and the
  * result dropped: this proves integrity, and no value leaves this module.
+ *
+ * The store's own records (tokens, the root token, the audit chain registry, intent copies) are counted by
+ * kind: opened with `verify`, else checked for the sealed form (store/record-census.ts).
  */
 import { Packr } from 'msgpackr';
 import { NONCE_BYTES } from '../crypto/aead.js';
@@ -18,6 +21,8 @@ import type { Keyring } from '../crypto/keyring.js';
 import { unpackMeta, unpackVersion, type KeyMeta } from '../kv/records.js';
 import type { StorageBackend } from '../storage/backend.js';
 import { metaKey, parseVersionKey, VERSIONS_RANGE } from '../storage/layout.js';
+import { recordCensus, type RecordCount } from '../store/record-census.js';
+import { RecordSeal } from '../store/record-seal.js';
 import { emptyCounts, versionRows, type RecordCounts } from './keyring-status.js';
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true });
@@ -47,6 +52,8 @@ export interface SealReport {
     /** Secret versions whose structure is sealed (and, with verify, that opened). */
     readonly sealed_secrets: number;
     readonly anomalies: number;
+    /** The store's own records that failed their check (`records`). */
+    readonly record_failures: number;
   };
   /** Without the keyring (a structure-only report made without the master key), times and `active` are null. */
   readonly keyring: {
@@ -56,6 +63,8 @@ export interface SealReport {
   readonly namespaces: readonly { namespace: string; secrets: number; configs: number }[];
   /** The first 1000 anomalies, in storage order; `totals.anomalies` counts them all. */
   readonly anomalies: readonly Anomaly[];
+  /** The store's own records by kind. */
+  readonly records: readonly RecordCount[];
 }
 
 export interface SealReportOptions {
@@ -173,14 +182,16 @@ export async function sealReport(storage: StorageBackend, keyring: Keyring | nul
   }
   options.onProgress?.(versions, Math.max(total, versions));
 
+  const records = await recordCensus(storage, options.verify && keyring !== null ? new RecordSeal(() => keyring.recordKeys()) : null);
   return {
     generated_at: new Date(options.now).toISOString(),
     verified: options.verify,
-    totals: { versions, secrets, configs, sealed_secrets: sealed, anomalies: anomalyCount },
+    totals: { versions, secrets, configs, sealed_secrets: sealed, anomalies: anomalyCount, record_failures: records.reduce((n, r) => n + r.failed, 0) },
     keyring: keyring === null
       ? { active_version: null, versions: [...byVersion].sort(([a], [b]) => a - b).map(([version, counts]) => ({ version, created_at: null, active: null, ...counts })) }
       : { active_version: keyring.activeVersion, versions: versionRows(keyring, byVersion) },
     namespaces: [...byNamespace].map(([namespace, counts]) => ({ namespace, ...counts })),
     anomalies,
+    records,
   };
 }

@@ -41,7 +41,9 @@ describe('the seal report', function () {
     expect(res.status).to.equal(200);
     const r = res.body;
     expect(r.verified).to.equal(false);
-    expect(r.totals).to.deep.equal({ versions: 9, secrets: 8, configs: 1, sealed_secrets: 8, anomalies: 0 });
+    expect(r.totals).to.deep.equal({ versions: 9, secrets: 8, configs: 1, sealed_secrets: 8, anomalies: 0, record_failures: 0 });
+    expect(r.records.find((k: { kind: string }) => k.kind === 'root-token')).to.deep.equal({ kind: 'root-token', records: 1, failed: 0 });
+    expect(r.records.map((k: { kind: string }) => k.kind)).to.deep.equal(['root-token', 'token', 'audit-chain', 'intent-copy']);
     expect(r.keyring.active_version).to.equal(2);
     expect(r.keyring.versions.map((v: { version: number; secrets: number; configs: number; active: boolean }) => [v.version, v.secrets, v.configs, v.active])).to.deep.equal([[1, 4, 1, false], [2, 4, 0, true]]);
     expect(r.namespaces).to.deep.equal([{ namespace: 'apps/web', secrets: 5, configs: 1 }, { namespace: 'db', secrets: 3, configs: 0 }]);
@@ -134,6 +136,35 @@ describe('the seal report', function () {
     expect(cli.stdout).to.include('ANOMALIES (7):');
     expect(cli.stdout).to.match(/db\/s0 v1: PLAINTEXT/);
     expect(cli.stdout + cli.stderr).not.to.include(marker);
+  });
+
+  it('covers the store\'s own records: a plain one is reported without the key, a changed one with --verify', async () => {
+    const own = await startTestCoffer();
+    try {
+      const token = await own.token({ role: 'reader' });
+      const tokenKey = Buffer.from(`T${token.slice(4, 20)}`);
+      const { storage } = own.app;
+      const sealed = Buffer.from((await storage.get(tokenKey))!);
+      const flipped = Buffer.from(sealed);
+      flipped[flipped.length - 1]! ^= 0x01;
+      await storage.atomic([], () => ({ writes: [{ op: 'put', key: tokenKey, value: flipped }], result: undefined }));
+      const tokens = (report: { records: { kind: string }[] }): unknown => report.records.find((k) => k.kind === 'token');
+      // The changed record still has the sealed form: only opening it shows the change.
+      expect(tokens((await own.call('GET', '/v1/sys/seal-report')).body)).to.deep.equal({ kind: 'token', records: 1, failed: 0 });
+      const verified = (await own.call('GET', '/v1/sys/seal-report?verify=true')).body;
+      expect(tokens(verified)).to.deep.equal({ kind: 'token', records: 1, failed: 1 });
+      expect(verified.totals.record_failures).to.equal(1);
+      // A record written in plain (as before the barrier, or by hand) fails even the structure-only check.
+      await storage.atomic([], () => ({ writes: [{ op: 'put', key: tokenKey, value: packr.pack({ id: token.slice(4, 20), hash: 'x', role: 'admin' }) }], result: undefined }));
+      expect(tokens((await own.call('GET', '/v1/sys/seal-report')).body)).to.deep.equal({ kind: 'token', records: 1, failed: 1 });
+      const ownEnv = { COFFER_DATA_DIR: own.config.data_dir, COFFER_MASTER_KEY_FILE: own.config.master_key_file };
+      const cli = await runCoffer(['audit', 'seal-report'], ownEnv);
+      expect(cli.code).to.equal(1);
+      expect(cli.stdout).to.match(/token\s+1\s+1/);
+      expect(cli.stdout).to.include('RECORD FAILURES (1)');
+    } finally {
+      await own.close();
+    }
   });
 
   it('reports progress over a large store and counts every record', async () => {
