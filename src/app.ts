@@ -79,7 +79,7 @@ interface OpenedStore {
   readonly root: RootRecord;
   /** How this process changed the root token, for the audit log. */
   readonly rootChange: EstablishedRoot['change'];
-  /** The seal of the store's own records (tokens, root token). */
+  /** The seal of the store's own records (store/record-seal.ts). */
   readonly seal: RecordSeal;
   /** What this process's store upgrade did, for the audit log; null when there was none. */
   readonly upgraded: UpgradeResult | null;
@@ -161,7 +161,7 @@ export async function startCoffer(config: CofferConfig, options: StartOptions = 
   try {
     const audit = options.audit === false ? undefined : await openAuditLog(config, storage, keyring, log, now, 'server.start');
     opened = audit;
-    if (audit && options.prepare !== false) await recoverJournaledIntents(storage, recordSealOf(keyring), config, audit, log);
+    if (audit && options.prepare !== false) await recoverJournaledIntents(storage, seal, config, audit, log);
     const events = operatorEvents(log, audit);
     await recordStoreChanges(events, rootChange, upgraded);
     const argon2 = new Argon2Gate();
