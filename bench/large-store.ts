@@ -20,6 +20,7 @@ import { versionWrites } from '../src/kv/version-writes.js';
 import type { StorageWrite } from '../src/storage/backend.js';
 import { LmdbBackend } from '../src/storage/lmdb-backend.js';
 import { KeyringHolder } from '../src/store/keyring-store.js';
+import { RecordSeal } from '../src/store/record-seal.js';
 import { api } from './api.js';
 import * as shape from './cases.js';
 import { describeMachine } from './machine.js';
@@ -54,7 +55,7 @@ async function seed(dir: string, root: string, namespaces: number, perNamespace:
     let done = 0;
     for (let i = 0; i < namespaces; i++) {
       for (let j = 0; j < perNamespace; j++) {
-        writes.push(...versionWrites(keyring, { namespace: `large/ns${i}`, key: `k${j}`, version: 1, type: 'secret', value: VALUE, createdAt: Date.now(), previous: undefined }));
+        writes.push(...versionWrites(keyring, new RecordSeal(() => keyring.recordKeys()), { namespace: `large/ns${i}`, key: `k${j}`, version: 1, type: 'secret', value: VALUE, createdAt: Date.now(), previous: undefined }));
         if (++done % batch === 0 || done === total) {
           const these = writes;
           writes = [];

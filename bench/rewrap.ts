@@ -20,6 +20,7 @@ import { versionWrites } from '../src/kv/version-writes.js';
 import type { StorageWrite } from '../src/storage/backend.js';
 import { LmdbBackend } from '../src/storage/lmdb-backend.js';
 import { KeyringHolder } from '../src/store/keyring-store.js';
+import { recordSealOf } from '../src/store/record-seal.js';
 import { api } from './api.js';
 import * as shape from './cases.js';
 import { describeMachine } from './machine.js';
@@ -47,7 +48,7 @@ async function seed(dir: string, root: string): Promise<void> {
     const { holder } = await KeyringHolder.open(storage, new LocalKeyProvider(loadOrCreateMasterKey(config.master_key_file).key), Date.now());
     let writes: StorageWrite[] = [];
     for (let i = 0; i < NAMESPACES * perNamespace; i++) {
-      writes.push(...versionWrites(holder.current(), { namespace: `rw/ns${i % NAMESPACES}`, key: `k${Math.floor(i / NAMESPACES)}`, version: 1, type: 'secret', value: 'p'.repeat(64), createdAt: Date.now(), previous: undefined }));
+      writes.push(...versionWrites(holder.current(), recordSealOf(holder), { namespace: `rw/ns${i % NAMESPACES}`, key: `k${Math.floor(i / NAMESPACES)}`, version: 1, type: 'secret', value: 'p'.repeat(64), createdAt: Date.now(), previous: undefined }));
       if (writes.length >= 15_000) {
         const batch = writes;
         writes = [];

@@ -177,6 +177,7 @@ export async function startCoffer(config: CofferConfig, options: StartOptions = 
     const kv = new KvService({
       storage,
       keyring,
+      seal,
       maxValueBytes: config.max_value_bytes,
       now,
       onIntegrityError: (where, reason) => log.error({ ...where, reason }, 'INTEGRITY ERROR: a stored record failed to open or verify; it was not returned'),

@@ -9,6 +9,7 @@ import { AppError, forbidden, notFound } from '../errors.js';
 import type { ValueType } from '../model/value-types.js';
 import type { StorageBackend, StorageWrite } from '../storage/backend.js';
 import { counterKey, metaKey, versionKey, versionOf, versionRange } from '../storage/layout.js';
+import { RecordIntegrityError, type RecordSeal } from '../store/record-seal.js';
 import { GENERATION_KEY, StaleKeyringError, unpackGeneration, type KeyringHolder } from '../store/keyring-store.js';
 import { listNamespace, namespaceExists, type Listing } from './listing.js';
 import { unpackCounter, unpackMeta, unpackVersion, type KeyMeta } from './records.js';
@@ -20,6 +21,8 @@ export interface KvServiceDeps {
   readonly keyring: Pick<KeyringHolder, 'current' | 'generation' | 'refresh'>;
   readonly maxValueBytes: number;
   readonly now: () => number;
+  /** The MAC of the key index and version counters (store/record-seal.ts). */
+  readonly seal: RecordSeal;
   /** Called when a stored record fails to open or verify; must not log the value. */
   readonly onIntegrityError: (where: { namespace: string; key: string; version: number }, reason: string) => void;
 }
@@ -86,18 +89,19 @@ export class KvService {
     const generation = this.deps.keyring.generation;
     const mKey = metaKey(namespace, key);
     const cKey = counterKey(namespace, key);
-    const expected = unpackCounter(await this.deps.storage.get(cKey)) + 1;
-    const sealedAhead = expected <= MAX_VERSION ? packedVersionRecord(keyring, { namespace, key, version: expected, type, value, createdAt }) : undefined;
-    return this.deps.storage.atomic([mKey, cKey, GENERATION_KEY], ([metaBytes, counterBytes, generationBytes]) => {
+    const { seal } = this.deps;
+    const next = (await this.checked({ namespace, key }, async () => unpackCounter(seal, cKey, await this.deps.storage.get(cKey)))) + 1;
+    const sealedAhead = next <= MAX_VERSION ? packedVersionRecord(keyring, { namespace, key, version: next, type, value, createdAt }) : undefined;
+    return this.checked({ namespace, key }, () => this.deps.storage.atomic([mKey, cKey, GENERATION_KEY], ([metaBytes, counterBytes, generationBytes]) => {
       if (unpackGeneration(generationBytes) !== generation) throw new StaleKeyringError();
-      const meta = metaBytes && unpackMeta(metaBytes);
+      const meta = metaBytes && unpackMeta(seal, mKey, metaBytes);
       // Replacing a key of another type also needs the right to write that type.
       if (meta && !caller.access.may('write', namespace, meta.type)) throw forbidden(`replace a ${meta.type} value in ${namespace}`);
-      const version = unpackCounter(counterBytes) + 1;
+      const version = unpackCounter(seal, cKey, counterBytes) + 1;
       if (version > MAX_VERSION) throw new AppError('invalid_request', 'this key has used up its version numbers');
-      const writes = versionWrites(keyring, { namespace, key, version, type, value, createdAt, previous: meta }, version === expected ? sealedAhead : undefined);
+      const writes = versionWrites(keyring, seal, { namespace, key, version, type, value, createdAt, previous: meta }, version === next ? sealedAhead : undefined);
       return { writes: [...writes, ...alongside], result: { version, created: !meta } };
-    });
+    }));
   }
 
   /** The latest version, or version `version`. */
@@ -124,7 +128,7 @@ export class KvService {
       if (meta && caller.access.may('list', parent, meta.type)) throw forbidden(`read ${meta.type} values in ${parent}`);
     }
     if (mayList && (await namespaceExists(this.deps.storage, whole!))) {
-      return listNamespace(this.deps.storage, caller, whole!, { limit });
+      return this.checked({ namespace: whole!, key: '' }, () => listNamespace(this.deps.storage, this.deps.seal, caller, whole!, { limit }));
     }
     throw notFound('no such key or namespace');
   }
@@ -145,7 +149,7 @@ export class KvService {
   }
 
   list(caller: Principal, namespace: string, page: { limit: number; cursor?: string | undefined }): Promise<Listing> {
-    return listNamespace(this.deps.storage, caller, namespace, page);
+    return this.checked({ namespace, key: '' }, () => listNamespace(this.deps.storage, this.deps.seal, caller, namespace, page));
   }
 
   /** Deletes the key and all its versions; the version counter stays, so numbers are never reused. */
@@ -156,19 +160,32 @@ export class KvService {
     if (!caller.access.may('delete', namespace, meta.type)) throw forbidden(`delete ${meta.type} keys in ${namespace}`);
     const alongside = (await beforeCommit?.()) ?? [];
     const mKey = metaKey(namespace, key);
-    await this.deps.storage.atomic([mKey], ([metaBytes]) => {
+    await this.checked({ namespace, key }, () => this.deps.storage.atomic([mKey], ([metaBytes]) => {
       if (!metaBytes) throw notFound('no such key');
-      const meta = unpackMeta(metaBytes);
+      const meta = unpackMeta(this.deps.seal, mKey, metaBytes);
       if (!caller.access.may('delete', namespace, meta.type)) throw forbidden(`delete ${meta.type} keys in ${namespace}`);
       const writes: StorageWrite[] = [{ op: 'delete', key: mKey }, ...alongside];
       for (let v = meta.first; v <= meta.latest; v++) writes.push({ op: 'delete', key: versionKey(namespace, key, v) });
       return { writes, result: undefined };
+    }));
+  }
+
+  private meta(namespace: string, key: string): Promise<KeyMeta | undefined> {
+    const mKey = metaKey(namespace, key);
+    return this.checked({ namespace, key }, async () => {
+      const bytes = await this.deps.storage.get(mKey);
+      return bytes && unpackMeta(this.deps.seal, mKey, bytes);
     });
   }
 
-  private async meta(namespace: string, key: string): Promise<KeyMeta | undefined> {
-    const bytes = await this.deps.storage.get(metaKey(namespace, key));
-    return bytes && unpackMeta(bytes);
+  /** `work`, with a key index or counter record that fails its MAC answered as 500 integrity_error (logged). */
+  private async checked<T>(where: { namespace: string; key: string }, work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (err) {
+      if (err instanceof RecordIntegrityError) throw this.integrityError({ ...where, version: 0 }, `${err.kind} record at ${err.storageKey} failed its integrity check`);
+      throw err;
+    }
   }
 
   private async readExisting(caller: Principal, namespace: string, key: string, meta: KeyMeta, wanted: number | undefined): Promise<Entry> {

@@ -13,6 +13,7 @@ import { forbidden } from '../errors.js';
 import type { StorageBackend } from '../storage/backend.js';
 import { childOf, descendantsRange, keysRange, parseMetaKey, subtreeRange } from '../storage/layout.js';
 import { decodeCursor, encodeCursor, type Cursor } from './cursor.js';
+import type { RecordSeal } from '../store/record-seal.js';
 import { unpackMeta } from './records.js';
 
 export interface Listing {
@@ -24,6 +25,7 @@ export interface Listing {
 
 export async function listNamespace(
   storage: StorageBackend,
+  seal: RecordSeal,
   caller: Principal,
   namespace: string,
   page: { limit: number; cursor?: string | undefined },
@@ -37,7 +39,7 @@ export async function listNamespace(
   if (start === undefined || start.phase === 'keys') {
     for await (const entry of storage.scan(keysRange(namespace, start?.after))) {
       const { key } = parseMetaKey(entry.key);
-      if (caller.access.may('list', namespace, unpackMeta(entry.value).type)) keys.push(key);
+      if (caller.access.may('list', namespace, unpackMeta(seal, entry.key, entry.value).type)) keys.push(key);
       if (keys.length === want) break;
     }
   }
@@ -45,7 +47,7 @@ export async function listNamespace(
   while (keys.length + namespaces.length < want) {
     const child = await nextChild(storage, namespace, after);
     if (child === undefined) break;
-    if (await childVisible(storage, caller, `${namespace}/${child}`)) namespaces.push(child);
+    if (await childVisible(storage, seal, caller, `${namespace}/${child}`)) namespaces.push(child);
     after = child;
   }
 
@@ -65,11 +67,11 @@ async function nextChild(storage: StorageBackend, namespace: string, after: stri
   return undefined;
 }
 
-async function childVisible(storage: StorageBackend, caller: Principal, child: string): Promise<boolean> {
+async function childVisible(storage: StorageBackend, seal: RecordSeal, caller: Principal, child: string): Promise<boolean> {
   if (caller.access.mayEverywhereBeneath('list', child)) return true;
   if (!caller.access.mayBeneath('list', child)) return false;
   for await (const entry of storage.scan(subtreeRange(child))) {
-    if (caller.access.may('list', parseMetaKey(entry.key).namespace, unpackMeta(entry.value).type)) return true;
+    if (caller.access.may('list', parseMetaKey(entry.key).namespace, unpackMeta(seal, entry.key, entry.value).type)) return true;
   }
   return false;
 }

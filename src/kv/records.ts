@@ -1,10 +1,14 @@
 /**
- * The stored forms of a key's meta and of one version, packed with msgpack. Version records carry a
- * format number so later formats can be told apart.
+ * The stored forms of a key's meta, its version counter and one version, packed with msgpack. Version
+ * records carry a format number so later formats can be told apart, and are sealed or MACed themselves
+ * (crypto/envelope.ts); the meta and the counter carry an HMAC with their storage key bound in
+ * (store/record-seal.ts), so the index that decides who sees a key cannot be changed by hand.
  */
 import { Packr } from 'msgpackr';
 import type { ConfigSeal, SealedSecret } from '../crypto/envelope.js';
 import type { ValueType } from '../model/value-types.js';
+import { packUint32, unpackUint32 } from '../storage/uint32.js';
+import type { RecordSeal } from '../store/record-seal.js';
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true });
 
@@ -23,17 +27,40 @@ export type VersionRecord =
 
 const FORMAT = 1;
 
-export function packMeta(meta: KeyMeta): Buffer {
-  return packr.pack({ l: meta.latest, t: meta.type, f: meta.first });
+export function packMeta(seal: RecordSeal, storageKey: Uint8Array, meta: KeyMeta): Buffer {
+  return seal.authenticate('kv-meta', storageKey, packr.pack({ l: meta.latest, t: meta.type, f: meta.first }));
 }
 
-export function unpackMeta(bytes: Uint8Array): KeyMeta {
-  const m = packr.unpack(bytes) as { l: number; t: ValueType; f: number };
+/** The meta stored at `storageKey`; throws RecordIntegrityError unless its MAC matches. */
+export function unpackMeta(seal: RecordSeal, storageKey: Uint8Array, bytes: Uint8Array): KeyMeta {
+  return metaOf(seal.verified('kv-meta', storageKey, bytes));
+}
+
+/** The meta without checking its MAC: only for reports made without the master key. */
+export function peekMeta(bytes: Uint8Array): KeyMeta | undefined {
+  try {
+    return bytes.byteLength > MAC_BYTES ? metaOf(bytes.subarray(MAC_BYTES)) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const MAC_BYTES = 32;
+
+function metaOf(packed: Uint8Array): KeyMeta {
+  const m = packr.unpack(packed) as { l: number; t: ValueType; f: number };
   return { latest: m.l, type: m.t, first: m.f };
 }
 
 /** The version counter of a key: the last version number ever assigned. */
-export { packUint32 as packCounter, unpackUint32 as unpackCounter } from '../storage/uint32.js';
+export function packCounter(seal: RecordSeal, storageKey: Uint8Array, version: number): Buffer {
+  return seal.authenticate('kv-counter', storageKey, packUint32(version));
+}
+
+/** The counter stored at `storageKey` (0 when there is none); throws RecordIntegrityError unless its MAC matches. */
+export function unpackCounter(seal: RecordSeal, storageKey: Uint8Array, bytes: Uint8Array | undefined): number {
+  return bytes === undefined ? 0 : unpackUint32(seal.verified('kv-counter', storageKey, bytes));
+}
 
 export function packVersion(record: VersionRecord): Buffer {
   if (record.type === 'config') {

@@ -8,6 +8,7 @@ import type { Keyring } from '../crypto/keyring.js';
 import type { ValueType } from '../model/value-types.js';
 import type { StorageWrite } from '../storage/backend.js';
 import { counterKey, metaKey, versionKey } from '../storage/layout.js';
+import type { RecordSeal } from '../store/record-seal.js';
 import { packCounter, packMeta, packVersion, type KeyMeta, type VersionRecord } from './records.js';
 
 export interface NewVersion {
@@ -34,11 +35,12 @@ export function packedVersionRecord(keyring: Keyring, v: Omit<NewVersion, 'previ
  * The writes for a new version. `packed` is the version record when the caller sealed it already, for
  * exactly this version and keyring; otherwise it is sealed here.
  */
-export function versionWrites(keyring: Keyring, v: NewVersion, packed?: Buffer): StorageWrite[] {
+export function versionWrites(keyring: Keyring, seal: RecordSeal, v: NewVersion, packed?: Buffer): StorageWrite[] {
   const meta: KeyMeta = { latest: v.version, type: v.type, first: v.previous ? v.previous.first : v.version };
+  const [cKey, mKey] = [counterKey(v.namespace, v.key), metaKey(v.namespace, v.key)];
   return [
-    { op: 'put', key: counterKey(v.namespace, v.key), value: packCounter(v.version) },
+    { op: 'put', key: cKey, value: packCounter(seal, cKey, v.version) },
     { op: 'put', key: versionKey(v.namespace, v.key, v.version), value: packed ?? packedVersionRecord(keyring, v) },
-    { op: 'put', key: metaKey(v.namespace, v.key), value: packMeta(meta) },
+    { op: 'put', key: mKey, value: packMeta(seal, mKey, meta) },
   ];
 }

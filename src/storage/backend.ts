@@ -1,8 +1,8 @@
 /**
  * The storage contract. Storage is untrusted: it holds opaque bytes under ordered binary keys. Value
- * records are sealed or MACed by the kv service; token, root token and audit chain records and intent
- * copies by store/record-seal.ts; the remaining kinds are not authenticated yet (SECURITY.md, "Storage:
- * what protects each record").
+ * records are sealed or MACed by the kv service; token, root token and audit chain records, intent copies,
+ * the key index and version counters by store/record-seal.ts; the keyring generation and the rewrap state
+ * are not authenticated yet (SECURITY.md, "Storage: what protects each record").
  *
  * Every backend must pass test/storage/conformance.ts.
  */

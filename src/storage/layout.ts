@@ -44,6 +44,10 @@ export function versionRange(ns: string, key: string): KeyRange {
 /** Every version record of every key. */
 export const VERSIONS_RANGE: KeyRange = { start: bytes('V'), end: bytes('W') };
 
+/** Every key's meta, and every key's version counter. */
+export const METAS_RANGE: KeyRange = { start: bytes('M'), end: bytes('N') };
+export const COUNTERS_RANGE: KeyRange = { start: bytes('C'), end: bytes('D') };
+
 /** The namespace, key and version named by a version key. */
 export function parseVersionKey(storageKey: Uint8Array): { namespace: string; key: string; version: number } {
   const buf = Buffer.from(storageKey.buffer, storageKey.byteOffset, storageKey.byteLength);

@@ -1,5 +1,6 @@
 /**
- * The store's own records, counted by kind for the seal report: with the record keys, each is opened (or
+ * The store's own records (all but the version records, which the seal report checks one by one),
+ * counted by kind for the seal report: with the record keys, each is opened (or
  * its MAC checked) in memory and the result dropped; without them (a structure-only report made without
  * the master key), each is checked only for the sealed form — a plain record (one written before the
  * storage barrier, or by hand) fails even then.
@@ -7,7 +8,7 @@
 import { Packr } from 'msgpackr';
 import { NONCE_BYTES } from '../crypto/aead.js';
 import type { KeyRange, StorageBackend } from '../storage/backend.js';
-import { AUDIT_CHAINS_RANGE, INTENT_JOURNAL_RANGE, ROOT_TOKEN_KEY, TOKENS_RANGE } from '../storage/layout.js';
+import { AUDIT_CHAINS_RANGE, COUNTERS_RANGE, INTENT_JOURNAL_RANGE, METAS_RANGE, ROOT_TOKEN_KEY, TOKENS_RANGE } from '../storage/layout.js';
 import { RecordIntegrityError, type RecordKind, type RecordSeal } from './record-seal.js';
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true });
@@ -25,6 +26,8 @@ const KINDS: readonly { kind: RecordKind; range: KeyRange; protection: 'seal' | 
   { kind: 'token', range: TOKENS_RANGE, protection: 'seal' },
   { kind: 'audit-chain', range: AUDIT_CHAINS_RANGE, protection: 'seal' },
   { kind: 'intent-copy', range: INTENT_JOURNAL_RANGE, protection: 'mac' },
+  { kind: 'kv-meta', range: METAS_RANGE, protection: 'mac' },
+  { kind: 'kv-counter', range: COUNTERS_RANGE, protection: 'mac' },
 ];
 
 /** Whether `bytes` has the sealed form of store/record-seal.ts, without opening it. */

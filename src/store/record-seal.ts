@@ -1,7 +1,8 @@
 /**
  * The seal of the store's own records (token records, the root token record, the audit chain registry):
  * XChaCha20-Poly1305 under the keyring's record key, with the record kind and its full storage key as
- * associated data; records that must stay readable (intent copies) get an HMAC over the same instead. So a
+ * associated data; records that must stay readable (intent copies, the key index and version counters)
+ * get an HMAC over the same instead. So a
  * record whose bytes were changed, that was written by someone without the key (a token record with
  * `role: "admin"` put in by hand), or that was copied or swapped from another key fails to open, and is
  * never used. What it cannot tell is an older valid copy of the same record put back (a replay): see
@@ -18,7 +19,7 @@ const packr = new Packr({ useRecords: false, mapsAsObjects: true });
 const FORMAT = 1;
 const MAC_BYTES = 32;
 
-export type RecordKind = 'token' | 'root-token' | 'audit-chain' | 'intent-copy';
+export type RecordKind = 'token' | 'root-token' | 'audit-chain' | 'intent-copy' | 'kv-meta' | 'kv-counter';
 
 /** A stored record that failed to open: tampered, forged, moved, or not sealed at all. */
 export class RecordIntegrityError extends Error {

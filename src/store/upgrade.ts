@@ -2,9 +2,10 @@
  * Store format upgrades, run at start-up by the process that prepares the store, before anything serves.
  *
  *   format 1  releases before the storage barrier: token records and the root token record as plain msgpack,
- *             the audit chain registry as plain JSON, intent copies as plain audit lines
- *   format 2  those records sealed (intent copies: MACed), with their storage keys bound in
- *             (store/record-seal.ts)
+ *             the audit chain registry as plain JSON, intent copies as plain audit lines, the key index
+ *             and version counters as plain msgpack and 4-byte numbers
+ *   format 2  those records sealed (intent copies, the key index and counters: MACed), with their storage
+ *             keys bound in (store/record-seal.ts)
  *
  * The format is recorded inside the keyring, which the master key authenticates: it cannot be set back to
  * make plain records acceptable again, so a plain record in a format-2 store is refused like any forged one.
@@ -15,7 +16,7 @@
 import type { Logger } from 'pino';
 import { STORE_FORMAT } from '../crypto/keyring.js';
 import type { KeyRange, StorageBackend, StorageWrite } from '../storage/backend.js';
-import { AUDIT_CHAINS_RANGE, INTENT_JOURNAL_RANGE, ROOT_TOKEN_KEY, TOKENS_RANGE } from '../storage/layout.js';
+import { AUDIT_CHAINS_RANGE, COUNTERS_RANGE, INTENT_JOURNAL_RANGE, METAS_RANGE, ROOT_TOKEN_KEY, TOKENS_RANGE } from '../storage/layout.js';
 import type { KeyringHolder } from './keyring-store.js';
 import { printableKey, RecordIntegrityError, unpackPlain, type RecordKind, type RecordSeal } from './record-seal.js';
 
@@ -33,7 +34,7 @@ export interface UpgradeResult {
 export async function upgradeStore(storage: StorageBackend, holder: KeyringHolder, seal: RecordSeal, log: Logger): Promise<UpgradeResult | null> {
   await holder.refresh();
   if (holder.current().storeFormat >= STORE_FORMAT) return null;
-  log.info('upgrading the store to format %d: sealing token records, the root token record, the audit chain registry and intent copies', STORE_FORMAT);
+  log.info('upgrading the store to format %d: sealing token records, the root token record and the audit chain registry; MACing intent copies, the key index and version counters', STORE_FORMAT);
   const counts = { sealed: 0, unreadable: 0 };
   const byKind: string[] = [];
   for (const kind of FORMAT_1) byKind.push(`${await sealRange(storage, seal, kind, log, counts)} ${kind.kind}`);
@@ -49,6 +50,12 @@ interface PlainKind {
   /** The record (sealed kinds) or its bytes (MACed kinds), or null when the bytes are not one of this kind. */
   readonly decode: (bytes: Uint8Array) => Record<string, unknown> | Uint8Array | null;
   readonly protection: 'seal' | 'mac';
+}
+
+/** A plain key meta (msgpack {l, t, f}): its bytes. */
+function plainMeta(bytes: Uint8Array): Uint8Array | null {
+  const meta = unpackPlain<Record<string, unknown> | null>(bytes);
+  return meta !== null && typeof meta === 'object' && typeof meta.l === 'number' && typeof meta.t === 'string' && typeof meta.f === 'number' ? bytes : null;
 }
 
 /** A plain audit line holding an intent entry: its bytes. */
@@ -75,6 +82,8 @@ const FORMAT_1: readonly PlainKind[] = [
   { kind: 'root-token', range: { start: ROOT_TOKEN_KEY, end: Buffer.concat([ROOT_TOKEN_KEY, Buffer.from([0])]) }, decode: msgpackWith('hash'), protection: 'seal' },
   { kind: 'audit-chain', range: AUDIT_CHAINS_RANGE, decode: jsonWith('chain'), protection: 'seal' },
   { kind: 'intent-copy', range: INTENT_JOURNAL_RANGE, decode: intentLine, protection: 'mac' },
+  { kind: 'kv-meta', range: METAS_RANGE, decode: plainMeta, protection: 'mac' },
+  { kind: 'kv-counter', range: COUNTERS_RANGE, decode: (bytes) => (bytes.byteLength === 4 ? bytes : null), protection: 'mac' },
 ];
 
 /** Seals the format-1 records of one kind; returns how many it sealed. */

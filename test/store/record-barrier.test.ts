@@ -7,7 +7,7 @@ import pino from 'pino';
 import { startCoffer } from '../../src/app.js';
 import { loadConfig } from '../../src/config/load.js';
 import { ConfigError } from '../../src/errors.js';
-import { AUDIT_CHAINS_RANGE, ROOT_TOKEN_KEY, tokenKey } from '../../src/storage/layout.js';
+import { AUDIT_CHAINS_RANGE, counterKey, metaKey, ROOT_TOKEN_KEY, tokenKey } from '../../src/storage/layout.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
 import { auditLines } from '../support/audit-lines.js';
 import { startTestCoffer, tempDir, type TestCoffer } from '../support/harness.js';
@@ -35,7 +35,7 @@ const configEnv = (c: TestCoffer): Record<string, string> => ({
   COFFER_LOG_LEVEL: 'silent',
 });
 
-describe('the storage barrier: token and root token records are sealed, bound to their storage key', function () {
+describe('the storage barrier: the store\'s records are sealed or MACed, bound to their storage key', function () {
   this.timeout(60_000);
 
   let dir: string;
@@ -163,6 +163,65 @@ describe('the storage barrier: token and root token records are sealed, bound to
       expect(await status(c.rootToken, 'GET', '/v1/auth/tokens')).to.equal(200);
     });
   }
+
+  describe('the key index and version counters', () => {
+    it('answers 500 integrity_error, never a changed answer, for a changed, swapped or hand-written index record', async () => {
+      await restart();
+      expect((await c.put('app/cfg', 'debug', 'config')).status).to.equal(201);
+      const configReader = await c.token({ role: 'config-reader' });
+      expect((await c.call('GET', '/v1/kv/app/', { token: configReader })).body.keys).to.deep.equal(['cfg']);
+      await stop();
+      const [secretMeta, configMeta] = [metaKey('app', 'db'), metaKey('app', 'cfg')];
+      const damages: [string, (s: LmdbBackend) => Promise<void>][] = [
+        ['one byte changed', async (s) => {
+          const bytes = Buffer.from((await s.get(secretMeta))!);
+          bytes[bytes.length - 1]! ^= 0x01;
+          await put(s, secretMeta, bytes);
+        }],
+        ['two keys\' records swapped', async (s) => {
+          const [a, b] = await Promise.all([s.get(secretMeta), s.get(configMeta)]);
+          await put(s, secretMeta, b!);
+          await put(s, configMeta, a!);
+        }],
+        // The secret key made to look like a config key, so that a config-reader would list it.
+        ['written by hand', (s) => put(s, secretMeta, new Packr({ useRecords: false, mapsAsObjects: true }).pack({ l: 1, t: 'config', f: 1 }))],
+      ];
+      for (const [damage, change] of damages) {
+        const saved = await withStorage(c, async (s) => {
+          const before = await Promise.all([s.get(secretMeta), s.get(configMeta)]);
+          await change(s);
+          return before;
+        });
+        await restart();
+        const read = await c.call('GET', '/v1/kv/app/db');
+        expect(read.status, damage).to.equal(500);
+        expect(read.body.code, damage).to.equal('integrity_error');
+        expect(read.text).to.not.include('hunter2');
+        const listed = await c.call('GET', '/v1/kv/app/', { token: configReader });
+        expect(listed.status, damage).to.equal(500);
+        expect(listed.text).to.not.include('"db"');
+        await stop();
+        await withStorage(c, async (s) => {
+          await put(s, secretMeta, saved[0]!);
+          await put(s, configMeta, saved[1]!);
+        });
+      }
+      await restart();
+      expect((await c.call('GET', '/v1/kv/app/db')).body.value).to.equal('hunter2');
+    });
+
+    it('refuses a write whose version counter was set back, and keeps the version it would have overwritten', async () => {
+      await withStorage(c, (s) => put(s, counterKey('app', 'db'), Buffer.from([0, 0, 0, 0])));
+      await restart();
+      const write = await c.put('app/db', 'overwrite?');
+      expect(write.status).to.equal(500);
+      expect(write.body.code).to.equal('integrity_error');
+      // Version 1 was not overwritten: it still reads back as written.
+      const read = await c.call('GET', '/v1/kv/app/db?version=1');
+      expect(read.status).to.equal(200);
+      expect(read.body.value).to.equal('hunter2');
+    });
+  });
 
   describe('the audit chain registry', () => {
     const chainKeys = (s: LmdbBackend): Promise<Uint8Array[]> =>

@@ -4,6 +4,7 @@ import type { KeyMeta } from '../../src/kv/records.js';
 import { versionWrites } from '../../src/kv/version-writes.js';
 import type { ValueType } from '../../src/model/value-types.js';
 import type { StorageBackend, StorageWrite } from '../../src/storage/backend.js';
+import { RecordSeal } from '../../src/store/record-seal.js';
 
 export interface SeededVersion {
   readonly namespace: string;
@@ -27,7 +28,7 @@ export async function seedStore(storage: StorageBackend, keyring: Keyring, keys:
     for (let version = 1; version <= (i % 5 === 0 ? 3 : 1); version++) {
       const type: ValueType = (i + version) % 7 === 0 ? 'config' : 'secret';
       const value = `value ${i}.${version} — ${'✓'.repeat(i % 4)}`;
-      writes.push(...versionWrites(keyring, { namespace, key, version, type, value, createdAt: Date.now(), previous }));
+      writes.push(...versionWrites(keyring, new RecordSeal(() => keyring.recordKeys()), { namespace, key, version, type, value, createdAt: Date.now(), previous }));
       previous = { latest: version, type, first: 1 };
       seeded.push({ namespace, key, version, type, value });
     }
