@@ -2,6 +2,7 @@
  * The key-value service: authorize → seal or open → storage. Every check that can answer "forbidden"
  * without looking at stored data runs first, so a forbidden caller learns nothing about what exists.
  */
+import { BoundedCache } from '../auth/bounded-cache.js';
 import type { Principal } from '../auth/principal.js';
 import { SealedDataError } from '../crypto/aead.js';
 import { openSecret, verifyConfig, type RecordIdentity } from '../crypto/envelope.js';
@@ -9,8 +10,8 @@ import { AppError, forbidden, notFound } from '../errors.js';
 import type { ValueType } from '../model/value-types.js';
 import type { StorageBackend, StorageWrite } from '../storage/backend.js';
 import { counterKey, metaKey, versionKey, versionOf, versionRange } from '../storage/layout.js';
-import { RecordIntegrityError, type RecordSeal } from '../store/record-seal.js';
 import { GENERATION_KEY, StaleKeyringError, unpackGeneration, type KeyringHolder } from '../store/keyring-store.js';
+import { RecordIntegrityError, type RecordSeal } from '../store/record-seal.js';
 import { listNamespace, namespaceExists, type Listing } from './listing.js';
 import { unpackCounter, unpackMeta, unpackVersion, type KeyMeta } from './records.js';
 import { packedVersionRecord, versionWrites } from './version-writes.js';
@@ -53,6 +54,9 @@ const MAX_VERSION = 0xffff_ffff;
 const iso = (ms: number): string => new Date(ms).toISOString();
 
 export class KvService {
+  /** Key meta last checked, by storage key: its bytes and what they hold. */
+  private readonly checkedMeta = new BoundedCache<string, { readonly bytes: Buffer; readonly meta: KeyMeta }>(10_000);
+
   constructor(private readonly deps: KvServiceDeps) {}
 
   /**
@@ -170,12 +174,24 @@ export class KvService {
     }));
   }
 
-  private meta(namespace: string, key: string): Promise<KeyMeta | undefined> {
+  /**
+   * The key's meta. Its MAC is checked when its bytes differ from the ones last checked for that key (the
+   * same bytes carry the same meta), so a hot key is not checked again on every read.
+   */
+  private async meta(namespace: string, key: string): Promise<KeyMeta | undefined> {
     const mKey = metaKey(namespace, key);
-    return this.checked({ namespace, key }, async () => {
-      const bytes = await this.deps.storage.get(mKey);
-      return bytes && unpackMeta(this.deps.seal, mKey, bytes);
-    });
+    const bytes = await this.deps.storage.get(mKey);
+    if (!bytes) return undefined;
+    const name = mKey.toString('latin1');
+    const last = this.checkedMeta.get(name);
+    if (last && Buffer.compare(last.bytes, bytes) === 0) return last.meta;
+    try {
+      const meta = unpackMeta(this.deps.seal, mKey, bytes);
+      this.checkedMeta.set(name, { bytes: Buffer.from(bytes), meta });
+      return meta;
+    } catch (err) {
+      throw this.indexError({ namespace, key }, err);
+    }
   }
 
   /** `work`, with a key index or counter record that fails its MAC answered as 500 integrity_error (logged). */
@@ -183,9 +199,14 @@ export class KvService {
     try {
       return await work();
     } catch (err) {
-      if (err instanceof RecordIntegrityError) throw this.integrityError({ ...where, version: 0 }, `${err.kind} record at ${err.storageKey} failed its integrity check`);
-      throw err;
+      throw this.indexError(where, err);
     }
+  }
+
+  /** `err`, or for a record that failed its MAC the 500 integrity_error that reports it. */
+  private indexError(where: { namespace: string; key: string }, err: unknown): unknown {
+    if (!(err instanceof RecordIntegrityError)) return err;
+    return this.integrityError({ ...where, version: 0 }, `${err.kind} record at ${err.storageKey} failed its integrity check`);
   }
 
   private async readExisting(caller: Principal, namespace: string, key: string, meta: KeyMeta, wanted: number | undefined): Promise<Entry> {

@@ -8,7 +8,7 @@ import { Packr } from 'msgpackr';
 import type { ConfigSeal, SealedSecret } from '../crypto/envelope.js';
 import type { ValueType } from '../model/value-types.js';
 import { packUint32, unpackUint32 } from '../storage/uint32.js';
-import type { RecordSeal } from '../store/record-seal.js';
+import { MAC_BYTES, type RecordSeal } from '../store/record-seal.js';
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true });
 
@@ -45,7 +45,6 @@ export function peekMeta(bytes: Uint8Array): KeyMeta | undefined {
   }
 }
 
-const MAC_BYTES = 32;
 
 function metaOf(packed: Uint8Array): KeyMeta {
   const m = packr.unpack(packed) as { l: number; t: ValueType; f: number };

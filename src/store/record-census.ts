@@ -9,10 +9,9 @@ import { Packr } from 'msgpackr';
 import { NONCE_BYTES } from '../crypto/aead.js';
 import type { KeyRange, StorageBackend } from '../storage/backend.js';
 import { AUDIT_CHAINS_RANGE, COUNTERS_RANGE, INTENT_JOURNAL_RANGE, METAS_RANGE, ROOT_TOKEN_KEY, TOKENS_RANGE } from '../storage/layout.js';
-import { RecordIntegrityError, type RecordKind, type RecordSeal } from './record-seal.js';
+import { MAC_BYTES, RecordIntegrityError, type RecordKind, type RecordSeal } from './record-seal.js';
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true });
-const MAC_BYTES = 32;
 
 export interface RecordCount {
   readonly kind: RecordKind;

@@ -17,7 +17,11 @@ import { aeadOpen, aeadSeal, NONCE_BYTES, SealedDataError } from '../crypto/aead
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true });
 const FORMAT = 1;
-const MAC_BYTES = 32;
+/**
+ * HMAC-SHA256 truncated to 128 bits (as RFC 4868 and NIST SP 800-107 allow): forging one still takes 2^128
+ * guesses, and the index and counter written with every change stay small.
+ */
+export const MAC_BYTES = 16;
 
 export type RecordKind = 'token' | 'root-token' | 'audit-chain' | 'intent-copy' | 'kv-meta' | 'kv-counter';
 
@@ -40,8 +44,11 @@ export function printableKey(key: Uint8Array): string {
   return out;
 }
 
+const AAD_PREFIX = `coffer-record/${FORMAT}\0`;
+const SEPARATOR = '\0';
+
 function aad(kind: RecordKind, storageKey: Uint8Array): Uint8Array {
-  return Buffer.concat([Buffer.from(`coffer-record/${FORMAT}\0${kind}\0`), storageKey]);
+  return Buffer.concat([Buffer.from(`${AAD_PREFIX}${kind}${SEPARATOR}`), storageKey]);
 }
 
 /** The record keys: one for sealing, one for MACs (both HKDF of the keyring's permanent root). */
@@ -78,8 +85,8 @@ export class RecordSeal {
   }
 
   /**
-   * For records that stay readable (intent copies, which are audit lines): `bytes` with an HMAC-SHA256
-   * over the same associated data and the bytes, stored as   mac (32 bytes) ‖ bytes.
+   * For records that stay readable (intent copies, the key index, counters): `bytes` with an HMAC-SHA256
+   * (truncated, MAC_BYTES) over the same associated data and the bytes, stored as   mac ‖ bytes.
    */
   authenticate(kind: RecordKind, storageKey: Uint8Array, bytes: Uint8Array): Buffer {
     return Buffer.concat([this.mac(kind, storageKey, bytes), bytes]);
@@ -96,7 +103,8 @@ export class RecordSeal {
   }
 
   private mac(kind: RecordKind, storageKey: Uint8Array, bytes: Uint8Array): Buffer {
-    return createHmac('sha256', this.keys().mac).update(aad(kind, storageKey)).update(bytes).digest();
+    // The associated data in pieces: no buffer is built for it on this path (every read and write).
+    return createHmac('sha256', this.keys().mac).update(AAD_PREFIX).update(kind).update(SEPARATOR).update(storageKey).update(bytes).digest().subarray(0, MAC_BYTES);
   }
 }
 
