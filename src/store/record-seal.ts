@@ -2,14 +2,14 @@
  * The seal of the store's own records (token records, the root token record, the audit chain registry):
  * XChaCha20-Poly1305 under the keyring's record key, with the record kind and its full storage key as
  * associated data; records that must stay readable (intent copies, the key index and version counters)
- * get an HMAC over the same instead. So a
- * record whose bytes were changed, that was written by someone without the key (a token record with
- * `role: "admin"` put in by hand), or that was copied or swapped from another key fails to open, and is
- * never used. What it cannot tell is an older valid copy of the same record put back (a replay): see
- * SECURITY.md, "Storage".
+ * get an HMAC over the same instead. So a record whose bytes were changed, that was written by someone
+ * without the key (a token record with `role: "admin"` put in by hand), or that was copied or swapped
+ * from another key fails to open, and is never used. What it cannot tell is an older valid copy of the
+ * same record put back (a replay): see SECURITY.md, "Storage".
  *
- *   stored bytes = msgpack { f: 1, n: nonce, c: ciphertext }     plaintext = msgpack of the record
- *   AAD          = "coffer-record/1" 0x00 kind 0x00 storage key bytes
+ *   sealed   = msgpack { f: 1, n: nonce, c: ciphertext }     plaintext = msgpack of the record
+ *   MACed    = mac (MAC_BYTES) ‖ bytes
+ *   AAD      = "coffer-record/1" 0x00 kind 0x00 storage key bytes   (the MAC's input: AAD ‖ bytes)
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { Packr } from 'msgpackr';

@@ -24,7 +24,7 @@ const BATCH = 500;
 const REPORT_EVERY = 10_000;
 
 export interface UpgradeResult {
-  /** Records sealed now. */
+  /** Records sealed (or MACed) now. */
   readonly sealed: number;
   /** Records that were neither sealed nor a readable format-1 record: left as they are, and refused when used. */
   readonly unreadable: number;
