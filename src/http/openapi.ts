@@ -11,7 +11,14 @@ const ok = (description: string, schema: object) => ({ description, ...json(sche
 /** Every operation may also answer 503 audit_unavailable: its audit entry could not be written. */
 const errors = (...statuses: number[]) => Object.fromEntries([...statuses, 503].map((s) => [String(s), problem]));
 
-const nsParam = { name: 'namespace', in: 'path', required: true, description: '1 to 16 segments separated by /', schema: { type: 'string' } };
+const nsParam = {
+  name: 'namespace',
+  in: 'path',
+  required: true,
+  // Generated clients percent-encode path parameters; a '/' sent as %2F is refused (400), so say so.
+  description: "1 to 16 segments separated by /, sent as literal '/' characters in the path (payments/prod, not payments%2Fprod, which is refused with 400): a generated client must not encode the slashes, or must build this path itself",
+  schema: { type: 'string' },
+};
 const keyParam = { name: 'key', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,128}$' } };
 const timestamp = { type: 'string', format: 'date-time' };
 const types = { enum: ['config', 'secret'] };
@@ -60,7 +67,14 @@ const listQuery = [
 export function openApiDocument(maxTtl: number): object {
   return {
     openapi: '3.1.0',
-    info: { title: 'Coffer', version: '1', description: 'Token-secured, encrypted-at-rest key-value store for configuration values and secrets.' },
+    info: {
+      title: 'Coffer',
+      version: '1',
+      description: 'Token-secured, encrypted-at-rest key-value store for configuration values and secrets.',
+      license: { name: 'UNLICENSED (proprietary; see the repository)', identifier: 'LicenseRef-UNLICENSED' },
+    },
+    // Relative: the server that served this document.
+    servers: [{ url: '/', description: 'this Coffer server' }],
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
       responses: {
@@ -84,73 +98,73 @@ export function openApiDocument(maxTtl: number): object {
     },
     security: [{ bearer: [] }],
     paths: {
-      '/v1/openapi.json': { get: { summary: 'This document', security: [], responses: { 200: { description: 'OpenAPI 3.1 document' } } } },
+      '/v1/openapi.json': { get: { operationId: 'getOpenApiDocument', summary: 'This document', security: [], responses: { 200: { description: 'OpenAPI 3.1 document' } } } },
       '/v1/auth/me': {
         get: {
-          summary: 'Identity, role and capabilities of the calling token',
+          operationId: 'getSelf', summary: 'Identity, role and capabilities of the calling token',
           responses: { 200: ok('The caller', { type: 'object', properties: { id: { type: 'string' }, is_root: { type: 'boolean' }, role: { type: ['string', 'null'] }, scopes: { type: ['array', 'null'] }, metadata: { type: 'object' }, expires_at: { type: ['string', 'null'] }, capabilities: { type: 'array' }, privileges: { type: 'array', items: { enum: ['manage_tokens', 'list_tokens', 'manage_keyring', 'read_keyring', 'read_audit'] } } } }), ...errors(400, 401) },
         },
       },
       '/v1/auth/token': {
         post: {
-          summary: 'Create a token (root only)',
+          operationId: 'createToken', summary: 'Create a token (root only)',
           requestBody: { required: true, ...json(tokenCreateSchema(maxTtl)) },
           responses: { 201: ok('The new token; its value is shown only here', { ...token, properties: { ...token.properties, token: { type: 'string' }, expires_in: { type: 'integer' } } }), ...errors(400, 401, 403, 413, 415, 429) },
         },
       },
       '/v1/auth/tokens': {
         get: {
-          summary: 'List tokens (root and auditor); active ones unless all=true',
+          operationId: 'listTokens', summary: 'List tokens (root and auditor); active ones unless all=true',
           parameters: [{ name: 'all', in: 'query', schema: { type: 'boolean' } }],
           responses: { 200: ok('Tokens, without values or hashes', { type: 'object', properties: { tokens: { type: 'array', items: token } } }), ...errors(400, 401, 403) },
         },
       },
       '/v1/auth/token/{token}': {
         delete: {
-          summary: 'Revoke a token by value or id (root only)',
+          operationId: 'revokeToken', summary: 'Revoke a token by value or id (root only)',
           parameters: [{ name: 'token', in: 'path', required: true, schema: { type: 'string' } }],
           responses: { 204: { description: 'Revoked (also when it already was)' }, ...errors(400, 401, 403, 404) },
         },
       },
       '/v1/sys/keyring': {
         get: {
-          summary: 'Keyring status (root and auditor): provider, versions, the active one, and how many records each wraps',
+          operationId: 'getKeyringStatus', summary: 'Keyring status (root and auditor): provider, versions, the active one, and how many records each wraps',
           responses: { 200: ok('Status', { type: 'object', properties: { provider: { type: 'string' }, wrapped_by: { type: 'string' }, migrations: { type: 'integer' }, migrated_at: { type: ['string', 'null'] }, active_version: { type: 'integer' }, generation: { type: 'integer' }, versions: { type: 'array', items: { type: 'object', properties: { version: { type: 'integer' }, created_at: timestamp, active: { type: 'boolean' }, secrets: { type: 'integer' }, configs: { type: 'integer' } } } }, unreadable: { type: 'integer' } } }), ...errors(400, 401, 403) },
         },
       },
       '/v1/sys/keyring/rotate': {
         post: {
-          summary: 'Add a keyring version and make it active for every process (root only)',
+          operationId: 'rotateKeyring', summary: 'Add a keyring version and make it active for every process (root only)',
           responses: { 200: ok('Rotated', { type: 'object', properties: { previous_version: { type: 'integer' }, active_version: { type: 'integer' } } }), ...errors(400, 401, 403) },
         },
       },
       '/v1/sys/keyring/rewrap': {
         post: {
-          summary: 'Start (or continue) rewrapping every record onto the active version, in the background (root only)',
+          operationId: 'startRewrap', summary: 'Start (or continue) rewrapping every record onto the active version, in the background (root only)',
           requestBody: { required: false, ...json(rewrapSchema) },
           responses: { 202: ok('Started, or already running', rewrapView), ...errors(400, 401, 403, 415) },
         },
         get: {
-          summary: 'Progress of the current or last rewrap (root and auditor)',
+          operationId: 'getRewrapStatus', summary: 'Progress of the current or last rewrap (root and auditor)',
           responses: { 200: ok('Progress', rewrapView), ...errors(400, 401, 403) },
         },
       },
       '/v1/sys/keyring/retire': {
         post: {
-          summary: 'Remove keyring versions that no record uses any more (root only)',
+          operationId: 'retireKeyringVersions', summary: 'Remove keyring versions that no record uses any more (root only)',
           responses: { 200: ok('Retired', { type: 'object', properties: { retired: { type: 'array', items: { type: 'integer' } }, versions: { type: 'array', items: { type: 'integer' } } } }), ...errors(400, 401, 403) },
         },
       },
       '/v1/sys/keyring/migrate': {
         post: {
-          summary: 'Rewrap the keyring under another master key or provider, in one atomic write (root only); restart with the new key configured',
+          operationId: 'migrateKeyring', summary: 'Rewrap the keyring under another master key or provider, in one atomic write (root only); restart with the new key configured',
           requestBody: { required: true, ...json(migrateSchema) },
           responses: { 200: ok('Migrated', { type: 'object', properties: { from: { type: 'string' }, to: { type: 'string' }, provider: { type: 'string' }, migrated_at: timestamp } }), ...errors(400, 401, 403, 415) },
         },
       },
       '/v1/sys/audit': {
         get: {
-          summary: 'Search the audit log (root and auditor), oldest first; entries never hold a value or a token',
+          operationId: 'searchAuditLog', summary: 'Search the audit log (root and auditor), oldest first; entries never hold a value or a token',
           parameters: [
             { name: 'from', in: 'query', schema: timestamp, description: 'inclusive' },
             { name: 'to', in: 'query', schema: timestamp, description: 'exclusive' },
@@ -167,7 +181,7 @@ export function openApiDocument(maxTtl: number): object {
       },
       '/v1/sys/audit/verify': {
         get: {
-          summary: 'Check every audit chain and checkpoint, and which stored versions the log names (root and auditor)',
+          operationId: 'verifyAuditLog', summary: 'Check every audit chain and checkpoint, and which stored versions the log names (root and auditor)',
           responses: {
             200: ok('intact: entries, chains, files, first and last time, coverage; or broken: the first broken entry (file, line, seq) and why', {
               type: 'object',
@@ -183,21 +197,21 @@ export function openApiDocument(maxTtl: number): object {
       },
       '/v1/sys/seal-report': {
         get: {
-          summary: 'Whether every stored version is sealed, read from its structure without decrypting (root and auditor)',
+          operationId: 'getSealReport', summary: 'Whether every stored version is sealed, read from its structure without decrypting (root and auditor)',
           parameters: [{ name: 'verify', in: 'query', schema: { type: 'boolean' }, description: 'also open every record in memory; no value is returned' }],
           responses: { 200: ok('The report', { type: 'object', properties: { generated_at: timestamp, verified: { type: 'boolean' }, totals: { type: 'object' }, keyring: { type: 'object' }, namespaces: { type: 'array' }, anomalies: { type: 'array', items: { type: 'object', properties: { namespace: { type: 'string' }, key: { type: 'string' }, version: { type: 'integer' }, problem: { type: 'string' } } } }, records: { type: 'array', description: "The store's own records by kind (root-token, token, audit-chain, intent-copy) and how many failed their check", items: { type: 'object', properties: { kind: { type: 'string' }, records: { type: 'integer' }, failed: { type: 'integer' } } } } } }), ...errors(400, 401, 403) },
         },
       },
       '/v1/kv/{namespace}': {
         get: {
-          summary: 'List a namespace (a one-segment path, a trailing slash, or list=true)',
+          operationId: 'listNamespace', summary: 'List a namespace (a one-segment path, a trailing slash, or list=true)',
           parameters: [nsParam, ...listQuery],
           responses: { 200: ok('Keys and child namespaces the caller may see', listing), ...errors(400, 401, 403) },
         },
       },
       '/v1/kv/{namespace}/{key}': {
         get: {
-          summary: 'Read a key (latest or ?version=n); a path naming no key but a namespace lists it',
+          operationId: 'readKey', summary: 'Read a key (latest or ?version=n); a path naming no key but a namespace lists it',
           parameters: [nsParam, keyParam, { name: 'version', in: 'query', schema: { type: 'integer', minimum: 1 } }, ...listQuery],
           responses: {
             200: { description: 'The entry (with ETag: "<version>"), or a listing', ...json({ oneOf: [{ ...entryInfo, properties: { ...entryInfo.properties, value: { type: 'string' } } }, listing] }) },
@@ -205,20 +219,20 @@ export function openApiDocument(maxTtl: number): object {
           },
         },
         put: {
-          summary: 'Store a new version; 201 when the key is created, 200 when a version is added',
+          operationId: 'writeKey', summary: 'Store a new version; 201 when the key is created, 200 when a version is added',
           parameters: [nsParam, keyParam],
           requestBody: { required: true, ...json(kvPutSchema) },
           responses: { 200: ok('Version added', entryInfo), 201: ok('Key created', entryInfo), ...errors(400, 401, 403, 413, 415) },
         },
         delete: {
-          summary: 'Delete the key and all its versions (numbers are never reused)',
+          operationId: 'deleteKey', summary: 'Delete the key and all its versions (numbers are never reused)',
           parameters: [nsParam, keyParam],
           responses: { 204: { description: 'Deleted' }, ...errors(400, 401, 403, 404) },
         },
       },
       '/v1/kv/{namespace}/{key}/versions': {
         get: {
-          summary: 'List the versions of a key, oldest first',
+          operationId: 'listKeyVersions', summary: 'List the versions of a key, oldest first',
           parameters: [nsParam, keyParam],
           responses: { 200: ok('Versions', { type: 'object', properties: { namespace: { type: 'string' }, key: { type: 'string' }, current_version: { type: 'integer' }, versions: { type: 'array', items: { type: 'object', properties: { version: { type: 'integer' }, type: types, created_at: timestamp } } } } }), ...errors(400, 401, 403, 404, 500) },
         },

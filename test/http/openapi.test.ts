@@ -19,6 +19,18 @@ describe('OpenAPI document', () => {
     expect(res.body.openapi).to.equal('3.1.0');
   });
 
+  it('names every operation (a unique operationId, for client generators) and says where it is served and under what license', async () => {
+    const doc = (await c.call('GET', '/v1/openapi.json', { token: null })).body;
+    const methods = ['get', 'put', 'post', 'delete', 'patch'];
+    const operations = Object.values(doc.paths as Record<string, Record<string, { operationId?: string }>>).flatMap((item) => methods.filter((m) => m in item).map((m) => item[m]!));
+    expect(operations.length).to.be.greaterThan(15);
+    const ids = operations.map((o) => o.operationId);
+    expect(ids.filter((id) => typeof id !== 'string' || !/^[a-z][A-Za-z]+$/.test(id))).to.deep.equal([]);
+    expect(new Set(ids).size).to.equal(ids.length);
+    expect(doc.servers).to.deep.equal([{ url: '/', description: 'this Coffer server' }]);
+    expect(doc.info.license).to.have.property('name');
+  });
+
   it('publishes the very schemas the server validates with', async () => {
     const doc = (await c.call('GET', '/v1/openapi.json', { token: null })).body;
     const put = doc.paths['/v1/kv/{namespace}/{key}'].put.requestBody.content['application/json'].schema;
