@@ -9,7 +9,7 @@ import type { StorageBackend, StorageWrite } from '../storage/backend.js';
 import { TOKENS_RANGE, tokenKey } from '../storage/layout.js';
 import { RecordIntegrityError, type RecordSeal } from '../store/record-seal.js';
 import type { Scope } from './access.js';
-import { BoundedCache } from './bounded-cache.js';
+import { LastOpened } from './bounded-cache.js';
 
 export interface TokenMetadata {
   readonly name?: string;
@@ -39,7 +39,7 @@ function damaged(): AppError {
 }
 
 export class TokenStore {
-  private readonly lastOpened = new BoundedCache<string, { readonly bytes: Buffer; readonly record: TokenRecord }>(10_000);
+  private readonly lastOpened = new LastOpened<TokenRecord>(10_000);
 
   constructor(
     private readonly storage: StorageBackend,
@@ -57,11 +57,8 @@ export class TokenStore {
     const key = tokenKey(id);
     const bytes = await this.storage.get(key);
     if (!bytes) return undefined;
-    const last = this.lastOpened.get(id);
-    if (last && Buffer.compare(last.bytes, bytes) === 0) return last.record;
-    const record = this.openOrReport(key, bytes);
-    if (record) this.lastOpened.set(id, { bytes: Buffer.from(bytes), record });
-    return record;
+    // A record that fails is not remembered: it is reported again on each use.
+    return this.openOrReport(key, bytes, () => this.lastOpened.get(id, bytes, () => this.seal.open<TokenRecord>('token', key, bytes)));
   }
 
   /** For managing a token: a damaged record is a 500 integrity_error, not a token that does not exist. */
@@ -119,9 +116,9 @@ export class TokenStore {
     return out;
   }
 
-  private openOrReport(key: Uint8Array, bytes: Uint8Array): TokenRecord | undefined {
+  private openOrReport(key: Uint8Array, bytes: Uint8Array, open = (): TokenRecord => this.seal.open<TokenRecord>('token', key, bytes)): TokenRecord | undefined {
     try {
-      return this.seal.open<TokenRecord>('token', key, bytes);
+      return open();
     } catch (err) {
       if (!(err instanceof RecordIntegrityError)) throw err;
       this.onIntegrityError(err);

@@ -2,7 +2,7 @@
  * The key-value service: authorize → seal or open → storage. Every check that can answer "forbidden"
  * without looking at stored data runs first, so a forbidden caller learns nothing about what exists.
  */
-import { BoundedCache } from '../auth/bounded-cache.js';
+import { LastOpened } from '../auth/bounded-cache.js';
 import type { Principal } from '../auth/principal.js';
 import { SealedDataError } from '../crypto/aead.js';
 import { openSecret, verifyConfig, type RecordIdentity } from '../crypto/envelope.js';
@@ -54,8 +54,8 @@ const MAX_VERSION = 0xffff_ffff;
 const iso = (ms: number): string => new Date(ms).toISOString();
 
 export class KvService {
-  /** Key meta last checked, by storage key: its bytes and what they hold. */
-  private readonly checkedMeta = new BoundedCache<string, { readonly bytes: Buffer; readonly meta: KeyMeta }>(10_000);
+  /** Key meta last checked, by storage key. */
+  private readonly checkedMeta = new LastOpened<KeyMeta>(10_000);
 
   constructor(private readonly deps: KvServiceDeps) {}
 
@@ -182,13 +182,8 @@ export class KvService {
     const mKey = metaKey(namespace, key);
     const bytes = await this.deps.storage.get(mKey);
     if (!bytes) return undefined;
-    const name = mKey.toString('latin1');
-    const last = this.checkedMeta.get(name);
-    if (last && Buffer.compare(last.bytes, bytes) === 0) return last.meta;
     try {
-      const meta = unpackMeta(this.deps.seal, mKey, bytes);
-      this.checkedMeta.set(name, { bytes: Buffer.from(bytes), meta });
-      return meta;
+      return this.checkedMeta.get(mKey.toString('latin1'), bytes, () => unpackMeta(this.deps.seal, mKey, bytes));
     } catch (err) {
       throw this.indexError({ namespace, key }, err);
     }

@@ -13,7 +13,9 @@
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { Packr } from 'msgpackr';
-import { aeadOpen, aeadSeal, NONCE_BYTES, SealedDataError } from '../crypto/aead.js';
+import { aeadOpen, aeadSeal, NONCE_BYTES, SealedDataError, type Sealed } from '../crypto/aead.js';
+import type { KeyRange } from '../storage/backend.js';
+import { AUDIT_CHAINS_RANGE, COUNTERS_RANGE, INTENT_JOURNAL_RANGE, METAS_RANGE, ROOT_TOKEN_KEY, TOKENS_RANGE } from '../storage/layout.js';
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true });
 const FORMAT = 1;
@@ -24,6 +26,27 @@ const FORMAT = 1;
 export const MAC_BYTES = 16;
 
 export type RecordKind = 'token' | 'root-token' | 'audit-chain' | 'intent-copy' | 'kv-meta' | 'kv-counter';
+
+/** Every kind of the store's own records: where it lives and how it is protected (the version records are the kv service's). */
+export const RECORD_KINDS: readonly { readonly kind: RecordKind; readonly range: KeyRange; readonly protection: 'seal' | 'mac' }[] = [
+  { kind: 'root-token', range: { start: ROOT_TOKEN_KEY, end: Buffer.concat([ROOT_TOKEN_KEY, Buffer.from([0])]) }, protection: 'seal' },
+  { kind: 'token', range: TOKENS_RANGE, protection: 'seal' },
+  { kind: 'audit-chain', range: AUDIT_CHAINS_RANGE, protection: 'seal' },
+  { kind: 'intent-copy', range: INTENT_JOURNAL_RANGE, protection: 'mac' },
+  { kind: 'kv-meta', range: METAS_RANGE, protection: 'mac' },
+  { kind: 'kv-counter', range: COUNTERS_RANGE, protection: 'mac' },
+];
+
+/** The nonce and ciphertext of bytes in the sealed form, or null when they are not in it (nothing is opened). */
+export function sealedForm(bytes: Uint8Array): Sealed | null {
+  try {
+    const stored = packr.unpack(bytes) as { f?: unknown; n?: unknown; c?: unknown } | null;
+    if (stored?.f !== FORMAT || !(stored.n instanceof Uint8Array) || stored.n.length !== NONCE_BYTES || !(stored.c instanceof Uint8Array)) return null;
+    return { nonce: stored.n, ciphertext: stored.c };
+  } catch {
+    return null;
+  }
+}
 
 /** A stored record that failed to open: tampered, forged, moved, or not sealed at all. */
 export class RecordIntegrityError extends Error {
@@ -63,8 +86,14 @@ export function recordSealOf(holder: { current(): { recordKeys(): RecordKeys } }
 }
 
 export class RecordSeal {
-  /** `keys` gives the current record keys (they never change for a store; read when used). */
-  constructor(private readonly keys: () => RecordKeys) {}
+  private loaded: RecordKeys | undefined;
+
+  /** `source` gives the record keys; they never change for a store, so it is asked once, on first use. */
+  constructor(private readonly source: () => RecordKeys) {}
+
+  private keys(): RecordKeys {
+    return (this.loaded ??= this.source());
+  }
 
   seal(kind: RecordKind, storageKey: Uint8Array, record: unknown): Buffer {
     const sealed = aeadSeal(this.keys().seal, packr.pack(record), aad(kind, storageKey));
@@ -74,11 +103,9 @@ export class RecordSeal {
   /** The record stored at `storageKey`; throws RecordIntegrityError unless it opens as a `kind` record of that key. */
   open<T>(kind: RecordKind, storageKey: Uint8Array, bytes: Uint8Array): T {
     try {
-      const stored = packr.unpack(bytes) as { f?: unknown; n?: unknown; c?: unknown } | null;
-      if (stored?.f !== FORMAT || !(stored.n instanceof Uint8Array) || stored.n.length !== NONCE_BYTES || !(stored.c instanceof Uint8Array)) {
-        throw new SealedDataError();
-      }
-      return packr.unpack(aeadOpen(this.keys().seal, { nonce: stored.n, ciphertext: stored.c }, aad(kind, storageKey))) as T;
+      const sealed = sealedForm(bytes);
+      if (sealed === null) throw new SealedDataError();
+      return packr.unpack(aeadOpen(this.keys().seal, sealed, aad(kind, storageKey))) as T;
     } catch {
       throw new RecordIntegrityError(kind, printableKey(storageKey));
     }

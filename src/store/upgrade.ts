@@ -16,9 +16,8 @@
 import type { Logger } from 'pino';
 import { STORE_FORMAT } from '../crypto/keyring.js';
 import type { KeyRange, StorageBackend, StorageWrite } from '../storage/backend.js';
-import { AUDIT_CHAINS_RANGE, COUNTERS_RANGE, INTENT_JOURNAL_RANGE, METAS_RANGE, ROOT_TOKEN_KEY, TOKENS_RANGE } from '../storage/layout.js';
 import type { KeyringHolder } from './keyring-store.js';
-import { printableKey, RecordIntegrityError, unpackPlain, type RecordKind, type RecordSeal } from './record-seal.js';
+import { RECORD_KINDS, printableKey, RecordIntegrityError, unpackPlain, type RecordKind, type RecordSeal } from './record-seal.js';
 
 const BATCH = 500;
 const REPORT_EVERY = 10_000;
@@ -43,13 +42,13 @@ export async function upgradeStore(storage: StorageBackend, holder: KeyringHolde
   return counts;
 }
 
-/** A kind of record that format 1 kept plain: where it lives, how its plain form decodes, how it is protected now. */
+/** A kind of record that format 1 kept plain: where it lives, how it is protected now, and how its plain form decodes. */
 interface PlainKind {
   readonly kind: RecordKind;
   readonly range: KeyRange;
+  readonly protection: 'seal' | 'mac';
   /** The record (sealed kinds) or its bytes (MACed kinds), or null when the bytes are not one of this kind. */
   readonly decode: (bytes: Uint8Array) => Record<string, unknown> | Uint8Array | null;
-  readonly protection: 'seal' | 'mac';
 }
 
 /** A plain key meta (msgpack {l, t, f}): its bytes. */
@@ -77,14 +76,17 @@ function isRecordWith(record: unknown, field: string): record is Record<string, 
   return record !== null && typeof record === 'object' && typeof (record as Record<string, unknown>)[field] === 'string';
 }
 
-const FORMAT_1: readonly PlainKind[] = [
-  { kind: 'token', range: TOKENS_RANGE, decode: msgpackWith('hash'), protection: 'seal' },
-  { kind: 'root-token', range: { start: ROOT_TOKEN_KEY, end: Buffer.concat([ROOT_TOKEN_KEY, Buffer.from([0])]) }, decode: msgpackWith('hash'), protection: 'seal' },
-  { kind: 'audit-chain', range: AUDIT_CHAINS_RANGE, decode: jsonWith('chain'), protection: 'seal' },
-  { kind: 'intent-copy', range: INTENT_JOURNAL_RANGE, decode: intentLine, protection: 'mac' },
-  { kind: 'kv-meta', range: METAS_RANGE, decode: plainMeta, protection: 'mac' },
-  { kind: 'kv-counter', range: COUNTERS_RANGE, decode: (bytes) => (bytes.byteLength === 4 ? bytes : null), protection: 'mac' },
-];
+/** How format 1 stored each kind. */
+const PLAIN_DECODERS: Record<RecordKind, PlainKind['decode']> = {
+  'root-token': msgpackWith('hash'),
+  token: msgpackWith('hash'),
+  'audit-chain': jsonWith('chain'),
+  'intent-copy': intentLine,
+  'kv-meta': plainMeta,
+  'kv-counter': (bytes) => (bytes.byteLength === 4 ? bytes : null),
+};
+
+const FORMAT_1: readonly PlainKind[] = RECORD_KINDS.map((k) => ({ ...k, decode: PLAIN_DECODERS[k.kind] }));
 
 /** Seals the format-1 records of one kind; returns how many it sealed. */
 async function sealRange(storage: StorageBackend, seal: RecordSeal, plainKind: PlainKind, log: Logger, counts: { sealed: number; unreadable: number }): Promise<number> {

@@ -11,6 +11,16 @@ import { tempDir } from '../support/harness.js';
 /** Record keys for this registry alone (the server derives its own from the keyring). */
 const RECORD_KEYS = { seal: randomBytes(32), mac: randomBytes(32) };
 
+/** An audit writer of chain `chain` in `dir`, with its store, syncing written lines within `syncMs`. */
+function writerIn(dir: string, chain: string, syncMs: number): { storage: LmdbBackend; writer: AuditWriter } {
+  const storage = new LmdbBackend({ path: join(dir, 'lmdb') });
+  const writer = new AuditWriter({
+    dir: join(dir, 'audit'), chain, key: () => new Uint8Array(32), registry: new AuditRegistry(storage, new RecordSeal(() => RECORD_KEYS)),
+    checkpointEvery: 1000, checkpointMs: 60_000, maxFileBytes: 1 << 20, now: Date.now, syncMs,
+  });
+  return { storage, writer };
+}
+
 describe('audit writer: when lines reach the disk', () => {
   // Every fdatasync of every FileHandle: the writer's own calls, observed from outside.
   let probe: DatasyncProbe;
@@ -22,12 +32,7 @@ describe('audit writer: when lines reach the disk', () => {
   after(() => probe.restore());
 
   it('answers a read entry once it is written, syncs it within sync_ms; a durable entry waits for its sync', async () => {
-    const dir = tempDir();
-    const storage = new LmdbBackend({ path: join(dir, 'lmdb') });
-    const writer = new AuditWriter({
-      dir: join(dir, 'audit'), chain: 'test-1-sync', key: () => new Uint8Array(32), registry: new AuditRegistry(storage, new RecordSeal(() => RECORD_KEYS)),
-      checkpointEvery: 1000, checkpointMs: 60_000, maxFileBytes: 1 << 20, now: Date.now, syncMs: 40,
-    });
+    const { storage, writer } = writerIn(tempDir(), 'test-1-sync', 40);
     try {
       await writer.append({ kind: 'event', event: 'first' }); // opens the file (durable)
       syncs.length = 0;
@@ -51,12 +56,7 @@ describe('audit writer: when lines reach the disk', () => {
   });
 
   it('keeps writing and answering while a timed sync is slow', async () => {
-    const dir = tempDir();
-    const storage = new LmdbBackend({ path: join(dir, 'lmdb') });
-    const writer = new AuditWriter({
-      dir: join(dir, 'audit'), chain: 'test-2-sync', key: () => new Uint8Array(32), registry: new AuditRegistry(storage, new RecordSeal(() => RECORD_KEYS)),
-      checkpointEvery: 1000, checkpointMs: 60_000, maxFileBytes: 1 << 20, now: Date.now, syncMs: 10,
-    });
+    const { storage, writer } = writerIn(tempDir(), 'test-2-sync', 10);
     try {
       await writer.append({ kind: 'event', event: 'first' });
       probe.delayMs = 400;

@@ -74,7 +74,8 @@ describe('upgrading a store made by the release before the storage barrier (form
   let dir: string;
   let rootToken: string;
   let made: Made;
-  let c: TestCoffer;
+  /** The running server, if any (undefined while it is stopped, so that `after` never closes it twice). */
+  let c: TestCoffer | undefined;
 
   before(function () {
     if (!hasCommit(FORMAT_1_RELEASE)) {
@@ -166,7 +167,8 @@ describe('upgrading a store made by the release before the storage barrier (form
   });
 
   it('leaves the token records sealed, and does not upgrade again', async () => {
-    await c.app.close();
+    await c!.app.close();
+    c = undefined;
     expect((await readerRecord(dir, made)).includes('format-1-reader')).to.equal(false);
     c = await startTestCoffer({ dataDir: dir, rootToken });
     expect(auditLines(c.config.audit.dir!).filter((l) => l.event === 'store.upgrade')).to.have.length(1);
