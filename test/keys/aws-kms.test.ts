@@ -77,8 +77,11 @@ describe('aws-kms provider (the real AWS SDK over HTTP to a local KMS-compatible
     const again = await startTestCoffer({ dataDir: dir, rootToken: root, env: kmsEnv('key-a') });
     await again.close();
     kms.failNext('ThrottlingException', 50);
-    expect((await startError(dir, 'key-a', root)).message).to.equal('KMS kept throttling the request after retries; try again later');
-    kms.failNext('ThrottlingException', 0);
+    try {
+      expect((await startError(dir, 'key-a', root)).message).to.equal('KMS kept throttling the request after retries; try again later');
+    } finally {
+      kms.failNext('ThrottlingException', 0); // never left for the next test, also when this one fails
+    }
   });
 
   it('detects a tampered wrapped keyring', async () => {
