@@ -83,6 +83,8 @@ interface OpenedStore {
   readonly seal: RecordSeal;
   /** What this process's store upgrade did, for the audit log; null when there was none. */
   readonly upgraded: UpgradeResult | null;
+  /** A keyring generation record that failed its check and was replaced, for the audit log. */
+  readonly replaced: RecordIntegrityError | null;
 }
 
 async function openStore(config: CofferConfig, log: Logger, now: () => number, options: StartOptions): Promise<OpenedStore> {
@@ -106,19 +108,20 @@ async function openStore(config: CofferConfig, log: Logger, now: () => number, o
     if (opened.notice) log.warn(opened.notice);
     else if (existing === undefined) log.warn(`${config.data_dir} holds no store yet, but the master key already exists: creating a new store and root token (check COFFER_DATA_DIR if you meant an existing store)`);
     const reopen = async (target: ProviderConfig) => (await openKeyProvider(settingsOf(target, config.pkcs11_pin))).provider;
-    const { holder: keyring, created } = await KeyringHolder.open(storage, { provider: opened.provider, config: providerConfig(config) }, now(), { reopen });
+    const { holder: keyring, created, replaced = null } = await KeyringHolder.open(storage, { provider: opened.provider, config: providerConfig(config) }, now(), { reopen });
     if (created) log.info('created a new keyring, wrapped by %s', opened.provider.description);
+    if (replaced) log.error({ kind: replaced.kind, key: replaced.storageKey }, 'INTEGRITY ERROR: the keyring generation record failed its integrity check; replaced by a new generation');
     const seal = recordSealOf(keyring);
     if (options.prepare === false) {
       if (keyring.current().storeFormat < STORE_FORMAT) throw new Error('the store is not upgraded yet; it is upgraded by the process that prepares the store');
       const root = await readRootToken(storage, seal);
       if (!root) throw new Error('the store has no root token yet; it is set up by the process that prepares the store');
-      return { storage, keyring, root, rootChange: null, seal, upgraded: null };
+      return { storage, keyring, root, rootChange: null, seal, upgraded: null, replaced };
     }
     const upgraded = await upgradeStore(storage, keyring, seal, log);
     const root = await establishRootToken(storage, seal, new Argon2Gate(), config.root_token, now());
     if (root.generated) options.onGeneratedRootToken?.(root.generated);
-    return { storage, keyring, root: root.record, rootChange: root.change, seal, upgraded };
+    return { storage, keyring, root: root.record, rootChange: root.change, seal, upgraded, replaced };
   } catch (err) {
     await storage.close();
     if (err instanceof RecordIntegrityError && err.kind === 'root-token') {
@@ -135,18 +138,20 @@ async function openStore(config: CofferConfig, log: Logger, now: () => number, o
 export async function prepareStore(config: CofferConfig, options: StartOptions = {}): Promise<void> {
   const log = options.log ?? pino({ level: config.log_level });
   const now = options.now ?? Date.now;
-  const { storage, keyring, rootChange, upgraded } = await openStore(config, log, now, options);
+  const store = await openStore(config, log, now, options);
+  const { storage, keyring } = store;
   try {
     const audit = await openAuditLog(config, storage, keyring, log, now, 'server.prepare');
     await recoverJournaledIntents(storage, recordSealOf(keyring), config, audit, log);
-    await recordStoreChanges(operatorEvents(log, audit), rootChange, upgraded);
+    await recordStoreChanges(operatorEvents(log, audit), store);
     await audit.close();
   } finally {
     await storage.close();
   }
 }
 
-async function recordStoreChanges(events: OperatorEvents, change: OpenedStore['rootChange'], upgraded: UpgradeResult | null): Promise<void> {
+async function recordStoreChanges(events: OperatorEvents, { rootChange: change, upgraded, replaced }: OpenedStore): Promise<void> {
+  if (replaced) await events.record('store.integrity_error', { kind: replaced.kind, key: replaced.storageKey, replaced: true }, 'INTEGRITY ERROR: a stored record failed its integrity check; it was replaced', 'error');
   if (upgraded) await events.record('store.upgrade', { by: 'start-up', format: STORE_FORMAT, ...upgraded }, 'store upgraded');
   if (change === 'generated') await events.record('root_token.generate', { by: 'start-up' }, 'root token generated');
   if (change === 'set') await events.record('root_token.set', { by: 'COFFER_ROOT_TOKEN' }, 'root token set from COFFER_ROOT_TOKEN');
@@ -156,14 +161,15 @@ async function recordStoreChanges(events: OperatorEvents, change: OpenedStore['r
 export async function startCoffer(config: CofferConfig, options: StartOptions = {}): Promise<RunningCoffer> {
   const log = options.log ?? pino({ level: config.log_level });
   const now = options.now ?? Date.now;
-  const { storage, keyring, root, rootChange, seal, upgraded } = await openStore(config, log, now, options);
+  const store = await openStore(config, log, now, options);
+  const { storage, keyring, root, seal } = store;
   let opened: AuditLog | undefined;
   try {
     const audit = options.audit === false ? undefined : await openAuditLog(config, storage, keyring, log, now, 'server.start');
     opened = audit;
     if (audit && options.prepare !== false) await recoverJournaledIntents(storage, seal, config, audit, log);
     const events = operatorEvents(log, audit);
-    await recordStoreChanges(events, rootChange, upgraded);
+    await recordStoreChanges(events, store);
     const argon2 = new Argon2Gate();
     const principals = new PrincipalFactory(roleTable(config.roles));
     // Logged and audited with the record's kind and storage key, never its bytes.

@@ -4,7 +4,7 @@
  * audit file; so a change on disk always has its intent on disk too — in the file, or, when a power loss
  * took the file's unsynced tail (or the process died before the line's write), in the store, from where
  * the next start puts it back into the log (audit/intent-recovery.ts). Once the audit file is synced past
- * an intent, its copy is deleted, in one background transaction per `cleanupMs`. Copies carry an HMAC
+ * an intent, its copy is deleted, in one background transaction per `cleanupMs`. Copies carry a MAC
  * bound to their storage key (store/record-seal.ts), so a copy planted in the store is not taken for one.
  */
 import type { StorageBackend, StorageWrite } from '../storage/backend.js';

@@ -9,7 +9,7 @@
  * Invariants: versions only grow; a version is never removed while a record names it (key management
  * issue: rewrap/retire); the active version is the one new records use.
  */
-import { hkdfSync } from 'node:crypto';
+import { hkdfSync, timingSafeEqual } from 'node:crypto';
 import { pack, unpack } from 'msgpackr';
 import { KEY_BYTES } from './aead.js';
 import { randomBytes } from './random.js';
@@ -100,6 +100,16 @@ export class Keyring {
       this.derived.set(purpose, key);
     }
     return key;
+  }
+
+  /**
+   * Whether `other` has this keyring's permanent root key (compared in constant time): a later keyring of
+   * the same store does, whatever was rotated or retired. True while this one has none yet (a store from
+   * before the audit log, until its first open gives it one).
+   */
+  sharesRootWith(other: Keyring): boolean {
+    if (this.auditRoot === undefined) return true;
+    return other.auditRoot !== undefined && other.auditRoot.byteLength === this.auditRoot.byteLength && timingSafeEqual(other.auditRoot, this.auditRoot);
   }
 
   /** The key that authenticates audit checkpoints. */

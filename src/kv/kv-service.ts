@@ -10,16 +10,16 @@ import { AppError, forbidden, notFound } from '../errors.js';
 import type { ValueType } from '../model/value-types.js';
 import type { StorageBackend, StorageWrite } from '../storage/backend.js';
 import { counterKey, metaKey, versionKey, versionOf, versionRange } from '../storage/layout.js';
-import { GENERATION_KEY, StaleKeyringError, unpackGeneration, type KeyringHolder } from '../store/keyring-store.js';
-import { RecordIntegrityError, type RecordSeal } from '../store/record-seal.js';
+import { GENERATION_KEY, StaleKeyringError, type KeyringHolder } from '../store/keyring-store.js';
+import { printableKey, RecordIntegrityError, type RecordSeal } from '../store/record-seal.js';
 import { listNamespace, namespaceExists, type Listing } from './listing.js';
-import { unpackCounter, unpackMeta, unpackVersion, type KeyMeta } from './records.js';
+import { packCounter, unpackCounter, unpackMeta, unpackVersion, type KeyMeta } from './records.js';
 import { packedVersionRecord, versionWrites } from './version-writes.js';
 
 export interface KvServiceDeps {
   readonly storage: StorageBackend;
   /** This process's keyring; a rotation by any process is picked up through it. */
-  readonly keyring: Pick<KeyringHolder, 'current' | 'generation' | 'refresh'>;
+  readonly keyring: Pick<KeyringHolder, 'current' | 'stamp' | 'checkCurrent' | 'refresh'>;
   readonly maxValueBytes: number;
   readonly now: () => number;
   /** The MAC of the key index and version counters (store/record-seal.ts). */
@@ -84,24 +84,37 @@ export class KvService {
 
   /**
    * One transaction: check the keyring generation, assign the next version, write. The value is sealed
-   * before the transaction for the version the counter promises (sealing binds the version number), so
-   * the shared write lock is not held while sealing; only if another write took that number meanwhile is
-   * it sealed again inside.
+   * before the transaction for the version the index (or, for a deleted key, its counter) promises —
+   * sealing binds the version number — so the shared write lock is not held while sealing; only if
+   * another write took that number meanwhile is it sealed again inside.
+   *
+   * Version numbers only grow, so the transaction also reads the record at the promised number: a record
+   * already there, or a number below the promised one, means the index or counter was put back to an
+   * older copy (a replay). That is refused as an integrity error, and no stored version is overwritten.
    */
   private async appendVersion(caller: Principal, namespace: string, key: string, value: string, type: ValueType, createdAt: number, alongside: readonly StorageWrite[]): Promise<{ version: number; created: boolean }> {
     const keyring = this.deps.keyring.current();
-    const generation = this.deps.keyring.generation;
-    const mKey = metaKey(namespace, key);
-    const cKey = counterKey(namespace, key);
+    const stamp = this.deps.keyring.stamp;
+    const [mKey, cKey] = [metaKey(namespace, key), counterKey(namespace, key)];
     const { seal } = this.deps;
-    const next = (await this.checked({ namespace, key }, async () => unpackCounter(seal, cKey, await this.deps.storage.get(cKey)))) + 1;
-    const sealedAhead = next <= MAX_VERSION ? packedVersionRecord(keyring, { namespace, key, version: next, type, value, createdAt }) : undefined;
-    return this.checked({ namespace, key }, () => this.deps.storage.atomic([mKey, cKey, GENERATION_KEY], ([metaBytes, counterBytes, generationBytes]) => {
-      if (unpackGeneration(generationBytes) !== generation) throw new StaleKeyringError();
-      const meta = metaBytes && unpackMeta(seal, mKey, metaBytes);
+    const where = { namespace, key };
+    const lastAssigned = (meta: KeyMeta | undefined, counterBytes: Uint8Array | undefined): number => meta?.latest ?? unpackCounter(seal, cKey, counterBytes);
+    const next = (await this.checked(where, async () => {
+      const meta = await this.meta(namespace, key);
+      return lastAssigned(meta, meta ? undefined : await this.deps.storage.get(cKey));
+    })) + 1;
+    if (next > MAX_VERSION) throw new AppError('invalid_request', 'this key has used up its version numbers');
+    const sealedAhead = packedVersionRecord(keyring, { namespace, key, version: next, type, value, createdAt });
+    const promised = versionKey(namespace, key, next);
+    return this.checked(where, () => this.deps.storage.atomic([mKey, cKey, GENERATION_KEY, promised], ([metaBytes, counterBytes, generationBytes, promisedBytes]) => {
+      this.deps.keyring.checkCurrent(stamp, generationBytes);
+      const meta = metaBytes && this.openMeta(mKey, metaBytes);
       // Replacing a key of another type also needs the right to write that type.
       if (meta && !caller.access.may('write', namespace, meta.type)) throw forbidden(`replace a ${meta.type} value in ${namespace}`);
-      const version = unpackCounter(seal, cKey, counterBytes) + 1;
+      const version = lastAssigned(meta, counterBytes) + 1;
+      if (version < next || (version === next && promisedBytes !== undefined)) {
+        throw new RecordIntegrityError(meta ? 'kv-meta' : 'kv-counter', printableKey(meta ? mKey : cKey), `is older than the versions stored (version ${version} exists)`);
+      }
       if (version > MAX_VERSION) throw new AppError('invalid_request', 'this key has used up its version numbers');
       const writes = versionWrites(keyring, seal, { namespace, key, version, type, value, createdAt, previous: meta }, version === next ? sealedAhead : undefined);
       return { writes: [...writes, ...alongside], result: { version, created: !meta } };
@@ -156,19 +169,20 @@ export class KvService {
     return this.checked({ namespace, key: '' }, () => listNamespace(this.deps.storage, this.deps.seal, caller, namespace, page));
   }
 
-  /** Deletes the key and all its versions; the version counter stays, so numbers are never reused. */
+  /** Deletes the key and all its versions; its last version number stays in its counter, so numbers are never reused. */
   async remove(caller: Principal, namespace: string, key: string, beforeCommit?: BeforeCommit): Promise<void> {
     if (!caller.access.mayInNamespace('delete', namespace)) throw forbidden(`delete in ${namespace}`);
     const meta = await this.meta(namespace, key);
     if (!meta) throw notFound('no such key');
     if (!caller.access.may('delete', namespace, meta.type)) throw forbidden(`delete ${meta.type} keys in ${namespace}`);
     const alongside = (await beforeCommit?.()) ?? [];
-    const mKey = metaKey(namespace, key);
+    const [mKey, cKey] = [metaKey(namespace, key), counterKey(namespace, key)];
     await this.checked({ namespace, key }, () => this.deps.storage.atomic([mKey], ([metaBytes]) => {
       if (!metaBytes) throw notFound('no such key');
-      const meta = unpackMeta(this.deps.seal, mKey, metaBytes);
+      const meta = this.openMeta(mKey, metaBytes);
       if (!caller.access.may('delete', namespace, meta.type)) throw forbidden(`delete ${meta.type} keys in ${namespace}`);
-      const writes: StorageWrite[] = [{ op: 'delete', key: mKey }, ...alongside];
+      // The key's last version number goes to its counter, so a new life of the key numbers on from it.
+      const writes: StorageWrite[] = [{ op: 'delete', key: mKey }, { op: 'put', key: cKey, value: packCounter(this.deps.seal, cKey, meta.latest) }, ...alongside];
       for (let v = meta.first; v <= meta.latest; v++) writes.push({ op: 'delete', key: versionKey(namespace, key, v) });
       return { writes, result: undefined };
     }));
@@ -183,10 +197,15 @@ export class KvService {
     const bytes = await this.deps.storage.get(mKey);
     if (!bytes) return undefined;
     try {
-      return this.checkedMeta.get(mKey.toString('latin1'), bytes, () => unpackMeta(this.deps.seal, mKey, bytes));
+      return this.openMeta(mKey, bytes);
     } catch (err) {
       throw this.indexError({ namespace, key }, err);
     }
+  }
+
+  /** The meta in `bytes` stored at `mKey`, MAC-checked unless they are the bytes last checked for that key. */
+  private openMeta(mKey: Buffer, bytes: Uint8Array): KeyMeta {
+    return this.checkedMeta.get(mKey.toString('latin1'), bytes, () => unpackMeta(this.deps.seal, mKey, bytes));
   }
 
   /** `work`, with a key index or counter record that fails its MAC answered as 500 integrity_error (logged). */
@@ -201,7 +220,7 @@ export class KvService {
   /** `err`, or for a record that failed its MAC the 500 integrity_error that reports it. */
   private indexError(where: { namespace: string; key: string }, err: unknown): unknown {
     if (!(err instanceof RecordIntegrityError)) return err;
-    return this.integrityError({ ...where, version: 0 }, `${err.kind} record at ${err.storageKey} failed its integrity check`);
+    return this.integrityError({ ...where, version: 0 }, `${err.kind} record at ${err.storageKey} ${err.problem}`);
   }
 
   private async readExisting(caller: Principal, namespace: string, key: string, meta: KeyMeta, wanted: number | undefined): Promise<Entry> {

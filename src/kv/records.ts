@@ -1,7 +1,7 @@
 /**
  * The stored forms of a key's meta, its version counter and one version, packed with msgpack. Version
  * records carry a format number so later formats can be told apart, and are sealed or MACed themselves
- * (crypto/envelope.ts); the meta and the counter carry an HMAC with their storage key bound in
+ * (crypto/envelope.ts); the meta and the counter carry a MAC with their storage key bound in
  * (store/record-seal.ts), so the index that decides who sees a key cannot be changed by hand.
  */
 import { Packr } from 'msgpackr';

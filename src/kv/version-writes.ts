@@ -1,15 +1,16 @@
 /**
- * The storage writes that add one version of a key: the sealed (or MACed) version record, the version
- * counter and the key's meta. Used by the KV service inside its transaction, and by bulk loaders that
+ * The storage writes that add one version of a key: the sealed (or MACed) version record and the key's
+ * meta, whose `latest` is the key's version counter while the key exists (the counter record is written
+ * when the key is deleted, so its numbering goes on after it). Used by the KV service inside its transaction, and by bulk loaders that
  * must produce exactly what a real write produces.
  */
 import { sealConfig, sealSecret, type RecordIdentity } from '../crypto/envelope.js';
 import type { Keyring } from '../crypto/keyring.js';
 import type { ValueType } from '../model/value-types.js';
 import type { StorageWrite } from '../storage/backend.js';
-import { counterKey, metaKey, versionKey } from '../storage/layout.js';
+import { metaKey, versionKey } from '../storage/layout.js';
 import type { RecordSeal } from '../store/record-seal.js';
-import { packCounter, packMeta, packVersion, type KeyMeta, type VersionRecord } from './records.js';
+import { packMeta, packVersion, type KeyMeta, type VersionRecord } from './records.js';
 
 export interface NewVersion {
   readonly namespace: string;
@@ -37,9 +38,8 @@ export function packedVersionRecord(keyring: Keyring, v: Omit<NewVersion, 'previ
  */
 export function versionWrites(keyring: Keyring, seal: RecordSeal, v: NewVersion, packed?: Buffer): StorageWrite[] {
   const meta: KeyMeta = { latest: v.version, type: v.type, first: v.previous ? v.previous.first : v.version };
-  const [cKey, mKey] = [counterKey(v.namespace, v.key), metaKey(v.namespace, v.key)];
+  const mKey = metaKey(v.namespace, v.key);
   return [
-    { op: 'put', key: cKey, value: packCounter(seal, cKey, v.version) },
     { op: 'put', key: versionKey(v.namespace, v.key, v.version), value: packed ?? packedVersionRecord(keyring, v) },
     { op: 'put', key: mKey, value: packMeta(seal, mKey, meta) },
   ];

@@ -12,6 +12,9 @@
  *   event loop between batches.
  * - One run at a time per store: a run records its owner (host and pid) and a heartbeat; another start is
  *   refused while that owner is alive and beating.
+ * - The state is MACed under the record key (kind `rewrap-state`), so its cursor cannot be moved by hand to
+ *   make a run skip records; a state that fails its MAC is never used: progress answers 500
+ *   `integrity_error`, and a start begins a new run from the first record.
  */
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
@@ -22,11 +25,12 @@ import { SealedDataError } from '../crypto/aead.js';
 import { rewrapSecret, remacConfig, type RecordIdentity } from '../crypto/envelope.js';
 import { packVersion, unpackVersion } from '../kv/records.js';
 import type { StorageBackend, StorageWrite } from '../storage/backend.js';
-import { parseVersionKey, systemKey, VERSIONS_RANGE } from '../storage/layout.js';
-import { GENERATION_KEY, StaleKeyringError, unpackGeneration, type KeyringHolder } from '../store/keyring-store.js';
+import { AppError } from '../errors.js';
+import { parseVersionKey, REWRAP_STATE_KEY as STATE_KEY, VERSIONS_RANGE } from '../storage/layout.js';
+import { GENERATION_KEY, StaleKeyringError, type KeyringHolder } from '../store/keyring-store.js';
+import { RecordIntegrityError } from '../store/record-seal.js';
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true });
-const STATE_KEY = systemKey('rewrap');
 const HEARTBEAT_MS = 10_000;
 
 export interface RewrapState {
@@ -77,9 +81,28 @@ export class Rewrapper {
 
   constructor(private readonly deps: RewrapDeps) {}
 
+  /** The stored state; 500 integrity_error when it fails its MAC (logged and audited). */
   async state(): Promise<RewrapState | null> {
+    try {
+      return await this.stored();
+    } catch (err) {
+      if (!(err instanceof RecordIntegrityError)) throw err;
+      await this.reportDamage(err);
+      throw new AppError('integrity_error', 'the stored rewrap state failed its integrity check and was not used; starting a rewrap begins a new run');
+    }
+  }
+
+  private async stored(): Promise<RewrapState | null> {
     const bytes = await this.deps.storage.get(STATE_KEY);
-    return bytes ? (packr.unpack(bytes) as RewrapState) : null;
+    return bytes ? (packr.unpack(this.deps.keyring.recordSeal.verified('rewrap-state', STATE_KEY, bytes)) as RewrapState) : null;
+  }
+
+  private packState(state: RewrapState): Buffer {
+    return this.deps.keyring.recordSeal.authenticate('rewrap-state', STATE_KEY, packr.pack(state));
+  }
+
+  private async reportDamage(err: RecordIntegrityError): Promise<void> {
+    await this.deps.events.record('store.integrity_error', { kind: err.kind, key: err.storageKey }, 'INTEGRITY ERROR: a stored record failed its integrity check; it was not used', 'error');
   }
 
   /** Whether a run is going on, here or in another live process. */
@@ -90,7 +113,14 @@ export class Rewrapper {
 
   /** Starts a run in the background (continuing an unfinished one onto the same target), unless one is going on. */
   async start(batchSize: number, by: string): Promise<RewrapState> {
-    const before = await this.state();
+    let before: RewrapState | null;
+    try {
+      before = await this.stored();
+    } catch (err) {
+      if (!(err instanceof RecordIntegrityError)) throw err;
+      await this.reportDamage(err);
+      before = null; // a new run, from the first record
+    }
     if (this.running(before)) return before!;
     const first = await this.begin(before);
     const { events } = this.deps;
@@ -131,7 +161,7 @@ export class Rewrapper {
   }
 
   private async save(state: RewrapState): Promise<RewrapState> {
-    await this.deps.storage.atomic([], () => ({ writes: [{ op: 'put', key: STATE_KEY, value: packr.pack(state) }], result: undefined }));
+    await this.deps.storage.atomic([], () => ({ writes: [{ op: 'put', key: STATE_KEY, value: this.packState(state) }], result: undefined }));
     return state;
   }
 
@@ -156,7 +186,7 @@ export class Rewrapper {
 
   private async rewrapBatch(state: RewrapState, batch: readonly { key: Uint8Array; value: Uint8Array }[]): Promise<RewrapState> {
     const keyring = this.deps.keyring.current();
-    const generation = this.deps.keyring.generation;
+    const stamp = this.deps.keyring.stamp;
     if (keyring.activeVersion !== state.target) throw new StaleKeyringError();
     const changes: { key: Uint8Array; old: Uint8Array; next: Buffer }[] = [];
     let failed = 0;
@@ -184,7 +214,7 @@ export class Rewrapper {
     }
     const last = batch[batch.length - 1]!.key;
     return this.deps.storage.atomic([...changes.map((c) => c.key), GENERATION_KEY], (current) => {
-      if (unpackGeneration(current[changes.length]) !== generation) throw new StaleKeyringError();
+      this.deps.keyring.checkCurrent(stamp, current[changes.length]);
       const writes: StorageWrite[] = [];
       changes.forEach((c, i) => {
         const now = current[i];
@@ -198,7 +228,7 @@ export class Rewrapper {
         failed: state.failed + failed,
         updatedAt: this.deps.now(),
       };
-      writes.push({ op: 'put', key: STATE_KEY, value: packr.pack(next) });
+      writes.push({ op: 'put', key: STATE_KEY, value: this.packState(next) });
       return { writes, result: next };
     });
   }

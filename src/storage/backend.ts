@@ -1,8 +1,9 @@
 /**
  * The storage contract. Storage is untrusted: it holds opaque bytes under ordered binary keys. Value
- * records are sealed or MACed by the kv service; token, root token and audit chain records, intent copies,
- * the key index and version counters by store/record-seal.ts; the keyring generation and the rewrap state
- * are not authenticated yet (SECURITY.md, "Storage: what protects each record").
+ * records are sealed or MACed by the kv service; the keyring is wrapped by the master key; every other
+ * record (tokens, the root token, the audit chain registry, intent copies, the key index and counters, the
+ * keyring generation, the rewrap state) by store/record-seal.ts (SECURITY.md, "Storage: what protects
+ * each record").
  *
  * Every backend must pass test/storage/conformance.ts.
  */

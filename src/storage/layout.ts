@@ -3,7 +3,8 @@
  * bytes 0x00..0x02 (kv/names.ts), which serve as separators so that byte order is code-point order:
  *
  *   M <ns> 0x00 <key>                 key meta: latest version, latest type, first live version
- *   C <ns> 0x00 <key>                 the last version number ever assigned (kept after a delete)
+ *   C <ns> 0x00 <key>                 a deleted key's last version number (while a key exists, its meta's
+ *                                     latest version is its counter), so numbering goes on after a delete
  *   V <ns> 0x00 <key> 0x00 <u32 BE>   one version record
  *   T <id>                            one token record
  *   S <name>                          system records (root token hash, wrapped keyring)
@@ -104,6 +105,8 @@ export function systemKey(name: 'root-token' | 'keyring' | 'keyring-generation' 
 
 /** The root token's record (auth/root-token.ts). */
 export const ROOT_TOKEN_KEY = systemKey('root-token');
+export const GENERATION_KEY = systemKey('keyring-generation');
+export const REWRAP_STATE_KEY = systemKey('rewrap');
 
 export function auditChainKey(chain: string): Buffer {
   return bytes(`A${chain}`);

@@ -3,9 +3,12 @@
  * the id goes into the wrap context, so a wrapped keyring only opens as the keyring of this store.
  *
  * Several processes share one store, so every change of the keyring (rotation) bumps a generation number
- * kept under its own small key. A process holds the keyring of one generation (KeyringHolder); writes
- * read the generation inside their own transaction and refuse to seal under a stale keyring, so once a
- * rotation has committed, no process writes under the old active version again.
+ * kept under its own small key, MACed under the record key (kind `keyring-generation`). A process holds
+ * the keyring of one generation (KeyringHolder); writes read the generation inside their own transaction
+ * and refuse to seal under a stale keyring, so once a rotation has committed, no process writes under the
+ * old active version again. A running process only ever follows a keyring with the permanent root key it
+ * started with: a keyring record replaced by one made elsewhere (another store's, or one an attacker
+ * wrapped under a provider the record's settings point to) is refused, not used.
  *
  * A migration (migrate-key) rewraps the same keyring under another master key in one write, so a crash
  * leaves the store openable by exactly one of the two keys. The record names that key (description and
@@ -14,12 +17,13 @@
  */
 import { pack, unpack } from 'msgpackr';
 import { Keyring } from '../crypto/keyring.js';
-import { randomBase62 } from '../crypto/random.js';
+import { randomBase62, randomBytes } from '../crypto/random.js';
 import { KeyProviderError, type KeyProvider } from '../keys/key-provider.js';
 import type { ProviderConfig } from '../keys/registry.js';
 import type { StorageBackend } from '../storage/backend.js';
-import { systemKey } from '../storage/layout.js';
+import { GENERATION_KEY, systemKey } from '../storage/layout.js';
 import { packUint32, unpackUint32 } from '../storage/uint32.js';
+import { printableKey, RecordIntegrityError, RecordSeal } from './record-seal.js';
 
 interface StoredKeyring {
   readonly provider: string;
@@ -55,11 +59,34 @@ export interface WrappingInfo {
 }
 
 export const KEYRING_KEY = systemKey('keyring');
-export const GENERATION_KEY = systemKey('keyring-generation');
+export { GENERATION_KEY };
 
-/** The keyring generation as stored under GENERATION_KEY (0 when absent). */
-export const unpackGeneration = unpackUint32;
-const packGeneration = packUint32;
+/** The generation record for `generation`, MACed under `keyring`'s record key. */
+function packGeneration(keyring: Keyring, generation: number): Buffer {
+  return new RecordSeal(() => keyring.recordKeys()).authenticate('keyring-generation', GENERATION_KEY, packUint32(generation));
+}
+
+/**
+ * The generation in the stored record `bytes`, read with `keyring` (for its store format) and `seal`;
+ * throws RecordIntegrityError unless its MAC matches, or when it is missing (it is written with the
+ * keyring, and never deleted). Stores of format 1 kept it as a plain 4-byte number.
+ */
+function generationIn(bytes: Uint8Array | undefined, keyring: Keyring, seal: RecordSeal): number {
+  if (bytes === undefined) throw new RecordIntegrityError('keyring-generation', printableKey(GENERATION_KEY), 'is missing');
+  if (keyring.storeFormat < 2 && bytes.byteLength === 4) return unpackUint32(bytes);
+  return unpackUint32(seal.verified('keyring-generation', GENERATION_KEY, bytes));
+}
+
+/** A generation number no process is likely to hold (2^20 .. 2^31), for replacing a damaged record. */
+function randomGeneration(): number {
+  return 2 ** 20 + (randomBytes(4).readUInt32BE(0) % (2 ** 31 - 2 ** 20));
+}
+
+/** A generation as a process holds it: its number and its stored bytes, for a quick compare in transactions. */
+export interface GenerationStamp {
+  readonly generation: number;
+  readonly bytes: Uint8Array;
+}
 
 /** Thrown inside a write transaction that found a newer keyring generation than the one it sealed with. */
 export class StaleKeyringError extends Error {
@@ -71,38 +98,55 @@ export class StaleKeyringError extends Error {
 
 /** The keyring this process uses, and the generation it belongs to. */
 export class KeyringHolder {
+  /** The seal of the store's own records; its keys come from the permanent root, which never changes. */
+  readonly recordSeal: RecordSeal = new RecordSeal(() => this.keyring.recordKeys());
+
   private constructor(
     private readonly storage: StorageBackend,
     private key: WrappingKey,
     private readonly options: HolderOptions,
     private keyring: Keyring,
-    private gen: number,
+    private stamped: GenerationStamp,
     private stored: StoredKeyring,
     readonly instance: string,
   ) {}
 
-  static async open(storage: StorageBackend, key: KeyProvider | WrappingKey, now: number, options: HolderOptions = {}): Promise<{ holder: KeyringHolder; created: boolean }> {
+  /**
+   * Opens the store's keyring, or creates it for a new store. A generation record that fails its MAC is
+   * replaced by a new random generation (every process then reloads the keyring, which the master key
+   * authenticates) and returned as `replaced`, for the caller to log and audit.
+   */
+  static async open(storage: StorageBackend, key: KeyProvider | WrappingKey, now: number, options: HolderOptions = {}): Promise<{ holder: KeyringHolder; created: boolean; replaced?: RecordIntegrityError }> {
     const wrapping: WrappingKey = 'wrap' in key ? { provider: key } : key;
     const existing = await loadStored(storage, wrapping.provider);
     if (existing) {
-      const holder = new KeyringHolder(storage, wrapping, options, existing.keyring, existing.generation, existing.stored, existing.stored.instance);
+      const holder = new KeyringHolder(storage, wrapping, options, existing.keyring, { generation: 0, bytes: new Uint8Array(0) }, existing.stored, existing.stored.instance);
+      let replaced: RecordIntegrityError | undefined;
+      try {
+        holder.stamped = holder.stampOf(existing.generationBytes);
+      } catch (err) {
+        if (!(err instanceof RecordIntegrityError)) throw err;
+        replaced = err;
+        await holder.replaceGeneration(existing.generationBytes);
+      }
       // Stores from before the audit log get their audit key once, like any keyring change.
       if (!existing.keyring.hasAuditKey) await holder.change((keyring) => (keyring.hasAuditKey ? null : keyring.withAuditKey()));
-      return { holder, created: false };
+      return { holder, created: false, ...(replaced ? { replaced } : {}) };
     }
 
     const keyring = Keyring.generate(now);
     const instance = randomBase62(16);
     const stored = await storedRecord(wrapping, keyring, instance, 0, undefined);
     const record = pack(stored);
+    const generation = packGeneration(keyring, 1);
     // Another process may have created the keyring meanwhile: then that one wins and is used.
     const created = await storage.atomic([KEYRING_KEY], ([current]) =>
       current
         ? { writes: [], result: false }
-        : { writes: [{ op: 'put', key: KEYRING_KEY, value: record }, { op: 'put', key: GENERATION_KEY, value: packGeneration(1) }], result: true },
+        : { writes: [{ op: 'put', key: KEYRING_KEY, value: record }, { op: 'put', key: GENERATION_KEY, value: generation }], result: true },
     );
     if (!created) return KeyringHolder.open(storage, wrapping, now, options);
-    return { holder: new KeyringHolder(storage, wrapping, options, keyring, 1, stored, instance), created: true };
+    return { holder: new KeyringHolder(storage, wrapping, options, keyring, { generation: 1, bytes: generation }, stored, instance), created: true };
   }
 
   current(): Keyring {
@@ -110,19 +154,55 @@ export class KeyringHolder {
   }
 
   get generation(): number {
-    return this.gen;
+    return this.stamped.generation;
+  }
+
+  /** The generation this process holds, to check inside a write transaction with `checkCurrent`. */
+  get stamp(): GenerationStamp {
+    return this.stamped;
+  }
+
+  /**
+   * For write transactions: throws StaleKeyringError unless `bytes` (read under GENERATION_KEY in the
+   * transaction) is still the generation of `stamp`, RecordIntegrityError if they fail their MAC. The same
+   * bytes as the stamp's need no MAC: they are the ones this process checked or wrote.
+   */
+  checkCurrent(stamp: GenerationStamp, bytes: Uint8Array | undefined): void {
+    if (bytes !== undefined && Buffer.compare(stamp.bytes, bytes) === 0) return;
+    if (generationIn(bytes, this.keyring, this.recordSeal) !== stamp.generation) throw new StaleKeyringError();
   }
 
   /** Loads the stored keyring again if its generation moved on. */
   async refresh(): Promise<void> {
-    const generation = unpackGeneration(await this.storage.get(GENERATION_KEY));
-    if (generation === this.gen) return;
+    const bytes = await this.storage.get(GENERATION_KEY);
+    if (bytes !== undefined && Buffer.compare(bytes, this.stamped.bytes) === 0) return;
+    const now = this.stampOf(bytes);
+    if (now.generation === this.stamped.generation) {
+      this.stamped = now; // the same generation in other bytes: format 1's plain number, MACed by the upgrade
+      return;
+    }
     const loaded = await loadStored(this.storage, this.key.provider, (stored) => this.follow(stored));
     if (loaded) {
+      if (!loaded.keyring.sharesRootWith(this.keyring)) {
+        throw new RecordIntegrityError('keyring', printableKey(KEYRING_KEY), 'holds a keyring with another permanent root key than the one this process opened, and is not used');
+      }
       this.keyring = loaded.keyring;
-      this.gen = loaded.generation;
+      this.stamped = this.stampOf(loaded.generationBytes);
       this.stored = loaded.stored;
     }
+  }
+
+  /** Replaces the generation record `damaged` (or its absence), unless it changed meanwhile, by a new random generation, and loads it. */
+  private async replaceGeneration(damaged: Uint8Array | undefined): Promise<void> {
+    const bytes = packGeneration(this.keyring, randomGeneration());
+    const unchanged = (now: Uint8Array | undefined): boolean => (now === undefined || damaged === undefined ? now === damaged : Buffer.compare(now, damaged) === 0);
+    await this.storage.atomic([GENERATION_KEY], ([now]) => ({ writes: unchanged(now) ? [{ op: 'put', key: GENERATION_KEY, value: bytes }] : [], result: undefined }));
+    this.stamped = this.stampOf(await this.storage.get(GENERATION_KEY));
+  }
+
+  /** The stamp of the stored generation record `bytes`, read with the current keyring. */
+  private stampOf(bytes: Uint8Array | undefined): GenerationStamp {
+    return { generation: Math.max(generationIn(bytes, this.keyring, this.recordSeal), 1), bytes: bytes ?? new Uint8Array(0) };
   }
 
   get providerName(): string {
@@ -146,11 +226,11 @@ export class KeyringHolder {
   async migrate(target: WrappingKey, now: number): Promise<WrappingInfo> {
     for (;;) {
       await this.refresh();
-      const from = this.gen;
+      const from = this.stamped.generation;
       const stored = await storedRecord(target, this.keyring, this.instance, (this.stored.migration ?? 0) + 1, now);
       const check = await target.provider.unwrap(stored.wrapped, wrapContext(this.instance));
       if (!Buffer.from(check).equals(Buffer.from(this.keyring.serialize()))) throw new Error('the new master key did not give back the keyring it wrapped');
-      const done = await this.commit(from, stored);
+      const done = await this.commit(from, stored, this.keyring);
       if (done) {
         this.key = target;
         return this.wrapping();
@@ -195,27 +275,28 @@ export class KeyringHolder {
   private async change(change: (keyring: Keyring) => Keyring | null): Promise<Keyring> {
     for (;;) {
       await this.refresh();
-      const from = this.gen;
+      const from = this.stamped.generation;
       const next = change(this.keyring);
       if (next === null) return this.keyring;
       const stored = await storedRecord(this.key, next, this.instance, this.stored.migration ?? 0, this.stored.migrated_at);
-      if (await this.commit(from, stored)) {
+      if (await this.commit(from, stored, next)) {
         this.keyring = next;
         return next;
       }
     }
   }
 
-  /** Writes `stored` as generation from + 1 unless another process moved the generation first. */
-  private async commit(from: number, stored: StoredKeyring): Promise<boolean> {
+  /** Writes `stored` (holding `keyring`) as generation from + 1 unless another process moved the generation first. */
+  private async commit(from: number, stored: StoredKeyring, keyring: Keyring): Promise<boolean> {
     const record = pack(stored);
+    const generation = packGeneration(keyring, from + 1);
     const done = await this.storage.atomic([GENERATION_KEY], ([gen]) =>
-      unpackGeneration(gen) !== from
+      Math.max(generationIn(gen, this.keyring, new RecordSeal(() => keyring.recordKeys())), 1) !== from
         ? { writes: [], result: false }
-        : { writes: [{ op: 'put', key: KEYRING_KEY, value: record }, { op: 'put', key: GENERATION_KEY, value: packGeneration(from + 1) }], result: true },
+        : { writes: [{ op: 'put', key: KEYRING_KEY, value: record }, { op: 'put', key: GENERATION_KEY, value: generation }], result: true },
     );
     if (done) {
-      this.gen = from + 1;
+      this.stamped = { generation: from + 1, bytes: generation };
       this.stored = stored;
     }
     return done;
@@ -263,9 +344,9 @@ async function loadStored(
   storage: StorageBackend,
   provider: KeyProvider,
   choose: (stored: StoredKeyring) => Promise<KeyProvider> = async () => provider,
-): Promise<{ keyring: Keyring; stored: StoredKeyring; generation: number } | undefined> {
+): Promise<{ keyring: Keyring; stored: StoredKeyring; generationBytes: Uint8Array | undefined } | undefined> {
   // Read the generation first: a keyring read after it is at least that new.
-  const generation = unpackGeneration(await storage.get(GENERATION_KEY));
+  const generationBytes = await storage.get(GENERATION_KEY);
   const bytes = await storage.get(KEYRING_KEY);
   if (!bytes) return undefined;
   const stored = unpack(bytes) as StoredKeyring;
@@ -277,7 +358,7 @@ async function loadStored(
   }
   try {
     const plain = await opener.unwrap(stored.wrapped, wrapContext(stored.instance));
-    return { keyring: Keyring.deserialize(plain), stored, generation: Math.max(generation, 1) };
+    return { keyring: Keyring.deserialize(plain), stored, generationBytes };
   } catch (err) {
     if (err instanceof KeyProviderError && needs !== '') throw new KeyProviderError(err.setting, `${err.message}${needs}`);
     throw err;

@@ -1,40 +1,54 @@
 /**
  * The seal of the store's own records (token records, the root token record, the audit chain registry):
  * XChaCha20-Poly1305 under the keyring's record key, with the record kind and its full storage key as
- * associated data; records that must stay readable (intent copies, the key index and version counters)
- * get an HMAC over the same instead. So a record whose bytes were changed, that was written by someone
+ * associated data; records that must stay readable (intent copies, the key index, version counters, the
+ * keyring generation, the rewrap state) get a MAC over the same instead: keyed BLAKE2b (RFC 7693's keyed
+ * mode, libsodium's crypto_generichash) with a 128-bit tag. So a record whose bytes were changed, that was written by someone
  * without the key (a token record with `role: "admin"` put in by hand), or that was copied or swapped
  * from another key fails to open, and is never used. What it cannot tell is an older valid copy of the
  * same record put back (a replay): see SECURITY.md, "Storage".
  *
  *   sealed   = msgpack { f: 1, n: nonce, c: ciphertext }     plaintext = msgpack of the record
- *   MACed    = mac (MAC_BYTES) ‖ bytes
- *   AAD      = "coffer-record/1" 0x00 kind 0x00 storage key bytes   (the MAC's input: AAD ‖ bytes)
+ *   MACed    = mac (MAC_BYTES) ‖ bytes      mac = BLAKE2b-128(key = record MAC key, AAD ‖ bytes)
+ *   AAD      = "coffer-record/1" 0x00 kind 0x00 storage key bytes
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
+import sodium from 'libsodium-wrappers';
 import { Packr } from 'msgpackr';
 import { aeadOpen, aeadSeal, NONCE_BYTES, SealedDataError, type Sealed } from '../crypto/aead.js';
 import type { KeyRange } from '../storage/backend.js';
-import { AUDIT_CHAINS_RANGE, COUNTERS_RANGE, INTENT_JOURNAL_RANGE, METAS_RANGE, ROOT_TOKEN_KEY, TOKENS_RANGE } from '../storage/layout.js';
+import { AUDIT_CHAINS_RANGE, COUNTERS_RANGE, GENERATION_KEY, INTENT_JOURNAL_RANGE, METAS_RANGE, REWRAP_STATE_KEY, ROOT_TOKEN_KEY, TOKENS_RANGE } from '../storage/layout.js';
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true });
 const FORMAT = 1;
 /**
- * HMAC-SHA256 truncated to 128 bits (as RFC 4868 and NIST SP 800-107 allow): forging one still takes 2^128
- * guesses, and the index and counter written with every change stay small.
+ * A 128-bit tag (BLAKE2b's output length is a parameter, so this is not a truncation): forging one takes
+ * 2^128 guesses, and the index written with every change stays small. BLAKE2b rather than HMAC-SHA256
+ * because it runs on every write: one call, about a third of HMAC's cost here (bench/notes in
+ * docs/performance.md).
  */
 export const MAC_BYTES = 16;
 
-export type RecordKind = 'token' | 'root-token' | 'audit-chain' | 'intent-copy' | 'kv-meta' | 'kv-counter';
+export type RecordKind = 'token' | 'root-token' | 'audit-chain' | 'intent-copy' | 'kv-meta' | 'kv-counter' | 'keyring-generation' | 'rewrap-state' | 'keyring';
 
-/** Every kind of the store's own records: where it lives and how it is protected (the version records are the kv service's). */
+/** The range holding the one key `key`. */
+function only(key: Buffer): KeyRange {
+  return { start: key, end: Buffer.concat([key, Buffer.from([0])]) };
+}
+
+/**
+ * Every kind of the store's own records: where it lives and how it is protected. (The keyring record
+ * itself is wrapped by the master key; the version records are the kv service's.)
+ */
 export const RECORD_KINDS: readonly { readonly kind: RecordKind; readonly range: KeyRange; readonly protection: 'seal' | 'mac' }[] = [
-  { kind: 'root-token', range: { start: ROOT_TOKEN_KEY, end: Buffer.concat([ROOT_TOKEN_KEY, Buffer.from([0])]) }, protection: 'seal' },
+  { kind: 'root-token', range: only(ROOT_TOKEN_KEY), protection: 'seal' },
   { kind: 'token', range: TOKENS_RANGE, protection: 'seal' },
   { kind: 'audit-chain', range: AUDIT_CHAINS_RANGE, protection: 'seal' },
   { kind: 'intent-copy', range: INTENT_JOURNAL_RANGE, protection: 'mac' },
   { kind: 'kv-meta', range: METAS_RANGE, protection: 'mac' },
   { kind: 'kv-counter', range: COUNTERS_RANGE, protection: 'mac' },
+  { kind: 'keyring-generation', range: only(GENERATION_KEY), protection: 'mac' },
+  { kind: 'rewrap-state', range: only(REWRAP_STATE_KEY), protection: 'mac' },
 ];
 
 /** The nonce and ciphertext of bytes in the sealed form, or null when they are not in it (nothing is opened). */
@@ -48,14 +62,16 @@ export function sealedForm(bytes: Uint8Array): Sealed | null {
   }
 }
 
-/** A stored record that failed to open: tampered, forged, moved, or not sealed at all. */
+/** A stored record that failed to open (tampered, forged, moved, or not sealed at all), or was found older than it must be. */
 export class RecordIntegrityError extends Error {
   constructor(
     readonly kind: RecordKind,
     /** The storage key, printable (never the value). */
     readonly storageKey: string,
+    /** What is wrong with it, in words that name no content. */
+    readonly problem = 'failed its integrity check',
   ) {
-    super(`the stored ${kind} record at ${storageKey} failed its integrity check`);
+    super(`the stored ${kind} record at ${storageKey} ${problem}`);
     this.name = 'RecordIntegrityError';
   }
 }
@@ -67,11 +83,16 @@ export function printableKey(key: Uint8Array): string {
   return out;
 }
 
-const AAD_PREFIX = `coffer-record/${FORMAT}\0`;
-const SEPARATOR = '\0';
+/** "coffer-record/1" 0x00 kind 0x00, made once per kind. */
+const AAD_HEADS = new Map<RecordKind, Buffer>();
+function aadHead(kind: RecordKind): Buffer {
+  let head = AAD_HEADS.get(kind);
+  if (!head) AAD_HEADS.set(kind, (head = Buffer.from(`coffer-record/${FORMAT}\0${kind}\0`)));
+  return head;
+}
 
 function aad(kind: RecordKind, storageKey: Uint8Array): Uint8Array {
-  return Buffer.concat([Buffer.from(`${AAD_PREFIX}${kind}${SEPARATOR}`), storageKey]);
+  return Buffer.concat([aadHead(kind), storageKey]);
 }
 
 /** The record keys: one for sealing, one for MACs (both HKDF of the keyring's permanent root). */
@@ -112,8 +133,8 @@ export class RecordSeal {
   }
 
   /**
-   * For records that stay readable (intent copies, the key index, counters): `bytes` with an HMAC-SHA256
-   * (truncated, MAC_BYTES) over the same associated data and the bytes, stored as   mac ‖ bytes.
+   * For records that stay readable (intent copies, the key index, counters, …): `bytes` with a MAC
+   * (MAC_BYTES) over the same associated data and the bytes, stored as   mac ‖ bytes.
    */
   authenticate(kind: RecordKind, storageKey: Uint8Array, bytes: Uint8Array): Buffer {
     return Buffer.concat([this.mac(kind, storageKey, bytes), bytes]);
@@ -129,9 +150,8 @@ export class RecordSeal {
     return bytes;
   }
 
-  private mac(kind: RecordKind, storageKey: Uint8Array, bytes: Uint8Array): Buffer {
-    // The associated data in pieces: no buffer is built for it on this path (every read and write).
-    return createHmac('sha256', this.keys().mac).update(AAD_PREFIX).update(kind).update(SEPARATOR).update(storageKey).update(bytes).digest().subarray(0, MAC_BYTES);
+  private mac(kind: RecordKind, storageKey: Uint8Array, bytes: Uint8Array): Uint8Array {
+    return sodium.crypto_generichash(MAC_BYTES, Buffer.concat([aadHead(kind), storageKey, bytes]), this.keys().mac);
   }
 }
 

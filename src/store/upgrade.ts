@@ -3,9 +3,10 @@
  *
  *   format 1  releases before the storage barrier: token records and the root token record as plain msgpack,
  *             the audit chain registry as plain JSON, intent copies as plain audit lines, the key index
- *             and version counters as plain msgpack and 4-byte numbers
- *   format 2  those records sealed (intent copies, the key index and counters: MACed), with their storage
- *             keys bound in (store/record-seal.ts)
+ *             and version counters, the keyring generation and the rewrap state as plain msgpack and
+ *             4-byte numbers
+ *   format 2  those records sealed (intent copies, the key index, counters, the keyring generation and
+ *             the rewrap state: MACed), with their storage keys bound in (store/record-seal.ts)
  *
  * The format is recorded inside the keyring, which the master key authenticates: it cannot be set back to
  * make plain records acceptable again, so a plain record in a format-2 store is refused like any forged one.
@@ -33,7 +34,7 @@ export interface UpgradeResult {
 export async function upgradeStore(storage: StorageBackend, holder: KeyringHolder, seal: RecordSeal, log: Logger): Promise<UpgradeResult | null> {
   await holder.refresh();
   if (holder.current().storeFormat >= STORE_FORMAT) return null;
-  log.info('upgrading the store to format %d: sealing token records, the root token record and the audit chain registry; MACing intent copies, the key index and version counters', STORE_FORMAT);
+  log.info('upgrading the store to format %d: sealing token records, the root token record and the audit chain registry; MACing intent copies, the key index, version counters, the keyring generation and the rewrap state', STORE_FORMAT);
   const counts = { sealed: 0, unreadable: 0 };
   const byKind: string[] = [];
   for (const kind of FORMAT_1) byKind.push(`${await sealRange(storage, seal, kind, log, counts)} ${kind.kind}`);
@@ -77,16 +78,18 @@ function isRecordWith(record: unknown, field: string): record is Record<string, 
 }
 
 /** How format 1 stored each kind. */
-const PLAIN_DECODERS: Record<RecordKind, PlainKind['decode']> = {
+const PLAIN_DECODERS: Record<Exclude<RecordKind, 'keyring'>, PlainKind['decode']> = {
   'root-token': msgpackWith('hash'),
   token: msgpackWith('hash'),
   'audit-chain': jsonWith('chain'),
   'intent-copy': intentLine,
   'kv-meta': plainMeta,
   'kv-counter': (bytes) => (bytes.byteLength === 4 ? bytes : null),
+  'keyring-generation': (bytes) => (bytes.byteLength === 4 ? bytes : null),
+  'rewrap-state': (bytes) => (isRecordWith(unpackPlain<unknown>(bytes), 'owner') ? bytes : null),
 };
 
-const FORMAT_1: readonly PlainKind[] = RECORD_KINDS.map((k) => ({ ...k, decode: PLAIN_DECODERS[k.kind] }));
+const FORMAT_1: readonly PlainKind[] = RECORD_KINDS.map((k) => ({ ...k, decode: PLAIN_DECODERS[k.kind as keyof typeof PLAIN_DECODERS] }));
 
 /** Seals the format-1 records of one kind; returns how many it sealed. */
 async function sealRange(storage: StorageBackend, seal: RecordSeal, plainKind: PlainKind, log: Logger, counts: { sealed: number; unreadable: number }): Promise<number> {

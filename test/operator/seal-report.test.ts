@@ -43,7 +43,8 @@ describe('the seal report', function () {
     expect(r.verified).to.equal(false);
     expect(r.totals).to.deep.equal({ versions: 9, secrets: 8, configs: 1, sealed_secrets: 8, anomalies: 0, record_failures: 0 });
     expect(r.records.find((k: { kind: string }) => k.kind === 'root-token')).to.deep.equal({ kind: 'root-token', records: 1, failed: 0 });
-    expect(r.records.map((k: { kind: string }) => k.kind)).to.deep.equal(['root-token', 'token', 'audit-chain', 'intent-copy', 'kv-meta', 'kv-counter']);
+    expect(r.records.map((k: { kind: string }) => k.kind)).to.deep.equal(['root-token', 'token', 'audit-chain', 'intent-copy', 'kv-meta', 'kv-counter', 'keyring-generation', 'rewrap-state']);
+    expect(r.records.find((k: { kind: string }) => k.kind === 'keyring-generation')).to.deep.equal({ kind: 'keyring-generation', records: 1, failed: 0 });
     expect(r.records.find((k: { kind: string }) => k.kind === 'kv-meta')).to.deep.equal({ kind: 'kv-meta', records: 8, failed: 0 });
     expect(r.keyring.active_version).to.equal(2);
     expect(r.keyring.versions.map((v: { version: number; secrets: number; configs: number; active: boolean }) => [v.version, v.secrets, v.configs, v.active])).to.deep.equal([[1, 4, 1, false], [2, 4, 0, true]]);

@@ -7,7 +7,8 @@ import pino from 'pino';
 import { startCoffer } from '../../src/app.js';
 import { loadConfig } from '../../src/config/load.js';
 import { ConfigError } from '../../src/errors.js';
-import { AUDIT_CHAINS_RANGE, counterKey, metaKey, ROOT_TOKEN_KEY, tokenKey } from '../../src/storage/layout.js';
+import { AUDIT_CHAINS_RANGE, counterKey, GENERATION_KEY, metaKey, REWRAP_STATE_KEY, ROOT_TOKEN_KEY, tokenKey, versionKey } from '../../src/storage/layout.js';
+import { KEYRING_KEY, type KeyringHolder } from '../../src/store/keyring-store.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
 import { auditLines } from '../support/audit-lines.js';
 import { startTestCoffer, tempDir, type TestCoffer } from '../support/harness.js';
@@ -210,16 +211,27 @@ describe('the storage barrier: the store\'s records are sealed or MACed, bound t
       expect((await c.call('GET', '/v1/kv/app/db')).body.value).to.equal('hunter2');
     });
 
-    it('refuses a write whose version counter was set back, and keeps the version it would have overwritten', async () => {
-      await withStorage(c, (s) => put(s, counterKey('app', 'db'), Buffer.from([0, 0, 0, 0])));
+    it('refuses a write to a deleted key whose counter was changed by hand, and a write after an older index record was put back', async () => {
       await restart();
-      const write = await c.put('app/db', 'overwrite?');
-      expect(write.status).to.equal(500);
-      expect(write.body.code).to.equal('integrity_error');
-      // Version 1 was not overwritten: it still reads back as written.
-      const read = await c.call('GET', '/v1/kv/app/db?version=1');
-      expect(read.status).to.equal(200);
-      expect(read.body.value).to.equal('hunter2');
+      expect((await c.put('app/db', 'second')).status).to.equal(200);
+      const oldIndex = await c.app.storage.get(metaKey('app', 'db')); // says version 2 is the latest
+      expect((await c.put('app/db', 'third')).status).to.equal(200);
+      const third = await c.app.storage.get(versionKey('app', 'db', 3));
+      expect((await c.put('app/gone', 'x')).status).to.equal(201);
+      expect((await c.call('DELETE', '/v1/kv/app/gone')).status).to.equal(204);
+      await stop();
+      await withStorage(c, async (s) => {
+        await put(s, metaKey('app', 'db'), oldIndex!); // a replay: a valid copy, older than the versions stored
+        await put(s, counterKey('app', 'gone'), Buffer.from([0, 0, 0, 0])); // a plain counter set back to 0
+      });
+      await restart();
+      for (const path of ['app/db', 'app/gone']) {
+        const write = await c.put(path, 'overwrite?');
+        expect(write.status, path).to.equal(500);
+        expect(write.body.code, path).to.equal('integrity_error');
+      }
+      // Version 3, which the replayed index would have had the write overwrite, is stored as written.
+      expect(Buffer.from((await c.app.storage.get(versionKey('app', 'db', 3)))!).equals(Buffer.from(third!))).to.equal(true);
     });
   });
 
@@ -272,6 +284,104 @@ describe('the storage barrier: the store\'s records are sealed or MACed, bound t
         expect((await verify()).intact, `after undoing: ${damage}`).to.equal(true);
         await stop();
       }
+    });
+  });
+
+  describe('the keyring generation', () => {
+    const damages: [string, (s: LmdbBackend) => Promise<void>][] = [
+      ['one byte changed', async (s) => {
+        const bytes = Buffer.from((await s.get(GENERATION_KEY))!);
+        bytes[bytes.length - 1]! ^= 0x01;
+        await put(s, GENERATION_KEY, bytes);
+      }],
+      // A valid MACed record of the same size, made for another key and kind: a version counter.
+      ['a record from another key', async (s) => put(s, GENERATION_KEY, (await s.get(counterKey('app', 'gone')))!)],
+      ['a plain number written by hand', (s) => put(s, GENERATION_KEY, Buffer.from([0, 0, 0, 9]))],
+      ['been deleted', (s) => s.atomic([], () => ({ writes: [{ op: 'delete', key: GENERATION_KEY }], result: undefined }))],
+    ];
+
+    for (const [damage, change] of damages) {
+      it(`refuses writes while it has ${damage}, and the next start replaces it (audited)`, async () => {
+        await restart();
+        expect((await c.put('app/gone', 'x')).status).to.equal(201);
+        expect((await c.call('DELETE', '/v1/kv/app/gone')).status).to.equal(204);
+        const before = (await c.call('GET', '/v1/sys/keyring')).body.generation as number;
+        // Changed under the running server, as a database administrator could.
+        await change(c.app.storage as LmdbBackend);
+        const write = await c.put('app/db', 'changed?');
+        expect(write.status).to.equal(500);
+        expect(write.body.code).to.equal('integrity_error');
+        expect((await c.call('GET', '/v1/kv/app/db')).body.value).to.equal('hunter2');
+        await stop();
+        await restart();
+        const replaced = auditLines(c.config.audit.dir!).filter((l) => l.event === 'store.integrity_error' && l.replaced === true);
+        expect(replaced.map((l) => l.key)).to.deep.equal(['Skeyring-generation']);
+        expect((await c.call('GET', '/v1/sys/keyring')).body.generation).to.not.equal(before);
+        expect((await c.put('app/db', 'changed')).status).to.equal(200);
+      });
+    }
+
+    it('is followed only to a keyring with this store\'s permanent root: another store\'s keyring under the same master key is refused', async () => {
+      // A second store under the same master key file: its keyring opens with that key, but is not ours.
+      const other = await startTestCoffer({ dataDir: tempDir(), env: { COFFER_MASTER_KEY_FILE: c.config.master_key_file } });
+      const foreign = await other.app.storage.get(KEYRING_KEY);
+      const foreignGeneration = await other.app.storage.get(GENERATION_KEY);
+      await other.close();
+      await restart();
+      const seal = (c.app.keyring as KeyringHolder).recordSeal;
+      // Put in place with a valid generation record, so the running server reloads the keyring.
+      const generation = seal.authenticate('keyring-generation', GENERATION_KEY, Buffer.from([0, 0, 0, 77]));
+      await (c.app.storage as LmdbBackend).atomic([], () => ({ writes: [{ op: 'put', key: KEYRING_KEY, value: foreign! }, { op: 'put', key: GENERATION_KEY, value: generation }], result: undefined }));
+      expect(foreignGeneration).to.not.equal(undefined);
+      const write = await c.put('app/db', 'under their keyring?');
+      expect(write.status).to.equal(500);
+      expect((await c.call('GET', '/v1/kv/app/db')).body.value).to.equal('hunter2');
+    });
+  });
+
+  describe('the rewrap state', () => {
+    const rewrap = (method: 'GET' | 'POST'): Promise<{ status: number; body: Record<string, unknown> }> => c.call(method, '/v1/sys/keyring/rewrap', method === 'POST' ? { json: {} } : {});
+    /** The progress once the run has finished. */
+    const finished = async (): Promise<Record<string, unknown>> => {
+      for (let until = Date.now() + 20_000; ;) {
+        const progress = (await rewrap('GET')).body;
+        if (progress.running === false && progress.finished_at !== null) return progress;
+        if (Date.now() > until) throw new Error('rewrap did not finish');
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+
+    it('is MACed: a changed byte, a record from another key, or a cursor moved by hand is never used; a new run starts from the first record', async () => {
+      await restart();
+      for (let i = 0; i < 5; i++) expect((await c.put(`app/k${i}`, `v${i}`)).status).to.equal(201);
+      expect((await c.call('POST', '/v1/sys/keyring/rotate')).status).to.equal(200);
+      expect((await rewrap('POST')).status).to.equal(202);
+      await finished();
+      const storage = c.app.storage as LmdbBackend;
+      const done = (await storage.get(REWRAP_STATE_KEY))!;
+      const plain = new Packr({ useRecords: false, mapsAsObjects: true });
+      const damages: [string, () => Promise<void>][] = [
+        ['one byte changed', async () => {
+          const bytes = Buffer.from(done);
+          bytes[bytes.length - 1]! ^= 0x01;
+          await put(storage, REWRAP_STATE_KEY, bytes);
+        }],
+        ['a record from another key', async () => put(storage, REWRAP_STATE_KEY, (await storage.get(metaKey('app', 'k0')))!)],
+        // An unfinished run whose cursor points past every record: used, it would skip them all.
+        ['a cursor moved by hand', () => put(storage, REWRAP_STATE_KEY, plain.pack({ target: 2, after: versionKey('zzz', 'z', 1), total: 6, examined: 6, rewrapped: 0, failed: 0, startedAt: 0, updatedAt: 0, finishedAt: null, owner: 'x:1' }))],
+      ];
+      for (const [damage, change] of damages) {
+        await change();
+        const progress = await rewrap('GET');
+        expect(progress.status, damage).to.equal(500);
+        expect(progress.body.code, damage).to.equal('integrity_error');
+        const started = await rewrap('POST');
+        expect(started.status, damage).to.equal(202);
+        expect(started.body.examined, damage).to.equal(0);
+        expect((await finished()).rewrapped, damage).to.equal(0); // every record examined again; all on version 2 already
+      }
+      const events = auditLines(c.config.audit.dir!).filter((l) => l.event === 'store.integrity_error');
+      expect(events.map((l) => l.kind)).to.deep.equal(['rewrap-state', 'rewrap-state', 'rewrap-state', 'rewrap-state', 'rewrap-state', 'rewrap-state']);
     });
   });
 });
