@@ -2,13 +2,15 @@
  * What a change costs against the commit before it: that commit is built from the git history
  * (bench/git-build.ts) and its one-process server (bench/direct-server.ts, audit log on) is measured against
  * this build's, both pinned to core 0 with wrk on core 1, alternating A B / B A over the rounds. Per round
- * the ratio this / that of the secret read and of the durable write, and the median over the rounds.
+ * the ratio this / that of the secret read and of the durable write, and the median over the rounds; also
+ * the server's CPU time per request, which the disk's sync latency (a durable write's throughput swings by
+ * ±20% between rounds on some machines) does not move.
  *
  *   npm run build && node dist/bench/against-commit.js [--commit <sha>] [--rounds 3] [--seconds 10]
  *
  * The default commit is the last one before the storage barrier (issue #12: it may cost at most 5%).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -37,16 +39,30 @@ const VALUE = 'p'.repeat(64);
 type Build = 'this' | 'that';
 const CASES = ['secret read', 'secret write (durable)'] as const;
 
-async function measureBuild(script: string | undefined, root: string): Promise<Record<(typeof CASES)[number], number>> {
+/** Requests a second, and the server's CPU time (user + system, from /proc) per request. */
+interface Measured {
+  readonly rps: number;
+  readonly cpuMicros: number;
+}
+
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100; // USER_HZ
+}
+
+async function measureBuild(script: string | undefined, root: string): Promise<Record<(typeof CASES)[number], Measured>> {
   const dir = mkdtempSync(join(tmpdir(), 'coffer-bench-'));
   const server = await startDirectCoffer({ dataDir: dir, rootToken: root, core: 0, ...(script ? { script } : {}) }, true);
   try {
     await api(server.url, root, 'PUT', '/v1/kv/bench/app/secret', { value: VALUE, type: 'secret' });
     const reader = String((await api(server.url, root, 'POST', '/v1/auth/token', { role: 'reader' })).token);
     const writer = String((await api(server.url, root, 'POST', '/v1/auth/token', { role: 'writer' })).token);
-    const run = async (lua: string): Promise<number> => {
+    const pid = server.servingPids()[0]!;
+    const run = async (lua: string): Promise<Measured> => {
       await runWrk({ url: server.url, lua, connections: 32, seconds: 1, core: 1 });
-      return (await runWrk({ url: server.url, lua, connections: 32, seconds, core: 1 })).requestsPerSecond;
+      const before = cpuSeconds(pid);
+      const result = await runWrk({ url: server.url, lua, connections: 32, seconds, core: 1 });
+      return { rps: result.requestsPerSecond, cpuMicros: ((cpuSeconds(pid) - before) / result.requests) * 1e6 };
     };
     return {
       'secret read': await run(shape.get('/v1/kv/bench/app/secret', reader)),
@@ -67,18 +83,24 @@ async function main(): Promise<void> {
     const that = join(work, 'build', 'dist', 'bench', 'direct-server.js');
     const root = generateToken().value;
     const ratios: Record<string, number[]> = Object.fromEntries(CASES.map((c) => [c, []]));
-    console.log(`this build against ${commit.slice(0, 7)} — ${describeMachine()}; one process on core 0, wrk (32 connections, ${seconds} s) on core 1`);
+    const cpuRatios: Record<string, number[]> = Object.fromEntries(CASES.map((c) => [c, []]));
+    const that7 = commit.slice(0, 7);
+    console.log(`this build against ${that7} — ${describeMachine()}; one process on core 0, wrk (32 connections, ${seconds} s) on core 1`);
     for (let round = 1; round <= rounds; round++) {
       const order: Build[] = round % 2 === 1 ? ['this', 'that'] : ['that', 'this'];
-      const got: Partial<Record<Build, Record<string, number>>> = {};
+      const got: Partial<Record<Build, Record<string, Measured>>> = {};
       for (const build of order) got[build] = await measureBuild(build === 'this' ? undefined : that, root);
       for (const c of CASES) {
-        const ratio = got.this![c]! / got.that![c]!;
-        ratios[c]!.push(ratio);
-        console.log(`round ${round}  ${c.padEnd(24)} this ${got.this![c]!.toFixed(0).padStart(6)} req/s   ${commit.slice(0, 7)} ${got.that![c]!.toFixed(0).padStart(6)} req/s   ratio ${ratio.toFixed(3)}`);
+        const [a, b] = [got.this![c]!, got.that![c]!];
+        ratios[c]!.push(a.rps / b.rps);
+        cpuRatios[c]!.push(a.cpuMicros / b.cpuMicros);
+        console.log(`round ${round}  ${c.padEnd(24)} this ${a.rps.toFixed(0).padStart(6)} req/s ${a.cpuMicros.toFixed(0).padStart(4)} µs CPU   ${that7} ${b.rps.toFixed(0).padStart(6)} req/s ${b.cpuMicros.toFixed(0).padStart(4)} µs CPU   ratio ${(a.rps / b.rps).toFixed(3)}`);
       }
     }
-    for (const c of CASES) console.log(`median ${c}: ${median(ratios[c]!).toFixed(3)} (cost ${((1 - median(ratios[c]!)) * 100).toFixed(1)}%)`);
+    for (const c of CASES) {
+      const [throughput, cpu] = [median(ratios[c]!), median(cpuRatios[c]!)];
+      console.log(`median ${c}: throughput ${throughput.toFixed(3)} (cost ${((1 - throughput) * 100).toFixed(1)}%), CPU per request ${cpu.toFixed(3)} (cost ${((cpu - 1) * 100).toFixed(1)}%)`);
+    }
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
