@@ -173,7 +173,7 @@ export async function startCoffer(config: CofferConfig, options: StartOptions = 
     const argon2 = new Argon2Gate();
     const principals = new PrincipalFactory(roleTable(config.roles));
     // Logged and audited with the record's kind and storage key, never its bytes.
-    const tokenStore = new TokenStore(storage, seal, (err) => {
+    const tokenStore = new TokenStore(storage, seal, keyring, (err) => {
       void events.record('store.integrity_error', { kind: err.kind, key: err.storageKey }, 'INTEGRITY ERROR: a stored record failed its integrity check; it was not used', 'error').catch(() => undefined);
     });
     const authenticator = new Authenticator({ tokens: tokenStore, argon2, principals, root, now, limiter: new FailureLimiter({ burst: config.auth_failures.burst, perSecond: config.auth_failures.per_second }) });
@@ -217,6 +217,12 @@ export async function startCoffer(config: CofferConfig, options: StartOptions = 
     const disk = audit ? watchDisk(config.audit.dir!, config.audit.min_free_bytes, log) : undefined;
     const rotateAfter = config.keyring.rotate_after === null ? undefined : parseDuration(config.keyring.rotate_after);
     const autoRotation = rotateAfter === undefined ? undefined : startAutoRotation(keyring, rotateAfter, events, now);
+    // Keyring changes by other processes (rotations, revocations) are loaded within a second: one read of
+    // the generation record when nothing changed.
+    const follow = setInterval(() => {
+      keyring.refresh().catch((err: unknown) => log.error({ err: { message: (err as Error).message } }, 'could not reload the keyring'));
+    }, 1000);
+    follow.unref();
 
     return {
       server,
@@ -229,6 +235,7 @@ export async function startCoffer(config: CofferConfig, options: StartOptions = 
         const deadline = setTimeout(() => server.closeAllConnections(), drainMs);
         await closed;
         clearTimeout(deadline);
+        clearInterval(follow);
         await autoRotation?.stop();
         disk?.stop();
         // A rewrap in progress stops at its next batch boundary; its state is saved for a later run.

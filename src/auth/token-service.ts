@@ -117,7 +117,10 @@ export class TokenService {
     }
     const current = id === undefined ? undefined : await this.deps.store.read(id);
     if (id === undefined || !current) throw notFound('no such token');
-    if (current.revokedAt !== null) return { id, changed: false };
+    if (current.revokedAt !== null) {
+      await this.deps.store.anchor(current); // a revocation a crash left unanchored
+      return { id, changed: false };
+    }
     const alongside = (await beforeCommit?.(id)) ?? [];
     const outcome = await this.deps.store.revoke(id, this.deps.now(), alongside);
     if (outcome === 'missing') throw notFound('no such token');

@@ -3,11 +3,18 @@
  * scopes), metadata and times; never the token value. Each is sealed with its storage key bound in
  * (store/record-seal.ts): a record that fails to open is never used — `get` reports it and answers as if
  * there were none (the token is refused with 401), `list` leaves it out, `read` and `revoke` refuse with 500.
+ *
+ * A revocation is also recorded in the keyring (authenticated by the master key), right after the record.
+ * A record that says "not revoked" for a token the keyring lists is an older copy put back (a replay): it
+ * is reported like a damaged record and read as revoked, at the time the keyring gives. Processes learn of
+ * other processes' revocations by reloading the keyring when they open a record they have not opened
+ * before, and at least once a second (app.ts).
  */
 import { AppError } from '../errors.js';
 import type { StorageBackend, StorageWrite } from '../storage/backend.js';
 import { TOKENS_RANGE, tokenKey } from '../storage/layout.js';
-import { RecordIntegrityError, type RecordSeal } from '../store/record-seal.js';
+import type { KeyringHolder } from '../store/keyring-store.js';
+import { printableKey, RecordIntegrityError, type RecordSeal } from '../store/record-seal.js';
 import type { Scope } from './access.js';
 import { LastOpened } from './bounded-cache.js';
 
@@ -44,6 +51,8 @@ export class TokenStore {
   constructor(
     private readonly storage: StorageBackend,
     private readonly seal: RecordSeal,
+    /** Where revocations are anchored: the keyring holder. */
+    private readonly revocations: Pick<KeyringHolder, 'revocationOf' | 'recordRevocation' | 'refresh'>,
     /** Told of every record that fails to open (logged and audited by the caller). */
     private readonly onIntegrityError: (error: RecordIntegrityError) => void,
   ) {}
@@ -57,8 +66,15 @@ export class TokenStore {
     const key = tokenKey(id);
     const bytes = await this.storage.get(key);
     if (!bytes) return undefined;
+    let opened = false;
     // A record that fails is not remembered: it is reported again on each use.
-    return this.openOrReport(key, bytes, () => this.lastOpened.get(id, bytes, () => this.seal.open<TokenRecord>('token', key, bytes)));
+    const record = this.openOrReport(key, bytes, () => this.lastOpened.get(id, bytes, () => {
+      opened = true;
+      return this.seal.open<TokenRecord>('token', key, bytes);
+    }));
+    // Bytes not seen before may be a replay of a record revoked since this process last loaded the keyring.
+    if (opened) await this.revocations.refresh();
+    return record && this.checkedAgainstKeyring(key, record);
   }
 
   /** For managing a token: a damaged record is a 500 integrity_error, not a token that does not exist. */
@@ -68,7 +84,7 @@ export class TokenStore {
     if (!bytes) return undefined;
     const record = this.openOrReport(key, bytes);
     if (!record) throw damaged();
-    return record;
+    return this.checkedAgainstKeyring(key, record);
   }
 
   /** Stores a new record, with `alongside` in the same transaction; false when the id is already taken. */
@@ -87,6 +103,7 @@ export class TokenStore {
   async revoke(id: string, now: number, alongside: readonly StorageWrite[] = []): Promise<'revoked' | 'already' | 'missing'> {
     const key = tokenKey(id);
     let failed: RecordIntegrityError | undefined;
+    let revoked: TokenRecord | undefined;
     const result = await this.storage.atomic([key], ([current]) => {
       if (!current) return { writes: [], result: 'missing' as const };
       let record: TokenRecord;
@@ -98,22 +115,41 @@ export class TokenStore {
         return { writes: [], result: 'missing' as const };
       }
       if (record.revokedAt !== null) return { writes: [], result: 'already' as const };
-      return { writes: [{ op: 'put', key, value: this.seal.seal('token', key, { ...record, revokedAt: now }) }, ...alongside], result: 'revoked' as const };
+      revoked = { ...record, revokedAt: now };
+      return { writes: [{ op: 'put', key, value: this.seal.seal('token', key, revoked) }, ...alongside], result: 'revoked' as const };
     });
     if (failed) {
       this.onIntegrityError(failed);
       throw damaged();
     }
+    if (revoked) await this.anchor(revoked);
     return result;
+  }
+
+  /**
+   * Records a revoked token's revocation in the keyring, if it is not there yet. Done after the record
+   * changed (a crash in between leaves the record revoked; revoking again anchors it).
+   */
+  async anchor(record: TokenRecord): Promise<void> {
+    if (record.revokedAt === null || this.revocations.revocationOf(record.id)) return;
+    await this.revocations.recordRevocation(record.id, { revokedAt: record.revokedAt, expiresAt: record.expiresAt });
   }
 
   async list(): Promise<TokenRecord[]> {
     const out: TokenRecord[] = [];
     for await (const entry of this.storage.scan(TOKENS_RANGE)) {
       const record = this.openOrReport(entry.key, entry.value);
-      if (record) out.push(record);
+      if (record) out.push(this.checkedAgainstKeyring(entry.key, record));
     }
     return out;
+  }
+
+  /** `record`, read as revoked (and reported) when it is an older copy from before a revocation the keyring records. */
+  private checkedAgainstKeyring(key: Uint8Array, record: TokenRecord): TokenRecord {
+    const revocation = record.revokedAt === null ? this.revocations.revocationOf(record.id) : undefined;
+    if (!revocation) return record;
+    this.onIntegrityError(new RecordIntegrityError('token', printableKey(key), 'is an older copy from before the token\'s revocation (a replay); the token stays revoked'));
+    return { ...record, revokedAt: revocation.revokedAt };
   }
 
   private openOrReport(key: Uint8Array, bytes: Uint8Array, open = (): TokenRecord => this.seal.open<TokenRecord>('token', key, bytes)): TokenRecord | undefined {

@@ -6,6 +6,10 @@
  * Besides its versions the keyring holds one audit root key, never rotated (audit checkpoints made under
  * it must stay verifiable for as long as the log is kept); HKDF derives the checkpoint MAC key from it.
  *
+ * It also holds the ids of revoked tokens until they expire (with their expiry): the token records say
+ * so too, but they live in storage, where an older copy from before the revocation could be put back;
+ * the keyring is authenticated by the master key, so a replayed token record is recognised and refused.
+ *
  * Invariants: versions only grow; a version is never removed while a record names it (key management
  * issue: rewrap/retire); the active version is the one new records use.
  */
@@ -22,6 +26,12 @@ interface KeyVersion {
   readonly createdAt: number;
 }
 
+/** A token revocation as the keyring records it. */
+export interface Revocation {
+  readonly revokedAt: number;
+  readonly expiresAt: number;
+}
+
 const FORMAT = 1;
 /** The record format new stores are written in (store/upgrade.ts). */
 export const STORE_FORMAT = 2;
@@ -36,36 +46,39 @@ export class Keyring {
     private readonly auditRoot: Uint8Array | undefined,
     /** The store's record format (store/upgrade.ts): 1 for stores written before the storage barrier. */
     readonly storeFormat: number,
+    /** Revoked token ids: when each was revoked, kept until its token's expiry (ms). */
+    private readonly revoked: ReadonlyMap<string, Revocation>,
   ) {
     for (const v of versions) this.byVersion.set(v.version, v);
     if (!this.byVersion.has(activeVersion)) throw new Error('keyring: the active version is missing');
   }
 
   static generate(now: number): Keyring {
-    return new Keyring([{ version: 1, key: randomBytes(KEY_BYTES), createdAt: now }], 1, randomBytes(KEY_BYTES), STORE_FORMAT);
+    return new Keyring([{ version: 1, key: randomBytes(KEY_BYTES), createdAt: now }], 1, randomBytes(KEY_BYTES), STORE_FORMAT, new Map());
   }
 
   static deserialize(bytes: Uint8Array): Keyring {
-    const data = unpack(bytes) as { f: number; a: number; k: { v: number; k: Uint8Array; at: number }[]; x?: Uint8Array; s?: number };
+    const data = unpack(bytes) as { f: number; a: number; k: { v: number; k: Uint8Array; at: number }[]; x?: Uint8Array; s?: number; r?: [string, number, number][] };
     if (data?.f !== FORMAT || !Array.isArray(data.k)) throw new Error('keyring: unknown format');
-    return new Keyring(data.k.map((k) => ({ version: k.v, key: k.k, createdAt: k.at })), data.a, data.x, data.s ?? 1);
+    return new Keyring(data.k.map((k) => ({ version: k.v, key: k.k, createdAt: k.at })), data.a, data.x, data.s ?? 1, new Map((data.r ?? []).map(([id, revokedAt, expiresAt]) => [id, { revokedAt, expiresAt }])));
   }
 
   /** A new keyring with one more version, which becomes the active one; every old version stays. */
   rotate(now: number): Keyring {
     const next = Math.max(...this.byVersion.keys()) + 1;
-    return new Keyring([...this.byVersion.values(), { version: next, key: randomBytes(KEY_BYTES), createdAt: now }], next, this.auditRoot, this.storeFormat);
+    return new Keyring([...this.byVersion.values(), { version: next, key: randomBytes(KEY_BYTES), createdAt: now }], next, this.auditRoot, this.storeFormat, this.revoked);
   }
 
   /** A new keyring without the given versions; the active version can never be dropped. */
   without(versions: readonly number[]): Keyring {
     if (versions.includes(this.activeVersion)) throw new Error('keyring: the active version cannot be retired');
-    return new Keyring([...this.byVersion.values()].filter((v) => !versions.includes(v.version)), this.activeVersion, this.auditRoot, this.storeFormat);
+    return new Keyring([...this.byVersion.values()].filter((v) => !versions.includes(v.version)), this.activeVersion, this.auditRoot, this.storeFormat, this.revoked);
   }
 
   serialize(): Uint8Array {
     const k = [...this.byVersion.values()].map((v) => ({ v: v.version, k: v.key, at: v.createdAt }));
-    return pack({ f: FORMAT, a: this.activeVersion, k, ...(this.auditRoot === undefined ? {} : { x: this.auditRoot }), s: this.storeFormat });
+    const r = this.revoked.size === 0 ? {} : { r: [...this.revoked].map(([id, v]) => [id, v.revokedAt, v.expiresAt]) };
+    return pack({ f: FORMAT, a: this.activeVersion, k, ...(this.auditRoot === undefined ? {} : { x: this.auditRoot }), s: this.storeFormat, ...r });
   }
 
   /** False for keyrings made before the audit log existed; KeyringHolder adds the key on open. */
@@ -75,12 +88,29 @@ export class Keyring {
 
   /** This keyring with an audit root key (a new random one if it has none). */
   withAuditKey(): Keyring {
-    return this.auditRoot !== undefined ? this : new Keyring([...this.byVersion.values()], this.activeVersion, randomBytes(KEY_BYTES), this.storeFormat);
+    return this.auditRoot !== undefined ? this : new Keyring([...this.byVersion.values()], this.activeVersion, randomBytes(KEY_BYTES), this.storeFormat, this.revoked);
+  }
+
+  /** When token `id` was revoked, if the keyring records it (until the token's expiry). */
+  revocationOf(id: string): Revocation | undefined {
+    return this.revoked.get(id);
+  }
+
+  /**
+   * This keyring, recording that token `id` (expiring at `expiresAt`) was revoked at `revokedAt`; ids whose
+   * tokens have expired by then are dropped (an expired token is refused whatever its record says, and a
+   * token's expiry is the same in every copy of its record), so the list holds at most the revocations of
+   * one maximum token lifetime.
+   */
+  withRevoked(id: string, revocation: Revocation): Keyring {
+    const revoked = new Map([...this.revoked].filter(([, r]) => r.expiresAt > revocation.revokedAt));
+    revoked.set(id, revocation);
+    return new Keyring([...this.byVersion.values()], this.activeVersion, this.auditRoot, this.storeFormat, revoked);
   }
 
   /** This keyring, recording that the store's records are now in `format`. */
   withStoreFormat(format: number): Keyring {
-    return new Keyring([...this.byVersion.values()], this.activeVersion, this.auditRoot, format);
+    return new Keyring([...this.byVersion.values()], this.activeVersion, this.auditRoot, format, this.revoked);
   }
 
   /**

@@ -16,7 +16,7 @@
  * the migration through the generation, open the new provider from those settings and follow.
  */
 import { pack, unpack } from 'msgpackr';
-import { Keyring } from '../crypto/keyring.js';
+import { Keyring, type Revocation } from '../crypto/keyring.js';
 import { randomBase62, randomBytes } from '../crypto/random.js';
 import { KeyProviderError, type KeyProvider } from '../keys/key-provider.js';
 import type { ProviderConfig } from '../keys/registry.js';
@@ -259,6 +259,16 @@ export class KeyringHolder {
       return rotated ? keyring.rotate(now) : null;
     });
     return rotated ? next.activeVersion : null;
+  }
+
+  /** The revocation of token `id` as the keyring this process holds records it, if any. */
+  revocationOf(id: string): Revocation | undefined {
+    return this.keyring.revocationOf(id);
+  }
+
+  /** Records the revocation of token `id` in the keyring (once; SECURITY.md, "Storage"). */
+  async recordRevocation(id: string, revocation: Revocation): Promise<void> {
+    await this.change((keyring) => (keyring.revocationOf(id) ? null : keyring.withRevoked(id, revocation)));
   }
 
   /** Records in the keyring that the store's records are in `format` now (store/upgrade.ts). */

@@ -146,6 +146,41 @@ describe('the storage barrier: the store\'s records are sealed or MACed, bound t
     expect(await status(`cfr_${planted.id}_${reader.slice(21)}`)).to.equal(401);
   });
 
+  it('keeps a revoked token revoked when its record from before the revocation is put back (a replay), across a restart', async () => {
+    const before = await withStorage(c, async (s) => Buffer.from((await s.get(tokenKey(idOf(reader))))!));
+    await restart();
+    expect((await c.call('DELETE', `/v1/auth/token/${idOf(reader)}`)).status).to.equal(204);
+    await stop();
+    await withStorage(c, (s) => put(s, tokenKey(idOf(reader)), before));
+    await restart();
+    expect(await status(reader)).to.equal(401);
+    expect(await status(reader, 'GET', '/v1/kv/app/db')).to.equal(401);
+    const shown = (await c.call('GET', `/v1/auth/tokens?all=true`)).body.tokens.find((t: { id: string }) => t.id === idOf(reader));
+    expect(shown.status).to.equal('revoked');
+    expect((await c.call('GET', '/v1/auth/tokens')).body.tokens.map((t: { id: string }) => t.id)).to.not.include(idOf(reader));
+    const events = auditLines(c.config.audit.dir!).filter((l) => l.event === 'store.integrity_error');
+    expect(events.map((l) => l.key)).to.include(`T${idOf(reader)}`);
+    expect(await status(writer)).to.equal(200);
+  });
+
+  it('keeps it revoked in a second process on the same store that used the token before: the replay is refused within a second', async () => {
+    await restart();
+    const other = await startTestCoffer({ dataDir: dir, rootToken: c.rootToken });
+    try {
+      const seen = (await other.call('GET', '/v1/auth/me', { token: reader })).status;
+      expect(seen).to.equal(200); // the other process has opened (and remembers) the record from before
+      const storage = c.app.storage as LmdbBackend;
+      const before = Buffer.from((await storage.get(tokenKey(idOf(reader))))!);
+      expect((await c.call('DELETE', `/v1/auth/token/${idOf(reader)}`)).status).to.equal(204);
+      await put(storage, tokenKey(idOf(reader)), before);
+      await new Promise((r) => setTimeout(r, 1500));
+      expect((await other.call('GET', '/v1/auth/me', { token: reader })).status).to.equal(401);
+      expect(await status(reader)).to.equal(401);
+    } finally {
+      await other.app.close();
+    }
+  });
+
   for (const [damage, change] of [
     ['one byte changed', (bytes: Buffer): Buffer => Buffer.from(bytes.map((b, i) => (i === bytes.length - 1 ? b ^ 0x01 : b)))],
     ['a token record put in its place', (_: Buffer, token: Buffer): Buffer => token],
