@@ -1,14 +1,16 @@
 /**
  * What a change costs against the commit before it: that commit is built from the git history
- * (bench/git-build.ts) and its one-process server (bench/direct-server.ts, audit log on) is measured against
- * this build's, both pinned to core 0 with wrk on core 1, alternating A B / B A over the rounds. Per round
- * the ratio this / that of the secret read and of the durable write, and the median over the rounds; also
- * the server's CPU time per request, which the disk's sync latency (a durable write's throughput swings by
- * ±20% between rounds on some machines) does not move.
+ * (bench/git-build.ts), and its one-process server (bench/direct-server.ts, audit log on) runs beside this
+ * build's, both pinned to core 0 with wrk on core 1. The load alternates between the two in short slices
+ * (A B, B A, …), so that the machine's drift — other tenants, the disk's sync latency, which moves a
+ * durable write's throughput by ±20% between minutes on some machines — falls on both alike. Per pair of
+ * slices the ratio this / that, for the secret read and the durable write; reported: the median over the
+ * pairs, and the server's CPU time per request (from /proc) likewise.
  *
- *   npm run build && node dist/bench/against-commit.js [--commit <sha>] [--rounds 3] [--seconds 10]
+ *   npm run build && node dist/bench/against-commit.js [--commit <sha>] [--this <sha>] [--case read|write] [--rounds 10] [--seconds 3]
  *
- * The default commit is the last one before the storage barrier (issue #12: it may cost at most 5%).
+ * (--rounds: pairs of slices per case; --seconds: one slice.) The default commit is the last one before
+ * the storage barrier (issue #12: it may cost at most 5%).
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,15 +22,19 @@ import * as shape from './cases.js';
 import { buildCommit, hasCommit } from './git-build.js';
 import { describeMachine } from './machine.js';
 import { median } from './report.js';
-import { startDirectCoffer } from './servers.js';
+import { startDirectCoffer, type RunningServer } from './servers.js';
 import { ensureTools, runWrk } from './wrk.js';
 
 const BEFORE_BARRIER = 'd91f4985868acd894e2bfc808fb3a40af50087b1';
 const { values: args } = parseArgs({
   options: {
     commit: { type: 'string', default: BEFORE_BARRIER },
-    rounds: { type: 'string', default: '3' },
-    seconds: { type: 'string', default: '10' },
+    rounds: { type: 'string', default: '10' },
+    /** Measure this commit's build instead of the working tree's (to find which commit a cost came from). */
+    this: { type: 'string' },
+    /** Only this case: read or write. */
+    case: { type: 'string' },
+    seconds: { type: 'string', default: '3' },
   },
 });
 const commit = String(args.commit);
@@ -50,58 +56,73 @@ function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100; // USER_HZ
 }
 
-async function measureBuild(script: string | undefined, root: string): Promise<Record<(typeof CASES)[number], Measured>> {
+/** One build's server, set up with a secret to read and a writer's token. */
+interface Subject {
+  readonly server: RunningServer;
+  readonly dir: string;
+  readonly lua: Record<(typeof CASES)[number], string>;
+}
+
+async function startSubject(script: string | undefined, root: string): Promise<Subject> {
   const dir = mkdtempSync(join(tmpdir(), 'coffer-bench-'));
   const server = await startDirectCoffer({ dataDir: dir, rootToken: root, core: 0, ...(script ? { script } : {}) }, true);
-  try {
-    await api(server.url, root, 'PUT', '/v1/kv/bench/app/secret', { value: VALUE, type: 'secret' });
-    const reader = String((await api(server.url, root, 'POST', '/v1/auth/token', { role: 'reader' })).token);
-    const writer = String((await api(server.url, root, 'POST', '/v1/auth/token', { role: 'writer' })).token);
-    const pid = server.servingPids()[0]!;
-    const run = async (lua: string): Promise<Measured> => {
-      await runWrk({ url: server.url, lua, connections: 32, seconds: 1, core: 1 });
-      const before = cpuSeconds(pid);
-      const result = await runWrk({ url: server.url, lua, connections: 32, seconds, core: 1 });
-      return { rps: result.requestsPerSecond, cpuMicros: ((cpuSeconds(pid) - before) / result.requests) * 1e6 };
-    };
-    return {
-      'secret read': await run(shape.get('/v1/kv/bench/app/secret', reader)),
-      'secret write (durable)': await run(shape.putNew('/v1/kv/bench/writes/k', writer, { value: VALUE, type: 'secret' })),
-    };
-  } finally {
-    await server.stop();
-    rmSync(dir, { recursive: true, force: true });
-  }
+  await api(server.url, root, 'PUT', '/v1/kv/bench/app/secret', { value: VALUE, type: 'secret' });
+  const reader = String((await api(server.url, root, 'POST', '/v1/auth/token', { role: 'reader' })).token);
+  const writer = String((await api(server.url, root, 'POST', '/v1/auth/token', { role: 'writer' })).token);
+  return {
+    server,
+    dir,
+    lua: {
+      'secret read': shape.get('/v1/kv/bench/app/secret', reader),
+      'secret write (durable)': shape.putNew('/v1/kv/bench/writes/k', writer, { value: VALUE, type: 'secret' }),
+    },
+  };
+}
+
+async function slice(subject: Subject, c: (typeof CASES)[number], secs: number): Promise<Measured> {
+  const pid = subject.server.servingPids()[0]!;
+  const before = cpuSeconds(pid);
+  const result = await runWrk({ url: subject.server.url, lua: subject.lua[c], connections: 32, seconds: secs, core: 1 });
+  return { rps: result.requestsPerSecond, cpuMicros: ((cpuSeconds(pid) - before) / result.requests) * 1e6 };
 }
 
 async function main(): Promise<void> {
   ensureTools({ wrk: 'wrk', taskset: 'util-linux' });
   if (!hasCommit(commit)) throw new Error(`commit ${commit} is not in this checkout's history`);
   const work = mkdtempSync(join(tmpdir(), 'coffer-against-'));
+  const subjects: Subject[] = [];
   try {
     buildCommit(commit, join(work, 'build'));
-    const that = join(work, 'build', 'dist', 'bench', 'direct-server.js');
     const root = generateToken().value;
-    const ratios: Record<string, number[]> = Object.fromEntries(CASES.map((c) => [c, []]));
-    const cpuRatios: Record<string, number[]> = Object.fromEntries(CASES.map((c) => [c, []]));
+    if (args.this) buildCommit(String(args.this), join(work, 'this'));
+    const builds: Record<Build, Subject> = {
+      this: await startSubject(args.this ? join(work, 'this', 'dist', 'bench', 'direct-server.js') : undefined, root),
+      that: await startSubject(join(work, 'build', 'dist', 'bench', 'direct-server.js'), root),
+    };
+    subjects.push(builds.this, builds.that);
     const that7 = commit.slice(0, 7);
-    console.log(`this build against ${that7} — ${describeMachine()}; one process on core 0, wrk (32 connections, ${seconds} s) on core 1`);
-    for (let round = 1; round <= rounds; round++) {
-      const order: Build[] = round % 2 === 1 ? ['this', 'that'] : ['that', 'this'];
-      const got: Partial<Record<Build, Record<string, Measured>>> = {};
-      for (const build of order) got[build] = await measureBuild(build === 'this' ? undefined : that, root);
-      for (const c of CASES) {
-        const [a, b] = [got.this![c]!, got.that![c]!];
-        ratios[c]!.push(a.rps / b.rps);
-        cpuRatios[c]!.push(a.cpuMicros / b.cpuMicros);
-        console.log(`round ${round}  ${c.padEnd(24)} this ${a.rps.toFixed(0).padStart(6)} req/s ${a.cpuMicros.toFixed(0).padStart(4)} µs CPU   ${that7} ${b.rps.toFixed(0).padStart(6)} req/s ${b.cpuMicros.toFixed(0).padStart(4)} µs CPU   ratio ${(a.rps / b.rps).toFixed(3)}`);
+    console.log(`${args.this ? String(args.this).slice(0, 7) : 'this build'} against ${that7} — ${describeMachine()}; both servers on core 0, wrk (32 connections) on core 1, ${rounds} pairs of ${seconds}-s slices per case`);
+    for (const c of CASES.filter((name) => args.case === undefined || name.includes(String(args.case)))) {
+      for (const build of ['this', 'that'] as const) await slice(builds[build], c, 1); // warm-up
+      const ratios: number[] = [];
+      const cpuRatios: number[] = [];
+      for (let pair = 1; pair <= rounds; pair++) {
+        const order: Build[] = pair % 2 === 1 ? ['this', 'that'] : ['that', 'this'];
+        const got: Partial<Record<Build, Measured>> = {};
+        for (const build of order) got[build] = await slice(builds[build], c, seconds);
+        const [a, b] = [got.this!, got.that!];
+        ratios.push(a.rps / b.rps);
+        cpuRatios.push(a.cpuMicros / b.cpuMicros);
+        console.log(`pair ${String(pair).padStart(2)}  ${c.padEnd(24)} this ${a.rps.toFixed(0).padStart(6)} req/s ${a.cpuMicros.toFixed(0).padStart(4)} µs CPU   ${that7} ${b.rps.toFixed(0).padStart(6)} req/s ${b.cpuMicros.toFixed(0).padStart(4)} µs CPU   ratio ${(a.rps / b.rps).toFixed(3)}`);
       }
-    }
-    for (const c of CASES) {
-      const [throughput, cpu] = [median(ratios[c]!), median(cpuRatios[c]!)];
+      const [throughput, cpu] = [median(ratios), median(cpuRatios)];
       console.log(`median ${c}: throughput ${throughput.toFixed(3)} (cost ${((1 - throughput) * 100).toFixed(1)}%), CPU per request ${cpu.toFixed(3)} (cost ${((cpu - 1) * 100).toFixed(1)}%)`);
     }
   } finally {
+    for (const subject of subjects) {
+      await subject.server.stop();
+      rmSync(subject.dir, { recursive: true, force: true });
+    }
     rmSync(work, { recursive: true, force: true });
   }
 }
