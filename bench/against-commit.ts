@@ -22,7 +22,7 @@ import * as shape from './cases.js';
 import { buildCommit, hasCommit } from './git-build.js';
 import { describeMachine } from './machine.js';
 import { median } from './report.js';
-import { startDirectCoffer, type RunningServer } from './servers.js';
+import { type RunningServer, startDirectCoffer } from './servers.js';
 import { ensureTools, runWrk } from './wrk.js';
 
 const BEFORE_BARRIER = 'd91f4985868acd894e2bfc808fb3a40af50087b1';
@@ -65,16 +65,26 @@ interface Subject {
 
 async function startSubject(script: string | undefined, root: string): Promise<Subject> {
   const dir = mkdtempSync(join(tmpdir(), 'coffer-bench-'));
-  const server = await startDirectCoffer({ dataDir: dir, rootToken: root, core: 0, ...(script ? { script } : {}) }, true);
+  const server = await startDirectCoffer(
+    { dataDir: dir, rootToken: root, core: 0, ...(script ? { script } : {}) },
+    true,
+  );
   await api(server.url, root, 'PUT', '/v1/kv/bench/app/secret', { value: VALUE, type: 'secret' });
-  const reader = String((await api(server.url, root, 'POST', '/v1/auth/token', { role: 'reader' })).token);
-  const writer = String((await api(server.url, root, 'POST', '/v1/auth/token', { role: 'writer' })).token);
+  const reader = String(
+    (await api(server.url, root, 'POST', '/v1/auth/token', { role: 'reader' })).token,
+  );
+  const writer = String(
+    (await api(server.url, root, 'POST', '/v1/auth/token', { role: 'writer' })).token,
+  );
   return {
     server,
     dir,
     lua: {
       'secret read': shape.get('/v1/kv/bench/app/secret', reader),
-      'secret write (durable)': shape.putNew('/v1/kv/bench/writes/k', writer, { value: VALUE, type: 'secret' }),
+      'secret write (durable)': shape.putNew('/v1/kv/bench/writes/k', writer, {
+        value: VALUE,
+        type: 'secret',
+      }),
     },
   };
 }
@@ -82,8 +92,17 @@ async function startSubject(script: string | undefined, root: string): Promise<S
 async function slice(subject: Subject, c: (typeof CASES)[number], secs: number): Promise<Measured> {
   const pid = subject.server.servingPids()[0]!;
   const before = cpuSeconds(pid);
-  const result = await runWrk({ url: subject.server.url, lua: subject.lua[c], connections: 32, seconds: secs, core: 1 });
-  return { rps: result.requestsPerSecond, cpuMicros: ((cpuSeconds(pid) - before) / result.requests) * 1e6 };
+  const result = await runWrk({
+    url: subject.server.url,
+    lua: subject.lua[c],
+    connections: 32,
+    seconds: secs,
+    core: 1,
+  });
+  return {
+    rps: result.requestsPerSecond,
+    cpuMicros: ((cpuSeconds(pid) - before) / result.requests) * 1e6,
+  };
 }
 
 async function main(): Promise<void> {
@@ -96,13 +115,20 @@ async function main(): Promise<void> {
     const root = generateToken().value;
     if (args.this) buildCommit(String(args.this), join(work, 'this'));
     const builds: Record<Build, Subject> = {
-      this: await startSubject(args.this ? join(work, 'this', 'dist', 'bench', 'direct-server.js') : undefined, root),
+      this: await startSubject(
+        args.this ? join(work, 'this', 'dist', 'bench', 'direct-server.js') : undefined,
+        root,
+      ),
       that: await startSubject(join(work, 'build', 'dist', 'bench', 'direct-server.js'), root),
     };
     subjects.push(builds.this, builds.that);
     const that7 = commit.slice(0, 7);
-    console.log(`${args.this ? String(args.this).slice(0, 7) : 'this build'} against ${that7} — ${describeMachine()}; both servers on core 0, wrk (32 connections) on core 1, ${rounds} pairs of ${seconds}-s slices per case`);
-    for (const c of CASES.filter((name) => args.case === undefined || name.includes(String(args.case)))) {
+    console.log(
+      `${args.this ? String(args.this).slice(0, 7) : 'this build'} against ${that7} — ${describeMachine()}; both servers on core 0, wrk (32 connections) on core 1, ${rounds} pairs of ${seconds}-s slices per case`,
+    );
+    for (const c of CASES.filter(
+      (name) => args.case === undefined || name.includes(String(args.case)),
+    )) {
       for (const build of ['this', 'that'] as const) await slice(builds[build], c, 1); // warm-up
       const ratios: number[] = [];
       const cpuRatios: number[] = [];
@@ -113,10 +139,14 @@ async function main(): Promise<void> {
         const [a, b] = [got.this!, got.that!];
         ratios.push(a.rps / b.rps);
         cpuRatios.push(a.cpuMicros / b.cpuMicros);
-        console.log(`pair ${String(pair).padStart(2)}  ${c.padEnd(24)} this ${a.rps.toFixed(0).padStart(6)} req/s ${a.cpuMicros.toFixed(0).padStart(4)} µs CPU   ${that7} ${b.rps.toFixed(0).padStart(6)} req/s ${b.cpuMicros.toFixed(0).padStart(4)} µs CPU   ratio ${(a.rps / b.rps).toFixed(3)}`);
+        console.log(
+          `pair ${String(pair).padStart(2)}  ${c.padEnd(24)} this ${a.rps.toFixed(0).padStart(6)} req/s ${a.cpuMicros.toFixed(0).padStart(4)} µs CPU   ${that7} ${b.rps.toFixed(0).padStart(6)} req/s ${b.cpuMicros.toFixed(0).padStart(4)} µs CPU   ratio ${(a.rps / b.rps).toFixed(3)}`,
+        );
       }
       const [throughput, cpu] = [median(ratios), median(cpuRatios)];
-      console.log(`median ${c}: throughput ${throughput.toFixed(3)} (cost ${((1 - throughput) * 100).toFixed(1)}%), CPU per request ${cpu.toFixed(3)} (cost ${((cpu - 1) * 100).toFixed(1)}%)`);
+      console.log(
+        `median ${c}: throughput ${throughput.toFixed(3)} (cost ${((1 - throughput) * 100).toFixed(1)}%), CPU per request ${cpu.toFixed(3)} (cost ${((cpu - 1) * 100).toFixed(1)}%)`,
+      );
     }
   } finally {
     for (const subject of subjects) {

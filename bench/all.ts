@@ -22,7 +22,10 @@ async function main(): Promise<void> {
   const targets = [...etcd.targets, ...bench.targets];
 
   const describe = `${m.cores} × ${m.cpu}, ${m.memory_gib} GiB, ${m.kernel}, node ${m.node}`;
-  printTable(`Coffer benchmark — ${finished.toISOString()} — ${describe}\n${benchHeader()}`, bench.rows);
+  printTable(
+    `Coffer benchmark — ${finished.toISOString()} — ${describe}\n${benchHeader()}`,
+    bench.rows,
+  );
   printTargets(targets);
 
   const markdown = [
@@ -50,7 +53,21 @@ async function main(): Promise<void> {
 
   mkdirSync(resultsDir, { recursive: true });
   const base = join(resultsDir, `all-${finished.toISOString().replaceAll(':', '-')}`);
-  writeFileSync(`${base}.json`, JSON.stringify({ started: started.toISOString(), finished: finished.toISOString(), machine: m, bench, etcd, targets }, null, 2));
+  writeFileSync(
+    `${base}.json`,
+    JSON.stringify(
+      {
+        started: started.toISOString(),
+        finished: finished.toISOString(),
+        machine: m,
+        bench,
+        etcd,
+        targets,
+      },
+      null,
+      2,
+    ),
+  );
   writeFileSync(`${base}.md`, markdown);
   console.log(`\nresults: ${base}.json\n         ${base}.md`);
 }

@@ -1,8 +1,17 @@
 /** A small client for seeding Coffer over HTTP in the benchmarks. */
-export async function api(url: string, token: string, method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
+export async function api(
+  url: string,
+  token: string,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<Record<string, unknown>> {
   const res = await fetch(url + path, {
     method,
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status}`);

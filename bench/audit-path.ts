@@ -33,8 +33,16 @@ const storage = new LmdbBackend({ path: join(dir, 'lmdb') });
 const chain = 'bench-1-auditpath';
 const journal = new IntentJournal(storage, chain, new RecordSeal(() => RECORD_KEYS));
 const writer = new AuditWriter({
-  dir: join(dir, 'audit'), chain, key: () => new Uint8Array(32), registry: new AuditRegistry(storage, new RecordSeal(() => RECORD_KEYS)),
-  checkpointEvery: 1000, checkpointMs: 10_000, maxFileBytes: 64 << 20, now: Date.now, syncMs: 50, onSynced: (seq) => journal.synced(seq),
+  dir: join(dir, 'audit'),
+  chain,
+  key: () => new Uint8Array(32),
+  registry: new AuditRegistry(storage, new RecordSeal(() => RECORD_KEYS)),
+  checkpointEvery: 1000,
+  checkpointMs: 10_000,
+  maxFileBytes: 64 << 20,
+  now: Date.now,
+  syncMs: 50,
+  onSynced: (seq) => journal.synced(seq),
 });
 const audit = new AuditLog({ writer, failOpen: false, log: pino({ level: 'silent' }), journal });
 await audit.event('bench.start');
@@ -43,7 +51,13 @@ let next = 0;
 
 async function write(): Promise<void> {
   const i = next++;
-  const fields = { request_id: `req${i}`, token_id: 'BenchTokenId0000', action: 'write', namespace: 'bench/writes', key: `k${i}` };
+  const fields = {
+    request_id: `req${i}`,
+    token_id: 'BenchTokenId0000',
+    action: 'write',
+    namespace: 'bench/writes',
+    key: `k${i}`,
+  };
   const copies: StorageWrite[] = mode === 'intent' ? ((await audit.intent(fields)) ?? []) : [];
   await storage.atomic([Buffer.from(`C${i}`)], () => ({
     writes: [
@@ -55,7 +69,17 @@ async function write(): Promise<void> {
     result: undefined,
   }));
   if (mode !== 'none') {
-    await audit.request({ kind: 'request', ...fields, role: 'writer', client: '127.0.0.1', method: 'PUT', route: '/v1/kv/{path}', version: 1, outcome: { status: 201, code: null }, duration_ms: 1.234 });
+    await audit.request({
+      kind: 'request',
+      ...fields,
+      role: 'writer',
+      client: '127.0.0.1',
+      method: 'PUT',
+      route: '/v1/kv/{path}',
+      version: 1,
+      outcome: { status: 201, code: null },
+      duration_ms: 1.234,
+    });
   }
 }
 
@@ -64,15 +88,20 @@ for (let round = 0; round <= 3; round++) {
   const cpu = process.cpuUsage();
   const started = performance.now();
   let issued = 0;
-  await Promise.all(Array.from({ length: 32 }, async () => {
-    while (issued < OPS) {
-      issued++;
-      await write();
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: 32 }, async () => {
+      while (issued < OPS) {
+        issued++;
+        await write();
+      }
+    }),
+  );
   const used = process.cpuUsage(cpu);
   // Round 0 warms up the JIT and the store.
-  if (round > 0) console.log(`round ${round}: ${((used.user + used.system) / OPS).toFixed(1)} µs CPU per write, ${(((performance.now() - started) * 1000) / OPS).toFixed(1)} µs wall`);
+  if (round > 0)
+    console.log(
+      `round ${round}: ${((used.user + used.system) / OPS).toFixed(1)} µs CPU per write, ${(((performance.now() - started) * 1000) / OPS).toFixed(1)} µs wall`,
+    );
 }
 await audit.close();
 await storage.close();

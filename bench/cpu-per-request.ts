@@ -44,16 +44,29 @@ for (let round = 1; round <= Number(args.rounds); round++) {
     const root = generateToken().value;
     const server = await startDirectCoffer({ dataDir: dir, rootToken: root, core: 0 }, audit);
     try {
-      await api(server.url, root, 'PUT', '/v1/kv/bench/app/secret', { value: VALUE, type: 'secret' });
+      await api(server.url, root, 'PUT', '/v1/kv/bench/app/secret', {
+        value: VALUE,
+        type: 'secret',
+      });
       const role = kind === 'write' ? 'writer' : 'reader';
       const token = String((await api(server.url, root, 'POST', '/v1/auth/token', { role })).token);
-      const lua = kind === 'write' ? shape.putNew('/v1/kv/bench/writes/k', token, { value: VALUE, type: 'secret' }) : shape.get('/v1/kv/bench/app/secret', token);
+      const lua =
+        kind === 'write'
+          ? shape.putNew('/v1/kv/bench/writes/k', token, { value: VALUE, type: 'secret' })
+          : shape.get('/v1/kv/bench/app/secret', token);
       await runWrk({ url: server.url, lua, connections: 32, seconds: 1 });
       const pid = server.servingPids()[0]!;
       const before = cpuSeconds(pid);
-      const result = await runWrk({ url: server.url, lua, connections: 32, seconds: Number(args.seconds) });
+      const result = await runWrk({
+        url: server.url,
+        lua,
+        connections: 32,
+        seconds: Number(args.seconds),
+      });
       const perRequest = (cpuSeconds(pid) - before) / result.requests;
-      line.push(`audit ${audit ? 'on ' : 'off'} ${result.requestsPerSecond.toFixed(0).padStart(6)}/s ${(perRequest * 1e6).toFixed(0).padStart(4)} µs CPU each`);
+      line.push(
+        `audit ${audit ? 'on ' : 'off'} ${result.requestsPerSecond.toFixed(0).padStart(6)}/s ${(perRequest * 1e6).toFixed(0).padStart(4)} µs CPU each`,
+      );
     } finally {
       await server.stop();
       rmSync(dir, { recursive: true, force: true });

@@ -7,18 +7,18 @@
  *
  *   npm run bench:etcd -- [--seconds 10] [--connections 32] [--rounds 3] [--only read|write]
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { generateToken } from '../src/auth/token-format.js';
+import { api } from './api.js';
 import * as shape from './cases.js';
 import { describeMachine, machine } from './machine.js';
-import { markdownTable, median, resultsDir, target, type Target } from './report.js';
-import { api } from './api.js';
+import { markdownTable, median, resultsDir, type Target, target } from './report.js';
 import { startCoffer } from './servers.js';
-import { ensureTools, runWrk, type LoadResult } from './wrk.js';
+import { ensureTools, type LoadResult, runWrk } from './wrk.js';
 
 const { values: args } = parseArgs({
   strict: false,
@@ -37,15 +37,36 @@ const VALUE = 'p'.repeat(64);
 const CLIENT = 'http://127.0.0.1:23790';
 
 async function startEtcd(dir: string): Promise<ChildProcess> {
-  const child = spawn('etcd', [
-    '--name', 'bench', '--data-dir', join(dir, 'etcd'),
-    '--listen-client-urls', CLIENT, '--advertise-client-urls', CLIENT,
-    '--listen-peer-urls', 'http://127.0.0.1:23800', '--initial-advertise-peer-urls', 'http://127.0.0.1:23800',
-    '--initial-cluster', 'bench=http://127.0.0.1:23800', '--auth-token-ttl', '3600', '--log-level', 'warn',
-  ], { stdio: 'ignore' });
+  const child = spawn(
+    'etcd',
+    [
+      '--name',
+      'bench',
+      '--data-dir',
+      join(dir, 'etcd'),
+      '--listen-client-urls',
+      CLIENT,
+      '--advertise-client-urls',
+      CLIENT,
+      '--listen-peer-urls',
+      'http://127.0.0.1:23800',
+      '--initial-advertise-peer-urls',
+      'http://127.0.0.1:23800',
+      '--initial-cluster',
+      'bench=http://127.0.0.1:23800',
+      '--auth-token-ttl',
+      '3600',
+      '--log-level',
+      'warn',
+    ],
+    { stdio: 'ignore' },
+  );
   for (let i = 0; i < 100; i++) {
     try {
-      execFileSync('etcdctl', ['--endpoints', CLIENT, 'endpoint', 'health'], { stdio: 'ignore', env: { ...process.env, ETCDCTL_API: '3' } });
+      execFileSync('etcdctl', ['--endpoints', CLIENT, 'endpoint', 'health'], {
+        stdio: 'ignore',
+        env: { ...process.env, ETCDCTL_API: '3' },
+      });
       return child;
     } catch {
       await new Promise((r) => setTimeout(r, 100));
@@ -57,7 +78,11 @@ async function startEtcd(dir: string): Promise<ChildProcess> {
 
 /** Turns authentication on with a `bench` user allowed to read and write /bench/, and returns its token. */
 async function enableAuth(): Promise<string> {
-  const ctl = (...a: string[]): void => void execFileSync('etcdctl', ['--endpoints', CLIENT, ...a], { stdio: 'ignore', env: { ...process.env, ETCDCTL_API: '3' } });
+  const ctl = (...a: string[]): void =>
+    void execFileSync('etcdctl', ['--endpoints', CLIENT, ...a], {
+      stdio: 'ignore',
+      env: { ...process.env, ETCDCTL_API: '3' },
+    });
   const rootPassword = generateToken().secret;
   const benchPassword = generateToken().secret;
   ctl('user', 'add', `root:${rootPassword}`, '--interactive=false');
@@ -67,20 +92,35 @@ async function enableAuth(): Promise<string> {
   ctl('user', 'add', `bench:${benchPassword}`, '--interactive=false');
   ctl('user', 'grant-role', 'bench', 'bench');
   ctl('auth', 'enable');
-  const res = await fetch(`${CLIENT}/v3/auth/authenticate`, { method: 'POST', body: JSON.stringify({ name: 'bench', password: benchPassword }) });
+  const res = await fetch(`${CLIENT}/v3/auth/authenticate`, {
+    method: 'POST',
+    body: JSON.stringify({ name: 'bench', password: benchPassword }),
+  });
   const { token } = (await res.json()) as { token?: string };
   if (!token) throw new Error('etcd gave no auth token: is auth on?');
   const put = await fetch(`${CLIENT}/v3/kv/put`, {
     method: 'POST',
     headers: { authorization: token },
-    body: JSON.stringify({ key: Buffer.from('/bench/secret').toString('base64'), value: Buffer.from(VALUE).toString('base64') }),
+    body: JSON.stringify({
+      key: Buffer.from('/bench/secret').toString('base64'),
+      value: Buffer.from(VALUE).toString('base64'),
+    }),
   });
   if (put.status !== 200) throw new Error(`etcd put failed: ${put.status}`);
   // The read must be refused without the token, or auth is not really on.
-  const anonymous = await fetch(`${CLIENT}/v3/kv/range`, { method: 'POST', body: JSON.stringify({ key: Buffer.from('/bench/secret').toString('base64') }) });
-  if ('kvs' in ((await anonymous.json()) as object)) throw new Error('etcd served a read without a token: auth is off');
-  const authorized = await fetch(`${CLIENT}/v3/kv/range`, { method: 'POST', headers: { authorization: token }, body: JSON.stringify({ key: Buffer.from('/bench/secret').toString('base64') }) });
-  if (!('kvs' in ((await authorized.json()) as object))) throw new Error('etcd refused the bench user\'s read');
+  const anonymous = await fetch(`${CLIENT}/v3/kv/range`, {
+    method: 'POST',
+    body: JSON.stringify({ key: Buffer.from('/bench/secret').toString('base64') }),
+  });
+  if ('kvs' in ((await anonymous.json()) as object))
+    throw new Error('etcd served a read without a token: auth is off');
+  const authorized = await fetch(`${CLIENT}/v3/kv/range`, {
+    method: 'POST',
+    headers: { authorization: token },
+    body: JSON.stringify({ key: Buffer.from('/bench/secret').toString('base64') }),
+  });
+  if (!('kvs' in ((await authorized.json()) as object)))
+    throw new Error("etcd refused the bench user's read");
   return token;
 }
 
@@ -108,12 +148,21 @@ export async function runEtcdComparison(): Promise<EtcdRun> {
   const dir = mkdtempSync(join(tmpdir(), 'coffer-vs-etcd-'));
   const root = generateToken().value;
   const etcd = await startEtcd(dir);
-  const coffer = await startCoffer({ dataDir: dir, rootToken: root, workers: availableParallelism(), core: null });
+  const coffer = await startCoffer({
+    dataDir: dir,
+    rootToken: root,
+    workers: availableParallelism(),
+    core: null,
+  });
   try {
     const etcdToken = await enableAuth();
     await api(coffer.url, root, 'PUT', '/v1/kv/bench/app/secret', { value: VALUE, type: 'secret' });
-    const reader = String((await api(coffer.url, root, 'POST', '/v1/auth/token', { role: 'reader' })).token);
-    const writer = String((await api(coffer.url, root, 'POST', '/v1/auth/token', { role: 'writer' })).token);
+    const reader = String(
+      (await api(coffer.url, root, 'POST', '/v1/auth/token', { role: 'reader' })).token,
+    );
+    const writer = String(
+      (await api(coffer.url, root, 'POST', '/v1/auth/token', { role: 'writer' })).token,
+    );
 
     const cases = {
       read: {
@@ -121,7 +170,10 @@ export async function runEtcdComparison(): Promise<EtcdRun> {
         etcd: { url: CLIENT, lua: shape.etcdRange('/bench/secret', etcdToken) },
       },
       write: {
-        coffer: { url: coffer.url, lua: shape.putNew('/v1/kv/bench/writes/k', writer, { value: VALUE, type: 'secret' }) },
+        coffer: {
+          url: coffer.url,
+          lua: shape.putNew('/v1/kv/bench/writes/k', writer, { value: VALUE, type: 'secret' }),
+        },
         etcd: { url: CLIENT, lua: shape.etcdPutNew('/bench/writes/k', VALUE, etcdToken) },
       },
     } as const;
@@ -129,22 +181,46 @@ export async function runEtcdComparison(): Promise<EtcdRun> {
     for (const name of ['read', 'write'] as const) {
       if (only !== undefined && only !== name) continue;
       const pair = cases[name];
-      for (const { url, lua } of Object.values(pair)) await runWrk({ url, lua, connections, seconds: 1 }); // warm-up
+      for (const { url, lua } of Object.values(pair))
+        await runWrk({ url, lua, connections, seconds: 1 }); // warm-up
       for (let round = 1; round <= rounds; round++) {
         const results: Partial<Record<'coffer' | 'etcd', LoadResult>> = {};
         for (const system of ['coffer', 'etcd'] as const) {
-          const result = await runWrk({ url: pair[system].url, lua: pair[system].lua, connections, seconds });
-          if (result.failedStatus > 0 || result.errors > 0) throw new Error(`${system} ${name}: ${result.failedStatus} failed responses, ${result.errors} errors`);
+          const result = await runWrk({
+            url: pair[system].url,
+            lua: pair[system].lua,
+            connections,
+            seconds,
+          });
+          if (result.failedStatus > 0 || result.errors > 0)
+            throw new Error(
+              `${system} ${name}: ${result.failedStatus} failed responses, ${result.errors} errors`,
+            );
           results[system] = result;
-          console.log(`round ${round}  ${name.padEnd(6)} ${system.padEnd(7)} ${result.requestsPerSecond.toFixed(0).padStart(7)} req/s  p50 ${result.p50Ms.toFixed(2)} ms  p99 ${result.p99Ms.toFixed(2)} ms`);
+          console.log(
+            `round ${round}  ${name.padEnd(6)} ${system.padEnd(7)} ${result.requestsPerSecond.toFixed(0).padStart(7)} req/s  p50 ${result.p50Ms.toFixed(2)} ms  p99 ${result.p99Ms.toFixed(2)} ms`,
+          );
         }
         const { coffer: c, etcd: e } = results as Record<'coffer' | 'etcd', LoadResult>;
-        measured.push({ round, case: name, coffer: c, etcd: e, ratio: c.requestsPerSecond / e.requestsPerSecond });
+        measured.push({
+          round,
+          case: name,
+          coffer: c,
+          etcd: e,
+          ratio: c.requestsPerSecond / e.requestsPerSecond,
+        });
       }
     }
     const targets = (['read', 'write'] as const)
       .filter((name) => measured.some((r) => r.case === name))
-      .map((name) => target(`${NAMES[name]}: Coffer / etcd (median of ${rounds} rounds)`, median(measured.filter((r) => r.case === name).map((r) => r.ratio)), '≥', WANTED[name]));
+      .map((name) =>
+        target(
+          `${NAMES[name]}: Coffer / etcd (median of ${rounds} rounds)`,
+          median(measured.filter((r) => r.case === name).map((r) => r.ratio)),
+          '≥',
+          WANTED[name],
+        ),
+      );
     return { connections, seconds, rounds: measured, targets };
   } finally {
     await coffer.stop();
@@ -161,19 +237,45 @@ export function etcdHeader(): string {
 }
 
 export function etcdMarkdown(run: EtcdRun): string {
-  return markdownTable(['case', 'round', 'Coffer req/s', 'Coffer p99 ms', 'etcd req/s', 'etcd p99 ms', 'Coffer / etcd'], run.rounds.map((r) => [
-    NAMES[r.case], r.round, r.coffer.requestsPerSecond.toFixed(0), r.coffer.p99Ms.toFixed(2), r.etcd.requestsPerSecond.toFixed(0), r.etcd.p99Ms.toFixed(2), r.ratio.toFixed(2),
-  ]));
+  return markdownTable(
+    [
+      'case',
+      'round',
+      'Coffer req/s',
+      'Coffer p99 ms',
+      'etcd req/s',
+      'etcd p99 ms',
+      'Coffer / etcd',
+    ],
+    run.rounds.map((r) => [
+      NAMES[r.case],
+      r.round,
+      r.coffer.requestsPerSecond.toFixed(0),
+      r.coffer.p99Ms.toFixed(2),
+      r.etcd.requestsPerSecond.toFixed(0),
+      r.etcd.p99Ms.toFixed(2),
+      r.ratio.toFixed(2),
+    ]),
+  );
 }
 
 async function main(): Promise<void> {
   const run = await runEtcdComparison();
-  console.log(`\nCoffer vs etcd — ${new Date().toISOString()} — ${describeMachine()}\n${etcdHeader()}`);
-  for (const r of run.rounds) console.log(`  round ${r.round}  ${NAMES[r.case].padEnd(20)} ratio ${r.ratio.toFixed(2)}`);
-  for (const t of run.targets) console.log(`  ${t.name.padEnd(56)} ${t.value.toFixed(2)}  (${t.wanted})${t.met ? '' : '  MISSED'}`);
+  console.log(
+    `\nCoffer vs etcd — ${new Date().toISOString()} — ${describeMachine()}\n${etcdHeader()}`,
+  );
+  for (const r of run.rounds)
+    console.log(`  round ${r.round}  ${NAMES[r.case].padEnd(20)} ratio ${r.ratio.toFixed(2)}`);
+  for (const t of run.targets)
+    console.log(
+      `  ${t.name.padEnd(56)} ${t.value.toFixed(2)}  (${t.wanted})${t.met ? '' : '  MISSED'}`,
+    );
   mkdirSync(resultsDir, { recursive: true });
   const file = join(resultsDir, `etcd-${new Date().toISOString().replaceAll(':', '-')}.json`);
-  writeFileSync(file, JSON.stringify({ date: new Date().toISOString(), machine: machine(), ...run }, null, 2));
+  writeFileSync(
+    file,
+    JSON.stringify({ date: new Date().toISOString(), machine: machine(), ...run }, null, 2),
+  );
   console.log(`\nresults: ${file}`);
 }
 

@@ -34,20 +34,37 @@ if (kind !== 'wrong-secret' && kind !== 'unknown-id' && kind !== 'good-read') {
 }
 const root = generateToken().value;
 const dir = mkdtempSync(join(tmpdir(), 'coffer-flood-cpu-'));
-const server = await startCoffer({ dataDir: dir, rootToken: root, workers: availableParallelism(), core: null });
+const server = await startCoffer({
+  dataDir: dir,
+  rootToken: root,
+  workers: availableParallelism(),
+  core: null,
+});
 try {
-  await api(server.url, root, 'PUT', '/v1/kv/bench/app/secret', { value: 'p'.repeat(64), type: 'secret' });
+  await api(server.url, root, 'PUT', '/v1/kv/bench/app/secret', {
+    value: 'p'.repeat(64),
+    type: 'secret',
+  });
   const reader = await api(server.url, root, 'POST', '/v1/auth/token', { role: 'reader' });
   const tokenId = kind === 'unknown-id' ? 'UnknownIdBench00' : String(reader.id);
-  const request = kind === 'good-read'
-    ? goodRequest('/v1/kv/bench/app/secret', String(reader.token))
-    : wrongSecretRequest('/v1/kv/bench/app/secret', tokenId);
+  const request =
+    kind === 'good-read'
+      ? goodRequest('/v1/kv/bench/app/secret', String(reader.token))
+      : wrongSecretRequest('/v1/kv/bench/app/secret', tokenId);
   const pids = server.servingPids();
   const before = cpuSeconds(pids);
-  const result = await openLoop({ url: server.url, perSecond: 1000, connections: 200, seconds: 5, request });
+  const result = await openLoop({
+    url: server.url,
+    perSecond: 1000,
+    connections: 200,
+    seconds: 5,
+    request,
+  });
   const used = cpuSeconds(pids) - before;
-  console.log(`${describeMachine()} — ${kind} flood: ${result.sent} sent, answered ${JSON.stringify(result.byStatus)}; ` +
-    `server CPU ${used.toFixed(2)} s (${((used / result.answered) * 1000).toFixed(3)} ms per answer)`);
+  console.log(
+    `${describeMachine()} — ${kind} flood: ${result.sent} sent, answered ${JSON.stringify(result.byStatus)}; ` +
+      `server CPU ${used.toFixed(2)} s (${((used / result.answered) * 1000).toFixed(3)} ms per answer)`,
+  );
 } finally {
   await server.stop();
   rmSync(dir, { recursive: true, force: true });

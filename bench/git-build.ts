@@ -24,8 +24,16 @@ export function hasCommit(commit: string): boolean {
 /** Extracts `commit`'s src, bench, config and build files into `into` and compiles them there (into/dist). */
 export function buildCommit(commit: string, into: string): void {
   mkdirSync(into, { recursive: true });
-  const archive = execFileSync('git', ['archive', commit, 'src', 'bench', 'config', 'package.json', 'tsconfig.json'], { cwd: REPO, maxBuffer: 64 << 20 });
+  const archive = execFileSync(
+    'git',
+    ['archive', commit, 'src', 'bench', 'config', 'package.json', 'tsconfig.json'],
+    { cwd: REPO, maxBuffer: 64 << 20 },
+  );
   execFileSync('tar', ['-x', '-C', into], { input: archive });
   symlinkSync(join(REPO, 'node_modules'), join(into, 'node_modules'));
-  execFileSync(process.execPath, [join(REPO, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', into], { cwd: into });
+  execFileSync(
+    process.execPath,
+    [join(REPO, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', into],
+    { cwd: into },
+  );
 }

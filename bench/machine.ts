@@ -2,20 +2,24 @@
 import { execFileSync } from 'node:child_process';
 import { cpus, release, totalmem } from 'node:os';
 
-const canPin = cpus().length >= 2 && (() => {
-  try {
-    execFileSync('taskset', ['-V'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
+const canPin =
+  cpus().length >= 2 &&
+  (() => {
+    try {
+      execFileSync('taskset', ['-V'], { stdio: 'ignore' });
+      return true;
+    } catch {
+      return false;
+    }
+  })();
 
 export const pinning = canPin;
 
 /** `command args…`, run on `core` only when the machine can pin; `core` null means unpinned. */
 export function pinned(core: number | null, command: string, args: string[]): [string, string[]] {
-  return canPin && core !== null ? ['taskset', ['-c', String(core), command, ...args]] : [command, args];
+  return canPin && core !== null
+    ? ['taskset', ['-c', String(core), command, ...args]]
+    : [command, args];
 }
 
 export interface Machine {

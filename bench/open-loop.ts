@@ -73,12 +73,14 @@ export async function openLoop(load: OpenLoop): Promise<OpenLoopResult> {
 
 /** The same correct request every time: the control, what any 1,000 requests a second cost. */
 export function goodRequest(path: string, token: string): OpenLoop['request'] {
-  return (_, host) => `GET ${path} HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${token}\r\n\r\n`;
+  return (_, host) =>
+    `GET ${path} HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${token}\r\n\r\n`;
 }
 
 /** Wrong secrets of token `tokenId` for `path`, a new one per request. */
 export function wrongSecretRequest(path: string, tokenId: string): OpenLoop['request'] {
-  return (i, host) => `GET ${path} HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer cfr_${tokenId}_${String(i).padStart(43, '0')}\r\n\r\n`;
+  return (i, host) =>
+    `GET ${path} HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer cfr_${tokenId}_${String(i).padStart(43, '0')}\r\n\r\n`;
 }
 
 /**
@@ -86,21 +88,38 @@ export function wrongSecretRequest(path: string, tokenId: string): OpenLoop['req
  * they are not pinned to, so that what is measured is the server, not the client.
  */
 /** What the generator process sends: wrong secrets of `tokenId`, or, with `token`, that correct token. */
-type Sent = Omit<OpenLoop, 'request'> & { readonly path: string; readonly tokenId: string; readonly token?: string };
+type Sent = Omit<OpenLoop, 'request'> & {
+  readonly path: string;
+  readonly tokenId: string;
+  readonly token?: string;
+};
 
 export function openLoopProcess(load: Sent, core: number): Promise<OpenLoopResult> {
-  const [cmd, args] = pinned(core, process.execPath, [fileURLToPath(import.meta.url), JSON.stringify(load)]);
+  const [cmd, args] = pinned(core, process.execPath, [
+    fileURLToPath(import.meta.url),
+    JSON.stringify(load),
+  ]);
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.on('error', reject);
-    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out) as OpenLoopResult) : reject(new Error(`open-loop generator exited with ${code}`))));
+    child.on('exit', (code) =>
+      code === 0
+        ? resolve(JSON.parse(out) as OpenLoopResult)
+        : reject(new Error(`open-loop generator exited with ${code}`)),
+    );
   });
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const load = JSON.parse(process.argv[2]!) as Sent;
-  const result = await openLoop({ ...load, request: load.token === undefined ? wrongSecretRequest(load.path, load.tokenId) : goodRequest(load.path, load.token) });
+  const result = await openLoop({
+    ...load,
+    request:
+      load.token === undefined
+        ? wrongSecretRequest(load.path, load.tokenId)
+        : goodRequest(load.path, load.token),
+  });
   process.stdout.write(JSON.stringify(result));
 }

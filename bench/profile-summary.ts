@@ -23,7 +23,9 @@ if (!file) {
 const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
 const byId = new Map(profile.nodes.map((n) => [n.id, n]));
 const selfUs = new Map<number, number>();
-profile.samples.forEach((id, i) => selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
+profile.samples.forEach((id, i) => {
+  selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
+});
 const total = [...selfUs.values()].reduce((a, b) => a + b, 0);
 
 function area(url: string): string {
@@ -45,6 +47,8 @@ for (const [id, us] of selfUs) {
 }
 const pct = (us: number): string => `${((100 * us) / total).toFixed(1).padStart(5)}%`;
 console.log(`total sampled: ${(total / 1e6).toFixed(2)} s\n\ntop frames by self time`);
-for (const [name, us] of [...frames].sort((a, b) => b[1] - a[1]).slice(0, Number(topArg ?? 25))) console.log(`${pct(us)}  ${name}`);
+for (const [name, us] of [...frames].sort((a, b) => b[1] - a[1]).slice(0, Number(topArg ?? 25)))
+  console.log(`${pct(us)}  ${name}`);
 console.log('\nself time by area');
-for (const [name, us] of [...areas].sort((a, b) => b[1] - a[1]).slice(0, 15)) console.log(`${pct(us)}  ${name}`);
+for (const [name, us] of [...areas].sort((a, b) => b[1] - a[1]).slice(0, 15))
+  console.log(`${pct(us)}  ${name}`);

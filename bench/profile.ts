@@ -22,7 +22,7 @@ import { api } from './api.js';
 import * as shape from './cases.js';
 import { describeMachine } from './machine.js';
 import { openLoop, wrongSecretRequest } from './open-loop.js';
-import { startCoffer, startDirectCoffer, type RunningServer } from './servers.js';
+import { type RunningServer, startCoffer, startDirectCoffer } from './servers.js';
 import { ensureTools, runWrk } from './wrk.js';
 
 const { values: args, positionals } = parseArgs({
@@ -54,11 +54,19 @@ async function seed(server: RunningServer, root: string): Promise<Seeded> {
 
 function caseFor(name: string, t: Seeded, root: string): string {
   switch (name) {
-    case 'read': return shape.get('/v1/kv/bench/app/secret', t.reader);
-    case 'write': return shape.putNew('/v1/kv/bench/writes/k', t.writer, { value: VALUE, type: 'secret' });
-    case 'mix': return shape.readWriteMix('/v1/kv/bench/app/secret', '/v1/kv/bench/mix/k', t.writer, { value: VALUE, type: 'secret' });
-    case 'token-create': return shape.post('/v1/auth/token', root, { role: 'reader', expires_in: 600 });
-    default: throw new Error(`unknown case ${name}: read, write, mix, token-create or supervised`);
+    case 'read':
+      return shape.get('/v1/kv/bench/app/secret', t.reader);
+    case 'write':
+      return shape.putNew('/v1/kv/bench/writes/k', t.writer, { value: VALUE, type: 'secret' });
+    case 'mix':
+      return shape.readWriteMix('/v1/kv/bench/app/secret', '/v1/kv/bench/mix/k', t.writer, {
+        value: VALUE,
+        type: 'secret',
+      });
+    case 'token-create':
+      return shape.post('/v1/auth/token', root, { role: 'reader', expires_in: 600 });
+    default:
+      throw new Error(`unknown case ${name}: read, write, mix, token-create or supervised`);
   }
 }
 
@@ -66,25 +74,45 @@ async function profile(name: string): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'coffer-profile-'));
   const profiles = join(dir, 'profiles');
   const root = generateToken().value;
-  const server = await startDirectCoffer({ dataDir: dir, rootToken: root, core: 0, nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profiles}`] }, !args['no-audit']);
+  const server = await startDirectCoffer(
+    {
+      dataDir: dir,
+      rootToken: root,
+      core: 0,
+      nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profiles}`],
+    },
+    !args['no-audit'],
+  );
   try {
     if (name === 'unknown-id-flood') {
       // Open loop, no reads beside it: what a request arriving on its own costs, answered 401.
       await seed(server, root);
-      const sent = await openLoop({ url: server.url, perSecond: 1000, connections: 200, seconds, request: wrongSecretRequest('/v1/kv/bench/app/secret', 'UnknownIdBench00') });
-      console.log(`${name}: ${sent.sent} sent at 1,000/s over 200 connections, answered ${JSON.stringify(sent.byStatus)} — ${describeMachine()}`);
+      const sent = await openLoop({
+        url: server.url,
+        perSecond: 1000,
+        connections: 200,
+        seconds,
+        request: wrongSecretRequest('/v1/kv/bench/app/secret', 'UnknownIdBench00'),
+      });
+      console.log(
+        `${name}: ${sent.sent} sent at 1,000/s over 200 connections, answered ${JSON.stringify(sent.byStatus)} — ${describeMachine()}`,
+      );
     } else {
       const lua = caseFor(name, await seed(server, root), root);
       await runWrk({ url: server.url, lua, connections, seconds: 1 });
       const result = await runWrk({ url: server.url, lua, connections, seconds });
-      console.log(`${name}${args['no-audit'] ? ' (no audit log)' : ''}: ${result.requestsPerSecond.toFixed(0)} req/s under the profiler, p50 ${result.p50Ms.toFixed(2)} ms, p99 ${result.p99Ms.toFixed(2)} ms — ${describeMachine()}`);
+      console.log(
+        `${name}${args['no-audit'] ? ' (no audit log)' : ''}: ${result.requestsPerSecond.toFixed(0)} req/s under the profiler, p50 ${result.p50Ms.toFixed(2)} ms, p99 ${result.p99Ms.toFixed(2)} ms — ${describeMachine()}`,
+      );
     }
   } finally {
     await server.stop(); // the profile is written as the process exits
   }
   const [file] = readdirSync(profiles).filter((f) => f.endsWith('.cpuprofile'));
   if (!file) throw new Error('the server wrote no profile');
-  console.log(execFileSync(process.execPath, [SUMMARY, join(profiles, file), String(args.top)]).toString());
+  console.log(
+    execFileSync(process.execPath, [SUMMARY, join(profiles, file), String(args.top)]).toString(),
+  );
   rmSync(dir, { recursive: true, force: true });
 }
 
@@ -95,14 +123,17 @@ async function supervised(): Promise<void> {
     const line: string[] = [];
     for (const how of order) {
       const dir = mkdtempSync(join(tmpdir(), 'coffer-profile-'));
-      const server = how === 'plain'
-        ? await startDirectCoffer({ dataDir: dir, rootToken: root, core: 0 }, true)
-        : await startCoffer({ dataDir: dir, rootToken: root, workers: 1, core: 0 });
+      const server =
+        how === 'plain'
+          ? await startDirectCoffer({ dataDir: dir, rootToken: root, core: 0 }, true)
+          : await startCoffer({ dataDir: dir, rootToken: root, workers: 1, core: 0 });
       try {
         const lua = caseFor('read', await seed(server, root), root);
         await runWrk({ url: server.url, lua, connections, seconds: 1 });
         const result = await runWrk({ url: server.url, lua, connections, seconds });
-        line.push(`${how} ${result.requestsPerSecond.toFixed(0)} req/s (p99 ${result.p99Ms.toFixed(2)} ms)`);
+        line.push(
+          `${how} ${result.requestsPerSecond.toFixed(0)} req/s (p99 ${result.p99Ms.toFixed(2)} ms)`,
+        );
       } finally {
         await server.stop();
         rmSync(dir, { recursive: true, force: true });

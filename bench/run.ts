@@ -16,10 +16,18 @@ import { generateToken } from '../src/auth/token-format.js';
 import { api } from './api.js';
 import * as shape from './cases.js';
 import { describeMachine, machine, pinning } from './machine.js';
-import { median, resultsDir, printTable, printTargets, target, type Row, type Target } from './report.js';
-import { startBareExpress, startCoffer, startDirectCoffer, type RunningServer } from './servers.js';
 import { openLoopProcess } from './open-loop.js';
-import { ensureTools, runWrk, type LoadResult } from './wrk.js';
+import {
+  median,
+  printTable,
+  printTargets,
+  type Row,
+  resultsDir,
+  type Target,
+  target,
+} from './report.js';
+import { type RunningServer, startBareExpress, startCoffer, startDirectCoffer } from './servers.js';
+import { ensureTools, type LoadResult, runWrk } from './wrk.js';
 
 const { values: args } = parseArgs({
   strict: false,
@@ -51,15 +59,31 @@ async function seed(server: RunningServer, root: string): Promise<Seeded> {
   const { url } = server;
   await api(url, root, 'PUT', '/v1/kv/bench/app/secret', { value: VALUE, type: 'secret' });
   await api(url, root, 'PUT', '/v1/kv/bench/app/config', { value: VALUE, type: 'config' });
-  for (let i = 0; i < 5; i++) await api(url, root, 'PUT', '/v1/kv/bench/app/versioned', { value: `${VALUE}${i}`, type: 'secret' });
+  for (let i = 0; i < 5; i++)
+    await api(url, root, 'PUT', '/v1/kv/bench/app/versioned', {
+      value: `${VALUE}${i}`,
+      type: 'secret',
+    });
   for (let i = 0; i < 1000; i += 50) {
-    await Promise.all(Array.from({ length: 50 }, (_, j) => api(url, root, 'PUT', `/v1/kv/bench/list/k${String(i + j).padStart(4, '0')}`, { value: VALUE, type: 'config' })));
+    await Promise.all(
+      Array.from({ length: 50 }, (_, j) =>
+        api(url, root, 'PUT', `/v1/kv/bench/list/k${String(i + j).padStart(4, '0')}`, {
+          value: VALUE,
+          type: 'config',
+        }),
+      ),
+    );
   }
   const reader = await api(url, root, 'POST', '/v1/auth/token', { role: 'reader' });
   const writer = await api(url, root, 'POST', '/v1/auth/token', { role: 'writer' });
   // A token nobody uses: its wrong secrets cannot be told wrong without argon2 (auth/authenticator.ts).
   const idle = await api(url, root, 'POST', '/v1/auth/token', { role: 'reader' });
-  return { reader: String(reader.token), readerId: String(reader.id), writer: String(writer.token), idleId: String(idle.id) };
+  return {
+    reader: String(reader.token),
+    readerId: String(reader.id),
+    writer: String(writer.token),
+    idleId: String(idle.id),
+  };
 }
 
 export interface BenchRun {
@@ -99,19 +123,31 @@ async function allWorkers(rows: Row[], root: string, workers: number): Promise<v
       ['secret read (latest)', shape.get('/v1/kv/bench/app/secret', t.reader)],
       ['config read', shape.get('/v1/kv/bench/app/config', t.reader)],
       ['read of version 2', shape.get('/v1/kv/bench/app/versioned?version=2', t.reader)],
-      ['secret write (durable)', shape.putNew('/v1/kv/bench/writes/k', t.writer, { value: VALUE, type: 'secret' })],
-      ['token create (argon2id)', shape.post('/v1/auth/token', root, { role: 'reader', expires_in: 600 })],
-      ['90/10 read/write mix', shape.readWriteMix('/v1/kv/bench/app/secret', '/v1/kv/bench/mix/k', t.writer, { value: VALUE, type: 'secret' })],
+      [
+        'secret write (durable)',
+        shape.putNew('/v1/kv/bench/writes/k', t.writer, { value: VALUE, type: 'secret' }),
+      ],
+      [
+        'token create (argon2id)',
+        shape.post('/v1/auth/token', root, { role: 'reader', expires_in: 600 }),
+      ],
+      [
+        '90/10 read/write mix',
+        shape.readWriteMix('/v1/kv/bench/app/secret', '/v1/kv/bench/mix/k', t.writer, {
+          value: VALUE,
+          type: 'secret',
+        }),
+      ],
       ['list 1,000-key namespace', shape.get('/v1/kv/bench/list/', t.reader)],
     ];
-    for (const [name, lua] of cases) rows.push({ case: name, server: `coffer × ${workers}`, result: await measure(all.url, lua) });
+    for (const [name, lua] of cases)
+      rows.push({ case: name, server: `coffer × ${workers}`, result: await measure(all.url, lua) });
 
     await floods(rows, all.url, t, `coffer × ${workers}`);
   } finally {
     await all.stop();
     rmSync(dir, { recursive: true, force: true });
   }
-
 }
 
 /**
@@ -123,27 +159,54 @@ async function floods(rows: Row[], url: string, t: Seeded, server: string): Prom
   const read = shape.get('/v1/kv/bench/app/secret', t.reader);
   await runWrk({ url, lua: read, connections, seconds: 1 });
   // The normal read again, before and after the floods: each flood is judged against the best of them.
-  rows.push({ case: NORMAL_BEFORE, server, result: await runWrk({ url, lua: read, connections, seconds }) });
+  rows.push({
+    case: NORMAL_BEFORE,
+    server,
+    result: await runWrk({ url, lua: read, connections, seconds }),
+  });
   for (const [name, flood] of [
     ['wrong-secret flood', shape.wrongTokenFlood('/v1/kv/bench/app/secret', t.readerId)],
     [IDLE_FLOOD, shape.wrongTokenFlood('/v1/kv/bench/app/secret', t.idleId)],
     ['unknown-id flood', shape.wrongTokenFlood('/v1/kv/bench/app/secret', 'UnknownIdBench00')],
   ] as const) {
-    const [good, bad] = await Promise.all([runWrk({ url, lua: read, connections, seconds }), runWrk({ url, lua: flood, connections, seconds })]);
+    const [good, bad] = await Promise.all([
+      runWrk({ url, lua: read, connections, seconds }),
+      runWrk({ url, lua: flood, connections, seconds }),
+    ]);
     rows.push({ case: `secret read during ${name}`, server, result: good });
     rows.push({ case: `  (the ${name})`, server, result: bad });
   }
   // The open loop twice: wrong secrets, then — the control — the reader's correct token at the same rate
   // over the same connections, for what 1,000 requests a second cost this machine whatever they are.
-  for (const [name, token] of [['open-loop flood', undefined], [OPEN_LOOP_CONTROL, t.reader]] as const) {
+  for (const [name, token] of [
+    ['open-loop flood', undefined],
+    [OPEN_LOOP_CONTROL, t.reader],
+  ] as const) {
     const [good, sent] = await Promise.all([
       runWrk({ url, lua: read, connections, seconds }),
-      openLoopProcess({ url, perSecond: 1000, connections: 200, seconds, path: '/v1/kv/bench/app/secret', tokenId: t.idleId, ...(token ? { token } : {}) }, 1),
+      openLoopProcess(
+        {
+          url,
+          perSecond: 1000,
+          connections: 200,
+          seconds,
+          path: '/v1/kv/bench/app/secret',
+          tokenId: t.idleId,
+          ...(token ? { token } : {}),
+        },
+        1,
+      ),
     ]);
     rows.push({ case: `secret read during ${name}`, server, result: good });
-    console.log(`${name}: ${sent.sent} sent at 1,000/s over 200 connections, ${sent.answered} answered: ${JSON.stringify(sent.byStatus)}`);
+    console.log(
+      `${name}: ${sent.sent} sent at 1,000/s over 200 connections, ${sent.answered} answered: ${JSON.stringify(sent.byStatus)}`,
+    );
   }
-  rows.push({ case: NORMAL_AFTER, server, result: await runWrk({ url, lua: read, connections, seconds }) });
+  rows.push({
+    case: NORMAL_AFTER,
+    server,
+    result: await runWrk({ url, lua: read, connections, seconds }),
+  });
 }
 
 const NORMAL_BEFORE = 'secret read, before the floods';
@@ -157,7 +220,11 @@ async function floodOnly(rows: Row[], root: string, workers: number): Promise<vo
   const all = await startCoffer({ dataDir: dir, rootToken: root, workers, core: null });
   try {
     const t = await seed(all, root);
-    rows.push({ case: 'secret read (latest)', server: `coffer × ${workers}`, result: await measure(all.url, shape.get('/v1/kv/bench/app/secret', t.reader)) });
+    rows.push({
+      case: 'secret read (latest)',
+      server: `coffer × ${workers}`,
+      result: await measure(all.url, shape.get('/v1/kv/bench/app/secret', t.reader)),
+    });
     await floods(rows, all.url, t, `coffer × ${workers}`);
   } finally {
     await all.stop();
@@ -170,22 +237,38 @@ async function oneProcess(rows: Row[], root: string): Promise<void> {
   const one = await startCoffer({ dataDir: dir1, rootToken: root, workers: 1, core: 0 });
   try {
     const t = await seed(one, root);
-    rows.push({ case: 'secret read (latest)', server: 'coffer × 1', result: await measure(one.url, shape.get('/v1/kv/bench/app/secret', t.reader)) });
-    rows.push({ case: 'secret write (durable)', server: 'coffer × 1', result: await measure(one.url, shape.putNew('/v1/kv/bench/writes/k', t.writer, { value: VALUE, type: 'secret' })) });
+    rows.push({
+      case: 'secret read (latest)',
+      server: 'coffer × 1',
+      result: await measure(one.url, shape.get('/v1/kv/bench/app/secret', t.reader)),
+    });
+    rows.push({
+      case: 'secret write (durable)',
+      server: 'coffer × 1',
+      result: await measure(
+        one.url,
+        shape.putNew('/v1/kv/bench/writes/k', t.writer, { value: VALUE, type: 'secret' }),
+      ),
+    });
   } finally {
     await one.stop();
     rmSync(dir1, { recursive: true, force: true });
   }
   const bare = await startBareExpress(0);
   try {
-    rows.push({ case: 'bare Express 5 route', server: 'express × 1', result: await measure(bare.url, shape.get('/v1/kv/bench/app/secret', 'x')) });
+    rows.push({
+      case: 'bare Express 5 route',
+      server: 'express × 1',
+      result: await measure(bare.url, shape.get('/v1/kv/bench/app/secret', 'x')),
+    });
   } finally {
     await bare.stop();
   }
 }
 
 const AUDITED = { read: 'secret read', write: 'secret write' } as const;
-const auditCase = (what: keyof typeof AUDITED, audit: boolean): string => `${AUDITED[what]}, audit ${audit ? 'on' : 'off'}`;
+const auditCase = (what: keyof typeof AUDITED, audit: boolean): string =>
+  `${AUDITED[what]}, audit ${audit ? 'on' : 'off'}`;
 
 async function auditCost(rows: Row[], root: string): Promise<void> {
   for (let round = 1; round <= rounds; round++) {
@@ -195,12 +278,32 @@ async function auditCost(rows: Row[], root: string): Promise<void> {
       const dir = mkdtempSync(join(tmpdir(), 'coffer-bench-'));
       const server = await startDirectCoffer({ dataDir: dir, rootToken: root, core: 0 }, audit);
       try {
-        await api(server.url, root, 'PUT', '/v1/kv/bench/app/secret', { value: VALUE, type: 'secret' });
+        await api(server.url, root, 'PUT', '/v1/kv/bench/app/secret', {
+          value: VALUE,
+          type: 'secret',
+        });
         const reader = await api(server.url, root, 'POST', '/v1/auth/token', { role: 'reader' });
         const writer = await api(server.url, root, 'POST', '/v1/auth/token', { role: 'writer' });
         const label = `direct #${round}`;
-        rows.push({ case: auditCase('read', audit), server: label, result: await measure(server.url, shape.get('/v1/kv/bench/app/secret', String(reader.token))) });
-        rows.push({ case: auditCase('write', audit), server: label, result: await measure(server.url, shape.putNew('/v1/kv/bench/writes/k', String(writer.token), { value: VALUE, type: 'secret' })) });
+        rows.push({
+          case: auditCase('read', audit),
+          server: label,
+          result: await measure(
+            server.url,
+            shape.get('/v1/kv/bench/app/secret', String(reader.token)),
+          ),
+        });
+        rows.push({
+          case: auditCase('write', audit),
+          server: label,
+          result: await measure(
+            server.url,
+            shape.putNew('/v1/kv/bench/writes/k', String(writer.token), {
+              value: VALUE,
+              type: 'secret',
+            }),
+          ),
+        });
       } finally {
         await server.stop();
         rmSync(dir, { recursive: true, force: true });
@@ -216,7 +319,9 @@ async function auditCost(rows: Row[], root: string): Promise<void> {
 function auditCostOf(rows: readonly Row[], what: keyof typeof AUDITED): number {
   const costs: number[] = [];
   for (let round = 1; round <= rounds; round++) {
-    const rps = (name: string): number | undefined => rows.find((r) => r.case === name && r.server === `direct #${round}`)?.result.requestsPerSecond;
+    const rps = (name: string): number | undefined =>
+      rows.find((r) => r.case === name && r.server === `direct #${round}`)?.result
+        .requestsPerSecond;
     const [on, off] = [rps(auditCase(what, true)), rps(auditCase(what, false))];
     if (on !== undefined && off !== undefined) costs.push(1 - on / off);
   }
@@ -224,21 +329,73 @@ function auditCostOf(rows: readonly Row[], what: keyof typeof AUDITED): number {
 }
 
 function targetsOf(rows: readonly Row[], workers: number): Target[] {
-  const find = (name: string, server: string): LoadResult | undefined => rows.find((r) => r.case === name && r.server === server)?.result;
-  const rps = (name: string, server: string): number => find(name, server)?.requestsPerSecond ?? NaN;
+  const find = (name: string, server: string): LoadResult | undefined =>
+    rows.find((r) => r.case === name && r.server === server)?.result;
+  const rps = (name: string, server: string): number =>
+    find(name, server)?.requestsPerSecond ?? NaN;
   const all = `coffer × ${workers}`;
   // "Normal" for the floods: the best of the plain secret reads, so that no flood is flattered by a slow one.
-  const normal = Math.max(...['secret read (latest)', NORMAL_BEFORE, NORMAL_AFTER].map((name) => rps(name, all)).filter((v) => !Number.isNaN(v)));
+  const normal = Math.max(
+    ...['secret read (latest)', NORMAL_BEFORE, NORMAL_AFTER]
+      .map((name) => rps(name, all))
+      .filter((v) => !Number.isNaN(v)),
+  );
   return [
-    target('one-process secret read / bare Express route', rps('secret read (latest)', 'coffer × 1') / rps('bare Express 5 route', 'express × 1'), '≥', 0.8),
-    target('p99 of the secret read, all workers (ms)', find('secret read (latest)', all)?.p99Ms ?? NaN, '≤', 10),
-    target('reads during a wrong-secret flood / normal', rps('secret read during wrong-secret flood', all) / normal, '≥', 0.8),
-    target('reads during a wrong-secret flood at an unused token / normal', rps(`secret read during ${IDLE_FLOOD}`, all) / normal, '≥', 0.8),
-    target('reads during an unknown-id flood / normal', rps('secret read during unknown-id flood', all) / normal, '≥', 0.8),
-    target('reads during an open-loop flood / normal', rps('secret read during open-loop flood', all) / normal, '≥', 0.8),
-    target('reads during an open-loop flood / during its control', rps('secret read during open-loop flood', all) / rps(`secret read during ${OPEN_LOOP_CONTROL}`, all), '≥', 0.8),
-    target('audit cost on the secret read (median 1 - on/off)', auditCostOf(rows, 'read'), '≤', 0.05),
-    target('audit cost on the secret write (median 1 - on/off)', auditCostOf(rows, 'write'), '≤', 0.1),
+    target(
+      'one-process secret read / bare Express route',
+      rps('secret read (latest)', 'coffer × 1') / rps('bare Express 5 route', 'express × 1'),
+      '≥',
+      0.8,
+    ),
+    target(
+      'p99 of the secret read, all workers (ms)',
+      find('secret read (latest)', all)?.p99Ms ?? NaN,
+      '≤',
+      10,
+    ),
+    target(
+      'reads during a wrong-secret flood / normal',
+      rps('secret read during wrong-secret flood', all) / normal,
+      '≥',
+      0.8,
+    ),
+    target(
+      'reads during a wrong-secret flood at an unused token / normal',
+      rps(`secret read during ${IDLE_FLOOD}`, all) / normal,
+      '≥',
+      0.8,
+    ),
+    target(
+      'reads during an unknown-id flood / normal',
+      rps('secret read during unknown-id flood', all) / normal,
+      '≥',
+      0.8,
+    ),
+    target(
+      'reads during an open-loop flood / normal',
+      rps('secret read during open-loop flood', all) / normal,
+      '≥',
+      0.8,
+    ),
+    target(
+      'reads during an open-loop flood / during its control',
+      rps('secret read during open-loop flood', all) /
+        rps(`secret read during ${OPEN_LOOP_CONTROL}`, all),
+      '≥',
+      0.8,
+    ),
+    target(
+      'audit cost on the secret read (median 1 - on/off)',
+      auditCostOf(rows, 'read'),
+      '≤',
+      0.05,
+    ),
+    target(
+      'audit cost on the secret write (median 1 - on/off)',
+      auditCostOf(rows, 'write'),
+      '≤',
+      0.1,
+    ),
   ].filter((t) => !Number.isNaN(t.value));
 }
 
@@ -247,11 +404,21 @@ export function benchHeader(): string {
 }
 
 function report({ rows, targets }: BenchRun): void {
-  printTable(`Coffer benchmark — ${new Date().toISOString()} — ${describeMachine()}\n${benchHeader()}`, rows);
+  printTable(
+    `Coffer benchmark — ${new Date().toISOString()} — ${describeMachine()}\n${benchHeader()}`,
+    rows,
+  );
   printTargets(targets);
   mkdirSync(resultsDir, { recursive: true });
   const file = join(resultsDir, `bench-${new Date().toISOString().replaceAll(':', '-')}.json`);
-  writeFileSync(file, JSON.stringify({ date: new Date().toISOString(), machine: machine(), connections, seconds, rows, targets }, null, 2));
+  writeFileSync(
+    file,
+    JSON.stringify(
+      { date: new Date().toISOString(), machine: machine(), connections, seconds, rows, targets },
+      null,
+      2,
+    ),
+  );
   console.log(`\nresults: ${file}`);
 }
 

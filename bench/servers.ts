@@ -1,5 +1,5 @@
 /** Starts the servers the benchmarks measure: Coffer (any number of workers) and a bare Express 5 route. */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,10 +20,15 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-function waitForListening(child: ChildProcess, pattern: RegExp, started: number): Promise<{ url: string; startupMs: number }> {
+function waitForListening(
+  child: ChildProcess,
+  pattern: RegExp,
+  started: number,
+): Promise<{ url: string; startupMs: number }> {
   let out = '';
   return new Promise((resolve, reject) => {
-    const early = (code: number | null): void => reject(new Error(`server exited with ${code}:\n${out}`));
+    const early = (code: number | null): void =>
+      reject(new Error(`server exited with ${code}:\n${out}`));
     child.once('exit', early);
     child.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
@@ -70,7 +75,11 @@ export async function startCoffer(options: CofferServerOptions): Promise<Running
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  const { url, startupMs } = await waitForListening(child, /"url":"([^"]+)"[^\n]*coffer listening/, started);
+  const { url, startupMs } = await waitForListening(
+    child,
+    /"url":"([^"]+)"[^\n]*coffer listening/,
+    started,
+  );
   return {
     url,
     child,
@@ -87,8 +96,15 @@ export interface DirectOptions extends Omit<CofferServerOptions, 'workers'> {
   readonly script?: string;
 }
 
-export async function startDirectCoffer(options: DirectOptions, audit: boolean): Promise<RunningServer> {
-  const [cmd, args] = pinned(options.core, process.execPath, [...(options.nodeArgs ?? []), options.script ?? DIRECT, audit ? 'audit' : 'no-audit']);
+export async function startDirectCoffer(
+  options: DirectOptions,
+  audit: boolean,
+): Promise<RunningServer> {
+  const [cmd, args] = pinned(options.core, process.execPath, [
+    ...(options.nodeArgs ?? []),
+    options.script ?? DIRECT,
+    audit ? 'audit' : 'no-audit',
+  ]);
   const started = performance.now();
   const child = spawn(cmd, args, {
     env: {
@@ -114,7 +130,12 @@ export async function startBareExpress(core: number | null): Promise<RunningServ
 
 function childPids(parent: number): number[] {
   try {
-    return execFileSync('pgrep', ['-P', String(parent)]).toString().trim().split('\n').filter(Boolean).map(Number);
+    return execFileSync('pgrep', ['-P', String(parent)])
+      .toString()
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map(Number);
   } catch {
     return [];
   }

@@ -64,16 +64,34 @@ export async function runWrk(load: LoadCase): Promise<LoadResult> {
   const script = join(dir, 'case.lua');
   writeFileSync(script, PRELUDE + load.lua + SUMMARY);
   try {
-    const [cmd, args] = pinned(load.core ?? 1, 'wrk', ['-t1', `-c${load.connections}`, `-d${load.seconds}s`, '--timeout', '10s', '-s', script, load.url]);
+    const [cmd, args] = pinned(load.core ?? 1, 'wrk', [
+      '-t1',
+      `-c${load.connections}`,
+      `-d${load.seconds}s`,
+      '--timeout',
+      '10s',
+      '-s',
+      script,
+      load.url,
+    ]);
     const out = await new Promise<string>((resolve, reject) => {
       const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'] });
       let text = '';
       child.stdout.on('data', (d: Buffer) => (text += d.toString()));
-      child.once('exit', (code) => (code === 0 ? resolve(text) : reject(new Error(`wrk exited with ${code}`))));
+      child.once('exit', (code) =>
+        code === 0 ? resolve(text) : reject(new Error(`wrk exited with ${code}`)),
+      );
     });
     const line = /WRK_JSON (\{.*\})/.exec(out);
     if (!line) throw new Error(`wrk printed no summary:\n${out}`);
-    const s = JSON.parse(line[1]!) as { requests: number; duration_us: number; errors: number; status: number; p50_us: number; p99_us: number };
+    const s = JSON.parse(line[1]!) as {
+      requests: number;
+      duration_us: number;
+      errors: number;
+      status: number;
+      p50_us: number;
+      p99_us: number;
+    };
     return {
       requestsPerSecond: s.requests / (s.duration_us / 1e6),
       p50Ms: s.p50_us / 1000,
@@ -100,5 +118,12 @@ export function ensureTools(packages: Record<string, string>): void {
   if (missing.length === 0) return;
   const names = [...new Set(missing.map(([, pkg]) => pkg))];
   console.log(`installing ${names.join(', ')} from Debian…`);
-  execFileSync('sh', ['-c', `apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ${names.join(' ')}`], { stdio: 'inherit' });
+  execFileSync(
+    'sh',
+    [
+      '-c',
+      `apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ${names.join(' ')}`,
+    ],
+    { stdio: 'inherit' },
+  );
 }

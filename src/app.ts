@@ -5,12 +5,16 @@
 import { readFileSync } from 'node:fs';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import { createServer as createNetServer, type AddressInfo, type Server as NetServer } from 'node:net';
+import {
+  type AddressInfo,
+  createServer as createNetServer,
+  type Server as NetServer,
+} from 'node:net';
 import type { Duplex } from 'node:stream';
-import { pino, type Logger } from 'pino';
+import { type Logger, pino } from 'pino';
 import { AuditLog } from './audit/audit-log.js';
 import { watchDisk } from './audit/disk-watch.js';
-import { operatorEvents, type OperatorEvents } from './audit/events.js';
+import { type OperatorEvents, operatorEvents } from './audit/events.js';
 import { FailureSummary } from './audit/failure-summary.js';
 import { IntentJournal } from './audit/intent-journal.js';
 import { recoverIntents } from './audit/intent-recovery.js';
@@ -22,7 +26,12 @@ import { FailureLimiter } from './auth/failure-limiter.js';
 import { FailureRate } from './auth/failure-rate.js';
 import { PrincipalFactory } from './auth/principal.js';
 import { roleTable } from './auth/roles.js';
-import { establishRootToken, readRootToken, type EstablishedRoot, type RootRecord } from './auth/root-token.js';
+import {
+  type EstablishedRoot,
+  establishRootToken,
+  type RootRecord,
+  readRootToken,
+} from './auth/root-token.js';
 import { TokenService } from './auth/token-service.js';
 import { TokenStore } from './auth/token-store.js';
 import type { CofferConfig } from './config/schema.js';
@@ -35,15 +44,21 @@ import { buildHttpApp } from './http/http-app.js';
 import type { OutcomeSink } from './http/outcome.js';
 import { KeyProviderError } from './keys/key-provider.js';
 import { MissingMasterKeyError } from './keys/local-provider.js';
-import { openKeyProvider, providerConfig, settingsOf, type ProviderConfig } from './keys/registry.js';
+import {
+  type OpenedProvider,
+  openKeyProvider,
+  type ProviderConfig,
+  providerConfig,
+  settingsOf,
+} from './keys/registry.js';
 import { KvService } from './kv/kv-service.js';
 import { parseDuration, startAutoRotation } from './operator/auto-rotate.js';
 import { Rewrapper } from './operator/rewrap.js';
 import type { StorageBackend } from './storage/backend.js';
 import { openStorage } from './storage/registry.js';
 import { KeyringHolder, storedKeyDescription } from './store/keyring-store.js';
-import { RecordIntegrityError, recordSealOf, type RecordSeal } from './store/record-seal.js';
-import { upgradeStore, type UpgradeResult } from './store/upgrade.js';
+import { RecordIntegrityError, type RecordSeal, recordSealOf } from './store/record-seal.js';
+import { type UpgradeResult, upgradeStore } from './store/upgrade.js';
 
 export interface StartOptions {
   readonly log?: Logger;
@@ -87,7 +102,12 @@ interface OpenedStore {
   readonly replaced: RecordIntegrityError | null;
 }
 
-async function openStore(config: CofferConfig, log: Logger, now: () => number, options: StartOptions): Promise<OpenedStore> {
+async function openStore(
+  config: CofferConfig,
+  log: Logger,
+  now: () => number,
+  options: StartOptions,
+): Promise<OpenedStore> {
   await sodiumReady();
   ensureDirectory(config.data_dir, 'COFFER_DATA_DIR');
   ensureDirectory(config.audit.dir!, 'COFFER_AUDIT_DIR');
@@ -96,36 +116,81 @@ async function openStore(config: CofferConfig, log: Logger, now: () => number, o
     // A master key is made only for a store that does not exist yet: never next to an existing store whose
     // own key file is missing (a new key would not open it, and could be backed up in its place).
     const existing = await storedKeyDescription(storage);
-    let opened;
+    let opened: OpenedProvider;
     try {
-      opened = await openKeyProvider(config, { createKey: existing === undefined && options.prepare !== false });
+      opened = await openKeyProvider(config, {
+        createKey: existing === undefined && options.prepare !== false,
+      });
     } catch (err) {
       if (err instanceof MissingMasterKeyError && existing !== undefined) {
-        throw new KeyProviderError(err.setting, `${err.message}; the store in ${config.data_dir} needs its own key, ${existing ?? 'the one it was created with'}: restore that file from your backup or configure that key (Coffer creates a key only for a new store)`);
+        throw new KeyProviderError(
+          err.setting,
+          `${err.message}; the store in ${config.data_dir} needs its own key, ${existing ?? 'the one it was created with'}: restore that file from your backup or configure that key (Coffer creates a key only for a new store)`,
+        );
       }
       throw err;
     }
     if (opened.notice) log.warn(opened.notice);
-    else if (existing === undefined) log.warn(`${config.data_dir} holds no store yet, but the master key already exists: creating a new store and root token (check COFFER_DATA_DIR if you meant an existing store)`);
-    const reopen = async (target: ProviderConfig) => (await openKeyProvider(settingsOf(target, config.pkcs11_pin))).provider;
-    const { holder: keyring, created, replaced = null } = await KeyringHolder.open(storage, { provider: opened.provider, config: providerConfig(config) }, now(), { reopen });
+    else if (existing === undefined)
+      log.warn(
+        `${config.data_dir} holds no store yet, but the master key already exists: creating a new store and root token (check COFFER_DATA_DIR if you meant an existing store)`,
+      );
+    const reopen = async (target: ProviderConfig) =>
+      (await openKeyProvider(settingsOf(target, config.pkcs11_pin))).provider;
+    const {
+      holder: keyring,
+      created,
+      replaced = null,
+    } = await KeyringHolder.open(
+      storage,
+      { provider: opened.provider, config: providerConfig(config) },
+      now(),
+      { reopen },
+    );
     if (created) log.info('created a new keyring, wrapped by %s', opened.provider.description);
-    if (replaced) log.error({ kind: replaced.kind, key: replaced.storageKey }, 'INTEGRITY ERROR: the keyring generation record failed its integrity check; replaced by a new generation');
+    if (replaced)
+      log.error(
+        { kind: replaced.kind, key: replaced.storageKey },
+        'INTEGRITY ERROR: the keyring generation record failed its integrity check; replaced by a new generation',
+      );
     const seal = recordSealOf(keyring);
     if (options.prepare === false) {
-      if (keyring.current().storeFormat < STORE_FORMAT) throw new Error('the store is not upgraded yet; it is upgraded by the process that prepares the store');
+      if (keyring.current().storeFormat < STORE_FORMAT)
+        throw new Error(
+          'the store is not upgraded yet; it is upgraded by the process that prepares the store',
+        );
       const root = await readRootToken(storage, seal);
-      if (!root) throw new Error('the store has no root token yet; it is set up by the process that prepares the store');
+      if (!root)
+        throw new Error(
+          'the store has no root token yet; it is set up by the process that prepares the store',
+        );
       return { storage, keyring, root, rootChange: null, seal, upgraded: null, replaced };
     }
     const upgraded = await upgradeStore(storage, keyring, seal, log);
-    const root = await establishRootToken(storage, seal, new Argon2Gate(), config.root_token, now());
+    const root = await establishRootToken(
+      storage,
+      seal,
+      new Argon2Gate(),
+      config.root_token,
+      now(),
+    );
     if (root.generated) options.onGeneratedRootToken?.(root.generated);
-    return { storage, keyring, root: root.record, rootChange: root.change, seal, upgraded, replaced };
+    return {
+      storage,
+      keyring,
+      root: root.record,
+      rootChange: root.change,
+      seal,
+      upgraded,
+      replaced,
+    };
   } catch (err) {
     await storage.close();
     if (err instanceof RecordIntegrityError && err.kind === 'root-token') {
-      throw new ConfigError('COFFER_ROOT_TOKEN', `${err.message} and is not used; start once with COFFER_ROOT_TOKEN set to a new root token (at least 32 characters, e.g. openssl rand -base64 32) to replace it`);
+      throw new ConfigError(
+        'COFFER_ROOT_TOKEN',
+        `${err.message} and is not used; start once with COFFER_ROOT_TOKEN set to a new root token (at least 32 characters, e.g. openssl rand -base64 32) to replace it`,
+      );
     }
     throw err;
   }
@@ -135,7 +200,10 @@ async function openStore(config: CofferConfig, log: Logger, now: () => number, o
  * First-start work done once before any server process starts: master key, keyring, root token. The
  * supervisor's own short audit chain records it (`server.prepare`, a root-token change).
  */
-export async function prepareStore(config: CofferConfig, options: StartOptions = {}): Promise<void> {
+export async function prepareStore(
+  config: CofferConfig,
+  options: StartOptions = {},
+): Promise<void> {
   const log = options.log ?? pino({ level: config.log_level });
   const now = options.now ?? Date.now;
   const store = await openStore(config, log, now, options);
@@ -150,35 +218,90 @@ export async function prepareStore(config: CofferConfig, options: StartOptions =
   }
 }
 
-async function recordStoreChanges(events: OperatorEvents, { rootChange: change, upgraded, replaced }: OpenedStore): Promise<void> {
-  if (replaced) await events.record('store.integrity_error', { kind: replaced.kind, key: replaced.storageKey, replaced: true }, 'INTEGRITY ERROR: a stored record failed its integrity check; it was replaced', 'error');
-  if (upgraded) await events.record('store.upgrade', { by: 'start-up', format: STORE_FORMAT, ...upgraded }, 'store upgraded');
-  if (change === 'generated') await events.record('root_token.generate', { by: 'start-up' }, 'root token generated');
-  if (change === 'set') await events.record('root_token.set', { by: 'COFFER_ROOT_TOKEN' }, 'root token set from COFFER_ROOT_TOKEN');
-  if (change === 'replaced') await events.record('root_token.replace', { by: 'COFFER_ROOT_TOKEN' }, 'root token replaced from COFFER_ROOT_TOKEN');
+async function recordStoreChanges(
+  events: OperatorEvents,
+  { rootChange: change, upgraded, replaced }: OpenedStore,
+): Promise<void> {
+  if (replaced)
+    await events.record(
+      'store.integrity_error',
+      { kind: replaced.kind, key: replaced.storageKey, replaced: true },
+      'INTEGRITY ERROR: a stored record failed its integrity check; it was replaced',
+      'error',
+    );
+  if (upgraded)
+    await events.record(
+      'store.upgrade',
+      { by: 'start-up', format: STORE_FORMAT, ...upgraded },
+      'store upgraded',
+    );
+  if (change === 'generated')
+    await events.record('root_token.generate', { by: 'start-up' }, 'root token generated');
+  if (change === 'set')
+    await events.record(
+      'root_token.set',
+      { by: 'COFFER_ROOT_TOKEN' },
+      'root token set from COFFER_ROOT_TOKEN',
+    );
+  if (change === 'replaced')
+    await events.record(
+      'root_token.replace',
+      { by: 'COFFER_ROOT_TOKEN' },
+      'root token replaced from COFFER_ROOT_TOKEN',
+    );
 }
 
-export async function startCoffer(config: CofferConfig, options: StartOptions = {}): Promise<RunningCoffer> {
+export async function startCoffer(
+  config: CofferConfig,
+  options: StartOptions = {},
+): Promise<RunningCoffer> {
   const log = options.log ?? pino({ level: config.log_level });
   const now = options.now ?? Date.now;
   const store = await openStore(config, log, now, options);
   const { storage, keyring, root, seal } = store;
   let opened: AuditLog | undefined;
   try {
-    const audit = options.audit === false ? undefined : await openAuditLog(config, storage, keyring, log, now, 'server.start');
+    const audit =
+      options.audit === false
+        ? undefined
+        : await openAuditLog(config, storage, keyring, log, now, 'server.start');
     opened = audit;
-    if (audit && options.prepare !== false) await recoverJournaledIntents(storage, seal, config, audit, log);
+    if (audit && options.prepare !== false)
+      await recoverJournaledIntents(storage, seal, config, audit, log);
     const events = operatorEvents(log, audit);
     await recordStoreChanges(events, store);
     const argon2 = new Argon2Gate();
     const principals = new PrincipalFactory(roleTable(config.roles));
     // Logged and audited with the record's kind and storage key, never its bytes.
     const tokenStore = new TokenStore(storage, seal, keyring, (err) => {
-      void events.record('store.integrity_error', { kind: err.kind, key: err.storageKey }, 'INTEGRITY ERROR: a stored record failed its integrity check; it was not used', 'error').catch(() => undefined);
+      void events
+        .record(
+          'store.integrity_error',
+          { kind: err.kind, key: err.storageKey },
+          'INTEGRITY ERROR: a stored record failed its integrity check; it was not used',
+          'error',
+        )
+        .catch(() => undefined);
     });
-    const authenticator = new Authenticator({ tokens: tokenStore, argon2, principals, root, now, limiter: new FailureLimiter({ burst: config.auth_failures.burst, perSecond: config.auth_failures.per_second }) });
+    const authenticator = new Authenticator({
+      tokens: tokenStore,
+      argon2,
+      principals,
+      root,
+      now,
+      limiter: new FailureLimiter({
+        burst: config.auth_failures.burst,
+        perSecond: config.auth_failures.per_second,
+      }),
+    });
     const tokens = new TokenService({
-      store: tokenStore, argon2, principals, root, defaultTtl: config.default_ttl, maxTtl: config.max_ttl, now,
+      store: tokenStore,
+      argon2,
+      principals,
+      root,
+      defaultTtl: config.default_ttl,
+      maxTtl: config.max_ttl,
+      now,
     });
     const kv = new KvService({
       storage,
@@ -186,25 +309,51 @@ export async function startCoffer(config: CofferConfig, options: StartOptions = 
       seal,
       maxValueBytes: config.max_value_bytes,
       now,
-      onIntegrityError: (where, reason) => log.error({ ...where, reason }, 'INTEGRITY ERROR: a stored record failed to open or verify; it was not returned'),
+      onIntegrityError: (where, reason) =>
+        log.error(
+          { ...where, reason },
+          'INTEGRITY ERROR: a stored record failed to open or verify; it was not returned',
+        ),
     });
     const rewrapper = new Rewrapper({ storage, keyring, now, log, events });
-    const failureSummary = audit && new FailureSummary({ flushMs: 10_000, maxAddresses: 1000, write: (fields) => audit.event('auth.failures', fields) });
+    const failureSummary =
+      audit &&
+      new FailureSummary({
+        flushMs: 10_000,
+        maxAddresses: 1000,
+        write: (fields) => audit.event('auth.failures', fields),
+      });
     const tls = config.tls.cert !== null && config.tls.key !== null;
     const { flood_burst: burst, flood_per_second: perSecond } = config.auth_failures;
-    const failureRate = new FailureRate({ burst, perSecond }, { burst: burst * 10, perSecond: perSecond * 10 });
+    const failureRate = new FailureRate(
+      { burst, perSecond },
+      { burst: burst * 10, perSecond: perSecond * 10 },
+    );
     const app = buildHttpApp({
       failureRate,
       ...(failureSummary ? { failureSummary } : {}),
-      authenticator, tokens, kv, log, audit, events, auditDir: config.audit.dir!, trustedProxies: config.trusted_proxies, tls,
-      sys: { storage, keyring, rewrapper, now, pkcs11Pin: config.pkcs11_pin }, maxValueBytes: config.max_value_bytes, maxTtl: config.max_ttl,
+      authenticator,
+      tokens,
+      kv,
+      log,
+      audit,
+      events,
+      auditDir: config.audit.dir!,
+      trustedProxies: config.trusted_proxies,
+      tls,
+      sys: { storage, keyring, rewrapper, now, pkcs11Pin: config.pkcs11_pin },
+      maxValueBytes: config.max_value_bytes,
+      maxTtl: config.max_ttl,
       ...(options.onOutcome ? { onOutcome: options.onOutcome } : {}),
     });
 
     // Time limits are checked every second (Node's default: every 30 s).
     const limits = { connectionsCheckingInterval: 1000 };
     const server = tls
-      ? createHttpsServer({ ...limits, cert: readFileSync(config.tls.cert!), key: readFileSync(config.tls.key!) }, app)
+      ? createHttpsServer(
+          { ...limits, cert: readFileSync(config.tls.cert!), key: readFileSync(config.tls.key!) },
+          app,
+        )
       : createHttpServer(limits, app);
     // A slow client holds a connection at most this long (Node's default is five minutes).
     server.requestTimeout = config.request_timeout_seconds * 1000;
@@ -215,12 +364,18 @@ export async function startCoffer(config: CofferConfig, options: StartOptions = 
     const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
     const url = `${tls ? 'https' : 'http'}://${host}:${address.port}`;
     const disk = audit ? watchDisk(config.audit.dir!, config.audit.min_free_bytes, log) : undefined;
-    const rotateAfter = config.keyring.rotate_after === null ? undefined : parseDuration(config.keyring.rotate_after);
-    const autoRotation = rotateAfter === undefined ? undefined : startAutoRotation(keyring, rotateAfter, events, now);
+    const rotateAfter =
+      config.keyring.rotate_after === null ? undefined : parseDuration(config.keyring.rotate_after);
+    const autoRotation =
+      rotateAfter === undefined ? undefined : startAutoRotation(keyring, rotateAfter, events, now);
     // Keyring changes by other processes (rotations, revocations) are loaded within a second: one read of
     // the generation record when nothing changed.
     const follow = setInterval(() => {
-      keyring.refresh().catch((err: unknown) => log.error({ err: { message: (err as Error).message } }, 'could not reload the keyring'));
+      keyring
+        .refresh()
+        .catch((err: unknown) =>
+          log.error({ err: { message: (err as Error).message } }, 'could not reload the keyring'),
+        );
     }, 1000);
     follow.unref();
 
@@ -248,7 +403,10 @@ export async function startCoffer(config: CofferConfig, options: StartOptions = 
     };
   } catch (err) {
     if (opened) {
-      await opened.event('server.start_failed', { pid: process.pid, reason: (err as Error).message });
+      await opened.event('server.start_failed', {
+        pid: process.pid,
+        reason: (err as Error).message,
+      });
       await opened.close();
     }
     await storage.close();
@@ -260,29 +418,54 @@ const UNPARSABLE = JSON.stringify({
   type: 'urn:coffer:problem:invalid_request',
   title: 'Invalid request',
   status: 400,
-  detail: 'the request is not valid HTTP/1.1 (characters outside ASCII in the URL must be percent-encoded as UTF-8)',
+  detail:
+    'the request is not valid HTTP/1.1 (characters outside ASCII in the URL must be percent-encoded as UTF-8)',
   code: 'invalid_request',
   errors: [{ field: '', in: 'request', message: 'not valid HTTP/1.1' }],
 });
 
 /** Requests Node's parser refuses, answered as problem+json like everything else (Node sends a bare 400). */
 function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
-  if (!socket.writable || (err.code === 'ECONNRESET')) return void socket.destroy();
-  const [status, title, body] = err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'Request Header Fields Too Large', '']
-    : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'Request Timeout', '']
-    : [400, 'Bad Request', UNPARSABLE];
-  const head = [`HTTP/1.1 ${status} ${title}`, 'Connection: close', 'Cache-Control: no-store', `Content-Length: ${Buffer.byteLength(body)}`];
+  if (!socket.writable || err.code === 'ECONNRESET') return void socket.destroy();
+  const [status, title, body] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'Request Header Fields Too Large', '']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'Request Timeout', '']
+        : [400, 'Bad Request', UNPARSABLE];
+  const head = [
+    `HTTP/1.1 ${status} ${title}`,
+    'Connection: close',
+    'Cache-Control: no-store',
+    `Content-Length: ${Buffer.byteLength(body)}`,
+  ];
   if (body) head.push('Content-Type: application/problem+json');
   socket.end(`${head.join('\r\n')}\r\n\r\n${body}`);
 }
 
 /** Listens, or throws a ConfigError naming COFFER_PORT or COFFER_HOST. */
-async function listen(server: Server | NetServer, config: Pick<CofferConfig, 'host' | 'port'>): Promise<void> {
+async function listen(
+  server: Server | NetServer,
+  config: Pick<CofferConfig, 'host' | 'port'>,
+): Promise<void> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) => {
-      if (err.code === 'EADDRINUSE') reject(new ConfigError('COFFER_PORT', `port ${config.port} on ${config.host} is already in use; stop what uses it or choose another port`));
-      else if (err.code === 'EACCES') reject(new ConfigError('COFFER_PORT', `this user may not listen on port ${config.port} (ports below 1024 need privileges); choose a port from 1024`));
-      else if (err.code === 'EADDRNOTAVAIL' || err.code === 'ENOTFOUND') reject(new ConfigError('COFFER_HOST', `${config.host} is not an address of this machine`));
+      if (err.code === 'EADDRINUSE')
+        reject(
+          new ConfigError(
+            'COFFER_PORT',
+            `port ${config.port} on ${config.host} is already in use; stop what uses it or choose another port`,
+          ),
+        );
+      else if (err.code === 'EACCES')
+        reject(
+          new ConfigError(
+            'COFFER_PORT',
+            `this user may not listen on port ${config.port} (ports below 1024 need privileges); choose a port from 1024`,
+          ),
+        );
+      else if (err.code === 'EADDRNOTAVAIL' || err.code === 'ENOTFOUND')
+        reject(new ConfigError('COFFER_HOST', `${config.host} is not an address of this machine`));
       else reject(err);
     });
     server.listen(config.port, config.host, () => resolve());
@@ -301,15 +484,33 @@ export async function checkListenable(config: Pick<CofferConfig, 'host' | 'port'
 }
 
 /** Puts intents missing from the audit files (a power loss, or a kill as a change committed) back into the log (audit/intent-recovery.ts). */
-async function recoverJournaledIntents(storage: StorageBackend, seal: RecordSeal, config: CofferConfig, audit: AuditLog, log: Logger): Promise<void> {
+async function recoverJournaledIntents(
+  storage: StorageBackend,
+  seal: RecordSeal,
+  config: CofferConfig,
+  audit: AuditLog,
+  log: Logger,
+): Promise<void> {
   const { found, recovered } = await recoverIntents(storage, seal, config.audit.dir!, audit);
   if (recovered > 0) {
-    log.warn({ event: 'audit.intent_recovered', recovered }, '%d intent entries missing from the audit files (a power loss, a machine crash, or a process killed as it committed) were put back into the log from the store', recovered);
-  } else if (found > 0) log.info({ found }, 'intent copies left by a stopped process were all in the audit files');
+    log.warn(
+      { event: 'audit.intent_recovered', recovered },
+      '%d intent entries missing from the audit files (a power loss, a machine crash, or a process killed as it committed) were put back into the log from the store',
+      recovered,
+    );
+  } else if (found > 0)
+    log.info({ found }, 'intent copies left by a stopped process were all in the audit files');
 }
 
 /** This process's audit chain, recorded in the store, with its first entry (`firstEvent`) durable. */
-export async function openAuditLog(config: CofferConfig, storage: StorageBackend, keyring: KeyringHolder, log: Logger, now: () => number, firstEvent: string): Promise<AuditLog> {
+export async function openAuditLog(
+  config: CofferConfig,
+  storage: StorageBackend,
+  keyring: KeyringHolder,
+  log: Logger,
+  now: () => number,
+  firstEvent: string,
+): Promise<AuditLog> {
   const seal = recordSealOf(keyring);
   const registry = new AuditRegistry(storage, seal);
   const chain = `${now().toString(36)}-${process.pid}-${randomBase62(8)}`;
@@ -326,11 +527,23 @@ export async function openAuditLog(config: CofferConfig, storage: StorageBackend
     now,
     syncMs: config.audit.sync_ms,
     onSynced: (seq) => journal.synced(seq),
-    ...(config.audit.stdout ? { mirror: (line: string) => void process.stdout.write(`${line}\n`) } : {}),
+    ...(config.audit.stdout
+      ? { mirror: (line: string) => void process.stdout.write(`${line}\n`) }
+      : {}),
   });
-  const audit = new AuditLog({ writer, failOpen: config.audit.fail_open, log, syncEveryEntry: config.audit.sync_every_entry, journal });
-  if (!(await audit.event(firstEvent, { pid: process.pid, provider: keyring.wrapping().description }))) {
-    throw new Error(`the audit log cannot be written in ${config.audit.dir}; Coffer does not serve unrecorded requests (audit.fail_open is false)`);
+  const audit = new AuditLog({
+    writer,
+    failOpen: config.audit.fail_open,
+    log,
+    syncEveryEntry: config.audit.sync_every_entry,
+    journal,
+  });
+  if (
+    !(await audit.event(firstEvent, { pid: process.pid, provider: keyring.wrapping().description }))
+  ) {
+    throw new Error(
+      `the audit log cannot be written in ${config.audit.dir}; Coffer does not serve unrecorded requests (audit.fail_open is false)`,
+    );
   }
   return audit;
 }

@@ -8,7 +8,8 @@ import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path';
 import { ConfigError } from './errors.js';
 
-const reason = (err: unknown): string => (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+const reason = (err: unknown): string =>
+  (err as NodeJS.ErrnoException).code ?? (err as Error).message;
 
 /** Makes `path` (mode 0700) and any missing parents, or throws a ConfigError naming `setting`. */
 export function ensureDirectory(path: string, setting: string): void {
@@ -21,7 +22,8 @@ export function ensureDirectory(path: string, setting: string): void {
     existing = parent;
   }
   try {
-    if (!statSync(existing).isDirectory()) throw new ConfigError(setting, `${existing} is a file, not a directory; choose another path`);
+    if (!statSync(existing).isDirectory())
+      throw new ConfigError(setting, `${existing} is a file, not a directory; choose another path`);
   } catch (err) {
     if (err instanceof ConfigError) throw err;
     throw new ConfigError(setting, `cannot use ${existing} (${reason(err)})`);
@@ -30,12 +32,18 @@ export function ensureDirectory(path: string, setting: string): void {
     try {
       mkdirSync(dir, { mode: 0o700 });
     } catch (err) {
-      throw new ConfigError(setting, `cannot create ${dir} (${reason(err)}); choose a directory this user can create, or create it yourself`);
+      throw new ConfigError(
+        setting,
+        `cannot create ${dir} (${reason(err)}); choose a directory this user can create, or create it yourself`,
+      );
     }
   }
   try {
     accessSync(path, constants.W_OK | constants.X_OK);
   } catch (err) {
-    throw new ConfigError(setting, `${path} is not writable by this user (${reason(err)}); fix its owner or mode, or choose another directory`);
+    throw new ConfigError(
+      setting,
+      `${path} is not writable by this user (${reason(err)}); fix its owner or mode, or choose another directory`,
+    );
   }
 }

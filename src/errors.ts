@@ -80,7 +80,12 @@ export function invalid(detail: string, issues?: readonly FieldIssue[]): AppErro
 
 /** 403. `what` says which right is missing, e.g. `write on payments/prod` (never more than the caller may know). */
 export function forbidden(what?: string): AppError {
-  return new AppError('forbidden', what === undefined ? 'this token is not allowed to do that' : `this token is not allowed to ${what}`);
+  return new AppError(
+    'forbidden',
+    what === undefined
+      ? 'this token is not allowed to do that'
+      : `this token is not allowed to ${what}`,
+  );
 }
 
 export function notFound(detail: string): AppError {
@@ -89,7 +94,10 @@ export function notFound(detail: string): AppError {
 
 /** A setting that stops start-up; main.ts prints `setting: problem` as one line and exits 2. */
 export class ConfigError extends Error {
-  constructor(readonly setting: string, problem: string) {
+  constructor(
+    readonly setting: string,
+    problem: string,
+  ) {
     super(`${setting}: ${problem}`);
     this.name = 'ConfigError';
   }

@@ -2,7 +2,7 @@
 /** The `coffer` command: parse argv, dispatch, set the exit code. */
 import cluster from 'node:cluster';
 import { parseArgs } from 'node:util';
-import { pino, type Logger } from 'pino';
+import { type Logger, pino } from 'pino';
 import { auditCommand } from './cli/audit.js';
 import { CliError } from './cli/client.js';
 import { operatorCommand } from './cli/operator.js';
@@ -22,7 +22,13 @@ const USAGE = `usage: coffer serve | coffer operator <command> | coffer audit <c
 /** JSON lines for machines; on a terminal, the same lines made readable (pino-pretty). */
 function logger(level: string): Logger {
   if (!process.stdout.isTTY) return pino({ level });
-  return pino({ level }, pino.transport({ target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:standard', ignore: 'hostname' } }));
+  return pino(
+    { level },
+    pino.transport({
+      target: 'pino-pretty',
+      options: { colorize: true, translateTime: 'SYS:standard', ignore: 'hostname' },
+    }),
+  );
 }
 
 async function serve(): Promise<void> {
@@ -45,7 +51,11 @@ async function main(argv: string[]): Promise<number | undefined> {
   process.umask(0o077);
   if (argv[0] === 'operator') return operatorCommand(argv.slice(1));
   if (argv[0] === 'audit') return auditCommand(argv.slice(1));
-  const { positionals, values } = parseArgs({ args: argv, allowPositionals: true, options: { help: { type: 'boolean', short: 'h' } } });
+  const { positionals, values } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { help: { type: 'boolean', short: 'h' } },
+  });
   const command = positionals[0];
   if (command === 'help' || (values.help && command === undefined)) {
     // `coffer help operator` is `coffer operator --help`.
@@ -79,7 +89,9 @@ main(process.argv.slice(2)).then(
       process.exit(err.exitCode);
     }
     const e = err as NodeJS.ErrnoException;
-    process.stderr.write(`coffer: start-up failed: ${e.code ? `${e.code} ` : ''}${e.message ?? String(err)}\n`);
+    process.stderr.write(
+      `coffer: start-up failed: ${e.code ? `${e.code} ` : ''}${e.message ?? String(err)}\n`,
+    );
     process.exit(1);
   },
 );

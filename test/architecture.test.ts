@@ -13,7 +13,13 @@ function unitOf(path: string): string {
 }
 
 function sources(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? sources(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []));
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory()
+      ? sources(join(dir, e.name))
+      : e.name.endsWith('.ts')
+        ? [join(dir, e.name)]
+        : [],
+  );
 }
 
 /** unit → unit → the files that make the dependency. */
@@ -21,7 +27,9 @@ function dependencies(): Map<string, Map<string, string[]>> {
   const graph = new Map<string, Map<string, string[]>>();
   for (const file of sources(SRC)) {
     const from = unitOf(file);
-    for (const [, spec] of readFileSync(file, 'utf8').matchAll(/(?:from|import\()\s*'(\.[^']+)'/g)) {
+    for (const [, spec] of readFileSync(file, 'utf8').matchAll(
+      /(?:from|import\()\s*'(\.[^']+)'/g,
+    )) {
       const to = unitOf(normalize(join(dirname(file), spec!)));
       if (to === from) continue;
       const edges = graph.get(from) ?? new Map<string, string[]>();
@@ -67,7 +75,13 @@ describe('the architecture', () => {
     const graph = dependencies();
     // Each group with the imports that tie it together, for the message.
     const described = cycles(graph).map((group) =>
-      group.flatMap((from) => group.filter((to) => graph.get(from)?.has(to)).map((to) => `${from} → ${to} (${graph.get(from)!.get(to)!.slice(0, 2).join(', ')})`)).join('; '),
+      group
+        .flatMap((from) =>
+          group
+            .filter((to) => graph.get(from)?.has(to))
+            .map((to) => `${from} → ${to} (${graph.get(from)!.get(to)!.slice(0, 2).join(', ')})`),
+        )
+        .join('; '),
     );
     expect(described).to.deep.equal([]);
   });

@@ -9,15 +9,38 @@ const dist = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 const MOCHA = fileURLToPath(new URL('../../node_modules/mocha/bin/mocha.js', import.meta.url));
 
 /** Runs mocha on `specs` with the suite's global set-up, in its own TMPDIR; returns its JSON results. */
-function runMocha(specs: string[], env: Record<string, string>): { stats: { passes: number; failures: number; pending: number }; pending: { fullTitle: string }[]; failures: { err: { message: string } }[]; tmp: string[] } {
+function runMocha(
+  specs: string[],
+  env: Record<string, string>,
+): {
+  stats: { passes: number; failures: number; pending: number };
+  pending: { fullTitle: string }[];
+  failures: { err: { message: string } }[];
+  tmp: string[];
+} {
   const tmp = mkdtempSync(join(tmpdir(), 'coffer-suite-setup-'));
   try {
-    const run = spawnSync(process.execPath, [MOCHA, '--no-config', '--exit', '--timeout', '20000', '--require', dist('./support/global-setup.js'), '--reporter', 'json', ...specs], {
-      // Not inherited: .ci/run sets COFFER_TEST_REQUIRE_SYSTEM_PACKAGES for the suite itself.
-      env: { ...process.env, TMPDIR: tmp, COFFER_TEST_REQUIRE_SYSTEM_PACKAGES: '', ...env },
-      encoding: 'utf8',
-      timeout: 120_000,
-    });
+    const run = spawnSync(
+      process.execPath,
+      [
+        MOCHA,
+        '--no-config',
+        '--exit',
+        '--timeout',
+        '20000',
+        '--require',
+        dist('./support/global-setup.js'),
+        '--reporter',
+        'json',
+        ...specs,
+      ],
+      {
+        // Not inherited: .ci/run sets COFFER_TEST_REQUIRE_SYSTEM_PACKAGES for the suite itself.
+        env: { ...process.env, TMPDIR: tmp, COFFER_TEST_REQUIRE_SYSTEM_PACKAGES: '', ...env },
+        encoding: 'utf8',
+        timeout: 120_000,
+      },
+    );
     const json = run.stdout.slice(run.stdout.indexOf('{\n'));
     return { ...JSON.parse(json), tmp: readdirSync(tmp) };
   } finally {
@@ -40,9 +63,16 @@ describe('the test suite itself', function () {
     expect(pending.stats.failures).to.equal(0);
     expect(pending.stats.passes).to.equal(0);
     expect(pending.stats.pending).to.be.greaterThan(0);
-    expect(pending.pending[0]!.fullTitle).to.match(/pending: Debian package softhsm2 is treated as missing/);
-    const required = runMocha([spec], { COFFER_TEST_WITHOUT: 'softhsm2', COFFER_TEST_REQUIRE_SYSTEM_PACKAGES: '1' });
+    expect(pending.pending[0]!.fullTitle).to.match(
+      /pending: Debian package softhsm2 is treated as missing/,
+    );
+    const required = runMocha([spec], {
+      COFFER_TEST_WITHOUT: 'softhsm2',
+      COFFER_TEST_REQUIRE_SYSTEM_PACKAGES: '1',
+    });
     expect(required.stats.failures).to.be.greaterThan(0);
-    expect(required.failures[0]!.err.message).to.match(/softhsm2 .*COFFER_TEST_REQUIRE_SYSTEM_PACKAGES=1 requires it/);
+    expect(required.failures[0]!.err.message).to.match(
+      /softhsm2 .*COFFER_TEST_REQUIRE_SYSTEM_PACKAGES=1 requires it/,
+    );
   });
 });

@@ -9,11 +9,20 @@
  * follows on from the last archived entry. Copies are written and synced, and checked against their SHA-256,
  * before the event is recorded; the originals are removed only after that.
  */
-import { constants, copyFileSync, openSync, fsyncSync, closeSync, readFileSync, unlinkSync } from 'node:fs';
-import { basename, join } from 'node:path';
+
 import { createHash } from 'node:crypto';
+import {
+  closeSync,
+  constants,
+  copyFileSync,
+  fsyncSync,
+  openSync,
+  readFileSync,
+  unlinkSync,
+} from 'node:fs';
+import { basename, join } from 'node:path';
 import { lineHash } from './entry.js';
-import { chainFiles, type ChainFile } from './files.js';
+import { type ChainFile, chainFiles } from './files.js';
 import type { ArchivedFile } from './verify.js';
 
 export interface ArchiveCandidate extends ArchivedFile {
@@ -23,9 +32,14 @@ export interface ArchiveCandidate extends ArchivedFile {
 function describe(file: ChainFile, chain: string): ArchiveCandidate & { readonly ended: boolean } {
   const text = readFileSync(file.path, 'utf8');
   const lines = text.split('\n').filter(Boolean);
-  const parsed = lines.map((l) => JSON.parse(l) as { seq: number; ts?: string; kind: string; event?: string });
+  const parsed = lines.map(
+    (l) => JSON.parse(l) as { seq: number; ts?: string; kind: string; event?: string },
+  );
   const entries = parsed.filter((e) => e.kind !== 'checkpoint');
-  const stamps = parsed.map((e) => e.ts).filter((t): t is string => typeof t === 'string').sort();
+  const stamps = parsed
+    .map((e) => e.ts)
+    .filter((t): t is string => typeof t === 'string')
+    .sort();
   const [beforeLast, lastEntry] = [parsed.at(-2), parsed.at(-1)];
   return {
     path: file.path,
@@ -40,7 +54,10 @@ function describe(file: ChainFile, chain: string): ArchiveCandidate & { readonly
     last_ts: stamps.at(-1) ?? null,
     sha256: createHash('sha256').update(text).digest('hex'),
     // A clean shutdown ends a chain with server.stop and a final checkpoint.
-    ended: lastEntry?.kind === 'checkpoint' && beforeLast?.kind === 'event' && beforeLast.event === 'server.stop',
+    ended:
+      lastEntry?.kind === 'checkpoint' &&
+      beforeLast?.kind === 'event' &&
+      beforeLast.event === 'server.stop',
   };
 }
 
@@ -89,7 +106,10 @@ export function copyArchive(plan: readonly ArchiveCandidate[], to: string): void
     copyFileSync(file.path, target, constants.COPYFILE_EXCL);
     syncPath(target);
     const copied = createHash('sha256').update(readFileSync(target)).digest('hex');
-    if (copied !== file.sha256) throw new Error(`the copy of ${file.name} in ${to} differs from the original; nothing was archived`);
+    if (copied !== file.sha256)
+      throw new Error(
+        `the copy of ${file.name} in ${to} differs from the original; nothing was archived`,
+      );
   }
   syncPath(to);
 }

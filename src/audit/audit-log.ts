@@ -79,7 +79,10 @@ export class AuditLog {
       await this.options.writer.close();
     } catch (err) {
       if (!(err instanceof AuditUnavailableError)) throw err;
-      this.options.log.error({ event: 'audit.unavailable', reason: err.message }, 'AUDIT LOG: entries still queued at shutdown could not be written');
+      this.options.log.error(
+        { event: 'audit.unavailable', reason: err.message },
+        'AUDIT LOG: entries still queued at shutdown could not be written',
+      );
     }
     // Intents whose copies are still needed (the file could not be synced) stay in the store.
     await this.options.journal?.close();
@@ -100,11 +103,17 @@ export class AuditLog {
         // Loud, but not once per request: at most one line a second.
         if (Date.now() - this.warnedOpen > 1000) {
           this.warnedOpen = Date.now();
-          this.options.log.error({ event: 'audit.unavailable', reason: err.message }, 'AUDIT LOG NOT WRITTEN: serving anyway because audit.fail_open is set');
+          this.options.log.error(
+            { event: 'audit.unavailable', reason: err.message },
+            'AUDIT LOG NOT WRITTEN: serving anyway because audit.fail_open is set',
+          );
         }
         return true;
       }
-      this.options.log.error({ event: 'audit.unavailable', reason: err.message }, 'audit log cannot be written: refusing requests with 503');
+      this.options.log.error(
+        { event: 'audit.unavailable', reason: err.message },
+        'audit log cannot be written: refusing requests with 503',
+      );
       return false;
     }
   }

@@ -50,24 +50,32 @@ interface Entry {
 
 const keyOf = (namespace: string, key: string): string => `${namespace}\0${key}`;
 
-export async function auditCoverage(files: readonly string[], storage: StorageBackend, seal: RecordSeal): Promise<Coverage> {
+export async function auditCoverage(
+  files: readonly string[],
+  storage: StorageBackend,
+  seal: RecordSeal,
+): Promise<Coverage> {
   let logStart = Infinity;
   const written = new Set<string>();
   const answered = new Set<string>();
   // By request id: the same intent may be both in a file and in the store, or recovered twice.
   const intents = new Map<string, Entry>();
   const addIntent = (entry: Entry | undefined): void => {
-    if (entry?.kind === 'intent' && entry.action === 'write' && entry.request_id !== undefined) intents.set(entry.request_id, entry);
+    if (entry?.kind === 'intent' && entry.action === 'write' && entry.request_id !== undefined)
+      intents.set(entry.request_id, entry);
   };
   for (const file of files) {
     for (const line of readFileSync(file, 'utf8').split('\n')) {
       if (line === '') continue;
       const entry = JSON.parse(line) as Entry;
       if (entry.ts !== undefined) logStart = Math.min(logStart, Date.parse(entry.ts));
-      if (entry.kind === 'request' && entry.request_id !== undefined) answered.add(entry.request_id);
-      if (entry.kind === 'request' && entry.action === 'write' && entry.version !== undefined) written.add(`${keyOf(entry.namespace!, entry.key!)}\0${entry.version}`);
+      if (entry.kind === 'request' && entry.request_id !== undefined)
+        answered.add(entry.request_id);
+      if (entry.kind === 'request' && entry.action === 'write' && entry.version !== undefined)
+        written.add(`${keyOf(entry.namespace!, entry.key!)}\0${entry.version}`);
       addIntent(entry);
-      if (entry.kind === 'event' && entry.event === 'audit.intent_recovered') addIntent(entry.intent);
+      if (entry.kind === 'event' && entry.event === 'audit.intent_recovered')
+        addIntent(entry.intent);
     }
   }
   for (const copy of await intentCopies(storage, seal)) {
@@ -104,5 +112,12 @@ export async function auditCoverage(files: readonly string[], storage: StorageBa
       if (uncovered.length < MAX_LISTED) uncovered.push(id);
     }
   }
-  return { versions, by_request: byRequest, by_intent: byIntent, before_log: beforeLog, uncovered_count: uncoveredCount, uncovered };
+  return {
+    versions,
+    by_request: byRequest,
+    by_intent: byIntent,
+    before_log: beforeLog,
+    uncovered_count: uncoveredCount,
+    uncovered,
+  };
 }

@@ -14,7 +14,12 @@ export interface DiskWatch {
   stop(): void;
 }
 
-export function watchDisk(dir: string, minFreeBytes: number, log: Logger, everyMs = 30_000): DiskWatch {
+export function watchDisk(
+  dir: string,
+  minFreeBytes: number,
+  log: Logger,
+  everyMs = 30_000,
+): DiskWatch {
   let free: number | null = null;
   let low = false;
   let warnedAt = 0;
@@ -29,9 +34,15 @@ export function watchDisk(dir: string, minFreeBytes: number, log: Logger, everyM
     low = free < minFreeBytes;
     if (low && (!wasLow || Date.now() - warnedAt >= REPEAT_MS)) {
       warnedAt = Date.now();
-      log.warn({ event: 'disk.low', dir, free_bytes: free, min_free_bytes: minFreeBytes }, `free space for the audit log is low: ${free} bytes left in ${dir} (below ${minFreeBytes}); when it runs out, every request is refused with 503 — archive old audit files (coffer audit archive) or add space`);
+      log.warn(
+        { event: 'disk.low', dir, free_bytes: free, min_free_bytes: minFreeBytes },
+        `free space for the audit log is low: ${free} bytes left in ${dir} (below ${minFreeBytes}); when it runs out, every request is refused with 503 — archive old audit files (coffer audit archive) or add space`,
+      );
     } else if (!low && wasLow) {
-      log.info({ event: 'disk.ok', dir, free_bytes: free }, 'free space for the audit log is back above the threshold');
+      log.info(
+        { event: 'disk.ok', dir, free_bytes: free },
+        'free space for the audit log is back above the threshold',
+      );
     }
   };
   void check();

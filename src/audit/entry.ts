@@ -33,7 +33,12 @@ function isoTime(ms: number): string {
 }
 
 /** The line for `fields` at `position` (no trailing newline). */
-export function entryLine(chain: string, position: ChainPosition, ts: number, fields: AuditFields): string {
+export function entryLine(
+  chain: string,
+  position: ChainPosition,
+  ts: number,
+  fields: AuditFields,
+): string {
   // The same text as JSON.stringify({seq, chain, ts, prev, ...fields}) (fields never hold those four names),
   // without copying `fields` into a new object on every request.
   const head = `{"seq":${position.seq},"chain":${JSON.stringify(chain)},"ts":"${isoTime(ts)}","prev":"${position.prev}",`;
@@ -45,10 +50,21 @@ export function lineHash(line: string): string {
 }
 
 export function checkpointMac(key: Uint8Array, chain: string, seq: number, prev: string): string {
-  return createHmac('sha256', key).update(`coffer-audit-checkpoint\n${chain}\n${seq}\n${prev}`).digest('hex');
+  return createHmac('sha256', key)
+    .update(`coffer-audit-checkpoint\n${chain}\n${seq}\n${prev}`)
+    .digest('hex');
 }
 
-export function macMatches(key: Uint8Array, chain: string, seq: number, prev: string, mac: unknown): boolean {
+export function macMatches(
+  key: Uint8Array,
+  chain: string,
+  seq: number,
+  prev: string,
+  mac: unknown,
+): boolean {
   if (typeof mac !== 'string' || !/^[0-9a-f]{64}$/.test(mac)) return false;
-  return timingSafeEqual(Buffer.from(checkpointMac(key, chain, seq, prev), 'hex'), Buffer.from(mac, 'hex'));
+  return timingSafeEqual(
+    Buffer.from(checkpointMac(key, chain, seq, prev), 'hex'),
+    Buffer.from(mac, 'hex'),
+  );
 }

@@ -13,7 +13,12 @@ export interface OperatorEvents {
    * Logs the event and appends it to the audit log. Resolves true once the entry is durable; false when the
    * audit log cannot be written now (the entry stays queued and is written, in order, when it can).
    */
-  record(event: string, fields: EventFields, message: string, level?: 'info' | 'error'): Promise<boolean>;
+  record(
+    event: string,
+    fields: EventFields,
+    message: string,
+    level?: 'info' | 'error',
+  ): Promise<boolean>;
 }
 
 export function operatorEvents(log: Logger, audit?: AuditLog): OperatorEvents {

@@ -28,7 +28,8 @@ export class FailureSummary {
   }
 
   add(client: string, status: number, now: number): void {
-    const name = this.tallies.has(client) || this.tallies.size < this.options.maxAddresses ? client : '*';
+    const name =
+      this.tallies.has(client) || this.tallies.size < this.options.maxAddresses ? client : '*';
     let tally = this.tallies.get(name);
     if (!tally) {
       tally = { count: 0, first: now, last: now, statuses: {} };

@@ -14,7 +14,9 @@ export interface ChainFile {
 
 /** Every audit file in `dir`. */
 export function auditFilesIn(dir: string): string[] {
-  return readdirSync(dir).filter((name) => FILE_NAME.test(name)).map((name) => join(dir, name));
+  return readdirSync(dir)
+    .filter((name) => FILE_NAME.test(name))
+    .map((name) => join(dir, name));
 }
 
 /** Groups audit files by chain, in file order. Names that are not audit files are refused. */

@@ -59,7 +59,13 @@ export class IntentJournal {
     const done = this.copies.splice(0, n);
     try {
       // Deleting a copy whose transaction was refused (it was never stored) is harmless.
-      await this.storage.atomic([], () => ({ writes: done.map((seq) => ({ op: 'delete' as const, key: intentJournalKey(this.chain, seq) })), result: undefined }));
+      await this.storage.atomic([], () => ({
+        writes: done.map((seq) => ({
+          op: 'delete' as const,
+          key: intentJournalKey(this.chain, seq),
+        })),
+        result: undefined,
+      }));
     } catch {
       this.copies.unshift(...done); // tried again after the next sync
     }

@@ -27,7 +27,10 @@ export interface IntentCopy {
 }
 
 /** Every intent copy in the store, in chain and seq order. */
-export async function intentCopies(storage: StorageBackend, seal: RecordSeal): Promise<IntentCopy[]> {
+export async function intentCopies(
+  storage: StorageBackend,
+  seal: RecordSeal,
+): Promise<IntentCopy[]> {
   const copies: IntentCopy[] = [];
   for await (const { key, value } of storage.scan(INTENT_JOURNAL_RANGE)) {
     let line = '';
@@ -36,7 +39,13 @@ export async function intentCopies(storage: StorageBackend, seal: RecordSeal): P
     } catch (err) {
       if (!(err instanceof RecordIntegrityError)) throw err;
     }
-    copies.push({ ...parseIntentJournalKey(key), line, entry: line === '' ? null : entryOf(line), key, bytes: value.byteLength });
+    copies.push({
+      ...parseIntentJournalKey(key),
+      line,
+      entry: line === '' ? null : entryOf(line),
+      key,
+      bytes: value.byteLength,
+    });
   }
   return copies;
 }
@@ -44,7 +53,9 @@ export async function intentCopies(storage: StorageBackend, seal: RecordSeal): P
 function entryOf(line: string): Record<string, unknown> | null {
   try {
     const entry: unknown = JSON.parse(line);
-    return typeof entry === 'object' && entry !== null && !Array.isArray(entry) ? (entry as Record<string, unknown>) : null;
+    return typeof entry === 'object' && entry !== null && !Array.isArray(entry)
+      ? (entry as Record<string, unknown>)
+      : null;
   } catch {
     return null;
   }
@@ -61,25 +72,46 @@ export interface Recovery {
  * `leaveYoungerThanMs`: copies made less than this long ago are left alone — with a server running (the
  * archive command runs beside one) such a copy's line may be on its way into the file this very moment.
  */
-export async function recoverIntents(storage: StorageBackend, seal: RecordSeal, auditDir: string, audit: AuditLog, options: { readonly leaveYoungerThanMs?: number } = {}): Promise<Recovery> {
-  const cutoff = options.leaveYoungerThanMs === undefined ? Infinity : Date.now() - options.leaveYoungerThanMs;
-  const young = (c: IntentCopy): boolean => typeof c.entry?.ts === 'string' && Date.parse(c.entry.ts) > cutoff;
+export async function recoverIntents(
+  storage: StorageBackend,
+  seal: RecordSeal,
+  auditDir: string,
+  audit: AuditLog,
+  options: { readonly leaveYoungerThanMs?: number } = {},
+): Promise<Recovery> {
+  const cutoff =
+    options.leaveYoungerThanMs === undefined ? Infinity : Date.now() - options.leaveYoungerThanMs;
+  const young = (c: IntentCopy): boolean =>
+    typeof c.entry?.ts === 'string' && Date.parse(c.entry.ts) > cutoff;
   const copies = (await intentCopies(storage, seal)).filter((c) => !young(c));
   if (copies.length === 0) return { found: 0, recovered: 0 };
   const files = chainFiles(auditFilesIn(auditDir));
   let recovered = 0;
   for (const [chain, ofChain] of groupBy(copies, (c) => c.chain)) {
-    const inFile = linesAt(files.get(chain)?.map((f) => f.path) ?? [], new Set(ofChain.map((c) => c.seq)));
+    const inFile = linesAt(
+      files.get(chain)?.map((f) => f.path) ?? [],
+      new Set(ofChain.map((c) => c.seq)),
+    );
     for (const copy of ofChain) {
       if (inFile.get(copy.seq) === copy.line) continue;
       // An unreadable or forged copy is still reported (never its content): something was put there that
       // the log cannot vouch for.
       const intent = copy.entry ?? { unreadable: true, bytes: copy.bytes };
-      const recorded = await audit.event('audit.intent_recovered', { from_chain: chain, from_seq: copy.seq, intent });
-      if (!recorded) throw new Error('the audit log cannot be written: intents recovered from the store could not be put back into it');
+      const recorded = await audit.event('audit.intent_recovered', {
+        from_chain: chain,
+        from_seq: copy.seq,
+        intent,
+      });
+      if (!recorded)
+        throw new Error(
+          'the audit log cannot be written: intents recovered from the store could not be put back into it',
+        );
       recovered++;
     }
-    await storage.atomic([], () => ({ writes: ofChain.map((c) => ({ op: 'delete' as const, key: c.key })), result: undefined }));
+    await storage.atomic([], () => ({
+      writes: ofChain.map((c) => ({ op: 'delete' as const, key: c.key })),
+      result: undefined,
+    }));
   }
   return { found: copies.length, recovered };
 }

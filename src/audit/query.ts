@@ -43,7 +43,9 @@ export interface AuditPage {
  * so that times compare as strings; undefined when `text` is not one.
  */
 export function auditTime(text: string): string | undefined {
-  const ms = /^\d{4}-\d{2}-\d{2}(T[0-9:.]+(Z|[+-]\d{2}:\d{2}))?$/.test(text) ? Date.parse(text) : NaN;
+  const ms = /^\d{4}-\d{2}-\d{2}(T[0-9:.]+(Z|[+-]\d{2}:\d{2}))?$/.test(text)
+    ? Date.parse(text)
+    : NaN;
   return Number.isNaN(ms) ? undefined : new Date(ms).toISOString();
 }
 
@@ -66,24 +68,45 @@ function matches(entry: Record<string, unknown>, filter: AuditFilter): boolean {
   const ts = entry.ts as string;
   if (filter.from !== undefined && ts < filter.from) return false;
   if (filter.to !== undefined && ts >= filter.to) return false;
-  if (filter.tokenId !== undefined && ![entry.token_id, entry.subject_token_id, entry.by].includes(filter.tokenId)) return false;
+  if (
+    filter.tokenId !== undefined &&
+    ![entry.token_id, entry.subject_token_id, entry.by].includes(filter.tokenId)
+  )
+    return false;
   if (filter.prefix !== undefined) {
     if (typeof entry.namespace !== 'string') return false;
-    const path = typeof entry.key === 'string' ? `${entry.namespace}/${entry.key}` : entry.namespace;
+    const path =
+      typeof entry.key === 'string' ? `${entry.namespace}/${entry.key}` : entry.namespace;
     if (!path.startsWith(filter.prefix)) return false;
   }
-  if (filter.key !== undefined && (typeof entry.namespace !== 'string' || typeof entry.key !== 'string' || `${entry.namespace}/${entry.key}` !== filter.key)) return false;
+  if (
+    filter.key !== undefined &&
+    (typeof entry.namespace !== 'string' ||
+      typeof entry.key !== 'string' ||
+      `${entry.namespace}/${entry.key}` !== filter.key)
+  )
+    return false;
   if (filter.action !== undefined) {
     const name = entry.kind === 'event' ? entry.event : entry.action;
     if (typeof name !== 'string') return false;
-    if (filter.action.endsWith('*') ? !name.startsWith(filter.action.slice(0, -1)) : name !== filter.action) return false;
+    if (
+      filter.action.endsWith('*')
+        ? !name.startsWith(filter.action.slice(0, -1))
+        : name !== filter.action
+    )
+      return false;
   }
   if (filter.outcome !== undefined && !outcomeMatches(entry, filter.outcome)) return false;
   return true;
 }
 
 /** One page of the entries in `dir` that match `filter`, after `after`, at most `limit`. */
-export async function queryAudit(dir: string, filter: AuditFilter, limit: number, after: AuditPosition | null): Promise<AuditPage> {
+export async function queryAudit(
+  dir: string,
+  filter: AuditFilter,
+  limit: number,
+  after: AuditPosition | null,
+): Promise<AuditPage> {
   // The best `limit + 1` so far, in order: one more than a page tells whether another page follows.
   const kept: AuditEntry[] = [];
   const keep = (entry: AuditEntry): void => {
@@ -101,7 +124,10 @@ export async function queryAudit(dir: string, filter: AuditFilter, limit: number
 
   for (const files of chainFiles(auditFilesIn(dir)).values()) {
     for (const file of files) {
-      const lines = createInterface({ input: createReadStream(file.path, { encoding: 'utf8' }), crlfDelay: Infinity });
+      const lines = createInterface({
+        input: createReadStream(file.path, { encoding: 'utf8' }),
+        crlfDelay: Infinity,
+      });
       for await (const line of lines) {
         let entry: Record<string, unknown>;
         try {
@@ -109,7 +135,14 @@ export async function queryAudit(dir: string, filter: AuditFilter, limit: number
         } catch {
           continue; // a line being written by another process right now
         }
-        if (entry.kind === 'checkpoint' || entry.kind === 'intent' || typeof entry.ts !== 'string' || typeof entry.chain !== 'string' || typeof entry.seq !== 'number') continue;
+        if (
+          entry.kind === 'checkpoint' ||
+          entry.kind === 'intent' ||
+          typeof entry.ts !== 'string' ||
+          typeof entry.chain !== 'string' ||
+          typeof entry.seq !== 'number'
+        )
+          continue;
         const position = entry as AuditEntry;
         if (after !== null && compare(position, after) <= 0) continue;
         if (matches(entry, filter)) keep(position);
@@ -117,11 +150,19 @@ export async function queryAudit(dir: string, filter: AuditFilter, limit: number
     }
   }
   const page = kept.slice(0, limit);
-  return { entries: page, next: kept.length > limit ? { ts: page.at(-1)!.ts, chain: page.at(-1)!.chain, seq: page.at(-1)!.seq } : null };
+  return {
+    entries: page,
+    next:
+      kept.length > limit
+        ? { ts: page.at(-1)!.ts, chain: page.at(-1)!.chain, seq: page.at(-1)!.seq }
+        : null,
+  };
 }
 
 export function encodeAuditCursor(position: AuditPosition): string {
-  return Buffer.from(JSON.stringify([position.ts, position.chain, position.seq])).toString('base64url');
+  return Buffer.from(JSON.stringify([position.ts, position.chain, position.seq])).toString(
+    'base64url',
+  );
 }
 
 /** The position named by a cursor, or undefined when it is not one of ours. */
@@ -130,7 +171,13 @@ export function decodeAuditCursor(cursor: string): AuditPosition | undefined {
     const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
     if (!Array.isArray(value) || value.length !== 3) return undefined;
     const [ts, chain, seq] = value as unknown[];
-    if (typeof ts !== 'string' || typeof chain !== 'string' || !Number.isSafeInteger(seq) || (seq as number) < 1) return undefined;
+    if (
+      typeof ts !== 'string' ||
+      typeof chain !== 'string' ||
+      !Number.isSafeInteger(seq) ||
+      (seq as number) < 1
+    )
+      return undefined;
     if (Number.isNaN(Date.parse(ts)) || !/^[A-Za-z0-9-]{1,100}$/.test(chain)) return undefined;
     return { ts, chain, seq: seq as number };
   } catch {

@@ -31,15 +31,26 @@ export class AuditRegistry {
 
   async started(chain: string, at: number): Promise<void> {
     const key = auditChainKey(chain);
-    const record: ChainRecord = { chain, started_at: new Date(at).toISOString(), last_checkpoint: null };
-    await this.storage.atomic([], () => ({ writes: [{ op: 'put', key, value: this.seal.seal('audit-chain', key, record) }], result: undefined }));
+    const record: ChainRecord = {
+      chain,
+      started_at: new Date(at).toISOString(),
+      last_checkpoint: null,
+    };
+    await this.storage.atomic([], () => ({
+      writes: [{ op: 'put', key, value: this.seal.seal('audit-chain', key, record) }],
+      result: undefined,
+    }));
   }
 
   /** Records a checkpoint unless a newer one is already recorded; a damaged record is left for verify to report. */
   async checkpointed(chain: string, checkpoint: ChainCheckpoint): Promise<void> {
     const key = auditChainKey(chain);
     await this.storage.atomic([key], ([current]) => {
-      let record: ChainRecord = { chain, started_at: new Date().toISOString(), last_checkpoint: null };
+      let record: ChainRecord = {
+        chain,
+        started_at: new Date().toISOString(),
+        last_checkpoint: null,
+      };
       if (current) {
         try {
           record = this.seal.open<ChainRecord>('audit-chain', key, current);
@@ -48,8 +59,18 @@ export class AuditRegistry {
           throw err;
         }
       }
-      if (record.last_checkpoint && record.last_checkpoint.seq >= checkpoint.seq) return { writes: [], result: undefined };
-      return { writes: [{ op: 'put', key, value: this.seal.seal('audit-chain', key, { ...record, last_checkpoint: checkpoint }) }], result: undefined };
+      if (record.last_checkpoint && record.last_checkpoint.seq >= checkpoint.seq)
+        return { writes: [], result: undefined };
+      return {
+        writes: [
+          {
+            op: 'put',
+            key,
+            value: this.seal.seal('audit-chain', key, { ...record, last_checkpoint: checkpoint }),
+          },
+        ],
+        result: undefined,
+      };
     });
   }
 
@@ -60,7 +81,12 @@ export class AuditRegistry {
         out.push(this.seal.open<ChainRecord>('audit-chain', entry.key, entry.value));
       } catch (err) {
         if (!(err instanceof RecordIntegrityError)) throw err;
-        out.push({ chain: Buffer.from(entry.key).toString('latin1', 1), started_at: '', last_checkpoint: null, damaged: true });
+        out.push({
+          chain: Buffer.from(entry.key).toString('latin1', 1),
+          started_at: '',
+          last_checkpoint: null,
+          damaged: true,
+        });
       }
     }
     return out;

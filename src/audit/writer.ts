@@ -17,9 +17,9 @@
  * deleted file is detected even when the checkpoints themselves are cut away.
  */
 import { constants, mkdirSync, writeSync } from 'node:fs';
-import { open, type FileHandle } from 'node:fs/promises';
+import { type FileHandle, open } from 'node:fs/promises';
 import { join } from 'node:path';
-import { checkpointMac, entryLine, GENESIS, lineHash, type AuditFields } from './entry.js';
+import { type AuditFields, checkpointMac, entryLine, GENESIS, lineHash } from './entry.js';
 import type { AuditRegistry } from './registry.js';
 
 export interface AuditWriterOptions {
@@ -116,7 +116,8 @@ export class AuditWriter {
     const pending = this.enqueue(fields, durability === 'durable');
     if (++this.sinceCheckpoint >= this.options.checkpointEvery) this.enqueueCheckpoint();
     const placed = { seq: pending.seq, line: pending.line };
-    if (this.failure !== null) return { ...placed, done: Promise.reject(new AuditUnavailableError(this.failure)) };
+    if (this.failure !== null)
+      return { ...placed, done: Promise.reject(new AuditUnavailableError(this.failure)) };
     const done = new Promise<void>((resolve, reject) => pending.waiters.push({ resolve, reject }));
     this.kick();
     return { ...placed, done };
@@ -156,11 +157,22 @@ export class AuditWriter {
 
   private enqueue(fields: AuditFields, durable = true): Pending {
     this.seq += 1;
-    const line = entryLine(this.options.chain, { seq: this.seq, prev: this.prev }, this.options.now(), fields);
+    const line = entryLine(
+      this.options.chain,
+      { seq: this.seq, prev: this.prev },
+      this.options.now(),
+      fields,
+    );
     this.prev = lineHash(line);
     const checkpoint = fields.kind === 'checkpoint';
     // Checkpoints are always synced: the store records them, and a recorded checkpoint must be on disk.
-    const pending: Pending = { line, seq: this.seq, checkpoint, durable: durable || checkpoint, waiters: [] };
+    const pending: Pending = {
+      line,
+      seq: this.seq,
+      checkpoint,
+      durable: durable || checkpoint,
+      waiters: [],
+    };
     this.queue.push(pending);
     return pending;
   }
@@ -168,7 +180,10 @@ export class AuditWriter {
   private enqueueCheckpoint(): Pending {
     this.sinceCheckpoint = 0;
     const seq = this.seq + 1;
-    return this.enqueue({ kind: 'checkpoint', mac: checkpointMac(this.options.key(), this.options.chain, seq, this.prev) });
+    return this.enqueue({
+      kind: 'checkpoint',
+      mac: checkpointMac(this.options.key(), this.options.chain, seq, this.prev),
+    });
   }
 
   private kick(): void {
@@ -248,7 +263,10 @@ export class AuditWriter {
         // The lines are in the file (not written again), but not known to be on disk: their requests are
         // refused, and the sync is tried again with the next batch.
         this.unsynced = true;
-        this.fail(err as NodeJS.ErrnoException, batch.filter((p) => p.durable));
+        this.fail(
+          err as NodeJS.ErrnoException,
+          batch.filter((p) => p.durable),
+        );
         return;
       }
     }
@@ -256,7 +274,13 @@ export class AuditWriter {
     if (this.options.mirror) for (const p of batch) this.options.mirror(p.line);
     // The store remembers the newest checkpoint; if that write fails, the next checkpoint records it.
     if (lastCheckpoint) {
-      await this.options.registry.checkpointed(this.options.chain, { seq: lastCheckpoint.seq, hash: lineHash(lastCheckpoint.line), file: this.file }).catch(() => undefined);
+      await this.options.registry
+        .checkpointed(this.options.chain, {
+          seq: lastCheckpoint.seq,
+          hash: lineHash(lastCheckpoint.line),
+          file: this.file,
+        })
+        .catch(() => undefined);
     }
   }
 
@@ -273,7 +297,8 @@ export class AuditWriter {
     const start = this.fileBytes;
     try {
       let written = 0;
-      while (written < text.length) written += writeSync(handle.fd, text, written, text.length - written, start + written);
+      while (written < text.length)
+        written += writeSync(handle.fd, text, written, text.length - written, start + written);
       this.fileBytes = start + text.length;
     } catch (err) {
       // Never leave half a batch behind: the same lines are written again from `start` later (and if this
@@ -295,7 +320,11 @@ export class AuditWriter {
     this.handle = null;
     this.file += 1;
     const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL;
-    this.handle = await open(join(this.options.dir, `audit-${this.options.chain}-${this.file}.jsonl`), flags, 0o600);
+    this.handle = await open(
+      join(this.options.dir, `audit-${this.options.chain}-${this.file}.jsonl`),
+      flags,
+      0o600,
+    );
     this.fileBytes = 0;
     // Make the new file's name durable too.
     const dir = await open(this.options.dir, 'r');
@@ -314,7 +343,14 @@ export class AuditWriter {
     for (const p of this.queue) for (const w of p.waiters.splice(0)) w.reject(error);
     // Say in the log itself which requests were refused, once it can be written again.
     const refused = batch.filter((p) => !p.checkpoint).map((p) => p.seq);
-    if (refused.length > 0) this.enqueue({ kind: 'event', event: 'audit.refused', reason: this.failure, refused_seqs: refused, outcome: { status: 503, code: 'audit_unavailable' } });
+    if (refused.length > 0)
+      this.enqueue({
+        kind: 'event',
+        event: 'audit.refused',
+        reason: this.failure,
+        refused_seqs: refused,
+        outcome: { status: 503, code: 'audit_unavailable' },
+      });
     if (this.closing) return;
     this.retryTimer = setTimeout(() => {
       this.retryTimer = null;

@@ -5,14 +5,15 @@
  * Invariant: a check that answers "no" never depends on whether a key exists. Callers first ask the
  * namespace-level questions (`mayInNamespace`, `mayBeneath`), and only then look at stored types.
  */
+
+import { VALUE_TYPES, type ValueType } from '../model/value-types.js';
 import {
+  type NamespacePattern,
+  parsePattern,
   patternCoversSubtree,
   patternMatches,
   patternReachesInto,
-  parsePattern,
-  type NamespacePattern,
 } from './patterns.js';
-import { VALUE_TYPES, type ValueType } from '../model/value-types.js';
 import type { Action, RoleRule } from './roles.js';
 
 export interface Grant {
@@ -39,7 +40,9 @@ export class AccessPolicy {
 
   /** May `action` be done in `ns` on a value of `type`? */
   may(action: Action, ns: string, type: ValueType): boolean {
-    return this.grants.some((g) => g.actions.has(action) && g.types.has(type) && patternMatches(g.pattern, ns));
+    return this.grants.some(
+      (g) => g.actions.has(action) && g.types.has(type) && patternMatches(g.pattern, ns),
+    );
   }
 
   /** May `action` be done in `ns` on a value of at least one type? */
@@ -55,7 +58,9 @@ export class AccessPolicy {
   /** May `action` be done on every type in `ns` and everywhere beneath it? */
   mayEverywhereBeneath(action: Action, ns: string): boolean {
     return VALUE_TYPES.every((type) =>
-      this.grants.some((g) => g.actions.has(action) && g.types.has(type) && patternCoversSubtree(g.pattern, ns)),
+      this.grants.some(
+        (g) => g.actions.has(action) && g.types.has(type) && patternCoversSubtree(g.pattern, ns),
+      ),
     );
   }
 
@@ -78,7 +83,11 @@ function pattern(text: string): NamespacePattern {
 export function policyFromRules(rules: readonly RoleRule[]): AccessPolicy {
   return new AccessPolicy(
     rules.flatMap((rule) =>
-      rule.namespaces.map((ns) => ({ pattern: pattern(ns), actions: new Set(rule.actions), types: new Set(rule.types) })),
+      rule.namespaces.map((ns) => ({
+        pattern: pattern(ns),
+        actions: new Set(rule.actions),
+        types: new Set(rule.types),
+      })),
     ),
   );
 }

@@ -27,7 +27,12 @@ import { AppError } from '../errors.js';
  * whole CPU from authenticated requests. The parameters are stored in each hash, so older hashes keep
  * verifying under theirs.
  */
-const PARAMETERS = { type: argon2.argon2id, memoryCost: 19456, timeCost: 2, parallelism: 1 } as const;
+const PARAMETERS = {
+  type: argon2.argon2id,
+  memoryCost: 19456,
+  timeCost: 2,
+  parallelism: 1,
+} as const;
 
 /** The turn of new hashes (token creation by an admin): bounded by `queueLimit` only, not `perKeyLimit`. */
 const HASH_KEY = '\0hash';
@@ -127,7 +132,10 @@ export class Argon2Gate {
 
   private refill(): void {
     const now = performance.now();
-    this.budget = Math.min(this.pacing.burst, this.budget + ((now - this.budgetAt) / 1000) * this.rate());
+    this.budget = Math.min(
+      this.pacing.burst,
+      this.budget + ((now - this.budgetAt) / 1000) * this.rate(),
+    );
     this.budgetAt = now;
   }
 
@@ -151,8 +159,16 @@ export class Argon2Gate {
 
   private wait(key: string, paced: boolean): Promise<void> {
     const queue = this.queues.get(key) ?? [];
-    if (this.waitingCount >= this.queueLimit || (key !== HASH_KEY && queue.length >= this.perKeyLimit)) {
-      throw new AppError('too_many_requests', 'too many token verifications in progress; retry shortly', undefined, { 'Retry-After': '1' });
+    if (
+      this.waitingCount >= this.queueLimit ||
+      (key !== HASH_KEY && queue.length >= this.perKeyLimit)
+    ) {
+      throw new AppError(
+        'too_many_requests',
+        'too many token verifications in progress; retry shortly',
+        undefined,
+        { 'Retry-After': '1' },
+      );
     }
     if (queue.length === 0) this.queues.set(key, queue);
     this.waitingCount++;

@@ -26,7 +26,7 @@ import { AppError } from '../errors.js';
 import type { Argon2Gate } from './argon2-gate.js';
 import { BoundedCache } from './bounded-cache.js';
 import type { FailureLimiter } from './failure-limiter.js';
-import { ROOT_PRINCIPAL, type Principal, type PrincipalFactory } from './principal.js';
+import { type Principal, type PrincipalFactory, ROOT_PRINCIPAL } from './principal.js';
 import type { RootRecord } from './root-token.js';
 import { parseToken } from './token-format.js';
 import { statusOf, type TokenStore } from './token-store.js';
@@ -44,7 +44,9 @@ export interface AuthenticatorDeps {
 export const INVALID_TOKEN = 'the bearer token is invalid, expired or revoked';
 
 function unauthorized(detail = INVALID_TOKEN): AppError {
-  return new AppError('unauthorized', detail, undefined, { 'WWW-Authenticate': 'Bearer realm="coffer", error="invalid_token"' });
+  return new AppError('unauthorized', detail, undefined, {
+    'WWW-Authenticate': 'Bearer realm="coffer", error="invalid_token"',
+  });
 }
 
 export class Authenticator {
@@ -82,7 +84,8 @@ export class Authenticator {
       if (this.isOtherThanKnown(parts.id, cacheKey)) throw unauthorized();
       const record = await this.deps.tokens.get(parts.id);
       if (!record || statusOf(record, this.deps.now()) !== 'active') throw unauthorized();
-      if (!(await this.verifyOnce(cacheKey, record.hash, parts.secret, address, parts.id))) throw unauthorized();
+      if (!(await this.verifyOnce(cacheKey, record.hash, parts.secret, address, parts.id)))
+        throw unauthorized();
       const principal = this.deps.principals.forToken(record);
       this.verified.set(cacheKey, principal);
       this.knownValue.set(parts.id, cacheKey);
@@ -111,24 +114,38 @@ export class Authenticator {
    * One argon2 verification per value at a time; later callers join it. Starting one is what the budget
    * of (`address`, `tokenId`) pays for: checked and charged at the start, refunded on success.
    */
-  private verifyOnce(cacheKey: string, hash: string, secret: string, address: string, tokenId: string): Promise<boolean> {
+  private verifyOnce(
+    cacheKey: string,
+    hash: string,
+    secret: string,
+    address: string,
+    tokenId: string,
+  ): Promise<boolean> {
     const pending = this.inFlight.get(cacheKey);
     if (pending) return pending;
     const { limiter, now } = this.deps;
     const wait = limiter?.retryAfter(address, tokenId, now()) ?? 0;
     if (wait > 0) {
-      return Promise.reject(new AppError('too_many_requests', 'too many wrong secrets for this token from this address; retry later', undefined, { 'Retry-After': String(wait) }));
+      return Promise.reject(
+        new AppError(
+          'too_many_requests',
+          'too many wrong secrets for this token from this address; retry later',
+          undefined,
+          { 'Retry-After': String(wait) },
+        ),
+      );
     }
     limiter?.charge(address, tokenId, now());
     // Turns per client and token: a flood at one token from one address waits behind itself.
-    const verification = this.deps.argon2.verify(hash, secret, `${address}\u0000${tokenId}`).then((ok) => {
-      if (ok) limiter?.refund(address, tokenId, now());
-      else this.rejected.set(cacheKey, true);
-      return ok;
-    });
+    const verification = this.deps.argon2
+      .verify(hash, secret, `${address}\u0000${tokenId}`)
+      .then((ok) => {
+        if (ok) limiter?.refund(address, tokenId, now());
+        else this.rejected.set(cacheKey, true);
+        return ok;
+      });
     verification.finally(() => this.inFlight.delete(cacheKey)).catch(() => undefined);
     this.inFlight.set(cacheKey, verification);
     return verification;
   }
 }
-

@@ -16,7 +16,8 @@ export class BoundedCache<K, V> {
   set(key: K, value: V): void {
     this.entries.delete(key);
     this.entries.set(key, value);
-    if (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value as K);
+    if (this.entries.size > this.capacity)
+      this.entries.delete(this.entries.keys().next().value as K);
   }
 
   delete(key: K): void {

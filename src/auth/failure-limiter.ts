@@ -60,7 +60,10 @@ export class FailureLimiter {
       bucket = { tokens: this.burst, updated: now };
       this.buckets.set(key, bucket);
     }
-    bucket.tokens = Math.min(this.burst, bucket.tokens + ((now - bucket.updated) / 1000) * this.perSecond);
+    bucket.tokens = Math.min(
+      this.burst,
+      bucket.tokens + ((now - bucket.updated) / 1000) * this.perSecond,
+    );
     bucket.updated = now;
     return bucket;
   }

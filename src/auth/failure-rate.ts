@@ -22,7 +22,10 @@ export interface Rate {
 }
 
 function take(bucket: Bucket, rate: Rate, now: number): boolean {
-  bucket.tokens = Math.min(rate.burst, bucket.tokens + ((now - bucket.updated) / 1000) * rate.perSecond);
+  bucket.tokens = Math.min(
+    rate.burst,
+    bucket.tokens + ((now - bucket.updated) / 1000) * rate.perSecond,
+  );
   bucket.updated = now;
   if (bucket.tokens < 1) return false;
   bucket.tokens -= 1;

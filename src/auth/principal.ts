@@ -1,6 +1,12 @@
-import { policyFromRules, policyFromScopes, ROOT_POLICY, type AccessPolicy, type Scope } from './access.js';
 import { forbidden } from '../errors.js';
-import { PRIVILEGES, ROLE_PRIVILEGES, ROOT_ROLE, type Privilege, type RoleTable } from './roles.js';
+import {
+  type AccessPolicy,
+  policyFromRules,
+  policyFromScopes,
+  ROOT_POLICY,
+  type Scope,
+} from './access.js';
+import { PRIVILEGES, type Privilege, ROLE_PRIVILEGES, ROOT_ROLE, type RoleTable } from './roles.js';
 import type { TokenMetadata, TokenRecord } from './token-store.js';
 
 /** Who is making a request, and what they may do. */
@@ -20,7 +26,8 @@ export interface Principal {
 const NO_PRIVILEGES: ReadonlySet<Privilege> = new Set();
 
 export function requirePrivilege(principal: Principal, privilege: Privilege): void {
-  if (!principal.privileges.has(privilege)) throw forbidden(`${privilege.replace('_', ' ')} (the ${privilege} privilege)`);
+  if (!principal.privileges.has(privilege))
+    throw forbidden(`${privilege.replace('_', ' ')} (the ${privilege} privilege)`);
 }
 
 export const ROOT_PRINCIPAL: Principal = {
@@ -39,7 +46,9 @@ export class PrincipalFactory {
   private readonly rolePolicies: ReadonlyMap<string, AccessPolicy>;
 
   constructor(readonly roles: RoleTable) {
-    this.rolePolicies = new Map(Object.entries(roles).map(([name, rules]) => [name, policyFromRules(rules)]));
+    this.rolePolicies = new Map(
+      Object.entries(roles).map(([name, rules]) => [name, policyFromRules(rules)]),
+    );
   }
 
   hasRole(name: string): boolean {
@@ -47,7 +56,10 @@ export class PrincipalFactory {
   }
 
   forToken(record: TokenRecord): Principal {
-    const access = record.role !== null ? this.rolePolicies.get(record.role) : policyFromScopes(record.scopes ?? []);
+    const access =
+      record.role !== null
+        ? this.rolePolicies.get(record.role)
+        : policyFromScopes(record.scopes ?? []);
     // A role removed from the configuration leaves its tokens with no rights at all.
     return {
       id: record.id,
@@ -57,7 +69,8 @@ export class PrincipalFactory {
       metadata: record.metadata,
       expiresAt: record.expiresAt,
       access: access ?? policyFromScopes([]),
-      privileges: record.role === null ? NO_PRIVILEGES : new Set(ROLE_PRIVILEGES[record.role] ?? []),
+      privileges:
+        record.role === null ? NO_PRIVILEGES : new Set(ROLE_PRIVILEGES[record.role] ?? []),
     };
   }
 }

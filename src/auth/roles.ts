@@ -19,7 +19,13 @@ export type RoleTable = Readonly<Record<string, readonly RoleRule[]>>;
 export const BUILT_IN_ROLES: RoleTable = {
   // Sees that keys, versions and tokens exist, never a value; reads the audit log and the seal report.
   auditor: [{ namespaces: ['*'], actions: ['list'], types: ['config', 'secret'] }],
-  admin: [{ namespaces: ['*'], actions: ['read', 'list', 'write', 'delete'], types: ['config', 'secret'] }],
+  admin: [
+    {
+      namespaces: ['*'],
+      actions: ['read', 'list', 'write', 'delete'],
+      types: ['config', 'secret'],
+    },
+  ],
   writer: [{ namespaces: ['*'], actions: ['read', 'list', 'write'], types: ['config', 'secret'] }],
   reader: [{ namespaces: ['*'], actions: ['read', 'list'], types: ['config', 'secret'] }],
   'config-reader': [{ namespaces: ['*'], actions: ['read', 'list'], types: ['config'] }],
@@ -32,7 +38,13 @@ export const BUILT_IN_ROLES: RoleTable = {
  *   manage_keyring  rotate, rewrap, retire, migrate    read_keyring    keyring status and rewrap progress
  *   read_audit      the audit log and the seal report
  */
-export const PRIVILEGES = ['manage_tokens', 'list_tokens', 'manage_keyring', 'read_keyring', 'read_audit'] as const;
+export const PRIVILEGES = [
+  'manage_tokens',
+  'list_tokens',
+  'manage_keyring',
+  'read_keyring',
+  'read_audit',
+] as const;
 export type Privilege = (typeof PRIVILEGES)[number];
 
 export const ROLE_PRIVILEGES: Readonly<Record<string, readonly Privilege[]>> = {
@@ -48,10 +60,12 @@ export const ROLE_NAME = /^[a-z][a-z0-9_-]{0,63}$/;
 export function checkRoleRules(name: string, rules: readonly RoleRule[]): string[] {
   const problems: string[] = [];
   if (!ROLE_NAME.test(name)) problems.push(`role name "${name}" must match ${ROLE_NAME.source}`);
-  if (name === ROOT_ROLE || name in BUILT_IN_ROLES) problems.push(`role "${name}" is built in and cannot be redefined`);
+  if (name === ROOT_ROLE || name in BUILT_IN_ROLES)
+    problems.push(`role "${name}" is built in and cannot be redefined`);
   rules.forEach((rule, i) => {
     for (const ns of rule.namespaces) {
-      if (!parsePattern(ns)) problems.push(`role "${name}" rule ${i}: "${ns}" is not a valid namespace pattern`);
+      if (!parsePattern(ns))
+        problems.push(`role "${name}" rule ${i}: "${ns}" is not a valid namespace pattern`);
     }
   });
   return problems;

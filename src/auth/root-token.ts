@@ -12,7 +12,6 @@ import { RecordIntegrityError, type RecordSeal } from '../store/record-seal.js';
 import type { Argon2Gate } from './argon2-gate.js';
 import { generateToken, parseToken } from './token-format.js';
 
-
 export interface RootRecord {
   /** The id part when the root token has the cfr_ shape, else null. */
   readonly id: string | null;
@@ -45,9 +44,17 @@ export async function establishRootToken(
       throw err;
     });
     // The same token as before: keep its record, so a change of root token is a real event.
-    if (stored && (await argon2.verify(stored.hash, configured))) return { record: stored, change: null };
-    const record: RootRecord = { id: parseToken(configured)?.id ?? null, hash: await argon2.hash(configured), updatedAt: now };
-    await storage.atomic([KEY], () => ({ writes: [{ op: 'put', key: KEY, value: seal.seal('root-token', KEY, record) }], result: undefined }));
+    if (stored && (await argon2.verify(stored.hash, configured)))
+      return { record: stored, change: null };
+    const record: RootRecord = {
+      id: parseToken(configured)?.id ?? null,
+      hash: await argon2.hash(configured),
+      updatedAt: now,
+    };
+    await storage.atomic([KEY], () => ({
+      writes: [{ op: 'put', key: KEY, value: seal.seal('root-token', KEY, record) }],
+      result: undefined,
+    }));
     return { record, change: stored ? 'replaced' : 'set' };
   }
   const stored = await openStored(storage, seal);
@@ -56,7 +63,12 @@ export async function establishRootToken(
   const token = generateToken();
   const record: RootRecord = { id: token.id, hash: await argon2.hash(token.value), updatedAt: now };
   const winner = await storage.atomic([KEY], ([current]) =>
-    current ? { writes: [], result: current } : { writes: [{ op: 'put', key: KEY, value: seal.seal('root-token', KEY, record) }], result: undefined },
+    current
+      ? { writes: [], result: current }
+      : {
+          writes: [{ op: 'put', key: KEY, value: seal.seal('root-token', KEY, record) }],
+          result: undefined,
+        },
   );
   // Another process generated one first: theirs stands, and theirs was printed by them.
   if (winner) return { record: seal.open<RootRecord>('root-token', KEY, winner), change: null };
@@ -64,12 +76,18 @@ export async function establishRootToken(
 }
 
 /** The stored root token record, for a process that did not establish it (a worker). */
-export function readRootToken(storage: StorageBackend, seal: RecordSeal): Promise<RootRecord | undefined> {
+export function readRootToken(
+  storage: StorageBackend,
+  seal: RecordSeal,
+): Promise<RootRecord | undefined> {
   return openStored(storage, seal);
 }
 
 /** The stored record; throws RecordIntegrityError when it fails to open. */
-async function openStored(storage: StorageBackend, seal: RecordSeal): Promise<RootRecord | undefined> {
+async function openStored(
+  storage: StorageBackend,
+  seal: RecordSeal,
+): Promise<RootRecord | undefined> {
   const bytes = await storage.get(KEY);
   return bytes && seal.open<RootRecord>('root-token', KEY, bytes);
 }

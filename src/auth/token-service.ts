@@ -4,16 +4,27 @@
  * The request body has already passed its JSON schema (http/schemas.ts); this checks what a schema
  * cannot: role names, namespace patterns, the TTL bounds from the configuration.
  */
-import { invalid, notFound, type FieldIssue } from '../errors.js';
+import { type FieldIssue, invalid, notFound } from '../errors.js';
 import type { StorageWrite } from '../storage/backend.js';
 import type { Capability, Scope } from './access.js';
 import type { Argon2Gate } from './argon2-gate.js';
 import { parsePattern } from './patterns.js';
-import { requirePrivilege, ROOT_PRINCIPAL, type Principal, type PrincipalFactory } from './principal.js';
-import { PRIVILEGES, ROOT_ROLE, type Privilege } from './roles.js';
+import {
+  type Principal,
+  type PrincipalFactory,
+  ROOT_PRINCIPAL,
+  requirePrivilege,
+} from './principal.js';
+import { PRIVILEGES, type Privilege, ROOT_ROLE } from './roles.js';
 import type { RootRecord } from './root-token.js';
 import { generateToken, isTokenId, parseToken } from './token-format.js';
-import { statusOf, type TokenMetadata, type TokenRecord, type TokenStatus, type TokenStore } from './token-store.js';
+import {
+  statusOf,
+  type TokenMetadata,
+  type TokenRecord,
+  type TokenStatus,
+  type TokenStore,
+} from './token-store.js';
 
 export interface CreateTokenInput {
   readonly role?: string;
@@ -65,12 +76,18 @@ export class TokenService {
    * Creates a token; `beforeCommit` (the audit intent) runs once its id is known, before it is stored, and
    * what it returns is committed with the token.
    */
-  async create(caller: Principal, input: CreateTokenInput, beforeCommit?: BeforeTokenCommit): Promise<TokenView & { token: string; expires_in: number }> {
+  async create(
+    caller: Principal,
+    input: CreateTokenInput,
+    beforeCommit?: BeforeTokenCommit,
+  ): Promise<TokenView & { token: string; expires_in: number }> {
     requirePrivilege(caller, 'manage_tokens');
     const grant = this.checkGrant(input);
     const expiresIn = input.expires_in ?? this.deps.defaultTtl;
     if (expiresIn > this.deps.maxTtl) {
-      throw invalid('expires_in is too large', [{ field: '/expires_in', in: 'body', message: `must be at most ${this.deps.maxTtl}` }]);
+      throw invalid('expires_in is too large', [
+        { field: '/expires_in', in: 'body', message: `must be at most ${this.deps.maxTtl}` },
+      ]);
     }
     for (;;) {
       const token = generateToken();
@@ -108,12 +125,18 @@ export class TokenService {
    * already revoked → done, nothing changed. `beforeCommit` (the audit intent) runs before the change, and
    * what it returns is committed with it.
    */
-  async revoke(caller: Principal, tokenOrId: string, beforeCommit?: BeforeTokenCommit): Promise<{ id: string; changed: boolean }> {
+  async revoke(
+    caller: Principal,
+    tokenOrId: string,
+    beforeCommit?: BeforeTokenCommit,
+  ): Promise<{ id: string; changed: boolean }> {
     requirePrivilege(caller, 'manage_tokens');
     const id = isTokenId(tokenOrId) ? tokenOrId : parseToken(tokenOrId)?.id;
     // `root` is the id /v1/auth/me reports for the root token.
     if (tokenOrId === ROOT_PRINCIPAL.id || (id !== undefined && id === this.deps.root.id)) {
-      throw invalid('the root token cannot be revoked; set COFFER_ROOT_TOKEN and restart to replace it');
+      throw invalid(
+        'the root token cannot be revoked; set COFFER_ROOT_TOKEN and restart to replace it',
+      );
     }
     const current = id === undefined ? undefined : await this.deps.store.read(id);
     if (id === undefined || !current) throw notFound('no such token');
@@ -128,11 +151,21 @@ export class TokenService {
   }
 
   describe(caller: Principal): {
-    id: string; is_root: boolean; role: string | null; scopes: readonly Scope[] | null;
-    metadata: TokenMetadata; expires_at: string | null; capabilities: Capability[]; privileges: Privilege[];
+    id: string;
+    is_root: boolean;
+    role: string | null;
+    scopes: readonly Scope[] | null;
+    metadata: TokenMetadata;
+    expires_at: string | null;
+    capabilities: Capability[];
+    privileges: Privilege[];
   } {
     const capabilities = caller.access.capabilities();
-    if (caller.isRoot) capabilities[0] = { ...capabilities[0]!, actions: [...capabilities[0]!.actions, 'manage_tokens'] };
+    if (caller.isRoot)
+      capabilities[0] = {
+        ...capabilities[0]!,
+        actions: [...capabilities[0]!.actions, 'manage_tokens'],
+      };
     return {
       id: caller.id,
       is_root: caller.isRoot,
@@ -147,21 +180,34 @@ export class TokenService {
 
   private checkGrant(input: CreateTokenInput): { role: string | null; scopes: Scope[] | null } {
     if ((input.role === undefined) === (input.scopes === undefined)) {
-      throw invalid('exactly one of role and scopes is required', [{ field: '', in: 'body', message: 'give either role or scopes' }]);
+      throw invalid('exactly one of role and scopes is required', [
+        { field: '', in: 'body', message: 'give either role or scopes' },
+      ]);
     }
     if (input.role !== undefined) {
       if (input.role === ROOT_ROLE || !this.deps.principals.hasRole(input.role)) {
-        throw invalid(`unknown role "${input.role}"`, [{ field: '/role', in: 'body', message: 'must name a role that can be given to a token' }]);
+        throw invalid(`unknown role "${input.role}"`, [
+          { field: '/role', in: 'body', message: 'must name a role that can be given to a token' },
+        ]);
       }
       return { role: input.role, scopes: null };
     }
     const issues: FieldIssue[] = [];
     const scopes = input.scopes!.map((s, i) => {
       if (!parsePattern(s.namespace)) {
-        issues.push({ field: `/scopes/${i}/namespace`, in: 'body', message: 'must be *, a namespace, or a namespace followed by /*' });
+        issues.push({
+          field: `/scopes/${i}/namespace`,
+          in: 'body',
+          message: 'must be *, a namespace, or a namespace followed by /*',
+        });
       }
       const scope = { namespace: s.namespace, read: s.read ?? false, write: s.write ?? false };
-      if (!scope.read && !scope.write) issues.push({ field: `/scopes/${i}`, in: 'body', message: 'must grant read, write or both' });
+      if (!scope.read && !scope.write)
+        issues.push({
+          field: `/scopes/${i}`,
+          in: 'body',
+          message: 'must grant read, write or both',
+        });
       return scope;
     });
     if (issues.length > 0) throw invalid('invalid scopes', issues);

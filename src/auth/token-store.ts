@@ -42,7 +42,10 @@ export function statusOf(record: TokenRecord, now: number): TokenStatus {
 }
 
 function damaged(): AppError {
-  return new AppError('integrity_error', 'the stored token record failed its integrity check; the token is refused, and nothing was changed');
+  return new AppError(
+    'integrity_error',
+    'the stored token record failed its integrity check; the token is refused, and nothing was changed',
+  );
 }
 
 export class TokenStore {
@@ -52,7 +55,10 @@ export class TokenStore {
     private readonly storage: StorageBackend,
     private readonly seal: RecordSeal,
     /** Where revocations are anchored: the keyring holder. */
-    private readonly revocations: Pick<KeyringHolder, 'revocationOf' | 'recordRevocation' | 'refresh'>,
+    private readonly revocations: Pick<
+      KeyringHolder,
+      'revocationOf' | 'recordRevocation' | 'refresh'
+    >,
     /** Told of every record that fails to open (logged and audited by the caller). */
     private readonly onIntegrityError: (error: RecordIntegrityError) => void,
   ) {}
@@ -68,10 +74,12 @@ export class TokenStore {
     if (!bytes) return undefined;
     let opened = false;
     // A record that fails is not remembered: it is reported again on each use.
-    const record = this.openOrReport(key, bytes, () => this.lastOpened.get(id, bytes, () => {
-      opened = true;
-      return this.seal.open<TokenRecord>('token', key, bytes);
-    }));
+    const record = this.openOrReport(key, bytes, () =>
+      this.lastOpened.get(id, bytes, () => {
+        opened = true;
+        return this.seal.open<TokenRecord>('token', key, bytes);
+      }),
+    );
     // Bytes not seen before may be a replay of a record revoked since this process last loaded the keyring.
     if (opened) await this.revocations.refresh();
     return record && this.checkedAgainstKeyring(key, record);
@@ -92,7 +100,9 @@ export class TokenStore {
     const key = tokenKey(record.id);
     const value = this.seal.seal('token', key, record);
     return this.storage.atomic([key], ([current]) =>
-      current ? { writes: [], result: false } : { writes: [{ op: 'put', key, value }, ...alongside], result: true },
+      current
+        ? { writes: [], result: false }
+        : { writes: [{ op: 'put', key, value }, ...alongside], result: true },
     );
   }
 
@@ -100,7 +110,11 @@ export class TokenStore {
    * Marks a token revoked, with `alongside` in the same transaction; 'missing' when there is none,
    * 'already' when it was revoked before (and nothing is written).
    */
-  async revoke(id: string, now: number, alongside: readonly StorageWrite[] = []): Promise<'revoked' | 'already' | 'missing'> {
+  async revoke(
+    id: string,
+    now: number,
+    alongside: readonly StorageWrite[] = [],
+  ): Promise<'revoked' | 'already' | 'missing'> {
     const key = tokenKey(id);
     let failed: RecordIntegrityError | undefined;
     let revoked: TokenRecord | undefined;
@@ -116,7 +130,10 @@ export class TokenStore {
       }
       if (record.revokedAt !== null) return { writes: [], result: 'already' as const };
       revoked = { ...record, revokedAt: now };
-      return { writes: [{ op: 'put', key, value: this.seal.seal('token', key, revoked) }, ...alongside], result: 'revoked' as const };
+      return {
+        writes: [{ op: 'put', key, value: this.seal.seal('token', key, revoked) }, ...alongside],
+        result: 'revoked' as const,
+      };
     });
     if (failed) {
       this.onIntegrityError(failed);
@@ -132,7 +149,10 @@ export class TokenStore {
    */
   async anchor(record: TokenRecord): Promise<void> {
     if (record.revokedAt === null || this.revocations.revocationOf(record.id)) return;
-    await this.revocations.recordRevocation(record.id, { revokedAt: record.revokedAt, expiresAt: record.expiresAt });
+    await this.revocations.recordRevocation(record.id, {
+      revokedAt: record.revokedAt,
+      expiresAt: record.expiresAt,
+    });
   }
 
   async list(): Promise<TokenRecord[]> {
@@ -146,13 +166,24 @@ export class TokenStore {
 
   /** `record`, read as revoked (and reported) when it is an older copy from before a revocation the keyring records. */
   private checkedAgainstKeyring(key: Uint8Array, record: TokenRecord): TokenRecord {
-    const revocation = record.revokedAt === null ? this.revocations.revocationOf(record.id) : undefined;
+    const revocation =
+      record.revokedAt === null ? this.revocations.revocationOf(record.id) : undefined;
     if (!revocation) return record;
-    this.onIntegrityError(new RecordIntegrityError('token', printableKey(key), 'is an older copy from before the token\'s revocation (a replay); the token stays revoked'));
+    this.onIntegrityError(
+      new RecordIntegrityError(
+        'token',
+        printableKey(key),
+        "is an older copy from before the token's revocation (a replay); the token stays revoked",
+      ),
+    );
     return { ...record, revokedAt: revocation.revokedAt };
   }
 
-  private openOrReport(key: Uint8Array, bytes: Uint8Array, open = (): TokenRecord => this.seal.open<TokenRecord>('token', key, bytes)): TokenRecord | undefined {
+  private openOrReport(
+    key: Uint8Array,
+    bytes: Uint8Array,
+    open = (): TokenRecord => this.seal.open<TokenRecord>('token', key, bytes),
+  ): TokenRecord | undefined {
     try {
       return open();
     } catch (err) {

@@ -8,7 +8,7 @@ import { isAbsolute, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
 import { ENV_SETTINGS } from '../config/load.js';
-import { CliError, clientFromEnv, type ApiClient } from './client.js';
+import { type ApiClient, CliError, clientFromEnv } from './client.js';
 
 export const OPERATOR_USAGE = `usage: coffer operator <command>
 
@@ -61,7 +61,13 @@ interface KeyringStatus {
   wrapped_by: string;
   migrated_at: string | null;
   active_version: number;
-  versions: { version: number; created_at: string; active: boolean; secrets: number; configs: number }[];
+  versions: {
+    version: number;
+    created_at: string;
+    active: boolean;
+    secrets: number;
+    configs: number;
+  }[];
   unreadable: number;
 }
 
@@ -81,24 +87,52 @@ type Out = (line: string) => void;
 async function status(api: ApiClient, out: Out): Promise<void> {
   const s = await api.call<KeyringStatus>('GET', '/v1/sys/keyring');
   out(`provider: ${s.provider}   active version: ${s.active_version}`);
-  out(`master key: ${s.wrapped_by}${s.migrated_at === null ? '' : ` (migrated at ${s.migrated_at})`}`);
-  out(`${'version'.padEnd(9)}${'created'.padEnd(26)}${'secrets'.padStart(10)}${'configs'.padStart(10)}`);
+  out(
+    `master key: ${s.wrapped_by}${s.migrated_at === null ? '' : ` (migrated at ${s.migrated_at})`}`,
+  );
+  out(
+    `${'version'.padEnd(9)}${'created'.padEnd(26)}${'secrets'.padStart(10)}${'configs'.padStart(10)}`,
+  );
   for (const v of s.versions) {
-    out(`${`${v.version}${v.active ? ' *' : ''}`.padEnd(9)}${v.created_at.padEnd(26)}${String(v.secrets).padStart(10)}${String(v.configs).padStart(10)}`);
+    out(
+      `${`${v.version}${v.active ? ' *' : ''}`.padEnd(9)}${v.created_at.padEnd(26)}${String(v.secrets).padStart(10)}${String(v.configs).padStart(10)}`,
+    );
   }
-  if (s.unreadable > 0) out(`WARNING: ${s.unreadable} records name no keyring version or do not parse`);
+  if (s.unreadable > 0)
+    out(`WARNING: ${s.unreadable} records name no keyring version or do not parse`);
 }
 
 async function rotate(api: ApiClient, out: Out): Promise<void> {
-  const r = await api.call<{ previous_version: number; active_version: number }>('POST', '/v1/sys/keyring/rotate');
-  out(`rotated: active keyring version ${r.previous_version} -> ${r.active_version}; run "coffer operator rewrap" to move existing records`);
+  const r = await api.call<{ previous_version: number; active_version: number }>(
+    'POST',
+    '/v1/sys/keyring/rotate',
+  );
+  out(
+    `rotated: active keyring version ${r.previous_version} -> ${r.active_version}; run "coffer operator rewrap" to move existing records`,
+  );
 }
 
-async function rewrap(api: ApiClient, out: Out, options: { batchSize?: number; retire: boolean; tty: boolean }): Promise<void> {
-  let view = await api.call<RewrapView>('POST', '/v1/sys/keyring/rewrap', options.batchSize === undefined ? undefined : { batch_size: options.batchSize });
-  out(`rewrapping onto keyring version ${view.target_version}${view.examined > 0 ? ` (continuing at ${view.examined})` : ''}`);
+async function rewrap(
+  api: ApiClient,
+  out: Out,
+  options: { batchSize?: number; retire: boolean; tty: boolean },
+): Promise<void> {
+  let view = await api.call<RewrapView>(
+    'POST',
+    '/v1/sys/keyring/rewrap',
+    options.batchSize === undefined ? undefined : { batch_size: options.batchSize },
+  );
+  out(
+    `rewrapping onto keyring version ${view.target_version}${view.examined > 0 ? ` (continuing at ${view.examined})` : ''}`,
+  );
   const bar = options.tty
-    ? new cliProgress.SingleBar({ format: '{bar} {value}/{total} records | {rate}/s | ETA {eta_formatted}', hideCursor: true }, cliProgress.Presets.shades_classic)
+    ? new cliProgress.SingleBar(
+        {
+          format: '{bar} {value}/{total} records | {rate}/s | ETA {eta_formatted}',
+          hideCursor: true,
+        },
+        cliProgress.Presets.shades_classic,
+      )
     : null;
   bar?.start(Math.max(view.total, view.examined), view.examined, { rate: 0 });
   const started = Date.now();
@@ -107,24 +141,41 @@ async function rewrap(api: ApiClient, out: Out, options: { batchSize?: number; r
   while (view.running || view.finished_at === null) {
     await new Promise((r) => setTimeout(r, 250));
     view = await api.call<RewrapView>('GET', '/v1/sys/keyring/rewrap');
-    const rate = Math.round(((view.examined - firstExamined) * 1000) / Math.max(1, Date.now() - started));
+    const rate = Math.round(
+      ((view.examined - firstExamined) * 1000) / Math.max(1, Date.now() - started),
+    );
     if (bar) {
       bar.setTotal(Math.max(view.total, view.examined));
       bar.update(view.examined, { rate });
     } else if (Date.now() - lastLine > 5000) {
       lastLine = Date.now();
-      out(`progress: ${view.examined}/${view.total} records, ${view.rewrapped} rewrapped, ${rate} records/s`);
+      out(
+        `progress: ${view.examined}/${view.total} records, ${view.rewrapped} rewrapped, ${rate} records/s`,
+      );
     }
-    if (!view.running && view.finished_at === null) throw new CliError('the rewrap stopped before finishing (see the server log); run the command again to continue');
+    if (!view.running && view.finished_at === null)
+      throw new CliError(
+        'the rewrap stopped before finishing (see the server log); run the command again to continue',
+      );
   }
   bar?.stop();
-  out(`done: ${view.examined} records examined, ${view.rewrapped} rewrapped, ${view.failed} failed to open or verify`);
-  if (view.failed > 0) throw new CliError(`${view.failed} records failed their integrity check and were left as they are; see the server log`);
+  out(
+    `done: ${view.examined} records examined, ${view.rewrapped} rewrapped, ${view.failed} failed to open or verify`,
+  );
+  if (view.failed > 0)
+    throw new CliError(
+      `${view.failed} records failed their integrity check and were left as they are; see the server log`,
+    );
   if (options.retire) {
-    const r = await api.call<{ retired: number[]; versions: number[] }>('POST', '/v1/sys/keyring/retire');
-    out(r.retired.length > 0
-      ? `retired keyring version${r.retired.length > 1 ? 's' : ''} ${r.retired.join(', ')} (no record used ${r.retired.length > 1 ? 'them' : 'it'} any more); versions left in the keyring: ${r.versions.join(', ')}`
-      : 'no keyring version could be retired: every older version still wraps records (run a rewrap first)');
+    const r = await api.call<{ retired: number[]; versions: number[] }>(
+      'POST',
+      '/v1/sys/keyring/retire',
+    );
+    out(
+      r.retired.length > 0
+        ? `retired keyring version${r.retired.length > 1 ? 's' : ''} ${r.retired.join(', ')} (no record used ${r.retired.length > 1 ? 'them' : 'it'} any more); versions left in the keyring: ${r.versions.join(', ')}`
+        : 'no keyring version could be retired: every older version still wraps records (run a rewrap first)',
+    );
   }
 }
 
@@ -134,15 +185,22 @@ function readTarget(file: string): Record<string, unknown> {
   try {
     target = JSON.parse(readFileSync(file, 'utf8'));
   } catch (err) {
-    throw new CliError(`--to ${file}: ${(err as NodeJS.ErrnoException).code ?? 'not a JSON object'}`, 2);
+    throw new CliError(
+      `--to ${file}: ${(err as NodeJS.ErrnoException).code ?? 'not a JSON object'}`,
+      2,
+    );
   }
-  if (typeof target !== 'object' || target === null || Array.isArray(target)) throw new CliError(`--to ${file}: not a JSON object`, 2);
-  const absolute = (path: unknown): unknown => (typeof path === 'string' && !isAbsolute(path) ? resolve(path) : path);
+  if (typeof target !== 'object' || target === null || Array.isArray(target))
+    throw new CliError(`--to ${file}: not a JSON object`, 2);
+  const absolute = (path: unknown): unknown =>
+    typeof path === 'string' && !isAbsolute(path) ? resolve(path) : path;
   const settings = { ...(target as Record<string, unknown>) };
-  for (const field of ['master_key_file', 'master_passphrase_file']) if (field in settings) settings[field] = absolute(settings[field]);
+  for (const field of ['master_key_file', 'master_passphrase_file'])
+    if (field in settings) settings[field] = absolute(settings[field]);
   if (typeof settings.pkcs11 === 'object' && settings.pkcs11 !== null) {
     const pkcs11 = { ...(settings.pkcs11 as Record<string, unknown>) };
-    for (const field of ['library', 'pin_file']) if (field in pkcs11) pkcs11[field] = absolute(pkcs11[field]);
+    for (const field of ['library', 'pin_file'])
+      if (field in pkcs11) pkcs11[field] = absolute(pkcs11[field]);
     settings.pkcs11 = pkcs11;
   }
   return settings;
@@ -150,9 +208,13 @@ function readTarget(file: string): Record<string, unknown> {
 
 async function migrate(api: ApiClient, out: Out, file: string): Promise<void> {
   const target = readTarget(file);
-  const r = await api.call<{ from: string; to: string; provider: string }>('POST', '/v1/sys/keyring/migrate', target);
+  const r = await api.call<{ from: string; to: string; provider: string }>(
+    'POST',
+    '/v1/sys/keyring/migrate',
+    target,
+  );
   out(`migrated: the keyring is now wrapped by ${r.to} (was ${r.from})`);
-  out('before the next restart, configure every server with (and remove the old key\'s settings):');
+  out("before the next restart, configure every server with (and remove the old key's settings):");
   for (const line of settingLines(target)) out(`  ${line}`);
   out('until then a restarted server refuses to start and says which key it needs');
 }
@@ -163,20 +225,33 @@ function settingLines(target: Record<string, unknown>): string[] {
   const add = (field: string, value: unknown): void => {
     if (value === null || value === undefined) return;
     const env = ENV_SETTINGS.find((s) => s.field === field)?.env;
-    lines.push(env === undefined ? `${field} = ${JSON.stringify(value)} (in COFFER_CONFIG)` : `${env}=${String(value)}`);
+    lines.push(
+      env === undefined
+        ? `${field} = ${JSON.stringify(value)} (in COFFER_CONFIG)`
+        : `${env}=${String(value)}`,
+    );
   };
   for (const [field, value] of Object.entries(target)) {
-    if (typeof value === 'object' && value !== null) for (const [sub, inner] of Object.entries(value)) add(`${field}.${sub}`, inner);
+    if (typeof value === 'object' && value !== null)
+      for (const [sub, inner] of Object.entries(value)) add(`${field}.${sub}`, inner);
     else add(field, value);
   }
   return lines;
 }
 
-export async function operatorCommand(args: string[], out: Out = (l) => process.stdout.write(`${l}\n`)): Promise<number> {
+export async function operatorCommand(
+  args: string[],
+  out: Out = (l) => process.stdout.write(`${l}\n`),
+): Promise<number> {
   const { positionals, values } = parseArgs({
     args,
     allowPositionals: true,
-    options: { retire: { type: 'boolean', default: false }, 'batch-size': { type: 'string' }, to: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    options: {
+      retire: { type: 'boolean', default: false },
+      'batch-size': { type: 'string' },
+      to: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
   });
   const command = positionals[0];
   if (values.help && command !== undefined && command in COMMAND_HELP) {
@@ -197,12 +272,18 @@ export async function operatorCommand(args: string[], out: Out = (l) => process.
       return 0;
     case 'rewrap': {
       const batch = values['batch-size'];
-      if (batch !== undefined && !/^[1-9][0-9]{0,4}$/.test(batch)) throw new CliError('--batch-size must be a whole number from 1 to 10000', 2);
-      await rewrap(api, out, { ...(batch === undefined ? {} : { batchSize: Number(batch) }), retire: values.retire, tty: process.stdout.isTTY === true });
+      if (batch !== undefined && !/^[1-9][0-9]{0,4}$/.test(batch))
+        throw new CliError('--batch-size must be a whole number from 1 to 10000', 2);
+      await rewrap(api, out, {
+        ...(batch === undefined ? {} : { batchSize: Number(batch) }),
+        retire: values.retire,
+        tty: process.stdout.isTTY === true,
+      });
       return 0;
     }
     case 'migrate-key':
-      if (values.to === undefined) throw new CliError('migrate-key needs --to FILE (the new provider\'s settings)', 2);
+      if (values.to === undefined)
+        throw new CliError("migrate-key needs --to FILE (the new provider's settings)", 2);
       await migrate(api, out, values.to);
       return 0;
     default:

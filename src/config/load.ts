@@ -5,7 +5,7 @@ import { Ajv } from 'ajv';
 import { checkRoleRules } from '../auth/roles.js';
 import { ConfigError } from '../errors.js';
 import { trustedProxyList } from '../http/client-address.js';
-import { configSchema, type CofferConfig } from './schema.js';
+import { type CofferConfig, configSchema } from './schema.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -58,7 +58,10 @@ function readJson(path: string, setting: string): Record<string, unknown> {
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    throw new ConfigError(setting, `cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    throw new ConfigError(
+      setting,
+      `cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+    );
   }
   let parsed: unknown;
   try {
@@ -66,7 +69,8 @@ function readJson(path: string, setting: string): Record<string, unknown> {
   } catch (err) {
     throw new ConfigError(setting, `${path} is not valid JSON (${(err as Error).message})`);
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new ConfigError(setting, `${path} holds JSON but not an object ({ … })`);
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw new ConfigError(setting, `${path} holds JSON but not an object ({ … })`);
   return parsed as Record<string, unknown>;
 }
 
@@ -78,18 +82,21 @@ function setField(target: Record<string, unknown>, field: string, value: unknown
 
 function parseInteger(env: string, text: string): number {
   if (/^-[0-9]+$/.test(text)) throw new ConfigError(env, `must be 0 or more, got ${text}`);
-  if (!/^[0-9]{1,15}$/.test(text)) throw new ConfigError(env, `must be a whole number, got "${text}"`);
+  if (!/^[0-9]{1,15}$/.test(text))
+    throw new ConfigError(env, `must be a whole number, got "${text}"`);
   return Number(text);
 }
 
 function parseBoolean(env: string, text: string): boolean {
-  if (text !== 'true' && text !== 'false') throw new ConfigError(env, `must be true or false, got "${text}"`);
+  if (text !== 'true' && text !== 'false')
+    throw new ConfigError(env, `must be true or false, got "${text}"`);
   return text === 'true';
 }
 
 function parseNumber(env: string, text: string): number {
   if (/^-[0-9.]+$/.test(text)) throw new ConfigError(env, `must be more than 0, got ${text}`);
-  if (!/^[0-9]{1,15}(\.[0-9]{1,6})?$/.test(text)) throw new ConfigError(env, `must be a number, got "${text}"`);
+  if (!/^[0-9]{1,15}(\.[0-9]{1,6})?$/.test(text))
+    throw new ConfigError(env, `must be a number, got "${text}"`);
   return Number(text);
 }
 
@@ -101,17 +108,34 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): CofferC
   const merged: Record<string, unknown> = readJson(DEFAULT_FILE, 'config/default.json');
   if (env.COFFER_CONFIG) {
     const overlay = readJson(resolve(cwd, env.COFFER_CONFIG), 'COFFER_CONFIG');
-    if ('root_token' in overlay) throw new ConfigError('COFFER_CONFIG', 'root_token may only come from COFFER_ROOT_TOKEN');
-    if ('pkcs11_pin' in overlay) throw new ConfigError('COFFER_CONFIG', 'the PKCS#11 PIN may only come from COFFER_PKCS11_PIN or pkcs11.pin_file');
+    if ('root_token' in overlay)
+      throw new ConfigError('COFFER_CONFIG', 'root_token may only come from COFFER_ROOT_TOKEN');
+    if ('pkcs11_pin' in overlay)
+      throw new ConfigError(
+        'COFFER_CONFIG',
+        'the PKCS#11 PIN may only come from COFFER_PKCS11_PIN or pkcs11.pin_file',
+      );
     Object.assign(merged, overlay);
   }
   const fromEnv = new Map<string, string>();
   for (const { env: name, field, kind } of ENV_SETTINGS) {
     const text = env[name];
     if (text === undefined || (text === '' && name !== 'COFFER_ROOT_TOKEN')) continue;
-    if (name === 'COFFER_ROOT_TOKEN' && text === '') throw new ConfigError(name, 'must not be empty when set');
-    const value = kind === 'integer' ? parseInteger(name, text) : kind === 'number' ? parseNumber(name, text) : kind === 'boolean' ? parseBoolean(name, text)
-      : kind === 'list' ? text.split(',').map((item) => item.trim()).filter(Boolean) : text;
+    if (name === 'COFFER_ROOT_TOKEN' && text === '')
+      throw new ConfigError(name, 'must not be empty when set');
+    const value =
+      kind === 'integer'
+        ? parseInteger(name, text)
+        : kind === 'number'
+          ? parseNumber(name, text)
+          : kind === 'boolean'
+            ? parseBoolean(name, text)
+            : kind === 'list'
+              ? text
+                  .split(',')
+                  .map((item) => item.trim())
+                  .filter(Boolean)
+              : text;
     setField(merged, field, value);
     fromEnv.set(field, name);
   }
@@ -119,12 +143,19 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): CofferC
   const ajv = new Ajv({ allErrors: false });
   if (!ajv.validate(configSchema, merged)) {
     const error = ajv.errors![0]!;
-    const field = error.instancePath.slice(1).replaceAll('/', '.') ||
+    const field =
+      error.instancePath.slice(1).replaceAll('/', '.') ||
       String((error.params as { additionalProperty?: string }).additionalProperty ?? 'config');
     const setting = fromEnv.get(field) ?? field;
-    const allowed = error.keyword === 'enum' ? `must be one of: ${(error.params as { allowedValues: unknown[] }).allowedValues.join(', ')}` : error.message ?? 'invalid';
+    const allowed =
+      error.keyword === 'enum'
+        ? `must be one of: ${(error.params as { allowedValues: unknown[] }).allowedValues.join(', ')}`
+        : (error.message ?? 'invalid');
     const value = field === 'root_token' || field === 'pkcs11_pin' ? '' : ` (${allowed})`;
-    throw new ConfigError(setting, error.keyword === 'additionalProperties' ? 'unknown setting' : `invalid value${value}`);
+    throw new ConfigError(
+      setting,
+      error.keyword === 'additionalProperties' ? 'unknown setting' : `invalid value${value}`,
+    );
   }
   const config = merged as unknown as CofferConfig;
   checkConsistency(config, fromEnv);
@@ -132,9 +163,16 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): CofferC
     ...config,
     data_dir: resolve(cwd, config.data_dir),
     master_key_file: resolve(cwd, config.master_key_file),
-    master_passphrase_file: config.master_passphrase_file === null ? null : resolve(cwd, config.master_passphrase_file),
-    audit: { ...config.audit, dir: resolve(cwd, config.audit.dir ?? join(config.data_dir, 'audit')) },
-    pkcs11: { ...config.pkcs11, pin_file: config.pkcs11.pin_file === null ? null : resolve(cwd, config.pkcs11.pin_file) },
+    master_passphrase_file:
+      config.master_passphrase_file === null ? null : resolve(cwd, config.master_passphrase_file),
+    audit: {
+      ...config.audit,
+      dir: resolve(cwd, config.audit.dir ?? join(config.data_dir, 'audit')),
+    },
+    pkcs11: {
+      ...config.pkcs11,
+      pin_file: config.pkcs11.pin_file === null ? null : resolve(cwd, config.pkcs11.pin_file),
+    },
     tls: {
       cert: config.tls.cert === null ? null : resolve(cwd, config.tls.cert),
       key: config.tls.key === null ? null : resolve(cwd, config.tls.key),
@@ -145,20 +183,35 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): CofferC
 function checkConsistency(config: CofferConfig, fromEnv: Map<string, string>): void {
   const name = (field: string): string => fromEnv.get(field) ?? field;
   if (config.default_ttl > config.max_ttl) {
-    throw new ConfigError(name('default_ttl'), `must not exceed the maximum TTL (${config.max_ttl})`);
+    throw new ConfigError(
+      name('default_ttl'),
+      `must not exceed the maximum TTL (${config.max_ttl})`,
+    );
   }
   if (config.key_provider === 'aws-kms' && config.kms.key_id === null) {
-    throw new ConfigError('COFFER_KMS_KEY_ID', 'the aws-kms provider needs a KMS key id, ARN or alias');
+    throw new ConfigError(
+      'COFFER_KMS_KEY_ID',
+      'the aws-kms provider needs a KMS key id, ARN or alias',
+    );
   }
   if (config.key_provider === 'pkcs11') checkPkcs11(config);
   if ((config.tls.cert === null) !== (config.tls.key === null)) {
-    throw new ConfigError(config.tls.cert === null ? 'COFFER_TLS_CERT' : 'COFFER_TLS_KEY', 'TLS needs both a certificate and a key');
+    throw new ConfigError(
+      config.tls.cert === null ? 'COFFER_TLS_CERT' : 'COFFER_TLS_KEY',
+      'TLS needs both a certificate and a key',
+    );
   }
   if (config.root_token !== undefined && !/^[\x21-\x7e]{1,1024}$/.test(config.root_token)) {
-    throw new ConfigError('COFFER_ROOT_TOKEN', 'must be 1 to 1024 printable ASCII characters without spaces');
+    throw new ConfigError(
+      'COFFER_ROOT_TOKEN',
+      'must be 1 to 1024 printable ASCII characters without spaces',
+    );
   }
   if (config.root_token !== undefined && config.root_token.length < 32) {
-    throw new ConfigError('COFFER_ROOT_TOKEN', `is ${config.root_token.length} characters; a root token must be at least 32 (make one with: openssl rand -base64 32), or leave it unset and Coffer generates one on first start`);
+    throw new ConfigError(
+      'COFFER_ROOT_TOKEN',
+      `is ${config.root_token.length} characters; a root token must be at least 32 (make one with: openssl rand -base64 32), or leave it unset and Coffer generates one on first start`,
+    );
   }
   try {
     trustedProxyList(config.trusted_proxies);
@@ -172,12 +225,26 @@ function checkConsistency(config: CofferConfig, fromEnv: Map<string, string>): v
 }
 
 function checkPkcs11({ pkcs11, pkcs11_pin }: CofferConfig): void {
-  if (pkcs11.library === null) throw new ConfigError('COFFER_PKCS11_LIBRARY', 'the pkcs11 provider needs the path of the PKCS#11 module');
+  if (pkcs11.library === null)
+    throw new ConfigError(
+      'COFFER_PKCS11_LIBRARY',
+      'the pkcs11 provider needs the path of the PKCS#11 module',
+    );
   if ((pkcs11.slot === null) === (pkcs11.token_label === null)) {
-    throw new ConfigError('COFFER_PKCS11_TOKEN_LABEL', 'the pkcs11 provider needs exactly one of a slot id (COFFER_PKCS11_SLOT) and a token label');
+    throw new ConfigError(
+      'COFFER_PKCS11_TOKEN_LABEL',
+      'the pkcs11 provider needs exactly one of a slot id (COFFER_PKCS11_SLOT) and a token label',
+    );
   }
-  if (pkcs11.key_label === null) throw new ConfigError('COFFER_PKCS11_KEY_LABEL', 'the pkcs11 provider needs the label of its AES key');
+  if (pkcs11.key_label === null)
+    throw new ConfigError(
+      'COFFER_PKCS11_KEY_LABEL',
+      'the pkcs11 provider needs the label of its AES key',
+    );
   if ((pkcs11.pin_file === null) === (pkcs11_pin === undefined)) {
-    throw new ConfigError('COFFER_PKCS11_PIN_FILE', 'the pkcs11 provider needs exactly one of a PIN file and COFFER_PKCS11_PIN');
+    throw new ConfigError(
+      'COFFER_PKCS11_PIN_FILE',
+      'the pkcs11 provider needs exactly one of a PIN file and COFFER_PKCS11_PIN',
+    );
   }
 }

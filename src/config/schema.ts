@@ -27,16 +27,29 @@ export interface CofferConfig {
   /** For key_provider aws-kms. Credentials come from the standard AWS chain, never from here. */
   kms: { key_id: string | null; region: string | null; endpoint: string | null };
   /** For key_provider pkcs11: the module, the token (slot id or label), the key's label, and a PIN file. */
-  pkcs11: { library: string | null; slot: number | null; token_label: string | null; key_label: string | null; pin_file: string | null };
+  pkcs11: {
+    library: string | null;
+    slot: number | null;
+    token_label: string | null;
+    key_label: string | null;
+    pin_file: string | null;
+  };
   /** From COFFER_PKCS11_PIN only (or pkcs11.pin_file); never read from a config file. */
   pkcs11_pin?: string;
   /** Automatic rotation: rotate when the active keyring version is this old (`90d`, `12h`, …); null: never. */
   keyring: { rotate_after: string | null };
   /** The audit log (docs/audit.md): its directory (null: <data_dir>/audit), stdout copy, failure policy, checkpoints, file size. */
   audit: {
-    dir: string | null; stdout: boolean; fail_open: boolean; checkpoint_every: number; checkpoint_seconds: number; max_file_bytes: number; min_free_bytes: number;
+    dir: string | null;
+    stdout: boolean;
+    fail_open: boolean;
+    checkpoint_every: number;
+    checkpoint_seconds: number;
+    max_file_bytes: number;
+    min_free_bytes: number;
     /** Request entries reach the disk at most this many ms after their response; sync_every_entry: before it. */
-    sync_ms: number; sync_every_entry: boolean;
+    sync_ms: number;
+    sync_every_entry: boolean;
   };
   roles: RoleTable;
   /**
@@ -44,7 +57,12 @@ export interface CofferConfig {
    * Failed authentications per client address past `flood_burst`, then `flood_per_second` (ten times that
    * over all addresses) are a flood: summarized in the audit log and answered a second late.
    */
-  auth_failures: { burst: number; per_second: number; flood_burst: number; flood_per_second: number };
+  auth_failures: {
+    burst: number;
+    per_second: number;
+    flood_burst: number;
+    flood_per_second: number;
+  };
   /** Reverse proxies (CIDRs or addresses) whose X-Forwarded-For names the client. */
   trusted_proxies: string[];
   /** How long a client may take to send a whole request (headers: at most 10 s of it); then 408. */
@@ -68,9 +86,27 @@ export const configSchema = {
   type: 'object',
   additionalProperties: false,
   required: [
-    'host', 'port', 'workers', 'data_dir', 'master_key_file', 'master_passphrase_file', 'default_ttl', 'max_ttl', 'max_value_bytes', 'tls',
-    'log_level', 'storage', 'key_provider', 'kms', 'pkcs11', 'keyring', 'audit', 'roles', 'auth_failures',
-    'trusted_proxies', 'request_timeout_seconds',
+    'host',
+    'port',
+    'workers',
+    'data_dir',
+    'master_key_file',
+    'master_passphrase_file',
+    'default_ttl',
+    'max_ttl',
+    'max_value_bytes',
+    'tls',
+    'log_level',
+    'storage',
+    'key_provider',
+    'kms',
+    'pkcs11',
+    'keyring',
+    'audit',
+    'roles',
+    'auth_failures',
+    'trusted_proxies',
+    'request_timeout_seconds',
   ],
   properties: {
     host: { type: 'string', minLength: 1 },
@@ -95,7 +131,11 @@ export const configSchema = {
       type: 'object',
       additionalProperties: false,
       required: ['key_id', 'region', 'endpoint'],
-      properties: { key_id: { type: ['string', 'null'], minLength: 1 }, region: { type: ['string', 'null'], minLength: 1 }, endpoint: { type: ['string', 'null'], pattern: '^https?://' } },
+      properties: {
+        key_id: { type: ['string', 'null'], minLength: 1 },
+        region: { type: ['string', 'null'], minLength: 1 },
+        endpoint: { type: ['string', 'null'], pattern: '^https?://' },
+      },
     },
     pkcs11: {
       type: 'object',
@@ -113,7 +153,17 @@ export const configSchema = {
     audit: {
       type: 'object',
       additionalProperties: false,
-      required: ['dir', 'stdout', 'fail_open', 'checkpoint_every', 'checkpoint_seconds', 'max_file_bytes', 'min_free_bytes', 'sync_ms', 'sync_every_entry'],
+      required: [
+        'dir',
+        'stdout',
+        'fail_open',
+        'checkpoint_every',
+        'checkpoint_seconds',
+        'max_file_bytes',
+        'min_free_bytes',
+        'sync_ms',
+        'sync_every_entry',
+      ],
       properties: {
         dir: { type: ['string', 'null'], minLength: 1 },
         stdout: { type: 'boolean' },
@@ -130,9 +180,14 @@ export const configSchema = {
       type: 'object',
       additionalProperties: false,
       required: ['rotate_after'],
-      properties: { rotate_after: { type: ['string', 'null'], pattern: '^[1-9][0-9]{0,5}[smhd]$' } },
+      properties: {
+        rotate_after: { type: ['string', 'null'], pattern: '^[1-9][0-9]{0,5}[smhd]$' },
+      },
     },
-    roles: { type: 'object', additionalProperties: { type: 'array', minItems: 1, items: ruleSchema } },
+    roles: {
+      type: 'object',
+      additionalProperties: { type: 'array', minItems: 1, items: ruleSchema },
+    },
     auth_failures: {
       type: 'object',
       additionalProperties: false,
@@ -145,7 +200,11 @@ export const configSchema = {
       },
     },
     request_timeout_seconds: { type: 'integer', minimum: 1, maximum: 3600 },
-    trusted_proxies: { type: 'array', maxItems: 1000, items: { type: 'string', minLength: 1, maxLength: 64 } },
+    trusted_proxies: {
+      type: 'array',
+      maxItems: 1000,
+      items: { type: 'string', minLength: 1, maxLength: 64 },
+    },
     root_token: { type: 'string', minLength: 1 },
   },
 } as const;

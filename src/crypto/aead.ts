@@ -29,13 +29,25 @@ export interface Sealed {
 
 export function aeadSeal(key: Uint8Array, plaintext: Uint8Array, aad: Uint8Array): Sealed {
   const nonce = randomBytes(NONCE_BYTES);
-  const ciphertext = sodium.crypto_aead_xchacha20poly1305_ietf_encrypt(plaintext, aad, null, nonce, key);
+  const ciphertext = sodium.crypto_aead_xchacha20poly1305_ietf_encrypt(
+    plaintext,
+    aad,
+    null,
+    nonce,
+    key,
+  );
   return { nonce, ciphertext };
 }
 
 export function aeadOpen(key: Uint8Array, sealed: Sealed, aad: Uint8Array): Uint8Array {
   try {
-    return sodium.crypto_aead_xchacha20poly1305_ietf_decrypt(null, sealed.ciphertext, aad, sealed.nonce, key);
+    return sodium.crypto_aead_xchacha20poly1305_ietf_decrypt(
+      null,
+      sealed.ciphertext,
+      aad,
+      sealed.nonce,
+      key,
+    );
   } catch {
     throw new SealedDataError();
   }

@@ -52,7 +52,13 @@ export function sealSecret(keyring: Keyring, id: RecordIdentity, value: string):
   const sealedValue = aeadSeal(dataKey, encoder.encode(value), aad);
   const wrapped = aeadSeal(keyring.subkey(keyVersion, 'wrap-data-key')!, dataKey, aad);
   dataKey.fill(0);
-  return { keyVersion, wrapNonce: wrapped.nonce, wrappedKey: wrapped.ciphertext, nonce: sealedValue.nonce, ciphertext: sealedValue.ciphertext };
+  return {
+    keyVersion,
+    wrapNonce: wrapped.nonce,
+    wrappedKey: wrapped.ciphertext,
+    nonce: sealedValue.nonce,
+    ciphertext: sealedValue.ciphertext,
+  };
 }
 
 /** The data key of a sealed secret, unwrapped with the keyring version it names; the caller zeroes it. */
@@ -67,7 +73,9 @@ export function openSecret(keyring: Keyring, id: RecordIdentity, sealed: SealedS
   const aad = identityBytes(id);
   const dataKey = unwrapDataKey(keyring, aad, sealed);
   try {
-    return decoder.decode(aeadOpen(dataKey, { nonce: sealed.nonce, ciphertext: sealed.ciphertext }, aad));
+    return decoder.decode(
+      aeadOpen(dataKey, { nonce: sealed.nonce, ciphertext: sealed.ciphertext }, aad),
+    );
   } catch {
     throw new SealedDataError();
   } finally {
@@ -75,10 +83,19 @@ export function openSecret(keyring: Keyring, id: RecordIdentity, sealed: SealedS
   }
 }
 
-function configMac(keyring: Keyring, keyVersion: number, id: RecordIdentity, value: string): Buffer | undefined {
+function configMac(
+  keyring: Keyring,
+  keyVersion: number,
+  id: RecordIdentity,
+  value: string,
+): Buffer | undefined {
   const key = keyring.subkey(keyVersion, 'mac-config');
   if (!key) return undefined;
-  return createHmac('sha256', key).update(identityBytes(id)).update(new Uint8Array([0])).update(value, 'utf8').digest();
+  return createHmac('sha256', key)
+    .update(identityBytes(id))
+    .update(new Uint8Array([0]))
+    .update(value, 'utf8')
+    .digest();
 }
 
 export function sealConfig(keyring: Keyring, id: RecordIdentity, value: string): ConfigSeal {
@@ -87,7 +104,12 @@ export function sealConfig(keyring: Keyring, id: RecordIdentity, value: string):
 }
 
 /** Throws SealedDataError unless the MAC matches (compared in constant time). */
-export function verifyConfig(keyring: Keyring, id: RecordIdentity, value: string, seal: ConfigSeal): void {
+export function verifyConfig(
+  keyring: Keyring,
+  id: RecordIdentity,
+  value: string,
+  seal: ConfigSeal,
+): void {
   const expected = configMac(keyring, seal.keyVersion, id, value);
   if (!expected || seal.mac.length !== expected.length || !timingSafeEqual(expected, seal.mac)) {
     throw new SealedDataError();
@@ -98,7 +120,11 @@ export function verifyConfig(keyring: Keyring, id: RecordIdentity, value: string
  * The same sealed secret with its data key wrapped under the keyring's active version instead. The value's
  * ciphertext is untouched: only the 32-byte data key is unwrapped and wrapped again.
  */
-export function rewrapSecret(keyring: Keyring, id: RecordIdentity, sealed: SealedSecret): SealedSecret {
+export function rewrapSecret(
+  keyring: Keyring,
+  id: RecordIdentity,
+  sealed: SealedSecret,
+): SealedSecret {
   const aad = identityBytes(id);
   const dataKey = unwrapDataKey(keyring, aad, sealed);
   try {
@@ -111,7 +137,12 @@ export function rewrapSecret(keyring: Keyring, id: RecordIdentity, sealed: Seale
 }
 
 /** A config value's MAC under the active version, after checking the old one (a tampered value stays caught). */
-export function remacConfig(keyring: Keyring, id: RecordIdentity, value: string, seal: ConfigSeal): ConfigSeal {
+export function remacConfig(
+  keyring: Keyring,
+  id: RecordIdentity,
+  value: string,
+  seal: ConfigSeal,
+): ConfigSeal {
   verifyConfig(keyring, id, value, seal);
   return sealConfig(keyring, id, value);
 }

@@ -50,35 +50,82 @@ export class Keyring {
     private readonly revoked: ReadonlyMap<string, Revocation>,
   ) {
     for (const v of versions) this.byVersion.set(v.version, v);
-    if (!this.byVersion.has(activeVersion)) throw new Error('keyring: the active version is missing');
+    if (!this.byVersion.has(activeVersion))
+      throw new Error('keyring: the active version is missing');
   }
 
   static generate(now: number): Keyring {
-    return new Keyring([{ version: 1, key: randomBytes(KEY_BYTES), createdAt: now }], 1, randomBytes(KEY_BYTES), STORE_FORMAT, new Map());
+    return new Keyring(
+      [{ version: 1, key: randomBytes(KEY_BYTES), createdAt: now }],
+      1,
+      randomBytes(KEY_BYTES),
+      STORE_FORMAT,
+      new Map(),
+    );
   }
 
   static deserialize(bytes: Uint8Array): Keyring {
-    const data = unpack(bytes) as { f: number; a: number; k: { v: number; k: Uint8Array; at: number }[]; x?: Uint8Array; s?: number; r?: [string, number, number][] };
+    const data = unpack(bytes) as {
+      f: number;
+      a: number;
+      k: { v: number; k: Uint8Array; at: number }[];
+      x?: Uint8Array;
+      s?: number;
+      r?: [string, number, number][];
+    };
     if (data?.f !== FORMAT || !Array.isArray(data.k)) throw new Error('keyring: unknown format');
-    return new Keyring(data.k.map((k) => ({ version: k.v, key: k.k, createdAt: k.at })), data.a, data.x, data.s ?? 1, new Map((data.r ?? []).map(([id, revokedAt, expiresAt]) => [id, { revokedAt, expiresAt }])));
+    return new Keyring(
+      data.k.map((k) => ({ version: k.v, key: k.k, createdAt: k.at })),
+      data.a,
+      data.x,
+      data.s ?? 1,
+      new Map((data.r ?? []).map(([id, revokedAt, expiresAt]) => [id, { revokedAt, expiresAt }])),
+    );
   }
 
   /** A new keyring with one more version, which becomes the active one; every old version stays. */
   rotate(now: number): Keyring {
     const next = Math.max(...this.byVersion.keys()) + 1;
-    return new Keyring([...this.byVersion.values(), { version: next, key: randomBytes(KEY_BYTES), createdAt: now }], next, this.auditRoot, this.storeFormat, this.revoked);
+    return new Keyring(
+      [...this.byVersion.values(), { version: next, key: randomBytes(KEY_BYTES), createdAt: now }],
+      next,
+      this.auditRoot,
+      this.storeFormat,
+      this.revoked,
+    );
   }
 
   /** A new keyring without the given versions; the active version can never be dropped. */
   without(versions: readonly number[]): Keyring {
-    if (versions.includes(this.activeVersion)) throw new Error('keyring: the active version cannot be retired');
-    return new Keyring([...this.byVersion.values()].filter((v) => !versions.includes(v.version)), this.activeVersion, this.auditRoot, this.storeFormat, this.revoked);
+    if (versions.includes(this.activeVersion))
+      throw new Error('keyring: the active version cannot be retired');
+    return new Keyring(
+      [...this.byVersion.values()].filter((v) => !versions.includes(v.version)),
+      this.activeVersion,
+      this.auditRoot,
+      this.storeFormat,
+      this.revoked,
+    );
   }
 
   serialize(): Uint8Array {
-    const k = [...this.byVersion.values()].map((v) => ({ v: v.version, k: v.key, at: v.createdAt }));
-    const r = this.revoked.size === 0 ? {} : { r: [...this.revoked].map(([id, v]) => [id, v.revokedAt, v.expiresAt]) };
-    return pack({ f: FORMAT, a: this.activeVersion, k, ...(this.auditRoot === undefined ? {} : { x: this.auditRoot }), s: this.storeFormat, ...r });
+    const k = [...this.byVersion.values()].map((v) => ({
+      v: v.version,
+      k: v.key,
+      at: v.createdAt,
+    }));
+    const r =
+      this.revoked.size === 0
+        ? {}
+        : { r: [...this.revoked].map(([id, v]) => [id, v.revokedAt, v.expiresAt]) };
+    return pack({
+      f: FORMAT,
+      a: this.activeVersion,
+      k,
+      ...(this.auditRoot === undefined ? {} : { x: this.auditRoot }),
+      s: this.storeFormat,
+      ...r,
+    });
   }
 
   /** False for keyrings made before the audit log existed; KeyringHolder adds the key on open. */
@@ -88,7 +135,15 @@ export class Keyring {
 
   /** This keyring with an audit root key (a new random one if it has none). */
   withAuditKey(): Keyring {
-    return this.auditRoot !== undefined ? this : new Keyring([...this.byVersion.values()], this.activeVersion, randomBytes(KEY_BYTES), this.storeFormat, this.revoked);
+    return this.auditRoot !== undefined
+      ? this
+      : new Keyring(
+          [...this.byVersion.values()],
+          this.activeVersion,
+          randomBytes(KEY_BYTES),
+          this.storeFormat,
+          this.revoked,
+        );
   }
 
   /** When token `id` was revoked, if the keyring records it (until the token's expiry). */
@@ -103,14 +158,28 @@ export class Keyring {
    * one maximum token lifetime.
    */
   withRevoked(id: string, revocation: Revocation): Keyring {
-    const revoked = new Map([...this.revoked].filter(([, r]) => r.expiresAt > revocation.revokedAt));
+    const revoked = new Map(
+      [...this.revoked].filter(([, r]) => r.expiresAt > revocation.revokedAt),
+    );
     revoked.set(id, revocation);
-    return new Keyring([...this.byVersion.values()], this.activeVersion, this.auditRoot, this.storeFormat, revoked);
+    return new Keyring(
+      [...this.byVersion.values()],
+      this.activeVersion,
+      this.auditRoot,
+      this.storeFormat,
+      revoked,
+    );
   }
 
   /** This keyring, recording that the store's records are now in `format`. */
   withStoreFormat(format: number): Keyring {
-    return new Keyring([...this.byVersion.values()], this.activeVersion, this.auditRoot, format, this.revoked);
+    return new Keyring(
+      [...this.byVersion.values()],
+      this.activeVersion,
+      this.auditRoot,
+      format,
+      this.revoked,
+    );
   }
 
   /**
@@ -126,7 +195,9 @@ export class Keyring {
     if (this.auditRoot === undefined) throw new Error('keyring: no permanent root key');
     let key = this.derived.get(purpose);
     if (!key) {
-      key = Buffer.from(hkdfSync('sha256', this.auditRoot, new Uint8Array(0), `coffer ${purpose} v1`, KEY_BYTES));
+      key = Buffer.from(
+        hkdfSync('sha256', this.auditRoot, new Uint8Array(0), `coffer ${purpose} v1`, KEY_BYTES),
+      );
       this.derived.set(purpose, key);
     }
     return key;
@@ -139,7 +210,11 @@ export class Keyring {
    */
   sharesRootWith(other: Keyring): boolean {
     if (this.auditRoot === undefined) return true;
-    return other.auditRoot !== undefined && other.auditRoot.byteLength === this.auditRoot.byteLength && timingSafeEqual(other.auditRoot, this.auditRoot);
+    return (
+      other.auditRoot !== undefined &&
+      other.auditRoot.byteLength === this.auditRoot.byteLength &&
+      timingSafeEqual(other.auditRoot, this.auditRoot)
+    );
   }
 
   /** The key that authenticates audit checkpoints. */
@@ -167,7 +242,9 @@ export class Keyring {
     if (!key) {
       const root = this.byVersion.get(version);
       if (!root) return undefined;
-      key = Buffer.from(hkdfSync('sha256', root.key, new Uint8Array(0), `coffer ${purpose} v1`, KEY_BYTES));
+      key = Buffer.from(
+        hkdfSync('sha256', root.key, new Uint8Array(0), `coffer ${purpose} v1`, KEY_BYTES),
+      );
       this.derived.set(id, key);
     }
     return key;

@@ -1,9 +1,9 @@
 import type { Request, Response } from 'express';
 import type { Authenticator } from '../auth/authenticator.js';
+import type { FailureRate } from '../auth/failure-rate.js';
 import type { Principal } from '../auth/principal.js';
 import { BEARER_VALUE } from '../auth/token-format.js';
 import { AppError, invalid } from '../errors.js';
-import type { FailureRate } from '../auth/failure-rate.js';
 import type { Tarpit } from './tarpit.js';
 
 const BEARER = /^Bearer +(\S+) *$/i;
@@ -16,18 +16,28 @@ const BEARER = /^Bearer +(\S+) *$/i;
  * by the tarpit before it is sent, so a flooding client gets about one answer per second per connection
  * instead of thousands of cheap ones; such a 401 is marked for a summary audit entry.
  */
-export function authenticate(authenticator: Authenticator, tarpit: Tarpit, failures: FailureRate, now: () => number) {
+export function authenticate(
+  authenticator: Authenticator,
+  tarpit: Tarpit,
+  failures: FailureRate,
+  now: () => number,
+) {
   return async (req: Request, res: Response): Promise<void> => {
     const address = res.locals.client as string;
     try {
       if (repeatedAuthorization(req)) throw invalid('send one Authorization header, not several');
       const header = req.headers.authorization;
-      if (header === undefined) throw authenticator.reject('a bearer token is required (Authorization: Bearer <token>)');
+      if (header === undefined)
+        throw authenticator.reject('a bearer token is required (Authorization: Bearer <token>)');
       const value = BEARER.exec(header)?.[1];
-      if (value === undefined || !BEARER_VALUE.test(value)) throw authenticator.reject('the Authorization header is not a well-formed bearer token');
+      if (value === undefined || !BEARER_VALUE.test(value))
+        throw authenticator.reject('the Authorization header is not a well-formed bearer token');
       res.locals.principal = await authenticator.authenticate(value, address);
     } catch (err) {
-      if (err instanceof AppError && (err.code === 'unauthorized' || err.code === 'too_many_requests')) {
+      if (
+        err instanceof AppError &&
+        (err.code === 'unauthorized' || err.code === 'too_many_requests')
+      ) {
         // A flood of failures from this address (or from everywhere): summarized in the audit log, held back.
         const flood = !failures.admit(address, now());
         if (flood) res.locals.summarized = true;
@@ -42,7 +52,9 @@ export function authenticate(authenticator: Authenticator, tarpit: Tarpit, failu
 function repeatedAuthorization(req: Request): boolean {
   let seen = 0;
   const raw = req.rawHeaders;
-  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.length === 13 && raw[i]!.toLowerCase() === 'authorization' && ++seen > 1) return true;
+  for (let i = 0; i < raw.length; i += 2)
+    if (raw[i]!.length === 13 && raw[i]!.toLowerCase() === 'authorization' && ++seen > 1)
+      return true;
   return false;
 }
 

@@ -23,7 +23,13 @@ export function trustedProxyList(entries: readonly string[]): BlockList {
     const family = isIP(address);
     const max = family === 4 ? 32 : 128;
     const prefix = prefixText === undefined ? max : Number(prefixText);
-    if (family === 0 || !/^\d{0,3}$/.test(prefixText ?? '') || !Number.isInteger(prefix) || prefix < 0 || prefix > max) {
+    if (
+      family === 0 ||
+      !/^\d{0,3}$/.test(prefixText ?? '') ||
+      !Number.isInteger(prefix) ||
+      prefix < 0 ||
+      prefix > max
+    ) {
       throw new Error(`"${entry}" is not an IP address or a CIDR block such as 10.0.0.0/8`);
     }
     list.addSubnet(address, prefix, family === 4 ? 'ipv4' : 'ipv6');

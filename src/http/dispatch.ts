@@ -36,17 +36,31 @@ export type Guard = () => void;
 /** Answers an error of a dispatched request (the problem handler), without walking Express's remaining layers. */
 export type ErrorAnswer = (err: unknown, req: Request, res: Response) => void;
 
-export function dispatcher(routes: readonly Route[], authenticate: Authenticate, protectedPrefix: string, clientAddress: ClientAddress, onError: ErrorAnswer, guard?: Guard) {
+export function dispatcher(
+  routes: readonly Route[],
+  authenticate: Authenticate,
+  protectedPrefix: string,
+  clientAddress: ClientAddress,
+  onError: ErrorAnswer,
+  guard?: Guard,
+) {
   const exact = new Map<string, Compiled>();
   const prefixes: Compiled[] = [];
   for (const route of routes) {
     const methods = Object.keys(route.handlers).map((m) => m.toUpperCase());
-    const compiled: Compiled = { ...route, allow: (methods.includes('GET') ? [...methods, 'HEAD'] : methods).join(', ') };
+    const compiled: Compiled = {
+      ...route,
+      allow: (methods.includes('GET') ? [...methods, 'HEAD'] : methods).join(', '),
+    };
     if ('exact' in route.match) exact.set(route.match.exact, compiled);
     else prefixes.push(compiled);
   }
   const find = (path: string): Compiled | undefined =>
-    exact.get(path) ?? prefixes.find((r) => 'prefix' in r.match && (path === r.match.prefix || path.startsWith(`${r.match.prefix}/`)));
+    exact.get(path) ??
+    prefixes.find(
+      (r) =>
+        'prefix' in r.match && (path === r.match.prefix || path.startsWith(`${r.match.prefix}/`)),
+    );
 
   const run = async (route: Compiled | undefined, req: Request, res: Response): Promise<void> => {
     if (!route?.public) await authenticate(req, res);
@@ -55,7 +69,12 @@ export function dispatcher(routes: readonly Route[], authenticate: Authenticate,
     const method = (req.method === 'HEAD' ? 'get' : req.method.toLowerCase()) as Method;
     const handler = route.handlers[method];
     if (!handler) {
-      throw new AppError('method_not_allowed', `${req.method} is not allowed here; allowed: ${route.allow}`, undefined, { Allow: route.allow });
+      throw new AppError(
+        'method_not_allowed',
+        `${req.method} is not allowed here; allowed: ${route.allow}`,
+        undefined,
+        { Allow: route.allow },
+      );
     }
     guard?.();
     await handler(req, res);
@@ -67,7 +86,10 @@ export function dispatcher(routes: readonly Route[], authenticate: Authenticate,
     res.locals.client = clientAddress(req);
     const path = rawPath(req);
     const route = find(path);
-    if (!route && !path.startsWith(protectedPrefix)) return next();
+    if (!route && !path.startsWith(protectedPrefix)) {
+      next();
+      return;
+    }
     run(route, req, res).catch((err: unknown) => onError(err, req, res));
   };
 }

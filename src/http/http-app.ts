@@ -7,33 +7,36 @@
 import type { RequestListener } from 'node:http';
 import express, { type Request, type Response } from 'express';
 import type { Logger } from 'pino';
+import type { AuditLog } from '../audit/audit-log.js';
+import type { OperatorEvents } from '../audit/events.js';
+import type { FailureSummary } from '../audit/failure-summary.js';
 import type { Authenticator } from '../auth/authenticator.js';
+import type { FailureRate } from '../auth/failure-rate.js';
 import type { TokenService } from '../auth/token-service.js';
 import type { KvService } from '../kv/kv-service.js';
 import { authenticate } from './authenticate.js';
 import { clientAddressOf } from './client-address.js';
-import { openApiDocument } from './openapi.js';
-import { recordOutcomes, type OutcomeSink } from './outcome.js';
 import { dispatcher, type Route } from './dispatch.js';
+import { openApiDocument } from './openapi.js';
+import { type OutcomeSink, recordOutcomes } from './outcome.js';
 import { notFoundHandler, problemHandler } from './problem.js';
-import { jsonBodyReader } from './request-parts.js';
-import { authRoutes } from './routes/auth.js';
-import { auditRoutes } from './routes/audit.js';
-import { kvRoutes } from './routes/kv.js';
-import type { AuditLog } from '../audit/audit-log.js';
-import type { FailureSummary } from '../audit/failure-summary.js';
-import type { FailureRate } from '../auth/failure-rate.js';
-import { createResponder } from './respond.js';
 import { intentRecorder, refuseWhileUnrecorded, requestAuditor } from './request-audit.js';
-import type { OperatorEvents } from '../audit/events.js';
-import { Tarpit } from './tarpit.js';
+import { jsonBodyReader } from './request-parts.js';
+import { createResponder } from './respond.js';
+import { auditRoutes } from './routes/audit.js';
+import { authRoutes } from './routes/auth.js';
+import { kvRoutes } from './routes/kv.js';
+import { type SysRouteDeps, sysRoutes } from './routes/sys.js';
 import { kvPutSchema, migrateSchema, rewrapSchema, tokenCreateSchema } from './schemas.js';
-import { sysRoutes, type SysRouteDeps } from './routes/sys.js';
+import { Tarpit } from './tarpit.js';
 import { Validators } from './validate.js';
 
 export interface HttpAppDeps {
   readonly authenticator: Authenticator;
-  readonly sys: Omit<SysRouteDeps, 'readBody' | 'validateRewrap' | 'validateMigrate' | 'respond' | 'events'>;
+  readonly sys: Omit<
+    SysRouteDeps,
+    'readBody' | 'validateRewrap' | 'validateMigrate' | 'respond' | 'events'
+  >;
   readonly tokens: TokenService;
   readonly kv: KvService;
   readonly log: Logger;
@@ -62,36 +65,124 @@ export function bodyLimit(maxValueBytes: number): number {
 
 export function buildHttpApp(deps: HttpAppDeps): RequestListener {
   const validators = new Validators();
-  const respond = createResponder(deps.audit ? requestAuditor(deps.audit, deps.failureSummary, deps.sys.now) : undefined, deps.tls);
+  const respond = createResponder(
+    deps.audit ? requestAuditor(deps.audit, deps.failureSummary, deps.sys.now) : undefined,
+    deps.tls,
+  );
   const readBody = jsonBodyReader(bodyLimit(deps.maxValueBytes));
   const recordIntent = intentRecorder(deps.audit, respond.requestId);
-  const kv = kvRoutes({ kv: deps.kv, readBody, validatePut: validators.body(kvPutSchema), respond, recordIntent });
-  const auth = authRoutes({ tokens: deps.tokens, events: deps.events, readBody, validateCreate: validators.body(tokenCreateSchema(deps.maxTtl)), respond, recordIntent });
-  const sys = sysRoutes({ ...deps.sys, readBody, validateRewrap: validators.body(rewrapSchema), validateMigrate: validators.body(migrateSchema), respond, events: deps.events });
-  const audit = auditRoutes({ auditDir: deps.auditDir, storage: deps.sys.storage, keyring: deps.sys.keyring, respond, now: deps.sys.now });
+  const kv = kvRoutes({
+    kv: deps.kv,
+    readBody,
+    validatePut: validators.body(kvPutSchema),
+    respond,
+    recordIntent,
+  });
+  const auth = authRoutes({
+    tokens: deps.tokens,
+    events: deps.events,
+    readBody,
+    validateCreate: validators.body(tokenCreateSchema(deps.maxTtl)),
+    respond,
+    recordIntent,
+  });
+  const sys = sysRoutes({
+    ...deps.sys,
+    readBody,
+    validateRewrap: validators.body(rewrapSchema),
+    validateMigrate: validators.body(migrateSchema),
+    respond,
+    events: deps.events,
+  });
+  const audit = auditRoutes({
+    auditDir: deps.auditDir,
+    storage: deps.sys.storage,
+    keyring: deps.sys.keyring,
+    respond,
+    now: deps.sys.now,
+  });
   const openapi = JSON.stringify(openApiDocument(deps.maxTtl));
 
   // The route table: every route Coffer serves.
   const routes: readonly Route[] = [
-    { template: '/v1/kv/{path}', match: { prefix: '/v1/kv' }, handlers: { get: kv.get, put: kv.put, delete: kv.remove } },
+    {
+      template: '/v1/kv/{path}',
+      match: { prefix: '/v1/kv' },
+      handlers: { get: kv.get, put: kv.put, delete: kv.remove },
+    },
     { template: '/v1/auth/me', match: { exact: '/v1/auth/me' }, handlers: { get: auth.me } },
-    { template: '/v1/auth/token', match: { exact: '/v1/auth/token' }, handlers: { post: auth.create } },
-    { template: '/v1/auth/tokens', match: { exact: '/v1/auth/tokens' }, handlers: { get: auth.list } },
-    { template: '/v1/auth/token/{token}', match: { prefix: '/v1/auth/token' }, handlers: { delete: auth.revoke } },
-    { template: '/v1/sys/keyring', match: { exact: '/v1/sys/keyring' }, handlers: { get: sys.status } },
-    { template: '/v1/sys/keyring/rotate', match: { exact: '/v1/sys/keyring/rotate' }, handlers: { post: sys.rotate } },
-    { template: '/v1/sys/keyring/rewrap', match: { exact: '/v1/sys/keyring/rewrap' }, handlers: { get: sys.rewrapProgress, post: sys.startRewrap } },
-    { template: '/v1/sys/keyring/retire', match: { exact: '/v1/sys/keyring/retire' }, handlers: { post: sys.retire } },
-    { template: '/v1/sys/keyring/migrate', match: { exact: '/v1/sys/keyring/migrate' }, handlers: { post: sys.migrate } },
+    {
+      template: '/v1/auth/token',
+      match: { exact: '/v1/auth/token' },
+      handlers: { post: auth.create },
+    },
+    {
+      template: '/v1/auth/tokens',
+      match: { exact: '/v1/auth/tokens' },
+      handlers: { get: auth.list },
+    },
+    {
+      template: '/v1/auth/token/{token}',
+      match: { prefix: '/v1/auth/token' },
+      handlers: { delete: auth.revoke },
+    },
+    {
+      template: '/v1/sys/keyring',
+      match: { exact: '/v1/sys/keyring' },
+      handlers: { get: sys.status },
+    },
+    {
+      template: '/v1/sys/keyring/rotate',
+      match: { exact: '/v1/sys/keyring/rotate' },
+      handlers: { post: sys.rotate },
+    },
+    {
+      template: '/v1/sys/keyring/rewrap',
+      match: { exact: '/v1/sys/keyring/rewrap' },
+      handlers: { get: sys.rewrapProgress, post: sys.startRewrap },
+    },
+    {
+      template: '/v1/sys/keyring/retire',
+      match: { exact: '/v1/sys/keyring/retire' },
+      handlers: { post: sys.retire },
+    },
+    {
+      template: '/v1/sys/keyring/migrate',
+      match: { exact: '/v1/sys/keyring/migrate' },
+      handlers: { post: sys.migrate },
+    },
     { template: '/v1/sys/audit', match: { exact: '/v1/sys/audit' }, handlers: { get: audit.log } },
-    { template: '/v1/sys/audit/verify', match: { exact: '/v1/sys/audit/verify' }, handlers: { get: audit.verify } },
-    { template: '/v1/sys/seal-report', match: { exact: '/v1/sys/seal-report' }, handlers: { get: audit.sealReport } },
-    { template: '/v1/openapi.json', match: { exact: '/v1/openapi.json' }, handlers: { get: (_req, res) => respond.raw(res, 200, 'application/json; charset=utf-8', openapi) }, public: true },
+    {
+      template: '/v1/sys/audit/verify',
+      match: { exact: '/v1/sys/audit/verify' },
+      handlers: { get: audit.verify },
+    },
+    {
+      template: '/v1/sys/seal-report',
+      match: { exact: '/v1/sys/seal-report' },
+      handlers: { get: audit.sealReport },
+    },
+    {
+      template: '/v1/openapi.json',
+      match: { exact: '/v1/openapi.json' },
+      handlers: {
+        get: (_req, res) => respond.raw(res, 200, 'application/json; charset=utf-8', openapi),
+      },
+      public: true,
+    },
   ];
 
   const problems = problemHandler(deps.log, respond);
-  const answerError = (err: unknown, req: Request, res: Response): void => problems(err, req, res, () => undefined);
-  const dispatch = dispatcher(routes, authenticate(deps.authenticator, new Tarpit(), deps.failureRate, deps.sys.now), '/v1/', clientAddressOf(deps.trustedProxies), answerError, deps.audit ? refuseWhileUnrecorded(deps.audit) : undefined);
+  const answerError = (err: unknown, req: Request, res: Response): void =>
+    problems(err, req, res, () => undefined);
+  const dispatch = dispatcher(
+    routes,
+    authenticate(deps.authenticator, new Tarpit(), deps.failureRate, deps.sys.now),
+    '/v1/',
+    clientAddressOf(deps.trustedProxies),
+    answerError,
+    deps.audit ? refuseWhileUnrecorded(deps.audit) : undefined,
+  );
 
   const app = express();
   app.disable('x-powered-by');

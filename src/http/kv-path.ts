@@ -23,7 +23,11 @@ export function parseKvPath(raw: string): KvPath {
   const bad = segments.findIndex((s) => !isSegment(s));
   if (bad >= 0) {
     throw invalid(`path segment ${bad + 1} is not a valid name`, [
-      { field: `/${bad}`, in: 'path', message: 'segments are 1 to 128 of A-Z a-z 0-9 . _ - and not . or ..' },
+      {
+        field: `/${bad}`,
+        in: 'path',
+        message: 'segments are 1 to 128 of A-Z a-z 0-9 . _ - and not . or ..',
+      },
     ]);
   }
   if (segments.length > MAX_NAMESPACE_SEGMENTS + 1) {
@@ -39,6 +43,7 @@ export function splitKeyPath(segments: readonly string[]): { namespace: string; 
 }
 
 export function namespaceOf(segments: readonly string[]): string {
-  if (segments.length > MAX_NAMESPACE_SEGMENTS) throw invalid(`a namespace has at most ${MAX_NAMESPACE_SEGMENTS} segments`);
+  if (segments.length > MAX_NAMESPACE_SEGMENTS)
+    throw invalid(`a namespace has at most ${MAX_NAMESPACE_SEGMENTS} segments`);
   return segments.join('/');
 }

@@ -10,20 +10,33 @@ import { AppError } from '../errors.js';
 import type { Responder } from './respond.js';
 
 const BODY_PARSER_ERRORS: Record<string, () => AppError> = {
-  'entity.parse.failed': () => new AppError('invalid_request', 'the request body is not valid JSON'),
+  'entity.parse.failed': () =>
+    new AppError('invalid_request', 'the request body is not valid JSON'),
   'entity.too.large': () => new AppError('payload_too_large', 'the request body is too large'),
-  'encoding.unsupported': () => new AppError('unsupported_media_type', 'the body must be UTF-8 JSON'),
-  'charset.unsupported': () => new AppError('unsupported_media_type', 'the body must be UTF-8 JSON'),
-  'request.aborted': () => new AppError('invalid_request', 'the request body was not received whole'),
-  'request.size.invalid': () => new AppError('invalid_request', 'the request body does not match its Content-Length'),
+  'encoding.unsupported': () =>
+    new AppError('unsupported_media_type', 'the body must be UTF-8 JSON'),
+  'charset.unsupported': () =>
+    new AppError('unsupported_media_type', 'the body must be UTF-8 JSON'),
+  'request.aborted': () =>
+    new AppError('invalid_request', 'the request body was not received whole'),
+  'request.size.invalid': () =>
+    new AppError('invalid_request', 'the request body does not match its Content-Length'),
 };
 
 export function toAppError(err: unknown, log: Logger, req: Request): AppError {
   if (err instanceof AppError) return err;
   const parserType = (err as { type?: unknown } | null)?.type;
-  if (typeof parserType === 'string' && parserType in BODY_PARSER_ERRORS) return BODY_PARSER_ERRORS[parserType]!();
+  if (typeof parserType === 'string' && parserType in BODY_PARSER_ERRORS)
+    return BODY_PARSER_ERRORS[parserType]!();
   const e = err instanceof Error ? err : new Error('non-error thrown');
-  log.error({ err: { name: e.name, message: e.message, stack: e.stack }, method: req.method, route: (req.res?.locals.route as string | undefined) ?? null }, 'request failed');
+  log.error(
+    {
+      err: { name: e.name, message: e.message, stack: e.stack },
+      method: req.method,
+      route: (req.res?.locals.route as string | undefined) ?? null,
+    },
+    'request failed',
+  );
   return new AppError('internal', 'an internal error occurred');
 }
 
@@ -32,13 +45,23 @@ export function sendProblem(respond: Responder, res: Response, error: AppError):
     type: `urn:coffer:problem:${error.code}`,
     title: error.title,
     status: error.status,
-    detail: error.status < 500 || error.code === 'integrity_error' ? error.detail : 'an internal error occurred',
+    detail:
+      error.status < 500 || error.code === 'integrity_error'
+        ? error.detail
+        : 'an internal error occurred',
     code: error.code,
   };
   if (error.issues && error.issues.length > 0) body.errors = error.issues;
   // Every 400 lists what was wrong; where no field was named, the request as a whole.
-  else if (error.status === 400) body.errors = [{ field: '', in: 'request', message: error.detail }];
-  respond.raw(res, error.status, 'application/problem+json', JSON.stringify(body), error.headers && Object.entries(error.headers));
+  else if (error.status === 400)
+    body.errors = [{ field: '', in: 'request', message: error.detail }];
+  respond.raw(
+    res,
+    error.status,
+    'application/problem+json',
+    JSON.stringify(body),
+    error.headers && Object.entries(error.headers),
+  );
 }
 
 export function problemHandler(log: Logger, respond: Responder) {

@@ -35,7 +35,10 @@ const ACTIONS: Record<string, Record<string, string>> = {
  */
 export function refuseWhileUnrecorded(audit: AuditLog) {
   return (): void => {
-    if (audit.refusing) throw new AppError('audit_unavailable', 'the audit log cannot be written', undefined, { 'Retry-After': '1' });
+    if (audit.refusing)
+      throw new AppError('audit_unavailable', 'the audit log cannot be written', undefined, {
+        'Retry-After': '1',
+      });
   };
 }
 
@@ -53,12 +56,23 @@ export interface Change {
  */
 export type RecordIntent = (res: Response, change: Change) => Promise<StorageWrite[]>;
 
-export function intentRecorder(audit: AuditLog | undefined, requestId: (res: Response) => string): RecordIntent {
+export function intentRecorder(
+  audit: AuditLog | undefined,
+  requestId: (res: Response) => string,
+): RecordIntent {
   if (!audit) return async () => [];
   return async (res, change) => {
     const principal = res.locals.principal as Principal | undefined;
-    const copies = await audit.intent({ request_id: requestId(res), token_id: principal?.id ?? null, token_name: principal?.metadata.name, ...change });
-    if (!copies) throw new AppError('audit_unavailable', 'the audit log cannot be written', undefined, { 'Retry-After': '1' });
+    const copies = await audit.intent({
+      request_id: requestId(res),
+      token_id: principal?.id ?? null,
+      token_name: principal?.metadata.name,
+      ...change,
+    });
+    if (!copies)
+      throw new AppError('audit_unavailable', 'the audit log cannot be written', undefined, {
+        'Retry-After': '1',
+      });
     return copies;
   };
 }
@@ -68,7 +82,11 @@ export function roleOf(principal: Principal): string {
 }
 
 /** A failed authentication past the flood rate goes into `summary` instead of a line of its own. */
-export function requestAuditor(audit: AuditLog, summary?: FailureSummary, now: () => number = Date.now) {
+export function requestAuditor(
+  audit: AuditLog,
+  summary?: FailureSummary,
+  now: () => number = Date.now,
+) {
   return (res: Response, status: number, requestId: string): Promise<boolean> => {
     if (summary && res.locals.summarized === true) {
       summary.add(res.locals.client as string, status, now());
@@ -81,7 +99,11 @@ export function requestAuditor(audit: AuditLog, summary?: FailureSummary, now: (
     const startedAt = res.locals.startedAt as number | undefined;
     // While the sink is failing the response will be a 503: record that, not what the handler meant to send.
     const outcome = audit.failing
-      ? { status: 503, code: 'audit_unavailable', ...(status === 503 ? {} : { intended_status: status }) }
+      ? {
+          status: 503,
+          code: 'audit_unavailable',
+          ...(status === 503 ? {} : { intended_status: status }),
+        }
       : { status, code: (res.locals.outcomeCode as string | undefined) ?? null };
     // Undefined fields (a request with no key, say) are left out of the JSON line.
     return audit.request({
@@ -100,7 +122,8 @@ export function requestAuditor(audit: AuditLog, summary?: FailureSummary, now: (
       version: target.version,
       subject_token_id: target.subject_token_id,
       outcome,
-      duration_ms: startedAt === undefined ? null : Math.round((performance.now() - startedAt) * 1000) / 1000,
+      duration_ms:
+        startedAt === undefined ? null : Math.round((performance.now() - startedAt) * 1000) / 1000,
     });
   };
 }

@@ -18,7 +18,10 @@ export function rawPath(req: Request): string {
 const MAX_NAMED = 10;
 
 /** The query parameters; refuses unknown names, repeated names, and values that are not plain strings. */
-export function queryOf<K extends string>(req: Request, allowed: readonly K[]): Partial<Record<K, string>> {
+export function queryOf<K extends string>(
+  req: Request,
+  allowed: readonly K[],
+): Partial<Record<K, string>> {
   const url = req.originalUrl;
   const q = url.indexOf('?');
   const out: Partial<Record<K, string>> = {};
@@ -29,13 +32,19 @@ export function queryOf<K extends string>(req: Request, allowed: readonly K[]): 
   const unknown: string[] = [];
   for (const [name, value] of params) {
     if (!(allowed as readonly string[]).includes(name)) unknown.push(name);
-    else if ((out as Record<string, string>)[name] !== undefined) throw invalid(`query parameter "${name}" is repeated`, [{ field: name, in: 'query', message: 'is repeated' }]);
+    else if ((out as Record<string, string>)[name] !== undefined)
+      throw invalid(`query parameter "${name}" is repeated`, [
+        { field: name, in: 'query', message: 'is repeated' },
+      ]);
     else (out as Record<string, string>)[name] = value;
   }
   if (unknown.length > 0) {
     // Named up to ten, so that thousands of parameters cannot make a large answer.
     const named = unknown.slice(0, MAX_NAMED);
-    const more = unknown.length > MAX_NAMED ? ` and ${unknown.length - MAX_NAMED} more (${unknown.length} in all)` : '';
+    const more =
+      unknown.length > MAX_NAMED
+        ? ` and ${unknown.length - MAX_NAMED} more (${unknown.length} in all)`
+        : '';
     throw invalid(
       `unknown query parameter${unknown.length > 1 ? 's' : ''}: ${named.map((n) => JSON.stringify(n.slice(0, 64))).join(', ')}${more}`,
       named.map((n) => ({ field: n.slice(0, 64), in: 'query', message: 'unknown parameter' })),
@@ -58,7 +67,9 @@ function refuseMalformedEncoding(query: string): void {
       // a malformed escape or bytes that are not UTF-8
     }
     const shown = /^[\w.-]{1,64}$/.test(name) ? name : '(unreadable name)';
-    throw invalid(`query parameter ${shown} is not well-formed: percent-escapes must spell UTF-8`, [{ field: shown, in: 'query', message: 'percent-escapes must spell UTF-8' }]);
+    throw invalid(`query parameter ${shown} is not well-formed: percent-escapes must spell UTF-8`, [
+      { field: shown, in: 'query', message: 'percent-escapes must spell UTF-8' },
+    ]);
   }
 }
 
@@ -70,7 +81,9 @@ export function queryError(name: string, message: string): AppError {
 /** Parses a positive integer query value or refuses it. */
 export function positiveInteger(name: string, text: string, max: number): number {
   if (!/^[1-9][0-9]{0,9}$/.test(text) || Number(text) > max) {
-    throw invalid(`${name} must be an integer from 1 to ${max}`, [{ field: name, in: 'query', message: `must be an integer from 1 to ${max}` }]);
+    throw invalid(`${name} must be an integer from 1 to ${max}`, [
+      { field: name, in: 'query', message: `must be an integer from 1 to ${max}` },
+    ]);
   }
   return Number(text);
 }
@@ -78,12 +91,16 @@ export function positiveInteger(name: string, text: string, max: number): number
 export function booleanFlag(name: string, text: string | undefined): boolean {
   if (text === undefined || text === 'false') return false;
   if (text === 'true') return true;
-  throw invalid(`${name} must be true or false`, [{ field: name, in: 'query', message: 'must be true or false' }]);
+  throw invalid(`${name} must be true or false`, [
+    { field: name, in: 'query', message: 'must be true or false' },
+  ]);
 }
 
 /** Whether the request announces a body (a Content-Length above 0, or chunked transfer). */
 export function hasBody(req: Request): boolean {
-  return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+  return (
+    req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0
+  );
 }
 
 type JsonParser = (req: Request, res: Response, next: (err?: unknown) => void) => void;
@@ -107,15 +124,30 @@ export function jsonBodyReader(limit: number): (req: Request, res: Response) => 
     if (!hasBody(req)) return Promise.reject(invalid('a JSON object body is required'));
     const media = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
     if (media !== 'application/json') {
-      return Promise.reject(new AppError('unsupported_media_type', 'the body must be sent with Content-Type: application/json'));
+      return Promise.reject(
+        new AppError(
+          'unsupported_media_type',
+          'the body must be sent with Content-Type: application/json',
+        ),
+      );
     }
     const encoding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
     if (encoding !== 'identity') {
-      return Promise.reject(new AppError('unsupported_media_type', 'Coffer does not accept compressed request bodies: send the body without Content-Encoding'));
+      return Promise.reject(
+        new AppError(
+          'unsupported_media_type',
+          'Coffer does not accept compressed request bodies: send the body without Content-Encoding',
+        ),
+      );
     }
     return new Promise((resolve, reject) =>
       parse(req, res, (err) => {
-        if (err) return reject((err as { type?: unknown }).type === 'entity.verify.failed' ? invalid('the request body is not valid UTF-8') : err);
+        if (err)
+          return reject(
+            (err as { type?: unknown }).type === 'entity.verify.failed'
+              ? invalid('the request body is not valid UTF-8')
+              : err,
+          );
         const issue = illFormedString(req.body);
         if (issue) return reject(invalid(`${issue.field || 'body'} ${issue.message}`, [issue]));
         resolve(req.body);

@@ -17,7 +17,10 @@ export type HeaderList = readonly (readonly [string, string])[];
  * helmet's page defaults, and about 400 bytes smaller on every response.
  */
 const API_HELMET = {
-  contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
+  contentSecurityPolicy: {
+    useDefaults: false,
+    directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] },
+  },
   crossOriginOpenerPolicy: false,
   crossOriginResourcePolicy: { policy: 'same-origin' },
   originAgentCluster: false,
@@ -38,7 +41,11 @@ function securityHeaders(tls: boolean): string[] {
     removeHeader(): void {},
   };
   // HSTS means something only over HTTPS (RFC 6797 says to ignore it over plain HTTP): sent only with TLS.
-  helmet({ ...API_HELMET, strictTransportSecurity: tls })({} as never, recorder as never, () => undefined);
+  helmet({ ...API_HELMET, strictTransportSecurity: tls })(
+    {} as never,
+    recorder as never,
+    () => undefined,
+  );
   flat.push('Cache-Control', 'no-store');
   return flat;
 }
@@ -54,13 +61,18 @@ export interface Responder {
 }
 
 /** Records a response before it is sent; false: it could not be recorded, so it must not be sent. */
-export type ResponseAuditor = (res: Response, status: number, requestId: string) => Promise<boolean>;
+export type ResponseAuditor = (
+  res: Response,
+  status: number,
+  requestId: string,
+) => Promise<boolean>;
 
 const UNAVAILABLE = JSON.stringify({
   type: 'urn:coffer:problem:audit_unavailable',
   title: 'Audit log unavailable',
   status: 503,
-  detail: 'the request could not be recorded in the audit log, so its result is withheld; try again later (a write may already be applied)',
+  detail:
+    'the request could not be recorded in the audit log, so its result is withheld; try again later (a write may already be applied)',
   code: 'audit_unavailable',
 });
 
@@ -72,25 +84,51 @@ const UNAVAILABLE = JSON.stringify({
 export function createResponder(auditor?: ResponseAuditor, tls = false): Responder {
   const common = securityHeaders(tls);
   const requestIds = new PooledIds(16);
-  const send = (res: Response, status: number, contentType: string | null, body: string, extra: HeaderList | undefined, requestId: string | null): void => {
+  const send = (
+    res: Response,
+    status: number,
+    contentType: string | null,
+    body: string,
+    extra: HeaderList | undefined,
+    requestId: string | null,
+  ): void => {
     const headers = common.slice();
-    if (contentType !== null) headers.push('Content-Type', contentType, 'Content-Length', String(Buffer.byteLength(body)));
+    if (contentType !== null)
+      headers.push('Content-Type', contentType, 'Content-Length', String(Buffer.byteLength(body)));
     if (requestId !== null) headers.push('X-Request-Id', requestId);
     if (extra) for (const [name, value] of extra) headers.push(name, value);
     res.writeHead(status, headers);
     res.end(body);
   };
-  const requestId = (res: Response): string => (res.locals.requestId ??= requestIds.next()) as string;
-  const write = (res: Response, status: number, contentType: string | null, body: string, extra?: HeaderList): void => {
-    if (!auditor) return send(res, status, contentType, body, extra, null);
+  const requestId = (res: Response): string => {
+    res.locals.requestId ??= requestIds.next();
+    return res.locals.requestId as string;
+  };
+  const write = (
+    res: Response,
+    status: number,
+    contentType: string | null,
+    body: string,
+    extra?: HeaderList,
+  ): void => {
+    if (!auditor) {
+      send(res, status, contentType, body, extra, null);
+      return;
+    }
     const id = requestId(res);
-    const refuse = (): void => send(res, 503, 'application/problem+json', UNAVAILABLE, [['Retry-After', '1']], id);
-    auditor(res, status, id).then((recorded) => (recorded ? send(res, status, contentType, body, extra, id) : refuse()), refuse);
+    const refuse = (): void =>
+      send(res, 503, 'application/problem+json', UNAVAILABLE, [['Retry-After', '1']], id);
+    auditor(res, status, id).then(
+      (recorded) => (recorded ? send(res, status, contentType, body, extra, id) : refuse()),
+      refuse,
+    );
   };
   return {
     requestId,
-    json: (res, status, body, headers) => write(res, status, 'application/json; charset=utf-8', JSON.stringify(body), headers),
+    json: (res, status, body, headers) =>
+      write(res, status, 'application/json; charset=utf-8', JSON.stringify(body), headers),
     empty: (res, status) => write(res, status, null, ''),
-    raw: (res, status, contentType, body, headers) => write(res, status, contentType, body, headers),
+    raw: (res, status, contentType, body, headers) =>
+      write(res, status, contentType, body, headers),
   };
 }

@@ -9,8 +9,15 @@ export const kvPutSchema = {
   additionalProperties: false,
   required: ['value', 'type'],
   properties: {
-    value: { type: 'string', description: 'The value; at most COFFER_MAX_VALUE_BYTES bytes of UTF-8.' },
-    type: { enum: [...VALUE_TYPES], description: 'secret values are sealed at rest; config values are stored readable but authenticated.' },
+    value: {
+      type: 'string',
+      description: 'The value; at most COFFER_MAX_VALUE_BYTES bytes of UTF-8.',
+    },
+    type: {
+      enum: [...VALUE_TYPES],
+      description:
+        'secret values are sealed at rest; config values are stored readable but authenticated.',
+    },
   },
 } as const;
 
@@ -30,13 +37,23 @@ export function tokenCreateSchema(maxTtl: number) {
           additionalProperties: false,
           required: ['namespace'],
           properties: {
-            namespace: { type: 'string', minLength: 1, maxLength: 2200, description: '*, a namespace, or a namespace followed by /*' },
+            namespace: {
+              type: 'string',
+              minLength: 1,
+              maxLength: 2200,
+              description: '*, a namespace, or a namespace followed by /*',
+            },
             read: { type: 'boolean', default: false },
             write: { type: 'boolean', default: false },
           },
         },
       },
-      expires_in: { type: 'integer', minimum: 1, maximum: maxTtl, description: 'Lifetime in seconds; default COFFER_DEFAULT_TTL.' },
+      expires_in: {
+        type: 'integer',
+        minimum: 1,
+        maximum: maxTtl,
+        description: 'Lifetime in seconds; default COFFER_DEFAULT_TTL.',
+      },
       metadata: {
         type: 'object',
         additionalProperties: false,
@@ -53,11 +70,23 @@ export const rewrapSchema = {
   type: 'object',
   additionalProperties: false,
   properties: {
-    batch_size: { type: 'integer', minimum: 1, maximum: 10000, default: 500, description: 'Records per transaction.' },
+    batch_size: {
+      type: 'integer',
+      minimum: 1,
+      maximum: 10000,
+      default: 500,
+      description: 'Records per transaction.',
+    },
   },
 } as const;
 
-const absolutePath = { type: 'string', minLength: 2, maxLength: 4096, pattern: '^/', description: 'An absolute path on the server.' } as const;
+const absolutePath = {
+  type: 'string',
+  minLength: 2,
+  maxLength: 4096,
+  pattern: '^/',
+  description: 'An absolute path on the server.',
+} as const;
 
 /** The body of POST /v1/sys/keyring/migrate: the new provider's settings, as in the configuration file. */
 export const migrateSchema = {

@@ -1,12 +1,16 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import { invalid, type FieldIssue } from '../errors.js';
+import { type FieldIssue, invalid } from '../errors.js';
 
 export type BodyValidator<T> = (body: unknown) => T;
 
 function issueOf(error: ErrorObject): FieldIssue {
   if (error.keyword === 'additionalProperties') {
     const name = (error.params as { additionalProperty: string }).additionalProperty;
-    return { field: `${error.instancePath}/${name}`, in: 'body', message: `unknown field "${name}"` };
+    return {
+      field: `${error.instancePath}/${name}`,
+      in: 'body',
+      message: `unknown field "${name}"`,
+    };
   }
   if (error.keyword === 'required') {
     const name = (error.params as { missingProperty: string }).missingProperty;
@@ -24,7 +28,10 @@ export class Validators {
     return (body: unknown): T => {
       if (!check(body)) {
         const issues = (check.errors ?? []).map(issueOf);
-        throw invalid(`request body is invalid: ${issues.map((i) => `${i.field || 'body'} ${i.message}`).join('; ')}`, issues);
+        throw invalid(
+          `request body is invalid: ${issues.map((i) => `${i.field || 'body'} ${i.message}`).join('; ')}`,
+          issues,
+        );
       }
       return body as T;
     };

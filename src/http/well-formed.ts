@@ -18,7 +18,13 @@ const escapePointer = (name: string): string => name.replace(/~/g, '~0').replace
 /** The first string (value or member name) in a parsed JSON body that is not valid Unicode, as a field issue. */
 export function illFormedString(value: unknown, pointer = ''): FieldIssue | undefined {
   if (typeof value === 'string') {
-    return isWellFormed(value) ? undefined : { field: pointer, in: 'body', message: 'is not valid Unicode (it holds a lone surrogate, e.g. \\ud800)' };
+    return isWellFormed(value)
+      ? undefined
+      : {
+          field: pointer,
+          in: 'body',
+          message: 'is not valid Unicode (it holds a lone surrogate, e.g. \\ud800)',
+        };
   }
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
@@ -29,7 +35,12 @@ export function illFormedString(value: unknown, pointer = ''): FieldIssue | unde
   }
   if (value !== null && typeof value === 'object') {
     for (const [name, member] of Object.entries(value)) {
-      if (!isWellFormed(name)) return { field: pointer, in: 'body', message: 'has a member name that is not valid Unicode (a lone surrogate)' };
+      if (!isWellFormed(name))
+        return {
+          field: pointer,
+          in: 'body',
+          message: 'has a member name that is not valid Unicode (a lone surrogate)',
+        };
       const issue = illFormedString(member, `${pointer}/${escapePointer(name)}`);
       if (issue) return issue;
     }

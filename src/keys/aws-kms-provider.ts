@@ -1,6 +1,11 @@
 import { DecryptCommand, GenerateDataKeyCommand, type KMSClient } from '@aws-sdk/client-kms';
 import { aeadOpen, aeadSeal, KEY_BYTES, NONCE_BYTES } from '../crypto/aead.js';
-import { contextBytes, KeyProviderError, type KeyProvider, type WrapContext } from './key-provider.js';
+import {
+  contextBytes,
+  type KeyProvider,
+  KeyProviderError,
+  type WrapContext,
+} from './key-provider.js';
 
 const SETTING = 'COFFER_KMS_KEY_ID';
 const FORMAT = 3;
@@ -18,13 +23,26 @@ export class AwsKmsProvider implements KeyProvider {
 
   readonly description: string;
 
-  constructor(private readonly client: KMSClient, private readonly keyId: string, region: string | null = null) {
+  constructor(
+    private readonly client: KMSClient,
+    private readonly keyId: string,
+    region: string | null = null,
+  ) {
     this.description = `aws-kms key ${keyId}${region === null ? '' : ` in ${region}`}`;
   }
 
   async wrap(plaintext: Uint8Array, context: WrapContext): Promise<Uint8Array> {
-    const out = await this.send(() => this.client.send(new GenerateDataKeyCommand({ KeyId: this.keyId, KeySpec: 'AES_256', EncryptionContext: { ...context } })));
-    if (!out.Plaintext || !out.CiphertextBlob || out.Plaintext.length !== KEY_BYTES) throw new KeyProviderError(SETTING, 'KMS returned no usable data key');
+    const out = await this.send(() =>
+      this.client.send(
+        new GenerateDataKeyCommand({
+          KeyId: this.keyId,
+          KeySpec: 'AES_256',
+          EncryptionContext: { ...context },
+        }),
+      ),
+    );
+    if (!out.Plaintext || !out.CiphertextBlob || out.Plaintext.length !== KEY_BYTES)
+      throw new KeyProviderError(SETTING, 'KMS returned no usable data key');
     const dataKey = Buffer.from(out.Plaintext);
     try {
       const { nonce, ciphertext } = aeadSeal(dataKey, plaintext, contextBytes(context));
@@ -39,16 +57,38 @@ export class AwsKmsProvider implements KeyProvider {
 
   async unwrap(wrapped: Uint8Array, context: WrapContext): Promise<Uint8Array> {
     const bytes = Buffer.from(wrapped);
-    if (bytes[0] !== FORMAT || bytes.length < 3) throw new KeyProviderError(SETTING, 'the stored keyring was not wrapped by the aws-kms provider');
+    if (bytes[0] !== FORMAT || bytes.length < 3)
+      throw new KeyProviderError(
+        SETTING,
+        'the stored keyring was not wrapped by the aws-kms provider',
+      );
     const blobEnd = 3 + bytes.readUInt16BE(1);
     const blob = bytes.subarray(3, blobEnd);
-    const out = await this.send(() => this.client.send(new DecryptCommand({ KeyId: this.keyId, CiphertextBlob: blob, EncryptionContext: { ...context } })));
+    const out = await this.send(() =>
+      this.client.send(
+        new DecryptCommand({
+          KeyId: this.keyId,
+          CiphertextBlob: blob,
+          EncryptionContext: { ...context },
+        }),
+      ),
+    );
     if (!out.Plaintext) throw new KeyProviderError(SETTING, 'KMS returned no data key');
     const dataKey = Buffer.from(out.Plaintext);
     try {
-      return aeadOpen(dataKey, { nonce: bytes.subarray(blobEnd, blobEnd + NONCE_BYTES), ciphertext: bytes.subarray(blobEnd + NONCE_BYTES) }, contextBytes(context));
+      return aeadOpen(
+        dataKey,
+        {
+          nonce: bytes.subarray(blobEnd, blobEnd + NONCE_BYTES),
+          ciphertext: bytes.subarray(blobEnd + NONCE_BYTES),
+        },
+        contextBytes(context),
+      );
     } catch {
-      throw new KeyProviderError(SETTING, 'the keyring does not open with the data key KMS returned (the stored keyring was altered)');
+      throw new KeyProviderError(
+        SETTING,
+        'the keyring does not open with the data key KMS returned (the stored keyring was altered)',
+      );
     } finally {
       dataKey.fill(0);
     }
@@ -66,10 +106,13 @@ export class AwsKmsProvider implements KeyProvider {
         NotFoundException: `KMS key ${this.keyId} does not exist`,
         KMSInvalidStateException: `KMS key ${this.keyId} is not usable in its current state`,
         IncorrectKeyException: `the keyring was wrapped under another KMS key than ${this.keyId}`,
-        InvalidCiphertextException: 'KMS refused the stored data key (another key, another encryption context, or altered)',
+        InvalidCiphertextException:
+          'KMS refused the stored data key (another key, another encryption context, or altered)',
         ThrottlingException: 'KMS kept throttling the request after retries; try again later',
       };
-      const reason = reasons[name] ?? `KMS call failed: ${name}${(err as Error).message ? ` (${(err as Error).message})` : ''}`;
+      const reason =
+        reasons[name] ??
+        `KMS call failed: ${name}${(err as Error).message ? ` (${(err as Error).message})` : ''}`;
       throw new KeyProviderError(SETTING, reason);
     }
   }

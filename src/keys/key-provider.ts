@@ -19,7 +19,10 @@ export type WrapContext = Readonly<Record<string, string>>;
 
 /** A failure of the master key provider; the message names the setting to check and holds no key. */
 export class KeyProviderError extends Error {
-  constructor(readonly setting: string, message: string) {
+  constructor(
+    readonly setting: string,
+    message: string,
+  ) {
     super(message);
     this.name = 'KeyProviderError';
   }

@@ -3,7 +3,12 @@ import { dirname } from 'node:path';
 import { aeadOpen, aeadSeal, KEY_BYTES, NONCE_BYTES } from '../crypto/aead.js';
 import { randomBytes } from '../crypto/random.js';
 import { ensureDirectory } from '../directories.js';
-import { contextBytes, KeyProviderError, type KeyProvider, type WrapContext } from './key-provider.js';
+import {
+  contextBytes,
+  type KeyProvider,
+  KeyProviderError,
+  type WrapContext,
+} from './key-provider.js';
 import { PASSPHRASE_FORMAT } from './passphrase-provider.js';
 import { readOwnerOnlyFile } from './secret-file.js';
 
@@ -17,7 +22,10 @@ const FORMAT = 1;
 export class LocalKeyProvider implements KeyProvider {
   readonly name = 'local';
 
-  constructor(private readonly masterKey: Uint8Array, readonly description = 'a local master key file') {}
+  constructor(
+    private readonly masterKey: Uint8Array,
+    readonly description = 'a local master key file',
+  ) {}
 
   async wrap(plaintext: Uint8Array, context: WrapContext): Promise<Uint8Array> {
     const { nonce, ciphertext } = aeadSeal(this.masterKey, plaintext, contextBytes(context));
@@ -26,15 +34,31 @@ export class LocalKeyProvider implements KeyProvider {
 
   async unwrap(wrapped: Uint8Array, context: WrapContext): Promise<Uint8Array> {
     if (wrapped[0] === PASSPHRASE_FORMAT) {
-      throw new KeyProviderError(SETTING, 'the stored keyring is wrapped with a passphrase; set COFFER_MASTER_PASSPHRASE_FILE');
+      throw new KeyProviderError(
+        SETTING,
+        'the stored keyring is wrapped with a passphrase; set COFFER_MASTER_PASSPHRASE_FILE',
+      );
     }
     if (wrapped[0] !== FORMAT || wrapped.length < 1 + NONCE_BYTES) {
-      throw new KeyProviderError(SETTING, 'the stored keyring was not wrapped by a local master key');
+      throw new KeyProviderError(
+        SETTING,
+        'the stored keyring was not wrapped by a local master key',
+      );
     }
     try {
-      return aeadOpen(this.masterKey, { nonce: wrapped.subarray(1, 1 + NONCE_BYTES), ciphertext: wrapped.subarray(1 + NONCE_BYTES) }, contextBytes(context));
+      return aeadOpen(
+        this.masterKey,
+        {
+          nonce: wrapped.subarray(1, 1 + NONCE_BYTES),
+          ciphertext: wrapped.subarray(1 + NONCE_BYTES),
+        },
+        contextBytes(context),
+      );
     } catch {
-      throw new KeyProviderError(SETTING, 'the master key does not open the keyring stored in the data directory (wrong key file?)');
+      throw new KeyProviderError(
+        SETTING,
+        'the master key does not open the keyring stored in the data directory (wrong key file?)',
+      );
     }
   }
 }
@@ -56,13 +80,20 @@ export function loadOrCreateMasterKey(path: string, create = false): LocalKeyFil
   const key = readOwnerOnlyFile(path, SETTING, 4096);
   if (key === undefined) {
     const target = danglingLink(path);
-    if (target !== undefined) throw new KeyProviderError(SETTING, `${path} is a symbolic link to ${target}, which does not exist`);
+    if (target !== undefined)
+      throw new KeyProviderError(
+        SETTING,
+        `${path} is a symbolic link to ${target}, which does not exist`,
+      );
     if (!create) throw new MissingMasterKeyError(SETTING, `there is no master key file at ${path}`);
     return { key: createKeyFile(path), created: true };
   }
   if (key.length !== KEY_BYTES) {
     key.fill(0);
-    throw new KeyProviderError(SETTING, `${path} must hold exactly ${KEY_BYTES} bytes, it holds ${key.length}`);
+    throw new KeyProviderError(
+      SETTING,
+      `${path} must hold exactly ${KEY_BYTES} bytes, it holds ${key.length}`,
+    );
   }
   return { key, created: false };
 }

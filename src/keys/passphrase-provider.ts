@@ -1,7 +1,12 @@
 import argon2 from 'argon2';
 import { aeadOpen, aeadSeal, KEY_BYTES, NONCE_BYTES } from '../crypto/aead.js';
 import { randomBytes } from '../crypto/random.js';
-import { contextBytes, KeyProviderError, type KeyProvider, type WrapContext } from './key-provider.js';
+import {
+  contextBytes,
+  type KeyProvider,
+  KeyProviderError,
+  type WrapContext,
+} from './key-provider.js';
 import { readOwnerOnlyFile } from './secret-file.js';
 
 const SETTING = 'COFFER_MASTER_PASSPHRASE_FILE';
@@ -20,7 +25,10 @@ const PARAMS = { memoryCost: 65536, timeCost: 3, parallelism: 4 } as const;
 export class PassphraseKeyProvider implements KeyProvider {
   readonly name = 'local';
 
-  constructor(private readonly passphrase: string, readonly description = 'a local passphrase') {}
+  constructor(
+    private readonly passphrase: string,
+    readonly description = 'a local passphrase',
+  ) {}
 
   async wrap(plaintext: Uint8Array, context: WrapContext): Promise<Uint8Array> {
     const salt = randomBytes(SALT_BYTES);
@@ -40,21 +48,52 @@ export class PassphraseKeyProvider implements KeyProvider {
     const bytes = Buffer.from(wrapped);
     const headerLength = 1 + SALT_BYTES + 6;
     if (bytes[0] !== PASSPHRASE_FORMAT || bytes.length < headerLength + NONCE_BYTES) {
-      throw new KeyProviderError(SETTING, 'the stored keyring is wrapped by a master key file, not a passphrase: unset COFFER_MASTER_PASSPHRASE_FILE (and master_passphrase_file in COFFER_CONFIG) so that the key file of COFFER_MASTER_KEY_FILE is used');
+      throw new KeyProviderError(
+        SETTING,
+        'the stored keyring is wrapped by a master key file, not a passphrase: unset COFFER_MASTER_PASSPHRASE_FILE (and master_passphrase_file in COFFER_CONFIG) so that the key file of COFFER_MASTER_KEY_FILE is used',
+      );
     }
     const salt = bytes.subarray(1, 1 + SALT_BYTES);
-    const key = await this.derive(salt, bytes.readUInt32BE(1 + SALT_BYTES), bytes[1 + SALT_BYTES + 4]!, bytes[1 + SALT_BYTES + 5]!);
+    const key = await this.derive(
+      salt,
+      bytes.readUInt32BE(1 + SALT_BYTES),
+      bytes[1 + SALT_BYTES + 4]!,
+      bytes[1 + SALT_BYTES + 5]!,
+    );
     try {
-      return aeadOpen(key, { nonce: bytes.subarray(headerLength, headerLength + NONCE_BYTES), ciphertext: bytes.subarray(headerLength + NONCE_BYTES) }, contextBytes(context));
+      return aeadOpen(
+        key,
+        {
+          nonce: bytes.subarray(headerLength, headerLength + NONCE_BYTES),
+          ciphertext: bytes.subarray(headerLength + NONCE_BYTES),
+        },
+        contextBytes(context),
+      );
     } catch {
-      throw new KeyProviderError(SETTING, 'the passphrase does not open the keyring stored in the data directory (wrong passphrase?)');
+      throw new KeyProviderError(
+        SETTING,
+        'the passphrase does not open the keyring stored in the data directory (wrong passphrase?)',
+      );
     } finally {
       key.fill(0);
     }
   }
 
-  private async derive(salt: Uint8Array, memoryCost: number, timeCost: number, parallelism: number): Promise<Buffer> {
-    return argon2.hash(this.passphrase, { type: argon2.argon2id, raw: true, salt: Buffer.from(salt), hashLength: KEY_BYTES, memoryCost, timeCost, parallelism });
+  private async derive(
+    salt: Uint8Array,
+    memoryCost: number,
+    timeCost: number,
+    parallelism: number,
+  ): Promise<Buffer> {
+    return argon2.hash(this.passphrase, {
+      type: argon2.argon2id,
+      raw: true,
+      salt: Buffer.from(salt),
+      hashLength: KEY_BYTES,
+      memoryCost,
+      timeCost,
+      parallelism,
+    });
   }
 }
 
@@ -63,6 +102,7 @@ export function readPassphraseFile(path: string): string {
   const bytes = readOwnerOnlyFile(path, SETTING, 4096);
   if (bytes === undefined) throw new KeyProviderError(SETTING, `cannot open ${path} (ENOENT)`);
   const passphrase = bytes.toString('utf8').replace(/\r?\n$/, '');
-  if (passphrase.length < 12) throw new KeyProviderError(SETTING, `${path} must hold a passphrase of at least 12 characters`);
+  if (passphrase.length < 12)
+    throw new KeyProviderError(SETTING, `${path} must hold a passphrase of at least 12 characters`);
   return passphrase;
 }

@@ -1,6 +1,11 @@
 import pkcs11js from 'pkcs11js';
 import { randomBytes } from '../crypto/random.js';
-import { contextBytes, KeyProviderError, type KeyProvider, type WrapContext } from './key-provider.js';
+import {
+  contextBytes,
+  type KeyProvider,
+  KeyProviderError,
+  type WrapContext,
+} from './key-provider.js';
 
 const FORMAT = 4;
 const IV_BYTES = 12;
@@ -27,7 +32,10 @@ export function pkcs11Module(library: string): pkcs11js.PKCS11 {
     module.load(library);
     module.C_Initialize();
   } catch (err) {
-    throw new KeyProviderError('COFFER_PKCS11_LIBRARY', `cannot load the PKCS#11 module ${library} (${(err as Error).message})`);
+    throw new KeyProviderError(
+      'COFFER_PKCS11_LIBRARY',
+      `cannot load the PKCS#11 module ${library} (${(err as Error).message})`,
+    );
   }
   modules.set(library, module);
   return module;
@@ -54,18 +62,27 @@ export class Pkcs11KeyProvider implements KeyProvider {
     private readonly settings: Pkcs11Settings,
     private readonly pin: string,
   ) {
-    const token = settings.token_label === null ? `slot ${settings.slot}` : `token "${settings.token_label}"`;
+    const token =
+      settings.token_label === null ? `slot ${settings.slot}` : `token "${settings.token_label}"`;
     this.description = `pkcs11 key "${settings.key_label}" in ${token}`;
   }
 
   /** Finds the token and the key, refusing a key the HSM would let out (extractable or not sensitive). */
-  static open(settings: Pkcs11Settings, pin: string): { provider: Pkcs11KeyProvider; notice?: string } {
+  static open(
+    settings: Pkcs11Settings,
+    pin: string,
+  ): { provider: Pkcs11KeyProvider; notice?: string } {
     const module = pkcs11Module(settings.library);
     const provider = new Pkcs11KeyProvider(module, findSlot(module, settings), settings, pin);
     const notice = provider.withKey((session, key) => {
-      const [extractable, sensitive] = module.C_GetAttributeValue(session, key, [{ type: pkcs11js.CKA_EXTRACTABLE }, { type: pkcs11js.CKA_SENSITIVE }]);
+      const [extractable, sensitive] = module.C_GetAttributeValue(session, key, [
+        { type: pkcs11js.CKA_EXTRACTABLE },
+        { type: pkcs11js.CKA_SENSITIVE },
+      ]);
       const leaves = extractable?.value?.[0] === 1 || sensitive?.value?.[0] === 0;
-      return leaves ? `PKCS#11 key "${settings.key_label}" is extractable or not sensitive: the HSM would let it out; create it with CKA_EXTRACTABLE false and CKA_SENSITIVE true` : undefined;
+      return leaves
+        ? `PKCS#11 key "${settings.key_label}" is extractable or not sensitive: the HSM would let it out; create it with CKA_EXTRACTABLE false and CKA_SENSITIVE true`
+        : undefined;
     });
     return { provider, ...(notice === undefined ? {} : { notice }) };
   }
@@ -74,21 +91,30 @@ export class Pkcs11KeyProvider implements KeyProvider {
     const iv = randomBytes(IV_BYTES);
     const ciphertext = this.withKey((session, key) => {
       this.module.C_EncryptInit(session, gcm(iv, context), key);
-      return this.module.C_Encrypt(session, Buffer.from(plaintext), Buffer.alloc(plaintext.length + TAG_BYTES + 16));
+      return this.module.C_Encrypt(
+        session,
+        Buffer.from(plaintext),
+        Buffer.alloc(plaintext.length + TAG_BYTES + 16),
+      );
     });
     return Buffer.concat([Buffer.from([FORMAT]), iv, ciphertext]);
   }
 
   async unwrap(wrapped: Uint8Array, context: WrapContext): Promise<Uint8Array> {
     if (wrapped[0] !== FORMAT || wrapped.length < 1 + IV_BYTES + TAG_BYTES) {
-      throw new KeyProviderError('COFFER_PKCS11_KEY_LABEL', 'the stored keyring was not wrapped by the pkcs11 provider');
+      throw new KeyProviderError(
+        'COFFER_PKCS11_KEY_LABEL',
+        'the stored keyring was not wrapped by the pkcs11 provider',
+      );
     }
     const iv = Buffer.from(wrapped.subarray(1, 1 + IV_BYTES));
     const ciphertext = Buffer.from(wrapped.subarray(1 + IV_BYTES));
     return this.withKey((session, key) => {
       try {
         this.module.C_DecryptInit(session, gcm(iv, context), key);
-        return new Uint8Array(this.module.C_Decrypt(session, ciphertext, Buffer.alloc(ciphertext.length)));
+        return new Uint8Array(
+          this.module.C_Decrypt(session, ciphertext, Buffer.alloc(ciphertext.length)),
+        );
       } catch {
         throw new KeyProviderError(
           'COFFER_PKCS11_KEY_LABEL',
@@ -105,7 +131,10 @@ export class Pkcs11KeyProvider implements KeyProvider {
     try {
       session = module.C_OpenSession(this.slot, pkcs11js.CKF_SERIAL_SESSION);
     } catch (err) {
-      throw new KeyProviderError('COFFER_PKCS11_SLOT', `cannot open a session on the token (${reason(err)})`);
+      throw new KeyProviderError(
+        'COFFER_PKCS11_SLOT',
+        `cannot open a session on the token (${reason(err)})`,
+      );
     }
     try {
       login(module, session, this.pin);
@@ -122,7 +151,13 @@ export class Pkcs11KeyProvider implements KeyProvider {
 }
 
 function gcm(iv: Buffer, context: WrapContext): pkcs11js.Mechanism {
-  const parameter: pkcs11js.GcmParams = { type: pkcs11js.CK_PARAMS_GCM, iv, ivBits: IV_BYTES * 8, aad: Buffer.from(contextBytes(context)), tagBits: TAG_BYTES * 8 };
+  const parameter: pkcs11js.GcmParams = {
+    type: pkcs11js.CK_PARAMS_GCM,
+    iv,
+    ivBits: IV_BYTES * 8,
+    aad: Buffer.from(contextBytes(context)),
+    tagBits: TAG_BYTES * 8,
+  };
   return { mechanism: pkcs11js.CKM_AES_GCM, parameter };
 }
 
@@ -130,11 +165,21 @@ function findSlot(module: pkcs11js.PKCS11, settings: Pkcs11Settings): pkcs11js.H
   const slots = module.C_GetSlotList(true);
   if (settings.slot !== null) {
     const slot = slots.find((handle) => handle.readBigUInt64LE() === BigInt(settings.slot!));
-    if (!slot) throw new KeyProviderError('COFFER_PKCS11_SLOT', `no token is present in slot ${settings.slot}`);
+    if (!slot)
+      throw new KeyProviderError(
+        'COFFER_PKCS11_SLOT',
+        `no token is present in slot ${settings.slot}`,
+      );
     return slot;
   }
-  const slot = slots.find((handle) => module.C_GetTokenInfo(handle).label.trimEnd() === settings.token_label);
-  if (!slot) throw new KeyProviderError('COFFER_PKCS11_TOKEN_LABEL', `no token labelled "${settings.token_label}" is present`);
+  const slot = slots.find(
+    (handle) => module.C_GetTokenInfo(handle).label.trimEnd() === settings.token_label,
+  );
+  if (!slot)
+    throw new KeyProviderError(
+      'COFFER_PKCS11_TOKEN_LABEL',
+      `no token labelled "${settings.token_label}" is present`,
+    );
   return slot;
 }
 
@@ -144,13 +189,19 @@ function login(module: pkcs11js.PKCS11, session: pkcs11js.Handle, pin: string): 
   } catch (err) {
     const code = reason(err);
     if (code === 'CKR_USER_ALREADY_LOGGED_IN') return;
-    if (code === 'CKR_PIN_INCORRECT') throw new KeyProviderError('COFFER_PKCS11_PIN', 'the HSM refused the PIN (incorrect)');
-    if (code === 'CKR_PIN_LOCKED') throw new KeyProviderError('COFFER_PKCS11_PIN', 'the token\'s user PIN is locked');
+    if (code === 'CKR_PIN_INCORRECT')
+      throw new KeyProviderError('COFFER_PKCS11_PIN', 'the HSM refused the PIN (incorrect)');
+    if (code === 'CKR_PIN_LOCKED')
+      throw new KeyProviderError('COFFER_PKCS11_PIN', "the token's user PIN is locked");
     throw new KeyProviderError('COFFER_PKCS11_PIN', `the HSM refused the login (${code})`);
   }
 }
 
-function findKey(module: pkcs11js.PKCS11, session: pkcs11js.Handle, label: string): pkcs11js.Handle {
+function findKey(
+  module: pkcs11js.PKCS11,
+  session: pkcs11js.Handle,
+  label: string,
+): pkcs11js.Handle {
   module.C_FindObjectsInit(session, [
     { type: pkcs11js.CKA_CLASS, value: pkcs11js.CKO_SECRET_KEY },
     { type: pkcs11js.CKA_KEY_TYPE, value: pkcs11js.CKK_AES },
@@ -162,8 +213,16 @@ function findKey(module: pkcs11js.PKCS11, session: pkcs11js.Handle, label: strin
   } finally {
     module.C_FindObjectsFinal(session);
   }
-  if (found.length === 0) throw new KeyProviderError('COFFER_PKCS11_KEY_LABEL', `the token holds no AES key labelled "${label}"`);
-  if (found.length > 1) throw new KeyProviderError('COFFER_PKCS11_KEY_LABEL', `the token holds more than one AES key labelled "${label}"`);
+  if (found.length === 0)
+    throw new KeyProviderError(
+      'COFFER_PKCS11_KEY_LABEL',
+      `the token holds no AES key labelled "${label}"`,
+    );
+  if (found.length > 1)
+    throw new KeyProviderError(
+      'COFFER_PKCS11_KEY_LABEL',
+      `the token holds more than one AES key labelled "${label}"`,
+    );
   return found[0]!;
 }
 

@@ -1,6 +1,6 @@
 import { KMSClient } from '@aws-sdk/client-kms';
 import { AwsKmsProvider } from './aws-kms-provider.js';
-import { KeyProviderError, type KeyProvider } from './key-provider.js';
+import { type KeyProvider, KeyProviderError } from './key-provider.js';
 import { LocalKeyProvider, loadOrCreateMasterKey } from './local-provider.js';
 import { PassphraseKeyProvider, readPassphraseFile } from './passphrase-provider.js';
 import { Pkcs11KeyProvider } from './pkcs11-provider.js';
@@ -8,7 +8,11 @@ import { readOwnerOnlyFile } from './secret-file.js';
 
 export interface KeyProviderSettings {
   readonly key_provider: 'local' | 'aws-kms' | 'pkcs11';
-  readonly kms: { readonly key_id: string | null; readonly region: string | null; readonly endpoint: string | null };
+  readonly kms: {
+    readonly key_id: string | null;
+    readonly region: string | null;
+    readonly endpoint: string | null;
+  };
   readonly pkcs11: {
     readonly library: string | null;
     readonly slot: number | null;
@@ -34,7 +38,10 @@ export interface OpenedProvider {
  * names): what the store records next to the keyring it wraps, so that every process can follow a
  * migration and start-up can say which key opens the store.
  */
-export type ProviderConfig = Pick<KeyProviderSettings, 'key_provider'> & Partial<Pick<KeyProviderSettings, 'master_key_file' | 'master_passphrase_file' | 'kms' | 'pkcs11'>>;
+export type ProviderConfig = Pick<KeyProviderSettings, 'key_provider'> &
+  Partial<
+    Pick<KeyProviderSettings, 'master_key_file' | 'master_passphrase_file' | 'kms' | 'pkcs11'>
+  >;
 
 export interface OpenOptions {
   /** A local key file may be created when missing: only by `serve`, for a store that does not exist yet. */
@@ -53,7 +60,11 @@ const PROVIDERS: Record<KeyProviderSettings['key_provider'], ProviderEntry> = {
     settings: ['kms'],
     open: async ({ kms }) => ({
       provider: new AwsKmsProvider(
-        new KMSClient({ ...(kms.region === null ? {} : { region: kms.region }), ...(kms.endpoint === null ? {} : { endpoint: kms.endpoint }), maxAttempts: 5 }),
+        new KMSClient({
+          ...(kms.region === null ? {} : { region: kms.region }),
+          ...(kms.endpoint === null ? {} : { endpoint: kms.endpoint }),
+          maxAttempts: 5,
+        }),
         kms.key_id!,
         kms.region,
       ),
@@ -63,7 +74,12 @@ const PROVIDERS: Record<KeyProviderSettings['key_provider'], ProviderEntry> = {
     settings: ['pkcs11'],
     open: async ({ pkcs11, pkcs11_pin }) =>
       Pkcs11KeyProvider.open(
-        { library: pkcs11.library!, slot: pkcs11.slot, token_label: pkcs11.token_label, key_label: pkcs11.key_label! },
+        {
+          library: pkcs11.library!,
+          slot: pkcs11.slot,
+          token_label: pkcs11.token_label,
+          key_label: pkcs11.key_label!,
+        },
         pkcs11.pin_file === null ? pkcs11_pin! : readPin(pkcs11.pin_file),
       ),
   },
@@ -71,18 +87,33 @@ const PROVIDERS: Record<KeyProviderSettings['key_provider'], ProviderEntry> = {
     settings: ['master_key_file', 'master_passphrase_file'],
     open: async (settings, { createKey = false }) => {
       if (settings.master_passphrase_file !== null) {
-        return { provider: new PassphraseKeyProvider(readPassphraseFile(settings.master_passphrase_file), `local passphrase file ${settings.master_passphrase_file}`) };
+        return {
+          provider: new PassphraseKeyProvider(
+            readPassphraseFile(settings.master_passphrase_file),
+            `local passphrase file ${settings.master_passphrase_file}`,
+          ),
+        };
       }
       const file = loadOrCreateMasterKey(settings.master_key_file, createKey);
       return {
-        provider: new LocalKeyProvider(file.key, `local master key file ${settings.master_key_file}`),
-        ...(file.created ? { notice: `generated a new local master key at ${settings.master_key_file} (mode 0600); back it up` } : {}),
+        provider: new LocalKeyProvider(
+          file.key,
+          `local master key file ${settings.master_key_file}`,
+        ),
+        ...(file.created
+          ? {
+              notice: `generated a new local master key at ${settings.master_key_file} (mode 0600); back it up`,
+            }
+          : {}),
       };
     },
   },
 };
 
-export function openKeyProvider(settings: KeyProviderSettings, options: OpenOptions = {}): Promise<OpenedProvider> {
+export function openKeyProvider(
+  settings: KeyProviderSettings,
+  options: OpenOptions = {},
+): Promise<OpenedProvider> {
   return PROVIDERS[settings.key_provider].open(settings, options);
 }
 
@@ -107,6 +138,7 @@ export function settingsOf(config: ProviderConfig, pkcs11Pin?: string): KeyProvi
 
 function readPin(path: string): string {
   const bytes = readOwnerOnlyFile(path, 'COFFER_PKCS11_PIN_FILE', 256);
-  if (bytes === undefined) throw new KeyProviderError('COFFER_PKCS11_PIN_FILE', `cannot open ${path} (ENOENT)`);
+  if (bytes === undefined)
+    throw new KeyProviderError('COFFER_PKCS11_PIN_FILE', `cannot open ${path} (ENOENT)`);
   return bytes.toString('utf8').replace(/\r?\n$/, '');
 }

@@ -12,11 +12,15 @@ export interface Cursor {
 }
 
 export function encodeCursor(namespace: string, cursor: Cursor): string {
-  return Buffer.from(JSON.stringify({ n: namespace, p: cursor.phase === 'keys' ? 'k' : 'n', a: cursor.after })).toString('base64url');
+  return Buffer.from(
+    JSON.stringify({ n: namespace, p: cursor.phase === 'keys' ? 'k' : 'n', a: cursor.after }),
+  ).toString('base64url');
 }
 
 export function decodeCursor(namespace: string, text: string): Cursor {
-  const bad = invalid('invalid cursor', [{ field: '/cursor', in: 'query', message: 'is not a cursor returned by this listing' }]);
+  const bad = invalid('invalid cursor', [
+    { field: '/cursor', in: 'query', message: 'is not a cursor returned by this listing' },
+  ]);
   let data: unknown;
   try {
     data = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'));
@@ -24,7 +28,14 @@ export function decodeCursor(namespace: string, text: string): Cursor {
     throw bad;
   }
   const d = data as { n?: unknown; p?: unknown; a?: unknown };
-  if (typeof d !== 'object' || d === null || d.n !== namespace || (d.p !== 'k' && d.p !== 'n') || typeof d.a !== 'string' || !isSegment(d.a)) {
+  if (
+    typeof d !== 'object' ||
+    d === null ||
+    d.n !== namespace ||
+    (d.p !== 'k' && d.p !== 'n') ||
+    typeof d.a !== 'string' ||
+    !isSegment(d.a)
+  ) {
     throw bad;
   }
   return { phase: d.p === 'k' ? 'keys' : 'namespaces', after: d.a };

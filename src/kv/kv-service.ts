@@ -5,15 +5,15 @@
 import { LastOpened } from '../auth/bounded-cache.js';
 import type { Principal } from '../auth/principal.js';
 import { SealedDataError } from '../crypto/aead.js';
-import { openSecret, verifyConfig, type RecordIdentity } from '../crypto/envelope.js';
+import { openSecret, type RecordIdentity, verifyConfig } from '../crypto/envelope.js';
 import { AppError, forbidden, notFound } from '../errors.js';
 import type { ValueType } from '../model/value-types.js';
 import type { StorageBackend, StorageWrite } from '../storage/backend.js';
 import { counterKey, metaKey, versionKey, versionOf, versionRange } from '../storage/layout.js';
-import { GENERATION_KEY, StaleKeyringError, type KeyringHolder } from '../store/keyring-store.js';
+import { GENERATION_KEY, type KeyringHolder, StaleKeyringError } from '../store/keyring-store.js';
 import { printableKey, RecordIntegrityError, type RecordSeal } from '../store/record-seal.js';
-import { listNamespace, namespaceExists, type Listing } from './listing.js';
-import { packCounter, unpackCounter, unpackMeta, unpackVersion, type KeyMeta } from './records.js';
+import { type Listing, listNamespace, namespaceExists } from './listing.js';
+import { type KeyMeta, packCounter, unpackCounter, unpackMeta, unpackVersion } from './records.js';
 import { packedVersionRecord, versionWrites } from './version-writes.js';
 
 export interface KvServiceDeps {
@@ -25,7 +25,10 @@ export interface KvServiceDeps {
   /** The MAC of the key index and version counters (store/record-seal.ts). */
   readonly seal: RecordSeal;
   /** Called when a stored record fails to open or verify; must not log the value. */
-  readonly onIntegrityError: (where: { namespace: string; key: string; version: number }, reason: string) => void;
+  readonly onIntegrityError: (
+    where: { namespace: string; key: string; version: number },
+    reason: string,
+  ) => void;
 }
 
 export interface EntryInfo {
@@ -64,17 +67,43 @@ export class KvService {
    * `beforeCommit` (the audit intent) runs once the request is known to be allowed, before the change; the
    * writes it returns are committed with the change.
    */
-  async put(caller: Principal, namespace: string, key: string, value: string, type: ValueType, beforeCommit?: BeforeCommit): Promise<EntryInfo & { created: boolean }> {
-    if (!caller.access.may('write', namespace, type)) throw forbidden(`write ${type} values in ${namespace}`);
+  async put(
+    caller: Principal,
+    namespace: string,
+    key: string,
+    value: string,
+    type: ValueType,
+    beforeCommit?: BeforeCommit,
+  ): Promise<EntryInfo & { created: boolean }> {
+    if (!caller.access.may('write', namespace, type))
+      throw forbidden(`write ${type} values in ${namespace}`);
     if (Buffer.byteLength(value, 'utf8') > this.deps.maxValueBytes) {
-      throw new AppError('payload_too_large', `the value is larger than ${this.deps.maxValueBytes} bytes`);
+      throw new AppError(
+        'payload_too_large',
+        `the value is larger than ${this.deps.maxValueBytes} bytes`,
+      );
     }
     const alongside = (await beforeCommit?.()) ?? [];
     const createdAt = this.deps.now();
     for (let attempt = 0; ; attempt++) {
       try {
-        const result = await this.appendVersion(caller, namespace, key, value, type, createdAt, alongside);
-        return { namespace, key, version: result.version, type, created_at: iso(createdAt), created: result.created };
+        const result = await this.appendVersion(
+          caller,
+          namespace,
+          key,
+          value,
+          type,
+          createdAt,
+          alongside,
+        );
+        return {
+          namespace,
+          key,
+          version: result.version,
+          type,
+          created_at: iso(createdAt),
+          created: result.created,
+        };
       } catch (err) {
         if (!(err instanceof StaleKeyringError) || attempt >= 3) throw err;
         await this.deps.keyring.refresh();
@@ -92,33 +121,69 @@ export class KvService {
    * already there, or a number below the promised one, means the index or counter was put back to an
    * older copy (a replay). That is refused as an integrity error, and no stored version is overwritten.
    */
-  private async appendVersion(caller: Principal, namespace: string, key: string, value: string, type: ValueType, createdAt: number, alongside: readonly StorageWrite[]): Promise<{ version: number; created: boolean }> {
+  private async appendVersion(
+    caller: Principal,
+    namespace: string,
+    key: string,
+    value: string,
+    type: ValueType,
+    createdAt: number,
+    alongside: readonly StorageWrite[],
+  ): Promise<{ version: number; created: boolean }> {
     const keyring = this.deps.keyring.current();
     const stamp = this.deps.keyring.stamp;
     const [mKey, cKey] = [metaKey(namespace, key), counterKey(namespace, key)];
     const { seal } = this.deps;
     const where = { namespace, key };
-    const lastAssigned = (meta: KeyMeta | undefined, counterBytes: Uint8Array | undefined): number => meta?.latest ?? unpackCounter(seal, cKey, counterBytes);
-    const next = (await this.checked(where, async () => {
-      const meta = await this.meta(namespace, key);
-      return lastAssigned(meta, meta ? undefined : await this.deps.storage.get(cKey));
-    })) + 1;
-    if (next > MAX_VERSION) throw new AppError('invalid_request', 'this key has used up its version numbers');
-    const sealedAhead = packedVersionRecord(keyring, { namespace, key, version: next, type, value, createdAt });
+    const lastAssigned = (
+      meta: KeyMeta | undefined,
+      counterBytes: Uint8Array | undefined,
+    ): number => meta?.latest ?? unpackCounter(seal, cKey, counterBytes);
+    const next =
+      (await this.checked(where, async () => {
+        const meta = await this.meta(namespace, key);
+        return lastAssigned(meta, meta ? undefined : await this.deps.storage.get(cKey));
+      })) + 1;
+    if (next > MAX_VERSION)
+      throw new AppError('invalid_request', 'this key has used up its version numbers');
+    const sealedAhead = packedVersionRecord(keyring, {
+      namespace,
+      key,
+      version: next,
+      type,
+      value,
+      createdAt,
+    });
     const promised = versionKey(namespace, key, next);
-    return this.checked(where, () => this.deps.storage.atomic([mKey, cKey, GENERATION_KEY, promised], ([metaBytes, counterBytes, generationBytes, promisedBytes]) => {
-      this.deps.keyring.checkCurrent(stamp, generationBytes);
-      const meta = metaBytes && this.openMeta(mKey, metaBytes);
-      // Replacing a key of another type also needs the right to write that type.
-      if (meta && !caller.access.may('write', namespace, meta.type)) throw forbidden(`replace a ${meta.type} value in ${namespace}`);
-      const version = lastAssigned(meta, counterBytes) + 1;
-      if (version < next || (version === next && promisedBytes !== undefined)) {
-        throw new RecordIntegrityError(meta ? 'kv-meta' : 'kv-counter', printableKey(meta ? mKey : cKey), `is older than the versions stored (version ${version} exists)`);
-      }
-      if (version > MAX_VERSION) throw new AppError('invalid_request', 'this key has used up its version numbers');
-      const writes = versionWrites(keyring, seal, { namespace, key, version, type, value, createdAt, previous: meta }, version === next ? sealedAhead : undefined);
-      return { writes: [...writes, ...alongside], result: { version, created: !meta } };
-    }));
+    return this.checked(where, () =>
+      this.deps.storage.atomic(
+        [mKey, cKey, GENERATION_KEY, promised],
+        ([metaBytes, counterBytes, generationBytes, promisedBytes]) => {
+          this.deps.keyring.checkCurrent(stamp, generationBytes);
+          const meta = metaBytes && this.openMeta(mKey, metaBytes);
+          // Replacing a key of another type also needs the right to write that type.
+          if (meta && !caller.access.may('write', namespace, meta.type))
+            throw forbidden(`replace a ${meta.type} value in ${namespace}`);
+          const version = lastAssigned(meta, counterBytes) + 1;
+          if (version < next || (version === next && promisedBytes !== undefined)) {
+            throw new RecordIntegrityError(
+              meta ? 'kv-meta' : 'kv-counter',
+              printableKey(meta ? mKey : cKey),
+              `is older than the versions stored (version ${version} exists)`,
+            );
+          }
+          if (version > MAX_VERSION)
+            throw new AppError('invalid_request', 'this key has used up its version numbers');
+          const writes = versionWrites(
+            keyring,
+            seal,
+            { namespace, key, version, type, value, createdAt, previous: meta },
+            version === next ? sealedAhead : undefined,
+          );
+          return { writes: [...writes, ...alongside], result: { version, created: !meta } };
+        },
+      ),
+    );
   }
 
   /** The latest version, or version `version`. */
@@ -133,7 +198,13 @@ export class KvService {
    * GET on a multi-segment path with no listing marker: the key named by the last segment if it exists
    * (and the caller may read there), else the namespace named by the whole path if anything lies in it.
    */
-  async readOrList(caller: Principal, parent: string, last: string, whole: string | null, limit: number): Promise<Entry | Listing> {
+  async readOrList(
+    caller: Principal,
+    parent: string,
+    last: string,
+    whole: string | null,
+    limit: number,
+  ): Promise<Entry | Listing> {
     const mayRead = caller.access.mayInNamespace('read', parent);
     // A caller who may list `parent` may learn that the key exists (a listing would show it).
     const mayKnowKey = mayRead || caller.access.mayInNamespace('list', parent);
@@ -142,10 +213,13 @@ export class KvService {
     if (mayKnowKey) {
       const meta = await this.meta(parent, last);
       if (meta && mayRead) return this.readExisting(caller, parent, last, meta, undefined);
-      if (meta && caller.access.may('list', parent, meta.type)) throw forbidden(`read ${meta.type} values in ${parent}`);
+      if (meta && caller.access.may('list', parent, meta.type))
+        throw forbidden(`read ${meta.type} values in ${parent}`);
     }
     if (mayList && (await namespaceExists(this.deps.storage, whole!))) {
-      return this.checked({ namespace: whole!, key: '' }, () => listNamespace(this.deps.storage, this.deps.seal, caller, whole!, { limit }));
+      return this.checked({ namespace: whole!, key: '' }, () =>
+        listNamespace(this.deps.storage, this.deps.seal, caller, whole!, { limit }),
+      );
     }
     throw notFound('no such key or namespace');
   }
@@ -154,38 +228,61 @@ export class KvService {
     if (!caller.access.mayInNamespace('list', namespace)) throw forbidden(`list in ${namespace}`);
     const meta = await this.meta(namespace, key);
     if (!meta) throw notFound('no such key');
-    if (!caller.access.may('list', namespace, meta.type)) throw forbidden(`list ${meta.type} keys in ${namespace}`);
+    if (!caller.access.may('list', namespace, meta.type))
+      throw forbidden(`list ${meta.type} keys in ${namespace}`);
     const versions: VersionList['versions'] = [];
     for await (const entry of this.deps.storage.scan(versionRange(namespace, key))) {
       const version = versionOf(entry.key);
       const record = unpackVersion(entry.value);
-      if (!record) throw this.integrityError({ namespace, key, version }, 'unreadable version record');
+      if (!record)
+        throw this.integrityError({ namespace, key, version }, 'unreadable version record');
       versions.push({ version, type: record.type, created_at: iso(record.createdAt) });
     }
     return { namespace, key, current_version: meta.latest, versions };
   }
 
-  list(caller: Principal, namespace: string, page: { limit: number; cursor?: string | undefined }): Promise<Listing> {
-    return this.checked({ namespace, key: '' }, () => listNamespace(this.deps.storage, this.deps.seal, caller, namespace, page));
+  list(
+    caller: Principal,
+    namespace: string,
+    page: { limit: number; cursor?: string | undefined },
+  ): Promise<Listing> {
+    return this.checked({ namespace, key: '' }, () =>
+      listNamespace(this.deps.storage, this.deps.seal, caller, namespace, page),
+    );
   }
 
   /** Deletes the key and all its versions; its last version number stays in its counter, so numbers are never reused. */
-  async remove(caller: Principal, namespace: string, key: string, beforeCommit?: BeforeCommit): Promise<void> {
-    if (!caller.access.mayInNamespace('delete', namespace)) throw forbidden(`delete in ${namespace}`);
+  async remove(
+    caller: Principal,
+    namespace: string,
+    key: string,
+    beforeCommit?: BeforeCommit,
+  ): Promise<void> {
+    if (!caller.access.mayInNamespace('delete', namespace))
+      throw forbidden(`delete in ${namespace}`);
     const meta = await this.meta(namespace, key);
     if (!meta) throw notFound('no such key');
-    if (!caller.access.may('delete', namespace, meta.type)) throw forbidden(`delete ${meta.type} keys in ${namespace}`);
+    if (!caller.access.may('delete', namespace, meta.type))
+      throw forbidden(`delete ${meta.type} keys in ${namespace}`);
     const alongside = (await beforeCommit?.()) ?? [];
     const [mKey, cKey] = [metaKey(namespace, key), counterKey(namespace, key)];
-    await this.checked({ namespace, key }, () => this.deps.storage.atomic([mKey], ([metaBytes]) => {
-      if (!metaBytes) throw notFound('no such key');
-      const meta = this.openMeta(mKey, metaBytes);
-      if (!caller.access.may('delete', namespace, meta.type)) throw forbidden(`delete ${meta.type} keys in ${namespace}`);
-      // The key's last version number goes to its counter, so a new life of the key numbers on from it.
-      const writes: StorageWrite[] = [{ op: 'delete', key: mKey }, { op: 'put', key: cKey, value: packCounter(this.deps.seal, cKey, meta.latest) }, ...alongside];
-      for (let v = meta.first; v <= meta.latest; v++) writes.push({ op: 'delete', key: versionKey(namespace, key, v) });
-      return { writes, result: undefined };
-    }));
+    await this.checked({ namespace, key }, () =>
+      this.deps.storage.atomic([mKey], ([metaBytes]) => {
+        if (!metaBytes) throw notFound('no such key');
+        const meta = this.openMeta(mKey, metaBytes);
+        if (!caller.access.may('delete', namespace, meta.type))
+          throw forbidden(`delete ${meta.type} keys in ${namespace}`);
+        // The key's last version number goes to its counter, so a new life of the key numbers on from it.
+        const writes: StorageWrite[] = [
+          { op: 'delete', key: mKey },
+          { op: 'put', key: cKey, value: packCounter(this.deps.seal, cKey, meta.latest) },
+          ...alongside,
+        ];
+        for (let v = meta.first; v <= meta.latest; v++)
+          writes.push({ op: 'delete', key: versionKey(namespace, key, v) });
+        return { writes, result: undefined };
+      }),
+    );
   }
 
   /**
@@ -205,11 +302,16 @@ export class KvService {
 
   /** The meta in `bytes` stored at `mKey`, MAC-checked unless they are the bytes last checked for that key. */
   private openMeta(mKey: Buffer, bytes: Uint8Array): KeyMeta {
-    return this.checkedMeta.get(mKey.toString('latin1'), bytes, () => unpackMeta(this.deps.seal, mKey, bytes));
+    return this.checkedMeta.get(mKey.toString('latin1'), bytes, () =>
+      unpackMeta(this.deps.seal, mKey, bytes),
+    );
   }
 
   /** `work`, with a key index or counter record that fails its MAC answered as 500 integrity_error (logged). */
-  private async checked<T>(where: { namespace: string; key: string }, work: () => Promise<T>): Promise<T> {
+  private async checked<T>(
+    where: { namespace: string; key: string },
+    work: () => Promise<T>,
+  ): Promise<T> {
     try {
       return await work();
     } catch (err) {
@@ -220,18 +322,29 @@ export class KvService {
   /** `err`, or for a record that failed its MAC the 500 integrity_error that reports it. */
   private indexError(where: { namespace: string; key: string }, err: unknown): unknown {
     if (!(err instanceof RecordIntegrityError)) return err;
-    return this.integrityError({ ...where, version: 0 }, `${err.kind} record at ${err.storageKey} ${err.problem}`);
+    return this.integrityError(
+      { ...where, version: 0 },
+      `${err.kind} record at ${err.storageKey} ${err.problem}`,
+    );
   }
 
-  private async readExisting(caller: Principal, namespace: string, key: string, meta: KeyMeta, wanted: number | undefined): Promise<Entry> {
-    if (!caller.access.may('read', namespace, meta.type)) throw forbidden(`read ${meta.type} values in ${namespace}`);
+  private async readExisting(
+    caller: Principal,
+    namespace: string,
+    key: string,
+    meta: KeyMeta,
+    wanted: number | undefined,
+  ): Promise<Entry> {
+    if (!caller.access.may('read', namespace, meta.type))
+      throw forbidden(`read ${meta.type} values in ${namespace}`);
     const version = wanted ?? meta.latest;
     if (version < meta.first || version > meta.latest) throw notFound('no such version');
     const where = { namespace, key, version };
     const bytes = await this.deps.storage.get(versionKey(namespace, key, version));
     const record = bytes && unpackVersion(bytes);
     if (!record) throw this.integrityError(where, 'version record missing or unreadable');
-    if (!caller.access.may('read', namespace, record.type)) throw forbidden(`read ${record.type} values in ${namespace}`);
+    if (!caller.access.may('read', namespace, record.type))
+      throw forbidden(`read ${record.type} values in ${namespace}`);
     const id: RecordIdentity = { ...where, type: record.type };
     const keyVersion = record.type === 'secret' ? record.sealed.keyVersion : record.seal.keyVersion;
     // A record sealed under a keyring version this process has not loaded yet: another process rotated.
@@ -245,14 +358,21 @@ export class KvService {
         value = record.value;
       }
     } catch (err) {
-      if (err instanceof SealedDataError) throw this.integrityError(where, `${record.type} value failed to open or verify`);
+      if (err instanceof SealedDataError)
+        throw this.integrityError(where, `${record.type} value failed to open or verify`);
       throw err;
     }
     return { namespace, key, version, type: record.type, value, created_at: iso(record.createdAt) };
   }
 
-  private integrityError(where: { namespace: string; key: string; version: number }, reason: string): AppError {
+  private integrityError(
+    where: { namespace: string; key: string; version: number },
+    reason: string,
+  ): AppError {
     this.deps.onIntegrityError(where, reason);
-    return new AppError('integrity_error', 'the stored value failed its integrity check and was not returned');
+    return new AppError(
+      'integrity_error',
+      'the stored value failed its integrity check and was not returned',
+    );
   }
 }

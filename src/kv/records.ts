@@ -22,13 +22,22 @@ export interface KeyMeta {
 }
 
 export type VersionRecord =
-  | { readonly type: 'config'; readonly createdAt: number; readonly value: string; readonly seal: ConfigSeal }
+  | {
+      readonly type: 'config';
+      readonly createdAt: number;
+      readonly value: string;
+      readonly seal: ConfigSeal;
+    }
   | { readonly type: 'secret'; readonly createdAt: number; readonly sealed: SealedSecret };
 
 const FORMAT = 1;
 
 export function packMeta(seal: RecordSeal, storageKey: Uint8Array, meta: KeyMeta): Buffer {
-  return seal.authenticate('kv-meta', storageKey, packr.pack({ l: meta.latest, t: meta.type, f: meta.first }));
+  return seal.authenticate(
+    'kv-meta',
+    storageKey,
+    packr.pack({ l: meta.latest, t: meta.type, f: meta.first }),
+  );
 }
 
 /** The meta stored at `storageKey`; throws RecordIntegrityError unless its MAC matches. */
@@ -45,7 +54,6 @@ export function peekMeta(bytes: Uint8Array): KeyMeta | undefined {
   }
 }
 
-
 function metaOf(packed: Uint8Array): KeyMeta {
   const m = packr.unpack(packed) as { l: number; t: ValueType; f: number };
   return { latest: m.l, type: m.t, first: m.f };
@@ -57,16 +65,36 @@ export function packCounter(seal: RecordSeal, storageKey: Uint8Array, version: n
 }
 
 /** The counter stored at `storageKey` (0 when there is none); throws RecordIntegrityError unless its MAC matches. */
-export function unpackCounter(seal: RecordSeal, storageKey: Uint8Array, bytes: Uint8Array | undefined): number {
+export function unpackCounter(
+  seal: RecordSeal,
+  storageKey: Uint8Array,
+  bytes: Uint8Array | undefined,
+): number {
   return bytes === undefined ? 0 : unpackUint32(seal.verified('kv-counter', storageKey, bytes));
 }
 
 export function packVersion(record: VersionRecord): Buffer {
   if (record.type === 'config') {
-    return packr.pack({ f: FORMAT, t: 'config', at: record.createdAt, v: record.value, kv: record.seal.keyVersion, m: record.seal.mac });
+    return packr.pack({
+      f: FORMAT,
+      t: 'config',
+      at: record.createdAt,
+      v: record.value,
+      kv: record.seal.keyVersion,
+      m: record.seal.mac,
+    });
   }
   const s = record.sealed;
-  return packr.pack({ f: FORMAT, t: 'secret', at: record.createdAt, kv: s.keyVersion, wn: s.wrapNonce, wk: s.wrappedKey, n: s.nonce, c: s.ciphertext });
+  return packr.pack({
+    f: FORMAT,
+    t: 'secret',
+    at: record.createdAt,
+    kv: s.keyVersion,
+    wn: s.wrapNonce,
+    wk: s.wrappedKey,
+    n: s.nonce,
+    c: s.ciphertext,
+  });
 }
 
 /** Reads a version record; returns undefined when it is not a well-formed record of a known format. */
@@ -81,10 +109,15 @@ export function unpackVersion(bytes: Uint8Array): VersionRecord | undefined {
   if (r.t === 'config' && typeof r.v === 'string' && r.m instanceof Uint8Array) {
     return { type: 'config', createdAt: r.at, value: r.v, seal: { keyVersion: r.kv, mac: r.m } };
   }
-  const bin = (name: string): Uint8Array | undefined => (r[name] instanceof Uint8Array ? (r[name] as Uint8Array) : undefined);
+  const bin = (name: string): Uint8Array | undefined =>
+    r[name] instanceof Uint8Array ? (r[name] as Uint8Array) : undefined;
   const [wn, wk, n, c] = [bin('wn'), bin('wk'), bin('n'), bin('c')];
   if (r.t === 'secret' && wn && wk && n && c && !('v' in r)) {
-    return { type: 'secret', createdAt: r.at, sealed: { keyVersion: r.kv, wrapNonce: wn, wrappedKey: wk, nonce: n, ciphertext: c } };
+    return {
+      type: 'secret',
+      createdAt: r.at,
+      sealed: { keyVersion: r.kv, wrapNonce: wn, wrappedKey: wk, nonce: n, ciphertext: c },
+    };
   }
   return undefined;
 }

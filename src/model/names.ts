@@ -29,5 +29,8 @@ export function isNamespace(text: string): boolean {
 
 /** True when `ns` is `ancestor` itself or lies beneath it. */
 export function isWithin(ns: string, ancestor: string): boolean {
-  return ns === ancestor || (ns.length > ancestor.length && ns.startsWith(ancestor) && ns[ancestor.length] === '/');
+  return (
+    ns === ancestor ||
+    (ns.length > ancestor.length && ns.startsWith(ancestor) && ns[ancestor.length] === '/')
+  );
 }

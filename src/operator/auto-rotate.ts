@@ -21,7 +21,12 @@ export interface AutoRotation {
 }
 
 /** Checks every tenth of `maxAgeMs` (at least every second, at most every hour). */
-export function startAutoRotation(keyring: KeyringHolder, maxAgeMs: number, events: OperatorEvents, now: () => number): AutoRotation {
+export function startAutoRotation(
+  keyring: KeyringHolder,
+  maxAgeMs: number,
+  events: OperatorEvents,
+  now: () => number,
+): AutoRotation {
   const every = Math.min(3_600_000, Math.max(1000, Math.floor(maxAgeMs / 10)));
   let running: Promise<void> = Promise.resolve();
   const check = (): void => {
@@ -29,9 +34,22 @@ export function startAutoRotation(keyring: KeyringHolder, maxAgeMs: number, even
       try {
         const previous = keyring.current().activeVersion;
         const active = await keyring.rotateIfOlderThan(maxAgeMs, now());
-        if (active !== null) await events.record('keyring.rotate', { by: 'auto-rotate', previous_version: previous, active_version: active }, 'keyring rotated (keyring.rotate_after)');
+        if (active !== null)
+          await events.record(
+            'keyring.rotate',
+            { by: 'auto-rotate', previous_version: previous, active_version: active },
+            'keyring rotated (keyring.rotate_after)',
+          );
       } catch (err) {
-        await events.record('keyring.rotate.error', { by: 'auto-rotate', err: { name: (err as Error).name, message: (err as Error).message } }, 'automatic keyring rotation failed; will try again', 'error');
+        await events.record(
+          'keyring.rotate.error',
+          {
+            by: 'auto-rotate',
+            err: { name: (err as Error).name, message: (err as Error).message },
+          },
+          'automatic keyring rotation failed; will try again',
+          'error',
+        );
       }
     });
   };

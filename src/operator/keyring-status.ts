@@ -18,7 +18,13 @@ export interface KeyringStatus {
   readonly migrated_at: string | null;
   readonly active_version: number;
   readonly generation: number;
-  readonly versions: { version: number; created_at: string; active: boolean; secrets: number; configs: number }[];
+  readonly versions: {
+    version: number;
+    created_at: string;
+    active: boolean;
+    secrets: number;
+    configs: number;
+  }[];
   /** Records whose keyring version is not in the keyring, or that do not parse: should be zero. */
   readonly unreadable: number;
 }
@@ -34,7 +40,10 @@ export function emptyCounts(keyring: Keyring): Map<number, RecordCounts> {
 }
 
 /** Every keyring version with its creation time, whether it is active, and the records counted for it. */
-export function versionRows(keyring: Keyring, counts: ReadonlyMap<number, RecordCounts>): KeyringStatus['versions'] {
+export function versionRows(
+  keyring: Keyring,
+  counts: ReadonlyMap<number, RecordCounts>,
+): KeyringStatus['versions'] {
   return keyring.versions().map((v) => ({
     version: v.version,
     created_at: new Date(v.createdAt).toISOString(),
@@ -43,7 +52,10 @@ export function versionRows(keyring: Keyring, counts: ReadonlyMap<number, Record
   }));
 }
 
-export async function keyringStatus(storage: StorageBackend, holder: KeyringHolder): Promise<KeyringStatus> {
+export async function keyringStatus(
+  storage: StorageBackend,
+  holder: KeyringHolder,
+): Promise<KeyringStatus> {
   await holder.refresh();
   const keyring = holder.current();
   const wrapping = holder.wrapping();
@@ -51,7 +63,8 @@ export async function keyringStatus(storage: StorageBackend, holder: KeyringHold
   let unreadable = 0;
   for await (const entry of storage.scan(VERSIONS_RANGE)) {
     const record = unpackVersion(entry.value);
-    const keyVersion = record && (record.type === 'secret' ? record.sealed.keyVersion : record.seal.keyVersion);
+    const keyVersion =
+      record && (record.type === 'secret' ? record.sealed.keyVersion : record.seal.keyVersion);
     const count = keyVersion === undefined ? undefined : counts.get(keyVersion);
     if (!record || !count) unreadable++;
     else if (record.type === 'secret') count.secrets++;

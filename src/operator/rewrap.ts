@@ -22,12 +22,16 @@ import { Packr } from 'msgpackr';
 import type { Logger } from 'pino';
 import type { OperatorEvents } from '../audit/events.js';
 import { SealedDataError } from '../crypto/aead.js';
-import { rewrapSecret, remacConfig, type RecordIdentity } from '../crypto/envelope.js';
+import { type RecordIdentity, remacConfig, rewrapSecret } from '../crypto/envelope.js';
+import { AppError } from '../errors.js';
 import { packVersion, unpackVersion } from '../kv/records.js';
 import type { StorageBackend, StorageWrite } from '../storage/backend.js';
-import { AppError } from '../errors.js';
-import { parseVersionKey, REWRAP_STATE_KEY as STATE_KEY, VERSIONS_RANGE } from '../storage/layout.js';
-import { GENERATION_KEY, StaleKeyringError, type KeyringHolder } from '../store/keyring-store.js';
+import {
+  parseVersionKey,
+  REWRAP_STATE_KEY as STATE_KEY,
+  VERSIONS_RANGE,
+} from '../storage/layout.js';
+import { GENERATION_KEY, type KeyringHolder, StaleKeyringError } from '../store/keyring-store.js';
 import { RecordIntegrityError } from '../store/record-seal.js';
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true });
@@ -88,13 +92,20 @@ export class Rewrapper {
     } catch (err) {
       if (!(err instanceof RecordIntegrityError)) throw err;
       await this.reportDamage(err);
-      throw new AppError('integrity_error', 'the stored rewrap state failed its integrity check and was not used; starting a rewrap begins a new run');
+      throw new AppError(
+        'integrity_error',
+        'the stored rewrap state failed its integrity check and was not used; starting a rewrap begins a new run',
+      );
     }
   }
 
   private async stored(): Promise<RewrapState | null> {
     const bytes = await this.deps.storage.get(STATE_KEY);
-    return bytes ? (packr.unpack(this.deps.keyring.recordSeal.verified('rewrap-state', STATE_KEY, bytes)) as RewrapState) : null;
+    return bytes
+      ? (packr.unpack(
+          this.deps.keyring.recordSeal.verified('rewrap-state', STATE_KEY, bytes),
+        ) as RewrapState)
+      : null;
   }
 
   private packState(state: RewrapState): Buffer {
@@ -102,13 +113,24 @@ export class Rewrapper {
   }
 
   private async reportDamage(err: RecordIntegrityError): Promise<void> {
-    await this.deps.events.record('store.integrity_error', { kind: err.kind, key: err.storageKey }, 'INTEGRITY ERROR: a stored record failed its integrity check; it was not used', 'error');
+    await this.deps.events.record(
+      'store.integrity_error',
+      { kind: err.kind, key: err.storageKey },
+      'INTEGRITY ERROR: a stored record failed its integrity check; it was not used',
+      'error',
+    );
   }
 
   /** Whether a run is going on, here or in another live process. */
   running(state: RewrapState | null): boolean {
     if (this.current) return true;
-    return !!state && state.finishedAt === null && state.owner !== ME && this.deps.now() - state.updatedAt < HEARTBEAT_MS && ownerAlive(state.owner);
+    return (
+      !!state &&
+      state.finishedAt === null &&
+      state.owner !== ME &&
+      this.deps.now() - state.updatedAt < HEARTBEAT_MS &&
+      ownerAlive(state.owner)
+    );
   }
 
   /** Starts a run in the background (continuing an unfinished one onto the same target), unless one is going on. */
@@ -124,16 +146,36 @@ export class Rewrapper {
     if (this.running(before)) return before!;
     const first = await this.begin(before);
     const { events } = this.deps;
-    await events.record('keyring.rewrap.start', { by, target: first.target, total: first.total, continued: first.examined > 0 }, 'rewrap started');
+    await events.record(
+      'keyring.rewrap.start',
+      { by, target: first.target, total: first.total, continued: first.examined > 0 },
+      'rewrap started',
+    );
     this.current = this.run(first, batchSize)
       .then(
         async (done) => {
-          const counts = { by, target: done.target, examined: done.examined, rewrapped: done.rewrapped, failed: done.failed };
-          if (done.finishedAt === null) await events.record('keyring.rewrap.pause', counts, 'rewrap paused at shutdown; a later start continues it');
+          const counts = {
+            by,
+            target: done.target,
+            examined: done.examined,
+            rewrapped: done.rewrapped,
+            failed: done.failed,
+          };
+          if (done.finishedAt === null)
+            await events.record(
+              'keyring.rewrap.pause',
+              counts,
+              'rewrap paused at shutdown; a later start continues it',
+            );
           else await events.record('keyring.rewrap.finish', counts, 'rewrap finished');
         },
         async (err: unknown) => {
-          await events.record('keyring.rewrap.error', { by, err: { message: (err as Error).message } }, 'rewrap stopped with an error', 'error');
+          await events.record(
+            'keyring.rewrap.error',
+            { by, err: { message: (err as Error).message } },
+            'rewrap stopped with an error',
+            'error',
+          );
         },
       )
       .finally(() => {
@@ -157,11 +199,25 @@ export class Rewrapper {
     }
     let total = 0;
     for await (const _ of this.deps.storage.scan(VERSIONS_RANGE)) total++;
-    return this.save({ target, after: null, total, examined: 0, rewrapped: 0, failed: 0, startedAt: now, updatedAt: now, finishedAt: null, owner: ME });
+    return this.save({
+      target,
+      after: null,
+      total,
+      examined: 0,
+      rewrapped: 0,
+      failed: 0,
+      startedAt: now,
+      updatedAt: now,
+      finishedAt: null,
+      owner: ME,
+    });
   }
 
   private async save(state: RewrapState): Promise<RewrapState> {
-    await this.deps.storage.atomic([], () => ({ writes: [{ op: 'put', key: STATE_KEY, value: this.packState(state) }], result: undefined }));
+    await this.deps.storage.atomic([], () => ({
+      writes: [{ op: 'put', key: STATE_KEY, value: this.packState(state) }],
+      result: undefined,
+    }));
     return state;
   }
 
@@ -169,10 +225,18 @@ export class Rewrapper {
     let state = first;
     for (;;) {
       if (this.stopping) return state;
-      const start = state.after ? Buffer.concat([state.after, Buffer.from([0])]) : VERSIONS_RANGE.start;
+      const start = state.after
+        ? Buffer.concat([state.after, Buffer.from([0])])
+        : VERSIONS_RANGE.start;
       const batch: { key: Uint8Array; value: Uint8Array }[] = [];
-      for await (const entry of this.deps.storage.scan({ start, end: VERSIONS_RANGE.end, limit: batchSize })) batch.push(entry);
-      if (batch.length === 0) return this.save({ ...state, finishedAt: this.deps.now(), updatedAt: this.deps.now() });
+      for await (const entry of this.deps.storage.scan({
+        start,
+        end: VERSIONS_RANGE.end,
+        limit: batchSize,
+      }))
+        batch.push(entry);
+      if (batch.length === 0)
+        return this.save({ ...state, finishedAt: this.deps.now(), updatedAt: this.deps.now() });
       try {
         state = await this.rewrapBatch(state, batch);
       } catch (err) {
@@ -184,7 +248,10 @@ export class Rewrapper {
     }
   }
 
-  private async rewrapBatch(state: RewrapState, batch: readonly { key: Uint8Array; value: Uint8Array }[]): Promise<RewrapState> {
+  private async rewrapBatch(
+    state: RewrapState,
+    batch: readonly { key: Uint8Array; value: Uint8Array }[],
+  ): Promise<RewrapState> {
     const keyring = this.deps.keyring.current();
     const stamp = this.deps.keyring.stamp;
     if (keyring.activeVersion !== state.target) throw new StaleKeyringError();
@@ -195,21 +262,29 @@ export class Rewrapper {
       const where = parseVersionKey(key);
       if (!record) {
         failed++;
-        this.deps.log.error({ ...where, reason: 'unreadable version record' }, 'INTEGRITY ERROR during rewrap');
+        this.deps.log.error(
+          { ...where, reason: 'unreadable version record' },
+          'INTEGRITY ERROR during rewrap',
+        );
         continue;
       }
-      const keyVersion = record.type === 'secret' ? record.sealed.keyVersion : record.seal.keyVersion;
+      const keyVersion =
+        record.type === 'secret' ? record.sealed.keyVersion : record.seal.keyVersion;
       if (keyVersion === state.target) continue;
       const id: RecordIdentity = { ...where, type: record.type };
       try {
-        const next = record.type === 'secret'
-          ? packVersion({ ...record, sealed: rewrapSecret(keyring, id, record.sealed) })
-          : packVersion({ ...record, seal: remacConfig(keyring, id, record.value, record.seal) });
+        const next =
+          record.type === 'secret'
+            ? packVersion({ ...record, sealed: rewrapSecret(keyring, id, record.sealed) })
+            : packVersion({ ...record, seal: remacConfig(keyring, id, record.value, record.seal) });
         changes.push({ key, old: value, next });
       } catch (err) {
         if (!(err instanceof SealedDataError)) throw err;
         failed++;
-        this.deps.log.error({ ...where, reason: `${record.type} record failed to open or verify` }, 'INTEGRITY ERROR during rewrap');
+        this.deps.log.error(
+          { ...where, reason: `${record.type} record failed to open or verify` },
+          'INTEGRITY ERROR during rewrap',
+        );
       }
     }
     const last = batch[batch.length - 1]!.key;
@@ -218,7 +293,8 @@ export class Rewrapper {
       const writes: StorageWrite[] = [];
       changes.forEach((c, i) => {
         const now = current[i];
-        if (now && Buffer.compare(now, c.old) === 0) writes.push({ op: 'put', key: c.key, value: c.next });
+        if (now && Buffer.compare(now, c.old) === 0)
+          writes.push({ op: 'put', key: c.key, value: c.next });
       });
       const next: RewrapState = {
         ...state,

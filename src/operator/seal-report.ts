@@ -16,14 +16,14 @@
  */
 import { Packr } from 'msgpackr';
 import { NONCE_BYTES } from '../crypto/aead.js';
-import { openSecret, verifyConfig, type RecordIdentity } from '../crypto/envelope.js';
+import { openSecret, type RecordIdentity, verifyConfig } from '../crypto/envelope.js';
 import type { Keyring } from '../crypto/keyring.js';
-import { peekMeta, unpackVersion, type KeyMeta } from '../kv/records.js';
+import { type KeyMeta, peekMeta, unpackVersion } from '../kv/records.js';
 import type { StorageBackend } from '../storage/backend.js';
 import { metaKey, parseVersionKey, VERSIONS_RANGE } from '../storage/layout.js';
-import { recordCensus, type RecordCount } from '../store/record-census.js';
+import { type RecordCount, recordCensus } from '../store/record-census.js';
 import { RecordSeal } from '../store/record-seal.js';
-import { emptyCounts, versionRows, type RecordCounts } from './keyring-status.js';
+import { emptyCounts, type RecordCounts, versionRows } from './keyring-status.js';
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true });
 
@@ -58,7 +58,13 @@ export interface SealReport {
   /** Without the keyring (a structure-only report made without the master key), times and `active` are null. */
   readonly keyring: {
     readonly active_version: number | null;
-    readonly versions: readonly { version: number; created_at: string | null; active: boolean | null; secrets: number; configs: number }[];
+    readonly versions: readonly {
+      version: number;
+      created_at: string | null;
+      active: boolean | null;
+      secrets: number;
+      configs: number;
+    }[];
   };
   readonly namespaces: readonly { namespace: string; secrets: number; configs: number }[];
   /** The first 1000 anomalies, in storage order; `totals.anomalies` counts them all. */
@@ -75,10 +81,14 @@ export interface SealReportOptions {
 }
 
 const bytes = (value: unknown, length?: number, min = 1): boolean =>
-  value instanceof Uint8Array && (length === undefined ? value.length >= min : value.length === length);
+  value instanceof Uint8Array &&
+  (length === undefined ? value.length >= min : value.length === length);
 
 /** What is wrong with one record's structure, or null when it is sealed as its type requires. */
-function structuralProblem(record: Record<string, unknown>, keyring: Keyring | null): string | null {
+function structuralProblem(
+  record: Record<string, unknown>,
+  keyring: Keyring | null,
+): string | null {
   if (record.f !== 1) return `unknown record format ${JSON.stringify(record.f ?? null)}`;
   if (typeof record.at !== 'number') return 'no creation time';
   if (record.t === 'secret') {
@@ -86,9 +96,12 @@ function structuralProblem(record: Record<string, unknown>, keyring: Keyring | n
     const extra = Object.keys(record).filter((f) => !SECRET_FIELDS.has(f));
     if (extra.length > 0) return `unexpected field(s) ${extra.join(', ')} in a sealed secret`;
     if (!bytes(record.c, undefined, TAG_BYTES)) return 'no ciphertext (or shorter than its tag)';
-    if (!bytes(record.n, NONCE_BYTES)) return `the value's nonce is missing or not ${NONCE_BYTES} bytes`;
-    if (!bytes(record.wk, WRAPPED_KEY_BYTES)) return `the wrapped data key is missing or not ${WRAPPED_KEY_BYTES} bytes`;
-    if (!bytes(record.wn, NONCE_BYTES)) return `the data key's nonce is missing or not ${NONCE_BYTES} bytes`;
+    if (!bytes(record.n, NONCE_BYTES))
+      return `the value's nonce is missing or not ${NONCE_BYTES} bytes`;
+    if (!bytes(record.wk, WRAPPED_KEY_BYTES))
+      return `the wrapped data key is missing or not ${WRAPPED_KEY_BYTES} bytes`;
+    if (!bytes(record.wn, NONCE_BYTES))
+      return `the data key's nonce is missing or not ${NONCE_BYTES} bytes`;
   } else if (record.t === 'config') {
     const extra = Object.keys(record).filter((f) => !CONFIG_FIELDS.has(f));
     if (extra.length > 0) return `unexpected field(s) ${extra.join(', ')} in a config version`;
@@ -98,12 +111,17 @@ function structuralProblem(record: Record<string, unknown>, keyring: Keyring | n
     return `unknown type ${JSON.stringify(record.t ?? null)}`;
   }
   if (typeof record.kv !== 'number') return 'no keyring version';
-  if (keyring !== null && !keyring.has(record.kv)) return `keyring version ${record.kv} is not in the keyring (retired or never existed)`;
+  if (keyring !== null && !keyring.has(record.kv))
+    return `keyring version ${record.kv} is not in the keyring (retired or never existed)`;
   return null;
 }
 
 /** Opens the record in memory and drops the result; the problem when it does not open. */
-function integrityProblem(bytesRead: Uint8Array, id: Omit<RecordIdentity, 'type'>, keyring: Keyring): string | null {
+function integrityProblem(
+  bytesRead: Uint8Array,
+  id: Omit<RecordIdentity, 'type'>,
+  keyring: Keyring,
+): string | null {
   const record = unpackVersion(bytesRead);
   if (!record) return 'does not parse as a version record';
   try {
@@ -121,7 +139,11 @@ function integrityProblem(bytesRead: Uint8Array, id: Omit<RecordIdentity, 'type'
  * The report. `keyring` null makes a structure-only report without the master key: everything but whether
  * each record's keyring version is still in the keyring (and no `verify`, which opens records).
  */
-export async function sealReport(storage: StorageBackend, keyring: Keyring | null, options: SealReportOptions): Promise<SealReport> {
+export async function sealReport(
+  storage: StorageBackend,
+  keyring: Keyring | null,
+  options: SealReportOptions,
+): Promise<SealReport> {
   if (keyring === null && options.verify) throw new Error('opening every record needs the keyring');
   let total = 0;
   if (options.onProgress) for await (const _ of storage.scan(VERSIONS_RANGE)) total++;
@@ -152,7 +174,8 @@ export async function sealReport(storage: StorageBackend, keyring: Keyring | nul
     let record: Record<string, unknown> | undefined;
     try {
       const unpacked: unknown = packr.unpack(entry.value);
-      if (unpacked !== null && typeof unpacked === 'object' && !Array.isArray(unpacked)) record = unpacked as Record<string, unknown>;
+      if (unpacked !== null && typeof unpacked === 'object' && !Array.isArray(unpacked))
+        record = unpacked as Record<string, unknown>;
     } catch {
       // reported below
     }
@@ -163,17 +186,20 @@ export async function sealReport(storage: StorageBackend, keyring: Keyring | nul
       const ns = byNamespace.get(id.namespace) ?? { secrets: 0, configs: 0 };
       ns[type === 'secret' ? 'secrets' : 'configs']++;
       byNamespace.set(id.namespace, ns);
-      if (keyring === null && typeof record!.kv === 'number' && !byVersion.has(record!.kv)) byVersion.set(record!.kv, { secrets: 0, configs: 0 });
+      if (keyring === null && typeof record!.kv === 'number' && !byVersion.has(record!.kv))
+        byVersion.set(record!.kv, { secrets: 0, configs: 0 });
       const perVersion = typeof record!.kv === 'number' ? byVersion.get(record!.kv) : undefined;
       if (perVersion) perVersion[type === 'secret' ? 'secrets' : 'configs']++;
     }
 
     const problem = record
-      ? (structuralProblem(record, keyring) ?? (options.verify && keyring !== null ? integrityProblem(entry.value, id, keyring) : null))
+      ? (structuralProblem(record, keyring) ??
+        (options.verify && keyring !== null ? integrityProblem(entry.value, id, keyring) : null))
       : 'unreadable: not a packed record';
     if (problem) note(problem);
     else if (type === 'secret') sealed++;
-    if (!meta || id.version < meta.first || id.version > meta.latest) note('a version of no live key (its key is deleted, or the version lies outside it)');
+    if (!meta || id.version < meta.first || id.version > meta.latest)
+      note('a version of no live key (its key is deleted, or the version lies outside it)');
 
     if (versions % 500 === 0) {
       options.onProgress?.(versions, Math.max(total, versions));
@@ -183,14 +209,30 @@ export async function sealReport(storage: StorageBackend, keyring: Keyring | nul
   }
   options.onProgress?.(versions, Math.max(total, versions));
 
-  const records = await recordCensus(storage, options.verify && keyring !== null ? new RecordSeal(() => keyring.recordKeys()) : null);
+  const records = await recordCensus(
+    storage,
+    options.verify && keyring !== null ? new RecordSeal(() => keyring.recordKeys()) : null,
+  );
   return {
     generated_at: new Date(options.now).toISOString(),
     verified: options.verify,
-    totals: { versions, secrets, configs, sealed_secrets: sealed, anomalies: anomalyCount, record_failures: records.reduce((n, r) => n + r.failed, 0) },
-    keyring: keyring === null
-      ? { active_version: null, versions: [...byVersion].sort(([a], [b]) => a - b).map(([version, counts]) => ({ version, created_at: null, active: null, ...counts })) }
-      : { active_version: keyring.activeVersion, versions: versionRows(keyring, byVersion) },
+    totals: {
+      versions,
+      secrets,
+      configs,
+      sealed_secrets: sealed,
+      anomalies: anomalyCount,
+      record_failures: records.reduce((n, r) => n + r.failed, 0),
+    },
+    keyring:
+      keyring === null
+        ? {
+            active_version: null,
+            versions: [...byVersion]
+              .sort(([a], [b]) => a - b)
+              .map(([version, counts]) => ({ version, created_at: null, active: null, ...counts })),
+          }
+        : { active_version: keyring.activeVersion, versions: versionRows(keyring, byVersion) },
     namespaces: [...byNamespace].map(([namespace, counts]) => ({ namespace, ...counts })),
     anomalies,
     records,

@@ -18,7 +18,11 @@ export interface SupervisorOptions {
   readonly onGeneratedRootToken: (token: string) => void;
 }
 
-export async function runSupervisor(config: CofferConfig, log: Logger, options: SupervisorOptions): Promise<void> {
+export async function runSupervisor(
+  config: CofferConfig,
+  log: Logger,
+  options: SupervisorOptions,
+): Promise<void> {
   await checkListenable(config);
   await prepareStore(config, { log, onGeneratedRootToken: options.onGeneratedRootToken });
   // Workers accept connections from the shared socket themselves. With node's default round-robin the
@@ -46,8 +50,14 @@ export async function runSupervisor(config: CofferConfig, log: Logger, options: 
         return;
       }
       // A worker that dies young may die again at once: back off, up to MAX_RESTART_DELAY_MS.
-      restartDelay = Date.now() - bornAt < 5_000 ? Math.min(MAX_RESTART_DELAY_MS, Math.max(100, restartDelay * 2)) : 0;
-      log.error({ pid: worker.process.pid, code, signal, restart_in_ms: restartDelay }, 'worker exited; starting a replacement');
+      restartDelay =
+        Date.now() - bornAt < 5_000
+          ? Math.min(MAX_RESTART_DELAY_MS, Math.max(100, restartDelay * 2))
+          : 0;
+      log.error(
+        { pid: worker.process.pid, code, signal, restart_in_ms: restartDelay },
+        'worker exited; starting a replacement',
+      );
       setTimeout(() => {
         if (!stopping) fork();
       }, restartDelay);
@@ -59,7 +69,10 @@ export async function runSupervisor(config: CofferConfig, log: Logger, options: 
     if (stopping) return;
     stopping = true;
     log.info({ workers: live.size }, 'shutting down: draining workers');
-    const exited = [...live].map((w) => new Promise<void>((resolve) => (w.isDead() ? resolve() : w.once('exit', () => resolve()))));
+    const exited = [...live].map(
+      (w) =>
+        new Promise<void>((resolve) => (w.isDead() ? resolve() : w.once('exit', () => resolve()))),
+    );
     for (const worker of live) worker.send({ type: 'shutdown' } satisfies SupervisorMessage);
     const timer = setTimeout(() => {
       for (const worker of live) worker.process.kill('SIGKILL');

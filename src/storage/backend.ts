@@ -43,7 +43,10 @@ export interface StorageBackend {
    * effects; if it throws, nothing is written and the promise rejects with that error. The promise
    * resolves only once the writes are durable (synced to disk).
    */
-  atomic<T>(keys: readonly Uint8Array[], plan: (current: readonly (Uint8Array | undefined)[]) => Plan<T>): Promise<T>;
+  atomic<T>(
+    keys: readonly Uint8Array[],
+    plan: (current: readonly (Uint8Array | undefined)[]) => Plan<T>,
+  ): Promise<T>;
 
   close(): Promise<void>;
 }

@@ -50,27 +50,43 @@ export const METAS_RANGE: KeyRange = { start: bytes('M'), end: bytes('N') };
 export const COUNTERS_RANGE: KeyRange = { start: bytes('C'), end: bytes('D') };
 
 /** The namespace, key and version named by a version key. */
-export function parseVersionKey(storageKey: Uint8Array): { namespace: string; key: string; version: number } {
+export function parseVersionKey(storageKey: Uint8Array): {
+  namespace: string;
+  key: string;
+  version: number;
+} {
   const buf = Buffer.from(storageKey.buffer, storageKey.byteOffset, storageKey.byteLength);
   const text = buf.toString('latin1', 1, buf.length - 5);
   const sep = text.indexOf('\0');
-  return { namespace: text.slice(0, sep).replaceAll('\x01', '/'), key: text.slice(sep + 1), version: buf.readUInt32BE(buf.length - 4) };
+  return {
+    namespace: text.slice(0, sep).replaceAll('\x01', '/'),
+    key: text.slice(sep + 1),
+    version: buf.readUInt32BE(buf.length - 4),
+  };
 }
 
 export function versionOf(storageKey: Uint8Array): number {
-  return Buffer.from(storageKey.buffer, storageKey.byteOffset, storageKey.byteLength).readUInt32BE(storageKey.byteLength - 4);
+  return Buffer.from(storageKey.buffer, storageKey.byteOffset, storageKey.byteLength).readUInt32BE(
+    storageKey.byteLength - 4,
+  );
 }
 
 /** Meta entries of the keys directly in `ns`, from just after the key named `after`. */
 export function keysRange(ns: string, after?: string): KeyRange {
   const base = `M${nsPart(ns)}`;
-  return { start: bytes(after === undefined ? `${base}\0` : `${base}\0${after}\0`), end: bytes(`${base}\x01`) };
+  return {
+    start: bytes(after === undefined ? `${base}\0` : `${base}\0${after}\0`),
+    end: bytes(`${base}\x01`),
+  };
 }
 
 /** Meta entries beneath `ns` (in child namespaces), from just past the child named `after`. */
 export function descendantsRange(ns: string, after?: string): KeyRange {
   const base = `M${nsPart(ns)}\x01`;
-  return { start: bytes(after === undefined ? base : `${base}${after}\x02`), end: bytes(`M${nsPart(ns)}\x02`) };
+  return {
+    start: bytes(after === undefined ? base : `${base}${after}\x02`),
+    end: bytes(`M${nsPart(ns)}\x02`),
+  };
 }
 
 /** Meta entries in `ns` and everywhere beneath it. */
@@ -80,7 +96,11 @@ export function subtreeRange(ns: string): KeyRange {
 
 /** The namespace and key named by a meta key. */
 export function parseMetaKey(storageKey: Uint8Array): { namespace: string; key: string } {
-  const text = Buffer.from(storageKey.buffer, storageKey.byteOffset, storageKey.byteLength).toString('latin1');
+  const text = Buffer.from(
+    storageKey.buffer,
+    storageKey.byteOffset,
+    storageKey.byteLength,
+  ).toString('latin1');
   const sep = text.indexOf('\0');
   return { namespace: text.slice(1, sep).replaceAll('\x01', '/'), key: text.slice(sep + 1) };
 }
@@ -88,9 +108,15 @@ export function parseMetaKey(storageKey: Uint8Array): { namespace: string; key: 
 /** For a meta key found in `descendantsRange(ns)`: the name of the child namespace it lies in. */
 export function childOf(ns: string, storageKey: Uint8Array): string {
   const skip = 1 + Buffer.byteLength(ns) + 1;
-  const text = Buffer.from(storageKey.buffer, storageKey.byteOffset, storageKey.byteLength).toString('latin1', skip);
-  const end = text.search(/[\0\x01]/);
-  return end < 0 ? text : text.slice(0, end);
+  const text = Buffer.from(
+    storageKey.buffer,
+    storageKey.byteOffset,
+    storageKey.byteLength,
+  ).toString('latin1', skip);
+  // Up to the first separator, 0x00 or 0x01 (names never hold them).
+  let end = 0;
+  while (end < text.length && text.charCodeAt(end) > 0x01) end++;
+  return text.slice(0, end);
 }
 
 export function tokenKey(id: string): Buffer {
@@ -99,7 +125,9 @@ export function tokenKey(id: string): Buffer {
 
 export const TOKENS_RANGE: KeyRange = { start: bytes('T'), end: bytes('U') };
 
-export function systemKey(name: 'root-token' | 'keyring' | 'keyring-generation' | 'rewrap'): Buffer {
+export function systemKey(
+  name: 'root-token' | 'keyring' | 'keyring-generation' | 'rewrap',
+): Buffer {
   return bytes(`S${name}`);
 }
 
@@ -120,7 +148,10 @@ export function intentJournalKey(chain: string, seq: number): Buffer {
 
 export function parseIntentJournalKey(storageKey: Uint8Array): { chain: string; seq: number } {
   const key = Buffer.from(storageKey.buffer, storageKey.byteOffset, storageKey.byteLength);
-  return { chain: key.toString('latin1', 1, key.length - 5), seq: unpackUint32(key.subarray(key.length - 4)) };
+  return {
+    chain: key.toString('latin1', 1, key.length - 5),
+    seq: unpackUint32(key.subarray(key.length - 4)),
+  };
 }
 
 export const INTENT_JOURNAL_RANGE: KeyRange = { start: bytes('J'), end: bytes('K') };

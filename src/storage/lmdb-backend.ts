@@ -1,5 +1,5 @@
 import { mkdirSync } from 'node:fs';
-import { open, type Database, type RootDatabase } from 'lmdb';
+import { type Database, open, type RootDatabase } from 'lmdb';
 import type { KeyRange, Plan, StorageBackend, StorageEntry } from './backend.js';
 
 export interface LmdbOptions {
@@ -19,7 +19,11 @@ export class LmdbBackend implements StorageBackend {
   constructor(options: LmdbOptions) {
     mkdirSync(options.path, { recursive: true, mode: 0o700 });
     this.root = open({ path: options.path, noSubdir: false, maxDbs: 4 });
-    this.db = this.root.openDB<Buffer, Buffer>({ name: 'coffer', keyEncoding: 'binary', encoding: 'binary' });
+    this.db = this.root.openDB<Buffer, Buffer>({
+      name: 'coffer',
+      keyEncoding: 'binary',
+      encoding: 'binary',
+    });
   }
 
   async get(key: Uint8Array): Promise<Uint8Array | undefined> {
@@ -35,7 +39,10 @@ export class LmdbBackend implements StorageBackend {
     for (const { key, value } of entries) yield { key, value };
   }
 
-  async atomic<T>(keys: readonly Uint8Array[], plan: (current: readonly (Uint8Array | undefined)[]) => Plan<T>): Promise<T> {
+  async atomic<T>(
+    keys: readonly Uint8Array[],
+    plan: (current: readonly (Uint8Array | undefined)[]) => Plan<T>,
+  ): Promise<T> {
     // The callback runs inside lmdb-js's write transaction. lmdb-js does not roll back a plain
     // transaction on a throw, so the plan runs to completion before the first write.
     const result = await this.db.transaction(() => {
@@ -57,5 +64,7 @@ export class LmdbBackend implements StorageBackend {
 }
 
 function asBuffer(bytes: Uint8Array): Buffer {
-  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return Buffer.isBuffer(bytes)
+    ? bytes
+    : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }

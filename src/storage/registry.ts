@@ -8,9 +8,10 @@ export interface StorageSettings {
 }
 
 /** Storage backends by configuration name. A new backend is one file plus one line here. */
-const BACKENDS: Record<StorageSettings['storage'], (settings: StorageSettings) => StorageBackend> = {
-  lmdb: (settings) => new LmdbBackend({ path: join(settings.data_dir, 'lmdb') }),
-};
+const BACKENDS: Record<StorageSettings['storage'], (settings: StorageSettings) => StorageBackend> =
+  {
+    lmdb: (settings) => new LmdbBackend({ path: join(settings.data_dir, 'lmdb') }),
+  };
 
 export function openStorage(settings: StorageSettings): StorageBackend {
   return BACKENDS[settings.storage](settings);

@@ -6,5 +6,7 @@ export function packUint32(value: number): Buffer {
 }
 
 export function unpackUint32(bytes: Uint8Array | undefined): number {
-  return bytes === undefined ? 0 : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).readUInt32BE(0);
+  return bytes === undefined
+    ? 0
+    : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).readUInt32BE(0);
 }

@@ -18,7 +18,7 @@
 import { pack, unpack } from 'msgpackr';
 import { Keyring, type Revocation } from '../crypto/keyring.js';
 import { randomBase62, randomBytes } from '../crypto/random.js';
-import { KeyProviderError, type KeyProvider } from '../keys/key-provider.js';
+import { type KeyProvider, KeyProviderError } from '../keys/key-provider.js';
 import type { ProviderConfig } from '../keys/registry.js';
 import type { StorageBackend } from '../storage/backend.js';
 import { GENERATION_KEY, systemKey } from '../storage/layout.js';
@@ -63,7 +63,11 @@ export { GENERATION_KEY };
 
 /** The generation record for `generation`, MACed under `keyring`'s record key. */
 function packGeneration(keyring: Keyring, generation: number): Buffer {
-  return new RecordSeal(() => keyring.recordKeys()).authenticate('keyring-generation', GENERATION_KEY, packUint32(generation));
+  return new RecordSeal(() => keyring.recordKeys()).authenticate(
+    'keyring-generation',
+    GENERATION_KEY,
+    packUint32(generation),
+  );
 }
 
 /**
@@ -72,7 +76,12 @@ function packGeneration(keyring: Keyring, generation: number): Buffer {
  * keyring, and never deleted). Stores of format 1 kept it as a plain 4-byte number.
  */
 function generationIn(bytes: Uint8Array | undefined, keyring: Keyring, seal: RecordSeal): number {
-  if (bytes === undefined) throw new RecordIntegrityError('keyring-generation', printableKey(GENERATION_KEY), 'is missing');
+  if (bytes === undefined)
+    throw new RecordIntegrityError(
+      'keyring-generation',
+      printableKey(GENERATION_KEY),
+      'is missing',
+    );
   if (keyring.storeFormat < 2 && bytes.byteLength === 4) return unpackUint32(bytes);
   return unpackUint32(seal.verified('keyring-generation', GENERATION_KEY, bytes));
 }
@@ -116,11 +125,24 @@ export class KeyringHolder {
    * replaced by a new random generation (every process then reloads the keyring, which the master key
    * authenticates) and returned as `replaced`, for the caller to log and audit.
    */
-  static async open(storage: StorageBackend, key: KeyProvider | WrappingKey, now: number, options: HolderOptions = {}): Promise<{ holder: KeyringHolder; created: boolean; replaced?: RecordIntegrityError }> {
+  static async open(
+    storage: StorageBackend,
+    key: KeyProvider | WrappingKey,
+    now: number,
+    options: HolderOptions = {},
+  ): Promise<{ holder: KeyringHolder; created: boolean; replaced?: RecordIntegrityError }> {
     const wrapping: WrappingKey = 'wrap' in key ? { provider: key } : key;
     const existing = await loadStored(storage, wrapping.provider);
     if (existing) {
-      const holder = new KeyringHolder(storage, wrapping, options, existing.keyring, { generation: 0, bytes: new Uint8Array(0) }, existing.stored, existing.stored.instance);
+      const holder = new KeyringHolder(
+        storage,
+        wrapping,
+        options,
+        existing.keyring,
+        { generation: 0, bytes: new Uint8Array(0) },
+        existing.stored,
+        existing.stored.instance,
+      );
       let replaced: RecordIntegrityError | undefined;
       try {
         holder.stamped = holder.stampOf(existing.generationBytes);
@@ -130,7 +152,8 @@ export class KeyringHolder {
         await holder.replaceGeneration(existing.generationBytes);
       }
       // Stores from before the audit log get their audit key once, like any keyring change.
-      if (!existing.keyring.hasAuditKey) await holder.change((keyring) => (keyring.hasAuditKey ? null : keyring.withAuditKey()));
+      if (!existing.keyring.hasAuditKey)
+        await holder.change((keyring) => (keyring.hasAuditKey ? null : keyring.withAuditKey()));
       return { holder, created: false, ...(replaced ? { replaced } : {}) };
     }
 
@@ -143,10 +166,27 @@ export class KeyringHolder {
     const created = await storage.atomic([KEYRING_KEY], ([current]) =>
       current
         ? { writes: [], result: false }
-        : { writes: [{ op: 'put', key: KEYRING_KEY, value: record }, { op: 'put', key: GENERATION_KEY, value: generation }], result: true },
+        : {
+            writes: [
+              { op: 'put', key: KEYRING_KEY, value: record },
+              { op: 'put', key: GENERATION_KEY, value: generation },
+            ],
+            result: true,
+          },
     );
     if (!created) return KeyringHolder.open(storage, wrapping, now, options);
-    return { holder: new KeyringHolder(storage, wrapping, options, keyring, { generation: 1, bytes: generation }, stored, instance), created: true };
+    return {
+      holder: new KeyringHolder(
+        storage,
+        wrapping,
+        options,
+        keyring,
+        { generation: 1, bytes: generation },
+        stored,
+        instance,
+      ),
+      created: true,
+    };
   }
 
   current(): Keyring {
@@ -169,7 +209,8 @@ export class KeyringHolder {
    */
   checkCurrent(stamp: GenerationStamp, bytes: Uint8Array | undefined): void {
     if (bytes !== undefined && Buffer.compare(stamp.bytes, bytes) === 0) return;
-    if (generationIn(bytes, this.keyring, this.recordSeal) !== stamp.generation) throw new StaleKeyringError();
+    if (generationIn(bytes, this.keyring, this.recordSeal) !== stamp.generation)
+      throw new StaleKeyringError();
   }
 
   /** Loads the stored keyring again if its generation moved on. */
@@ -181,10 +222,16 @@ export class KeyringHolder {
       this.stamped = now; // the same generation in other bytes: format 1's plain number, MACed by the upgrade
       return;
     }
-    const loaded = await loadStored(this.storage, this.key.provider, (stored) => this.follow(stored));
+    const loaded = await loadStored(this.storage, this.key.provider, (stored) =>
+      this.follow(stored),
+    );
     if (loaded) {
       if (!loaded.keyring.sharesRootWith(this.keyring)) {
-        throw new RecordIntegrityError('keyring', printableKey(KEYRING_KEY), 'holds a keyring with another permanent root key than the one this process opened, and is not used');
+        throw new RecordIntegrityError(
+          'keyring',
+          printableKey(KEYRING_KEY),
+          'holds a keyring with another permanent root key than the one this process opened, and is not used',
+        );
       }
       this.keyring = loaded.keyring;
       this.stamped = this.stampOf(loaded.generationBytes);
@@ -195,14 +242,23 @@ export class KeyringHolder {
   /** Replaces the generation record `damaged` (or its absence), unless it changed meanwhile, by a new random generation, and loads it. */
   private async replaceGeneration(damaged: Uint8Array | undefined): Promise<void> {
     const bytes = packGeneration(this.keyring, randomGeneration());
-    const unchanged = (now: Uint8Array | undefined): boolean => (now === undefined || damaged === undefined ? now === damaged : Buffer.compare(now, damaged) === 0);
-    await this.storage.atomic([GENERATION_KEY], ([now]) => ({ writes: unchanged(now) ? [{ op: 'put', key: GENERATION_KEY, value: bytes }] : [], result: undefined }));
+    const unchanged = (now: Uint8Array | undefined): boolean =>
+      now === undefined || damaged === undefined
+        ? now === damaged
+        : Buffer.compare(now, damaged) === 0;
+    await this.storage.atomic([GENERATION_KEY], ([now]) => ({
+      writes: unchanged(now) ? [{ op: 'put', key: GENERATION_KEY, value: bytes }] : [],
+      result: undefined,
+    }));
     this.stamped = this.stampOf(await this.storage.get(GENERATION_KEY));
   }
 
   /** The stamp of the stored generation record `bytes`, read with the current keyring. */
   private stampOf(bytes: Uint8Array | undefined): GenerationStamp {
-    return { generation: Math.max(generationIn(bytes, this.keyring, this.recordSeal), 1), bytes: bytes ?? new Uint8Array(0) };
+    return {
+      generation: Math.max(generationIn(bytes, this.keyring, this.recordSeal), 1),
+      bytes: bytes ?? new Uint8Array(0),
+    };
   }
 
   get providerName(): string {
@@ -227,9 +283,16 @@ export class KeyringHolder {
     for (;;) {
       await this.refresh();
       const from = this.stamped.generation;
-      const stored = await storedRecord(target, this.keyring, this.instance, (this.stored.migration ?? 0) + 1, now);
+      const stored = await storedRecord(
+        target,
+        this.keyring,
+        this.instance,
+        (this.stored.migration ?? 0) + 1,
+        now,
+      );
       const check = await target.provider.unwrap(stored.wrapped, wrapContext(this.instance));
-      if (!Buffer.from(check).equals(Buffer.from(this.keyring.serialize()))) throw new Error('the new master key did not give back the keyring it wrapped');
+      if (!Buffer.from(check).equals(Buffer.from(this.keyring.serialize())))
+        throw new Error('the new master key did not give back the keyring it wrapped');
       const done = await this.commit(from, stored, this.keyring);
       if (done) {
         this.key = target;
@@ -268,12 +331,16 @@ export class KeyringHolder {
 
   /** Records the revocation of token `id` in the keyring (once; SECURITY.md, "Storage"). */
   async recordRevocation(id: string, revocation: Revocation): Promise<void> {
-    await this.change((keyring) => (keyring.revocationOf(id) ? null : keyring.withRevoked(id, revocation)));
+    await this.change((keyring) =>
+      keyring.revocationOf(id) ? null : keyring.withRevoked(id, revocation),
+    );
   }
 
   /** Records in the keyring that the store's records are in `format` now (store/upgrade.ts). */
   async setStoreFormat(format: number): Promise<void> {
-    await this.change((keyring) => (keyring.storeFormat >= format ? null : keyring.withStoreFormat(format)));
+    await this.change((keyring) =>
+      keyring.storeFormat >= format ? null : keyring.withStoreFormat(format),
+    );
   }
 
   /** Removes keyring versions; the caller has checked that no record names them. */
@@ -288,7 +355,13 @@ export class KeyringHolder {
       const from = this.stamped.generation;
       const next = change(this.keyring);
       if (next === null) return this.keyring;
-      const stored = await storedRecord(this.key, next, this.instance, this.stored.migration ?? 0, this.stored.migrated_at);
+      const stored = await storedRecord(
+        this.key,
+        next,
+        this.instance,
+        this.stored.migration ?? 0,
+        this.stored.migrated_at,
+      );
       if (await this.commit(from, stored, next)) {
         this.keyring = next;
         return next;
@@ -301,9 +374,16 @@ export class KeyringHolder {
     const record = pack(stored);
     const generation = packGeneration(keyring, from + 1);
     const done = await this.storage.atomic([GENERATION_KEY], ([gen]) =>
-      Math.max(generationIn(gen, this.keyring, new RecordSeal(() => keyring.recordKeys())), 1) !== from
+      Math.max(generationIn(gen, this.keyring, new RecordSeal(() => keyring.recordKeys())), 1) !==
+      from
         ? { writes: [], result: false }
-        : { writes: [{ op: 'put', key: KEYRING_KEY, value: record }, { op: 'put', key: GENERATION_KEY, value: generation }], result: true },
+        : {
+            writes: [
+              { op: 'put', key: KEYRING_KEY, value: record },
+              { op: 'put', key: GENERATION_KEY, value: generation },
+            ],
+            result: true,
+          },
     );
     if (done) {
       this.stamped = { generation: from + 1, bytes: generation };
@@ -316,14 +396,23 @@ export class KeyringHolder {
   private async follow(stored: StoredKeyring): Promise<KeyProvider> {
     if ((stored.migration ?? 0) === (this.stored.migration ?? 0)) return this.key.provider;
     if (!stored.settings || !this.options.reopen) {
-      throw new KeyProviderError('key_provider', `the keyring was migrated to ${stored.description ?? `the ${stored.provider} provider`}; restart with that key configured`);
+      throw new KeyProviderError(
+        'key_provider',
+        `the keyring was migrated to ${stored.description ?? `the ${stored.provider} provider`}; restart with that key configured`,
+      );
     }
     this.key = { provider: await this.options.reopen(stored.settings), config: stored.settings };
     return this.key.provider;
   }
 }
 
-async function storedRecord(key: WrappingKey, keyring: Keyring, instance: string, migration: number, migratedAt: number | undefined): Promise<StoredKeyring> {
+async function storedRecord(
+  key: WrappingKey,
+  keyring: Keyring,
+  instance: string,
+  migration: number,
+  migratedAt: number | undefined,
+): Promise<StoredKeyring> {
   return {
     provider: key.provider.name,
     instance,
@@ -340,7 +429,9 @@ function wrapContext(instance: string): Record<string, string> {
 }
 
 /** undefined when the store has no keyring yet (a new store); else the key it records (null: not recorded). */
-export async function storedKeyDescription(storage: StorageBackend): Promise<string | null | undefined> {
+export async function storedKeyDescription(
+  storage: StorageBackend,
+): Promise<string | null | undefined> {
   const bytes = await storage.get(KEYRING_KEY);
   if (!bytes) return undefined;
   return (unpack(bytes) as StoredKeyring).description ?? null;
@@ -354,7 +445,9 @@ async function loadStored(
   storage: StorageBackend,
   provider: KeyProvider,
   choose: (stored: StoredKeyring) => Promise<KeyProvider> = async () => provider,
-): Promise<{ keyring: Keyring; stored: StoredKeyring; generationBytes: Uint8Array | undefined } | undefined> {
+): Promise<
+  { keyring: Keyring; stored: StoredKeyring; generationBytes: Uint8Array | undefined } | undefined
+> {
   // Read the generation first: a keyring read after it is at least that new.
   const generationBytes = await storage.get(GENERATION_KEY);
   const bytes = await storage.get(KEYRING_KEY);
@@ -362,15 +455,22 @@ async function loadStored(
   const stored = unpack(bytes) as StoredKeyring;
   const opener = await choose(stored);
   // Say which key the store needs when it is not the one tried (after a migration, or another key).
-  const needs = stored.description === undefined || stored.description === opener.description ? '' : `; the store needs ${stored.description}${stored.migrated_at === undefined ? '' : ` (migrate-key at ${new Date(stored.migrated_at).toISOString()})`}`;
+  const needs =
+    stored.description === undefined || stored.description === opener.description
+      ? ''
+      : `; the store needs ${stored.description}${stored.migrated_at === undefined ? '' : ` (migrate-key at ${new Date(stored.migrated_at).toISOString()})`}`;
   if (stored.provider !== opener.name) {
-    throw new KeyProviderError('key_provider', `the keyring in the data directory is wrapped by the "${stored.provider}" provider, not "${opener.name}"${needs}`);
+    throw new KeyProviderError(
+      'key_provider',
+      `the keyring in the data directory is wrapped by the "${stored.provider}" provider, not "${opener.name}"${needs}`,
+    );
   }
   try {
     const plain = await opener.unwrap(stored.wrapped, wrapContext(stored.instance));
     return { keyring: Keyring.deserialize(plain), stored, generationBytes };
   } catch (err) {
-    if (err instanceof KeyProviderError && needs !== '') throw new KeyProviderError(err.setting, `${err.message}${needs}`);
+    if (err instanceof KeyProviderError && needs !== '')
+      throw new KeyProviderError(err.setting, `${err.message}${needs}`);
     throw err;
   }
 }

@@ -6,7 +6,14 @@
  * storage barrier, or by hand) fails even then.
  */
 import type { StorageBackend } from '../storage/backend.js';
-import { MAC_BYTES, RECORD_KINDS, RecordIntegrityError, sealedForm, type RecordKind, type RecordSeal } from './record-seal.js';
+import {
+  MAC_BYTES,
+  RECORD_KINDS,
+  RecordIntegrityError,
+  type RecordKind,
+  type RecordSeal,
+  sealedForm,
+} from './record-seal.js';
 
 export interface RecordCount {
   readonly kind: RecordKind;
@@ -15,7 +22,10 @@ export interface RecordCount {
   readonly failed: number;
 }
 
-export async function recordCensus(storage: StorageBackend, seal: RecordSeal | null): Promise<RecordCount[]> {
+export async function recordCensus(
+  storage: StorageBackend,
+  seal: RecordSeal | null,
+): Promise<RecordCount[]> {
   const out: RecordCount[] = [];
   for (const { kind, range, protection } of RECORD_KINDS) {
     let [records, failed] = [0, 0];
@@ -23,7 +33,8 @@ export async function recordCensus(storage: StorageBackend, seal: RecordSeal | n
       records++;
       try {
         if (seal === null) {
-          if (protection === 'seal' ? sealedForm(value) === null : value.byteLength <= MAC_BYTES) failed++;
+          if (protection === 'seal' ? sealedForm(value) === null : value.byteLength <= MAC_BYTES)
+            failed++;
         } else if (protection === 'seal') seal.open(kind, key, value);
         else seal.verified(kind, key, value);
       } catch (err) {

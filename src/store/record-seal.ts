@@ -15,9 +15,18 @@
 import { timingSafeEqual } from 'node:crypto';
 import sodium from 'libsodium-wrappers';
 import { Packr } from 'msgpackr';
-import { aeadOpen, aeadSeal, NONCE_BYTES, SealedDataError, type Sealed } from '../crypto/aead.js';
+import { aeadOpen, aeadSeal, NONCE_BYTES, type Sealed, SealedDataError } from '../crypto/aead.js';
 import type { KeyRange } from '../storage/backend.js';
-import { AUDIT_CHAINS_RANGE, COUNTERS_RANGE, GENERATION_KEY, INTENT_JOURNAL_RANGE, METAS_RANGE, REWRAP_STATE_KEY, ROOT_TOKEN_KEY, TOKENS_RANGE } from '../storage/layout.js';
+import {
+  AUDIT_CHAINS_RANGE,
+  COUNTERS_RANGE,
+  GENERATION_KEY,
+  INTENT_JOURNAL_RANGE,
+  METAS_RANGE,
+  REWRAP_STATE_KEY,
+  ROOT_TOKEN_KEY,
+  TOKENS_RANGE,
+} from '../storage/layout.js';
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true });
 const FORMAT = 1;
@@ -29,7 +38,16 @@ const FORMAT = 1;
  */
 export const MAC_BYTES = 16;
 
-export type RecordKind = 'token' | 'root-token' | 'audit-chain' | 'intent-copy' | 'kv-meta' | 'kv-counter' | 'keyring-generation' | 'rewrap-state' | 'keyring';
+export type RecordKind =
+  | 'token'
+  | 'root-token'
+  | 'audit-chain'
+  | 'intent-copy'
+  | 'kv-meta'
+  | 'kv-counter'
+  | 'keyring-generation'
+  | 'rewrap-state'
+  | 'keyring';
 
 /** The range holding the one key `key`. */
 function only(key: Buffer): KeyRange {
@@ -40,7 +58,11 @@ function only(key: Buffer): KeyRange {
  * Every kind of the store's own records: where it lives and how it is protected. (The keyring record
  * itself is wrapped by the master key; the version records are the kv service's.)
  */
-export const RECORD_KINDS: readonly { readonly kind: RecordKind; readonly range: KeyRange; readonly protection: 'seal' | 'mac' }[] = [
+export const RECORD_KINDS: readonly {
+  readonly kind: RecordKind;
+  readonly range: KeyRange;
+  readonly protection: 'seal' | 'mac';
+}[] = [
   { kind: 'root-token', range: only(ROOT_TOKEN_KEY), protection: 'seal' },
   { kind: 'token', range: TOKENS_RANGE, protection: 'seal' },
   { kind: 'audit-chain', range: AUDIT_CHAINS_RANGE, protection: 'seal' },
@@ -55,7 +77,13 @@ export const RECORD_KINDS: readonly { readonly kind: RecordKind; readonly range:
 export function sealedForm(bytes: Uint8Array): Sealed | null {
   try {
     const stored = packr.unpack(bytes) as { f?: unknown; n?: unknown; c?: unknown } | null;
-    if (stored?.f !== FORMAT || !(stored.n instanceof Uint8Array) || stored.n.length !== NONCE_BYTES || !(stored.c instanceof Uint8Array)) return null;
+    if (
+      stored?.f !== FORMAT ||
+      !(stored.n instanceof Uint8Array) ||
+      stored.n.length !== NONCE_BYTES ||
+      !(stored.c instanceof Uint8Array)
+    )
+      return null;
     return { nonce: stored.n, ciphertext: stored.c };
   } catch {
     return null;
@@ -79,7 +107,11 @@ export class RecordIntegrityError extends Error {
 /** A storage key in printable form for logs: ASCII as is, other bytes as \xNN. */
 export function printableKey(key: Uint8Array): string {
   let out = '';
-  for (const byte of key) out += byte >= 0x20 && byte < 0x7f && byte !== 0x5c ? String.fromCharCode(byte) : `\\x${byte.toString(16).padStart(2, '0')}`;
+  for (const byte of key)
+    out +=
+      byte >= 0x20 && byte < 0x7f && byte !== 0x5c
+        ? String.fromCharCode(byte)
+        : `\\x${byte.toString(16).padStart(2, '0')}`;
   return out;
 }
 
@@ -87,7 +119,10 @@ export function printableKey(key: Uint8Array): string {
 const AAD_HEADS = new Map<RecordKind, Buffer>();
 function aadHead(kind: RecordKind): Buffer {
   let head = AAD_HEADS.get(kind);
-  if (!head) AAD_HEADS.set(kind, (head = Buffer.from(`coffer-record/${FORMAT}\0${kind}\0`)));
+  if (!head) {
+    head = Buffer.from(`coffer-record/${FORMAT}\0${kind}\0`);
+    AAD_HEADS.set(kind, head);
+  }
   return head;
 }
 
@@ -113,7 +148,8 @@ export class RecordSeal {
   constructor(private readonly source: () => RecordKeys) {}
 
   private keys(): RecordKeys {
-    return (this.loaded ??= this.source());
+    this.loaded ??= this.source();
+    return this.loaded;
   }
 
   seal(kind: RecordKind, storageKey: Uint8Array, record: unknown): Buffer {
@@ -144,14 +180,21 @@ export class RecordSeal {
   verified(kind: RecordKind, storageKey: Uint8Array, stored: Uint8Array): Buffer {
     const all = Buffer.from(stored.buffer, stored.byteOffset, stored.byteLength);
     const bytes = all.subarray(MAC_BYTES);
-    if (all.length < MAC_BYTES || !timingSafeEqual(all.subarray(0, MAC_BYTES), this.mac(kind, storageKey, bytes))) {
+    if (
+      all.length < MAC_BYTES ||
+      !timingSafeEqual(all.subarray(0, MAC_BYTES), this.mac(kind, storageKey, bytes))
+    ) {
       throw new RecordIntegrityError(kind, printableKey(storageKey));
     }
     return bytes;
   }
 
   private mac(kind: RecordKind, storageKey: Uint8Array, bytes: Uint8Array): Uint8Array {
-    return sodium.crypto_generichash(MAC_BYTES, Buffer.concat([aadHead(kind), storageKey, bytes]), this.keys().mac);
+    return sodium.crypto_generichash(
+      MAC_BYTES,
+      Buffer.concat([aadHead(kind), storageKey, bytes]),
+      this.keys().mac,
+    );
   }
 }
 

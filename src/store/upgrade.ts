@@ -18,7 +18,14 @@ import type { Logger } from 'pino';
 import { STORE_FORMAT } from '../crypto/keyring.js';
 import type { KeyRange, StorageBackend, StorageWrite } from '../storage/backend.js';
 import type { KeyringHolder } from './keyring-store.js';
-import { RECORD_KINDS, printableKey, RecordIntegrityError, unpackPlain, type RecordKind, type RecordSeal } from './record-seal.js';
+import {
+  printableKey,
+  RECORD_KINDS,
+  RecordIntegrityError,
+  type RecordKind,
+  type RecordSeal,
+  unpackPlain,
+} from './record-seal.js';
 
 const BATCH = 500;
 const REPORT_EVERY = 10_000;
@@ -31,15 +38,29 @@ export interface UpgradeResult {
 }
 
 /** Brings the store to the current format; a no-op (null) when it is there already. */
-export async function upgradeStore(storage: StorageBackend, holder: KeyringHolder, seal: RecordSeal, log: Logger): Promise<UpgradeResult | null> {
+export async function upgradeStore(
+  storage: StorageBackend,
+  holder: KeyringHolder,
+  seal: RecordSeal,
+  log: Logger,
+): Promise<UpgradeResult | null> {
   await holder.refresh();
   if (holder.current().storeFormat >= STORE_FORMAT) return null;
-  log.info('upgrading the store to format %d: sealing token records, the root token record and the audit chain registry; MACing intent copies, the key index, version counters, the keyring generation and the rewrap state', STORE_FORMAT);
+  log.info(
+    'upgrading the store to format %d: sealing token records, the root token record and the audit chain registry; MACing intent copies, the key index, version counters, the keyring generation and the rewrap state',
+    STORE_FORMAT,
+  );
   const counts = { sealed: 0, unreadable: 0 };
   const byKind: string[] = [];
-  for (const kind of FORMAT_1) byKind.push(`${await sealRange(storage, seal, kind, log, counts)} ${kind.kind}`);
+  for (const kind of FORMAT_1)
+    byKind.push(`${await sealRange(storage, seal, kind, log, counts)} ${kind.kind}`);
   await holder.setStoreFormat(STORE_FORMAT);
-  log.info('store upgraded to format %d: sealed %s; %d unreadable left as they are', STORE_FORMAT, byKind.join(', '), counts.unreadable);
+  log.info(
+    'store upgraded to format %d: sealed %s; %d unreadable left as they are',
+    STORE_FORMAT,
+    byKind.join(', '),
+    counts.unreadable,
+  );
   return counts;
 }
 
@@ -55,26 +76,41 @@ interface PlainKind {
 /** A plain key meta (msgpack {l, t, f}): its bytes. */
 function plainMeta(bytes: Uint8Array): Uint8Array | null {
   const meta = unpackPlain<Record<string, unknown> | null>(bytes);
-  return meta !== null && typeof meta === 'object' && typeof meta.l === 'number' && typeof meta.t === 'string' && typeof meta.f === 'number' ? bytes : null;
+  return meta !== null &&
+    typeof meta === 'object' &&
+    typeof meta.l === 'number' &&
+    typeof meta.t === 'string' &&
+    typeof meta.f === 'number'
+    ? bytes
+    : null;
 }
 
 /** A plain audit line holding an intent entry: its bytes. */
-const intentLine = (bytes: Uint8Array): Uint8Array | null => (isRecordWith(JSON.parse(Buffer.from(bytes).toString('utf8')), 'kind') ? bytes : null);
+const intentLine = (bytes: Uint8Array): Uint8Array | null =>
+  isRecordWith(JSON.parse(Buffer.from(bytes).toString('utf8')), 'kind') ? bytes : null;
 
 /** Plain msgpack holding a string `field`: token and root token records. */
-const msgpackWith = (field: string) => (bytes: Uint8Array): Record<string, unknown> | null => {
-  const record = unpackPlain<unknown>(bytes);
-  return isRecordWith(record, field) ? record : null;
-};
+const msgpackWith =
+  (field: string) =>
+  (bytes: Uint8Array): Record<string, unknown> | null => {
+    const record = unpackPlain<unknown>(bytes);
+    return isRecordWith(record, field) ? record : null;
+  };
 
 /** Plain JSON holding a string `field`: audit chain records. */
-const jsonWith = (field: string) => (bytes: Uint8Array): Record<string, unknown> | null => {
-  const record: unknown = JSON.parse(Buffer.from(bytes).toString('utf8'));
-  return isRecordWith(record, field) ? record : null;
-};
+const jsonWith =
+  (field: string) =>
+  (bytes: Uint8Array): Record<string, unknown> | null => {
+    const record: unknown = JSON.parse(Buffer.from(bytes).toString('utf8'));
+    return isRecordWith(record, field) ? record : null;
+  };
 
 function isRecordWith(record: unknown, field: string): record is Record<string, unknown> {
-  return record !== null && typeof record === 'object' && typeof (record as Record<string, unknown>)[field] === 'string';
+  return (
+    record !== null &&
+    typeof record === 'object' &&
+    typeof (record as Record<string, unknown>)[field] === 'string'
+  );
 }
 
 /** How format 1 stored each kind. */
@@ -89,17 +125,27 @@ const PLAIN_DECODERS: Record<Exclude<RecordKind, 'keyring'>, PlainKind['decode']
   'rewrap-state': (bytes) => (isRecordWith(unpackPlain<unknown>(bytes), 'owner') ? bytes : null),
 };
 
-const FORMAT_1: readonly PlainKind[] = RECORD_KINDS.map((k) => ({ ...k, decode: PLAIN_DECODERS[k.kind as keyof typeof PLAIN_DECODERS] }));
+const FORMAT_1: readonly PlainKind[] = RECORD_KINDS.map((k) => ({
+  ...k,
+  decode: PLAIN_DECODERS[k.kind as keyof typeof PLAIN_DECODERS],
+}));
 
 /** Seals the format-1 records of one kind; returns how many it sealed. */
-async function sealRange(storage: StorageBackend, seal: RecordSeal, plainKind: PlainKind, log: Logger, counts: { sealed: number; unreadable: number }): Promise<number> {
+async function sealRange(
+  storage: StorageBackend,
+  seal: RecordSeal,
+  plainKind: PlainKind,
+  log: Logger,
+  counts: { sealed: number; unreadable: number },
+): Promise<number> {
   const { kind, range } = plainKind;
   let after: Uint8Array | null = null;
   let sealedHere = 0;
   for (;;) {
     const start: Uint8Array = after ? Buffer.concat([after, Buffer.from([0])]) : range.start;
     const batch: { key: Uint8Array; value: Uint8Array }[] = [];
-    for await (const entry of storage.scan({ start, end: range.end, limit: BATCH })) batch.push(entry);
+    for await (const entry of storage.scan({ start, end: range.end, limit: BATCH }))
+      batch.push(entry);
     if (batch.length === 0) return sealedHere;
     after = batch[batch.length - 1]!.key;
     const changes: { key: Uint8Array; old: Uint8Array; next: Buffer }[] = [];
@@ -108,29 +154,49 @@ async function sealRange(storage: StorageBackend, seal: RecordSeal, plainKind: P
       if (plain === 'protected') continue;
       if (plain === null) {
         counts.unreadable++;
-        log.error({ kind, key: printableKey(key) }, 'INTEGRITY ERROR during the store upgrade: a record is neither sealed nor readable; left as it is');
+        log.error(
+          { kind, key: printableKey(key) },
+          'INTEGRITY ERROR during the store upgrade: a record is neither sealed nor readable; left as it is',
+        );
         continue;
       }
-      changes.push({ key, old: value, next: plain instanceof Uint8Array ? seal.authenticate(kind, key, plain) : seal.seal(kind, key, plain) });
-    }
-    const written = await storage.atomic(changes.map((c) => c.key), (current) => {
-      const writes: StorageWrite[] = [];
-      changes.forEach((c, i) => {
-        const now = current[i];
-        if (now && Buffer.compare(now, c.old) === 0) writes.push({ op: 'put', key: c.key, value: c.next });
+      changes.push({
+        key,
+        old: value,
+        next:
+          plain instanceof Uint8Array
+            ? seal.authenticate(kind, key, plain)
+            : seal.seal(kind, key, plain),
       });
-      return { writes, result: writes.length };
-    });
+    }
+    const written = await storage.atomic(
+      changes.map((c) => c.key),
+      (current) => {
+        const writes: StorageWrite[] = [];
+        changes.forEach((c, i) => {
+          const now = current[i];
+          if (now && Buffer.compare(now, c.old) === 0)
+            writes.push({ op: 'put', key: c.key, value: c.next });
+        });
+        return { writes, result: writes.length };
+      },
+    );
     sealedHere += written;
     const before = counts.sealed;
     counts.sealed += written;
     // Progress for large stores: a line each time another REPORT_EVERY records are sealed.
-    if (Math.floor(counts.sealed / REPORT_EVERY) > Math.floor(before / REPORT_EVERY)) log.info('store upgrade: %d records sealed so far', counts.sealed);
+    if (Math.floor(counts.sealed / REPORT_EVERY) > Math.floor(before / REPORT_EVERY))
+      log.info('store upgrade: %d records sealed so far', counts.sealed);
   }
 }
 
 /** 'protected' for a record already sealed or MACed, the decoded record for a readable format-1 one, else null. */
-function plainRecord(seal: RecordSeal, { kind, decode, protection }: PlainKind, key: Uint8Array, value: Uint8Array): 'protected' | Record<string, unknown> | Uint8Array | null {
+function plainRecord(
+  seal: RecordSeal,
+  { kind, decode, protection }: PlainKind,
+  key: Uint8Array,
+  value: Uint8Array,
+): 'protected' | Record<string, unknown> | Uint8Array | null {
   try {
     if (protection === 'seal') seal.open(kind, key, value);
     else seal.verified(kind, key, value);

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { intentCopies } from '../../src/audit/intent-recovery.js';
@@ -25,9 +25,19 @@ describe('coffer audit archive', function () {
     await second.close();
 
     const auditDir = first.config.audit.dir!;
-    const env = { COFFER_DATA_DIR: first.config.data_dir, COFFER_MASTER_KEY_FILE: first.config.master_key_file };
+    const env = {
+      COFFER_DATA_DIR: first.config.data_dir,
+      COFFER_MASTER_KEY_FILE: first.config.master_key_file,
+    };
     const before = readdirSync(auditDir);
-    const hashes = new Map(before.map((name) => [name, createHash('sha256').update(readFileSync(join(auditDir, name))).digest('hex')]));
+    const hashes = new Map(
+      before.map((name) => [
+        name,
+        createHash('sha256')
+          .update(readFileSync(join(auditDir, name)))
+          .digest('hex'),
+      ]),
+    );
     const to = join(dir, 'archive');
 
     const run = await runCoffer(['audit', 'archive', '--before', cut, '--to', to], env);
@@ -36,19 +46,31 @@ describe('coffer audit archive', function () {
     const moved = readdirSync(to);
     expect(moved).to.have.length(1);
     // Moved whole: the copy is the original, byte for byte, and the original is gone.
-    expect(createHash('sha256').update(readFileSync(join(to, moved[0]!))).digest('hex')).to.equal(hashes.get(moved[0]!));
+    expect(
+      createHash('sha256')
+        .update(readFileSync(join(to, moved[0]!)))
+        .digest('hex'),
+    ).to.equal(hashes.get(moved[0]!));
     expect(readdirSync(auditDir)).to.not.include(moved[0]);
 
     const verify = await runCoffer(['audit', 'verify'], env);
     expect(verify.code, verify.stdout + verify.stderr).to.equal(0);
     expect(verify.stdout).to.match(/^intact: /);
-    expect(verify.stdout).to.match(new RegExp(`archived: 1 files with \\d+ entries up to .*, of 1 chains, moved to ${to} \\(recorded in the log\\)`));
+    expect(verify.stdout).to.match(
+      new RegExp(
+        `archived: 1 files with \\d+ entries up to .*, of 1 chains, moved to ${to} \\(recorded in the log\\)`,
+      ),
+    );
     // Versions written before the remaining log began are counted apart, not as uncovered.
-    expect(verify.stdout).to.match(/covers: \d+ stored versions: .* [1-9]\d* created before the log begins/);
+    expect(verify.stdout).to.match(
+      /covers: \d+ stored versions: .* [1-9]\d* created before the log begins/,
+    );
     expect(verify.stdout).to.not.include('NOT COVERED');
 
     // Nothing more is old enough now; archiving again moves nothing.
-    expect((await runCoffer(['audit', 'archive', '--before', cut, '--to', to], env)).stdout).to.match(/^nothing to archive/);
+    expect(
+      (await runCoffer(['audit', 'archive', '--before', cut, '--to', to], env)).stdout,
+    ).to.match(/^nothing to archive/);
 
     // Without the record of the archive, the missing file is a break, not something verify quietly accepts.
     const record = readdirSync(auditDir).filter((name) => !before.includes(name));
@@ -64,18 +86,59 @@ describe('coffer audit archive', function () {
     const coffer = await startTestCoffer({ dataDir: dir });
     await coffer.put('arch/k', 'v');
     await coffer.close();
-    const env = { COFFER_DATA_DIR: coffer.config.data_dir, COFFER_MASTER_KEY_FILE: coffer.config.master_key_file };
-    const copy = (ts: number, key: string): string => JSON.stringify({ seq: 9, chain: 'other-1-chain', ts: new Date(ts).toISOString(), prev: '0'.repeat(64), kind: 'intent', request_id: `req-${key}`, action: 'write', namespace: 'arch', key });
+    const env = {
+      COFFER_DATA_DIR: coffer.config.data_dir,
+      COFFER_MASTER_KEY_FILE: coffer.config.master_key_file,
+    };
+    const copy = (ts: number, key: string): string =>
+      JSON.stringify({
+        seq: 9,
+        chain: 'other-1-chain',
+        ts: new Date(ts).toISOString(),
+        prev: '0'.repeat(64),
+        kind: 'intent',
+        request_id: `req-${key}`,
+        action: 'write',
+        namespace: 'arch',
+        key,
+      });
     // Genuine copies, as a server writes them (authenticated with the record key).
-    await withStoreSeal(join(coffer.config.data_dir, 'lmdb'), coffer.config.master_key_file, async (storage, seal) => {
-      const genuine = (seq: number, line: string) => ({ op: 'put' as const, key: intentJournalKey('other-1-chain', seq), value: seal.authenticate('intent-copy', intentJournalKey('other-1-chain', seq), Buffer.from(line)) });
-      await storage.atomic([], () => ({ writes: [genuine(9, copy(Date.now() - 2 * 3600_000, 'old')), genuine(10, copy(Date.now(), 'young'))], result: undefined }));
-    });
-    const run = await runCoffer(['audit', 'archive', '--before', new Date().toISOString(), '--to', join(dir, 'archive')], env);
+    await withStoreSeal(
+      join(coffer.config.data_dir, 'lmdb'),
+      coffer.config.master_key_file,
+      async (storage, seal) => {
+        const genuine = (seq: number, line: string) => ({
+          op: 'put' as const,
+          key: intentJournalKey('other-1-chain', seq),
+          value: seal.authenticate(
+            'intent-copy',
+            intentJournalKey('other-1-chain', seq),
+            Buffer.from(line),
+          ),
+        });
+        await storage.atomic([], () => ({
+          writes: [
+            genuine(9, copy(Date.now() - 2 * 3600_000, 'old')),
+            genuine(10, copy(Date.now(), 'young')),
+          ],
+          result: undefined,
+        }));
+      },
+    );
+    const run = await runCoffer(
+      ['audit', 'archive', '--before', new Date().toISOString(), '--to', join(dir, 'archive')],
+      env,
+    );
     expect(run.code, run.stderr).to.equal(0);
-    const recovered = auditLines(coffer.config.audit.dir!).filter((l) => l.event === 'audit.intent_recovered');
+    const recovered = auditLines(coffer.config.audit.dir!).filter(
+      (l) => l.event === 'audit.intent_recovered',
+    );
     expect(recovered.map((l) => (l.intent as { key: string }).key)).to.deep.equal(['old']);
-    const left = await withStoreSeal(join(coffer.config.data_dir, 'lmdb'), coffer.config.master_key_file, (storage, seal) => intentCopies(storage, seal));
+    const left = await withStoreSeal(
+      join(coffer.config.data_dir, 'lmdb'),
+      coffer.config.master_key_file,
+      (storage, seal) => intentCopies(storage, seal),
+    );
     expect(left.map((c) => c.seq)).to.deep.equal([10]);
   });
 
@@ -83,8 +146,14 @@ describe('coffer audit archive', function () {
     const c = await startTestCoffer({ dataDir: tempDir() });
     await c.put('arch/x', 'v');
     await c.close();
-    const env = { COFFER_DATA_DIR: c.config.data_dir, COFFER_MASTER_KEY_FILE: c.config.master_key_file };
-    const bad = await runCoffer(['audit', 'archive', '--before', 'yesterday', '--to', tempDir()], env);
+    const env = {
+      COFFER_DATA_DIR: c.config.data_dir,
+      COFFER_MASTER_KEY_FILE: c.config.master_key_file,
+    };
+    const bad = await runCoffer(
+      ['audit', 'archive', '--before', 'yesterday', '--to', tempDir()],
+      env,
+    );
     expect(bad.code).to.equal(2);
     expect(bad.stderr).to.include('--before yesterday: not an ISO 8601 date');
     const file = readdirSync(c.config.audit.dir!)[0]!;
@@ -93,9 +162,14 @@ describe('coffer audit archive', function () {
     lines[1] = lines[1]!.replace('"ts":"2', '"ts":"1');
     writeFileSync(path, lines.join('\n'));
     const to = tempDir();
-    const refused = await runCoffer(['audit', 'archive', '--before', '2999-01-01', '--to', to], env);
+    const refused = await runCoffer(
+      ['audit', 'archive', '--before', '2999-01-01', '--to', to],
+      env,
+    );
     expect(refused.code).to.equal(1);
-    expect(refused.stdout).to.include('nothing archived: the log must verify before files leave it');
+    expect(refused.stdout).to.include(
+      'nothing archived: the log must verify before files leave it',
+    );
     expect(readdirSync(to)).to.deep.equal([]);
   });
 });

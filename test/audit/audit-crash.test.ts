@@ -4,7 +4,7 @@ import { intentCopies } from '../../src/audit/intent-recovery.js';
 import { generateToken } from '../../src/auth/token-format.js';
 import { parseVersionKey, VERSIONS_RANGE } from '../../src/storage/layout.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
-import { auditLines, type AuditLine } from '../support/audit-lines.js';
+import { type AuditLine, auditLines } from '../support/audit-lines.js';
 import { tempDir } from '../support/harness.js';
 import { send } from '../support/http-client.js';
 import { killAll, runCoffer, startProcess } from '../support/process.js';
@@ -16,14 +16,25 @@ describe('every committed change has its audit entry, even after kill -9', funct
   it('kills two workers under write load four times; every stored version is named by an entry, and verify says so', async () => {
     const dir = tempDir();
     const root = generateToken().value;
-    const env = { COFFER_DATA_DIR: join(dir, 'data'), COFFER_MASTER_KEY_FILE: join(dir, 'master.key'), COFFER_ROOT_TOKEN: root, COFFER_WORKERS: '2' };
+    const env = {
+      COFFER_DATA_DIR: join(dir, 'data'),
+      COFFER_MASTER_KEY_FILE: join(dir, 'master.key'),
+      COFFER_ROOT_TOKEN: root,
+      COFFER_WORKERS: '2',
+    };
     for (let round = 0; round < 4; round++) {
       const p = await startProcess(env);
       let stop = false;
       const writers = Array.from({ length: 64 }, async (_, w) => {
         for (let i = 0; !stop; i++) {
-          await send(p.url, 'PUT', `/v1/kv/crash/r${round}/k${(w + i) % 40}`, root, { value: `v${w}-${i}`, type: i % 2 ? 'secret' : 'config' }).catch(() => (stop = true));
-          if (i % 25 === 24) await send(p.url, 'DELETE', `/v1/kv/crash/r${round}/k${w % 40}`, root).catch(() => (stop = true));
+          await send(p.url, 'PUT', `/v1/kv/crash/r${round}/k${(w + i) % 40}`, root, {
+            value: `v${w}-${i}`,
+            type: i % 2 ? 'secret' : 'config',
+          }).catch(() => (stop = true));
+          if (i % 25 === 24)
+            await send(p.url, 'DELETE', `/v1/kv/crash/r${round}/k${w % 40}`, root).catch(
+              () => (stop = true),
+            );
         }
       });
       await new Promise((r) => setTimeout(r, 700 + round * 300));
@@ -37,19 +48,38 @@ describe('every committed change has its audit entry, even after kill -9', funct
     // in a file, put back from the store by a later start (audit.intent_recovered), or, after the last kill,
     // still only in the store as the copy committed with the change.
     const lines = auditLines(join(dir, 'data', 'audit'));
-    const copies = await withStoreSeal(join(dir, 'data', 'lmdb'), join(dir, 'master.key'), async (s, seal) => (await intentCopies(s, seal)).map((c) => JSON.parse(c.line) as AuditLine));
+    const copies = await withStoreSeal(
+      join(dir, 'data', 'lmdb'),
+      join(dir, 'master.key'),
+      async (s, seal) => (await intentCopies(s, seal)).map((c) => JSON.parse(c.line) as AuditLine),
+    );
     const storage = new LmdbBackend({ path: join(dir, 'data', 'lmdb') });
-    const intents = [...lines, ...lines.filter((l) => l.event === 'audit.intent_recovered').map((l) => l.intent as AuditLine), ...copies];
+    const intents = [
+      ...lines,
+      ...lines
+        .filter((l) => l.event === 'audit.intent_recovered')
+        .map((l) => l.intent as AuditLine),
+      ...copies,
+    ];
     const answered = new Set(lines.filter((l) => l.kind === 'request').map((l) => l.request_id));
-    const named = new Set(lines.filter((l) => l.kind === 'request' && l.action === 'write' && l.version !== undefined).map((l) => `${l.namespace}/${l.key}@${l.version}`));
-    const openIntent = new Set(intents.filter((l) => l.kind === 'intent' && l.action === 'write' && !answered.has(l.request_id)).map((l) => `${l.namespace}/${l.key}`));
+    const named = new Set(
+      lines
+        .filter((l) => l.kind === 'request' && l.action === 'write' && l.version !== undefined)
+        .map((l) => `${l.namespace}/${l.key}@${l.version}`),
+    );
+    const openIntent = new Set(
+      intents
+        .filter((l) => l.kind === 'intent' && l.action === 'write' && !answered.has(l.request_id))
+        .map((l) => `${l.namespace}/${l.key}`),
+    );
     const missing: string[] = [];
     let stored = 0;
     try {
       for await (const entry of storage.scan(VERSIONS_RANGE)) {
         const { namespace, key, version } = parseVersionKey(entry.key);
         stored++;
-        if (!named.has(`${namespace}/${key}@${version}`) && !openIntent.has(`${namespace}/${key}`)) missing.push(`${namespace}/${key}@${version}`);
+        if (!named.has(`${namespace}/${key}@${version}`) && !openIntent.has(`${namespace}/${key}`))
+          missing.push(`${namespace}/${key}@${version}`);
       }
     } finally {
       await storage.close();
@@ -59,7 +89,10 @@ describe('every committed change has its audit entry, even after kill -9', funct
 
     const verify = await runCoffer(['audit', 'verify'], env);
     expect(verify.stdout).to.match(/^intact: /);
-    const covers = /covers: (\d+) stored versions: (\d+) named by their write's entry, (\d+) by the intent entry of a write cut off before its own entry, 0 created before the log begins/.exec(verify.stdout);
+    const covers =
+      /covers: (\d+) stored versions: (\d+) named by their write's entry, (\d+) by the intent entry of a write cut off before its own entry, 0 created before the log begins/.exec(
+        verify.stdout,
+      );
     expect(covers, verify.stdout).to.not.equal(null);
     expect(Number(covers![1])).to.equal(stored);
     expect(Number(covers![2]) + Number(covers![3])).to.equal(stored);
@@ -70,19 +103,36 @@ describe('every committed change has its audit entry, even after kill -9', funct
   it('loses no entry of an answered read when the processes are killed right after the answers (reads do not wait for a sync)', async () => {
     const dir = tempDir();
     const root = generateToken().value;
-    const env = { COFFER_DATA_DIR: join(dir, 'data'), COFFER_MASTER_KEY_FILE: join(dir, 'master.key'), COFFER_ROOT_TOKEN: root, COFFER_WORKERS: '2', COFFER_AUDIT_SYNC_MS: '1000' };
+    const env = {
+      COFFER_DATA_DIR: join(dir, 'data'),
+      COFFER_MASTER_KEY_FILE: join(dir, 'master.key'),
+      COFFER_ROOT_TOKEN: root,
+      COFFER_WORKERS: '2',
+      COFFER_AUDIT_SYNC_MS: '1000',
+    };
     const p = await startProcess(env);
     await send(p.url, 'PUT', '/v1/kv/reads/k', root, { value: 'v', type: 'secret' });
     const answered: string[] = [];
-    await Promise.all(Array.from({ length: 16 }, async () => {
-      for (let i = 0; i < 25; i++) {
-        const reply = await send(p.url, 'GET', i % 5 === 0 ? '/v1/kv/reads/missing' : '/v1/kv/reads/k', root);
-        answered.push(String(reply.headers['x-request-id']));
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        for (let i = 0; i < 25; i++) {
+          const reply = await send(
+            p.url,
+            'GET',
+            i % 5 === 0 ? '/v1/kv/reads/missing' : '/v1/kv/reads/k',
+            root,
+          );
+          answered.push(String(reply.headers['x-request-id']));
+        }
+      }),
+    );
     // Killed at once: with a one-second sync window, most of these lines were never synced, only written.
     await killAll(p);
-    const ids = new Set(auditLines(join(dir, 'data', 'audit')).filter((l) => l.kind === 'request').map((l) => l.request_id));
+    const ids = new Set(
+      auditLines(join(dir, 'data', 'audit'))
+        .filter((l) => l.kind === 'request')
+        .map((l) => l.request_id),
+    );
     expect(answered).to.have.length(400);
     expect(answered.filter((id) => !ids.has(id))).to.deep.equal([]);
   });

@@ -4,10 +4,10 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { AuditRegistry } from '../../src/audit/registry.js';
-import { verifyAudit, type VerifyResult } from '../../src/audit/verify.js';
+import { type VerifyResult, verifyAudit } from '../../src/audit/verify.js';
 import { recordSealOf } from '../../src/store/record-seal.js';
-import { auditFiles as filesIn, auditLines } from '../support/audit-lines.js';
-import { startTestCoffer, tempDir, type TestCoffer } from '../support/harness.js';
+import { auditLines, auditFiles as filesIn } from '../support/audit-lines.js';
+import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
 import { runCoffer as run } from '../support/process.js';
 
 const auditFiles = (c: TestCoffer): string[] => filesIn(c.config.audit.dir!);
@@ -26,25 +26,63 @@ describe('audit log', function () {
       expect(requestId).to.match(/^[0-9A-Za-z]{16}$/);
       // The entry is on disk by the time the client has the response.
       const written = entries(c).find((e) => e.request_id === requestId && e.kind === 'request');
-      expect(written).to.deep.include({ kind: 'request', method: 'PUT', route: '/v1/kv/{path}', action: 'write', namespace: 'audited/app', key: 'db', version: 1, token_id: 'root', role: 'root' });
+      expect(written).to.deep.include({
+        kind: 'request',
+        method: 'PUT',
+        route: '/v1/kv/{path}',
+        action: 'write',
+        namespace: 'audited/app',
+        key: 'db',
+        version: 1,
+        token_id: 'root',
+        role: 'root',
+      });
       expect(written!.outcome).to.deep.equal({ status: 201, code: null });
 
       const reader = await c.token({ role: 'reader' });
       const readerId = reader.split('_')[1];
-      expect((await c.call('GET', '/v1/kv/audited/app/db', { token: reader })).status).to.equal(200);
-      expect((await c.call('PUT', '/v1/kv/audited/app/db', { token: reader, json: { value: marker, type: 'secret' } })).status).to.equal(403);
-      expect((await c.call('GET', '/v1/kv/audited/app/db', { token: 'cfr_nosuchtokenid00_' + 'x'.repeat(43) })).status).to.equal(401);
+      expect((await c.call('GET', '/v1/kv/audited/app/db', { token: reader })).status).to.equal(
+        200,
+      );
+      expect(
+        (
+          await c.call('PUT', '/v1/kv/audited/app/db', {
+            token: reader,
+            json: { value: marker, type: 'secret' },
+          })
+        ).status,
+      ).to.equal(403);
+      expect(
+        (
+          await c.call('GET', '/v1/kv/audited/app/db', {
+            token: `cfr_nosuchtokenid00_${'x'.repeat(43)}`,
+          })
+        ).status,
+      ).to.equal(401);
       expect((await c.call('DELETE', `/v1/auth/token/${reader}`)).status).to.equal(204);
 
       const all = entries(c);
       const requests = all.filter((e) => e.kind === 'request');
-      expect(requests.find((e) => e.action === 'read' && e.token_id === readerId)).to.deep.include({ role: 'reader', namespace: 'audited/app', key: 'db', version: 1 });
-      expect(requests.find((e) => e.method === 'PUT' && e.token_id === readerId)!.outcome).to.deep.equal({ status: 403, code: 'forbidden' });
-      expect(requests.find((e) => (e.outcome as { status: number }).status === 401)).to.deep.include({ token_id: null, role: null });
-      expect(requests.find((e) => e.action === 'token.revoke')).to.deep.include({ subject_token_id: readerId });
+      expect(requests.find((e) => e.action === 'read' && e.token_id === readerId)).to.deep.include({
+        role: 'reader',
+        namespace: 'audited/app',
+        key: 'db',
+        version: 1,
+      });
+      expect(
+        requests.find((e) => e.method === 'PUT' && e.token_id === readerId)!.outcome,
+      ).to.deep.equal({ status: 403, code: 'forbidden' });
+      expect(
+        requests.find((e) => (e.outcome as { status: number }).status === 401),
+      ).to.deep.include({ token_id: null, role: null });
+      expect(requests.find((e) => e.action === 'token.revoke')).to.deep.include({
+        subject_token_id: readerId,
+      });
       expect(all[0]).to.deep.include({ kind: 'event', event: 'server.start' });
 
-      const text = auditFiles(c).map((f) => readFileSync(f, 'utf8')).join('');
+      const text = auditFiles(c)
+        .map((f) => readFileSync(f, 'utf8'))
+        .join('');
       expect(text).not.to.include(marker);
       expect(text).not.to.include(reader);
       expect(text).not.to.include(c.rootToken);
@@ -87,15 +125,21 @@ describe('audit log', function () {
     await c.close();
     expect(verifyAudit(auditFiles(c), key, registry)).to.deep.include({ intact: true });
     const all = entries(c);
-    const reads = all.filter((e) => e.kind === 'request' && e.route === '/v1/kv/{path}' && e.method === 'GET');
+    const reads = all.filter(
+      (e) => e.kind === 'request' && e.route === '/v1/kv/{path}' && e.method === 'GET',
+    );
     // Every refused request is in the log, in order, with what the client got.
     expect(reads.length).to.be.at.least(3);
-    const note = all.find((e) => e.event === 'audit.refused') as { refused_seqs: number[]; reason: string } | undefined;
+    const note = all.find((e) => e.event === 'audit.refused') as
+      | { refused_seqs: number[]; reason: string }
+      | undefined;
     expect(note, 'a note of the requests refused when the write failed').to.not.equal(undefined);
     expect(note!.reason).to.equal('EPERM');
     const firstRefused = all.find((e) => e.seq === note!.refused_seqs[0]);
     expect(firstRefused).to.deep.include({ route: '/v1/kv/{path}', method: 'GET' });
-    const duringOutage = all.filter((e) => (e.outcome as { code?: string } | undefined)?.code === 'audit_unavailable');
+    const duringOutage = all.filter(
+      (e) => (e.outcome as { code?: string } | undefined)?.code === 'audit_unavailable',
+    );
     expect(duringOutage.length).to.be.at.least(2);
     expect(all.map((e) => e.seq)).to.deep.equal(all.map((_, i) => i + 1));
   });
@@ -110,7 +154,12 @@ describe('audit log', function () {
       for (let i = 0; i < 40; i++) await c.put(`verify/k${i % 5}`, `v${i}`);
       const key = c.app.keyring.current().auditKey();
       const storage = c.app.storage;
-      verify = async (paths = files) => verifyAudit(paths, key, await new AuditRegistry(storage, recordSealOf(c.app.keyring)).chains());
+      verify = async (paths = files) =>
+        verifyAudit(
+          paths,
+          key,
+          await new AuditRegistry(storage, recordSealOf(c.app.keyring)).chains(),
+        );
       files = auditFiles(c);
     });
     after(async () => {
@@ -123,7 +172,12 @@ describe('audit log', function () {
       const copy = join(c.dataDir, 'tampered');
       mkdirSync(copy, { recursive: true });
       const path = join(copy, files[0]!.split('/').at(-1)!);
-      writeFileSync(path, change(lines.slice()).map((l) => `${l}\n`).join(''));
+      writeFileSync(
+        path,
+        change(lines.slice())
+          .map((l) => `${l}\n`)
+          .join(''),
+      );
       return verify([path]);
     }
 
@@ -151,7 +205,11 @@ describe('audit log', function () {
       });
       expect(swapped).to.deep.include({ intact: false, line: 4 });
 
-      const inserted = await tampered((l) => [...l.slice(0, 8), l[8]!.replace('"seq":9', '"seq":9'), ...l.slice(8)]);
+      const inserted = await tampered((l) => [
+        ...l.slice(0, 8),
+        l[8]!.replace('"seq":9', '"seq":9'),
+        ...l.slice(8),
+      ]);
       expect(inserted).to.deep.include({ intact: false, line: 10 });
 
       // Rewriting everything after an edit (recomputing every prev) still fails at the next checkpoint's MAC.
@@ -174,19 +232,32 @@ describe('audit log', function () {
       // Cutting the tail back before the newest checkpoint the store recorded.
       const truncated = await tampered((l) => l.slice(0, l.length - 9));
       expect(truncated).to.deep.include({ intact: false });
-      expect((truncated as { reason: string }).reason).to.match(/the store records a checkpoint at seq \d+, but the files end at seq \d+: the log was truncated/);
+      expect((truncated as { reason: string }).reason).to.match(
+        /the store records a checkpoint at seq \d+, but the files end at seq \d+: the log was truncated/,
+      );
     });
 
     it('coffer audit verify prints "intact: N entries from T1 to T2" and exits 0, or the first broken entry and exits 1', async () => {
-      const env = { COFFER_DATA_DIR: c.config.data_dir, COFFER_MASTER_KEY_FILE: c.config.master_key_file };
+      const env = {
+        COFFER_DATA_DIR: c.config.data_dir,
+        COFFER_MASTER_KEY_FILE: c.config.master_key_file,
+      };
       const ok = await run(['audit', 'verify', ...files], env);
       expect(ok.code, ok.stdout + ok.stderr).to.equal(0);
-      expect(ok.stdout).to.match(/^intact: \d+ entries from \d{4}-\S+ to \d{4}-\S+ \(1 chains, 1 files\)/);
+      expect(ok.stdout).to.match(
+        /^intact: \d+ entries from \d{4}-\S+ to \d{4}-\S+ \(1 chains, 1 files\)/,
+      );
       const lines = readFileSync(files[0]!, 'utf8').split('\n').filter(Boolean);
       const copy = join(c.dataDir, 'cli-tampered');
       mkdirSync(copy, { recursive: true });
       const path = join(copy, files[0]!.split('/').at(-1)!);
-      writeFileSync(path, lines.filter((_, i) => i !== 2).map((l) => `${l}\n`).join(''));
+      writeFileSync(
+        path,
+        lines
+          .filter((_, i) => i !== 2)
+          .map((l) => `${l}\n`)
+          .join(''),
+      );
       const bad = await run(['audit', 'verify', path], env);
       expect(bad.code).to.equal(1);
       expect(bad.stdout).to.match(/^BROKEN: .*:3 \(seq 4\): expected seq 3/);

@@ -3,9 +3,9 @@ import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { generateToken } from '../../src/auth/token-format.js';
-import { send, type Reply } from '../support/http-client.js';
-import { auditLines, type AuditLine } from '../support/audit-lines.js';
+import { type AuditLine, auditLines } from '../support/audit-lines.js';
 import { startTestCoffer, tempDir } from '../support/harness.js';
+import { type Reply, send } from '../support/http-client.js';
 import { runCoffer, startProcess } from '../support/process.js';
 
 type Entry = AuditLine;
@@ -17,30 +17,46 @@ describe('audit across processes and sinks', function () {
   it('several workers writing at once: no lost, interleaved or duplicated entry; every chain verifies', async () => {
     const dir = tempDir();
     const root = generateToken().value;
-    const env = { COFFER_DATA_DIR: join(dir, 'data'), COFFER_MASTER_KEY_FILE: join(dir, 'master.key'), COFFER_ROOT_TOKEN: root, COFFER_WORKERS: '2', COFFER_AUDIT_CHECKPOINT_EVERY: '50', COFFER_AUDIT_MAX_FILE_BYTES: '65536' };
+    const env = {
+      COFFER_DATA_DIR: join(dir, 'data'),
+      COFFER_MASTER_KEY_FILE: join(dir, 'master.key'),
+      COFFER_ROOT_TOKEN: root,
+      COFFER_WORKERS: '2',
+      COFFER_AUDIT_CHECKPOINT_EVERY: '50',
+      COFFER_AUDIT_MAX_FILE_BYTES: '65536',
+    };
     const p = await startProcess(env);
     const replies: Reply[] = [];
     try {
       for (let round = 0; round < 8; round++) {
-        const batch = await Promise.all(Array.from({ length: 50 }, (_, i) => {
-          const n = round * 50 + i;
-          return n % 2 === 0
-            ? send(p.url, 'PUT', `/v1/kv/multi/w/k${n}`, root, { value: `secret-${n}`, type: 'secret' })
-            : send(p.url, 'GET', `/v1/kv/multi/w/k${n - 1}`, root);
-        }));
+        const batch = await Promise.all(
+          Array.from({ length: 50 }, (_, i) => {
+            const n = round * 50 + i;
+            return n % 2 === 0
+              ? send(p.url, 'PUT', `/v1/kv/multi/w/k${n}`, root, {
+                  value: `secret-${n}`,
+                  type: 'secret',
+                })
+              : send(p.url, 'GET', `/v1/kv/multi/w/k${n - 1}`, root);
+          }),
+        );
         replies.push(...batch);
       }
     } finally {
       expect(await p.stop()).to.equal(0);
     }
-    expect(replies.every((r) => r.status === 201 || r.status === 200 || r.status === 404)).to.equal(true);
+    expect(replies.every((r) => r.status === 201 || r.status === 200 || r.status === 404)).to.equal(
+      true,
+    );
 
     const auditDir = join(dir, 'data', 'audit');
     const all = readEntries(auditDir);
     const ids = replies.map((r) => r.headers['x-request-id'] as string);
     expect(new Set(ids).size).to.equal(400);
     const byId = new Map<string, Entry[]>();
-    for (const e of all) if (e.kind === 'request') byId.set(e.request_id as string, [...(byId.get(e.request_id as string) ?? []), e]);
+    for (const e of all)
+      if (e.kind === 'request')
+        byId.set(e.request_id as string, [...(byId.get(e.request_id as string) ?? []), e]);
     for (const [i, id] of ids.entries()) {
       expect(byId.get(id), `request ${i}`).to.have.length(1);
       expect((byId.get(id)![0]!.outcome as { status: number }).status).to.equal(replies[i]!.status);
@@ -59,11 +75,18 @@ describe('audit across processes and sinks', function () {
       expect(seqs).to.deep.equal(seqs.map((_, i) => i + 1));
     }
 
-    const verify = await runCoffer(['audit', 'verify'], { COFFER_DATA_DIR: env.COFFER_DATA_DIR, COFFER_MASTER_KEY_FILE: env.COFFER_MASTER_KEY_FILE });
+    const verify = await runCoffer(['audit', 'verify'], {
+      COFFER_DATA_DIR: env.COFFER_DATA_DIR,
+      COFFER_MASTER_KEY_FILE: env.COFFER_MASTER_KEY_FILE,
+    });
     expect(verify.code, verify.stdout + verify.stderr).to.equal(0);
-    expect(verify.stdout).to.match(/^intact: \d+ entries from \S+ to \S+ \(3 chains, \d+ files\)$/m);
+    expect(verify.stdout).to.match(
+      /^intact: \d+ entries from \S+ to \S+ \(3 chains, \d+ files\)$/m,
+    );
     expect(verify.stdout).not.to.include('not yet covered');
-    const text = readdirSync(auditDir).map((n) => readFileSync(join(auditDir, n), 'utf8')).join('');
+    const text = readdirSync(auditDir)
+      .map((n) => readFileSync(join(auditDir, n), 'utf8'))
+      .join('');
     expect(text).not.to.include('secret-');
     expect(text).not.to.include(root);
   });
@@ -71,27 +94,46 @@ describe('audit across processes and sinks', function () {
   it('copies every line to stdout when audit.stdout is set, after it is durable in the file', async () => {
     const dir = tempDir();
     const root = generateToken().value;
-    const env = { COFFER_DATA_DIR: join(dir, 'data'), COFFER_MASTER_KEY_FILE: join(dir, 'master.key'), COFFER_ROOT_TOKEN: root, COFFER_WORKERS: '1', COFFER_AUDIT_STDOUT: 'true' };
+    const env = {
+      COFFER_DATA_DIR: join(dir, 'data'),
+      COFFER_MASTER_KEY_FILE: join(dir, 'master.key'),
+      COFFER_ROOT_TOKEN: root,
+      COFFER_WORKERS: '1',
+      COFFER_AUDIT_STDOUT: 'true',
+    };
     const p = await startProcess(env);
     let put: Reply;
     try {
-      put = await send(p.url, 'PUT', '/v1/kv/out/k', root, { value: 'stdout-secret-value', type: 'secret' });
+      put = await send(p.url, 'PUT', '/v1/kv/out/k', root, {
+        value: 'stdout-secret-value',
+        type: 'secret',
+      });
       expect(put.status).to.equal(201);
       expect((await send(p.url, 'GET', '/v1/kv/out/k', root)).status).to.equal(200);
     } finally {
       await p.stop();
     }
-    const printed = p.stdout().split('\n').filter((l) => l.startsWith('{"seq":')).map((l) => JSON.parse(l) as Entry);
+    const printed = p
+      .stdout()
+      .split('\n')
+      .filter((l) => l.startsWith('{"seq":'))
+      .map((l) => JSON.parse(l) as Entry);
     const filed = readEntries(join(dir, 'data', 'audit'));
     // The worker's whole chain is on stdout, line for line as in its file.
     const workerChain = filed.find((e) => e.event === 'server.start')!.chain;
-    expect(printed.filter((e) => e.chain === workerChain)).to.deep.equal(filed.filter((e) => e.chain === workerChain));
-    expect(printed.find((e) => e.request_id === put!.headers['x-request-id'])).to.deep.include({ action: 'write', namespace: 'out', key: 'k' });
+    expect(printed.filter((e) => e.chain === workerChain)).to.deep.equal(
+      filed.filter((e) => e.chain === workerChain),
+    );
+    expect(printed.find((e) => e.request_id === put!.headers['x-request-id'])).to.deep.include({
+      action: 'write',
+      namespace: 'out',
+      key: 'k',
+    });
     expect(p.stdout()).not.to.include('stdout-secret-value');
     expect(p.stdout()).not.to.include(root);
   });
 
-  it('a full audit disk: requests are refused with 503 until there is room, then nothing is lost', async function () {
+  it('a full audit disk: requests are refused with 503 until there is room, then nothing is lost', async () => {
     const mount = join(tempDir(), 'audit');
     mkdirSync(mount);
     try {
@@ -101,7 +143,10 @@ describe('audit across processes and sinks', function () {
       throw new Error('this test mounts a 64 KiB tmpfs and needs root (mount -t tmpfs)');
     }
     try {
-      const c = await startTestCoffer({ dataDir: tempDir(), env: { COFFER_AUDIT_DIR: mount, COFFER_AUDIT_CHECKPOINT_EVERY: '25' } });
+      const c = await startTestCoffer({
+        dataDir: tempDir(),
+        env: { COFFER_AUDIT_DIR: mount, COFFER_AUDIT_CHECKPOINT_EVERY: '25' },
+      });
       const seen: { id: string; status: number }[] = [];
       let value = 0;
       // Fill the disk: each PUT adds a line; stop at the first refusal.
@@ -130,19 +175,28 @@ describe('audit across processes and sinks', function () {
       }
       expect(after.status).to.equal(200);
       expect((await c.call('GET', '/v1/kv/full/never')).status).to.equal(404);
-      const env = { COFFER_DATA_DIR: c.config.data_dir, COFFER_MASTER_KEY_FILE: c.config.master_key_file, COFFER_AUDIT_DIR: mount };
+      const env = {
+        COFFER_DATA_DIR: c.config.data_dir,
+        COFFER_MASTER_KEY_FILE: c.config.master_key_file,
+        COFFER_AUDIT_DIR: mount,
+      };
       await c.close();
 
       const all = readEntries(mount);
-      const note = all.find((e) => e.event === 'audit.refused') as Entry & { refused_seqs: number[] };
+      const note = all.find((e) => e.event === 'audit.refused') as Entry & {
+        refused_seqs: number[];
+      };
       expect(note).to.deep.include({ reason: 'ENOSPC' });
       for (const { id, status } of seen) {
         const mine = all.filter((e) => e.request_id === id && e.kind === 'request');
         expect(mine, id).to.have.length(1);
         // An entry that was in the batch that failed records what the handler meant to send; the note
         // after it lists it as refused, which is what the client got.
-        const refusedLater = note.refused_seqs.includes(mine[0]!.seq) && mine[0]!.chain === note.chain;
-        expect(refusedLater ? 503 : (mine[0]!.outcome as { status: number }).status, id).to.equal(status);
+        const refusedLater =
+          note.refused_seqs.includes(mine[0]!.seq) && mine[0]!.chain === note.chain;
+        expect(refusedLater ? 503 : (mine[0]!.outcome as { status: number }).status, id).to.equal(
+          status,
+        );
       }
       const verify = await runCoffer(['audit', 'verify'], env);
       expect(verify.code, verify.stdout).to.equal(0);

@@ -1,8 +1,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { expect } from 'chai';
-import { auditFiles } from '../support/audit-lines.js';
 import { checkRoleRules } from '../../src/auth/roles.js';
-import { startTestCoffer, type ApiResponse, type TestCoffer } from '../support/harness.js';
+import { auditFiles } from '../support/audit-lines.js';
+import { type ApiResponse, startTestCoffer, type TestCoffer } from '../support/harness.js';
 
 /**
  * The auditor role against every endpoint: it sees that namespaces, keys, versions and tokens exist and
@@ -31,7 +31,12 @@ describe('the auditor role', function () {
     await c.close();
   });
 
-  const as = async (token: string, method: string, path: string, json?: unknown): Promise<ApiResponse> => {
+  const as = async (
+    token: string,
+    method: string,
+    path: string,
+    json?: unknown,
+  ): Promise<ApiResponse> => {
     const res = await c.call(method, path, { token, ...(json === undefined ? {} : { json }) });
     bodies.push(res.text);
     return res;
@@ -77,7 +82,10 @@ describe('the auditor role', function () {
   }
 
   it('changed nothing: values, versions, tokens and the keyring are as they were', async () => {
-    expect((await c.call('GET', '/v1/kv/team/app/db')).body).to.include({ value: `${secret}-2`, version: 2 });
+    expect((await c.call('GET', '/v1/kv/team/app/db')).body).to.include({
+      value: `${secret}-2`,
+      version: 2,
+    });
     expect((await c.call('GET', '/v1/kv/team/app/new')).status).to.equal(404);
     expect((await c.call('GET', '/v1/auth/me', { token: reader })).status).to.equal(200);
     expect((await c.call('GET', '/v1/sys/keyring')).body.active_version).to.equal(1);
@@ -87,15 +95,26 @@ describe('the auditor role', function () {
     expect((await as(auditor, 'GET', '/v1/kv/team/app/')).body.keys).to.deep.equal(['db', 'url']);
     const versions = (await as(auditor, 'GET', '/v1/kv/team/app/db/versions')).body;
     expect(JSON.stringify(versions)).to.include('"version":2');
-    const tokens = (await as(auditor, 'GET', '/v1/auth/tokens')).body.tokens as { id: string; metadata: unknown }[];
+    const tokens = (await as(auditor, 'GET', '/v1/auth/tokens')).body.tokens as {
+      id: string;
+      metadata: unknown;
+    }[];
     expect(tokens.map((t) => t.id)).to.include(victimId);
-    expect(tokens.find((t) => t.metadata && (t.metadata as { name?: string }).name === 'audit-team')).to.not.equal(undefined);
+    expect(
+      tokens.find((t) => t.metadata && (t.metadata as { name?: string }).name === 'audit-team'),
+    ).to.not.equal(undefined);
   });
 
   it('says what it may do in /v1/auth/me', async () => {
     const me = (await as(auditor, 'GET', '/v1/auth/me')).body;
-    expect(me).to.deep.include({ role: 'auditor', is_root: false, privileges: ['list_tokens', 'read_keyring', 'read_audit'] });
-    expect(me.capabilities).to.deep.equal([{ namespace: '*', actions: ['list'], types: ['config', 'secret'] }]);
+    expect(me).to.deep.include({
+      role: 'auditor',
+      is_root: false,
+      privileges: ['list_tokens', 'read_keyring', 'read_audit'],
+    });
+    expect(me.capabilities).to.deep.equal([
+      { namespace: '*', actions: ['list'], types: ['config', 'secret'] },
+    ]);
   });
 
   it('never receives a value or another token in any response', () => {
@@ -109,7 +128,13 @@ describe('the auditor role', function () {
   it('keeps the audit log and seal report from every other role; root has them', async () => {
     for (const role of ['admin', 'writer', 'reader', 'config-reader']) {
       const token = await c.token({ role });
-      for (const path of ['/v1/sys/audit', '/v1/sys/audit/verify', '/v1/sys/seal-report', '/v1/auth/tokens', '/v1/sys/keyring']) {
+      for (const path of [
+        '/v1/sys/audit',
+        '/v1/sys/audit/verify',
+        '/v1/sys/seal-report',
+        '/v1/auth/tokens',
+        '/v1/sys/keyring',
+      ]) {
         expect((await c.call('GET', path, { token })).status, `${role} ${path}`).to.equal(403);
       }
     }
@@ -139,6 +164,8 @@ describe('the auditor role', function () {
   });
 
   it('cannot be redefined by the configuration', () => {
-    expect(checkRoleRules('auditor', [{ namespaces: ['*'], actions: ['read'], types: ['secret'] }])).to.deep.equal(['role "auditor" is built in and cannot be redefined']);
+    expect(
+      checkRoleRules('auditor', [{ namespaces: ['*'], actions: ['read'], types: ['secret'] }]),
+    ).to.deep.equal(['role "auditor" is built in and cannot be redefined']);
   });
 });

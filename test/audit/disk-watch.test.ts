@@ -8,14 +8,19 @@ describe('free space for the audit log', () => {
     const lines: Record<string, unknown>[] = [];
     const sink = new Writable({
       write(chunk: Buffer, _encoding, done) {
-        for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line) as Record<string, unknown>);
+        for (const line of chunk.toString().split('\n').filter(Boolean))
+          lines.push(JSON.parse(line) as Record<string, unknown>);
         done();
       },
     });
     // No disk here has 100 TB free.
-    const c = await startTestCoffer({ env: { COFFER_AUDIT_MIN_FREE_BYTES: String(10 ** 14) }, start: { log: pino({ level: 'info' }, sink) } });
+    const c = await startTestCoffer({
+      env: { COFFER_AUDIT_MIN_FREE_BYTES: String(10 ** 14) },
+      start: { log: pino({ level: 'info' }, sink) },
+    });
     try {
-      for (let i = 0; i < 50 && !lines.some((l) => l.event === 'disk.low'); i++) await new Promise((r) => setTimeout(r, 20));
+      for (let i = 0; i < 50 && !lines.some((l) => l.event === 'disk.low'); i++)
+        await new Promise((r) => setTimeout(r, 20));
       const low = lines.find((l) => l.event === 'disk.low');
       expect(low).to.include({ dir: c.config.audit.dir, min_free_bytes: 10 ** 14 });
       expect(low!.free_bytes).to.be.a('number');

@@ -7,7 +7,7 @@ import { intentJournalKey } from '../../src/storage/layout.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
 import { recordSealOf } from '../../src/store/record-seal.js';
 import { auditFiles, auditLines } from '../support/audit-lines.js';
-import { probeDatasyncs, type DatasyncProbe } from '../support/datasync-probe.js';
+import { type DatasyncProbe, probeDatasyncs } from '../support/datasync-probe.js';
 import { startTestCoffer, tempDir } from '../support/harness.js';
 import { send } from '../support/http-client.js';
 import { killAll, runCoffer, startProcess } from '../support/process.js';
@@ -15,7 +15,9 @@ import { withStoreSeal } from '../support/store-seal.js';
 
 /** The intent copies in the store of a stopped server in `dir` (envOf's layout). */
 function copiesIn(dir: string): Promise<Awaited<ReturnType<typeof intentCopies>>> {
-  return withStoreSeal(join(dir, 'data', 'lmdb'), join(dir, 'master.key'), (storage, seal) => intentCopies(storage, seal));
+  return withStoreSeal(join(dir, 'data', 'lmdb'), join(dir, 'master.key'), (storage, seal) =>
+    intentCopies(storage, seal),
+  );
 }
 
 describe('intents are committed with their changes: one sync for both', function () {
@@ -43,7 +45,9 @@ describe('intents are committed with their changes: one sync for both', function
         const synced: boolean[] = [];
         for (const [method, path, json, status] of changes) {
           const started = performance.now();
-          expect((await coffer.call(method, path, json === undefined ? {} : { json })).status).to.equal(status);
+          expect(
+            (await coffer.call(method, path, json === undefined ? {} : { json })).status,
+          ).to.equal(status);
           const answered = performance.now();
           synced.push(auditSyncs.some((t) => t >= started && t <= answered));
         }
@@ -52,9 +56,17 @@ describe('intents are committed with their changes: one sync for both', function
         expect(synced.filter(Boolean).length, JSON.stringify(synced)).to.be.at.most(1);
 
         const copies = await intentCopies(coffer.app.storage, recordSealOf(coffer.app.keyring));
-        const lines = readFileSync(auditFiles(join(coffer.dataDir, 'data', 'audit'))[0]!, 'utf8').split('\n');
+        const lines = readFileSync(
+          auditFiles(join(coffer.dataDir, 'data', 'audit'))[0]!,
+          'utf8',
+        ).split('\n');
         const intents = lines.filter((l) => l.includes('"kind":"intent"'));
-        expect(intents.map((l) => JSON.parse(l).action)).to.deep.equal(['write', 'write', 'delete', 'token.create']);
+        expect(intents.map((l) => JSON.parse(l).action)).to.deep.equal([
+          'write',
+          'write',
+          'delete',
+          'token.create',
+        ]);
         // The copies are the exact lines in the file: the same hash chain, the same request ids.
         expect(copies.map((c) => c.line)).to.deep.equal(intents);
         expect(copies.map((c) => c.seq)).to.deep.equal(intents.map((l) => JSON.parse(l).seq));
@@ -66,11 +78,20 @@ describe('intents are committed with their changes: one sync for both', function
     it('deletes the copies once the audit file is synced past them', async () => {
       const coffer = await startTestCoffer({ env: { COFFER_AUDIT_SYNC_MS: '20' } });
       try {
-        for (let i = 0; i < 5; i++) expect((await coffer.put(`journal/k${i}`, 'v')).status).to.equal(201);
-        expect((await intentCopies(coffer.app.storage, recordSealOf(coffer.app.keyring))).length).to.be.greaterThan(0);
+        for (let i = 0; i < 5; i++)
+          expect((await coffer.put(`journal/k${i}`, 'v')).status).to.equal(201);
+        expect(
+          (await intentCopies(coffer.app.storage, recordSealOf(coffer.app.keyring))).length,
+        ).to.be.greaterThan(0);
         const deadline = Date.now() + 5000;
-        while ((await intentCopies(coffer.app.storage, recordSealOf(coffer.app.keyring))).length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-        expect(await intentCopies(coffer.app.storage, recordSealOf(coffer.app.keyring))).to.deep.equal([]);
+        while (
+          (await intentCopies(coffer.app.storage, recordSealOf(coffer.app.keyring))).length > 0 &&
+          Date.now() < deadline
+        )
+          await new Promise((r) => setTimeout(r, 100));
+        expect(
+          await intentCopies(coffer.app.storage, recordSealOf(coffer.app.keyring)),
+        ).to.deep.equal([]);
       } finally {
         await coffer.close();
       }
@@ -82,8 +103,12 @@ describe('intents are committed with their changes: one sync for both', function
       await coffer.put('journal/b', 'v');
       const restarted = await coffer.restart();
       try {
-        expect(await intentCopies(restarted.app.storage, recordSealOf(restarted.app.keyring))).to.deep.equal([]);
-        expect(auditLines(join(data, 'audit')).filter((l) => l.event === 'audit.intent_recovered')).to.deep.equal([]);
+        expect(
+          await intentCopies(restarted.app.storage, recordSealOf(restarted.app.keyring)),
+        ).to.deep.equal([]);
+        expect(
+          auditLines(join(data, 'audit')).filter((l) => l.event === 'audit.intent_recovered'),
+        ).to.deep.equal([]);
       } finally {
         await restarted.close();
       }
@@ -93,15 +118,21 @@ describe('intents are committed with their changes: one sync for both', function
   describe('after the process is killed', () => {
     const root = generateToken().value;
     const envOf = (dir: string): Record<string, string> => ({
-      COFFER_DATA_DIR: join(dir, 'data'), COFFER_MASTER_KEY_FILE: join(dir, 'master.key'), COFFER_ROOT_TOKEN: root,
-      COFFER_WORKERS: '1', COFFER_AUDIT_SYNC_MS: '1000',
+      COFFER_DATA_DIR: join(dir, 'data'),
+      COFFER_MASTER_KEY_FILE: join(dir, 'master.key'),
+      COFFER_ROOT_TOKEN: root,
+      COFFER_WORKERS: '1',
+      COFFER_AUDIT_SYNC_MS: '1000',
     });
 
     /** Writes three versions and deletes one key, then kill -9: the intents' copies are still in the store. */
     async function writeAndKill(dir: string): Promise<void> {
       const p = await startProcess(envOf(dir));
       for (const [i, key] of ['a', 'b', 'c'].entries()) {
-        expect((await send(p.url, 'PUT', `/v1/kv/lost/${key}`, root, { value: `v${i}`, type: 'secret' })).status).to.equal(201);
+        expect(
+          (await send(p.url, 'PUT', `/v1/kv/lost/${key}`, root, { value: `v${i}`, type: 'secret' }))
+            .status,
+        ).to.equal(201);
       }
       expect((await send(p.url, 'DELETE', '/v1/kv/lost/c', root)).status).to.equal(204);
       await killAll(p);
@@ -114,19 +145,35 @@ describe('intents are committed with their changes: one sync for both', function
       const p = await startProcess(envOf(dir));
       await p.stop();
       expect(await copiesIn(dir)).to.deep.equal([]);
-      expect(auditLines(join(dir, 'data', 'audit')).filter((l) => l.event === 'audit.intent_recovered')).to.deep.equal([]);
+      expect(
+        auditLines(join(dir, 'data', 'audit')).filter((l) => l.event === 'audit.intent_recovered'),
+      ).to.deep.equal([]);
     });
 
     it('reports a copy the store holds in damaged or forged form, never its content, instead of failing to start or to verify', async () => {
       const dir = tempDir();
       await writeAndKill(dir);
       // A forged copy is a well-formed intent line written without the record key's MAC.
-      const forged = JSON.stringify({ seq: 8, chain: 'mangled-1-chain', ts: new Date().toISOString(), prev: '0'.repeat(64), kind: 'intent', request_id: 'forged', action: 'write', namespace: 'planted', key: 'k' });
+      const forged = JSON.stringify({
+        seq: 8,
+        chain: 'mangled-1-chain',
+        ts: new Date().toISOString(),
+        prev: '0'.repeat(64),
+        kind: 'intent',
+        request_id: 'forged',
+        action: 'write',
+        namespace: 'planted',
+        key: 'k',
+      });
       const storage = new LmdbBackend({ path: join(dir, 'data', 'lmdb') });
       try {
         await storage.atomic([], () => ({
           writes: [
-            { op: 'put', key: intentJournalKey('mangled-1-chain', 7), value: Buffer.from('{"kind":"int') },
+            {
+              op: 'put',
+              key: intentJournalKey('mangled-1-chain', 7),
+              value: Buffer.from('{"kind":"int'),
+            },
             { op: 'put', key: intentJournalKey('mangled-1-chain', 8), value: Buffer.from(forged) },
           ],
           result: undefined,
@@ -138,7 +185,9 @@ describe('intents are committed with their changes: one sync for both', function
       expect(verify.stdout).to.match(/^intact: /);
       const p = await startProcess(envOf(dir));
       await p.stop();
-      const recovered = auditLines(join(dir, 'data', 'audit')).filter((l) => l.event === 'audit.intent_recovered');
+      const recovered = auditLines(join(dir, 'data', 'audit')).filter(
+        (l) => l.event === 'audit.intent_recovered',
+      );
       expect(recovered.map((l) => [l.from_chain, l.from_seq, l.intent])).to.deep.equal([
         ['mangled-1-chain', 7, { unreadable: true, bytes: 12 }],
         ['mangled-1-chain', 8, { unreadable: true, bytes: Buffer.byteLength(forged) }],
@@ -152,7 +201,9 @@ describe('intents are committed with their changes: one sync for both', function
       const audit = join(dir, 'data', 'audit');
       // A power loss takes the file's unsynced tail: with a 1 s sync window, everything after the last
       // synced entry. Cut the file back to just before its first intent (no checkpoint lies after it).
-      const file = auditFiles(audit).find((f) => readFileSync(f, 'utf8').includes('"kind":"intent"'));
+      const file = auditFiles(audit).find((f) =>
+        readFileSync(f, 'utf8').includes('"kind":"intent"'),
+      );
       const text = readFileSync(file!, 'utf8');
       const firstIntent = text.lastIndexOf('\n', text.indexOf('"kind":"intent"')) + 1;
       expect(text.slice(firstIntent)).to.not.include('"kind":"checkpoint"');
@@ -162,7 +213,9 @@ describe('intents are committed with their changes: one sync for both', function
 
       // Before any server starts again, verify finds the writes' intents in the store.
       const before = await runCoffer(['audit', 'verify'], envOf(dir));
-      expect(before.stdout).to.match(/covers: 2 stored versions: 0 named by their write's entry, 2 by the intent entry/);
+      expect(before.stdout).to.match(
+        /covers: 2 stored versions: 0 named by their write's entry, 2 by the intent entry/,
+      );
       expect(before.stdout).to.not.include('NOT COVERED');
 
       const p = await startProcess(envOf(dir));
@@ -170,12 +223,21 @@ describe('intents are committed with their changes: one sync for both', function
       expect(await copiesIn(dir)).to.deep.equal([]);
       const recovered = auditLines(audit).filter((l) => l.event === 'audit.intent_recovered');
       expect(recovered.map((l) => l.from_seq)).to.deep.equal(copies.map((c) => c.seq));
-      expect(recovered.map((l) => JSON.stringify(l.intent))).to.deep.equal(copies.map((c) => c.line));
-      expect(recovered.map((l) => (l.intent as { action: string }).action)).to.deep.equal(['write', 'write', 'write', 'delete']);
+      expect(recovered.map((l) => JSON.stringify(l.intent))).to.deep.equal(
+        copies.map((c) => c.line),
+      );
+      expect(recovered.map((l) => (l.intent as { action: string }).action)).to.deep.equal([
+        'write',
+        'write',
+        'write',
+        'delete',
+      ]);
 
       const after = await runCoffer(['audit', 'verify'], envOf(dir));
       expect(after.stdout).to.match(/^intact: /);
-      expect(after.stdout).to.match(/covers: 2 stored versions: 0 named by their write's entry, 2 by the intent entry/);
+      expect(after.stdout).to.match(
+        /covers: 2 stored versions: 0 named by their write's entry, 2 by the intent entry/,
+      );
       expect(after.stdout).to.not.include('NOT COVERED');
     });
   });

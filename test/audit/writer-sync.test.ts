@@ -5,18 +5,29 @@ import { AuditRegistry } from '../../src/audit/registry.js';
 import { AuditWriter } from '../../src/audit/writer.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
 import { RecordSeal } from '../../src/store/record-seal.js';
-import { probeDatasyncs, type DatasyncProbe } from '../support/datasync-probe.js';
+import { type DatasyncProbe, probeDatasyncs } from '../support/datasync-probe.js';
 import { tempDir } from '../support/harness.js';
 
 /** Record keys for this registry alone (the server derives its own from the keyring). */
 const RECORD_KEYS = { seal: randomBytes(32), mac: randomBytes(32) };
 
 /** An audit writer of chain `chain` in `dir`, with its store, syncing written lines within `syncMs`. */
-function writerIn(dir: string, chain: string, syncMs: number): { storage: LmdbBackend; writer: AuditWriter } {
+function writerIn(
+  dir: string,
+  chain: string,
+  syncMs: number,
+): { storage: LmdbBackend; writer: AuditWriter } {
   const storage = new LmdbBackend({ path: join(dir, 'lmdb') });
   const writer = new AuditWriter({
-    dir: join(dir, 'audit'), chain, key: () => new Uint8Array(32), registry: new AuditRegistry(storage, new RecordSeal(() => RECORD_KEYS)),
-    checkpointEvery: 1000, checkpointMs: 60_000, maxFileBytes: 1 << 20, now: Date.now, syncMs,
+    dir: join(dir, 'audit'),
+    chain,
+    key: () => new Uint8Array(32),
+    registry: new AuditRegistry(storage, new RecordSeal(() => RECORD_KEYS)),
+    checkpointEvery: 1000,
+    checkpointMs: 60_000,
+    maxFileBytes: 1 << 20,
+    now: Date.now,
+    syncMs,
   });
   return { storage, writer };
 }

@@ -1,11 +1,11 @@
 import { expect } from 'chai';
 import { Argon2Gate, eventLoopBusy } from '../../src/auth/argon2-gate.js';
 import { Authenticator } from '../../src/auth/authenticator.js';
+import { FailureLimiter } from '../../src/auth/failure-limiter.js';
 import { PrincipalFactory } from '../../src/auth/principal.js';
 import { roleTable } from '../../src/auth/roles.js';
 import { generateToken } from '../../src/auth/token-format.js';
 import type { TokenRecord } from '../../src/auth/token-store.js';
-import { FailureLimiter } from '../../src/auth/failure-limiter.js';
 import { AppError } from '../../src/errors.js';
 
 /** The real argon2 gate, counting how often it verifies. */
@@ -33,15 +33,27 @@ describe('authenticator', () => {
     const t = generateToken();
     good = t.value;
     records.set(t.id, {
-      id: t.id, hash: await gate.hash(t.secret), role: 'reader', scopes: null, metadata: {},
-      createdAt: Date.now(), expiresAt: Date.now() + 60_000, revokedAt: null,
+      id: t.id,
+      hash: await gate.hash(t.secret),
+      role: 'reader',
+      scopes: null,
+      metadata: {},
+      createdAt: Date.now(),
+      expiresAt: Date.now() + 60_000,
+      revokedAt: null,
     });
     const v = generateToken();
     victim = v.value;
     records.set(v.id, { ...records.get(t.id)!, id: v.id, hash: await gate.hash(v.secret) });
     const r = generateToken();
     root = r.value;
-    auth = new Authenticator({ tokens, argon2: gate, principals, root: { id: r.id, hash: await gate.hash(r.value), updatedAt: 0 }, now: Date.now });
+    auth = new Authenticator({
+      tokens,
+      argon2: gate,
+      principals,
+      root: { id: r.id, hash: await gate.hash(r.value), updatedAt: 0 },
+      now: Date.now,
+    });
   });
 
   beforeEach(() => {
@@ -49,15 +61,27 @@ describe('authenticator', () => {
   });
 
   it('runs argon2 once for concurrent first uses of a token, then never again', async () => {
-    const fresh = new Authenticator({ tokens, argon2: gate, principals, root: { id: null, hash: 'x', updatedAt: 0 }, now: Date.now });
-    const principals_ = await Promise.all(Array.from({ length: 20 }, () => fresh.authenticate(good)));
+    const fresh = new Authenticator({
+      tokens,
+      argon2: gate,
+      principals,
+      root: { id: null, hash: 'x', updatedAt: 0 },
+      now: Date.now,
+    });
+    const principals_ = await Promise.all(
+      Array.from({ length: 20 }, () => fresh.authenticate(good)),
+    );
     expect(principals_.every((p) => p.role === 'reader')).to.equal(true);
     for (let i = 0; i < 50; i++) await fresh.authenticate(good);
     expect(gate.verifications).to.equal(1);
   });
 
   it('rejects an unknown id, and a non-token value when the root token has the token shape, without argon2', async () => {
-    for (const value of [`cfr_${'A'.repeat(16)}_${'a'.repeat(43)}`, 'not-a-token', good.slice(0, -1)]) {
+    for (const value of [
+      `cfr_${'A'.repeat(16)}_${'a'.repeat(43)}`,
+      'not-a-token',
+      good.slice(0, -1),
+    ]) {
       let error: unknown;
       await auth.authenticate(value).catch((e: unknown) => (error = e));
       expect(error).to.be.instanceOf(AppError).with.property('code', 'unauthorized');
@@ -86,27 +110,53 @@ describe('authenticator', () => {
   });
 
   it('turns away argon2 work beyond its queue with 429 instead of piling it up', async () => {
-    const small = new Argon2Gate({ concurrency: 1, queueLimit: 2, paced: { burst: 100, perSecond: 100 } });
+    const small = new Argon2Gate({
+      concurrency: 1,
+      queueLimit: 2,
+      paced: { burst: 100, perSecond: 100 },
+    });
     const hash = await small.hash('secret');
-    const results = await Promise.allSettled(Array.from({ length: 6 }, () => small.verify(hash, 'wrong')));
+    const results = await Promise.allSettled(
+      Array.from({ length: 6 }, () => small.verify(hash, 'wrong')),
+    );
     const refused = results.filter((r) => r.status === 'rejected');
     expect(refused).to.have.length(3);
-    expect((refused[0] as PromiseRejectedResult).reason).to.be.instanceOf(AppError).with.property('status', 429);
-    expect((refused[0] as PromiseRejectedResult).reason.headers).to.deep.equal({ 'Retry-After': '1' });
+    expect((refused[0] as PromiseRejectedResult).reason)
+      .to.be.instanceOf(AppError)
+      .with.property('status', 429);
+    expect((refused[0] as PromiseRejectedResult).reason.headers).to.deep.equal({
+      'Retry-After': '1',
+    });
   });
 
   it('takes turns between tokens: the first verification of another token is not queued behind a flood', async () => {
-    const fair = new Argon2Gate({ concurrency: 1, queueLimit: 100, perKeyLimit: 50, paced: { burst: 100, perSecond: 100 } });
+    const fair = new Argon2Gate({
+      concurrency: 1,
+      queueLimit: 100,
+      perKeyLimit: 50,
+      paced: { burst: 100, perSecond: 100 },
+    });
     const hash = await fair.hash('secret');
     const order: string[] = [];
-    const flood = Array.from({ length: 20 }, () => fair.verify(hash, 'wrong', 'flooded').then(() => order.push('flood')));
-    const other = fair.verify(hash, 'secret', 'other').then((ok) => order.push(ok ? 'other' : 'other-failed'));
+    const flood = Array.from({ length: 20 }, () =>
+      fair.verify(hash, 'wrong', 'flooded').then(() => order.push('flood')),
+    );
+    const other = fair
+      .verify(hash, 'secret', 'other')
+      .then((ok) => order.push(ok ? 'other' : 'other-failed'));
     await Promise.all([...flood, other]);
     // The first flood attempt was running; the other token's turn comes right after it.
     expect(order.indexOf('other')).to.be.at.most(2);
     // One token cannot fill the whole queue.
-    const capped = new Argon2Gate({ concurrency: 1, queueLimit: 100, perKeyLimit: 3, paced: { burst: 100, perSecond: 100 } });
-    const results = await Promise.allSettled(Array.from({ length: 6 }, () => capped.verify(hash, 'wrong', 'one')));
+    const capped = new Argon2Gate({
+      concurrency: 1,
+      queueLimit: 100,
+      perKeyLimit: 3,
+      paced: { burst: 100, perSecond: 100 },
+    });
+    const results = await Promise.allSettled(
+      Array.from({ length: 6 }, () => capped.verify(hash, 'wrong', 'one')),
+    );
     expect(results.filter((r) => r.status === 'rejected')).to.have.length(2);
     expect(await capped.verify(hash, 'secret', 'two')).to.equal(true);
     // New hashes (token creation) are bounded by the whole queue only, not by the per-token limit.
@@ -115,13 +165,26 @@ describe('authenticator', () => {
   });
 
   it('paces wrong secrets: past its burst a flood gets a few verifications a second, while correct ones never wait for it', async () => {
-    const paced = new Argon2Gate({ concurrency: 2, queueLimit: 100, perKeyLimit: 50, paced: { burst: 2, perSecond: 4 } });
+    const paced = new Argon2Gate({
+      concurrency: 2,
+      queueLimit: 100,
+      perKeyLimit: 50,
+      paced: { burst: 2, perSecond: 4 },
+    });
     const hash = await paced.hash('secret');
     const started = performance.now();
     const done: string[] = [];
-    const flood = Promise.all(Array.from({ length: 6 }, () => paced.verify(hash, 'wrong', 'flooded').then(() => done.push('flood'))));
+    const flood = Promise.all(
+      Array.from({ length: 6 }, () =>
+        paced.verify(hash, 'wrong', 'flooded').then(() => done.push('flood')),
+      ),
+    );
     // A correct secret of another token, sent during the flood, takes its turn next and gives its draw back.
-    expect(await paced.verify(hash, 'secret', 'other').then((ok) => (done.push('other'), ok))).to.equal(true);
+    const other = paced.verify(hash, 'secret', 'other').then((ok) => {
+      done.push('other');
+      return ok;
+    });
+    expect(await other).to.equal(true);
     await flood;
     // 2 at once, then 4 more at 4 a second (one of them waiting for the correct one's turn): about a second.
     expect(performance.now() - started).to.be.at.least(700);
@@ -132,7 +195,13 @@ describe('authenticator', () => {
 
   it('paces wrong secrets more slowly while the process is busy serving', async () => {
     const timeFlood = async (busy: boolean): Promise<number> => {
-      const gate_ = new Argon2Gate({ concurrency: 2, queueLimit: 100, perKeyLimit: 50, paced: { burst: 1, perSecond: 20, busyPerSecond: 2 }, busy: () => busy });
+      const gate_ = new Argon2Gate({
+        concurrency: 2,
+        queueLimit: 100,
+        perKeyLimit: 50,
+        paced: { burst: 1, perSecond: 20, busyPerSecond: 2 },
+        busy: () => busy,
+      });
       const hash = await gate_.hash('secret');
       const started = performance.now();
       await Promise.all(Array.from({ length: 4 }, () => gate_.verify(hash, 'wrong', 'flooded')));
@@ -162,11 +231,30 @@ describe('authenticator', () => {
   });
 
   it('takes turns by client and token: a flood at a token from one address does not refuse its first use from another', async () => {
-    const small = new Argon2Gate({ concurrency: 1, queueLimit: 100, perKeyLimit: 3, paced: { burst: 100, perSecond: 100 } });
+    const small = new Argon2Gate({
+      concurrency: 1,
+      queueLimit: 100,
+      perKeyLimit: 3,
+      paced: { burst: 100, perSecond: 100 },
+    });
     const t = generateToken();
-    records.set(t.id, { ...records.get(good.slice(4, 20))!, id: t.id, hash: await small.hash(t.secret) });
-    const shared = new Authenticator({ tokens, argon2: small, principals, root: { id: null, hash: 'x', updatedAt: 0 }, now: Date.now });
-    const flood = Array.from({ length: 8 }, (_, i) => shared.authenticate(`${t.value.slice(0, 21)}${String(i).padStart(43, 'w')}`, '10.9.9.1').catch((e: unknown) => e));
+    records.set(t.id, {
+      ...records.get(good.slice(4, 20))!,
+      id: t.id,
+      hash: await small.hash(t.secret),
+    });
+    const shared = new Authenticator({
+      tokens,
+      argon2: small,
+      principals,
+      root: { id: null, hash: 'x', updatedAt: 0 },
+      now: Date.now,
+    });
+    const flood = Array.from({ length: 8 }, (_, i) =>
+      shared
+        .authenticate(`${t.value.slice(0, 21)}${String(i).padStart(43, 'w')}`, '10.9.9.1')
+        .catch((e: unknown) => e),
+    );
     const owner = await shared.authenticate(t.value, '10.9.9.2').catch((e: unknown) => e);
     const outcomes = await Promise.all(flood);
     // The flooding address filled its own queue (1 running, 3 waiting, the rest refused)…
@@ -177,7 +265,11 @@ describe('authenticator', () => {
 
   it('serves a verified token at full speed while wrong tokens flood argon2', async () => {
     await auth.authenticate(good);
-    const flood = Array.from({ length: 40 }, (_, i) => auth.authenticate(`${victim.slice(0, 21)}${String(i).padStart(43, 'f')}`).catch(() => undefined));
+    const flood = Array.from({ length: 40 }, (_, i) =>
+      auth
+        .authenticate(`${victim.slice(0, 21)}${String(i).padStart(43, 'f')}`)
+        .catch(() => undefined),
+    );
     const started = performance.now();
     for (let i = 0; i < 200; i++) await auth.authenticate(good);
     const elapsed = performance.now() - started;
@@ -193,17 +285,23 @@ describe('authenticator', () => {
     before(() => {
       now = Date.now();
       limited = new Authenticator({
-        tokens, argon2: gate, principals, root: { id: null, hash: 'x', updatedAt: 0 }, now: () => now,
+        tokens,
+        argon2: gate,
+        principals,
+        root: { id: null, hash: 'x', updatedAt: 0 },
+        now: () => now,
         limiter: new FailureLimiter({ burst: 3, perSecond: 1 }),
       });
     });
 
-    const attempt = (value: string, address: string): Promise<unknown> => limited.authenticate(value, address).catch((e: unknown) => e);
+    const attempt = (value: string, address: string): Promise<unknown> =>
+      limited.authenticate(value, address).catch((e: unknown) => e);
     const wrong = (i: number): string => `${victim.slice(0, 21)}${String(i).padStart(43, 'x')}`;
 
     it('answers 429 with Retry-After once an address has used its budget, without more argon2', async () => {
       await limited.authenticate(good, '10.0.0.1');
-      for (let i = 0; i < 3; i++) expect(await attempt(wrong(i), '10.0.0.1')).to.have.property('code', 'unauthorized');
+      for (let i = 0; i < 3; i++)
+        expect(await attempt(wrong(i), '10.0.0.1')).to.have.property('code', 'unauthorized');
       gate.verifications = 0;
       const refused = await attempt(wrong(99), '10.0.0.1');
       expect(refused).to.be.instanceOf(AppError).with.property('code', 'too_many_requests');
@@ -216,16 +314,22 @@ describe('authenticator', () => {
       expect(await attempt(wrong(50), '10.0.0.2')).to.have.property('code', 'unauthorized');
     });
 
-    it('verifies a never-seen token from that address: one token\'s failures do not limit the others', async () => {
+    it("verifies a never-seen token from that address: one token's failures do not limit the others", async () => {
       const t = generateToken();
-      records.set(t.id, { ...records.get(good.slice(4, 20))!, id: t.id, hash: await gate.hash(t.secret) });
+      records.set(t.id, {
+        ...records.get(good.slice(4, 20))!,
+        id: t.id,
+        hash: await gate.hash(t.secret),
+      });
       expect(((await attempt(t.value, '10.0.0.1')) as { role?: string }).role).to.equal('reader');
     });
 
     it('answers 401, never 429, for failures that cost no argon2, however many', async () => {
       const id = victim.slice(4, 20);
       for (let i = 0; i < 50; i++) {
-        expect(await attempt(`cfr_${'B'.repeat(16)}_${String(i).padStart(43, 'u')}`, '10.0.0.1')).to.have.property('code', 'unauthorized');
+        expect(
+          await attempt(`cfr_${'B'.repeat(16)}_${String(i).padStart(43, 'u')}`, '10.0.0.1'),
+        ).to.have.property('code', 'unauthorized');
         expect(await attempt(wrong(0), '10.0.0.1')).to.have.property('code', 'unauthorized'); // refused once already: cached
       }
       records.set(id, { ...records.get(id)!, revokedAt: Date.now() });
@@ -238,7 +342,9 @@ describe('authenticator', () => {
       await limited.authenticate(good, '10.0.0.5');
       gate.verifications = 0;
       for (let i = 0; i < 50; i++) {
-        expect(await attempt(`${good.slice(0, 21)}${String(i).padStart(43, 'k')}`, '10.0.0.5')).to.have.property('code', 'unauthorized');
+        expect(
+          await attempt(`${good.slice(0, 21)}${String(i).padStart(43, 'k')}`, '10.0.0.5'),
+        ).to.have.property('code', 'unauthorized');
       }
       expect(gate.verifications).to.equal(0);
       // Nothing was charged: the budget of (10.0.0.5, victim) is untouched, but neither is good's spent.
@@ -248,27 +354,44 @@ describe('authenticator', () => {
     it('keeps argon2 and the budget for wrong values of the root token, whose value may be chosen', async () => {
       const r = generateToken();
       const withRoot = new Authenticator({
-        tokens, argon2: gate, principals, root: { id: r.id, hash: await gate.hash(r.value), updatedAt: 0 }, now: () => now,
+        tokens,
+        argon2: gate,
+        principals,
+        root: { id: r.id, hash: await gate.hash(r.value), updatedAt: 0 },
+        now: () => now,
         limiter: new FailureLimiter({ burst: 2, perSecond: 1 }),
       });
       expect((await withRoot.authenticate(r.value, '10.0.0.6')).isRoot).to.equal(true);
       gate.verifications = 0;
       const outcomes = [];
-      for (let i = 0; i < 3; i++) outcomes.push(await withRoot.authenticate(`${r.value.slice(0, 21)}${String(i).padStart(43, 'r')}`, '10.0.0.6').catch((e: unknown) => (e as AppError).code));
+      for (let i = 0; i < 3; i++)
+        outcomes.push(
+          await withRoot
+            .authenticate(`${r.value.slice(0, 21)}${String(i).padStart(43, 'r')}`, '10.0.0.6')
+            .catch((e: unknown) => (e as AppError).code),
+        );
       expect(outcomes).to.deep.equal(['unauthorized', 'unauthorized', 'too_many_requests']);
       expect(gate.verifications).to.equal(2);
     });
 
     it('charges concurrent attempts as they start, so a burst cannot slip past the check', async () => {
-      const results = await Promise.all(Array.from({ length: 8 }, (_, i) => attempt(wrong(200 + i), '10.0.0.3')));
+      const results = await Promise.all(
+        Array.from({ length: 8 }, (_, i) => attempt(wrong(200 + i), '10.0.0.3')),
+      );
       expect(results.filter((r) => (r as AppError).code === 'unauthorized')).to.have.length(3);
       expect(results.filter((r) => (r as AppError).code === 'too_many_requests')).to.have.length(5);
     });
 
     it('does not charge concurrent first uses of one valid token more than once', async () => {
       const t = generateToken();
-      records.set(t.id, { ...records.get(good.slice(4, 20))!, id: t.id, hash: await gate.hash(t.secret) });
-      const results = await Promise.all(Array.from({ length: 20 }, () => attempt(t.value, '10.0.0.4')));
+      records.set(t.id, {
+        ...records.get(good.slice(4, 20))!,
+        id: t.id,
+        hash: await gate.hash(t.secret),
+      });
+      const results = await Promise.all(
+        Array.from({ length: 20 }, () => attempt(t.value, '10.0.0.4')),
+      );
       expect(results.every((r) => (r as { role?: string }).role === 'reader')).to.equal(true);
     });
 

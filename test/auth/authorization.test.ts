@@ -1,15 +1,23 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { startTestCoffer, tempDir, type TestCoffer } from '../support/harness.js';
+import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
 
 type Action = 'read' | 'list' | 'write' | 'delete';
 type ValueType = 'config' | 'secret';
 
 /** Tries one action on a fresh key of the given type in namespace `ns`; returns the status. */
-async function attempt(c: TestCoffer, token: string, action: Action, type: ValueType, ns: string, n: number): Promise<number> {
+async function attempt(
+  c: TestCoffer,
+  token: string,
+  action: Action,
+  type: ValueType,
+  ns: string,
+  n: number,
+): Promise<number> {
   const key = `k${n}`;
-  if (action !== 'write') expect((await c.put(`${ns}/${key}`, `v-${type}`, type)).status).to.equal(201);
+  if (action !== 'write')
+    expect((await c.put(`${ns}/${key}`, `v-${type}`, type)).status).to.equal(201);
   switch (action) {
     case 'read':
       return (await c.call('GET', `/v1/kv/${ns}/${key}`, { token })).status;
@@ -31,15 +39,22 @@ describe('authorization', () => {
   before(async () => {
     const dir = tempDir();
     const configFile = join(dir, 'roles.json');
-    writeFileSync(configFile, JSON.stringify({
-      roles: {
-        'team-a': [
-          { namespaces: ['team-a/*'], actions: ['read', 'list', 'write'], types: ['config', 'secret'] },
-          { namespaces: ['shared'], actions: ['read', 'list'], types: ['config'] },
-        ],
-        lister: [{ namespaces: ['*'], actions: ['list'], types: ['config', 'secret'] }],
-      },
-    }));
+    writeFileSync(
+      configFile,
+      JSON.stringify({
+        roles: {
+          'team-a': [
+            {
+              namespaces: ['team-a/*'],
+              actions: ['read', 'list', 'write'],
+              types: ['config', 'secret'],
+            },
+            { namespaces: ['shared'], actions: ['read', 'list'], types: ['config'] },
+          ],
+          lister: [{ namespaces: ['*'], actions: ['list'], types: ['config', 'secret'] }],
+        },
+      }),
+    );
     c = await startTestCoffer({ env: { COFFER_CONFIG: configFile } });
   });
   after(async () => {
@@ -47,8 +62,18 @@ describe('authorization', () => {
   });
 
   const expected: Record<string, Record<Action, ValueType[]>> = {
-    admin: { read: ['config', 'secret'], list: ['config', 'secret'], write: ['config', 'secret'], delete: ['config', 'secret'] },
-    writer: { read: ['config', 'secret'], list: ['config', 'secret'], write: ['config', 'secret'], delete: [] },
+    admin: {
+      read: ['config', 'secret'],
+      list: ['config', 'secret'],
+      write: ['config', 'secret'],
+      delete: ['config', 'secret'],
+    },
+    writer: {
+      read: ['config', 'secret'],
+      list: ['config', 'secret'],
+      write: ['config', 'secret'],
+      delete: [],
+    },
     reader: { read: ['config', 'secret'], list: ['config', 'secret'], write: [], delete: [] },
     'config-reader': { read: ['config'], list: ['config'], write: [], delete: [] },
   };
@@ -82,7 +107,12 @@ describe('authorization', () => {
     });
 
     it('cannot see a key whose latest version is secret: value, versions and every version are 403', async () => {
-      for (const path of ['/v1/kv/cr/flipped', '/v1/kv/cr/flipped/versions', '/v1/kv/cr/flipped?version=1', '/v1/kv/cr/flipped?version=2']) {
+      for (const path of [
+        '/v1/kv/cr/flipped',
+        '/v1/kv/cr/flipped/versions',
+        '/v1/kv/cr/flipped?version=1',
+        '/v1/kv/cr/flipped?version=2',
+      ]) {
         expect((await c.call('GET', path, { token })).status, path).to.equal(403);
       }
     });
@@ -105,19 +135,23 @@ describe('authorization', () => {
 
   describe('legacy scopes', () => {
     before(async () => {
-      for (const path of ['p/k', 'p/q/k', 'p/q/r/k', 'pp/k', 'other/k', 'x/k']) await c.put(path, 'v', 'secret');
+      for (const path of ['p/k', 'p/q/k', 'p/q/r/k', 'pp/k', 'other/k', 'x/k'])
+        await c.put(path, 'v', 'secret');
     });
 
     it('* matches every namespace', async () => {
       const token = await c.token({ scopes: [{ namespace: '*', read: true }] });
-      for (const path of ['p/k', 'other/k', 'p/q/r/k']) expect((await c.call('GET', `/v1/kv/${path}`, { token })).status, path).to.equal(200);
+      for (const path of ['p/k', 'other/k', 'p/q/r/k'])
+        expect((await c.call('GET', `/v1/kv/${path}`, { token })).status, path).to.equal(200);
       expect((await c.put('p/new', 'v', 'config', token)).status).to.equal(403);
     });
 
     it('p/* matches p and everything beneath it, not pp', async () => {
       const token = await c.token({ scopes: [{ namespace: 'p/*', read: true, write: true }] });
-      for (const path of ['p/k', 'p/q/k', 'p/q/r/k']) expect((await c.call('GET', `/v1/kv/${path}`, { token })).status, path).to.equal(200);
-      for (const path of ['pp/k', 'other/k']) expect((await c.call('GET', `/v1/kv/${path}`, { token })).status, path).to.equal(403);
+      for (const path of ['p/k', 'p/q/k', 'p/q/r/k'])
+        expect((await c.call('GET', `/v1/kv/${path}`, { token })).status, path).to.equal(200);
+      for (const path of ['pp/k', 'other/k'])
+        expect((await c.call('GET', `/v1/kv/${path}`, { token })).status, path).to.equal(403);
       expect((await c.put('p/q/new', 'v', 'secret', token)).status).to.equal(201);
       expect((await c.call('DELETE', '/v1/kv/p/q/new', { token })).status).to.equal(204);
     });
@@ -131,7 +165,12 @@ describe('authorization', () => {
 
     it('read covers value, version, versions and list; write covers PUT and DELETE', async () => {
       const reader = await c.token({ scopes: [{ namespace: 'x', read: true }] });
-      for (const path of ['/v1/kv/x/k', '/v1/kv/x/k?version=1', '/v1/kv/x/k/versions', '/v1/kv/x']) {
+      for (const path of [
+        '/v1/kv/x/k',
+        '/v1/kv/x/k?version=1',
+        '/v1/kv/x/k/versions',
+        '/v1/kv/x',
+      ]) {
         expect((await c.call('GET', path, { token: reader })).status, path).to.equal(200);
       }
       expect((await c.put('x/k', 'v', 'secret', reader)).status).to.equal(403);
@@ -183,15 +222,21 @@ describe('authorization', () => {
       const statuses = [];
       const details: string[] = [];
       for (const [method, path] of [
-        ['GET', '/v1/kv/theirs/exists'], ['GET', '/v1/kv/theirs/missing'],
-        ['GET', '/v1/kv/theirs/exists?version=1'], ['GET', '/v1/kv/theirs/missing?version=1'],
-        ['GET', '/v1/kv/theirs/exists/versions'], ['GET', '/v1/kv/theirs/missing/versions'],
-        ['DELETE', '/v1/kv/theirs/exists'], ['DELETE', '/v1/kv/theirs/missing'],
+        ['GET', '/v1/kv/theirs/exists'],
+        ['GET', '/v1/kv/theirs/missing'],
+        ['GET', '/v1/kv/theirs/exists?version=1'],
+        ['GET', '/v1/kv/theirs/missing?version=1'],
+        ['GET', '/v1/kv/theirs/exists/versions'],
+        ['GET', '/v1/kv/theirs/missing/versions'],
+        ['DELETE', '/v1/kv/theirs/exists'],
+        ['DELETE', '/v1/kv/theirs/missing'],
       ] as const) {
         const res = await c.call(method, path, { token });
         statuses.push(res.status);
         details.push(res.body.detail);
-        expect(res.body.detail).to.match(/^this token is not allowed to (read or list|read|list|delete) in theirs$/);
+        expect(res.body.detail).to.match(
+          /^this token is not allowed to (read or list|read|list|delete) in theirs$/,
+        );
       }
       expect(statuses.every((s) => s === 403)).to.equal(true);
       // An existing and a missing key get the same answer, word for word.
@@ -203,7 +248,16 @@ describe('authorization', () => {
     it('does not let a writer of one type overwrite a key of the other type', async () => {
       const dir = tempDir();
       const file = join(dir, 'roles.json');
-      writeFileSync(file, JSON.stringify({ roles: { 'config-writer': [{ namespaces: ['*'], actions: ['read', 'list', 'write'], types: ['config'] }] } }));
+      writeFileSync(
+        file,
+        JSON.stringify({
+          roles: {
+            'config-writer': [
+              { namespaces: ['*'], actions: ['read', 'list', 'write'], types: ['config'] },
+            ],
+          },
+        }),
+      );
       const other = await startTestCoffer({ env: { COFFER_CONFIG: file } });
       try {
         const token = await other.token({ role: 'config-writer' });

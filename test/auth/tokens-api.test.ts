@@ -15,7 +15,9 @@ describe('token API', () => {
 
   describe('POST /v1/auth/token', () => {
     it('creates a role token: 201 with the value shown once, default TTL applied', async () => {
-      const res = await c.call('POST', '/v1/auth/token', { json: { role: 'reader', metadata: { name: 'ci', description: 'build bot' } } });
+      const res = await c.call('POST', '/v1/auth/token', {
+        json: { role: 'reader', metadata: { name: 'ci', description: 'build bot' } },
+      });
       expect(res.status).to.equal(201);
       expect(res.body.token).to.match(TOKEN_SHAPE);
       expect(res.body.token.slice(4, 20)).to.equal(res.body.id);
@@ -26,10 +28,21 @@ describe('token API', () => {
     });
 
     it('creates a scoped token, echoing omitted read/write as false', async () => {
-      const res = await c.call('POST', '/v1/auth/token', { json: { scopes: [{ namespace: 'app/*', read: true }, { namespace: 'x', write: true }], expires_in: 60 } });
+      const res = await c.call('POST', '/v1/auth/token', {
+        json: {
+          scopes: [
+            { namespace: 'app/*', read: true },
+            { namespace: 'x', write: true },
+          ],
+          expires_in: 60,
+        },
+      });
       expect(res.status).to.equal(201);
       expect(res.body.role).to.equal(null);
-      expect(res.body.scopes).to.deep.equal([{ namespace: 'app/*', read: true, write: false }, { namespace: 'x', read: false, write: true }]);
+      expect(res.body.scopes).to.deep.equal([
+        { namespace: 'app/*', read: true, write: false },
+        { namespace: 'x', read: false, write: true },
+      ]);
       expect(res.body.metadata).to.deep.equal({});
     });
 
@@ -60,29 +73,48 @@ describe('token API', () => {
         expect(res.body.code, name).to.equal('invalid_request');
         expect(res.body.detail, name).to.be.a('string').and.not.be.empty;
       }
-      const named = await c.call('POST', '/v1/auth/token', { json: { role: 'reader', colour: 'red', size: 1 } });
-      expect(named.body.errors.map((e: { field: string }) => e.field)).to.include.members(['/colour', '/size']);
+      const named = await c.call('POST', '/v1/auth/token', {
+        json: { role: 'reader', colour: 'red', size: 1 },
+      });
+      expect(named.body.errors.map((e: { field: string }) => e.field)).to.include.members([
+        '/colour',
+        '/size',
+      ]);
     });
 
     it('accepts metadata at its length limits', async () => {
-      const res = await c.call('POST', '/v1/auth/token', { json: { role: 'reader', metadata: { name: 'n'.repeat(128), description: 'd'.repeat(1024) } } });
+      const res = await c.call('POST', '/v1/auth/token', {
+        json: {
+          role: 'reader',
+          metadata: { name: 'n'.repeat(128), description: 'd'.repeat(1024) },
+        },
+      });
       expect(res.status).to.equal(201);
     });
 
     it('is for the root token only', async () => {
       const admin = await c.token({ role: 'admin' });
-      const res = await c.call('POST', '/v1/auth/token', { token: admin, json: { role: 'reader' } });
+      const res = await c.call('POST', '/v1/auth/token', {
+        token: admin,
+        json: { role: 'reader' },
+      });
       expect(res.status).to.equal(403);
       expect(res.body.code).to.equal('forbidden');
       expect((await c.call('GET', '/v1/auth/tokens', { token: admin })).status).to.equal(403);
-      expect((await c.call('DELETE', `/v1/auth/token/${admin}`, { token: admin })).status).to.equal(403);
+      expect((await c.call('DELETE', `/v1/auth/token/${admin}`, { token: admin })).status).to.equal(
+        403,
+      );
     });
   });
 
   describe('GET /v1/auth/tokens and DELETE /v1/auth/token/{token}', () => {
     it('lists active tokens without values or hashes; all=true adds revoked ones with their status', async () => {
-      const keep = await c.call('POST', '/v1/auth/token', { json: { role: 'writer', metadata: { name: 'keep' } } });
-      const drop = await c.call('POST', '/v1/auth/token', { json: { role: 'writer', metadata: { name: 'drop' } } });
+      const keep = await c.call('POST', '/v1/auth/token', {
+        json: { role: 'writer', metadata: { name: 'keep' } },
+      });
+      const drop = await c.call('POST', '/v1/auth/token', {
+        json: { role: 'writer', metadata: { name: 'drop' } },
+      });
       expect((await c.call('DELETE', `/v1/auth/token/${drop.body.token}`)).status).to.equal(204);
 
       const active = await c.call('GET', '/v1/auth/tokens');
@@ -90,11 +122,21 @@ describe('token API', () => {
       const ids = active.body.tokens.map((t: { id: string }) => t.id);
       expect(ids).to.include(keep.body.id).and.not.include(drop.body.id);
       const entry = active.body.tokens.find((t: { id: string }) => t.id === keep.body.id);
-      expect(entry).to.deep.equal({ id: keep.body.id, role: 'writer', scopes: null, metadata: { name: 'keep' }, created_at: keep.body.created_at, expires_at: keep.body.expires_at, status: 'active' });
+      expect(entry).to.deep.equal({
+        id: keep.body.id,
+        role: 'writer',
+        scopes: null,
+        metadata: { name: 'keep' },
+        created_at: keep.body.created_at,
+        expires_at: keep.body.expires_at,
+        status: 'active',
+      });
       expect(active.text).to.not.include(keep.body.token.slice(21)).and.not.include('$argon2');
 
       const all = await c.call('GET', '/v1/auth/tokens?all=true');
-      expect(all.body.tokens.find((t: { id: string }) => t.id === drop.body.id).status).to.equal('revoked');
+      expect(all.body.tokens.find((t: { id: string }) => t.id === drop.body.id).status).to.equal(
+        'revoked',
+      );
       expect((await c.call('GET', '/v1/auth/tokens?all=maybe')).status).to.equal(400);
     });
 
@@ -109,7 +151,9 @@ describe('token API', () => {
       const byId = await c.call('POST', '/v1/auth/token', { json: { role: 'reader' } });
       await c.call('GET', '/v1/auth/me', { token: byId.body.token });
       expect((await c.call('DELETE', `/v1/auth/token/${byId.body.id}`)).status).to.equal(204);
-      expect((await c.call('GET', '/v1/kv/any/thing', { token: byId.body.token })).status).to.equal(401);
+      expect((await c.call('GET', '/v1/kv/any/thing', { token: byId.body.token })).status).to.equal(
+        401,
+      );
       expect((await c.call('DELETE', `/v1/auth/token/${byId.body.id}`)).status).to.equal(204);
 
       expect((await c.call('DELETE', '/v1/auth/token/AAAAAAAAAAAAAAAA')).status).to.equal(404);
@@ -128,8 +172,11 @@ describe('token API', () => {
 
     it('records one token.revoke event however often a token is revoked', async () => {
       const created = await c.call('POST', '/v1/auth/token', { json: { role: 'reader' } });
-      for (let i = 0; i < 3; i++) expect((await c.call('DELETE', `/v1/auth/token/${created.body.id}`)).status).to.equal(204);
-      const events = auditLines(c.config.audit.dir!).filter((l) => l.kind === 'event' && l.event === 'token.revoke' && l.token_id === created.body.id);
+      for (let i = 0; i < 3; i++)
+        expect((await c.call('DELETE', `/v1/auth/token/${created.body.id}`)).status).to.equal(204);
+      const events = auditLines(c.config.audit.dir!).filter(
+        (l) => l.kind === 'event' && l.event === 'token.revoke' && l.token_id === created.body.id,
+      );
       expect(events).to.have.length(1);
     });
   });
@@ -143,9 +190,13 @@ describe('token API', () => {
       const res = await c.call('GET', '/v1/auth/me', { token });
       expect(res.status).to.equal(401);
       const all = await c.call('GET', '/v1/auth/tokens?all=true');
-      expect(all.body.tokens.find((t: { id: string }) => t.id === token.slice(4, 20)).status).to.equal('expired');
+      expect(
+        all.body.tokens.find((t: { id: string }) => t.id === token.slice(4, 20)).status,
+      ).to.equal('expired');
       const active = await c.call('GET', '/v1/auth/tokens');
-      expect(active.body.tokens.map((t: { id: string }) => t.id)).to.not.include(token.slice(4, 20));
+      expect(active.body.tokens.map((t: { id: string }) => t.id)).to.not.include(
+        token.slice(4, 20),
+      );
     });
   });
 
@@ -153,26 +204,61 @@ describe('token API', () => {
     it('describes root', async () => {
       const res = await c.call('GET', '/v1/auth/me');
       expect(res.body).to.deep.equal({
-        id: 'root', is_root: true, role: 'root', scopes: null, metadata: {}, expires_at: null,
-        capabilities: [{ namespace: '*', actions: ['read', 'list', 'write', 'delete', 'manage_tokens'], types: ['config', 'secret'] }],
-        privileges: ['manage_tokens', 'list_tokens', 'manage_keyring', 'read_keyring', 'read_audit'],
+        id: 'root',
+        is_root: true,
+        role: 'root',
+        scopes: null,
+        metadata: {},
+        expires_at: null,
+        capabilities: [
+          {
+            namespace: '*',
+            actions: ['read', 'list', 'write', 'delete', 'manage_tokens'],
+            types: ['config', 'secret'],
+          },
+        ],
+        privileges: [
+          'manage_tokens',
+          'list_tokens',
+          'manage_keyring',
+          'read_keyring',
+          'read_audit',
+        ],
       });
     });
 
     it('describes a role token and a scoped token', async () => {
-      const role = await c.call('POST', '/v1/auth/token', { json: { role: 'config-reader', metadata: { name: 'cfg' } } });
+      const role = await c.call('POST', '/v1/auth/token', {
+        json: { role: 'config-reader', metadata: { name: 'cfg' } },
+      });
       const me = await c.call('GET', '/v1/auth/me', { token: role.body.token });
       expect(me.body).to.deep.equal({
-        id: role.body.id, is_root: false, role: 'config-reader', scopes: null, metadata: { name: 'cfg' }, expires_at: role.body.expires_at,
+        id: role.body.id,
+        is_root: false,
+        role: 'config-reader',
+        scopes: null,
+        metadata: { name: 'cfg' },
+        expires_at: role.body.expires_at,
         capabilities: [{ namespace: '*', actions: ['read', 'list'], types: ['config'] }],
         privileges: [],
       });
-      const scoped = await c.call('POST', '/v1/auth/token', { json: { scopes: [{ namespace: 'a/*', read: true, write: true }, { namespace: 'b', write: true }] } });
+      const scoped = await c.call('POST', '/v1/auth/token', {
+        json: {
+          scopes: [
+            { namespace: 'a/*', read: true, write: true },
+            { namespace: 'b', write: true },
+          ],
+        },
+      });
       const me2 = await c.call('GET', '/v1/auth/me', { token: scoped.body.token });
       expect(me2.body.role).to.equal(null);
       expect(me2.body.scopes).to.deep.equal(scoped.body.scopes);
       expect(me2.body.capabilities).to.deep.equal([
-        { namespace: 'a/*', actions: ['read', 'list', 'write', 'delete'], types: ['config', 'secret'] },
+        {
+          namespace: 'a/*',
+          actions: ['read', 'list', 'write', 'delete'],
+          types: ['config', 'secret'],
+        },
         { namespace: 'b', actions: ['write', 'delete'], types: ['config', 'secret'] },
       ]);
     });
@@ -186,7 +272,7 @@ describe('token API', () => {
         ['basic scheme', { authorization: 'Basic dXNlcjpwYXNz' }, null],
         ['empty bearer', { authorization: 'Bearer ' }, null],
         ['two values', { authorization: 'Bearer a b' }, null],
-        ['unknown id', {}, 'cfr_AAAAAAAAAAAAAAAA_' + 'a'.repeat(43)],
+        ['unknown id', {}, `cfr_AAAAAAAAAAAAAAAA_${'a'.repeat(43)}`],
         ['wrong secret', {}, `${real.slice(0, 21)}${'b'.repeat(43)}`],
         ['truncated', {}, real.slice(0, -1)],
         ['garbage', {}, 'hello'],
@@ -201,13 +287,26 @@ describe('token API', () => {
     });
 
     it('checks the token before anything else: unknown routes, bad bodies and wrong methods are 401 first', async () => {
-      for (const [method, path] of [['GET', '/v1/nothing'], ['POST', '/v1/kv/a/b'], ['PUT', '/v1/kv/a/versions']]) {
-        expect((await c.call(method!, path!, { token: null, body: '{', headers: { 'content-type': 'text/plain' } })).status, path).to.equal(401);
+      for (const [method, path] of [
+        ['GET', '/v1/nothing'],
+        ['POST', '/v1/kv/a/b'],
+        ['PUT', '/v1/kv/a/versions'],
+      ]) {
+        expect(
+          (
+            await c.call(method!, path!, {
+              token: null,
+              body: '{',
+              headers: { 'content-type': 'text/plain' },
+            })
+          ).status,
+          path,
+        ).to.equal(401);
       }
     });
 
     it('never echoes the presented token', async () => {
-      const token = 'cfr_AAAAAAAAAAAAAAAA_' + 'z'.repeat(43);
+      const token = `cfr_AAAAAAAAAAAAAAAA_${'z'.repeat(43)}`;
       const res = await c.call('GET', '/v1/auth/me', { token });
       expect(res.text).to.not.include(token).and.not.include('z'.repeat(43));
     });

@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
 import { runCoffer } from '../support/process.js';
-import { startTestCoffer, tempDir, type TestCoffer } from '../support/harness.js';
 import { seedStore } from '../support/seed.js';
 
 const coffer = runCoffer;
@@ -36,7 +36,9 @@ describe('coffer operator (CLI)', function () {
     expect(rewrapped.code, rewrapped.stderr).to.equal(0);
     expect(rewrapped.stdout).to.include('rewrapping onto keyring version 2');
     expect(rewrapped.stdout).to.match(/done: \d+ records examined, \d+ rewrapped, 0 failed/);
-    expect(rewrapped.stdout).to.include('retired keyring version 1 (no record used it any more); versions left in the keyring: 2');
+    expect(rewrapped.stdout).to.include(
+      'retired keyring version 1 (no record used it any more); versions left in the keyring: 2',
+    );
     const status = await coffer(['operator', 'status'], env);
     expect(status.stdout).to.match(/^2 \*/m).and.not.match(/^1 /m);
   });
@@ -45,7 +47,10 @@ describe('coffer operator (CLI)', function () {
     const run = await coffer(['operator', 'status'], { COFFER_ADDR: c.url });
     expect(run.code).to.equal(2);
     expect(run.stderr).to.include('COFFER_TOKEN is not set');
-    const wrong = await coffer(['operator', 'status'], { ...env, COFFER_TOKEN: 'not-the-root-token' });
+    const wrong = await coffer(['operator', 'status'], {
+      ...env,
+      COFFER_TOKEN: 'not-the-root-token',
+    });
     expect(wrong.code).to.equal(1);
     expect(wrong.stderr).to.include('401');
     expect(wrong.stderr).to.not.include('not-the-root-token');
@@ -58,7 +63,10 @@ describe('coffer operator (CLI)', function () {
 
   it('migrate-key --to FILE moves the keyring to a new master key; relative paths are taken from the current directory', async () => {
     const dir = tempDir();
-    writeFileSync(join(dir, 'new-key.json'), JSON.stringify({ key_provider: 'local', master_key_file: 'new.key' }));
+    writeFileSync(
+      join(dir, 'new-key.json'),
+      JSON.stringify({ key_provider: 'local', master_key_file: 'new.key' }),
+    );
     // migrate-key never creates a key: the operator makes the new key file first.
     const refused = await coffer(['operator', 'migrate-key', '--to', 'new-key.json'], env, dir);
     expect(refused.code).to.not.equal(0);
@@ -67,12 +75,20 @@ describe('coffer operator (CLI)', function () {
     writeFileSync(join(dir, 'new.key'), randomBytes(32), { mode: 0o600 });
     const run = await coffer(['operator', 'migrate-key', '--to', 'new-key.json'], env, dir);
     expect(run.code, run.stderr).to.equal(0);
-    expect(run.stdout).to.include(`migrated: the keyring is now wrapped by local master key file ${join(dir, 'new.key')} (was local master key file `);
+    expect(run.stdout).to.include(
+      `migrated: the keyring is now wrapped by local master key file ${join(dir, 'new.key')} (was local master key file `,
+    );
     expect(existsSync(join(dir, 'new.key'))).to.equal(true);
     // It names the variables to set, not just "these settings".
-    expect(run.stdout).to.include(`  COFFER_KEY_PROVIDER=local\n  COFFER_MASTER_KEY_FILE=${join(dir, 'new.key')}\n`);
+    expect(run.stdout).to.include(
+      `  COFFER_KEY_PROVIDER=local\n  COFFER_MASTER_KEY_FILE=${join(dir, 'new.key')}\n`,
+    );
     const status = await coffer(['operator', 'status'], env);
-    expect(status.stdout).to.match(new RegExp(`master key: local master key file ${join(dir, 'new.key')} \\(migrated at \\d{4}-`));
+    expect(status.stdout).to.match(
+      new RegExp(
+        `master key: local master key file ${join(dir, 'new.key')} \\(migrated at \\d{4}-`,
+      ),
+    );
     expect((await c.call('GET', '/v1/kv/seed/ns1/k1')).status).to.equal(200);
 
     expect((await coffer(['operator', 'migrate-key'], env)).code).to.equal(2);

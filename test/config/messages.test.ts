@@ -17,19 +17,29 @@ function refusal(env: Record<string, string>): string {
 describe('configuration messages say what is wrong and what is allowed', () => {
   it('a negative number is called negative, not "not a whole number"', () => {
     expect(refusal({ COFFER_MAX_TTL: '-1' })).to.equal('COFFER_MAX_TTL: must be 0 or more, got -1');
-    expect(refusal({ COFFER_AUTH_FAILURE_RATE: '-2' })).to.equal('COFFER_AUTH_FAILURE_RATE: must be more than 0, got -2');
+    expect(refusal({ COFFER_AUTH_FAILURE_RATE: '-2' })).to.equal(
+      'COFFER_AUTH_FAILURE_RATE: must be more than 0, got -2',
+    );
   });
 
   it('an enum setting lists the allowed values', () => {
-    expect(refusal({ COFFER_LOG_LEVEL: 'loud' })).to.equal('COFFER_LOG_LEVEL: invalid value (must be one of: fatal, error, warn, info, debug, silent)');
-    expect(refusal({ COFFER_KEY_PROVIDER: 'vault' })).to.equal('COFFER_KEY_PROVIDER: invalid value (must be one of: local, aws-kms, pkcs11)');
+    expect(refusal({ COFFER_LOG_LEVEL: 'loud' })).to.equal(
+      'COFFER_LOG_LEVEL: invalid value (must be one of: fatal, error, warn, info, debug, silent)',
+    );
+    expect(refusal({ COFFER_KEY_PROVIDER: 'vault' })).to.equal(
+      'COFFER_KEY_PROVIDER: invalid value (must be one of: local, aws-kms, pkcs11)',
+    );
   });
 
   it('malformed JSON in COFFER_CONFIG says so, apart from JSON that is not an object', () => {
     const dir = tempDir();
     writeFileSync(join(dir, 'bad.json'), '{"port": 8750,');
-    expect(refusal({ COFFER_CONFIG: join(dir, 'bad.json') })).to.match(/^COFFER_CONFIG: .*bad\.json is not valid JSON \(/);
+    expect(refusal({ COFFER_CONFIG: join(dir, 'bad.json') })).to.match(
+      /^COFFER_CONFIG: .*bad\.json is not valid JSON \(/,
+    );
     writeFileSync(join(dir, 'list.json'), '[1]');
-    expect(refusal({ COFFER_CONFIG: join(dir, 'list.json') })).to.match(/^COFFER_CONFIG: .*list\.json holds JSON but not an object/);
+    expect(refusal({ COFFER_CONFIG: join(dir, 'list.json') })).to.match(
+      /^COFFER_CONFIG: .*list\.json holds JSON but not an object/,
+    );
   });
 });

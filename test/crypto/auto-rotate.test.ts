@@ -14,8 +14,12 @@ describe('automatic rotation (keyring.rotate_after)', function () {
     expect(parseDuration('12h')).to.equal(12 * 3_600_000);
     expect(parseDuration('30m')).to.equal(1_800_000);
     expect(parseDuration('45s')).to.equal(45_000);
-    for (const bad of ['90', '0d', '90days', '1.5h', '-1d', 'd']) expect(parseDuration(bad), bad).to.equal(undefined);
-    expect(() => loadConfig({ COFFER_KEYRING_ROTATE_AFTER: '90days' })).to.throw(ConfigError, /^COFFER_KEYRING_ROTATE_AFTER: invalid value/);
+    for (const bad of ['90', '0d', '90days', '1.5h', '-1d', 'd'])
+      expect(parseDuration(bad), bad).to.equal(undefined);
+    expect(() => loadConfig({ COFFER_KEYRING_ROTATE_AFTER: '90days' })).to.throw(
+      ConfigError,
+      /^COFFER_KEYRING_ROTATE_AFTER: invalid value/,
+    );
     expect(loadConfig({ COFFER_KEYRING_ROTATE_AFTER: '90d' }).keyring.rotate_after).to.equal('90d');
   });
 
@@ -41,8 +45,13 @@ describe('automatic rotation (keyring.rotate_after)', function () {
   it('rotates once when several processes find the version due at the same moment', async () => {
     const c = await startTestCoffer();
     try {
-      const provider = () => new LocalKeyProvider(loadOrCreateMasterKey(c.config.master_key_file).key);
-      const holders = await Promise.all([1, 2, 3].map(async () => (await KeyringHolder.open(c.app.storage, provider(), Date.now())).holder));
+      const provider = () =>
+        new LocalKeyProvider(loadOrCreateMasterKey(c.config.master_key_file).key);
+      const holders = await Promise.all(
+        [1, 2, 3].map(
+          async () => (await KeyringHolder.open(c.app.storage, provider(), Date.now())).holder,
+        ),
+      );
       const later = Date.now() + 10_000;
       const results = await Promise.all(holders.map((h) => h.rotateIfOlderThan(5000, later)));
       expect(results.filter((r) => r !== null)).to.deep.equal([2]);

@@ -1,6 +1,12 @@
 import { expect } from 'chai';
-import { sodiumReady, SealedDataError } from '../../src/crypto/aead.js';
-import { openSecret, sealConfig, sealSecret, verifyConfig, type RecordIdentity } from '../../src/crypto/envelope.js';
+import { SealedDataError, sodiumReady } from '../../src/crypto/aead.js';
+import {
+  openSecret,
+  type RecordIdentity,
+  sealConfig,
+  sealSecret,
+  verifyConfig,
+} from '../../src/crypto/envelope.js';
 import { Keyring } from '../../src/crypto/keyring.js';
 import { randomBase62 } from '../../src/crypto/random.js';
 
@@ -34,9 +40,18 @@ describe('envelope encryption', () => {
       ['other type', () => openSecret(keyring, { ...id, type: 'config' }, sealed)],
       ['other keyring', () => openSecret(Keyring.generate(Date.now()), id, sealed)],
       ['unknown keyring version', () => openSecret(keyring, id, { ...sealed, keyVersion: 9 })],
-      ['flipped ciphertext bit', () => openSecret(keyring, id, { ...sealed, ciphertext: flip(sealed.ciphertext) })],
-      ['flipped wrapped-key bit', () => openSecret(keyring, id, { ...sealed, wrappedKey: flip(sealed.wrappedKey) })],
-      ['truncated ciphertext', () => openSecret(keyring, id, { ...sealed, ciphertext: sealed.ciphertext.subarray(0, 4) })],
+      [
+        'flipped ciphertext bit',
+        () => openSecret(keyring, id, { ...sealed, ciphertext: flip(sealed.ciphertext) }),
+      ],
+      [
+        'flipped wrapped-key bit',
+        () => openSecret(keyring, id, { ...sealed, wrappedKey: flip(sealed.wrappedKey) }),
+      ],
+      [
+        'truncated ciphertext',
+        () => openSecret(keyring, id, { ...sealed, ciphertext: sealed.ciphertext.subarray(0, 4) }),
+      ],
     ];
     for (const [name, attempt] of attempts) {
       expect(attempt, name).to.throw(SealedDataError, 'sealed data failed to open');
@@ -48,8 +63,12 @@ describe('envelope encryption', () => {
     const seal = sealConfig(keyring, cid, 'https://a.example');
     expect(() => verifyConfig(keyring, cid, 'https://a.example', seal)).to.not.throw();
     expect(() => verifyConfig(keyring, cid, 'https://b.example', seal)).to.throw(SealedDataError);
-    expect(() => verifyConfig(keyring, { ...cid, key: 'x' }, 'https://a.example', seal)).to.throw(SealedDataError);
-    expect(() => verifyConfig(keyring, cid, 'https://a.example', { ...seal, mac: flip(seal.mac) })).to.throw(SealedDataError);
+    expect(() => verifyConfig(keyring, { ...cid, key: 'x' }, 'https://a.example', seal)).to.throw(
+      SealedDataError,
+    );
+    expect(() =>
+      verifyConfig(keyring, cid, 'https://a.example', { ...seal, mac: flip(seal.mac) }),
+    ).to.throw(SealedDataError);
   });
 
   it('round-trips the keyring through its serialized form', () => {

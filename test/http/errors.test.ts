@@ -1,5 +1,5 @@
-import { expect } from 'chai';
 import { connect } from 'node:net';
+import { expect } from 'chai';
 import { bodyLimit } from '../../src/http/http-app.js';
 import { startTestCoffer, type TestCoffer } from '../support/harness.js';
 
@@ -13,7 +13,11 @@ describe('HTTP errors and limits', () => {
     await c.close();
   });
 
-  function expectProblem(res: { status: number; headers: Headers; body: Record<string, unknown> }, status: number, code: string): void {
+  function expectProblem(
+    res: { status: number; headers: Headers; body: Record<string, unknown> },
+    status: number,
+    code: string,
+  ): void {
     expect(res.status).to.equal(status);
     expect(res.headers.get('content-type')).to.match(/^application\/problem\+json/);
     expect(res.headers.get('cache-control')).to.equal('no-store');
@@ -37,30 +41,72 @@ describe('HTTP errors and limits', () => {
   });
 
   it('413 for a body over the body limit', async () => {
-    expectProblem(await c.call('PUT', '/v1/kv/lim/huge', { body: JSON.stringify({ value: 'x', type: 'secret', pad: 'p'.repeat(bodyLimit(MAX)) }), headers: { 'content-type': 'application/json' } }), 413, 'payload_too_large');
+    expectProblem(
+      await c.call('PUT', '/v1/kv/lim/huge', {
+        body: JSON.stringify({ value: 'x', type: 'secret', pad: 'p'.repeat(bodyLimit(MAX)) }),
+        headers: { 'content-type': 'application/json' },
+      }),
+      413,
+      'payload_too_large',
+    );
   });
 
   it('415 for a body without Content-Type: application/json', async () => {
     const body = JSON.stringify({ value: 'x', type: 'config' });
     expectProblem(await c.call('PUT', '/v1/kv/ct/k', { body }), 415, 'unsupported_media_type');
-    expectProblem(await c.call('PUT', '/v1/kv/ct/k', { body, headers: { 'content-type': 'text/plain' } }), 415, 'unsupported_media_type');
-    expectProblem(await c.call('POST', '/v1/auth/token', { body: '{"role":"reader"}', headers: { 'content-type': 'application/x-www-form-urlencoded' } }), 415, 'unsupported_media_type');
-    expect((await c.call('PUT', '/v1/kv/ct/k', { body, headers: { 'content-type': 'application/json; charset=utf-8' } })).status).to.equal(201);
+    expectProblem(
+      await c.call('PUT', '/v1/kv/ct/k', { body, headers: { 'content-type': 'text/plain' } }),
+      415,
+      'unsupported_media_type',
+    );
+    expectProblem(
+      await c.call('POST', '/v1/auth/token', {
+        body: '{"role":"reader"}',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      }),
+      415,
+      'unsupported_media_type',
+    );
+    expect(
+      (
+        await c.call('PUT', '/v1/kv/ct/k', {
+          body,
+          headers: { 'content-type': 'application/json; charset=utf-8' },
+        })
+      ).status,
+    ).to.equal(201);
   });
 
   it('415 for a body with a Content-Encoding, compressed or not, and nothing is stored', async () => {
     const body = JSON.stringify({ value: 'x', type: 'config' });
     for (const encoding of ['gzip', 'deflate', 'br', 'x-unknown']) {
-      const res = await c.call('PUT', '/v1/kv/enc/k', { body, headers: { 'content-type': 'application/json', 'content-encoding': encoding } });
+      const res = await c.call('PUT', '/v1/kv/enc/k', {
+        body,
+        headers: { 'content-type': 'application/json', 'content-encoding': encoding },
+      });
       expectProblem(res, 415, 'unsupported_media_type');
       expect(res.body.detail).to.match(/does not accept compressed request bodies/);
     }
     expect((await c.call('GET', '/v1/kv/enc/k')).status).to.equal(404);
-    expect((await c.call('PUT', '/v1/kv/enc/k', { body, headers: { 'content-type': 'application/json', 'content-encoding': 'identity' } })).status).to.equal(201);
+    expect(
+      (
+        await c.call('PUT', '/v1/kv/enc/k', {
+          body,
+          headers: { 'content-type': 'application/json', 'content-encoding': 'identity' },
+        })
+      ).status,
+    ).to.equal(201);
   });
 
   it('answers a request Node cannot parse (a raw non-ASCII character in the URL) with a problem+json 400', async () => {
-    const raw = await rawExchange(c.url, Buffer.concat([Buffer.from('GET /v1/kv/caf'), Buffer.from([0xc3, 0xa9]), Buffer.from(' HTTP/1.1\r\nHost: x\r\n\r\n')]));
+    const raw = await rawExchange(
+      c.url,
+      Buffer.concat([
+        Buffer.from('GET /v1/kv/caf'),
+        Buffer.from([0xc3, 0xa9]),
+        Buffer.from(' HTTP/1.1\r\nHost: x\r\n\r\n'),
+      ]),
+    );
     expect(raw).to.match(/^HTTP\/1\.1 400 /);
     expect(raw).to.match(/content-type: application\/problem\+json/i);
     const body = JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4));
@@ -78,7 +124,11 @@ describe('HTTP errors and limits', () => {
       ['GET', '/v1/kv/e400/?version=1', 'version'],
       ['GET', '/v1/kv/e400/k/versions?version=1', 'version'],
     ] as const) {
-      const res = await c.call(method, path, method === 'PUT' ? { json: { value: 'v', type: 'config' } } : {});
+      const res = await c.call(
+        method,
+        path,
+        method === 'PUT' ? { json: { value: 'v', type: 'config' } } : {},
+      );
       expectProblem(res, 400, 'invalid_request');
       expect(res.body.errors, `${method} ${path}`).to.be.an('array').with.length.at.least(1);
       expect(res.body.errors[0].field, `${method} ${path}`).to.equal(field);
@@ -112,11 +162,25 @@ describe('HTTP errors and limits', () => {
 
   it('400 for malformed JSON, an empty body, and a non-object body, without echoing the body', async () => {
     const secretish = '{"value": "do-not-echo-me", "type": ';
-    const bad = await c.call('PUT', '/v1/kv/j/k', { body: secretish, headers: { 'content-type': 'application/json' } });
+    const bad = await c.call('PUT', '/v1/kv/j/k', {
+      body: secretish,
+      headers: { 'content-type': 'application/json' },
+    });
     expectProblem(bad, 400, 'invalid_request');
     expect(bad.text).to.not.include('do-not-echo-me');
-    expectProblem(await c.call('PUT', '/v1/kv/j/k', { headers: { 'content-type': 'application/json' } }), 400, 'invalid_request');
-    expectProblem(await c.call('PUT', '/v1/kv/j/k', { body: '"str"', headers: { 'content-type': 'application/json' } }), 400, 'invalid_request');
+    expectProblem(
+      await c.call('PUT', '/v1/kv/j/k', { headers: { 'content-type': 'application/json' } }),
+      400,
+      'invalid_request',
+    );
+    expectProblem(
+      await c.call('PUT', '/v1/kv/j/k', {
+        body: '"str"',
+        headers: { 'content-type': 'application/json' },
+      }),
+      400,
+      'invalid_request',
+    );
     expect((await c.call('GET', '/v1/kv/j/k')).status).to.equal(404);
   });
 
@@ -139,13 +203,17 @@ describe('HTTP errors and limits', () => {
     const res = await c.call('GET', '/v1/auth/me');
     expect(res.headers.get('cache-control')).to.equal('no-store');
     expect(res.headers.get('x-content-type-options')).to.equal('nosniff');
-    expect(res.headers.get('content-security-policy')).to.equal("default-src 'none';frame-ancestors 'none'");
+    expect(res.headers.get('content-security-policy')).to.equal(
+      "default-src 'none';frame-ancestors 'none'",
+    );
     expect(res.headers.get('x-frame-options')).to.equal('DENY');
     expect(res.headers.get('referrer-policy')).to.equal('no-referrer');
     // HSTS only over TLS (test/startup.test.ts checks it there).
     expect(res.headers.get('strict-transport-security')).to.equal(null);
     expect(res.headers.get('x-powered-by')).to.equal(null);
-    expect((await c.call('GET', '/v1/openapi.json', { token: null })).headers.get('cache-control')).to.equal('no-store');
+    expect(
+      (await c.call('GET', '/v1/openapi.json', { token: null })).headers.get('cache-control'),
+    ).to.equal('no-store');
   });
 
   it('sends them on every kind of response: HEAD, OPTIONS, 404 outside /v1, 401, 204', async () => {
@@ -169,7 +237,7 @@ describe('HTTP errors and limits', () => {
 });
 
 /** Sends raw bytes on a new connection and returns everything the server sends back before closing. */
-export function rawExchange(url: string, bytes: Buffer): Promise<string> {
+function rawExchange(url: string, bytes: Buffer): Promise<string> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve, reject) => {
     const socket = connect({ host: hostname, port: Number(port) }, () => socket.write(bytes));

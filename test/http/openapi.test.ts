@@ -22,10 +22,14 @@ describe('OpenAPI document', () => {
   it('names every operation (a unique operationId, for client generators) and says where it is served and under what license', async () => {
     const doc = (await c.call('GET', '/v1/openapi.json', { token: null })).body;
     const methods = ['get', 'put', 'post', 'delete', 'patch'];
-    const operations = Object.values(doc.paths as Record<string, Record<string, { operationId?: string }>>).flatMap((item) => methods.filter((m) => m in item).map((m) => item[m]!));
+    const operations = Object.values(
+      doc.paths as Record<string, Record<string, { operationId?: string }>>,
+    ).flatMap((item) => methods.filter((m) => m in item).map((m) => item[m]!));
     expect(operations.length).to.be.greaterThan(15);
     const ids = operations.map((o) => o.operationId);
-    expect(ids.filter((id) => typeof id !== 'string' || !/^[a-z][A-Za-z]+$/.test(id))).to.deep.equal([]);
+    expect(
+      ids.filter((id) => typeof id !== 'string' || !/^[a-z][A-Za-z]+$/.test(id)),
+    ).to.deep.equal([]);
     expect(new Set(ids).size).to.equal(ids.length);
     expect(doc.servers).to.deep.equal([{ url: '/', description: 'this Coffer server' }]);
     expect(doc.info.license).to.have.property('name');
@@ -33,7 +37,8 @@ describe('OpenAPI document', () => {
 
   it('publishes the very schemas the server validates with', async () => {
     const doc = (await c.call('GET', '/v1/openapi.json', { token: null })).body;
-    const put = doc.paths['/v1/kv/{namespace}/{key}'].put.requestBody.content['application/json'].schema;
+    const put =
+      doc.paths['/v1/kv/{namespace}/{key}'].put.requestBody.content['application/json'].schema;
     expect(put).to.deep.equal(JSON.parse(JSON.stringify(kvPutSchema)));
     const create = doc.paths['/v1/auth/token'].post.requestBody.content['application/json'].schema;
     expect(create).to.deep.equal(JSON.parse(JSON.stringify(tokenCreateSchema(c.config.max_ttl))));
@@ -60,11 +65,25 @@ describe('OpenAPI document', () => {
       '/v1/sys/seal-report': '/v1/sys/seal-report',
     };
     expect(Object.keys(doc.paths).sort()).to.deep.equal(Object.keys(concrete).sort());
-    for (const [template, operations] of Object.entries(doc.paths as Record<string, Record<string, { responses: Record<string, unknown> }>>)) {
+    for (const [template, operations] of Object.entries(
+      doc.paths as Record<string, Record<string, { responses: Record<string, unknown> }>>,
+    )) {
       for (const [method, operation] of Object.entries(operations)) {
-        const res = await c.call(method.toUpperCase(), concrete[template]!, method === 'put' ? { json: { value: 'v', type: 'config' } } : method === 'post' && template === '/v1/auth/token' ? { json: { role: 'reader' } } : {});
-        expect(res.status, `${method} ${template}`).to.not.be.oneOf([404, 405].filter((s) => !(s === 404 && method === 'delete')));
-        expect(Object.keys(operation.responses), `${method} ${template}`).to.include(String(res.status));
+        const res = await c.call(
+          method.toUpperCase(),
+          concrete[template]!,
+          method === 'put'
+            ? { json: { value: 'v', type: 'config' } }
+            : method === 'post' && template === '/v1/auth/token'
+              ? { json: { role: 'reader' } }
+              : {},
+        );
+        expect(res.status, `${method} ${template}`).to.not.be.oneOf(
+          [404, 405].filter((s) => !(s === 404 && method === 'delete')),
+        );
+        expect(Object.keys(operation.responses), `${method} ${template}`).to.include(
+          String(res.status),
+        );
       }
     }
   });

@@ -1,6 +1,12 @@
 import { expect } from 'chai';
-import { KeyProviderError } from '../../src/keys/key-provider.js';
-import { keyProviderStartError, startTestCoffer, tamperWrappedKeyring, tempDir, type TestCoffer } from '../support/harness.js';
+import type { KeyProviderError } from '../../src/keys/key-provider.js';
+import {
+  keyProviderStartError,
+  startTestCoffer,
+  type TestCoffer,
+  tamperWrappedKeyring,
+  tempDir,
+} from '../support/harness.js';
 import { TestKms } from '../support/kms-server.js';
 
 describe('aws-kms provider (the real AWS SDK over HTTP to a local KMS-compatible endpoint)', function () {
@@ -25,10 +31,14 @@ describe('aws-kms provider (the real AWS SDK over HTTP to a local KMS-compatible
   });
 
   const kmsEnv = (keyId: string): Record<string, string> => ({
-    COFFER_KEY_PROVIDER: 'aws-kms', COFFER_KMS_KEY_ID: keyId, COFFER_KMS_REGION: 'eu-west-1', COFFER_KMS_ENDPOINT: kms.url,
+    COFFER_KEY_PROVIDER: 'aws-kms',
+    COFFER_KMS_KEY_ID: keyId,
+    COFFER_KMS_REGION: 'eu-west-1',
+    COFFER_KMS_ENDPOINT: kms.url,
   });
 
-  const startError = (dir: string, keyId: string, rootToken: string): Promise<KeyProviderError> => keyProviderStartError(dir, kmsEnv(keyId), rootToken);
+  const startError = (dir: string, keyId: string, rootToken: string): Promise<KeyProviderError> =>
+    keyProviderStartError(dir, kmsEnv(keyId), rootToken);
 
   it('round-trips with one KMS call per start, binding an encryption context that names the instance', async () => {
     const dir = tempDir();
@@ -53,7 +63,9 @@ describe('aws-kms provider (the real AWS SDK over HTTP to a local KMS-compatible
     const c = await startTestCoffer({ dataDir: dir, env: kmsEnv('key-a') });
     const root = c.rootToken;
     await c.close();
-    expect((await startError(dir, 'key-b', root)).message).to.equal('the keyring was wrapped under another KMS key than key-b; the store needs aws-kms key key-a in eu-west-1');
+    expect((await startError(dir, 'key-b', root)).message).to.equal(
+      'the keyring was wrapped under another KMS key than key-b; the store needs aws-kms key key-a in eu-west-1',
+    );
     kms.addKey('key-c');
     const dir2 = tempDir();
     await (await startTestCoffer({ dataDir: dir2, rootToken: root, env: kmsEnv('key-c') })).close();
@@ -78,7 +90,9 @@ describe('aws-kms provider (the real AWS SDK over HTTP to a local KMS-compatible
     await again.close();
     kms.failNext('ThrottlingException', 50);
     try {
-      expect((await startError(dir, 'key-a', root)).message).to.equal('KMS kept throttling the request after retries; try again later');
+      expect((await startError(dir, 'key-a', root)).message).to.equal(
+        'KMS kept throttling the request after retries; try again later',
+      );
     } finally {
       kms.failNext('ThrottlingException', 0); // never left for the next test, also when this one fails
     }
@@ -90,6 +104,8 @@ describe('aws-kms provider (the real AWS SDK over HTTP to a local KMS-compatible
     const root = c.rootToken;
     await tamperWrappedKeyring(c.app.storage, 5);
     await c.close();
-    expect((await startError(dir, 'key-a', root)).message).to.match(/altered|KMS refused|not wrapped/);
+    expect((await startError(dir, 'key-a', root)).message).to.match(
+      /altered|KMS refused|not wrapped/,
+    );
   });
 });

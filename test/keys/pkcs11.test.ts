@@ -6,8 +6,13 @@ import { pino } from 'pino';
 import { loadConfig } from '../../src/config/load.js';
 import { ConfigError } from '../../src/errors.js';
 import { KEYRING_KEY } from '../../src/store/keyring-store.js';
-import { keyProviderStartError, startTestCoffer, tamperWrappedKeyring, tempDir } from '../support/harness.js';
-import { HSM_KEYS, softHsm, type SoftHsm } from '../support/softhsm.js';
+import {
+  keyProviderStartError,
+  startTestCoffer,
+  tamperWrappedKeyring,
+  tempDir,
+} from '../support/harness.js';
+import { HSM_KEYS, type SoftHsm, softHsm } from '../support/softhsm.js';
 
 describe('pkcs11 provider (SoftHSM2 through pkcs11js)', function () {
   this.timeout(60_000);
@@ -39,13 +44,25 @@ describe('pkcs11 provider (SoftHSM2 through pkcs11js)', function () {
     const dir = tempDir();
     const pinFile = join(dir, 'pin');
     writeFileSync(pinFile, `${hsm.pin}\n`, { mode: 0o600 });
-    const { COFFER_PKCS11_PIN: _pin, COFFER_PKCS11_TOKEN_LABEL: _label, ...base } = hsm.env(HSM_KEYS.main);
-    const env = { ...base, COFFER_PKCS11_PIN_FILE: pinFile, COFFER_PKCS11_TOKEN_LABEL: hsm.tokenLabel };
+    const {
+      COFFER_PKCS11_PIN: _pin,
+      COFFER_PKCS11_TOKEN_LABEL: _label,
+      ...base
+    } = hsm.env(HSM_KEYS.main);
+    const env = {
+      ...base,
+      COFFER_PKCS11_PIN_FILE: pinFile,
+      COFFER_PKCS11_TOKEN_LABEL: hsm.tokenLabel,
+    };
     let c = await startTestCoffer({ dataDir: dir, env });
     await c.put('hsm/file', 'pin from a file');
     const root = c.rootToken;
     await c.close();
-    c = await startTestCoffer({ dataDir: dir, rootToken: root, env: { ...base, COFFER_PKCS11_PIN_FILE: pinFile, COFFER_PKCS11_SLOT: String(hsm.slot) } });
+    c = await startTestCoffer({
+      dataDir: dir,
+      rootToken: root,
+      env: { ...base, COFFER_PKCS11_PIN_FILE: pinFile, COFFER_PKCS11_SLOT: String(hsm.slot) },
+    });
     expect((await c.call('GET', '/v1/kv/hsm/file')).body.value).to.equal('pin from a file');
     await c.close();
     chmodSync(pinFile, 0o644);
@@ -60,17 +77,39 @@ describe('pkcs11 provider (SoftHSM2 through pkcs11js)', function () {
     const root = c.rootToken;
     await c.close();
 
-    const wrongPin = await startError(dir, { ...hsm.env(HSM_KEYS.main), COFFER_PKCS11_PIN: 'not-the-pin' }, root);
+    const wrongPin = await startError(
+      dir,
+      { ...hsm.env(HSM_KEYS.main), COFFER_PKCS11_PIN: 'not-the-pin' },
+      root,
+    );
     expect(wrongPin.setting).to.equal('COFFER_PKCS11_PIN');
     expect(wrongPin.message).to.equal('the HSM refused the PIN (incorrect)');
     expect(wrongPin.message + wrongPin.stack).not.to.include('not-the-pin');
 
-    expect((await startError(dir, hsm.env('no-such-key'), root)).message).to.equal('the token holds no AES key labelled "no-such-key"');
+    expect((await startError(dir, hsm.env('no-such-key'), root)).message).to.equal(
+      'the token holds no AES key labelled "no-such-key"',
+    );
     const other = await startError(dir, hsm.env(HSM_KEYS.other), root);
     expect(other.setting).to.equal('COFFER_PKCS11_KEY_LABEL');
     expect(other.message).to.match(/does not open the keyring/);
-    expect((await startError(dir, { ...hsm.env(HSM_KEYS.main), COFFER_PKCS11_TOKEN_LABEL: 'absent' }, root)).message).to.equal('no token labelled "absent" is present');
-    expect((await startError(dir, { ...hsm.env(HSM_KEYS.main), COFFER_PKCS11_LIBRARY: '/nonexistent/libpkcs11.so' }, root)).setting).to.equal('COFFER_PKCS11_LIBRARY');
+    expect(
+      (
+        await startError(
+          dir,
+          { ...hsm.env(HSM_KEYS.main), COFFER_PKCS11_TOKEN_LABEL: 'absent' },
+          root,
+        )
+      ).message,
+    ).to.equal('no token labelled "absent" is present');
+    expect(
+      (
+        await startError(
+          dir,
+          { ...hsm.env(HSM_KEYS.main), COFFER_PKCS11_LIBRARY: '/nonexistent/libpkcs11.so' },
+          root,
+        )
+      ).setting,
+    ).to.equal('COFFER_PKCS11_LIBRARY');
   });
 
   it('checks its settings before start-up: a module, exactly one of slot and token label, a key label, exactly one PIN source', () => {
@@ -86,12 +125,20 @@ describe('pkcs11 provider (SoftHSM2 through pkcs11js)', function () {
     };
     expect(loadConfig(env).pkcs11.key_label).to.equal(HSM_KEYS.main);
     expect(refusal({ COFFER_PKCS11_LIBRARY: undefined })).to.match(/^COFFER_PKCS11_LIBRARY: /);
-    expect(refusal({ COFFER_PKCS11_SLOT: '0' })).to.match(/^COFFER_PKCS11_TOKEN_LABEL: .*exactly one of a slot id/);
+    expect(refusal({ COFFER_PKCS11_SLOT: '0' })).to.match(
+      /^COFFER_PKCS11_TOKEN_LABEL: .*exactly one of a slot id/,
+    );
     expect(refusal({ COFFER_PKCS11_TOKEN_LABEL: undefined })).to.match(/exactly one of a slot id/);
     expect(refusal({ COFFER_PKCS11_KEY_LABEL: undefined })).to.match(/^COFFER_PKCS11_KEY_LABEL: /);
-    expect(refusal({ COFFER_PKCS11_PIN: undefined })).to.match(/^COFFER_PKCS11_PIN_FILE: .*exactly one of a PIN file/);
-    expect(refusal({ COFFER_PKCS11_PIN_FILE: '/somewhere/pin' })).to.match(/exactly one of a PIN file/);
-    expect(refusal({ COFFER_PKCS11_SLOT: 'one' })).to.equal('COFFER_PKCS11_SLOT: must be a whole number, got "one"');
+    expect(refusal({ COFFER_PKCS11_PIN: undefined })).to.match(
+      /^COFFER_PKCS11_PIN_FILE: .*exactly one of a PIN file/,
+    );
+    expect(refusal({ COFFER_PKCS11_PIN_FILE: '/somewhere/pin' })).to.match(
+      /exactly one of a PIN file/,
+    );
+    expect(refusal({ COFFER_PKCS11_SLOT: 'one' })).to.equal(
+      'COFFER_PKCS11_SLOT: must be a whole number, got "one"',
+    );
   });
 
   it('detects a tampered wrapped keyring', async () => {
@@ -100,15 +147,27 @@ describe('pkcs11 provider (SoftHSM2 through pkcs11js)', function () {
     const root = c.rootToken;
     await tamperWrappedKeyring(c.app.storage, 3);
     await c.close();
-    expect((await startError(dir, hsm.env(HSM_KEYS.main), root)).message).to.match(/does not open the keyring/);
+    expect((await startError(dir, hsm.env(HSM_KEYS.main), root)).message).to.match(
+      /does not open the keyring/,
+    );
   });
 
   it('warns at start-up when the HSM would let the key out (extractable or not sensitive)', async () => {
     const lines: string[] = [];
-    const sink = new Writable({ write(chunk: Buffer, _enc, done) { lines.push(chunk.toString()); done(); } });
-    const c = await startTestCoffer({ env: hsm.env(HSM_KEYS.extractable), start: { log: pino({ level: 'warn' }, sink) } });
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        lines.push(chunk.toString());
+        done();
+      },
+    });
+    const c = await startTestCoffer({
+      env: hsm.env(HSM_KEYS.extractable),
+      start: { log: pino({ level: 'warn' }, sink) },
+    });
     await c.close();
-    expect(lines.join('')).to.include(`PKCS#11 key \\"${HSM_KEYS.extractable}\\" is extractable or not sensitive`);
+    expect(lines.join('')).to.include(
+      `PKCS#11 key \\"${HSM_KEYS.extractable}\\" is extractable or not sensitive`,
+    );
     expect(lines.join('')).not.to.include(hsm.pin);
   });
 });

@@ -46,12 +46,18 @@ describe('values at rest', () => {
     const sealed = await storage.get(versionKey('src', 'a', 1));
     const v1 = await storage.get(versionKey('dst', 'b', 1));
     // An attacker with write access to storage moves ciphertext around.
-    await storage.atomic([], () => ({ writes: [{ op: 'put', key: versionKey('dst', 'b', 2), value: sealed! }], result: undefined }));
+    await storage.atomic([], () => ({
+      writes: [{ op: 'put', key: versionKey('dst', 'b', 2), value: sealed! }],
+      result: undefined,
+    }));
     const moved = await c.call('GET', '/v1/kv/dst/b');
     expect(moved.status).to.equal(500);
     expect(moved.body.code).to.equal('integrity_error');
     expect(moved.text).to.not.include('value-a');
-    await storage.atomic([], () => ({ writes: [{ op: 'put', key: versionKey('dst', 'b', 2), value: v1! }], result: undefined }));
+    await storage.atomic([], () => ({
+      writes: [{ op: 'put', key: versionKey('dst', 'b', 2), value: v1! }],
+      result: undefined,
+    }));
     expect((await c.call('GET', '/v1/kv/dst/b?version=2')).body.code).to.equal('integrity_error');
     expect((await c.call('GET', '/v1/kv/dst/b?version=1')).body.value).to.equal('value-b');
   });
@@ -63,7 +69,10 @@ describe('values at rest', () => {
     const original = Buffer.from((await storage.get(key))!);
     const edited = Buffer.from(original.toString('latin1').replace('good', 'evil'), 'latin1');
     expect(edited.equals(original)).to.equal(false);
-    await storage.atomic([], () => ({ writes: [{ op: 'put', key, value: edited }], result: undefined }));
+    await storage.atomic([], () => ({
+      writes: [{ op: 'put', key, value: edited }],
+      result: undefined,
+    }));
     const res = await c.call('GET', '/v1/kv/cfg/url');
     expect(res.status).to.equal(500);
     expect(res.body.code).to.equal('integrity_error');
@@ -73,7 +82,10 @@ describe('values at rest', () => {
     const flipKey = versionKey('flip', 'pw', 1);
     const sealed = Buffer.from((await storage.get(flipKey))!).toString('latin1');
     const flipped = Buffer.from(sealed.replace('secret', 'config'), 'latin1');
-    await storage.atomic([], () => ({ writes: [{ op: 'put', key: flipKey, value: flipped }], result: undefined }));
+    await storage.atomic([], () => ({
+      writes: [{ op: 'put', key: flipKey, value: flipped }],
+      result: undefined,
+    }));
     expect((await c.call('GET', '/v1/kv/flip/pw')).body.code).to.equal('integrity_error');
   });
 

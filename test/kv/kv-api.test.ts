@@ -14,7 +14,12 @@ describe('key-value API', () => {
     it('creates a key with 201 and adds versions with 200', async () => {
       const first = await c.put('app/prod/db', 's3cret-1');
       expect(first.status).to.equal(201);
-      expect(first.body).to.include({ namespace: 'app/prod', key: 'db', version: 1, type: 'secret' });
+      expect(first.body).to.include({
+        namespace: 'app/prod',
+        key: 'db',
+        version: 1,
+        type: 'secret',
+      });
       expect(first.body).to.have.all.keys('namespace', 'key', 'version', 'type', 'created_at');
       expect(Date.parse(first.body.created_at)).to.be.closeTo(Date.now(), 60_000);
       const second = await c.put('app/prod/db', 's3cret-2');
@@ -23,12 +28,16 @@ describe('key-value API', () => {
     });
 
     it('assigns 50 concurrent PUTs to one key the distinct versions 1..50', async () => {
-      const results = await Promise.all(Array.from({ length: 50 }, (_, i) => c.put('race/k', `v${i}`)));
+      const results = await Promise.all(
+        Array.from({ length: 50 }, (_, i) => c.put('race/k', `v${i}`)),
+      );
       const versions = results.map((r) => r.body.version as number).sort((a, b) => a - b);
       expect(versions).to.deep.equal(Array.from({ length: 50 }, (_, i) => i + 1));
       expect(results.filter((r) => r.status === 201)).to.have.length(1);
       const listed = await c.call('GET', '/v1/kv/race/k/versions');
-      expect(listed.body.versions.map((v: { version: number }) => v.version)).to.deep.equal(versions);
+      expect(listed.body.versions.map((v: { version: number }) => v.version)).to.deep.equal(
+        versions,
+      );
       // Each version holds the value its PUT was told it got.
       for (const r of results.slice(0, 5)) {
         const read = await c.call('GET', `/v1/kv/race/k?version=${r.body.version}`);
@@ -46,23 +55,52 @@ describe('key-value API', () => {
 
     it('refuses bad names: percent-encoding, dot segments, long segments, 17 namespace segments', async () => {
       const deep = Array.from({ length: 17 }, (_, i) => `n${i}`).join('/');
-      for (const path of ['a%2Fb/k', 'a/%2E%2E/k', 'a/../k', 'a/./k', `a/${'x'.repeat(129)}`, 'a/b%00c', 'a/b%20c', `${deep}/k`, 'a/%C3%BC', 'a/b\\c']) {
+      for (const path of [
+        'a%2Fb/k',
+        'a/%2E%2E/k',
+        'a/../k',
+        'a/./k',
+        `a/${'x'.repeat(129)}`,
+        'a/b%00c',
+        'a/b%20c',
+        `${deep}/k`,
+        'a/%C3%BC',
+        'a/b\\c',
+      ]) {
         const res = await c.call('PUT', `/v1/kv/${path}`, { json: { value: 'x', type: 'config' } });
         expect(res.status, path).to.equal(400);
       }
-      const ok = await c.call('PUT', `/v1/kv/${Array.from({ length: 16 }, (_, i) => `n${i}`).join('/')}/k`, { json: { value: 'x', type: 'config' } });
+      const ok = await c.call(
+        'PUT',
+        `/v1/kv/${Array.from({ length: 16 }, (_, i) => `n${i}`).join('/')}/k`,
+        { json: { value: 'x', type: 'config' } },
+      );
       expect(ok.status).to.equal(201);
     });
 
     it('refuses bodies that are not exactly {value, type}', async () => {
-      const cases: unknown[] = [{ value: 'x' }, { type: 'secret' }, { value: 1, type: 'secret' }, { value: 'x', type: 'other' }, { value: 'x', type: 'secret', extra: true }, ['x'], 'x'];
+      const cases: unknown[] = [
+        { value: 'x' },
+        { type: 'secret' },
+        { value: 1, type: 'secret' },
+        { value: 'x', type: 'other' },
+        { value: 'x', type: 'secret', extra: true },
+        ['x'],
+        'x',
+      ];
       for (const json of cases) {
         const res = await c.call('PUT', '/v1/kv/app/bad', { json });
         expect(res.status, JSON.stringify(json)).to.equal(400);
         expect(res.body.code).to.equal('invalid_request');
       }
-      const unknown = await c.call('PUT', '/v1/kv/app/bad', { json: { value: 'x', type: 'secret', colour: 'red' } });
-      expect(unknown.body.errors).to.deep.include({ field: '/colour', in: 'body', message: 'unknown field "colour"' });
+      const unknown = await c.call('PUT', '/v1/kv/app/bad', {
+        json: { value: 'x', type: 'secret', colour: 'red' },
+      });
+      expect(unknown.body.errors).to.deep.include({
+        field: '/colour',
+        in: 'body',
+        message: 'unknown field "colour"',
+      });
       expect((await c.call('GET', '/v1/kv/app/bad')).status).to.equal(404);
     });
   });
@@ -76,8 +114,21 @@ describe('key-value API', () => {
     it('returns the latest version with an ETag', async () => {
       const res = await c.call('GET', '/v1/kv/read/k');
       expect(res.status).to.equal(200);
-      expect(res.body).to.deep.include({ namespace: 'read', key: 'k', version: 2, type: 'config', value: 'two' });
-      expect(res.body).to.have.all.keys('namespace', 'key', 'version', 'type', 'value', 'created_at');
+      expect(res.body).to.deep.include({
+        namespace: 'read',
+        key: 'k',
+        version: 2,
+        type: 'config',
+        value: 'two',
+      });
+      expect(res.body).to.have.all.keys(
+        'namespace',
+        'key',
+        'version',
+        'type',
+        'value',
+        'created_at',
+      );
       expect(res.headers.get('etag')).to.equal('"2"');
       expect(res.headers.get('cache-control')).to.equal('no-store');
     });
@@ -112,7 +163,12 @@ describe('key-value API', () => {
       expect(res.body.namespace).to.equal('read');
       expect(res.body.key).to.equal('k');
       expect(res.body.current_version).to.equal(2);
-      expect(res.body.versions.map((v: { version: number; type: string }) => [v.version, v.type])).to.deep.equal([[1, 'secret'], [2, 'config']]);
+      expect(
+        res.body.versions.map((v: { version: number; type: string }) => [v.version, v.type]),
+      ).to.deep.equal([
+        [1, 'secret'],
+        [2, 'config'],
+      ]);
       expect((await c.call('GET', '/v1/kv/read/missing/versions')).status).to.equal(404);
       // `{ns}/versions` with one namespace segment names no key.
       expect((await c.call('GET', '/v1/kv/read/versions')).status).to.equal(400);

@@ -5,26 +5,53 @@ describe('listing', () => {
   let c: TestCoffer;
   before(async () => {
     c = await startTestCoffer();
-    for (const path of ['shop/api_key', 'shop/Zeta', 'shop/alpha', 'shop/db/password', 'shop/db/user', 'shop/cache/deep/x', 'shop/versions/k', 'shop-2/k', 'solo/only']) {
-      expect((await c.put(path, `value of ${path}`, path.endsWith('password') ? 'secret' : 'config')).status).to.equal(201);
+    for (const path of [
+      'shop/api_key',
+      'shop/Zeta',
+      'shop/alpha',
+      'shop/db/password',
+      'shop/db/user',
+      'shop/cache/deep/x',
+      'shop/versions/k',
+      'shop-2/k',
+      'solo/only',
+    ]) {
+      expect(
+        (await c.put(path, `value of ${path}`, path.endsWith('password') ? 'secret' : 'config'))
+          .status,
+      ).to.equal(201);
     }
   });
   after(async () => {
     await c.close();
   });
 
-  const list = async (path: string): Promise<{ status: number; body: { namespace: string; keys: string[]; namespaces: string[]; next_cursor: string | null } }> =>
-    c.call('GET', path);
+  const list = async (
+    path: string,
+  ): Promise<{
+    status: number;
+    body: { namespace: string; keys: string[]; namespaces: string[]; next_cursor: string | null };
+  }> => c.call('GET', path);
 
   it('lists a one-segment namespace: bare key names and child segments, sorted by code point', async () => {
     const res = await list('/v1/kv/shop');
     expect(res.status).to.equal(200);
-    expect(res.body).to.deep.equal({ namespace: 'shop', keys: ['Zeta', 'alpha', 'api_key'], namespaces: ['cache', 'db', 'versions'], next_cursor: null });
+    expect(res.body).to.deep.equal({
+      namespace: 'shop',
+      keys: ['Zeta', 'alpha', 'api_key'],
+      namespaces: ['cache', 'db', 'versions'],
+      next_cursor: null,
+    });
   });
 
   it('lists with a trailing slash and with list=true', async () => {
     const slash = await list('/v1/kv/shop/db/');
-    expect(slash.body).to.deep.equal({ namespace: 'shop/db', keys: ['password', 'user'], namespaces: [], next_cursor: null });
+    expect(slash.body).to.deep.equal({
+      namespace: 'shop/db',
+      keys: ['password', 'user'],
+      namespaces: [],
+      next_cursor: null,
+    });
     const flag = await list('/v1/kv/shop/db?list=true');
     expect(flag.body).to.deep.equal(slash.body);
     expect((await list('/v1/kv/shop/db?list=yes')).status).to.equal(400);
@@ -34,20 +61,35 @@ describe('listing', () => {
     const key = await c.call('GET', '/v1/kv/shop/alpha');
     expect(key.body.value).to.equal('value of shop/alpha');
     const ns = await list('/v1/kv/shop/cache');
-    expect(ns.body).to.deep.equal({ namespace: 'shop/cache', keys: [], namespaces: ['deep'], next_cursor: null });
+    expect(ns.body).to.deep.equal({
+      namespace: 'shop/cache',
+      keys: [],
+      namespaces: ['deep'],
+      next_cursor: null,
+    });
     expect((await c.call('GET', '/v1/kv/shop/nothing')).status).to.equal(404);
   });
 
   it('lists a namespace named versions only with a trailing slash', async () => {
     expect((await c.call('GET', '/v1/kv/shop/versions')).status).to.equal(400);
     const res = await list('/v1/kv/shop/versions/');
-    expect(res.body).to.deep.equal({ namespace: 'shop/versions', keys: ['k'], namespaces: [], next_cursor: null });
+    expect(res.body).to.deep.equal({
+      namespace: 'shop/versions',
+      keys: ['k'],
+      namespaces: [],
+      next_cursor: null,
+    });
   });
 
   it('lists an empty or missing namespace as 200 with empty arrays', async () => {
     const res = await list('/v1/kv/empty');
     expect(res.status).to.equal(200);
-    expect(res.body).to.deep.equal({ namespace: 'empty', keys: [], namespaces: [], next_cursor: null });
+    expect(res.body).to.deep.equal({
+      namespace: 'empty',
+      keys: [],
+      namespaces: [],
+      next_cursor: null,
+    });
   });
 
   it('does not mix up a namespace with one that shares its prefix', async () => {
@@ -59,7 +101,12 @@ describe('listing', () => {
     await c.put('gone/child/k', 'x', 'config');
     expect((await list('/v1/kv/gone')).body.namespaces).to.deep.equal(['child']);
     await c.call('DELETE', '/v1/kv/gone/child/k');
-    expect((await list('/v1/kv/gone')).body).to.deep.equal({ namespace: 'gone', keys: [], namespaces: [], next_cursor: null });
+    expect((await list('/v1/kv/gone')).body).to.deep.equal({
+      namespace: 'gone',
+      keys: [],
+      namespaces: [],
+      next_cursor: null,
+    });
   });
 
   it('pages keys then namespaces with exact page sizes, each name once, in order', async () => {
@@ -81,7 +128,11 @@ describe('listing', () => {
   });
 
   it('pages a namespace of 2,500 keys at the default and maximum limits', async () => {
-    await Promise.all(Array.from({ length: 2500 }, (_, i) => c.put(`big/k${String(i).padStart(4, '0')}`, 'v', 'config')));
+    await Promise.all(
+      Array.from({ length: 2500 }, (_, i) =>
+        c.put(`big/k${String(i).padStart(4, '0')}`, 'v', 'config'),
+      ),
+    );
     const first = await list('/v1/kv/big');
     expect(first.body.keys).to.have.length(1000);
     expect(first.body.next_cursor).to.be.a('string');
@@ -91,7 +142,8 @@ describe('listing', () => {
   });
 
   it('refuses bad limits and bad or foreign cursors', async () => {
-    for (const limit of ['0', '10001', 'x', '-1', '']) expect((await list(`/v1/kv/shop/?limit=${limit}`)).status, limit).to.equal(400);
+    for (const limit of ['0', '10001', 'x', '-1', ''])
+      expect((await list(`/v1/kv/shop/?limit=${limit}`)).status, limit).to.equal(400);
     const page = await list('/v1/kv/shop/?limit=1');
     expect((await list(`/v1/kv/shop-2/?cursor=${page.body.next_cursor}`)).status).to.equal(400);
     expect((await list('/v1/kv/shop/?cursor=not-a-cursor')).status).to.equal(400);

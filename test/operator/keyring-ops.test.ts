@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { startTestCoffer, type TestCoffer } from '../support/harness.js';
-import { seedStore, type SeededVersion } from '../support/seed.js';
+import { type SeededVersion, seedStore } from '../support/seed.js';
 
 async function waitForRewrap(c: TestCoffer, timeoutMs = 60_000): Promise<Record<string, unknown>> {
   const until = Date.now() + timeoutMs;
@@ -15,9 +15,13 @@ async function waitForRewrap(c: TestCoffer, timeoutMs = 60_000): Promise<Record<
 async function expectAllReadBack(c: TestCoffer, seeded: readonly SeededVersion[]): Promise<void> {
   for (let i = 0; i < seeded.length; i += 64) {
     const batch = seeded.slice(i, i + 64);
-    const reads = await Promise.all(batch.map((s) => c.call('GET', `/v1/kv/${s.namespace}/${s.key}?version=${s.version}`)));
+    const reads = await Promise.all(
+      batch.map((s) => c.call('GET', `/v1/kv/${s.namespace}/${s.key}?version=${s.version}`)),
+    );
     reads.forEach((r, j) => {
-      expect(r.status, `${batch[j]!.namespace}/${batch[j]!.key}@${batch[j]!.version}`).to.equal(200);
+      expect(r.status, `${batch[j]!.namespace}/${batch[j]!.key}@${batch[j]!.version}`).to.equal(
+        200,
+      );
       expect(r.body.value).to.equal(batch[j]!.value);
       expect(r.body.type).to.equal(batch[j]!.type);
     });
@@ -43,12 +47,23 @@ describe('keyring operations (/v1/sys/keyring)', function () {
     const secrets = seeded.filter((s) => s.type === 'secret').length;
     expect(res.body).to.deep.include({ provider: 'local', active_version: 1, unreadable: 0 });
     expect(res.body.versions).to.have.length(1);
-    expect(res.body.versions[0]).to.deep.include({ version: 1, active: true, secrets, configs: seeded.length - secrets });
+    expect(res.body.versions[0]).to.deep.include({
+      version: 1,
+      active: true,
+      secrets,
+      configs: seeded.length - secrets,
+    });
   });
 
   it('is for the root token only', async () => {
     const admin = await c.token({ role: 'admin' });
-    for (const [method, path] of [['GET', '/v1/sys/keyring'], ['POST', '/v1/sys/keyring/rotate'], ['POST', '/v1/sys/keyring/rewrap'], ['GET', '/v1/sys/keyring/rewrap'], ['POST', '/v1/sys/keyring/retire']] as const) {
+    for (const [method, path] of [
+      ['GET', '/v1/sys/keyring'],
+      ['POST', '/v1/sys/keyring/rotate'],
+      ['POST', '/v1/sys/keyring/rewrap'],
+      ['GET', '/v1/sys/keyring/rewrap'],
+      ['POST', '/v1/sys/keyring/retire'],
+    ] as const) {
       expect((await c.call(method, path, { token: admin })).status, path).to.equal(403);
     }
   });
@@ -68,13 +83,17 @@ describe('keyring operations (/v1/sys/keyring)', function () {
     const during: Promise<{ status: number }>[] = [];
     for (let i = 0; i < 300; i++) {
       const s = seeded[(i * 37) % seeded.length]!;
-      during.push(c.call('GET', `/v1/kv/${s.namespace}/${s.key}?version=${s.version}`).then((r) => {
-        expect(r.body.value).to.equal(s.value);
-        return r;
-      }));
+      during.push(
+        c.call('GET', `/v1/kv/${s.namespace}/${s.key}?version=${s.version}`).then((r) => {
+          expect(r.body.value).to.equal(s.value);
+          return r;
+        }),
+      );
       if (i % 3 === 0) during.push(c.put(`during/k${i}`, `v${i}`));
     }
-    expect((await Promise.all(during)).every((r) => r.status === 200 || r.status === 201)).to.equal(true);
+    expect((await Promise.all(during)).every((r) => r.status === 200 || r.status === 201)).to.equal(
+      true,
+    );
 
     const done = await waitForRewrap(c);
     expect(done.failed).to.equal(0);
@@ -87,7 +106,11 @@ describe('keyring operations (/v1/sys/keyring)', function () {
     expect(retired.body).to.deep.equal({ retired: [1], versions: [2] });
     await expectAllReadBack(c, seeded);
     expect((await c.call('GET', '/v1/kv/during/before')).body.value).to.equal('sealed under 2');
-    expect((await c.call('GET', '/v1/sys/keyring')).body.versions.map((v: { version: number }) => v.version)).to.deep.equal([2]);
+    expect(
+      (await c.call('GET', '/v1/sys/keyring')).body.versions.map(
+        (v: { version: number }) => v.version,
+      ),
+    ).to.deep.equal([2]);
   });
 
   it('does not retire a version that still wraps records', async () => {

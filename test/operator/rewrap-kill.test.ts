@@ -19,18 +19,31 @@ describe('rewrap killed with SIGKILL halfway', function () {
   it('continues where it stopped when started again, and loses nothing', async () => {
     const dir = tempDir();
     const root = generateToken().value;
-    const env = { COFFER_DATA_DIR: join(dir, 'data'), COFFER_MASTER_KEY_FILE: join(dir, 'master.key'), COFFER_ROOT_TOKEN: root, COFFER_WORKERS: '1' };
+    const env = {
+      COFFER_DATA_DIR: join(dir, 'data'),
+      COFFER_MASTER_KEY_FILE: join(dir, 'master.key'),
+      COFFER_ROOT_TOKEN: root,
+      COFFER_WORKERS: '1',
+    };
     const config = loadConfig({ ...env, COFFER_LOG_LEVEL: 'silent' });
     await prepareStore(config, { log: pino({ level: 'silent' }) });
     await sodiumReady();
     const storage = new LmdbBackend({ path: join(config.data_dir, 'lmdb') });
-    const { holder } = await KeyringHolder.open(storage, new LocalKeyProvider(loadOrCreateMasterKey(config.master_key_file).key), Date.now());
+    const { holder } = await KeyringHolder.open(
+      storage,
+      new LocalKeyProvider(loadOrCreateMasterKey(config.master_key_file).key),
+      Date.now(),
+    );
     const seeded = await seedStore(storage, holder.current(), 10_000);
     await storage.close();
 
     let p = await startProcess(env);
-    expect((await send(p.url, 'POST', '/v1/sys/keyring/rotate', root)).body.active_version).to.equal(2);
-    expect((await send(p.url, 'POST', '/v1/sys/keyring/rewrap', root, { batch_size: 20 })).status).to.equal(202);
+    expect(
+      (await send(p.url, 'POST', '/v1/sys/keyring/rotate', root)).body.active_version,
+    ).to.equal(2);
+    expect(
+      (await send(p.url, 'POST', '/v1/sys/keyring/rewrap', root, { batch_size: 20 })).status,
+    ).to.equal(202);
     let progress = (await send(p.url, 'GET', '/v1/sys/keyring/rewrap', root)).body;
     while (progress.examined < progress.total / 3) {
       await new Promise((r) => setTimeout(r, 10));
@@ -46,7 +59,9 @@ describe('rewrap killed with SIGKILL halfway', function () {
       expect(after.finished_at).to.equal(null);
       expect(after.examined).to.be.greaterThan(0).and.below(after.total);
 
-      const resumed = (await send(p.url, 'POST', '/v1/sys/keyring/rewrap', root, { batch_size: 500 })).body;
+      const resumed = (
+        await send(p.url, 'POST', '/v1/sys/keyring/rewrap', root, { batch_size: 500 })
+      ).body;
       expect(resumed.examined).to.equal(after.examined); // it continues; it does not start over
       let final = resumed;
       while (final.finished_at === null || final.running) {
@@ -55,12 +70,21 @@ describe('rewrap killed with SIGKILL halfway', function () {
       }
       expect(final.failed).to.equal(0);
       const status = (await send(p.url, 'GET', '/v1/sys/keyring', root)).body;
-      expect(status.versions.find((v: { version: number }) => v.version === 1)).to.include({ secrets: 0, configs: 0 });
+      expect(status.versions.find((v: { version: number }) => v.version === 1)).to.include({
+        secrets: 0,
+        configs: 0,
+      });
       expect(status.unreadable).to.equal(0);
       for (let i = 0; i < seeded.length; i += 64) {
         const batch = seeded.slice(i, i + 64);
-        const reads = await Promise.all(batch.map((s) => send(p.url, 'GET', `/v1/kv/${s.namespace}/${s.key}?version=${s.version}`, root)));
-        reads.forEach((r, j) => expect(r.body?.value, `${batch[j]!.key}@${batch[j]!.version}`).to.equal(batch[j]!.value));
+        const reads = await Promise.all(
+          batch.map((s) =>
+            send(p.url, 'GET', `/v1/kv/${s.namespace}/${s.key}?version=${s.version}`, root),
+          ),
+        );
+        reads.forEach((r, j) => {
+          expect(r.body?.value, `${batch[j]!.key}@${batch[j]!.version}`).to.equal(batch[j]!.value);
+        });
       }
     } finally {
       await p.stop();

@@ -9,11 +9,16 @@ import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
 import { KeyringHolder } from '../../src/store/keyring-store.js';
 import { tempDir } from '../support/harness.js';
 import { send } from '../support/http-client.js';
-import { startProcess, type CofferProcess } from '../support/process.js';
+import { type CofferProcess, startProcess } from '../support/process.js';
 
 function workerPids(primary: number): number[] {
   try {
-    return execFileSync('pgrep', ['-P', String(primary)]).toString().trim().split('\n').filter(Boolean).map(Number);
+    return execFileSync('pgrep', ['-P', String(primary)])
+      .toString()
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map(Number);
   } catch {
     return [];
   }
@@ -37,7 +42,13 @@ describe('several worker processes', function () {
   before(async () => {
     dir = tempDir();
     root = generateToken().value;
-    env = { COFFER_DATA_DIR: join(dir, 'data'), COFFER_MASTER_KEY_FILE: join(dir, 'master.key'), COFFER_ROOT_TOKEN: root, COFFER_WORKERS: '2', COFFER_AUTH_FAILURE_BURST: '1000' };
+    env = {
+      COFFER_DATA_DIR: join(dir, 'data'),
+      COFFER_MASTER_KEY_FILE: join(dir, 'master.key'),
+      COFFER_ROOT_TOKEN: root,
+      COFFER_WORKERS: '2',
+      COFFER_AUTH_FAILURE_BURST: '1000',
+    };
     p = await startProcess(env);
     expect(workerPids(p.child.pid!)).to.have.length(2);
   });
@@ -46,20 +57,33 @@ describe('several worker processes', function () {
   });
 
   it('assigns 60 concurrent PUTs to one key, spread over the workers, the versions 1..60', async () => {
-    const replies = await Promise.all(Array.from({ length: 60 }, (_, i) => send(p.url, 'PUT', '/v1/kv/multi/k', root, { value: `v${i}`, type: 'secret' })));
+    const replies = await Promise.all(
+      Array.from({ length: 60 }, (_, i) =>
+        send(p.url, 'PUT', '/v1/kv/multi/k', root, { value: `v${i}`, type: 'secret' }),
+      ),
+    );
     expect(replies.every((r) => r.status === 200 || r.status === 201)).to.equal(true);
-    expect(replies.map((r) => r.body.version as number).sort((a, b) => a - b)).to.deep.equal(Array.from({ length: 60 }, (_, i) => i + 1));
+    expect(replies.map((r) => r.body.version as number).sort((a, b) => a - b)).to.deep.equal(
+      Array.from({ length: 60 }, (_, i) => i + 1),
+    );
     for (const [i, r] of replies.entries()) {
-      if (i % 10 === 0) expect((await send(p.url, 'GET', `/v1/kv/multi/k?version=${r.body.version}`, root)).body.value).to.equal(`v${i}`);
+      if (i % 10 === 0)
+        expect(
+          (await send(p.url, 'GET', `/v1/kv/multi/k?version=${r.body.version}`, root)).body.value,
+        ).to.equal(`v${i}`);
     }
   });
 
   it('refuses a revoked token on the very next request to any worker', async () => {
-    const token = (await send(p.url, 'POST', '/v1/auth/token', root, { role: 'reader' })).body.token as string;
+    const token = (await send(p.url, 'POST', '/v1/auth/token', root, { role: 'reader' })).body
+      .token as string;
     // Warm both workers' verified-token caches (each request is a new connection; connections alternate).
-    for (let i = 0; i < 6; i++) expect((await send(p.url, 'GET', '/v1/auth/me', token)).status).to.equal(200);
+    for (let i = 0; i < 6; i++)
+      expect((await send(p.url, 'GET', '/v1/auth/me', token)).status).to.equal(200);
     expect((await send(p.url, 'DELETE', `/v1/auth/token/${token}`, root)).status).to.equal(204);
-    const after = await Promise.all(Array.from({ length: 10 }, () => send(p.url, 'GET', '/v1/auth/me', token)));
+    const after = await Promise.all(
+      Array.from({ length: 10 }, () => send(p.url, 'GET', '/v1/auth/me', token)),
+    );
     expect(after.map((r) => r.status)).to.deep.equal(Array(10).fill(401));
   });
 
@@ -68,15 +92,24 @@ describe('several worker processes', function () {
     // Another process sharing the LMDB environment rotates the keyring.
     const storage = new LmdbBackend({ path: join(dir, 'data', 'lmdb') });
     try {
-      const { holder } = await KeyringHolder.open(storage, new LocalKeyProvider(loadOrCreateMasterKey(env.COFFER_MASTER_KEY_FILE!).key), Date.now());
+      const { holder } = await KeyringHolder.open(
+        storage,
+        new LocalKeyProvider(loadOrCreateMasterKey(env.COFFER_MASTER_KEY_FILE!).key),
+        Date.now(),
+      );
       const active = await holder.rotate(Date.now());
-      const writes = await Promise.all(Array.from({ length: 10 }, (_, i) => send(p.url, 'PUT', `/v1/kv/rot/after${i}`, root, { value: `new${i}`, type: 'secret' })));
+      const writes = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          send(p.url, 'PUT', `/v1/kv/rot/after${i}`, root, { value: `new${i}`, type: 'secret' }),
+        ),
+      );
       expect(writes.every((w) => w.status === 201)).to.equal(true);
       for (let i = 0; i < 10; i++) {
         const record = unpackVersion((await storage.get(versionKey('rot', `after${i}`, 1)))!);
         expect(record?.type === 'secret' && record.sealed.keyVersion).to.equal(active);
       }
-      for (let i = 0; i < 4; i++) expect((await send(p.url, 'GET', '/v1/kv/rot/before', root)).body.value).to.equal('old');
+      for (let i = 0; i < 4; i++)
+        expect((await send(p.url, 'GET', '/v1/kv/rot/before', root)).body.value).to.equal('old');
     } finally {
       await storage.close();
     }
@@ -85,7 +118,6 @@ describe('several worker processes', function () {
   it('loses no acknowledged write when a worker is killed mid-load, and replaces the worker', async () => {
     const [victim] = workerPids(p.child.pid!);
     const acknowledged: { key: string; value: string }[] = [];
-    let failures = 0;
     let n = 0;
     const deadline = Date.now() + 2000;
     const client = async (): Promise<void> => {
@@ -93,11 +125,13 @@ describe('several worker processes', function () {
         const key = `k${n++}`;
         const value = `value-${key}`;
         try {
-          const r = await send(p.url, 'PUT', `/v1/kv/crash/${key}`, root, { value, type: 'secret' });
-          if (r.status === 201) acknowledged.push({ key, value });
-          else failures++;
+          const r = await send(p.url, 'PUT', `/v1/kv/crash/${key}`, root, {
+            value,
+            type: 'secret',
+          });
+          if (r.status === 201) acknowledged.push({ key, value }); // any other answer acknowledges nothing
         } catch {
-          failures++; // the connection died with the worker: not acknowledged
+          // the connection died with the worker: not acknowledged
         }
       }
     };
@@ -107,12 +141,17 @@ describe('several worker processes', function () {
     await load;
     expect(acknowledged.length).to.be.greaterThan(100);
 
-    await waitFor(() => workerPids(p.child.pid!).length === 2 && !workerPids(p.child.pid!).includes(victim!), 15_000);
+    await waitFor(
+      () => workerPids(p.child.pid!).length === 2 && !workerPids(p.child.pid!).includes(victim!),
+      15_000,
+    );
     expect(p.stdout()).to.include('worker exited; starting a replacement');
     // Read every acknowledged write back, 16 at a time.
     for (let i = 0; i < acknowledged.length; i += 16) {
       const batch = acknowledged.slice(i, i + 16);
-      const reads = await Promise.all(batch.map(({ key }) => send(p.url, 'GET', `/v1/kv/crash/${key}`, root)));
+      const reads = await Promise.all(
+        batch.map(({ key }) => send(p.url, 'GET', `/v1/kv/crash/${key}`, root)),
+      );
       reads.forEach((r, j) => {
         expect(r.status, batch[j]!.key).to.equal(200);
         expect(r.body.value).to.equal(batch[j]!.value);
@@ -122,7 +161,11 @@ describe('several worker processes', function () {
 
   it('drains on SIGTERM: requests in flight finish, then every process exits 0', async () => {
     const pids = workerPids(p.child.pid!);
-    const inFlight = Array.from({ length: 20 }, (_, i) => send(p.url, 'PUT', `/v1/kv/drain/k${i}`, root, { value: 'v', type: 'secret' }).catch(() => undefined));
+    const inFlight = Array.from({ length: 20 }, (_, i) =>
+      send(p.url, 'PUT', `/v1/kv/drain/k${i}`, root, { value: 'v', type: 'secret' }).catch(
+        () => undefined,
+      ),
+    );
     await new Promise((r) => setTimeout(r, 5));
     const code = await p.stop();
     expect(code).to.equal(0);

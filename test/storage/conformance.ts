@@ -6,16 +6,26 @@ import { expect } from 'chai';
 import type { StorageBackend } from '../../src/storage/backend.js';
 
 const b = (text: string): Buffer => Buffer.from(text, 'latin1');
-const str = (bytes: Uint8Array | undefined): string | undefined => (bytes === undefined ? undefined : Buffer.from(bytes).toString('latin1'));
+const str = (bytes: Uint8Array | undefined): string | undefined =>
+  bytes === undefined ? undefined : Buffer.from(bytes).toString('latin1');
 
-async function collect(iter: AsyncIterable<{ key: Uint8Array; value: Uint8Array }>): Promise<[string, string][]> {
+async function collect(
+  iter: AsyncIterable<{ key: Uint8Array; value: Uint8Array }>,
+): Promise<[string, string][]> {
   const out: [string, string][] = [];
   for await (const e of iter) out.push([str(e.key)!, str(e.value)!]);
   return out;
 }
 
 async function putAll(storage: StorageBackend, entries: Record<string, string>): Promise<void> {
-  await storage.atomic([], () => ({ writes: Object.entries(entries).map(([k, v]) => ({ op: 'put' as const, key: b(k), value: b(v) })), result: undefined }));
+  await storage.atomic([], () => ({
+    writes: Object.entries(entries).map(([k, v]) => ({
+      op: 'put' as const,
+      key: b(k),
+      value: b(v),
+    })),
+    result: undefined,
+  }));
 }
 
 export interface BackendFactory {
@@ -51,8 +61,18 @@ export function storageConformance(name: string, factory: BackendFactory): void 
 
     it('scans a range in byte order, end exclusive, with a limit', async () => {
       await putAll(storage, { b: '2', a: '1', 'a\x01': 'x', c: '3', d: '4' });
-      expect(await collect(storage.scan({ start: b('a'), end: b('d') }))).to.deep.equal([['a', '1'], ['a\x01', 'x'], ['b', '2'], ['c', '3']]);
-      expect(await collect(storage.scan({ start: b('a\x00'), end: b('z'), limit: 2 }))).to.deep.equal([['a\x01', 'x'], ['b', '2']]);
+      expect(await collect(storage.scan({ start: b('a'), end: b('d') }))).to.deep.equal([
+        ['a', '1'],
+        ['a\x01', 'x'],
+        ['b', '2'],
+        ['c', '3'],
+      ]);
+      expect(
+        await collect(storage.scan({ start: b('a\x00'), end: b('z'), limit: 2 })),
+      ).to.deep.equal([
+        ['a\x01', 'x'],
+        ['b', '2'],
+      ]);
       expect(await collect(storage.scan({ start: b('x'), end: b('z') }))).to.deep.equal([]);
     });
 
@@ -69,7 +89,10 @@ export function storageConformance(name: string, factory: BackendFactory): void 
     it('hands a plan the current values and applies its puts and deletes', async () => {
       await putAll(storage, { x: '1', y: '2' });
       const result = await storage.atomic([b('x'), b('missing')], ([x, missing]) => ({
-        writes: [{ op: 'put', key: b('x'), value: b(`${str(x)}+`) }, { op: 'delete', key: b('y') }],
+        writes: [
+          { op: 'put', key: b('x'), value: b(`${str(x)}+`) },
+          { op: 'delete', key: b('y') },
+        ],
         result: { x: str(x), missing },
       }));
       expect(result).to.deep.equal({ x: '1', missing: undefined });
@@ -101,7 +124,9 @@ export function storageConformance(name: string, factory: BackendFactory): void 
         }),
       );
       const results = await Promise.all(increments);
-      expect([...results].sort((x, y) => x - y)).to.deep.equal(Array.from({ length: 200 }, (_, i) => i + 1));
+      expect([...results].sort((x, y) => x - y)).to.deep.equal(
+        Array.from({ length: 200 }, (_, i) => i + 1),
+      );
       expect(str(await storage.get(key))).to.equal('200');
     });
 

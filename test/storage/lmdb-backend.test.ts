@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
 import type { StorageBackend } from '../../src/storage/backend.js';
+import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
 import { tempDir } from '../support/harness.js';
 import { storageConformance } from './conformance.js';
 

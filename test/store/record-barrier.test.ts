@@ -7,14 +7,26 @@ import pino from 'pino';
 import { startCoffer } from '../../src/app.js';
 import { loadConfig } from '../../src/config/load.js';
 import { ConfigError } from '../../src/errors.js';
-import { AUDIT_CHAINS_RANGE, counterKey, GENERATION_KEY, metaKey, REWRAP_STATE_KEY, ROOT_TOKEN_KEY, tokenKey, versionKey } from '../../src/storage/layout.js';
-import { KEYRING_KEY, type KeyringHolder } from '../../src/store/keyring-store.js';
+import {
+  AUDIT_CHAINS_RANGE,
+  counterKey,
+  GENERATION_KEY,
+  metaKey,
+  REWRAP_STATE_KEY,
+  ROOT_TOKEN_KEY,
+  tokenKey,
+  versionKey,
+} from '../../src/storage/layout.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
+import { KEYRING_KEY, type KeyringHolder } from '../../src/store/keyring-store.js';
 import { auditLines } from '../support/audit-lines.js';
-import { startTestCoffer, tempDir, type TestCoffer } from '../support/harness.js';
+import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
 
 /** As an attacker with write access to the storage would: the LMDB file opened directly, the server stopped. */
-async function withStorage<T>(c: TestCoffer, change: (storage: LmdbBackend) => Promise<T>): Promise<T> {
+async function withStorage<T>(
+  c: TestCoffer,
+  change: (storage: LmdbBackend) => Promise<T>,
+): Promise<T> {
   const storage = new LmdbBackend({ path: join(c.config.data_dir, 'lmdb') });
   try {
     return await change(storage);
@@ -36,7 +48,7 @@ const configEnv = (c: TestCoffer): Record<string, string> => ({
   COFFER_LOG_LEVEL: 'silent',
 });
 
-describe('the storage barrier: the store\'s records are sealed or MACed, bound to their storage key', function () {
+describe("the storage barrier: the store's records are sealed or MACed, bound to their storage key", function () {
   this.timeout(60_000);
 
   let dir: string;
@@ -72,14 +84,19 @@ describe('the storage barrier: the store\'s records are sealed or MACed, bound t
     await c.app.close();
   }
 
-  const status = async (token: string, method = 'GET', path = '/v1/auth/me'): Promise<number> => (await c.call(method, path, { token })).status;
+  const status = async (token: string, method = 'GET', path = '/v1/auth/me'): Promise<number> =>
+    (await c.call(method, path, { token })).status;
 
   it('keeps token records unreadable in storage: neither the metadata name nor the role is in the bytes', async () => {
-    const bytes = await withStorage(c, async (s) => Buffer.from((await s.get(tokenKey(idOf(reader))))!));
+    const bytes = await withStorage(c, async (s) =>
+      Buffer.from((await s.get(tokenKey(idOf(reader))))!),
+    );
     expect(bytes.includes('alice-ci-reader')).to.equal(false);
     expect(bytes.includes('reader')).to.equal(false);
     await restart();
-    expect((await c.call('GET', '/v1/auth/me', { token: reader })).body.metadata).to.deep.equal({ name: 'alice-ci-reader' });
+    expect((await c.call('GET', '/v1/auth/me', { token: reader })).body.metadata).to.deep.equal({
+      name: 'alice-ci-reader',
+    });
   });
 
   it('refuses a token whose record has one byte changed, leaves it out of listings, and audits and logs it by kind and key', async () => {
@@ -93,18 +110,22 @@ describe('the storage barrier: the store\'s records are sealed or MACed, bound t
     expect(await status(reader)).to.equal(401);
     expect(await status(reader, 'GET', '/v1/kv/app/db')).to.equal(401);
     expect(await status(writer)).to.equal(200);
-    const listed = (await c.call('GET', '/v1/auth/tokens')).body.tokens.map((t: { id: string }) => t.id);
+    const listed = (await c.call('GET', '/v1/auth/tokens')).body.tokens.map(
+      (t: { id: string }) => t.id,
+    );
     expect(listed).to.include(idOf(writer)).and.not.include(idOf(reader));
     const revoke = await c.call('DELETE', `/v1/auth/token/${idOf(reader)}`);
     expect(revoke.status).to.equal(500);
     expect(revoke.body.code).to.equal('integrity_error');
-    const events = auditLines(c.config.audit.dir!).filter((l) => l.event === 'store.integrity_error');
+    const events = auditLines(c.config.audit.dir!).filter(
+      (l) => l.event === 'store.integrity_error',
+    );
     expect(events.length).to.be.at.least(1);
     expect(events[0]).to.include({ kind: 'token', key: `T${idOf(reader)}` });
     expect(JSON.stringify(events)).to.not.include('alice-ci-reader');
   });
 
-  it('refuses both tokens when their records are swapped, and a record copied from another token\'s key', async () => {
+  it("refuses both tokens when their records are swapped, and a record copied from another token's key", async () => {
     const third = await (async () => {
       await restart();
       const t = await c.token({ role: 'reader' });
@@ -112,7 +133,9 @@ describe('the storage barrier: the store\'s records are sealed or MACed, bound t
       return t;
     })();
     await withStorage(c, async (s) => {
-      const [r, w] = await Promise.all([reader, writer, third].map((v) => s.get(tokenKey(idOf(v)))));
+      const [r, w] = await Promise.all(
+        [reader, writer, third].map((v) => s.get(tokenKey(idOf(v)))),
+      );
       await put(s, tokenKey(idOf(reader)), w!);
       await put(s, tokenKey(idOf(writer)), r!);
       // The third token's key now holds a copy of the (original) writer record.
@@ -130,8 +153,14 @@ describe('the storage barrier: the store\'s records are sealed or MACed, bound t
     // record the way format-1 stores kept it (plain msgpack), with the role raised.
     const packr = new Packr({ useRecords: false, mapsAsObjects: true });
     const forged = {
-      id: idOf(reader), hash: await argon2.hash(reader.slice(21), { type: argon2.argon2id }), role: 'admin', scopes: null, metadata: {},
-      createdAt: Date.now(), expiresAt: Date.now() + 3_600_000, revokedAt: null,
+      id: idOf(reader),
+      hash: await argon2.hash(reader.slice(21), { type: argon2.argon2id }),
+      role: 'admin',
+      scopes: null,
+      metadata: {},
+      createdAt: Date.now(),
+      expiresAt: Date.now() + 3_600_000,
+      revokedAt: null,
     };
     await withStorage(c, (s) => put(s, tokenKey(idOf(reader)), packr.pack(forged)));
     await restart();
@@ -147,7 +176,9 @@ describe('the storage barrier: the store\'s records are sealed or MACed, bound t
   });
 
   it('keeps a revoked token revoked when its record from before the revocation is put back (a replay), across a restart', async () => {
-    const before = await withStorage(c, async (s) => Buffer.from((await s.get(tokenKey(idOf(reader))))!));
+    const before = await withStorage(c, async (s) =>
+      Buffer.from((await s.get(tokenKey(idOf(reader))))!),
+    );
     await restart();
     expect((await c.call('DELETE', `/v1/auth/token/${idOf(reader)}`)).status).to.equal(204);
     await stop();
@@ -155,10 +186,16 @@ describe('the storage barrier: the store\'s records are sealed or MACed, bound t
     await restart();
     expect(await status(reader)).to.equal(401);
     expect(await status(reader, 'GET', '/v1/kv/app/db')).to.equal(401);
-    const shown = (await c.call('GET', `/v1/auth/tokens?all=true`)).body.tokens.find((t: { id: string }) => t.id === idOf(reader));
+    const shown = (await c.call('GET', `/v1/auth/tokens?all=true`)).body.tokens.find(
+      (t: { id: string }) => t.id === idOf(reader),
+    );
     expect(shown.status).to.equal('revoked');
-    expect((await c.call('GET', '/v1/auth/tokens')).body.tokens.map((t: { id: string }) => t.id)).to.not.include(idOf(reader));
-    const events = auditLines(c.config.audit.dir!).filter((l) => l.event === 'store.integrity_error');
+    expect(
+      (await c.call('GET', '/v1/auth/tokens')).body.tokens.map((t: { id: string }) => t.id),
+    ).to.not.include(idOf(reader));
+    const events = auditLines(c.config.audit.dir!).filter(
+      (l) => l.event === 'store.integrity_error',
+    );
     expect(events.map((l) => l.key)).to.include(`T${idOf(reader)}`);
     expect(await status(writer)).to.equal(200);
   });
@@ -182,18 +219,29 @@ describe('the storage barrier: the store\'s records are sealed or MACed, bound t
   });
 
   for (const [damage, change] of [
-    ['one byte changed', (bytes: Buffer): Buffer => Buffer.from(bytes.map((b, i) => (i === bytes.length - 1 ? b ^ 0x01 : b)))],
+    [
+      'one byte changed',
+      (bytes: Buffer): Buffer =>
+        Buffer.from(bytes.map((b, i) => (i === bytes.length - 1 ? b ^ 0x01 : b))),
+    ],
     ['a token record put in its place', (_: Buffer, token: Buffer): Buffer => token],
   ] as const) {
     it(`refuses to start on a root token record with ${damage} unless COFFER_ROOT_TOKEN replaces it`, async () => {
       await withStorage(c, async (s) => {
-        const [root, token] = await Promise.all([s.get(ROOT_TOKEN_KEY), s.get(tokenKey(idOf(writer)))]);
+        const [root, token] = await Promise.all([
+          s.get(ROOT_TOKEN_KEY),
+          s.get(tokenKey(idOf(writer))),
+        ]);
         await put(s, ROOT_TOKEN_KEY, change(Buffer.from(root!), Buffer.from(token!)));
       });
       let error: unknown;
-      await startCoffer(loadConfig(configEnv(c)), { log: pino({ level: 'silent' }) }).catch((e: unknown) => (error = e));
+      await startCoffer(loadConfig(configEnv(c)), { log: pino({ level: 'silent' }) }).catch(
+        (e: unknown) => (error = e),
+      );
       expect(error).to.be.instanceOf(ConfigError);
-      expect((error as ConfigError).message).to.match(/^COFFER_ROOT_TOKEN: the stored root-token record at Sroot-token failed its integrity check and is not used; start once with COFFER_ROOT_TOKEN set/);
+      expect((error as ConfigError).message).to.match(
+        /^COFFER_ROOT_TOKEN: the stored root-token record at Sroot-token failed its integrity check and is not used; start once with COFFER_ROOT_TOKEN set/,
+      );
       // With the token configured, the damaged record is replaced and root works again.
       await restart();
       expect(await status(c.rootToken, 'GET', '/v1/auth/tokens')).to.equal(200);
@@ -205,22 +253,42 @@ describe('the storage barrier: the store\'s records are sealed or MACed, bound t
       await restart();
       expect((await c.put('app/cfg', 'debug', 'config')).status).to.equal(201);
       const configReader = await c.token({ role: 'config-reader' });
-      expect((await c.call('GET', '/v1/kv/app/', { token: configReader })).body.keys).to.deep.equal(['cfg']);
+      expect((await c.call('GET', '/v1/kv/app/', { token: configReader })).body.keys).to.deep.equal(
+        ['cfg'],
+      );
       await stop();
       const [secretMeta, configMeta] = [metaKey('app', 'db'), metaKey('app', 'cfg')];
       const damages: [string, (s: LmdbBackend) => Promise<void>][] = [
-        ['one byte changed', async (s) => {
-          const bytes = Buffer.from((await s.get(secretMeta))!);
-          bytes[bytes.length - 1]! ^= 0x01;
-          await put(s, secretMeta, bytes);
-        }],
-        ['two keys\' records swapped', async (s) => {
-          const [a, b] = await Promise.all([s.get(secretMeta), s.get(configMeta)]);
-          await put(s, secretMeta, b!);
-          await put(s, configMeta, a!);
-        }],
+        [
+          'one byte changed',
+          async (s) => {
+            const bytes = Buffer.from((await s.get(secretMeta))!);
+            bytes[bytes.length - 1]! ^= 0x01;
+            await put(s, secretMeta, bytes);
+          },
+        ],
+        [
+          "two keys' records swapped",
+          async (s) => {
+            const [a, b] = await Promise.all([s.get(secretMeta), s.get(configMeta)]);
+            await put(s, secretMeta, b!);
+            await put(s, configMeta, a!);
+          },
+        ],
         // The secret key made to look like a config key, so that a config-reader would list it.
-        ['written by hand', (s) => put(s, secretMeta, new Packr({ useRecords: false, mapsAsObjects: true }).pack({ l: 1, t: 'config', f: 1 }))],
+        [
+          'written by hand',
+          (s) =>
+            put(
+              s,
+              secretMeta,
+              new Packr({ useRecords: false, mapsAsObjects: true }).pack({
+                l: 1,
+                t: 'config',
+                f: 1,
+              }),
+            ),
+        ],
       ];
       for (const [damage, change] of damages) {
         const saved = await withStorage(c, async (s) => {
@@ -266,7 +334,11 @@ describe('the storage barrier: the store\'s records are sealed or MACed, bound t
         expect(write.body.code, path).to.equal('integrity_error');
       }
       // Version 3, which the replayed index would have had the write overwrite, is stored as written.
-      expect(Buffer.from((await c.app.storage.get(versionKey('app', 'db', 3)))!).equals(Buffer.from(third!))).to.equal(true);
+      expect(
+        Buffer.from((await c.app.storage.get(versionKey('app', 'db', 3)))!).equals(
+          Buffer.from(third!),
+        ),
+      ).to.equal(true);
     });
   });
 
@@ -278,26 +350,46 @@ describe('the storage barrier: the store\'s records are sealed or MACed, bound t
         return keys;
       })();
 
-    const verify = async (): Promise<{ intact: boolean; reason?: string }> => (await c.call('GET', '/v1/sys/audit/verify')).body;
+    const verify = async (): Promise<{ intact: boolean; reason?: string }> =>
+      (await c.call('GET', '/v1/sys/audit/verify')).body;
 
     it('is sealed: a changed byte, two chains swapped, or a plain record rolling a checkpoint back each make verify fail', async () => {
       await restart(); // a second chain
       await stop();
       const damages: [string, (s: LmdbBackend, keys: Uint8Array[]) => Promise<void>][] = [
-        ['one byte changed', async (s, [first]) => {
-          const bytes = Buffer.from((await s.get(first!))!);
-          bytes[bytes.length - 2]! ^= 0x01;
-          await put(s, first!, bytes);
-        }],
-        ['two records swapped', async (s, [first, second]) => {
-          const [a, b] = await Promise.all([s.get(first!), s.get(second!)]);
-          await put(s, first!, b!);
-          await put(s, second!, a!);
-        }],
-        ['a plain record with no checkpoint', async (s, [first]) => {
-          const chain = Buffer.from(first!).toString('latin1', 1);
-          await put(s, first!, Buffer.from(JSON.stringify({ chain, started_at: new Date().toISOString(), last_checkpoint: null })));
-        }],
+        [
+          'one byte changed',
+          async (s, [first]) => {
+            const bytes = Buffer.from((await s.get(first!))!);
+            bytes[bytes.length - 2]! ^= 0x01;
+            await put(s, first!, bytes);
+          },
+        ],
+        [
+          'two records swapped',
+          async (s, [first, second]) => {
+            const [a, b] = await Promise.all([s.get(first!), s.get(second!)]);
+            await put(s, first!, b!);
+            await put(s, second!, a!);
+          },
+        ],
+        [
+          'a plain record with no checkpoint',
+          async (s, [first]) => {
+            const chain = Buffer.from(first!).toString('latin1', 1);
+            await put(
+              s,
+              first!,
+              Buffer.from(
+                JSON.stringify({
+                  chain,
+                  started_at: new Date().toISOString(),
+                  last_checkpoint: null,
+                }),
+              ),
+            );
+          },
+        ],
       ];
       for (const [damage, change] of damages) {
         const saved = await withStorage(c, async (s) => {
@@ -309,7 +401,9 @@ describe('the storage barrier: the store\'s records are sealed or MACed, bound t
         await restart();
         const result = await verify();
         expect(result.intact, damage).to.equal(false);
-        expect(result.reason, damage).to.match(/^the store's record of chain \S+ failed its integrity check$/);
+        expect(result.reason, damage).to.match(
+          /^the store's record of chain \S+ failed its integrity check$/,
+        );
         await stop();
         // Put the records back as they were (this server's own chain record stays): verify passes again.
         await withStorage(c, async (s) => {
@@ -324,15 +418,28 @@ describe('the storage barrier: the store\'s records are sealed or MACed, bound t
 
   describe('the keyring generation', () => {
     const damages: [string, (s: LmdbBackend) => Promise<void>][] = [
-      ['one byte changed', async (s) => {
-        const bytes = Buffer.from((await s.get(GENERATION_KEY))!);
-        bytes[bytes.length - 1]! ^= 0x01;
-        await put(s, GENERATION_KEY, bytes);
-      }],
+      [
+        'one byte changed',
+        async (s) => {
+          const bytes = Buffer.from((await s.get(GENERATION_KEY))!);
+          bytes[bytes.length - 1]! ^= 0x01;
+          await put(s, GENERATION_KEY, bytes);
+        },
+      ],
       // A valid MACed record of the same size, made for another key and kind: a version counter.
-      ['a record from another key', async (s) => put(s, GENERATION_KEY, (await s.get(counterKey('app', 'gone')))!)],
+      [
+        'a record from another key',
+        async (s) => put(s, GENERATION_KEY, (await s.get(counterKey('app', 'gone')))!),
+      ],
       ['a plain number written by hand', (s) => put(s, GENERATION_KEY, Buffer.from([0, 0, 0, 9]))],
-      ['been deleted', (s) => s.atomic([], () => ({ writes: [{ op: 'delete', key: GENERATION_KEY }], result: undefined }))],
+      [
+        'been deleted',
+        (s) =>
+          s.atomic([], () => ({
+            writes: [{ op: 'delete', key: GENERATION_KEY }],
+            result: undefined,
+          })),
+      ],
     ];
 
     for (const [damage, change] of damages) {
@@ -349,24 +456,39 @@ describe('the storage barrier: the store\'s records are sealed or MACed, bound t
         expect((await c.call('GET', '/v1/kv/app/db')).body.value).to.equal('hunter2');
         await stop();
         await restart();
-        const replaced = auditLines(c.config.audit.dir!).filter((l) => l.event === 'store.integrity_error' && l.replaced === true);
+        const replaced = auditLines(c.config.audit.dir!).filter(
+          (l) => l.event === 'store.integrity_error' && l.replaced === true,
+        );
         expect(replaced.map((l) => l.key)).to.deep.equal(['Skeyring-generation']);
         expect((await c.call('GET', '/v1/sys/keyring')).body.generation).to.not.equal(before);
         expect((await c.put('app/db', 'changed')).status).to.equal(200);
       });
     }
 
-    it('is followed only to a keyring with this store\'s permanent root: another store\'s keyring under the same master key is refused', async () => {
+    it("is followed only to a keyring with this store's permanent root: another store's keyring under the same master key is refused", async () => {
       // A second store under the same master key file: its keyring opens with that key, but is not ours.
-      const other = await startTestCoffer({ dataDir: tempDir(), env: { COFFER_MASTER_KEY_FILE: c.config.master_key_file } });
+      const other = await startTestCoffer({
+        dataDir: tempDir(),
+        env: { COFFER_MASTER_KEY_FILE: c.config.master_key_file },
+      });
       const foreign = await other.app.storage.get(KEYRING_KEY);
       const foreignGeneration = await other.app.storage.get(GENERATION_KEY);
       await other.close();
       await restart();
       const seal = (c.app.keyring as KeyringHolder).recordSeal;
       // Put in place with a valid generation record, so the running server reloads the keyring.
-      const generation = seal.authenticate('keyring-generation', GENERATION_KEY, Buffer.from([0, 0, 0, 77]));
-      await (c.app.storage as LmdbBackend).atomic([], () => ({ writes: [{ op: 'put', key: KEYRING_KEY, value: foreign! }, { op: 'put', key: GENERATION_KEY, value: generation }], result: undefined }));
+      const generation = seal.authenticate(
+        'keyring-generation',
+        GENERATION_KEY,
+        Buffer.from([0, 0, 0, 77]),
+      );
+      await (c.app.storage as LmdbBackend).atomic([], () => ({
+        writes: [
+          { op: 'put', key: KEYRING_KEY, value: foreign! },
+          { op: 'put', key: GENERATION_KEY, value: generation },
+        ],
+        result: undefined,
+      }));
       expect(foreignGeneration).to.not.equal(undefined);
       const write = await c.put('app/db', 'under their keyring?');
       expect(write.status).to.equal(500);
@@ -375,10 +497,13 @@ describe('the storage barrier: the store\'s records are sealed or MACed, bound t
   });
 
   describe('the rewrap state', () => {
-    const rewrap = (method: 'GET' | 'POST'): Promise<{ status: number; body: Record<string, unknown> }> => c.call(method, '/v1/sys/keyring/rewrap', method === 'POST' ? { json: {} } : {});
+    const rewrap = (
+      method: 'GET' | 'POST',
+    ): Promise<{ status: number; body: Record<string, unknown> }> =>
+      c.call(method, '/v1/sys/keyring/rewrap', method === 'POST' ? { json: {} } : {});
     /** The progress once the run has finished. */
     const finished = async (): Promise<Record<string, unknown>> => {
-      for (let until = Date.now() + 20_000; ;) {
+      for (let until = Date.now() + 20_000; ; ) {
         const progress = (await rewrap('GET')).body;
         if (progress.running === false && progress.finished_at !== null) return progress;
         if (Date.now() > until) throw new Error('rewrap did not finish');
@@ -396,14 +521,39 @@ describe('the storage barrier: the store\'s records are sealed or MACed, bound t
       const done = (await storage.get(REWRAP_STATE_KEY))!;
       const plain = new Packr({ useRecords: false, mapsAsObjects: true });
       const damages: [string, () => Promise<void>][] = [
-        ['one byte changed', async () => {
-          const bytes = Buffer.from(done);
-          bytes[bytes.length - 1]! ^= 0x01;
-          await put(storage, REWRAP_STATE_KEY, bytes);
-        }],
-        ['a record from another key', async () => put(storage, REWRAP_STATE_KEY, (await storage.get(metaKey('app', 'k0')))!)],
+        [
+          'one byte changed',
+          async () => {
+            const bytes = Buffer.from(done);
+            bytes[bytes.length - 1]! ^= 0x01;
+            await put(storage, REWRAP_STATE_KEY, bytes);
+          },
+        ],
+        [
+          'a record from another key',
+          async () => put(storage, REWRAP_STATE_KEY, (await storage.get(metaKey('app', 'k0')))!),
+        ],
         // An unfinished run whose cursor points past every record: used, it would skip them all.
-        ['a cursor moved by hand', () => put(storage, REWRAP_STATE_KEY, plain.pack({ target: 2, after: versionKey('zzz', 'z', 1), total: 6, examined: 6, rewrapped: 0, failed: 0, startedAt: 0, updatedAt: 0, finishedAt: null, owner: 'x:1' }))],
+        [
+          'a cursor moved by hand',
+          () =>
+            put(
+              storage,
+              REWRAP_STATE_KEY,
+              plain.pack({
+                target: 2,
+                after: versionKey('zzz', 'z', 1),
+                total: 6,
+                examined: 6,
+                rewrapped: 0,
+                failed: 0,
+                startedAt: 0,
+                updatedAt: 0,
+                finishedAt: null,
+                owner: 'x:1',
+              }),
+            ),
+        ],
       ];
       for (const [damage, change] of damages) {
         await change();
@@ -415,8 +565,17 @@ describe('the storage barrier: the store\'s records are sealed or MACed, bound t
         expect(started.body.examined, damage).to.equal(0);
         expect((await finished()).rewrapped, damage).to.equal(0); // every record examined again; all on version 2 already
       }
-      const events = auditLines(c.config.audit.dir!).filter((l) => l.event === 'store.integrity_error');
-      expect(events.map((l) => l.kind)).to.deep.equal(['rewrap-state', 'rewrap-state', 'rewrap-state', 'rewrap-state', 'rewrap-state', 'rewrap-state']);
+      const events = auditLines(c.config.audit.dir!).filter(
+        (l) => l.event === 'store.integrity_error',
+      );
+      expect(events.map((l) => l.kind)).to.deep.equal([
+        'rewrap-state',
+        'rewrap-state',
+        'rewrap-state',
+        'rewrap-state',
+        'rewrap-state',
+        'rewrap-state',
+      ]);
     });
   });
 });

@@ -11,7 +11,7 @@ import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
 import { KeyringHolder } from '../../src/store/keyring-store.js';
 import { recordSealOf, unpackPlain } from '../../src/store/record-seal.js';
 import { auditLines } from '../support/audit-lines.js';
-import { startTestCoffer, tempDir, type TestCoffer } from '../support/harness.js';
+import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
 import { runCoffer } from '../support/process.js';
 
 /**
@@ -31,7 +31,9 @@ interface Made {
 /** Runs the old release on `dir` (the harness's layout): tokens, values, a revocation, then a clean stop. */
 function makeFormat1Store(release: string, dir: string, rootToken: string): Made {
   const script = join(release, 'make-store.mjs'); // beside the release's node_modules
-  writeFileSync(script, `
+  writeFileSync(
+    script,
+    `
     import pino from 'pino';
     import { startCoffer } from ${JSON.stringify(join(release, 'dist/src/app.js'))};
     import { loadConfig } from ${JSON.stringify(join(release, 'dist/src/config/load.js'))};
@@ -53,8 +55,13 @@ function makeFormat1Store(release: string, dir: string, rootToken: string): Made
     await call('DELETE', '/v1/auth/token/' + revoked.id);
     await app.close();
     process.stdout.write(JSON.stringify({ reader: reader.token, writer: writer.token, revoked: revoked.token }));
-  `);
-  return JSON.parse(execFileSync(process.execPath, [script], { env: { ...process.env, ROOT: rootToken } }).toString()) as Made;
+  `,
+  );
+  return JSON.parse(
+    execFileSync(process.execPath, [script], {
+      env: { ...process.env, ROOT: rootToken },
+    }).toString(),
+  ) as Made;
 }
 
 /** The stored bytes of the reader token's record, read with the server stopped. */
@@ -80,7 +87,8 @@ describe('upgrading a store made by the release before the storage barrier (form
   before(function () {
     if (!hasCommit(FORMAT_1_RELEASE)) {
       const reason = `the git history with ${FORMAT_1_RELEASE.slice(0, 7)} is not in ${REPO}`;
-      if (process.env.COFFER_TEST_REQUIRE_SYSTEM_PACKAGES === '1') throw new Error(`${reason}; CI runs on a clone, which has it`);
+      if (process.env.COFFER_TEST_REQUIRE_SYSTEM_PACKAGES === '1')
+        throw new Error(`${reason}; CI runs on a clone, which has it`);
       if (this.test?.parent) this.test.parent.title += ` [pending: ${reason}]`;
       this.skip();
     }
@@ -99,17 +107,35 @@ describe('upgrading a store made by the release before the storage barrier (form
 
   it('holds plain token records before the upgrade (the attack surface the barrier closes); offline audit commands ask for the upgrade', async () => {
     expect((await readerRecord(dir, made)).includes('format-1-reader')).to.equal(true);
-    const run = await runCoffer(['audit', 'verify'], { COFFER_DATA_DIR: join(dir, 'data'), COFFER_MASTER_KEY_FILE: join(dir, 'keys', 'master.key') });
+    const run = await runCoffer(['audit', 'verify'], {
+      COFFER_DATA_DIR: join(dir, 'data'),
+      COFFER_MASTER_KEY_FILE: join(dir, 'keys', 'master.key'),
+    });
     expect(run.code).to.equal(2);
-    expect(run.stderr).to.include('was written by an earlier release (store format 1): start the server once (coffer serve) to upgrade it, then run this again');
+    expect(run.stderr).to.include(
+      'was written by an earlier release (store format 1): start the server once (coffer serve) to upgrade it, then run this again',
+    );
   });
 
   it('opens, is upgraded in place, and every value, token and audit checkpoint in it still works', async () => {
     // An intent copy as that release left one when killed between a commit and the line's write: the plain line.
-    const line = JSON.stringify({ seq: 5, chain: 'old-1-chain', ts: new Date().toISOString(), prev: '0'.repeat(64), kind: 'intent', request_id: 'from-format-1', action: 'write', namespace: 'app/prod', key: 'db_password' });
+    const line = JSON.stringify({
+      seq: 5,
+      chain: 'old-1-chain',
+      ts: new Date().toISOString(),
+      prev: '0'.repeat(64),
+      kind: 'intent',
+      request_id: 'from-format-1',
+      action: 'write',
+      namespace: 'app/prod',
+      key: 'db_password',
+    });
     const storage = new LmdbBackend({ path: join(dir, 'data', 'lmdb') });
     try {
-      await storage.atomic([], () => ({ writes: [{ op: 'put', key: intentJournalKey('old-1-chain', 5), value: Buffer.from(line) }], result: undefined }));
+      await storage.atomic([], () => ({
+        writes: [{ op: 'put', key: intentJournalKey('old-1-chain', 5), value: Buffer.from(line) }],
+        result: undefined,
+      }));
     } finally {
       await storage.close();
     }
@@ -121,14 +147,22 @@ describe('upgrading a store made by the release before the storage barrier (form
     // keys' index records and counters, and the keyring generation…
     expect(upgrades[0]).to.include({ format: 2, sealed: 11, unreadable: 0 });
     // …which, MACed by the upgrade, was then put back into the log with its entry.
-    expect(lines.filter((l) => l.event === 'audit.intent_recovered').map((l) => l.intent)).to.deep.equal([JSON.parse(line)]);
+    expect(
+      lines.filter((l) => l.event === 'audit.intent_recovered').map((l) => l.intent),
+    ).to.deep.equal([JSON.parse(line)]);
 
-    expect((await c.call('GET', '/v1/kv/app/prod/db_password', { token: made.reader })).body.value).to.equal('p4ss-from-format-1');
-    expect((await c.call('GET', '/v1/kv/app/prod/log_level', { token: made.reader })).body.value).to.equal('debug');
+    expect(
+      (await c.call('GET', '/v1/kv/app/prod/db_password', { token: made.reader })).body.value,
+    ).to.equal('p4ss-from-format-1');
+    expect(
+      (await c.call('GET', '/v1/kv/app/prod/log_level', { token: made.reader })).body.value,
+    ).to.equal('debug');
     const me = await c.call('GET', '/v1/auth/me', { token: made.reader });
     expect(me.body).to.include({ role: 'reader' });
     expect(me.body.metadata).to.deep.equal({ name: 'format-1-reader' });
-    expect((await c.put('app/prod/new', 'after-upgrade', 'secret', made.writer)).status).to.equal(201);
+    expect((await c.put('app/prod/new', 'after-upgrade', 'secret', made.writer)).status).to.equal(
+      201,
+    );
     expect((await c.put('app/prod/new', 'no', 'secret', made.reader)).status).to.equal(403);
     expect((await c.call('GET', '/v1/auth/me', { token: made.revoked })).status).to.equal(401);
     expect((await c.call('GET', '/v1/auth/tokens')).body.tokens).to.have.length(2);
@@ -146,11 +180,22 @@ describe('upgrading a store made by the release before the storage barrier (form
     const storage = new LmdbBackend({ path: join(half, 'data', 'lmdb') });
     try {
       await sodiumReady();
-      const { holder } = await KeyringHolder.open(storage, new LocalKeyProvider(loadOrCreateMasterKey(join(half, 'keys', 'master.key')).key), Date.now());
+      const { holder } = await KeyringHolder.open(
+        storage,
+        new LocalKeyProvider(loadOrCreateMasterKey(join(half, 'keys', 'master.key')).key),
+        Date.now(),
+      );
       expect(holder.current().storeFormat).to.equal(1);
       const key = tokenKey(other.reader.slice(4, 20));
-      const sealed = recordSealOf(holder).seal('token', key, unpackPlain((await storage.get(key))!));
-      await storage.atomic([], () => ({ writes: [{ op: 'put', key, value: sealed }], result: undefined }));
+      const sealed = recordSealOf(holder).seal(
+        'token',
+        key,
+        unpackPlain((await storage.get(key))!),
+      );
+      await storage.atomic([], () => ({
+        writes: [{ op: 'put', key, value: sealed }],
+        result: undefined,
+      }));
     } finally {
       await storage.close();
     }
@@ -158,9 +203,14 @@ describe('upgrading a store made by the release before the storage barrier (form
     try {
       // Two tokens, the root token, one audit chain, two index records, two counters and the keyring
       // generation: the reader's record was sealed already.
-      expect(auditLines(resumed.config.audit.dir!).find((l) => l.event === 'store.upgrade')).to.include({ sealed: 9, unreadable: 0 });
-      for (const token of [other.reader, other.writer]) expect((await resumed.call('GET', '/v1/auth/me', { token })).status).to.equal(200);
-      expect((await resumed.call('GET', '/v1/auth/me', { token: other.revoked })).status).to.equal(401);
+      expect(
+        auditLines(resumed.config.audit.dir!).find((l) => l.event === 'store.upgrade'),
+      ).to.include({ sealed: 9, unreadable: 0 });
+      for (const token of [other.reader, other.writer])
+        expect((await resumed.call('GET', '/v1/auth/me', { token })).status).to.equal(200);
+      expect((await resumed.call('GET', '/v1/auth/me', { token: other.revoked })).status).to.equal(
+        401,
+      );
     } finally {
       await resumed.close();
     }
@@ -171,7 +221,9 @@ describe('upgrading a store made by the release before the storage barrier (form
     c = undefined;
     expect((await readerRecord(dir, made)).includes('format-1-reader')).to.equal(false);
     c = await startTestCoffer({ dataDir: dir, rootToken });
-    expect(auditLines(c.config.audit.dir!).filter((l) => l.event === 'store.upgrade')).to.have.length(1);
+    expect(
+      auditLines(c.config.audit.dir!).filter((l) => l.event === 'store.upgrade'),
+    ).to.have.length(1);
     expect((await c.call('GET', '/v1/auth/me', { token: made.reader })).status).to.equal(200);
   });
 });

@@ -2,7 +2,12 @@
 import { readFileSync } from 'node:fs';
 import { auditFilesIn } from '../../src/audit/files.js';
 
-export type AuditLine = Record<string, unknown> & { seq: number; chain: string; ts: string; kind: string };
+export type AuditLine = Record<string, unknown> & {
+  seq: number;
+  chain: string;
+  ts: string;
+  kind: string;
+};
 
 /** The audit files in `dir`, in name order. */
 export function auditFiles(dir: string): string[] {
@@ -11,5 +16,10 @@ export function auditFiles(dir: string): string[] {
 
 /** Every line of every audit file in `dir`. */
 export function auditLines(dir: string): AuditLine[] {
-  return auditFiles(dir).flatMap((f) => readFileSync(f, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as AuditLine));
+  return auditFiles(dir).flatMap((f) =>
+    readFileSync(f, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as AuditLine),
+  );
 }

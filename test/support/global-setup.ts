@@ -2,8 +2,9 @@
  * Mocha's global set-up and tear-down (loaded through .mocharc.json's `require`): system packages the
  * tests need, and the one temporary directory of this run, removed at the end even when tests fail.
  */
-import { removeRunDir, removeStaleRunDirs } from './temp-dirs.js';
+
 import { ensureSystemPackages } from './system-packages.js';
+import { removeRunDir, removeStaleRunDirs } from './temp-dirs.js';
 
 export function mochaGlobalSetup(): void {
   removeStaleRunDirs();

@@ -7,7 +7,7 @@ import { request } from 'node:http';
 import { join } from 'node:path';
 import { pack, unpack } from 'msgpackr';
 import { pino } from 'pino';
-import { startCoffer, type RunningCoffer, type StartOptions } from '../../src/app.js';
+import { type RunningCoffer, type StartOptions, startCoffer } from '../../src/app.js';
 import { generateToken } from '../../src/auth/token-format.js';
 import { loadConfig } from '../../src/config/load.js';
 import type { CofferConfig } from '../../src/config/schema.js';
@@ -26,7 +26,12 @@ export interface TestCoffer {
   call(method: string, path: string, init?: CallInit): Promise<ApiResponse>;
   /** Creates a token with the root token and returns its value. */
   token(body: Record<string, unknown>): Promise<string>;
-  put(path: string, value: string, type?: 'config' | 'secret', token?: string): Promise<ApiResponse>;
+  put(
+    path: string,
+    value: string,
+    type?: 'config' | 'secret',
+    token?: string,
+  ): Promise<ApiResponse>;
   /** Stops and starts again on the same data directory and key. */
   restart(): Promise<TestCoffer>;
   close(): Promise<void>;
@@ -43,7 +48,7 @@ export interface ApiResponse {
   readonly status: number;
   readonly headers: Headers;
   // Tests read arbitrary fields of responses.
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  // biome-ignore lint/suspicious/noExplicitAny: a JSON body of any shape, which each test reads as it expects
   readonly body: any;
   readonly text: string;
 }
@@ -86,26 +91,33 @@ export async function startTestCoffer(options: HarnessOptions = {}): Promise<Tes
       headers['content-type'] ??= 'application/json';
     }
     // node:http sends the path exactly as given (fetch would normalise dot segments away).
-    const res = await new Promise<{ status: number; headers: Headers; text: string }>((resolve, reject) => {
-      if (body !== undefined) headers['content-length'] ??= String(Buffer.byteLength(body));
-      // A fresh connection per call: a response that leaves a request body unread may close its socket.
-      const req = request(url + '/', { method, path, headers, agent: false }, (response) => {
-        const chunks: Buffer[] = [];
-        response.on('data', (chunk: Buffer) => chunks.push(chunk));
-        response.on('end', () => {
-          const out = new Headers();
-          for (const [name, value] of Object.entries(response.headers)) {
-            if (value !== undefined) out.set(name, Array.isArray(value) ? value.join(', ') : value);
-          }
-          resolve({ status: response.statusCode ?? 0, headers: out, text: Buffer.concat(chunks).toString('utf8') });
+    const res = await new Promise<{ status: number; headers: Headers; text: string }>(
+      (resolve, reject) => {
+        if (body !== undefined) headers['content-length'] ??= String(Buffer.byteLength(body));
+        // A fresh connection per call: a response that leaves a request body unread may close its socket.
+        const req = request(`${url}/`, { method, path, headers, agent: false }, (response) => {
+          const chunks: Buffer[] = [];
+          response.on('data', (chunk: Buffer) => chunks.push(chunk));
+          response.on('end', () => {
+            const out = new Headers();
+            for (const [name, value] of Object.entries(response.headers)) {
+              if (value !== undefined)
+                out.set(name, Array.isArray(value) ? value.join(', ') : value);
+            }
+            resolve({
+              status: response.statusCode ?? 0,
+              headers: out,
+              text: Buffer.concat(chunks).toString('utf8'),
+            });
+          });
+          response.on('error', reject);
         });
-        response.on('error', reject);
-      });
-      req.on('error', reject);
-      req.end(body);
-    });
+        req.on('error', reject);
+        req.end(body);
+      },
+    );
     const text = res.text;
-    let parsed: unknown = undefined;
+    let parsed: unknown;
     try {
       parsed = text ? JSON.parse(text) : undefined;
     } catch {
@@ -127,11 +139,19 @@ export async function startTestCoffer(options: HarnessOptions = {}): Promise<Tes
       return res.body.token as string;
     },
     put(path, value, type = 'secret', token) {
-      return call('PUT', `/v1/kv/${path}`, { json: { value, type }, ...(token === undefined ? {} : { token }) });
+      return call('PUT', `/v1/kv/${path}`, {
+        json: { value, type },
+        ...(token === undefined ? {} : { token }),
+      });
     },
     async restart() {
       await app.close();
-      return startTestCoffer({ ...options, dataDir: dir, rootToken, ownsDir: options.ownsDir ?? !options.dataDir });
+      return startTestCoffer({
+        ...options,
+        dataDir: dir,
+        rootToken,
+        ownsDir: options.ownsDir ?? !options.dataDir,
+      });
     },
     async close() {
       await app.close();
@@ -142,7 +162,11 @@ export async function startTestCoffer(options: HarnessOptions = {}): Promise<Tes
 }
 
 /** Starts a Coffer that must fail to open its master key, and returns the provider's error. */
-export async function keyProviderStartError(dataDir: string, env: Record<string, string>, rootToken: string): Promise<KeyProviderError> {
+export async function keyProviderStartError(
+  dataDir: string,
+  env: Record<string, string>,
+  rootToken: string,
+): Promise<KeyProviderError> {
   try {
     const c = await startTestCoffer({ dataDir, rootToken, env });
     await c.close();
@@ -158,5 +182,8 @@ export async function tamperWrappedKeyring(storage: StorageBackend, fromEnd = 5)
   const record = unpack((await storage.get(KEYRING_KEY))!) as { wrapped: Uint8Array };
   const wrapped = Buffer.from(record.wrapped);
   wrapped[wrapped.length - fromEnd]! ^= 1;
-  await storage.atomic([], () => ({ writes: [{ op: 'put', key: KEYRING_KEY, value: pack({ ...record, wrapped }) }], result: undefined }));
+  await storage.atomic([], () => ({
+    writes: [{ op: 'put', key: KEYRING_KEY, value: pack({ ...record, wrapped }) }],
+    result: undefined,
+  }));
 }

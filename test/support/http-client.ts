@@ -1,14 +1,20 @@
 /** A minimal client for tests against a Coffer process: one fresh connection per request. */
-import { request, type IncomingHttpHeaders } from 'node:http';
+import { type IncomingHttpHeaders, request } from 'node:http';
 
 export interface Reply {
   readonly status: number;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  // biome-ignore lint/suspicious/noExplicitAny: a JSON body of any shape, which each test reads as it expects
   readonly body: any;
   readonly headers: IncomingHttpHeaders;
 }
 
-export function send(url: string, method: string, path: string, token: string, json?: unknown): Promise<Reply> {
+export function send(
+  url: string,
+  method: string,
+  path: string,
+  token: string,
+  json?: unknown,
+): Promise<Reply> {
   const body = json === undefined ? undefined : JSON.stringify(json);
   const headers: Record<string, string> = { authorization: `Bearer ${token}` };
   if (body !== undefined) {
@@ -16,10 +22,16 @@ export function send(url: string, method: string, path: string, token: string, j
     headers['content-length'] = String(Buffer.byteLength(body));
   }
   return new Promise((resolve, reject) => {
-    const req = request(url + '/', { method, path, headers, agent: false }, (res) => {
+    const req = request(`${url}/`, { method, path, headers, agent: false }, (res) => {
       let text = '';
       res.on('data', (d: Buffer) => (text += d.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : undefined, headers: res.headers }));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          body: text ? JSON.parse(text) : undefined,
+          headers: res.headers,
+        }),
+      );
       res.on('error', reject);
     });
     // A request that gets no answer is a failure, never a hang.

@@ -56,8 +56,15 @@ export class TestKms {
           res.end(JSON.stringify(payload));
         };
         const fail = (type: string, message: string): void => reply(400, { __type: type, message });
-        if (!String(req.headers.authorization ?? '').startsWith('AWS4-HMAC-SHA256 ')) return fail('UnrecognizedClientException', 'missing SigV4 signature');
-        const input = JSON.parse(body || '{}') as { KeyId?: string; EncryptionContext?: Record<string, string>; Plaintext?: string; CiphertextBlob?: string; KeySpec?: string };
+        if (!String(req.headers.authorization ?? '').startsWith('AWS4-HMAC-SHA256 '))
+          return fail('UnrecognizedClientException', 'missing SigV4 signature');
+        const input = JSON.parse(body || '{}') as {
+          KeyId?: string;
+          EncryptionContext?: Record<string, string>;
+          Plaintext?: string;
+          CiphertextBlob?: string;
+          KeySpec?: string;
+        };
         this.calls.push({ operation, keyId: input.KeyId, context: input.EncryptionContext });
         if (this.failures && this.failures.remaining > 0) {
           this.failures.remaining--;
@@ -82,43 +89,78 @@ export class TestKms {
 
   private usable(id: string | undefined): { id: string; key: Key } {
     const key = id === undefined ? undefined : this.keys.get(id);
-    if (!key || id === undefined) throw Object.assign(new Error(`key ${id} not found`), { type: 'NotFoundException' });
-    if (this.denied.has(id)) throw Object.assign(new Error('not authorized'), { type: 'AccessDeniedException' });
-    if (!key.enabled) throw Object.assign(new Error(`${id} is disabled`), { type: 'DisabledException' });
+    if (!key || id === undefined)
+      throw Object.assign(new Error(`key ${id} not found`), { type: 'NotFoundException' });
+    if (this.denied.has(id))
+      throw Object.assign(new Error('not authorized'), { type: 'AccessDeniedException' });
+    if (!key.enabled)
+      throw Object.assign(new Error(`${id} is disabled`), { type: 'DisabledException' });
     return { id, key };
   }
 
-  private handle(operation: string, input: { KeyId?: string; EncryptionContext?: Record<string, string>; Plaintext?: string; CiphertextBlob?: string }): object {
+  private handle(
+    operation: string,
+    input: {
+      KeyId?: string;
+      EncryptionContext?: Record<string, string>;
+      Plaintext?: string;
+      CiphertextBlob?: string;
+    },
+  ): object {
     const aad = Buffer.from(JSON.stringify(Object.entries(input.EncryptionContext ?? {}).sort()));
     switch (operation) {
       case 'GenerateDataKey':
       case 'Encrypt': {
         const { id, key } = this.usable(input.KeyId);
-        const plaintext = operation === 'Encrypt' ? Buffer.from(input.Plaintext ?? '', 'base64') : randomBytes(32);
+        const plaintext =
+          operation === 'Encrypt' ? Buffer.from(input.Plaintext ?? '', 'base64') : randomBytes(32);
         const iv = randomBytes(12);
         const cipher = createCipheriv('aes-256-gcm', key.material, iv).setAAD(aad);
-        const sealed = Buffer.concat([cipher.update(plaintext), cipher.final(), cipher.getAuthTag()]);
+        const sealed = Buffer.concat([
+          cipher.update(plaintext),
+          cipher.final(),
+          cipher.getAuthTag(),
+        ]);
         const idBytes = Buffer.from(id);
         const blob = Buffer.concat([Buffer.from([idBytes.length]), idBytes, iv, sealed]);
-        return { KeyId: `arn:aws:kms:local:000000000000:key/${id}`, CiphertextBlob: blob.toString('base64'), ...(operation === 'GenerateDataKey' ? { Plaintext: plaintext.toString('base64') } : {}) };
+        return {
+          KeyId: `arn:aws:kms:local:000000000000:key/${id}`,
+          CiphertextBlob: blob.toString('base64'),
+          ...(operation === 'GenerateDataKey' ? { Plaintext: plaintext.toString('base64') } : {}),
+        };
       }
       case 'Decrypt': {
         const blob = Buffer.from(input.CiphertextBlob ?? '', 'base64');
         const id = blob.subarray(1, 1 + blob[0]!).toString();
-        if (input.KeyId !== undefined && input.KeyId !== id) throw Object.assign(new Error('wrong key'), { type: 'IncorrectKeyException' });
+        if (input.KeyId !== undefined && input.KeyId !== id)
+          throw Object.assign(new Error('wrong key'), { type: 'IncorrectKeyException' });
         const { key } = this.usable(id);
         const rest = blob.subarray(1 + blob[0]!);
         try {
-          const decipher = createDecipheriv('aes-256-gcm', key.material, rest.subarray(0, 12)).setAAD(aad);
+          const decipher = createDecipheriv(
+            'aes-256-gcm',
+            key.material,
+            rest.subarray(0, 12),
+          ).setAAD(aad);
           decipher.setAuthTag(rest.subarray(rest.length - 16));
-          const plaintext = Buffer.concat([decipher.update(rest.subarray(12, rest.length - 16)), decipher.final()]);
-          return { KeyId: `arn:aws:kms:local:000000000000:key/${id}`, Plaintext: plaintext.toString('base64') };
+          const plaintext = Buffer.concat([
+            decipher.update(rest.subarray(12, rest.length - 16)),
+            decipher.final(),
+          ]);
+          return {
+            KeyId: `arn:aws:kms:local:000000000000:key/${id}`,
+            Plaintext: plaintext.toString('base64'),
+          };
         } catch {
-          throw Object.assign(new Error('invalid ciphertext'), { type: 'InvalidCiphertextException' });
+          throw Object.assign(new Error('invalid ciphertext'), {
+            type: 'InvalidCiphertextException',
+          });
         }
       }
       default:
-        throw Object.assign(new Error(`unsupported operation ${operation}`), { type: 'UnsupportedOperationException' });
+        throw Object.assign(new Error(`unsupported operation ${operation}`), {
+          type: 'UnsupportedOperationException',
+        });
     }
   }
 }

@@ -1,5 +1,5 @@
 /** Runs the real `coffer` command (dist/src/main.js) as a child process, for start-up tests. */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 export const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
@@ -24,15 +24,28 @@ process.once('exit', () => {
   for (const child of running) child.kill('SIGKILL');
 });
 
-function spawnCoffer(args: string[], env: NodeJS.ProcessEnv, cwd?: string): ChildProcess & { stdout: NonNullable<ChildProcess['stdout']>; stderr: NonNullable<ChildProcess['stderr']> } {
-  const child = spawn(process.execPath, [MAIN, ...args], { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+function spawnCoffer(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  cwd?: string,
+): ChildProcess & {
+  stdout: NonNullable<ChildProcess['stdout']>;
+  stderr: NonNullable<ChildProcess['stderr']>;
+} {
+  const child = spawn(process.execPath, [MAIN, ...args], {
+    env,
+    cwd,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   running.add(child);
   child.once('exit', () => running.delete(child));
   return child as ReturnType<typeof spawnCoffer>;
 }
 
 function baseEnv(env: Record<string, string>): NodeJS.ProcessEnv {
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('COFFER_')));
+  const clean = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !name.startsWith('COFFER_')),
+  );
   return { ...clean, COFFER_PORT: '0', ...env };
 }
 
@@ -74,7 +87,12 @@ export function startProcess(env: Record<string, string>, cwd?: string): Promise
 /** The pids of a supervisor's worker processes. */
 export function workerPids(parent: number): number[] {
   try {
-    return execFileSync('pgrep', ['-P', String(parent)]).toString().trim().split('\n').filter(Boolean).map(Number);
+    return execFileSync('pgrep', ['-P', String(parent)])
+      .toString()
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map(Number);
   } catch {
     return [];
   }
@@ -107,8 +125,14 @@ export function runToExit(env: Record<string, string>, timeoutMs = 15_000): Prom
 }
 
 /** Runs a `coffer` subcommand (operator, audit, …) to completion with exactly the COFFER_* settings given. */
-export function runCoffer(args: string[], env: Record<string, string>, cwd?: string): Promise<Exited> {
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('COFFER_')));
+export function runCoffer(
+  args: string[],
+  env: Record<string, string>,
+  cwd?: string,
+): Promise<Exited> {
+  const clean = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !name.startsWith('COFFER_')),
+  );
   const child = spawnCoffer(args, { ...clean, ...env }, cwd);
   let stdout = '';
   let stderr = '';

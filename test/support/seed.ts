@@ -18,7 +18,12 @@ export interface SeededVersion {
  * `keys` keys spread over `namespaces` namespaces; every fifth key has three versions and every seventh
  * version is a config value. Values are distinct per version, with some multi-byte characters.
  */
-export async function seedStore(storage: StorageBackend, keyring: Keyring, keys: number, namespaces = 50): Promise<SeededVersion[]> {
+export async function seedStore(
+  storage: StorageBackend,
+  keyring: Keyring,
+  keys: number,
+  namespaces = 50,
+): Promise<SeededVersion[]> {
   const seeded: SeededVersion[] = [];
   let writes: StorageWrite[] = [];
   for (let i = 0; i < keys; i++) {
@@ -28,7 +33,17 @@ export async function seedStore(storage: StorageBackend, keyring: Keyring, keys:
     for (let version = 1; version <= (i % 5 === 0 ? 3 : 1); version++) {
       const type: ValueType = (i + version) % 7 === 0 ? 'config' : 'secret';
       const value = `value ${i}.${version} — ${'✓'.repeat(i % 4)}`;
-      writes.push(...versionWrites(keyring, new RecordSeal(() => keyring.recordKeys()), { namespace, key, version, type, value, createdAt: Date.now(), previous }));
+      writes.push(
+        ...versionWrites(keyring, new RecordSeal(() => keyring.recordKeys()), {
+          namespace,
+          key,
+          version,
+          type,
+          value,
+          createdAt: Date.now(),
+          previous,
+        }),
+      );
       previous = { latest: version, type, first: 1 };
       seeded.push({ namespace, key, version, type, value });
     }

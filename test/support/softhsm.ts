@@ -11,9 +11,8 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pkcs11js from 'pkcs11js';
 import { pkcs11Module } from '../../src/keys/pkcs11-provider.js';
-import { tempDir } from './temp-dirs.js';
 import { requirePackage, SOFTHSM_LIBRARIES } from './system-packages.js';
-
+import { tempDir } from './temp-dirs.js';
 
 export interface SoftHsm {
   readonly library: string;
@@ -28,7 +27,11 @@ export interface SoftHsm {
 }
 
 /** Labels of the keys the token holds: two ordinary AES-256 keys and one the HSM would let out. */
-export const HSM_KEYS = { main: 'coffer-master', other: 'coffer-other', extractable: 'coffer-extractable' } as const;
+export const HSM_KEYS = {
+  main: 'coffer-master',
+  other: 'coffer-other',
+  extractable: 'coffer-extractable',
+} as const;
 
 let instance: SoftHsm | undefined;
 
@@ -39,14 +42,25 @@ export function softHsm(context: Mocha.Context): SoftHsm {
   const library = SOFTHSM_LIBRARIES.find((path) => existsSync(path))!;
   const dir = tempDir('coffer-softhsm-');
   const conf = join(dir, 'softhsm2.conf');
-  writeFileSync(conf, `directories.tokendir = ${dir}\nobjectstore.backend = file\nlog.level = ERROR\n`);
+  writeFileSync(
+    conf,
+    `directories.tokendir = ${dir}\nobjectstore.backend = file\nlog.level = ERROR\n`,
+  );
   process.env.SOFTHSM2_CONF = conf;
   const tokenLabel = 'coffer-test';
   const pin = 'test-only-pin-1234';
-  execFileSync('softhsm2-util', ['--init-token', '--free', '--label', tokenLabel, '--pin', pin, '--so-pin', 'test-only-so-pin'], { stdio: 'ignore' });
+  execFileSync(
+    'softhsm2-util',
+    ['--init-token', '--free', '--label', tokenLabel, '--pin', pin, '--so-pin', 'test-only-so-pin'],
+    { stdio: 'ignore' },
+  );
   const slot = generateKeys(library, tokenLabel, pin);
   instance = {
-    library, conf, tokenLabel, pin, slot,
+    library,
+    conf,
+    tokenLabel,
+    pin,
+    slot,
     env: (keyLabel) => ({
       SOFTHSM2_CONF: conf,
       COFFER_KEY_PROVIDER: 'pkcs11',
@@ -62,11 +76,17 @@ export function softHsm(context: Mocha.Context): SoftHsm {
 /** Generates the keys of HSM_KEYS in the token and returns the token's slot id. */
 function generateKeys(library: string, tokenLabel: string, pin: string): number {
   const module = pkcs11Module(library);
-  const slot = module.C_GetSlotList(true).find((handle) => module.C_GetTokenInfo(handle).label.trimEnd() === tokenLabel)!;
+  const slot = module
+    .C_GetSlotList(true)
+    .find((handle) => module.C_GetTokenInfo(handle).label.trimEnd() === tokenLabel)!;
   const session = module.C_OpenSession(slot, pkcs11js.CKF_SERIAL_SESSION | pkcs11js.CKF_RW_SESSION);
   try {
     module.C_Login(session, pkcs11js.CKU_USER, pin);
-    for (const [label, extractable] of [[HSM_KEYS.main, false], [HSM_KEYS.other, false], [HSM_KEYS.extractable, true]] as const) {
+    for (const [label, extractable] of [
+      [HSM_KEYS.main, false],
+      [HSM_KEYS.other, false],
+      [HSM_KEYS.extractable, true],
+    ] as const) {
       module.C_GenerateKey(session, { mechanism: pkcs11js.CKM_AES_KEY_GEN }, [
         { type: pkcs11js.CKA_CLASS, value: pkcs11js.CKO_SECRET_KEY },
         { type: pkcs11js.CKA_KEY_TYPE, value: pkcs11js.CKK_AES },

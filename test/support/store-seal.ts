@@ -3,13 +3,21 @@ import { sodiumReady } from '../../src/crypto/aead.js';
 import { LocalKeyProvider, loadOrCreateMasterKey } from '../../src/keys/local-provider.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
 import { KeyringHolder } from '../../src/store/keyring-store.js';
-import { recordSealOf, type RecordSeal } from '../../src/store/record-seal.js';
+import { type RecordSeal, recordSealOf } from '../../src/store/record-seal.js';
 
-export async function withStoreSeal<T>(lmdbDir: string, keyFile: string, work: (storage: LmdbBackend, seal: RecordSeal, holder: KeyringHolder) => Promise<T>): Promise<T> {
+export async function withStoreSeal<T>(
+  lmdbDir: string,
+  keyFile: string,
+  work: (storage: LmdbBackend, seal: RecordSeal, holder: KeyringHolder) => Promise<T>,
+): Promise<T> {
   await sodiumReady();
   const storage = new LmdbBackend({ path: lmdbDir });
   try {
-    const { holder } = await KeyringHolder.open(storage, new LocalKeyProvider(loadOrCreateMasterKey(keyFile).key), Date.now());
+    const { holder } = await KeyringHolder.open(
+      storage,
+      new LocalKeyProvider(loadOrCreateMasterKey(keyFile).key),
+      Date.now(),
+    );
     return await work(storage, recordSealOf(holder), holder);
   } finally {
     await storage.close();

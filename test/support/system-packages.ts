@@ -15,13 +15,18 @@ interface SystemPackage {
   readonly installed: () => boolean;
 }
 
-export const SOFTHSM_LIBRARIES = ['/usr/lib/softhsm/libsofthsm2.so', '/usr/lib/x86_64-linux-gnu/softhsm/libsofthsm2.so', '/usr/local/lib/softhsm/libsofthsm2.so'];
+export const SOFTHSM_LIBRARIES = [
+  '/usr/lib/softhsm/libsofthsm2.so',
+  '/usr/lib/x86_64-linux-gnu/softhsm/libsofthsm2.so',
+  '/usr/local/lib/softhsm/libsofthsm2.so',
+];
 
 const PACKAGES = {
   softhsm2: {
     debian: 'softhsm2',
     purpose: 'the pkcs11 provider tests',
-    installed: () => commandExists('softhsm2-util') && SOFTHSM_LIBRARIES.some((path) => existsSync(path)),
+    installed: () =>
+      commandExists('softhsm2-util') && SOFTHSM_LIBRARIES.some((path) => existsSync(path)),
   },
 } satisfies Record<string, SystemPackage>;
 
@@ -36,7 +41,12 @@ function commandExists(command: string): boolean {
 }
 
 function aptInstall(debian: string): void {
-  const run = (args: string[]) => execFileSync('apt-get', args, { stdio: 'ignore', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }, timeout: 600_000 });
+  const run = (args: string[]) =>
+    execFileSync('apt-get', args, {
+      stdio: 'ignore',
+      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+      timeout: 600_000,
+    });
   try {
     run(['install', '-y', '-q', debian]);
   } catch {
@@ -57,17 +67,27 @@ export function ensureSystemPackages(): void {
     }
     if (pkg.installed()) continue;
     if (process.getuid?.() !== 0 || !commandExists('apt-get')) {
-      missing.set(name, `Debian package ${pkg.debian} is not installed and this user cannot install it (needs root and apt-get)`);
+      missing.set(
+        name,
+        `Debian package ${pkg.debian} is not installed and this user cannot install it (needs root and apt-get)`,
+      );
       continue;
     }
     console.log(`  installing ${pkg.debian} (Debian package) for ${pkg.purpose}…`);
     try {
       aptInstall(pkg.debian);
     } catch (err) {
-      missing.set(name, `Debian package ${pkg.debian} is not installed and apt-get could not install it (${(err as Error).message.split('\n')[0]})`);
+      missing.set(
+        name,
+        `Debian package ${pkg.debian} is not installed and apt-get could not install it (${(err as Error).message.split('\n')[0]})`,
+      );
       continue;
     }
-    if (!pkg.installed()) missing.set(name, `Debian package ${pkg.debian} was installed but its files are not where the tests look`);
+    if (!pkg.installed())
+      missing.set(
+        name,
+        `Debian package ${pkg.debian} was installed but its files are not where the tests look`,
+      );
   }
 }
 
@@ -76,9 +96,14 @@ export function ensureSystemPackages(): void {
  * its title, when `name` is missing, or fails it when CI requires every system package.
  */
 export function requirePackage(context: Mocha.Context, name: PackageName): void {
-  const reason = missing.get(name) ?? (PACKAGES[name].installed() ? undefined : `Debian package ${PACKAGES[name].debian} is not installed`);
+  const reason =
+    missing.get(name) ??
+    (PACKAGES[name].installed()
+      ? undefined
+      : `Debian package ${PACKAGES[name].debian} is not installed`);
   if (reason === undefined) return;
-  if (process.env.COFFER_TEST_REQUIRE_SYSTEM_PACKAGES === '1') throw new Error(`${reason}; COFFER_TEST_REQUIRE_SYSTEM_PACKAGES=1 requires it`);
+  if (process.env.COFFER_TEST_REQUIRE_SYSTEM_PACKAGES === '1')
+    throw new Error(`${reason}; COFFER_TEST_REQUIRE_SYSTEM_PACKAGES=1 requires it`);
   if (!announced.has(name)) console.log(`  pending, ${PACKAGES[name].purpose}: ${reason}`);
   announced.add(name);
   const suite = context.test?.parent;

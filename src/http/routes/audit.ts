@@ -6,7 +6,13 @@ import { basename } from 'node:path';
 import type { Request, Response } from 'express';
 import { auditCoverage } from '../../audit/coverage.js';
 import { auditFilesIn } from '../../audit/files.js';
-import { auditTime, decodeAuditCursor, encodeAuditCursor, queryAudit, type AuditFilter } from '../../audit/query.js';
+import {
+  type AuditFilter,
+  auditTime,
+  decodeAuditCursor,
+  encodeAuditCursor,
+  queryAudit,
+} from '../../audit/query.js';
 import { AuditRegistry } from '../../audit/registry.js';
 import { verifyAudit } from '../../audit/verify.js';
 import { requirePrivilege } from '../../auth/principal.js';
@@ -49,7 +55,8 @@ function filterOf(q: Partial<Record<string, string>>): AuditFilter {
   if (to !== undefined) filter.to = to;
   if (from !== undefined && to !== undefined && from >= to) bad('to', 'must be later than from');
   if (q.token_id !== undefined) {
-    if (!/^[A-Za-z0-9]{1,64}$/.test(q.token_id)) bad('token_id', 'must be a token id (never a token)');
+    if (!/^[A-Za-z0-9]{1,64}$/.test(q.token_id))
+      bad('token_id', 'must be a token id (never a token)');
     filter.tokenId = q.token_id;
   }
   if (q.prefix !== undefined) {
@@ -57,15 +64,24 @@ function filterOf(q: Partial<Record<string, string>>): AuditFilter {
     filter.prefix = q.prefix;
   }
   if (q.key !== undefined) {
-    if (!q.key.includes('/') || q.key.length > 4096) bad('key', 'must be namespace/key, e.g. payments/prod/db_password');
+    if (!q.key.includes('/') || q.key.length > 4096)
+      bad('key', 'must be namespace/key, e.g. payments/prod/db_password');
     filter.key = q.key;
   }
   if (q.action !== undefined) {
-    if (!ACTION.test(q.action)) bad('action', 'must be an action or event name such as read or keyring.rotate, optionally ending in *');
+    if (!ACTION.test(q.action))
+      bad(
+        'action',
+        'must be an action or event name such as read or keyring.rotate, optionally ending in *',
+      );
     filter.action = q.action;
   }
   if (q.outcome !== undefined) {
-    if (!OUTCOME.test(q.outcome)) bad('outcome', 'must be success, failure, a status such as 403, or an error code such as forbidden');
+    if (!OUTCOME.test(q.outcome))
+      bad(
+        'outcome',
+        'must be success, failure, a status such as 403, or an error code such as forbidden',
+      );
     filter.outcome = q.outcome;
   }
   return filter;
@@ -75,12 +91,30 @@ export function auditRoutes(deps: AuditRouteDeps) {
   return {
     async log(req: Request, res: Response): Promise<void> {
       requirePrivilege(principalOf(res), 'read_audit');
-      const q = queryOf(req, ['from', 'to', 'token_id', 'prefix', 'key', 'action', 'outcome', 'limit', 'cursor']);
+      const q = queryOf(req, [
+        'from',
+        'to',
+        'token_id',
+        'prefix',
+        'key',
+        'action',
+        'outcome',
+        'limit',
+        'cursor',
+      ]);
       const filter = filterOf(q);
-      const limit = q.limit === undefined ? DEFAULT_LIMIT : positiveInteger('limit', q.limit, MAX_LIMIT);
-      const after = q.cursor === undefined ? null : (decodeAuditCursor(q.cursor) ?? bad('cursor', 'is not a cursor returned by this endpoint'));
+      const limit =
+        q.limit === undefined ? DEFAULT_LIMIT : positiveInteger('limit', q.limit, MAX_LIMIT);
+      const after =
+        q.cursor === undefined
+          ? null
+          : (decodeAuditCursor(q.cursor) ??
+            bad('cursor', 'is not a cursor returned by this endpoint'));
       const page = await queryAudit(deps.auditDir, filter, limit, after);
-      deps.respond.json(res, 200, { entries: page.entries, next_cursor: page.next && encodeAuditCursor(page.next) });
+      deps.respond.json(res, 200, {
+        entries: page.entries,
+        next_cursor: page.next && encodeAuditCursor(page.next),
+      });
     },
 
     /** The offline `coffer audit verify`, for an auditor who holds no master key: the server checks. */
@@ -89,19 +123,31 @@ export function auditRoutes(deps: AuditRouteDeps) {
       queryOf(req, []);
       await deps.keyring.refresh();
       const files = auditFilesIn(deps.auditDir);
-      const result = verifyAudit(files, deps.keyring.current().auditKey(), await new AuditRegistry(deps.storage, recordSealOf(deps.keyring)).chains());
+      const result = verifyAudit(
+        files,
+        deps.keyring.current().auditKey(),
+        await new AuditRegistry(deps.storage, recordSealOf(deps.keyring)).chains(),
+      );
       if (!result.intact) {
         deps.respond.json(res, 200, { ...result, file: basename(result.file) });
         return;
       }
-      deps.respond.json(res, 200, { ...result, files: files.length, coverage: await auditCoverage(files, deps.storage, recordSealOf(deps.keyring)) });
+      deps.respond.json(res, 200, {
+        ...result,
+        files: files.length,
+        coverage: await auditCoverage(files, deps.storage, recordSealOf(deps.keyring)),
+      });
     },
 
     async sealReport(req: Request, res: Response): Promise<void> {
       requirePrivilege(principalOf(res), 'read_audit');
       const verify = booleanFlag('verify', queryOf(req, ['verify']).verify);
       await deps.keyring.refresh();
-      deps.respond.json(res, 200, await sealReport(deps.storage, deps.keyring.current(), { verify, now: deps.now() }));
+      deps.respond.json(
+        res,
+        200,
+        await sealReport(deps.storage, deps.keyring.current(), { verify, now: deps.now() }),
+      );
     },
   };
 }

@@ -1,15 +1,16 @@
 /** /v1/auth/... routes: each a short list of named steps; errors go to the problem handler. */
-import { isTokenId, parseToken } from '../../auth/token-format.js';
-import { auditTarget } from '../audit-target.js';
+
 import type { Request, Response } from 'express';
 import type { OperatorEvents } from '../../audit/events.js';
 import { requirePrivilege } from '../../auth/principal.js';
+import { isTokenId, parseToken } from '../../auth/token-format.js';
 import type { CreateTokenInput, TokenService } from '../../auth/token-service.js';
-import { principalOf } from '../authenticate.js';
 import { notFound } from '../../errors.js';
+import { auditTarget } from '../audit-target.js';
+import { principalOf } from '../authenticate.js';
+import type { RecordIntent } from '../request-audit.js';
 import { booleanFlag, queryOf, rawPath } from '../request-parts.js';
 import type { Responder } from '../respond.js';
-import type { RecordIntent } from '../request-audit.js';
 import type { BodyValidator } from '../validate.js';
 
 export interface AuthRouteDeps {
@@ -35,7 +36,14 @@ function tokenInPath(req: Request): string {
   throw notFound('no such token');
 }
 
-export function authRoutes({ tokens, events, readBody, validateCreate, respond, recordIntent }: AuthRouteDeps) {
+export function authRoutes({
+  tokens,
+  events,
+  readBody,
+  validateCreate,
+  respond,
+  recordIntent,
+}: AuthRouteDeps) {
   return {
     me(req: Request, res: Response): void {
       queryOf(req, []);
@@ -47,9 +55,21 @@ export function authRoutes({ tokens, events, readBody, validateCreate, respond, 
       requirePrivilege(caller, 'manage_tokens');
       queryOf(req, []);
       const input = validateCreate(await readBody(req, res));
-      const created = await tokens.create(caller, input, (id) => recordIntent(res, { action: 'token.create', subject_token_id: id }));
+      const created = await tokens.create(caller, input, (id) =>
+        recordIntent(res, { action: 'token.create', subject_token_id: id }),
+      );
       auditTarget(res, { subject_token_id: created.id });
-      await events.record('token.create', { by: caller.id, token_id: created.id, role: created.role, scopes: created.scopes, expires_at: created.expires_at }, 'token created');
+      await events.record(
+        'token.create',
+        {
+          by: caller.id,
+          token_id: created.id,
+          role: created.role,
+          scopes: created.scopes,
+          expires_at: created.expires_at,
+        },
+        'token created',
+      );
       respond.json(res, 201, created);
     },
 
@@ -68,9 +88,16 @@ export function authRoutes({ tokens, events, readBody, validateCreate, respond, 
       // Only ever the id: the path may hold a whole token value.
       const id = parseToken(subject)?.id ?? (isTokenId(subject) ? subject : undefined);
       if (id !== undefined) auditTarget(res, { subject_token_id: id });
-      const revoked = await tokens.revoke(caller, subject, (id) => recordIntent(res, { action: 'token.revoke', subject_token_id: id }));
+      const revoked = await tokens.revoke(caller, subject, (id) =>
+        recordIntent(res, { action: 'token.revoke', subject_token_id: id }),
+      );
       // Revoking a revoked token again answers the same, and changes and records nothing.
-      if (revoked.changed) await events.record('token.revoke', { by: caller.id, token_id: revoked.id }, 'token revoked');
+      if (revoked.changed)
+        await events.record(
+          'token.revoke',
+          { by: caller.id, token_id: revoked.id },
+          'token revoked',
+        );
       respond.empty(res, 204);
     },
   };

@@ -6,7 +6,7 @@ import type { Request, Response } from 'express';
 import type { OperatorEvents } from '../../audit/events.js';
 import { requirePrivilege } from '../../auth/principal.js';
 import { keyringStatus } from '../../operator/keyring-status.js';
-import { migrateKey, type MigrateRequest } from '../../operator/migrate-key.js';
+import { type MigrateRequest, migrateKey } from '../../operator/migrate-key.js';
 import type { Rewrapper, RewrapState } from '../../operator/rewrap.js';
 import type { StorageBackend } from '../../storage/backend.js';
 import type { KeyringHolder } from '../../store/keyring-store.js';
@@ -32,7 +32,18 @@ export interface SysRouteDeps {
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
 function view(state: RewrapState | null, running: boolean) {
-  if (!state) return { running, target_version: null, total: 0, examined: 0, rewrapped: 0, failed: 0, started_at: null, updated_at: null, finished_at: null };
+  if (!state)
+    return {
+      running,
+      target_version: null,
+      total: 0,
+      examined: 0,
+      rewrapped: 0,
+      failed: 0,
+      started_at: null,
+      updated_at: null,
+      finished_at: null,
+    };
   return {
     running,
     target_version: state.target,
@@ -61,7 +72,11 @@ export function sysRoutes(deps: SysRouteDeps) {
       queryOf(req, []);
       const previous = deps.keyring.current().activeVersion;
       const active = await deps.keyring.rotate(deps.now());
-      await events.record('keyring.rotate', { by: caller.id, previous_version: previous, active_version: active }, 'keyring rotated');
+      await events.record(
+        'keyring.rotate',
+        { by: caller.id, previous_version: previous, active_version: active },
+        'keyring rotated',
+      );
       respond.json(res, 200, { previous_version: previous, active_version: active });
     },
 
@@ -86,12 +101,20 @@ export function sysRoutes(deps: SysRouteDeps) {
       requirePrivilege(caller, 'manage_keyring');
       queryOf(req, []);
       const status = await keyringStatus(deps.storage, deps.keyring);
-      const unused = status.versions.filter((v) => !v.active && v.secrets === 0 && v.configs === 0).map((v) => v.version);
+      const unused = status.versions
+        .filter((v) => !v.active && v.secrets === 0 && v.configs === 0)
+        .map((v) => v.version);
       if (unused.length > 0) {
         await deps.keyring.retire(unused);
-        await events.record('keyring.retire', { by: caller.id, retired_versions: unused }, 'keyring versions retired');
+        await events.record(
+          'keyring.retire',
+          { by: caller.id, retired_versions: unused },
+          'keyring versions retired',
+        );
       }
-      const still = status.versions.filter((v) => !unused.includes(v.version)).map((v) => v.version);
+      const still = status.versions
+        .filter((v) => !unused.includes(v.version))
+        .map((v) => v.version);
       respond.json(res, 200, { retired: unused, versions: still });
     },
 
@@ -101,8 +124,17 @@ export function sysRoutes(deps: SysRouteDeps) {
       queryOf(req, []);
       const request = deps.validateMigrate(await deps.readBody(req, res));
       const { from, to } = await migrateKey(deps.keyring, request, deps.pkcs11Pin, deps.now());
-      await events.record('keyring.migrate', { by: caller.id, from: from.description, to: to.description, migrations: to.migrations }, 'master key migrated');
-      respond.json(res, 200, { from: from.description, to: to.description, provider: to.provider, migrated_at: iso(to.migratedAt) });
+      await events.record(
+        'keyring.migrate',
+        { by: caller.id, from: from.description, to: to.description, migrations: to.migrations },
+        'master key migrated',
+      );
+      respond.json(res, 200, {
+        from: from.description,
+        to: to.description,
+        provider: to.provider,
+        migrated_at: iso(to.migratedAt),
+      });
     },
   };
 }
