@@ -39,9 +39,10 @@ import { sodiumReady } from './crypto/aead.js';
 import { STORE_FORMAT } from './crypto/keyring.js';
 import { randomBase62 } from './crypto/random.js';
 import { ensureDirectory } from './directories.js';
-import { ConfigError } from './errors.js';
+import { ConfigError, invalid } from './errors.js';
 import { buildHttpApp } from './http/http-app.js';
 import type { OutcomeSink } from './http/outcome.js';
+import { problemBody } from './http/problem.js';
 import { KeyProviderError } from './keys/key-provider.js';
 import { MissingMasterKeyError } from './keys/local-provider.js';
 import {
@@ -414,15 +415,12 @@ export async function startCoffer(
   }
 }
 
-const UNPARSABLE = JSON.stringify({
-  type: 'urn:coffer:problem:invalid_request',
-  title: 'Invalid request',
-  status: 400,
-  detail:
+const UNPARSABLE = problemBody(
+  invalid(
     'the request is not valid HTTP/1.1 (characters outside ASCII in the URL must be percent-encoded as UTF-8)',
-  code: 'invalid_request',
-  errors: [{ field: '', in: 'request', message: 'not valid HTTP/1.1' }],
-});
+    [{ field: '', in: 'request', message: 'not valid HTTP/1.1' }],
+  ),
+);
 
 /** Requests Node's parser refuses, answered as problem+json like everything else (Node sends a bare 400). */
 function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {

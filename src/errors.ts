@@ -1,49 +1,38 @@
 /**
  * The errors Coffer shows to clients. Each carries a stable code; the code decides the HTTP status and
- * the title, and whether the detail may be shown. Route code throws these and one handler
- * (http/problem.ts) renders them as RFC 9457 problem+json.
+ * the title, and whether the detail may be shown. Route code throws these, and one function
+ * (http/problem.ts, problemBody) renders every one as an RFC 9457 problem+json body.
  */
 
-export type ErrorCode =
-  | 'invalid_request'
-  | 'unauthorized'
-  | 'forbidden'
-  | 'not_found'
-  | 'method_not_allowed'
-  | 'payload_too_large'
-  | 'unsupported_media_type'
-  | 'too_many_requests'
-  | 'integrity_error'
-  | 'audit_unavailable'
-  | 'internal';
+/**
+ * Every error code: its HTTP status, its title, and whether its detail may be shown to the client. A
+ * detail is shown for client errors (below 500) and for integrity errors (which say what failed its check,
+ * never the value); for any other server error the body says only that an internal error occurred, and
+ * the log has the rest.
+ */
+const ERRORS = {
+  invalid_request: { status: 400, title: 'Invalid request', showDetail: true },
+  unauthorized: { status: 401, title: 'Unauthorized', showDetail: true },
+  forbidden: { status: 403, title: 'Forbidden', showDetail: true },
+  not_found: { status: 404, title: 'Not found', showDetail: true },
+  method_not_allowed: { status: 405, title: 'Method not allowed', showDetail: true },
+  payload_too_large: { status: 413, title: 'Payload too large', showDetail: true },
+  unsupported_media_type: { status: 415, title: 'Unsupported media type', showDetail: true },
+  too_many_requests: { status: 429, title: 'Too many requests', showDetail: true },
+  integrity_error: { status: 500, title: 'Integrity error', showDetail: true },
+  audit_unavailable: { status: 503, title: 'Audit log unavailable', showDetail: true },
+  internal: { status: 500, title: 'Internal error', showDetail: false },
+} as const satisfies Record<string, { status: number; title: string; showDetail: boolean }>;
 
-const STATUS: Record<ErrorCode, number> = {
-  invalid_request: 400,
-  unauthorized: 401,
-  forbidden: 403,
-  not_found: 404,
-  method_not_allowed: 405,
-  payload_too_large: 413,
-  unsupported_media_type: 415,
-  too_many_requests: 429,
-  integrity_error: 500,
-  audit_unavailable: 503,
-  internal: 500,
-};
+export type ErrorCode = keyof typeof ERRORS;
 
-const TITLE: Record<ErrorCode, string> = {
-  invalid_request: 'Invalid request',
-  unauthorized: 'Unauthorized',
-  forbidden: 'Forbidden',
-  not_found: 'Not found',
-  method_not_allowed: 'Method not allowed',
-  payload_too_large: 'Payload too large',
-  unsupported_media_type: 'Unsupported media type',
-  too_many_requests: 'Too many requests',
-  integrity_error: 'Integrity error',
-  audit_unavailable: 'Audit log unavailable',
-  internal: 'Internal error',
-};
+/** Every error code, in the table's order (the OpenAPI document lists them). */
+export const ERROR_CODES = Object.keys(ERRORS) as ErrorCode[];
+
+/** The detail a client sees for an error of `code`. */
+export function shownDetail(code: ErrorCode, detail: string): string {
+  return ERRORS[code].showDetail ? detail : 'an internal error occurred';
+}
 
 /** One schema or field problem, listed in a 400 body's `errors`. */
 export interface FieldIssue {
@@ -58,7 +47,7 @@ export class AppError extends Error {
   readonly title: string;
 
   /**
-   * @param detail shown to the client when the status is below 500; it must never contain a value,
+   * @param detail shown to the client unless the code hides it (ERRORS); it must never contain a value,
    *   a token or key material.
    */
   constructor(
@@ -69,8 +58,8 @@ export class AppError extends Error {
   ) {
     super(detail);
     this.name = 'AppError';
-    this.status = STATUS[code];
-    this.title = TITLE[code];
+    this.status = ERRORS[code].status;
+    this.title = ERRORS[code].title;
   }
 }
 

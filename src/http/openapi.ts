@@ -3,6 +3,7 @@
  * validates with (http/schemas.ts); test/http/openapi.test.ts checks every documented operation against
  * the running server.
  */
+import { ERROR_CODES } from '../errors.js';
 import { kvPutSchema, migrateSchema, rewrapSchema, tokenCreateSchema } from './schemas.js';
 
 const problem = { $ref: '#/components/responses/Problem' };
@@ -133,19 +134,7 @@ export function openApiDocument(maxTtl: number): object {
                   status: { type: 'integer' },
                   detail: { type: 'string' },
                   code: {
-                    enum: [
-                      'invalid_request',
-                      'unauthorized',
-                      'forbidden',
-                      'not_found',
-                      'method_not_allowed',
-                      'payload_too_large',
-                      'unsupported_media_type',
-                      'too_many_requests',
-                      'integrity_error',
-                      'audit_unavailable',
-                      'internal',
-                    ],
+                    enum: ERROR_CODES,
                   },
                   errors: {
                     type: 'array',

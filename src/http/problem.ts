@@ -6,7 +6,7 @@
  */
 import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from 'pino';
-import { AppError } from '../errors.js';
+import { AppError, shownDetail } from '../errors.js';
 import type { Responder } from './respond.js';
 
 const BODY_PARSER_ERRORS: Record<string, () => AppError> = {
@@ -40,26 +40,28 @@ export function toAppError(err: unknown, log: Logger, req: Request): AppError {
   return new AppError('internal', 'an internal error occurred');
 }
 
-export function sendProblem(respond: Responder, res: Response, error: AppError): void {
+/** The problem+json body for `error`: the one place such a body is made. */
+export function problemBody(error: AppError): string {
   const body: Record<string, unknown> = {
     type: `urn:coffer:problem:${error.code}`,
     title: error.title,
     status: error.status,
-    detail:
-      error.status < 500 || error.code === 'integrity_error'
-        ? error.detail
-        : 'an internal error occurred',
+    detail: shownDetail(error.code, error.detail),
     code: error.code,
   };
   if (error.issues && error.issues.length > 0) body.errors = error.issues;
   // Every 400 lists what was wrong; where no field was named, the request as a whole.
   else if (error.status === 400)
     body.errors = [{ field: '', in: 'request', message: error.detail }];
+  return JSON.stringify(body);
+}
+
+export function sendProblem(respond: Responder, res: Response, error: AppError): void {
   respond.raw(
     res,
     error.status,
     'application/problem+json',
-    JSON.stringify(body),
+    problemBody(error),
     error.headers && Object.entries(error.headers),
   );
 }

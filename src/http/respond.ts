@@ -8,6 +8,8 @@
 import type { Response } from 'express';
 import helmet from 'helmet';
 import { PooledIds } from '../crypto/random.js';
+import { AppError } from '../errors.js';
+import { problemBody } from './problem.js';
 
 export type HeaderList = readonly (readonly [string, string])[];
 
@@ -67,14 +69,12 @@ export type ResponseAuditor = (
   requestId: string,
 ) => Promise<boolean>;
 
-const UNAVAILABLE = JSON.stringify({
-  type: 'urn:coffer:problem:audit_unavailable',
-  title: 'Audit log unavailable',
-  status: 503,
-  detail:
+const UNAVAILABLE = problemBody(
+  new AppError(
+    'audit_unavailable',
     'the request could not be recorded in the audit log, so its result is withheld; try again later (a write may already be applied)',
-  code: 'audit_unavailable',
-});
+  ),
+);
 
 /**
  * With an auditor, a response is written only once its audit entry is durable; when the entry cannot be
