@@ -14,7 +14,7 @@ import type { Duplex } from 'node:stream';
 import { type Logger, pino } from 'pino';
 import { AuditLog } from './audit/audit-log.js';
 import { watchDisk } from './audit/disk-watch.js';
-import { type OperatorEvents, operatorEvents } from './audit/events.js';
+import { operatorEvents } from './audit/events.js';
 import { FailureSummary } from './audit/failure-summary.js';
 import { IntentJournal } from './audit/intent-journal.js';
 import { recoverIntents } from './audit/intent-recovery.js';
@@ -53,7 +53,9 @@ import {
   settingsOf,
 } from './keys/registry.js';
 import { KvService } from './kv/kv-service.js';
+import type { OperatorEvents } from './model/operator-events.js';
 import { parseDuration, startAutoRotation } from './operator/auto-rotate.js';
+import { KeyringOperations } from './operator/keyring-operations.js';
 import { Rewrapper } from './operator/rewrap.js';
 import type { StorageBackend } from './storage/backend.js';
 import { openStorage } from './storage/registry.js';
@@ -303,6 +305,7 @@ export async function startCoffer(
       defaultTtl: config.default_ttl,
       maxTtl: config.max_ttl,
       now,
+      events,
     });
     const kv = new KvService({
       storage,
@@ -338,11 +341,22 @@ export async function startCoffer(
       kv,
       log,
       audit,
-      events,
       auditDir: config.audit.dir!,
       trustedProxies: config.trusted_proxies,
       tls,
-      sys: { storage, keyring, rewrapper, now, pkcs11Pin: config.pkcs11_pin },
+      now,
+      sys: {
+        storage,
+        keyring,
+        rewrapper,
+        operations: new KeyringOperations({
+          storage,
+          keyring,
+          events,
+          now,
+          pkcs11Pin: config.pkcs11_pin,
+        }),
+      },
       maxValueBytes: config.max_value_bytes,
       maxTtl: config.max_ttl,
       ...(options.onOutcome ? { onOutcome: options.onOutcome } : {}),

@@ -96,4 +96,12 @@ describe('the architecture', () => {
     graph.get('c')!.delete('a');
     expect(cycles(graph)).to.deep.equal([]);
   });
+
+  it('records operator events inside the services that perform them: no route handler imports OperatorEvents', () => {
+    const handlers = sources(join(SRC, 'http'));
+    const recording = handlers.filter((file) =>
+      /audit\/events\.js'|\bevents\.record\(/.test(readFileSync(file, 'utf8')),
+    );
+    expect(recording.map((file) => relative(SRC, file))).to.deep.equal([]);
+  });
 });

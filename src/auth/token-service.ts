@@ -1,10 +1,13 @@
 /**
  * Token management: create and revoke (root only), list (root and auditor: metadata only), and describing
- * the caller (`/auth/me`).
+ * the caller (`/auth/me`). A create and a revocation that changed something are operator events
+ * (`token.create`, `token.revoke`), recorded here.
  * The request body has already passed its JSON schema (http/schemas.ts); this checks what a schema
  * cannot: role names, namespace patterns, the TTL bounds from the configuration.
  */
+
 import { type FieldIssue, invalid, notFound } from '../errors.js';
+import type { OperatorEvents } from '../model/operator-events.js';
 import type { StorageWrite } from '../storage/backend.js';
 import type { Capability, Scope } from './access.js';
 import type { Argon2Gate } from './argon2-gate.js';
@@ -51,6 +54,7 @@ export interface TokenServiceDeps {
   readonly defaultTtl: number;
   readonly maxTtl: number;
   readonly now: () => number;
+  readonly events: OperatorEvents;
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();
@@ -105,7 +109,19 @@ export class TokenService {
       if (token.id === this.deps.root.id) continue;
       const alongside = (await beforeCommit?.(token.id)) ?? [];
       if (await this.deps.store.create(record, alongside)) {
-        return { token: token.value, ...view(record), expires_in: expiresIn };
+        const created = view(record);
+        await this.deps.events.record(
+          'token.create',
+          {
+            by: caller.id,
+            token_id: created.id,
+            role: created.role,
+            scopes: created.scopes,
+            expires_at: created.expires_at,
+          },
+          'token created',
+        );
+        return { token: token.value, ...created, expires_in: expiresIn };
       }
     }
   }
@@ -147,6 +163,14 @@ export class TokenService {
     const alongside = (await beforeCommit?.(id)) ?? [];
     const outcome = await this.deps.store.revoke(id, this.deps.now(), alongside);
     if (outcome === 'missing') throw notFound('no such token');
+    // Revoking a revoked token again answers the same, and changes and records nothing.
+    if (outcome === 'revoked') {
+      await this.deps.events.record(
+        'token.revoke',
+        { by: caller.id, token_id: id },
+        'token revoked',
+      );
+    }
     return { id, changed: outcome === 'revoked' };
   }
 

@@ -8,7 +8,6 @@ import type { RequestListener } from 'node:http';
 import express, { type Request, type Response } from 'express';
 import type { Logger } from 'pino';
 import type { AuditLog } from '../audit/audit-log.js';
-import type { OperatorEvents } from '../audit/events.js';
 import type { FailureSummary } from '../audit/failure-summary.js';
 import type { Authenticator } from '../auth/authenticator.js';
 import type { FailureRate } from '../auth/failure-rate.js';
@@ -33,10 +32,7 @@ import { Validators } from './validate.js';
 
 export interface HttpAppDeps {
   readonly authenticator: Authenticator;
-  readonly sys: Omit<
-    SysRouteDeps,
-    'readBody' | 'validateRewrap' | 'validateMigrate' | 'respond' | 'events'
-  >;
+  readonly sys: Omit<SysRouteDeps, 'readBody' | 'validateRewrap' | 'validateMigrate' | 'respond'>;
   readonly tokens: TokenService;
   readonly kv: KvService;
   readonly log: Logger;
@@ -45,7 +41,7 @@ export interface HttpAppDeps {
   readonly onOutcome?: OutcomeSink;
   /** When set, every response waits for its audit entry to be durable (fail closed). */
   readonly audit?: AuditLog;
-  readonly events: OperatorEvents;
+  readonly now: () => number;
   /** Where the audit files are, for GET /v1/sys/audit. */
   readonly auditDir: string;
   /** Tells a flood of failed authentications from ordinary ones. */
@@ -66,7 +62,7 @@ export function bodyLimit(maxValueBytes: number): number {
 export function buildHttpApp(deps: HttpAppDeps): RequestListener {
   const validators = new Validators();
   const respond = createResponder(
-    deps.audit ? requestAuditor(deps.audit, deps.failureSummary, deps.sys.now) : undefined,
+    deps.audit ? requestAuditor(deps.audit, deps.failureSummary, deps.now) : undefined,
     deps.tls,
   );
   const readBody = jsonBodyReader(bodyLimit(deps.maxValueBytes));
@@ -80,7 +76,6 @@ export function buildHttpApp(deps: HttpAppDeps): RequestListener {
   });
   const auth = authRoutes({
     tokens: deps.tokens,
-    events: deps.events,
     readBody,
     validateCreate: validators.body(tokenCreateSchema(deps.maxTtl)),
     respond,
@@ -92,14 +87,13 @@ export function buildHttpApp(deps: HttpAppDeps): RequestListener {
     validateRewrap: validators.body(rewrapSchema),
     validateMigrate: validators.body(migrateSchema),
     respond,
-    events: deps.events,
   });
   const audit = auditRoutes({
     auditDir: deps.auditDir,
     storage: deps.sys.storage,
     keyring: deps.sys.keyring,
     respond,
-    now: deps.sys.now,
+    now: deps.now,
   });
   const openapi = JSON.stringify(openApiDocument(deps.maxTtl));
 
@@ -177,7 +171,7 @@ export function buildHttpApp(deps: HttpAppDeps): RequestListener {
     problems(err, req, res, () => undefined);
   const dispatch = dispatcher(
     routes,
-    authenticate(deps.authenticator, new Tarpit(), deps.failureRate, deps.sys.now),
+    authenticate(deps.authenticator, new Tarpit(), deps.failureRate, deps.now),
     '/v1/',
     clientAddressOf(deps.trustedProxies),
     answerError,

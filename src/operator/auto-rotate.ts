@@ -4,7 +4,7 @@
  * keyring inside the rotation's retry loop, so several processes rotate once. Rotation only adds a version
  * for new writes; moving old records onto it stays an operator's `rewrap`.
  */
-import type { OperatorEvents } from '../audit/events.js';
+import type { OperatorEvents } from '../model/operator-events.js';
 import type { KeyringHolder } from '../store/keyring-store.js';
 
 const UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };

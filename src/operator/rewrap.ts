@@ -20,11 +20,11 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { Packr } from 'msgpackr';
 import type { Logger } from 'pino';
-import type { OperatorEvents } from '../audit/events.js';
 import { SealedDataError } from '../crypto/aead.js';
 import { type RecordIdentity, remacConfig, rewrapSecret } from '../crypto/envelope.js';
 import { AppError } from '../errors.js';
 import { packVersion, unpackVersion } from '../kv/records.js';
+import type { OperatorEvents } from '../model/operator-events.js';
 import type { StorageBackend, StorageWrite } from '../storage/backend.js';
 import {
   parseVersionKey,

@@ -1,7 +1,6 @@
 /** /v1/auth/... routes: each a short list of named steps; errors go to the problem handler. */
 
 import type { Request, Response } from 'express';
-import type { OperatorEvents } from '../../audit/events.js';
 import { requirePrivilege } from '../../auth/principal.js';
 import { isTokenId, parseToken } from '../../auth/token-format.js';
 import type { CreateTokenInput, TokenService } from '../../auth/token-service.js';
@@ -15,7 +14,6 @@ import type { BodyValidator } from '../validate.js';
 
 export interface AuthRouteDeps {
   readonly tokens: TokenService;
-  readonly events: OperatorEvents;
   readonly readBody: (req: Request, res: Response) => Promise<unknown>;
   readonly validateCreate: BodyValidator<CreateTokenInput>;
   readonly respond: Responder;
@@ -38,7 +36,6 @@ function tokenInPath(req: Request): string {
 
 export function authRoutes({
   tokens,
-  events,
   readBody,
   validateCreate,
   respond,
@@ -59,17 +56,6 @@ export function authRoutes({
         recordIntent(res, { action: 'token.create', subject_token_id: id }),
       );
       auditTarget(res, { subject_token_id: created.id });
-      await events.record(
-        'token.create',
-        {
-          by: caller.id,
-          token_id: created.id,
-          role: created.role,
-          scopes: created.scopes,
-          expires_at: created.expires_at,
-        },
-        'token created',
-      );
       respond.json(res, 201, created);
     },
 
@@ -88,16 +74,9 @@ export function authRoutes({
       // Only ever the id: the path may hold a whole token value.
       const id = parseToken(subject)?.id ?? (isTokenId(subject) ? subject : undefined);
       if (id !== undefined) auditTarget(res, { subject_token_id: id });
-      const revoked = await tokens.revoke(caller, subject, (id) =>
+      await tokens.revoke(caller, subject, (id) =>
         recordIntent(res, { action: 'token.revoke', subject_token_id: id }),
       );
-      // Revoking a revoked token again answers the same, and changes and records nothing.
-      if (revoked.changed)
-        await events.record(
-          'token.revoke',
-          { by: caller.id, token_id: revoked.id },
-          'token revoked',
-        );
       respond.empty(res, 204);
     },
   };

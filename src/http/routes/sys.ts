@@ -1,12 +1,13 @@
 /**
  * /v1/sys/keyring... — key management: status and rewrap progress (root and auditor), rotate, rewrap,
- * retire and migrate to another master key (root only). Each operation is an operator event (audit/events.ts) naming who and what (`keyring.*`).
+ * retire and migrate to another master key (root only). The services record each operation as an operator
+ * event (operator/keyring-operations.ts, operator/rewrap.ts); these handlers only check and answer.
  */
 import type { Request, Response } from 'express';
-import type { OperatorEvents } from '../../audit/events.js';
 import { requirePrivilege } from '../../auth/principal.js';
+import type { KeyringOperations } from '../../operator/keyring-operations.js';
 import { keyringStatus } from '../../operator/keyring-status.js';
-import { type MigrateRequest, migrateKey } from '../../operator/migrate-key.js';
+import type { MigrateRequest } from '../../operator/migrate-key.js';
 import type { Rewrapper, RewrapState } from '../../operator/rewrap.js';
 import type { StorageBackend } from '../../storage/backend.js';
 import type { KeyringHolder } from '../../store/keyring-store.js';
@@ -22,11 +23,8 @@ export interface SysRouteDeps {
   readonly readBody: (req: Request, res: Response) => Promise<unknown>;
   readonly validateRewrap: BodyValidator<{ batch_size?: number }>;
   readonly validateMigrate: BodyValidator<MigrateRequest>;
-  /** This server's COFFER_PKCS11_PIN, for a migration to a pkcs11 key that names no PIN file. */
-  readonly pkcs11Pin: string | undefined;
+  readonly operations: KeyringOperations;
   readonly respond: Responder;
-  readonly events: OperatorEvents;
-  readonly now: () => number;
 }
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
@@ -58,7 +56,7 @@ function view(state: RewrapState | null, running: boolean) {
 }
 
 export function sysRoutes(deps: SysRouteDeps) {
-  const { respond, events } = deps;
+  const { respond, operations } = deps;
   return {
     async status(req: Request, res: Response): Promise<void> {
       requirePrivilege(principalOf(res), 'read_keyring');
@@ -70,14 +68,7 @@ export function sysRoutes(deps: SysRouteDeps) {
       const caller = principalOf(res);
       requirePrivilege(caller, 'manage_keyring');
       queryOf(req, []);
-      const previous = deps.keyring.current().activeVersion;
-      const active = await deps.keyring.rotate(deps.now());
-      await events.record(
-        'keyring.rotate',
-        { by: caller.id, previous_version: previous, active_version: active },
-        'keyring rotated',
-      );
-      respond.json(res, 200, { previous_version: previous, active_version: active });
+      respond.json(res, 200, await operations.rotate(caller.id));
     },
 
     async startRewrap(req: Request, res: Response): Promise<void> {
@@ -100,22 +91,7 @@ export function sysRoutes(deps: SysRouteDeps) {
       const caller = principalOf(res);
       requirePrivilege(caller, 'manage_keyring');
       queryOf(req, []);
-      const status = await keyringStatus(deps.storage, deps.keyring);
-      const unused = status.versions
-        .filter((v) => !v.active && v.secrets === 0 && v.configs === 0)
-        .map((v) => v.version);
-      if (unused.length > 0) {
-        await deps.keyring.retire(unused);
-        await events.record(
-          'keyring.retire',
-          { by: caller.id, retired_versions: unused },
-          'keyring versions retired',
-        );
-      }
-      const still = status.versions
-        .filter((v) => !unused.includes(v.version))
-        .map((v) => v.version);
-      respond.json(res, 200, { retired: unused, versions: still });
+      respond.json(res, 200, await operations.retire(caller.id));
     },
 
     async migrate(req: Request, res: Response): Promise<void> {
@@ -123,12 +99,7 @@ export function sysRoutes(deps: SysRouteDeps) {
       requirePrivilege(caller, 'manage_keyring');
       queryOf(req, []);
       const request = deps.validateMigrate(await deps.readBody(req, res));
-      const { from, to } = await migrateKey(deps.keyring, request, deps.pkcs11Pin, deps.now());
-      await events.record(
-        'keyring.migrate',
-        { by: caller.id, from: from.description, to: to.description, migrations: to.migrations },
-        'master key migrated',
-      );
+      const { from, to } = await operations.migrate(caller.id, request);
       respond.json(res, 200, {
         from: from.description,
         to: to.description,
