@@ -20,7 +20,7 @@ import { openApiDocument } from './openapi.js';
 import { type OutcomeSink, recordOutcomes } from './outcome.js';
 import { notFoundHandler, problemHandler } from './problem.js';
 import { intentRecorder, refuseWhileUnrecorded, requestAuditor } from './request-audit.js';
-import { jsonBodyReader } from './request-parts.js';
+import { jsonBodyReader, queryOf } from './request-parts.js';
 import { createResponder } from './respond.js';
 import { auditRoutes } from './routes/audit.js';
 import { authRoutes } from './routes/auth.js';
@@ -160,7 +160,10 @@ export function buildHttpApp(deps: HttpAppDeps): RequestListener {
       template: '/v1/openapi.json',
       match: { exact: '/v1/openapi.json' },
       handlers: {
-        get: (_req, res) => respond.raw(res, 200, 'application/json; charset=utf-8', openapi),
+        get: (req, res) => {
+          queryOf(req, []);
+          respond.raw(res, 200, 'application/json; charset=utf-8', openapi);
+        },
       },
       public: true,
     },

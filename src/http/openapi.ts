@@ -7,11 +7,23 @@ import { ERROR_CODES } from '../errors.js';
 import { kvPutSchema, migrateSchema, rewrapSchema, tokenCreateSchema } from './schemas.js';
 
 const problem = { $ref: '#/components/responses/Problem' };
+const tooMany = {
+  ...problem,
+  description:
+    'too_many_requests: wrong secrets for one token from one client address past the budget (Retry-After says when to try again)',
+};
 const json = (schema: object) => ({ content: { 'application/json': { schema } } });
 const ok = (description: string, schema: object) => ({ description, ...json(schema) });
-/** Every operation may also answer 503 audit_unavailable: its audit entry could not be written. */
+/**
+ * The problems an operation answers. Every operation that takes a token may also answer 429 (the budget of
+ * wrong secrets), and every operation 503 audit_unavailable (its audit entry could not be written).
+ */
 const errors = (...statuses: number[]) =>
-  Object.fromEntries([...statuses, 503].map((s) => [String(s), problem]));
+  Object.fromEntries([
+    ...statuses.map((s) => [String(s), problem]),
+    ...(statuses.includes(401) ? [['429', tooMany]] : []),
+    ['503', problem],
+  ]);
 
 const nsParam = {
   name: 'namespace',
@@ -110,7 +122,7 @@ export function openApiDocument(maxTtl: number): object {
       title: 'Coffer',
       version: '1',
       description:
-        'Token-secured, encrypted-at-rest key-value store for configuration values and secrets.',
+        'Token-secured, encrypted-at-rest key-value store for configuration values and secrets. Every path answers a method it does not list with 405 method_not_allowed and an Allow header naming the ones it does; an unknown path under /v1 answers 404.',
       license: {
         name: 'UNLICENSED (proprietary; see the repository)',
         identifier: 'LicenseRef-UNLICENSED',
@@ -161,7 +173,10 @@ export function openApiDocument(maxTtl: number): object {
           operationId: 'getOpenApiDocument',
           summary: 'This document',
           security: [],
-          responses: { 200: { description: 'OpenAPI 3.1 document' } },
+          responses: {
+            200: { description: 'OpenAPI 3.1 document' },
+            400: { ...problem, description: 'a query parameter was given (it takes none)' },
+          },
         },
       },
       '/v1/auth/me': {
@@ -211,7 +226,7 @@ export function openApiDocument(maxTtl: number): object {
                 expires_in: { type: 'integer' },
               },
             }),
-            ...errors(400, 401, 403, 413, 415, 429),
+            ...errors(400, 401, 403, 413, 415),
           },
         },
       },
@@ -515,12 +530,19 @@ export function openApiDocument(maxTtl: number): object {
             200: {
               description: 'The entry (with ETag: "<version>"), or a listing',
               ...json({
+                // Told apart by their required fields: an entry has a key and a value, a listing keys.
                 oneOf: [
                   {
                     ...entryInfo,
                     properties: { ...entryInfo.properties, value: { type: 'string' } },
+                    required: ['namespace', 'key', 'version', 'type', 'created_at', 'value'],
+                    additionalProperties: false,
                   },
-                  listing,
+                  {
+                    ...listing,
+                    required: ['namespace', 'keys', 'namespaces', 'next_cursor'],
+                    additionalProperties: false,
+                  },
                 ],
               }),
             },

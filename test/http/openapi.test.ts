@@ -1,3 +1,4 @@
+import { createConfig, lintFromString } from '@redocly/openapi-core';
 import { expect } from 'chai';
 import { kvPutSchema, tokenCreateSchema } from '../../src/http/schemas.js';
 import { startTestCoffer, type TestCoffer } from '../support/harness.js';
@@ -33,6 +34,35 @@ describe('OpenAPI document', () => {
     expect(new Set(ids).size).to.equal(ids.length);
     expect(doc.servers).to.deep.equal([{ url: '/', description: 'this Coffer server' }]);
     expect(doc.info.license).to.have.property('name');
+  });
+
+  it("passes Redocly's recommended OpenAPI rules with no error and no warning", async () => {
+    const res = await c.call('GET', '/v1/openapi.json', { token: null });
+    const config = await createConfig({ extends: ['recommended'] });
+    const problems = await lintFromString({
+      source: res.text,
+      absoluteRef: 'openapi.json',
+      config,
+    });
+    expect(
+      problems.map((p) => `${p.severity} ${p.ruleId}: ${p.message} (${p.location[0]?.pointer})`),
+    ).to.deep.equal([]);
+  });
+
+  it('lists 429 for every operation that takes a token, and the 400 the document itself gives for a query', async () => {
+    const doc = (await c.call('GET', '/v1/openapi.json', { token: null })).body;
+    for (const [path, item] of Object.entries(
+      doc.paths as Record<
+        string,
+        Record<string, { security?: unknown[]; responses: Record<string, unknown> }>
+      >,
+    )) {
+      for (const [method, op] of Object.entries(item)) {
+        const public_ = Array.isArray(op.security) && op.security.length === 0;
+        expect(Object.keys(op.responses).includes('429'), `${method} ${path}`).to.equal(!public_);
+      }
+    }
+    expect((await c.call('GET', '/v1/openapi.json?x=1', { token: null })).status).to.equal(400);
   });
 
   it('publishes the very schemas the server validates with', async () => {
