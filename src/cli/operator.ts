@@ -8,6 +8,7 @@ import { isAbsolute, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
 import { ENV_SETTINGS } from '../config/load.js';
+import { KEY_PROVIDERS } from '../keys/registry.js';
 import { type ApiClient, CliError, clientFromEnv } from './client.js';
 
 export const OPERATOR_USAGE = `usage: coffer operator <command>
@@ -48,8 +49,9 @@ Root only.
 
 Rewraps the keyring under another master key or provider, in one atomic write. FILE is JSON with the new
 provider's settings as in the configuration file, e.g.
-  {"key_provider":"aws-kms","kms":{"key_id":"alias/coffer","region":"eu-west-1"}}
-  {"key_provider":"local","master_key_file":"/etc/coffer/new-master.key"}
+${KEY_PROVIDERS.map((p) => `  ${JSON.stringify(p.example)}`).join('\n')}
+Providers:
+${KEY_PROVIDERS.map((p) => `  ${p.name.padEnd(8)} ${p.summary}`).join('\n')}
 Paths are the server's (relative ones are made absolute from this directory). A key file must exist
 already; a PIN or passphrase is only ever read from a file. Afterwards, configure the server with the
 variables it prints before the next restart. Root only.
@@ -195,13 +197,16 @@ function readTarget(file: string): Record<string, unknown> {
   const absolute = (path: unknown): unknown =>
     typeof path === 'string' && !isAbsolute(path) ? resolve(path) : path;
   const settings = { ...(target as Record<string, unknown>) };
-  for (const field of ['master_key_file', 'master_passphrase_file'])
-    if (field in settings) settings[field] = absolute(settings[field]);
-  if (typeof settings.pkcs11 === 'object' && settings.pkcs11 !== null) {
-    const pkcs11 = { ...(settings.pkcs11 as Record<string, unknown>) };
-    for (const field of ['library', 'pin_file'])
-      if (field in pkcs11) pkcs11[field] = absolute(pkcs11[field]);
-    settings.pkcs11 = pkcs11;
+  // The fields every provider says hold a path on the server (`pkcs11.library`: one level down).
+  for (const path of KEY_PROVIDERS.flatMap((p) => p.paths)) {
+    const [field, inner] = path.split('.') as [string, string | undefined];
+    if (inner === undefined) {
+      if (field in settings) settings[field] = absolute(settings[field]);
+    } else if (typeof settings[field] === 'object' && settings[field] !== null) {
+      const nested = { ...(settings[field] as Record<string, unknown>) };
+      if (inner in nested) nested[inner] = absolute(nested[inner]);
+      settings[field] = nested;
+    }
   }
   return settings;
 }

@@ -5,31 +5,21 @@ import { Ajv } from 'ajv';
 import { checkRoleRules } from '../auth/roles.js';
 import { ConfigError } from '../errors.js';
 import { trustedProxyList } from '../http/client-address.js';
+import { providerEnv, providerProblem } from '../keys/registry.js';
 import { type CofferConfig, configSchema } from './schema.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
 const DEFAULT_FILE = fileURLToPath(new URL('../../../config/default.json', import.meta.url));
 
-/** Environment variables and the configuration field each one sets. */
-export const ENV_SETTINGS = [
+/** Environment variables and the configuration field each one sets; the key providers' come from their plugins. */
+const CORE_ENV = [
   { env: 'COFFER_HOST', field: 'host', kind: 'string' },
   { env: 'COFFER_PORT', field: 'port', kind: 'integer' },
   { env: 'COFFER_WORKERS', field: 'workers', kind: 'integer' },
   { env: 'COFFER_DATA_DIR', field: 'data_dir', kind: 'string' },
-  { env: 'COFFER_MASTER_KEY_FILE', field: 'master_key_file', kind: 'string' },
-  { env: 'COFFER_MASTER_PASSPHRASE_FILE', field: 'master_passphrase_file', kind: 'string' },
   { env: 'COFFER_ROOT_TOKEN', field: 'root_token', kind: 'string' },
   { env: 'COFFER_KEY_PROVIDER', field: 'key_provider', kind: 'string' },
-  { env: 'COFFER_KMS_KEY_ID', field: 'kms.key_id', kind: 'string' },
-  { env: 'COFFER_KMS_REGION', field: 'kms.region', kind: 'string' },
-  { env: 'COFFER_KMS_ENDPOINT', field: 'kms.endpoint', kind: 'string' },
-  { env: 'COFFER_PKCS11_LIBRARY', field: 'pkcs11.library', kind: 'string' },
-  { env: 'COFFER_PKCS11_SLOT', field: 'pkcs11.slot', kind: 'integer' },
-  { env: 'COFFER_PKCS11_TOKEN_LABEL', field: 'pkcs11.token_label', kind: 'string' },
-  { env: 'COFFER_PKCS11_KEY_LABEL', field: 'pkcs11.key_label', kind: 'string' },
-  { env: 'COFFER_PKCS11_PIN_FILE', field: 'pkcs11.pin_file', kind: 'string' },
-  { env: 'COFFER_PKCS11_PIN', field: 'pkcs11_pin', kind: 'string' },
   { env: 'COFFER_KEYRING_ROTATE_AFTER', field: 'keyring.rotate_after', kind: 'string' },
   { env: 'COFFER_AUDIT_DIR', field: 'audit.dir', kind: 'string' },
   { env: 'COFFER_AUDIT_STDOUT', field: 'audit.stdout', kind: 'boolean' },
@@ -52,6 +42,12 @@ export const ENV_SETTINGS = [
   { env: 'COFFER_REQUEST_TIMEOUT', field: 'request_timeout_seconds', kind: 'integer' },
   { env: 'COFFER_TRUSTED_PROXIES', field: 'trusted_proxies', kind: 'list' },
 ] as const;
+
+export const ENV_SETTINGS: readonly {
+  readonly env: string;
+  readonly field: string;
+  readonly kind: 'string' | 'integer' | 'number' | 'boolean' | 'list';
+}[] = [...CORE_ENV, ...providerEnv()];
 
 function readJson(path: string, setting: string): Record<string, unknown> {
   let text: string;
@@ -188,13 +184,11 @@ function checkConsistency(config: CofferConfig, fromEnv: Map<string, string>): v
       `must not exceed the maximum TTL (${config.max_ttl})`,
     );
   }
-  if (config.key_provider === 'aws-kms' && config.kms.key_id === null) {
-    throw new ConfigError(
-      'COFFER_KMS_KEY_ID',
-      'the aws-kms provider needs a KMS key id, ARN or alias',
-    );
+  const problem = providerProblem(config);
+  if (problem) {
+    const env = ENV_SETTINGS.find((e) => e.field === problem.field)?.env;
+    throw new ConfigError(env ?? problem.field, problem.message);
   }
-  if (config.key_provider === 'pkcs11') checkPkcs11(config);
   if ((config.tls.cert === null) !== (config.tls.key === null)) {
     throw new ConfigError(
       config.tls.cert === null ? 'COFFER_TLS_CERT' : 'COFFER_TLS_KEY',
@@ -221,30 +215,5 @@ function checkConsistency(config: CofferConfig, fromEnv: Map<string, string>): v
   for (const [role, rules] of Object.entries(config.roles)) {
     const problems = checkRoleRules(role, rules);
     if (problems.length > 0) throw new ConfigError('roles', problems[0]!);
-  }
-}
-
-function checkPkcs11({ pkcs11, pkcs11_pin }: CofferConfig): void {
-  if (pkcs11.library === null)
-    throw new ConfigError(
-      'COFFER_PKCS11_LIBRARY',
-      'the pkcs11 provider needs the path of the PKCS#11 module',
-    );
-  if ((pkcs11.slot === null) === (pkcs11.token_label === null)) {
-    throw new ConfigError(
-      'COFFER_PKCS11_TOKEN_LABEL',
-      'the pkcs11 provider needs exactly one of a slot id (COFFER_PKCS11_SLOT) and a token label',
-    );
-  }
-  if (pkcs11.key_label === null)
-    throw new ConfigError(
-      'COFFER_PKCS11_KEY_LABEL',
-      'the pkcs11 provider needs the label of its AES key',
-    );
-  if ((pkcs11.pin_file === null) === (pkcs11_pin === undefined)) {
-    throw new ConfigError(
-      'COFFER_PKCS11_PIN_FILE',
-      'the pkcs11 provider needs exactly one of a PIN file and COFFER_PKCS11_PIN',
-    );
   }
 }

@@ -4,38 +4,29 @@
  * default here: the root token comes only from the environment.
  */
 import { ACTIONS, type RoleTable } from '../auth/roles.js';
+import {
+  KEY_PROVIDERS,
+  type KeyProviderSettings,
+  PROVIDER_NAMES,
+  providerConfigProperties,
+} from '../keys/registry.js';
 import { VALUE_TYPES } from '../model/value-types.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'silent'] as const;
 
-export interface CofferConfig {
+/** The settings; the master key provider's come from its plugin (keys/registry.ts). */
+export interface CofferConfig extends KeyProviderSettings {
   host: string;
   port: number;
   /** Server processes; 0 means one per CPU. */
   workers: number;
   data_dir: string;
-  master_key_file: string;
-  /** When set, the local master key is derived from the passphrase in this file (argon2id). */
-  master_passphrase_file: string | null;
   default_ttl: number;
   max_ttl: number;
   max_value_bytes: number;
   tls: { cert: string | null; key: string | null };
   log_level: (typeof LOG_LEVELS)[number];
   storage: 'lmdb';
-  key_provider: 'local' | 'aws-kms' | 'pkcs11';
-  /** For key_provider aws-kms. Credentials come from the standard AWS chain, never from here. */
-  kms: { key_id: string | null; region: string | null; endpoint: string | null };
-  /** For key_provider pkcs11: the module, the token (slot id or label), the key's label, and a PIN file. */
-  pkcs11: {
-    library: string | null;
-    slot: number | null;
-    token_label: string | null;
-    key_label: string | null;
-    pin_file: string | null;
-  };
-  /** From COFFER_PKCS11_PIN only (or pkcs11.pin_file); never read from a config file. */
-  pkcs11_pin?: string;
   /** Automatic rotation: rotate when the active keyring version is this old (`90d`, `12h`, …); null: never. */
   keyring: { rotate_after: string | null };
   /** The audit log (docs/audit.md): its directory (null: <data_dir>/audit), stdout copy, failure policy, checkpoints, file size. */
@@ -90,8 +81,6 @@ export const configSchema = {
     'port',
     'workers',
     'data_dir',
-    'master_key_file',
-    'master_passphrase_file',
     'default_ttl',
     'max_ttl',
     'max_value_bytes',
@@ -99,8 +88,7 @@ export const configSchema = {
     'log_level',
     'storage',
     'key_provider',
-    'kms',
-    'pkcs11',
+    ...KEY_PROVIDERS.flatMap((p) => p.fields),
     'keyring',
     'audit',
     'roles',
@@ -113,8 +101,6 @@ export const configSchema = {
     port: { type: 'integer', minimum: 0, maximum: 65535 },
     workers: { type: 'integer', minimum: 0, maximum: 256 },
     data_dir: { type: 'string', minLength: 1 },
-    master_key_file: { type: 'string', minLength: 1 },
-    master_passphrase_file: { type: ['string', 'null'], minLength: 1 },
     default_ttl: { type: 'integer', minimum: 1 },
     max_ttl: { type: 'integer', minimum: 1 },
     max_value_bytes: { type: 'integer', minimum: 1, maximum: 64 * 1024 * 1024 },
@@ -126,29 +112,8 @@ export const configSchema = {
     },
     log_level: { enum: [...LOG_LEVELS] },
     storage: { enum: ['lmdb'] },
-    key_provider: { enum: ['local', 'aws-kms', 'pkcs11'] },
-    kms: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['key_id', 'region', 'endpoint'],
-      properties: {
-        key_id: { type: ['string', 'null'], minLength: 1 },
-        region: { type: ['string', 'null'], minLength: 1 },
-        endpoint: { type: ['string', 'null'], pattern: '^https?://' },
-      },
-    },
-    pkcs11: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['library', 'slot', 'token_label', 'key_label', 'pin_file'],
-      properties: {
-        library: { type: ['string', 'null'], minLength: 1 },
-        slot: { type: ['integer', 'null'], minimum: 0 },
-        token_label: { type: ['string', 'null'], minLength: 1, maxLength: 32 },
-        key_label: { type: ['string', 'null'], minLength: 1 },
-        pin_file: { type: ['string', 'null'], minLength: 1 },
-      },
-    },
+    key_provider: { enum: PROVIDER_NAMES },
+    ...providerConfigProperties(),
     pkcs11_pin: { type: 'string', minLength: 1 },
     audit: {
       type: 'object',

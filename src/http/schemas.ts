@@ -2,6 +2,7 @@
  * JSON schemas of request bodies. The server validates against these (http/validate.ts) and the
  * OpenAPI document (http/openapi.ts) publishes the very same objects.
  */
+import { PROVIDER_NAMES, providerRequestProperties } from '../keys/registry.js';
 import { VALUE_TYPES } from '../model/value-types.js';
 
 export const kvPutSchema = {
@@ -80,44 +81,10 @@ export const rewrapSchema = {
   },
 } as const;
 
-const absolutePath = {
-  type: 'string',
-  minLength: 2,
-  maxLength: 4096,
-  pattern: '^/',
-  description: 'An absolute path on the server.',
-} as const;
-
 /** The body of POST /v1/sys/keyring/migrate: the new provider's settings, as in the configuration file. */
 export const migrateSchema = {
   type: 'object',
   additionalProperties: false,
   required: ['key_provider'],
-  properties: {
-    key_provider: { enum: ['local', 'aws-kms', 'pkcs11'] },
-    master_key_file: absolutePath,
-    master_passphrase_file: absolutePath,
-    kms: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['key_id'],
-      properties: {
-        key_id: { type: 'string', minLength: 1, maxLength: 2048 },
-        region: { type: 'string', minLength: 1, maxLength: 64 },
-        endpoint: { type: 'string', maxLength: 2048, pattern: '^https?://' },
-      },
-    },
-    pkcs11: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['library', 'key_label'],
-      properties: {
-        library: absolutePath,
-        slot: { type: 'integer', minimum: 0 },
-        token_label: { type: 'string', minLength: 1, maxLength: 32 },
-        key_label: { type: 'string', minLength: 1, maxLength: 256 },
-        pin_file: absolutePath,
-      },
-    },
-  },
+  properties: { key_provider: { enum: PROVIDER_NAMES }, ...providerRequestProperties() },
 } as const;

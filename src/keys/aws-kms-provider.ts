@@ -1,4 +1,4 @@
-import { DecryptCommand, GenerateDataKeyCommand, type KMSClient } from '@aws-sdk/client-kms';
+import { DecryptCommand, GenerateDataKeyCommand, KMSClient } from '@aws-sdk/client-kms';
 import { aeadOpen, aeadSeal, KEY_BYTES, NONCE_BYTES } from '../crypto/aead.js';
 import {
   contextBytes,
@@ -6,6 +6,7 @@ import {
   KeyProviderError,
   type WrapContext,
 } from './key-provider.js';
+import type { KeyProviderPlugin } from './plugin.js';
 
 const SETTING = 'COFFER_KMS_KEY_ID';
 const FORMAT = 3;
@@ -117,3 +118,75 @@ export class AwsKmsProvider implements KeyProvider {
     }
   }
 }
+
+/** The `aws-kms` provider's settings. Credentials come from the standard AWS chain, never from here. */
+export interface AwsKmsSettings {
+  readonly kms: {
+    readonly key_id: string | null;
+    readonly region: string | null;
+    readonly endpoint: string | null;
+  };
+}
+
+export const awsKmsPlugin: KeyProviderPlugin<'aws-kms', AwsKmsSettings> = {
+  name: 'aws-kms',
+  summary:
+    'a key in AWS KMS (or a KMS-compatible endpoint); one Decrypt at start-up, credentials from the AWS chain',
+  fields: ['kms'],
+  configSchema: {
+    kms: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['key_id', 'region', 'endpoint'],
+      properties: {
+        key_id: { type: ['string', 'null'], minLength: 1 },
+        region: { type: ['string', 'null'], minLength: 1 },
+        endpoint: { type: ['string', 'null'], pattern: '^https?://' },
+      },
+    },
+  },
+  requestSchema: {
+    kms: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['key_id'],
+      properties: {
+        key_id: { type: 'string', minLength: 1, maxLength: 2048 },
+        region: { type: 'string', minLength: 1, maxLength: 64 },
+        endpoint: { type: 'string', maxLength: 2048, pattern: '^https?://' },
+      },
+    },
+  },
+  paths: [],
+  env: [
+    {
+      env: 'COFFER_KMS_KEY_ID',
+      field: 'kms.key_id',
+      kind: 'string',
+      meaning: 'key id, ARN or alias',
+    },
+    { env: 'COFFER_KMS_REGION', field: 'kms.region', kind: 'string', meaning: 'the AWS region' },
+    {
+      env: 'COFFER_KMS_ENDPOINT',
+      field: 'kms.endpoint',
+      kind: 'string',
+      meaning: 'an http(s) URL of a KMS-compatible endpoint instead of AWS',
+    },
+  ],
+  example: { key_provider: 'aws-kms', kms: { key_id: 'alias/coffer', region: 'eu-west-1' } },
+  problem: ({ kms }) =>
+    kms.key_id === null
+      ? { field: 'kms.key_id', message: 'the aws-kms provider needs a KMS key id, ARN or alias' }
+      : null,
+  open: async ({ kms }) => ({
+    provider: new AwsKmsProvider(
+      new KMSClient({
+        ...(kms.region === null ? {} : { region: kms.region }),
+        ...(kms.endpoint === null ? {} : { endpoint: kms.endpoint }),
+        maxAttempts: 5,
+      }),
+      kms.key_id!,
+      kms.region,
+    ),
+  }),
+};

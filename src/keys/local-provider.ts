@@ -9,7 +9,12 @@ import {
   KeyProviderError,
   type WrapContext,
 } from './key-provider.js';
-import { PASSPHRASE_FORMAT } from './passphrase-provider.js';
+import {
+  PASSPHRASE_FORMAT,
+  PassphraseKeyProvider,
+  readPassphraseFile,
+} from './passphrase-provider.js';
+import type { KeyProviderPlugin } from './plugin.js';
 import { readOwnerOnlyFile } from './secret-file.js';
 
 const SETTING = 'COFFER_MASTER_KEY_FILE';
@@ -118,3 +123,66 @@ function createKeyFile(path: string): Uint8Array {
   }
   return key;
 }
+
+/** The `local` provider's settings: a key file, or a passphrase file from which the key is derived. */
+export interface LocalSettings {
+  readonly master_key_file: string;
+  /** When set, the master key is derived from this file's passphrase and no key file is used. */
+  readonly master_passphrase_file: string | null;
+}
+
+const serverPath = { type: 'string', minLength: 2, maxLength: 4096, pattern: '^/' } as const;
+
+export const localPlugin: KeyProviderPlugin<'local', LocalSettings> = {
+  name: 'local',
+  summary:
+    'a 32-byte key file (mode 0600) on the server, or a passphrase file from which argon2id derives the key',
+  fields: ['master_key_file', 'master_passphrase_file'],
+  configSchema: {
+    master_key_file: { type: 'string', minLength: 1 },
+    master_passphrase_file: { type: ['string', 'null'], minLength: 1 },
+  },
+  requestSchema: { master_key_file: serverPath, master_passphrase_file: serverPath },
+  paths: ['master_key_file', 'master_passphrase_file'],
+  env: [
+    {
+      env: 'COFFER_MASTER_KEY_FILE',
+      field: 'master_key_file',
+      kind: 'string',
+      meaning: 'the key file; created on the first start of a new store',
+    },
+    {
+      env: 'COFFER_MASTER_PASSPHRASE_FILE',
+      field: 'master_passphrase_file',
+      kind: 'string',
+      meaning: 'instead of a key file: a file holding one passphrase of 12+ characters',
+    },
+  ],
+  example: { key_provider: 'local', master_key_file: '/etc/coffer/new-master.key' },
+  problem: (settings) =>
+    settings.master_key_file === '' && settings.master_passphrase_file === null
+      ? {
+          field: 'master_key_file',
+          message: 'the local provider needs a key file or a passphrase file',
+        }
+      : null,
+  open: async (settings, { createKey = false }) => {
+    if (settings.master_passphrase_file !== null) {
+      return {
+        provider: new PassphraseKeyProvider(
+          readPassphraseFile(settings.master_passphrase_file),
+          `local passphrase file ${settings.master_passphrase_file}`,
+        ),
+      };
+    }
+    const file = loadOrCreateMasterKey(settings.master_key_file, createKey);
+    return {
+      provider: new LocalKeyProvider(file.key, `local master key file ${settings.master_key_file}`),
+      ...(file.created
+        ? {
+            notice: `generated a new local master key at ${settings.master_key_file} (mode 0600); back it up`,
+          }
+        : {}),
+    };
+  },
+};

@@ -1,37 +1,31 @@
-import { KMSClient } from '@aws-sdk/client-kms';
-import { AwsKmsProvider } from './aws-kms-provider.js';
-import { type KeyProvider, KeyProviderError } from './key-provider.js';
-import { LocalKeyProvider, loadOrCreateMasterKey } from './local-provider.js';
-import { PassphraseKeyProvider, readPassphraseFile } from './passphrase-provider.js';
-import { Pkcs11KeyProvider } from './pkcs11-provider.js';
-import { readOwnerOnlyFile } from './secret-file.js';
+/**
+ * The master key providers, by configuration name. Adding one is one file exporting a KeyProviderPlugin
+ * (keys/plugin.ts) and one entry in KEY_PROVIDERS below: the configuration schema and its environment
+ * variables, the migrate-key request schema, the start-up and migration checks, the CLI's help and the
+ * docs table all come from this list.
+ */
+import { type AwsKmsSettings, awsKmsPlugin } from './aws-kms-provider.js';
+import { type LocalSettings, localPlugin } from './local-provider.js';
+import { type Pkcs11ProviderSettings, pkcs11Plugin } from './pkcs11-provider.js';
+import type {
+  KeyProviderPlugin,
+  OpenedProvider,
+  OpenOptions,
+  ProviderEnv,
+  SettingsProblem,
+} from './plugin.js';
 
-export interface KeyProviderSettings {
-  readonly key_provider: 'local' | 'aws-kms' | 'pkcs11';
-  readonly kms: {
-    readonly key_id: string | null;
-    readonly region: string | null;
-    readonly endpoint: string | null;
-  };
-  readonly pkcs11: {
-    readonly library: string | null;
-    readonly slot: number | null;
-    readonly token_label: string | null;
-    readonly key_label: string | null;
-    readonly pin_file: string | null;
-  };
-  /** The PKCS#11 PIN when it comes from the environment rather than pkcs11.pin_file. */
-  readonly pkcs11_pin?: string;
-  readonly master_key_file: string;
-  /** When set, the local master key is derived from this file's passphrase and no key file is used. */
-  readonly master_passphrase_file: string | null;
-}
+export type { OpenedProvider, OpenOptions } from './plugin.js';
 
-export interface OpenedProvider {
-  readonly provider: KeyProvider;
-  /** One line for the start-up log (a warning) when opening the provider did or found something the operator must know. */
-  readonly notice?: string;
-}
+export const KEY_PROVIDERS = [localPlugin, awsKmsPlugin, pkcs11Plugin] as const;
+
+export type ProviderName = (typeof KEY_PROVIDERS)[number]['name'];
+export const PROVIDER_NAMES = KEY_PROVIDERS.map((p) => p.name) as ProviderName[];
+
+/** Every provider's settings, as the configuration holds them (each provider reads its own). */
+export type KeyProviderSettings = { readonly key_provider: ProviderName } & LocalSettings &
+  AwsKmsSettings &
+  Pkcs11ProviderSettings;
 
 /**
  * The settings of one provider alone, without secrets (a PIN comes from the environment or a file it
@@ -39,106 +33,79 @@ export interface OpenedProvider {
  * migration and start-up can say which key opens the store.
  */
 export type ProviderConfig = Pick<KeyProviderSettings, 'key_provider'> &
-  Partial<
-    Pick<KeyProviderSettings, 'master_key_file' | 'master_passphrase_file' | 'kms' | 'pkcs11'>
-  >;
+  Partial<Omit<KeyProviderSettings, 'key_provider' | 'pkcs11_pin'>>;
 
-export interface OpenOptions {
-  /** A local key file may be created when missing: only by `serve`, for a store that does not exist yet. */
-  readonly createKey?: boolean;
+/** Settings with no provider's fields set: the nulls each provider's `problem` reads as "not given". */
+const UNSET = {
+  master_key_file: '',
+  master_passphrase_file: null,
+  kms: { key_id: null, region: null, endpoint: null },
+  pkcs11: { library: null, slot: null, token_label: null, key_label: null, pin_file: null },
+} as const;
+
+export function providerNamed(
+  name: ProviderName,
+): KeyProviderPlugin<ProviderName, KeyProviderSettings> {
+  const plugin = KEY_PROVIDERS.find((p) => p.name === name);
+  if (!plugin) throw new Error(`no key provider named ${name}`);
+  return plugin as unknown as KeyProviderPlugin<ProviderName, KeyProviderSettings>;
 }
-
-interface ProviderEntry {
-  /** The fields of KeyProviderSettings this provider reads. */
-  readonly settings: readonly ('master_key_file' | 'master_passphrase_file' | 'kms' | 'pkcs11')[];
-  open(settings: KeyProviderSettings, options: OpenOptions): Promise<OpenedProvider>;
-}
-
-/** Key providers by configuration name. A new provider is one file plus one entry here. */
-const PROVIDERS: Record<KeyProviderSettings['key_provider'], ProviderEntry> = {
-  'aws-kms': {
-    settings: ['kms'],
-    open: async ({ kms }) => ({
-      provider: new AwsKmsProvider(
-        new KMSClient({
-          ...(kms.region === null ? {} : { region: kms.region }),
-          ...(kms.endpoint === null ? {} : { endpoint: kms.endpoint }),
-          maxAttempts: 5,
-        }),
-        kms.key_id!,
-        kms.region,
-      ),
-    }),
-  },
-  pkcs11: {
-    settings: ['pkcs11'],
-    open: async ({ pkcs11, pkcs11_pin }) =>
-      Pkcs11KeyProvider.open(
-        {
-          library: pkcs11.library!,
-          slot: pkcs11.slot,
-          token_label: pkcs11.token_label,
-          key_label: pkcs11.key_label!,
-        },
-        pkcs11.pin_file === null ? pkcs11_pin! : readPin(pkcs11.pin_file),
-      ),
-  },
-  local: {
-    settings: ['master_key_file', 'master_passphrase_file'],
-    open: async (settings, { createKey = false }) => {
-      if (settings.master_passphrase_file !== null) {
-        return {
-          provider: new PassphraseKeyProvider(
-            readPassphraseFile(settings.master_passphrase_file),
-            `local passphrase file ${settings.master_passphrase_file}`,
-          ),
-        };
-      }
-      const file = loadOrCreateMasterKey(settings.master_key_file, createKey);
-      return {
-        provider: new LocalKeyProvider(
-          file.key,
-          `local master key file ${settings.master_key_file}`,
-        ),
-        ...(file.created
-          ? {
-              notice: `generated a new local master key at ${settings.master_key_file} (mode 0600); back it up`,
-            }
-          : {}),
-      };
-    },
-  },
-};
 
 export function openKeyProvider(
   settings: KeyProviderSettings,
   options: OpenOptions = {},
 ): Promise<OpenedProvider> {
-  return PROVIDERS[settings.key_provider].open(settings, options);
+  return providerNamed(settings.key_provider).open(settings, options);
+}
+
+/** The first rule the configured provider's settings break, or null (the provider's own check). */
+export function providerProblem(settings: KeyProviderSettings): SettingsProblem | null {
+  return providerNamed(settings.key_provider).problem(settings);
 }
 
 /** The part of `settings` that names the configured provider's key. */
 export function providerConfig(settings: KeyProviderSettings): ProviderConfig {
   const config: Record<string, unknown> = { key_provider: settings.key_provider };
-  for (const field of PROVIDERS[settings.key_provider].settings) config[field] = settings[field];
+  for (const field of providerNamed(settings.key_provider).fields)
+    config[field] = settings[field as keyof KeyProviderSettings];
   return config as ProviderConfig;
 }
 
 /** Full provider settings from a ProviderConfig, the PIN taken from this process's environment. */
 export function settingsOf(config: ProviderConfig, pkcs11Pin?: string): KeyProviderSettings {
-  return {
-    master_key_file: '',
-    master_passphrase_file: null,
-    kms: { key_id: null, region: null, endpoint: null },
-    pkcs11: { library: null, slot: null, token_label: null, key_label: null, pin_file: null },
-    ...config,
-    ...(pkcs11Pin === undefined ? {} : { pkcs11_pin: pkcs11Pin }),
-  };
+  const settings: Record<string, unknown> = { ...UNSET, ...config };
+  // A settings object given in part (a migrate-key request) has its other fields unset.
+  for (const [field, unset] of Object.entries(UNSET)) {
+    const given = (config as Record<string, unknown>)[field];
+    if (typeof unset === 'object' && typeof given === 'object' && given !== null)
+      settings[field] = { ...unset, ...given };
+  }
+  if (pkcs11Pin !== undefined) settings.pkcs11_pin = pkcs11Pin;
+  return settings as unknown as KeyProviderSettings;
 }
 
-function readPin(path: string): string {
-  const bytes = readOwnerOnlyFile(path, 'COFFER_PKCS11_PIN_FILE', 256);
-  if (bytes === undefined)
-    throw new KeyProviderError('COFFER_PKCS11_PIN_FILE', `cannot open ${path} (ENOENT)`);
-  return bytes.toString('utf8').replace(/\r?\n$/, '');
+/** Every provider's environment variables. */
+export function providerEnv(): ProviderEnv[] {
+  return KEY_PROVIDERS.flatMap((p) => p.env);
+}
+
+/** The configuration schema's properties for the providers' fields. */
+export function providerConfigProperties(): Record<string, object> {
+  return Object.assign({}, ...KEY_PROVIDERS.map((p) => p.configSchema));
+}
+
+/** The migrate-key request schema's properties for the providers' fields. */
+export function providerRequestProperties(): Record<string, object> {
+  return Object.assign({}, ...KEY_PROVIDERS.map((p) => p.requestSchema));
+}
+
+/** The providers as a markdown table (docs/key-management.md holds exactly this; a test checks it). */
+export function providerTable(): string {
+  const rows = KEY_PROVIDERS.map(
+    (p) =>
+      `| \`${p.name}\` | ${p.summary} | ${p.env.map((e) => `\`${e.env}\`: ${e.meaning}`).join('<br>')} |`,
+  );
+  return ['| provider | what holds the master key | settings |', '|---|---|---|', ...rows].join(
+    '\n',
+  );
 }

@@ -189,8 +189,10 @@ describe('authenticator', () => {
     // 2 at once, then 4 more at 4 a second (one of them waiting for the correct one's turn): about a second.
     expect(performance.now() - started).to.be.at.least(700);
     // The turns alternate: after the burst, one paced flood attempt (its queue came first), then the
-    // correct one — not behind the three paced attempts left of the flood.
-    expect(done.indexOf('other')).to.be.at.most(3);
+    // correct one — not behind the three paced attempts left of the flood (index 6). Completion order,
+    // not start order, is what can be seen: on a loaded machine the correct one's argon2 run may still be
+    // going when the next paced attempt (250 ms later) finishes, hence 4.
+    expect(done.indexOf('other')).to.be.at.most(4);
   });
 
   it('paces wrong secrets more slowly while the process is busy serving', async () => {

@@ -176,7 +176,7 @@ describe('migrate-key: the keyring moves to another master key in one atomic wri
     );
     await refused(
       { ...hsmTarget() },
-      /needs pkcs11.pin_file \(this server has no COFFER_PKCS11_PIN\)/,
+      /needs exactly one of a PIN file \(pkcs11.pin_file\) and COFFER_PKCS11_PIN/,
     );
     await refused(
       { key_provider: 'local', master_key_file: 'relative/key' },
@@ -184,7 +184,11 @@ describe('migrate-key: the keyring moves to another master key in one atomic wri
     );
     await refused(
       { key_provider: 'local' },
-      /exactly one of master_key_file and master_passphrase_file/,
+      /the local provider needs a key file or a passphrase file/,
+    );
+    await refused(
+      { key_provider: 'local', master_key_file: '/tmp/x.key', master_passphrase_file: '/tmp/p' },
+      /takes one of master_key_file and master_passphrase_file, not both/,
     );
     await refused(
       { key_provider: 'local', master_key_file: '/tmp/x.key', kms: { key_id: 'k' } },
@@ -195,7 +199,7 @@ describe('migrate-key: the keyring moves to another master key in one atomic wri
         key_provider: 'pkcs11',
         pkcs11: { library: hsm.library, key_label: 'k', slot: 1, token_label: 't', pin_file: '/p' },
       },
-      /exactly one of pkcs11.slot and pkcs11.token_label/,
+      /exactly one of a slot id \(pkcs11.slot\) and a token label \(pkcs11.token_label\)/,
     );
     await refused(
       { key_provider: 'vault' },
