@@ -15,10 +15,10 @@ export interface AuditTarget {
 }
 
 export function auditTarget(res: Response, target: AuditTarget): void {
-  const current = res.locals.audit as AuditTarget | undefined;
+  const current = res.locals.audit;
   res.locals.audit = current === undefined ? target : Object.assign(current, target);
 }
 
 export function auditTargetOf(res: Response): AuditTarget {
-  return (res.locals.audit as AuditTarget | undefined) ?? {};
+  return res.locals.audit ?? {};
 }

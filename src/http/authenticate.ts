@@ -23,7 +23,7 @@ export function authenticate(
   now: () => number,
 ) {
   return async (req: Request, res: Response): Promise<void> => {
-    const address = res.locals.client as string;
+    const address = res.locals.client ?? req.socket.remoteAddress ?? '';
     try {
       if (repeatedAuthorization(req)) throw invalid('send one Authorization header, not several');
       const header = req.headers.authorization;
@@ -58,6 +58,9 @@ function repeatedAuthorization(req: Request): boolean {
   return false;
 }
 
+/** The caller of an authenticated request (the dispatcher's guard ran before any handler that asks). */
 export function principalOf(res: Response): Principal {
-  return res.locals.principal as Principal;
+  const principal = res.locals.principal;
+  if (principal === undefined) throw new Error('principalOf: the request was not authenticated');
+  return principal;
 }

@@ -4,7 +4,6 @@
  * outcome once the response is finished.
  */
 import type { NextFunction, Request, Response } from 'express';
-import type { Principal } from '../auth/principal.js';
 
 export interface RequestOutcome {
   readonly method: string;
@@ -24,10 +23,10 @@ export function recordOutcomes(sink: OutcomeSink) {
     res.on('finish', () => {
       sink({
         method: req.method,
-        route: (res.locals.route as string | undefined) ?? null,
+        route: res.locals.route ?? null,
         status: res.statusCode,
-        code: (res.locals.outcomeCode as string | undefined) ?? null,
-        principalId: (res.locals.principal as Principal | undefined)?.id ?? null,
+        code: res.locals.outcomeCode ?? null,
+        principalId: res.locals.principal?.id ?? null,
         durationMs: performance.now() - started,
       });
     });

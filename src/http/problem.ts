@@ -33,7 +33,7 @@ export function toAppError(err: unknown, log: Logger, req: Request): AppError {
     {
       err: { name: e.name, message: e.message, stack: e.stack },
       method: req.method,
-      route: (req.res?.locals.route as string | undefined) ?? null,
+      route: req.res?.locals.route ?? null,
     },
     'request failed',
   );

@@ -62,7 +62,7 @@ export function intentRecorder(
 ): RecordIntent {
   if (!audit) return async () => [];
   return async (res, change) => {
-    const principal = res.locals.principal as Principal | undefined;
+    const principal = res.locals.principal;
     const copies = await audit.intent({
       request_id: requestId(res),
       token_id: principal?.id ?? null,
@@ -89,14 +89,14 @@ export function requestAuditor(
 ) {
   return (res: Response, status: number, requestId: string): Promise<boolean> => {
     if (summary && res.locals.summarized === true) {
-      summary.add(res.locals.client as string, status, now());
+      summary.add(res.locals.client ?? '', status, now());
       return Promise.resolve(true);
     }
     const req = res.req as Request;
-    const principal = res.locals.principal as Principal | undefined;
-    const route = (res.locals.route as string | undefined) ?? null;
+    const principal = res.locals.principal;
+    const route = res.locals.route ?? null;
     const target = auditTargetOf(res);
-    const startedAt = res.locals.startedAt as number | undefined;
+    const startedAt = res.locals.startedAt;
     // While the sink is failing the response will be a 503: record that, not what the handler meant to send.
     const outcome = audit.failing
       ? {
@@ -104,7 +104,7 @@ export function requestAuditor(
           code: 'audit_unavailable',
           ...(status === 503 ? {} : { intended_status: status }),
         }
-      : { status, code: (res.locals.outcomeCode as string | undefined) ?? null };
+      : { status, code: res.locals.outcomeCode ?? null };
     // Undefined fields (a request with no key, say) are left out of the JSON line.
     return audit.request({
       kind: 'request',
@@ -113,7 +113,7 @@ export function requestAuditor(
       // The token's metadata name, so "who read X" needs no second lookup (absent when it has none).
       token_name: principal?.metadata.name,
       role: principal ? roleOf(principal) : null,
-      client: (res.locals.client as string | undefined) ?? req.socket.remoteAddress ?? null,
+      client: res.locals.client ?? req.socket.remoteAddress ?? null,
       method: req.method,
       route,
       action: target.action ?? (route === null ? 'none' : (ACTIONS[route]?.[req.method] ?? 'none')),

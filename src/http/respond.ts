@@ -102,7 +102,7 @@ export function createResponder(auditor?: ResponseAuditor, tls = false): Respond
   };
   const requestId = (res: Response): string => {
     res.locals.requestId ??= requestIds.next();
-    return res.locals.requestId as string;
+    return res.locals.requestId;
   };
   const write = (
     res: Response,

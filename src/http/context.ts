@@ -1,0 +1,30 @@
+/**
+ * What the HTTP layer learns about a request as it goes, kept on `res.locals` and typed here once (Express's
+ * `Locals`, merged), so no handler casts it.
+ */
+import type { Principal } from '../auth/principal.js';
+import type { ErrorCode } from '../errors.js';
+import type { AuditTarget } from './audit-target.js';
+
+declare global {
+  namespace Express {
+    interface Locals {
+      /** The request's id (X-Request-Id), given when the first response bytes are prepared. */
+      requestId?: string;
+      /** The route template it matched (`/v1/kv/{namespace}/{key}`): logs name routes, never raw URLs. */
+      route?: string;
+      /** When the dispatcher took it (performance.now()), for the audit entry's duration. */
+      startedAt?: number;
+      /** The client address (the socket's, or behind a trusted proxy the forwarded one). */
+      client?: string;
+      /** Who is calling, once authenticated. */
+      principal?: Principal;
+      /** The error code it was answered with, if any. */
+      outcomeCode?: ErrorCode;
+      /** What it acts on, for its audit entry. */
+      audit?: AuditTarget;
+      /** A failed authentication counted in a flood summary instead of its own audit line. */
+      summarized?: boolean;
+    }
+  }
+}
