@@ -345,9 +345,8 @@ export async function startCoffer(
       trustedProxies: config.trusted_proxies,
       tls,
       now,
+      auditStore: { storage, keyring },
       sys: {
-        storage,
-        keyring,
         rewrapper,
         operations: new KeyringOperations({
           storage,

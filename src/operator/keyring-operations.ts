@@ -6,7 +6,7 @@
 import type { OperatorEvents } from '../model/operator-events.js';
 import type { StorageBackend } from '../storage/backend.js';
 import type { KeyringHolder } from '../store/keyring-store.js';
-import { keyringStatus } from './keyring-status.js';
+import { type KeyringStatus, keyringStatus } from './keyring-status.js';
 import { type MigrateRequest, type MigrateResult, migrateKey } from './migrate-key.js';
 
 export interface KeyringOperationsDeps {
@@ -20,6 +20,11 @@ export interface KeyringOperationsDeps {
 
 export class KeyringOperations {
   constructor(private readonly deps: KeyringOperationsDeps) {}
+
+  /** The master key, the keyring versions with the records each wraps, and which one is active. */
+  status(): Promise<KeyringStatus> {
+    return keyringStatus(this.deps.storage, this.deps.keyring);
+  }
 
   /** Adds a keyring version and makes it the active one. `by`: the caller's token id. */
   async rotate(by: string): Promise<{ previous_version: number; active_version: number }> {

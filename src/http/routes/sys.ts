@@ -6,19 +6,14 @@
 import type { Request, Response } from 'express';
 import { requirePrivilege } from '../../auth/principal.js';
 import type { KeyringOperations } from '../../operator/keyring-operations.js';
-import { keyringStatus } from '../../operator/keyring-status.js';
 import type { MigrateRequest } from '../../operator/migrate-key.js';
 import type { Rewrapper, RewrapState } from '../../operator/rewrap.js';
-import type { StorageBackend } from '../../storage/backend.js';
-import type { KeyringHolder } from '../../store/keyring-store.js';
 import { principalOf } from '../authenticate.js';
 import { hasBody, queryOf } from '../request-parts.js';
 import type { Responder } from '../respond.js';
 import type { BodyValidator } from '../validate.js';
 
 export interface SysRouteDeps {
-  readonly storage: StorageBackend;
-  readonly keyring: KeyringHolder;
   readonly rewrapper: Rewrapper;
   readonly readBody: (req: Request, res: Response) => Promise<unknown>;
   readonly validateRewrap: BodyValidator<{ batch_size?: number }>;
@@ -61,7 +56,7 @@ export function sysRoutes(deps: SysRouteDeps) {
     async status(req: Request, res: Response): Promise<void> {
       requirePrivilege(principalOf(res), 'read_keyring');
       queryOf(req, []);
-      respond.json(res, 200, await keyringStatus(deps.storage, deps.keyring));
+      respond.json(res, 200, await operations.status());
     },
 
     async rotate(req: Request, res: Response): Promise<void> {
