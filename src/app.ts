@@ -54,6 +54,7 @@ import {
 } from './keys/registry.js';
 import { KvService } from './kv/kv-service.js';
 import type { OperatorEvents } from './model/operator-events.js';
+import { AuditReview } from './operator/audit-review.js';
 import { parseDuration, startAutoRotation } from './operator/auto-rotate.js';
 import { KeyringOperations } from './operator/keyring-operations.js';
 import { Rewrapper } from './operator/rewrap.js';
@@ -345,7 +346,7 @@ export async function startCoffer(
       trustedProxies: config.trusted_proxies,
       tls,
       now,
-      auditStore: { storage, keyring },
+      review: new AuditReview({ storage, keyring, auditDir: config.audit.dir!, now }),
       sys: {
         rewrapper,
         operations: new KeyringOperations({

@@ -104,4 +104,12 @@ describe('the architecture', () => {
     );
     expect(recording.map((file) => relative(SRC, file))).to.deep.equal([]);
   });
+
+  it('keeps the storage backend out of the HTTP layer: routes reach storage only through services', () => {
+    const handlers = sources(join(SRC, 'http'));
+    const holding = handlers.filter((file) =>
+      /\bStorageBackend\b/.test(readFileSync(file, 'utf8')),
+    );
+    expect(holding.map((file) => relative(SRC, file))).to.deep.equal([]);
+  });
 });

@@ -13,8 +13,7 @@ import type { Authenticator } from '../auth/authenticator.js';
 import type { FailureRate } from '../auth/failure-rate.js';
 import type { TokenService } from '../auth/token-service.js';
 import type { KvService } from '../kv/kv-service.js';
-import type { StorageBackend } from '../storage/backend.js';
-import type { KeyringHolder } from '../store/keyring-store.js';
+import type { AuditReview } from '../operator/audit-review.js';
 import { authenticate } from './authenticate.js';
 import { clientAddressOf } from './client-address.js';
 import { dispatcher, type Route } from './dispatch.js';
@@ -46,8 +45,8 @@ export interface HttpAppDeps {
   readonly now: () => number;
   /** Where the audit files are, for GET /v1/sys/audit. */
   readonly auditDir: string;
-  /** The store and keyring the audit routes read (verify, coverage, the seal report). */
-  readonly auditStore: { readonly storage: StorageBackend; readonly keyring: KeyringHolder };
+  /** Verify and the seal report, for the audit routes. */
+  readonly review: AuditReview;
   /** Tells a flood of failed authentications from ordinary ones. */
   readonly failureRate: FailureRate;
   /** Where failed authentications past the flood rate are counted, instead of a line each. */
@@ -94,10 +93,8 @@ export function buildHttpApp(deps: HttpAppDeps): RequestListener {
   });
   const audit = auditRoutes({
     auditDir: deps.auditDir,
-    storage: deps.auditStore.storage,
-    keyring: deps.auditStore.keyring,
+    review: deps.review,
     respond,
-    now: deps.now,
   });
   const openapi = JSON.stringify(openApiDocument(deps.maxTtl));
 

@@ -4,8 +4,6 @@
  */
 import { basename } from 'node:path';
 import type { Request, Response } from 'express';
-import { auditCoverage } from '../../audit/coverage.js';
-import { auditFilesIn } from '../../audit/files.js';
 import {
   type AuditFilter,
   auditTime,
@@ -13,13 +11,8 @@ import {
   encodeAuditCursor,
   queryAudit,
 } from '../../audit/query.js';
-import { AuditRegistry } from '../../audit/registry.js';
-import { verifyAudit } from '../../audit/verify.js';
 import { requirePrivilege } from '../../auth/principal.js';
-import { sealReport } from '../../operator/seal-report.js';
-import type { StorageBackend } from '../../storage/backend.js';
-import type { KeyringHolder } from '../../store/keyring-store.js';
-import { recordSealOf } from '../../store/record-seal.js';
+import type { AuditReview } from '../../operator/audit-review.js';
 import { principalOf } from '../authenticate.js';
 import { booleanFlag, positiveInteger, queryError, queryOf } from '../request-parts.js';
 import type { Responder } from '../respond.js';
@@ -31,10 +24,8 @@ const ACTION = /^[a-z][a-z._]{0,63}\*?$/;
 
 export interface AuditRouteDeps {
   readonly auditDir: string;
-  readonly storage: StorageBackend;
-  readonly keyring: KeyringHolder;
+  readonly review: AuditReview;
   readonly respond: Responder;
-  readonly now: () => number;
 }
 
 function bad(name: string, message: string): never {
@@ -121,33 +112,19 @@ export function auditRoutes(deps: AuditRouteDeps) {
     async verify(req: Request, res: Response): Promise<void> {
       requirePrivilege(principalOf(res), 'read_audit');
       queryOf(req, []);
-      await deps.keyring.refresh();
-      const files = auditFilesIn(deps.auditDir);
-      const result = verifyAudit(
-        files,
-        deps.keyring.current().auditKey(),
-        await new AuditRegistry(deps.storage, recordSealOf(deps.keyring)).chains(),
+      const result = await deps.review.verify();
+      // The broken file by name only: the server's paths are not the auditor's business.
+      deps.respond.json(
+        res,
+        200,
+        result.intact ? result : { ...result, file: basename(result.file) },
       );
-      if (!result.intact) {
-        deps.respond.json(res, 200, { ...result, file: basename(result.file) });
-        return;
-      }
-      deps.respond.json(res, 200, {
-        ...result,
-        files: files.length,
-        coverage: await auditCoverage(files, deps.storage, recordSealOf(deps.keyring)),
-      });
     },
 
     async sealReport(req: Request, res: Response): Promise<void> {
       requirePrivilege(principalOf(res), 'read_audit');
       const verify = booleanFlag('verify', queryOf(req, ['verify']).verify);
-      await deps.keyring.refresh();
-      deps.respond.json(
-        res,
-        200,
-        await sealReport(deps.storage, deps.keyring.current(), { verify, now: deps.now() }),
-      );
+      deps.respond.json(res, 200, await deps.review.sealReport(verify));
     },
   };
 }
