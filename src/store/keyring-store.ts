@@ -222,10 +222,13 @@ export class KeyringHolder {
       this.stamped = now; // the same generation in other bytes: format 1's plain number, MACed by the upgrade
       return;
     }
-    const loaded = await loadStored(this.storage, this.key.provider, (stored) =>
-      this.follow(stored),
-    );
+    let followed: WrappingKey = this.key;
+    const loaded = await loadStored(this.storage, this.key.provider, async (stored) => {
+      followed = await this.follow(stored);
+      return followed.provider;
+    });
     if (loaded) {
+      // Checked before anything is taken over: a refused keyring leaves this process as it was.
       if (!loaded.keyring.sharesRootWith(this.keyring)) {
         throw new RecordIntegrityError(
           'keyring',
@@ -236,6 +239,7 @@ export class KeyringHolder {
       this.keyring = loaded.keyring;
       this.stamped = this.stampOf(loaded.generationBytes);
       this.stored = loaded.stored;
+      this.key = followed;
     }
   }
 
@@ -393,16 +397,15 @@ export class KeyringHolder {
   }
 
   /** The provider to open `stored` with: ours, or the one a migration by another process moved it to. */
-  private async follow(stored: StoredKeyring): Promise<KeyProvider> {
-    if ((stored.migration ?? 0) === (this.stored.migration ?? 0)) return this.key.provider;
+  private async follow(stored: StoredKeyring): Promise<WrappingKey> {
+    if ((stored.migration ?? 0) === (this.stored.migration ?? 0)) return this.key;
     if (!stored.settings || !this.options.reopen) {
       throw new KeyProviderError(
         'key_provider',
         `the keyring was migrated to ${stored.description ?? `the ${stored.provider} provider`}; restart with that key configured`,
       );
     }
-    this.key = { provider: await this.options.reopen(stored.settings), config: stored.settings };
-    return this.key.provider;
+    return { provider: await this.options.reopen(stored.settings), config: stored.settings };
   }
 }
 
