@@ -33,8 +33,7 @@ const FORMAT = 1;
 /**
  * A 128-bit tag (BLAKE2b's output length is a parameter, so this is not a truncation): forging one takes
  * 2^128 guesses, and the index written with every change stays small. BLAKE2b rather than HMAC-SHA256
- * because it runs on every write: one call, about a third of HMAC's cost here (bench/notes in
- * docs/performance.md).
+ * because it runs on every write: one call, about a third of HMAC's cost here (docs/performance.md).
  */
 export const MAC_BYTES = 16;
 
