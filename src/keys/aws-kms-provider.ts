@@ -133,6 +133,7 @@ export const awsKmsPlugin: KeyProviderPlugin<'aws-kms', AwsKmsSettings> = {
   summary:
     'a key in AWS KMS (or a KMS-compatible endpoint); one Decrypt at start-up, credentials from the AWS chain',
   fields: ['kms'],
+  unset: { kms: { key_id: null, region: null, endpoint: null } },
   configSchema: {
     kms: {
       type: 'object',

@@ -138,6 +138,7 @@ export const localPlugin: KeyProviderPlugin<'local', LocalSettings> = {
   summary:
     'a 32-byte key file (mode 0600) on the server, or a passphrase file from which argon2id derives the key',
   fields: ['master_key_file', 'master_passphrase_file'],
+  unset: { master_key_file: '', master_passphrase_file: null },
   configSchema: {
     master_key_file: { type: 'string', minLength: 1 },
     master_passphrase_file: { type: ['string', 'null'], minLength: 1 },

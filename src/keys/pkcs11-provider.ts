@@ -253,6 +253,9 @@ export const pkcs11Plugin: KeyProviderPlugin<'pkcs11', Pkcs11ProviderSettings> =
   summary:
     'an AES key inside a PKCS#11 HSM (non-extractable, sensitive); the HSM wraps and unwraps, the key never leaves it',
   fields: ['pkcs11'],
+  unset: {
+    pkcs11: { library: null, slot: null, token_label: null, key_label: null, pin_file: null },
+  },
   configSchema: {
     pkcs11: {
       type: 'object',

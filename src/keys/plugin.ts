@@ -41,6 +41,8 @@ export interface KeyProviderPlugin<Name extends string = string, Settings extend
   readonly summary: string;
   /** The top-level configuration fields the provider reads (what the store records about its key). */
   readonly fields: readonly string[];
+  /** Those fields as a configuration holds them when nothing is set (what a request leaves out). */
+  readonly unset: Settings;
   /** JSON schema of each of those fields in the configuration file (nulls where unset). */
   readonly configSchema: Readonly<Record<string, object>>;
   /** JSON schema of each of those fields in a migrate-key request (omitted where unset; paths absolute). */

@@ -1,12 +1,12 @@
 /**
  * The master key providers, by configuration name. Adding one is one file exporting a KeyProviderPlugin
- * (keys/plugin.ts) and one entry in KEY_PROVIDERS below: the configuration schema and its environment
- * variables, the migrate-key request schema, the start-up and migration checks, the CLI's help and the
- * docs table all come from this list.
+ * (keys/plugin.ts) and one entry in KEY_PROVIDERS below: the settings type, the configuration schema and
+ * its environment variables, the migrate-key request schema, the start-up and migration checks, the CLI's
+ * help and the docs table all come from this list.
  */
-import { type AwsKmsSettings, awsKmsPlugin } from './aws-kms-provider.js';
-import { type LocalSettings, localPlugin } from './local-provider.js';
-import { type Pkcs11ProviderSettings, pkcs11Plugin } from './pkcs11-provider.js';
+import { awsKmsPlugin } from './aws-kms-provider.js';
+import { localPlugin } from './local-provider.js';
+import { pkcs11Plugin } from './pkcs11-provider.js';
 import type {
   KeyProviderPlugin,
   OpenedProvider,
@@ -22,10 +22,15 @@ export const KEY_PROVIDERS = [localPlugin, awsKmsPlugin, pkcs11Plugin] as const;
 export type ProviderName = (typeof KEY_PROVIDERS)[number]['name'];
 export const PROVIDER_NAMES = KEY_PROVIDERS.map((p) => p.name) as ProviderName[];
 
+type SettingsOf<P> = P extends KeyProviderPlugin<string, infer S> ? S : never;
+type Intersection<U> = (U extends unknown ? (u: U) => void : never) extends (i: infer I) => void
+  ? I
+  : never;
+
 /** Every provider's settings, as the configuration holds them (each provider reads its own). */
-export type KeyProviderSettings = { readonly key_provider: ProviderName } & LocalSettings &
-  AwsKmsSettings &
-  Pkcs11ProviderSettings;
+export type KeyProviderSettings = { readonly key_provider: ProviderName } & Intersection<
+  SettingsOf<(typeof KEY_PROVIDERS)[number]>
+>;
 
 /**
  * The settings of one provider alone, without secrets (a PIN comes from the environment or a file it
@@ -36,12 +41,10 @@ export type ProviderConfig = Pick<KeyProviderSettings, 'key_provider'> &
   Partial<Omit<KeyProviderSettings, 'key_provider' | 'pkcs11_pin'>>;
 
 /** Settings with no provider's fields set: the nulls each provider's `problem` reads as "not given". */
-const UNSET = {
-  master_key_file: '',
-  master_passphrase_file: null,
-  kms: { key_id: null, region: null, endpoint: null },
-  pkcs11: { library: null, slot: null, token_label: null, key_label: null, pin_file: null },
-} as const;
+const UNSET: Readonly<Record<string, unknown>> = Object.assign(
+  {},
+  ...KEY_PROVIDERS.map((p) => p.unset),
+);
 
 export function providerNamed(
   name: ProviderName,

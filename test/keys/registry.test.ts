@@ -4,7 +4,12 @@ import { expect } from 'chai';
 import { ENV_SETTINGS } from '../../src/config/load.js';
 import { configSchema } from '../../src/config/schema.js';
 import { migrateSchema } from '../../src/http/schemas.js';
-import { KEY_PROVIDERS, providerTable, settingsOf } from '../../src/keys/registry.js';
+import {
+  KEY_PROVIDERS,
+  type KeyProviderSettings,
+  providerTable,
+  settingsOf,
+} from '../../src/keys/registry.js';
 
 const DOC = fileURLToPath(new URL('../../../docs/key-management.md', import.meta.url));
 
@@ -27,6 +32,17 @@ describe('the key provider registry: providers describe themselves, everything e
     );
     expect(migrateSchema.properties.key_provider.enum).to.deep.equal(
       KEY_PROVIDERS.map((p) => p.name),
+    );
+  });
+
+  it('builds the settings type and the unset settings from the list', () => {
+    const settings: KeyProviderSettings = settingsOf({ key_provider: 'local' });
+    // Typed per provider field (a compile-time check as much as a runtime one).
+    const keyId: string | null = settings.kms.key_id;
+    const slot: number | null = settings.pkcs11.slot;
+    expect([keyId, slot, settings.master_passphrase_file]).to.deep.equal([null, null, null]);
+    expect(Object.keys(settings).sort()).to.deep.equal(
+      ['key_provider', ...KEY_PROVIDERS.flatMap((p) => p.fields)].sort(),
     );
   });
 
