@@ -20,7 +20,6 @@ import { versionWrites } from '../src/kv/version-writes.js';
 import type { StorageWrite } from '../src/storage/backend.js';
 import { LmdbBackend } from '../src/storage/lmdb-backend.js';
 import { KeyringHolder } from '../src/store/keyring-store.js';
-import { recordSealOf } from '../src/store/record-seal.js';
 import { api } from './api.js';
 import * as shape from './cases.js';
 import { describeMachine } from './machine.js';
@@ -58,7 +57,7 @@ async function seed(dir: string, root: string): Promise<void> {
     let writes: StorageWrite[] = [];
     for (let i = 0; i < NAMESPACES * perNamespace; i++) {
       writes.push(
-        ...versionWrites(holder.current(), recordSealOf(holder), {
+        ...versionWrites(holder.current(), holder.recordSeal, {
           namespace: `rw/ns${i % NAMESPACES}`,
           key: `k${Math.floor(i / NAMESPACES)}`,
           version: 1,

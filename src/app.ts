@@ -61,7 +61,7 @@ import { Rewrapper } from './operator/rewrap.js';
 import type { StorageBackend } from './storage/backend.js';
 import { openStorage } from './storage/registry.js';
 import { KeyringHolder, storedKeyDescription } from './store/keyring-store.js';
-import { RecordIntegrityError, type RecordSeal, recordSealOf } from './store/record-seal.js';
+import { RecordIntegrityError, type RecordSeal } from './store/record-seal.js';
 import { type UpgradeResult, upgradeStore } from './store/upgrade.js';
 
 export interface StartOptions {
@@ -98,8 +98,6 @@ interface OpenedStore {
   readonly root: RootRecord;
   /** How this process changed the root token, for the audit log. */
   readonly rootChange: EstablishedRoot['change'];
-  /** The seal of the store's own records (store/record-seal.ts). */
-  readonly seal: RecordSeal;
   /** What this process's store upgrade did, for the audit log; null when there was none. */
   readonly upgraded: UpgradeResult | null;
   /** A keyring generation record that failed its check and was replaced, for the audit log. */
@@ -157,7 +155,7 @@ async function openStore(
         { kind: replaced.kind, key: replaced.storageKey },
         'INTEGRITY ERROR: the keyring generation record failed its integrity check; replaced by a new generation',
       );
-    const seal = recordSealOf(keyring);
+    const seal = keyring.recordSeal;
     if (options.prepare === false) {
       if (keyring.current().storeFormat < STORE_FORMAT)
         throw new Error(
@@ -168,9 +166,9 @@ async function openStore(
         throw new Error(
           'the store has no root token yet; it is set up by the process that prepares the store',
         );
-      return { storage, keyring, root, rootChange: null, seal, upgraded: null, replaced };
+      return { storage, keyring, root, rootChange: null, upgraded: null, replaced };
     }
-    const upgraded = await upgradeStore(storage, keyring, seal, log);
+    const upgraded = await upgradeStore(storage, keyring, log);
     const root = await establishRootToken(
       storage,
       seal,
@@ -184,7 +182,6 @@ async function openStore(
       keyring,
       root: root.record,
       rootChange: root.change,
-      seal,
       upgraded,
       replaced,
     };
@@ -214,7 +211,7 @@ export async function prepareStore(
   const { storage, keyring } = store;
   try {
     const audit = await openAuditLog(config, storage, keyring, log, now, 'server.prepare');
-    await recoverJournaledIntents(storage, recordSealOf(keyring), config, audit, log);
+    await recoverJournaledIntents(storage, keyring.recordSeal, config, audit, log);
     await recordStoreChanges(operatorEvents(log, audit), store);
     await audit.close();
   } finally {
@@ -262,7 +259,8 @@ export async function startCoffer(
   const log = options.log ?? pino({ level: config.log_level });
   const now = options.now ?? Date.now;
   const store = await openStore(config, log, now, options);
-  const { storage, keyring, root, seal } = store;
+  const { storage, keyring, root } = store;
+  const seal = keyring.recordSeal;
   let opened: AuditLog | undefined;
   try {
     const audit =
@@ -523,7 +521,7 @@ export async function openAuditLog(
   now: () => number,
   firstEvent: string,
 ): Promise<AuditLog> {
-  const seal = recordSealOf(keyring);
+  const seal = keyring.recordSeal;
   const registry = new AuditRegistry(storage, seal);
   const chain = `${now().toString(36)}-${process.pid}-${randomBase62(8)}`;
   await registry.started(chain, now());

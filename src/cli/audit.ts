@@ -35,7 +35,6 @@ import { type SealReport, sealReport } from '../operator/seal-report.js';
 import type { StorageBackend } from '../storage/backend.js';
 import { openStorage } from '../storage/registry.js';
 import { KEYRING_KEY, KeyringHolder } from '../store/keyring-store.js';
-import { recordSealOf } from '../store/record-seal.js';
 import { CliError } from './client.js';
 
 export const AUDIT_USAGE = `usage: coffer audit <command>
@@ -145,7 +144,7 @@ function chainRegistry(
       2,
     );
   }
-  return new AuditRegistry(storage, recordSealOf(holder)).chains();
+  return new AuditRegistry(storage, holder.recordSeal).chains();
 }
 
 async function verifyCommand(config: CofferConfig, given: string[], out: Out): Promise<number> {
@@ -173,7 +172,7 @@ async function verifyCommand(config: CofferConfig, given: string[], out: Out): P
       // Which stored changes the log names, when it is the whole log.
       return given.length > 0
         ? 0
-        : printCoverage(await auditCoverage(files, storage, recordSealOf(holder)), out);
+        : printCoverage(await auditCoverage(files, storage, holder.recordSeal), out);
     }
     out(
       `BROKEN: ${result.file}${result.line > 0 ? `:${result.line}` : ''}${result.seq === null ? '' : ` (seq ${result.seq})`}: ${result.reason}`,
@@ -221,7 +220,7 @@ async function archiveCommand(
     const audit = await openAuditLog(config, storage, holder, log, Date.now, 'audit.archive.start');
     // Intent copies left in the store are settled against the files while the files are still here; the
     // last minute's are left to their server, which may be writing their lines right now.
-    await recoverIntents(storage, recordSealOf(holder), dir, audit, { leaveYoungerThanMs: 60_000 });
+    await recoverIntents(storage, holder.recordSeal, dir, audit, { leaveYoungerThanMs: 60_000 });
     const recorded = await audit.event('audit.archive', {
       before,
       to,

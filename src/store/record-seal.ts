@@ -135,11 +135,6 @@ export interface RecordKeys {
   readonly mac: Uint8Array;
 }
 
-/** The seal under `holder`'s current keyring (a KeyringHolder; the record keys never change for a store). */
-export function recordSealOf(holder: { current(): { recordKeys(): RecordKeys } }): RecordSeal {
-  return new RecordSeal(() => holder.current().recordKeys());
-}
-
 export class RecordSeal {
   private loaded: RecordKeys | undefined;
 

@@ -41,9 +41,9 @@ export interface UpgradeResult {
 export async function upgradeStore(
   storage: StorageBackend,
   holder: KeyringHolder,
-  seal: RecordSeal,
   log: Logger,
 ): Promise<UpgradeResult | null> {
+  const seal = holder.recordSeal;
   await holder.refresh();
   if (holder.current().storeFormat >= STORE_FORMAT) return null;
   log.info(

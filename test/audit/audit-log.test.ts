@@ -5,7 +5,6 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { AuditRegistry } from '../../src/audit/registry.js';
 import { type VerifyResult, verifyAudit } from '../../src/audit/verify.js';
-import { recordSealOf } from '../../src/store/record-seal.js';
 import { auditLines, auditFiles as filesIn } from '../support/audit-lines.js';
 import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
 import { runCoffer as run } from '../support/process.js';
@@ -121,7 +120,7 @@ describe('audit log', function () {
       }
     }
     const key = c.app.keyring.current().auditKey();
-    const registry = await new AuditRegistry(c.app.storage, recordSealOf(c.app.keyring)).chains();
+    const registry = await new AuditRegistry(c.app.storage, c.app.keyring.recordSeal).chains();
     await c.close();
     expect(verifyAudit(auditFiles(c), key, registry)).to.deep.include({ intact: true });
     const all = entries(c);
@@ -158,7 +157,7 @@ describe('audit log', function () {
         verifyAudit(
           paths,
           key,
-          await new AuditRegistry(storage, recordSealOf(c.app.keyring)).chains(),
+          await new AuditRegistry(storage, c.app.keyring.recordSeal).chains(),
         );
       files = auditFiles(c);
     });

@@ -5,7 +5,6 @@ import { intentCopies } from '../../src/audit/intent-recovery.js';
 import { generateToken } from '../../src/auth/token-format.js';
 import { intentJournalKey } from '../../src/storage/layout.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
-import { recordSealOf } from '../../src/store/record-seal.js';
 import { auditFiles, auditLines } from '../support/audit-lines.js';
 import { type DatasyncProbe, probeDatasyncs } from '../support/datasync-probe.js';
 import { startTestCoffer, tempDir } from '../support/harness.js';
@@ -55,7 +54,7 @@ describe('intents are committed with their changes: one sync for both', function
         // the timed sync (once a second) may fall within one of them.
         expect(synced.filter(Boolean).length, JSON.stringify(synced)).to.be.at.most(1);
 
-        const copies = await intentCopies(coffer.app.storage, recordSealOf(coffer.app.keyring));
+        const copies = await intentCopies(coffer.app.storage, coffer.app.keyring.recordSeal);
         const lines = readFileSync(
           auditFiles(join(coffer.dataDir, 'data', 'audit'))[0]!,
           'utf8',
@@ -81,17 +80,17 @@ describe('intents are committed with their changes: one sync for both', function
         for (let i = 0; i < 5; i++)
           expect((await coffer.put(`journal/k${i}`, 'v')).status).to.equal(201);
         expect(
-          (await intentCopies(coffer.app.storage, recordSealOf(coffer.app.keyring))).length,
+          (await intentCopies(coffer.app.storage, coffer.app.keyring.recordSeal)).length,
         ).to.be.greaterThan(0);
         const deadline = Date.now() + 5000;
         while (
-          (await intentCopies(coffer.app.storage, recordSealOf(coffer.app.keyring))).length > 0 &&
+          (await intentCopies(coffer.app.storage, coffer.app.keyring.recordSeal)).length > 0 &&
           Date.now() < deadline
         )
           await new Promise((r) => setTimeout(r, 100));
-        expect(
-          await intentCopies(coffer.app.storage, recordSealOf(coffer.app.keyring)),
-        ).to.deep.equal([]);
+        expect(await intentCopies(coffer.app.storage, coffer.app.keyring.recordSeal)).to.deep.equal(
+          [],
+        );
       } finally {
         await coffer.close();
       }
@@ -104,7 +103,7 @@ describe('intents are committed with their changes: one sync for both', function
       const restarted = await coffer.restart();
       try {
         expect(
-          await intentCopies(restarted.app.storage, recordSealOf(restarted.app.keyring)),
+          await intentCopies(restarted.app.storage, restarted.app.keyring.recordSeal),
         ).to.deep.equal([]);
         expect(
           auditLines(join(data, 'audit')).filter((l) => l.event === 'audit.intent_recovered'),

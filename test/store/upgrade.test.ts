@@ -9,7 +9,7 @@ import { LocalKeyProvider, loadOrCreateMasterKey } from '../../src/keys/local-pr
 import { intentJournalKey, tokenKey } from '../../src/storage/layout.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
 import { KeyringHolder } from '../../src/store/keyring-store.js';
-import { recordSealOf, unpackPlain } from '../../src/store/record-seal.js';
+import { unpackPlain } from '../../src/store/record-seal.js';
 import { auditLines } from '../support/audit-lines.js';
 import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
 import { runCoffer } from '../support/process.js';
@@ -187,11 +187,7 @@ describe('upgrading a store made by the release before the storage barrier (form
       );
       expect(holder.current().storeFormat).to.equal(1);
       const key = tokenKey(other.reader.slice(4, 20));
-      const sealed = recordSealOf(holder).seal(
-        'token',
-        key,
-        unpackPlain((await storage.get(key))!),
-      );
+      const sealed = holder.recordSeal.seal('token', key, unpackPlain((await storage.get(key))!));
       await storage.atomic([], () => ({
         writes: [{ op: 'put', key, value: sealed }],
         result: undefined,

@@ -3,7 +3,7 @@ import { sodiumReady } from '../../src/crypto/aead.js';
 import { LocalKeyProvider, loadOrCreateMasterKey } from '../../src/keys/local-provider.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
 import { KeyringHolder } from '../../src/store/keyring-store.js';
-import { type RecordSeal, recordSealOf } from '../../src/store/record-seal.js';
+import type { RecordSeal } from '../../src/store/record-seal.js';
 
 export async function withStoreSeal<T>(
   lmdbDir: string,
@@ -18,7 +18,7 @@ export async function withStoreSeal<T>(
       new LocalKeyProvider(loadOrCreateMasterKey(keyFile).key),
       Date.now(),
     );
-    return await work(storage, recordSealOf(holder), holder);
+    return await work(storage, holder.recordSeal, holder);
   } finally {
     await storage.close();
   }
