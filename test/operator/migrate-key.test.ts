@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
@@ -12,7 +11,7 @@ import {
 } from '../support/harness.js';
 import { send } from '../support/http-client.js';
 import { TestKms } from '../support/kms-server.js';
-import { startProcess } from '../support/process.js';
+import { startProcess, workerPids } from '../support/process.js';
 import { HSM_KEYS, type SoftHsm, softHsm } from '../support/softhsm.js';
 
 describe('migrate-key: the keyring moves to another master key in one atomic write', function () {
@@ -299,7 +298,7 @@ describe('migrate-key: the keyring moves to another master key in one atomic wri
       }).catch(() => undefined);
       if (delay === 'answered') expect((await migration)?.status).to.equal(200);
       else await new Promise((r) => setTimeout(r, delay));
-      for (const pid of [p.child.pid!, ...childPids(p.child.pid!)]) process.kill(pid, 'SIGKILL');
+      for (const pid of [p.child.pid!, ...workerPids(p.child.pid!)]) process.kill(pid, 'SIGKILL');
       await Promise.all([migration, new Promise((r) => p.child.once('exit', r))]);
 
       const withOld = await runToExitOrStop(oldEnv);
@@ -340,18 +339,5 @@ async function runToExitOrStop(
     return { started: true, stderr: '' };
   } catch (err) {
     return { started: false, stderr: (err as Error).message };
-  }
-}
-
-function childPids(parent: number): number[] {
-  try {
-    return execFileSync('pgrep', ['-P', String(parent)])
-      .toString()
-      .trim()
-      .split('\n')
-      .filter(Boolean)
-      .map(Number);
-  } catch {
-    return [];
   }
 }

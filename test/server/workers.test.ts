@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { generateToken } from '../../src/auth/token-format.js';
@@ -9,20 +8,7 @@ import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
 import { KeyringHolder } from '../../src/store/keyring-store.js';
 import { tempDir } from '../support/harness.js';
 import { send } from '../support/http-client.js';
-import { type CofferProcess, startProcess } from '../support/process.js';
-
-function workerPids(primary: number): number[] {
-  try {
-    return execFileSync('pgrep', ['-P', String(primary)])
-      .toString()
-      .trim()
-      .split('\n')
-      .filter(Boolean)
-      .map(Number);
-  } catch {
-    return [];
-  }
-}
+import { type CofferProcess, startProcess, workerPids } from '../support/process.js';
 
 async function waitFor(predicate: () => boolean, ms: number): Promise<void> {
   const until = Date.now() + ms;
