@@ -112,4 +112,17 @@ describe('the architecture', () => {
     );
     expect(holding.map((file) => relative(SRC, file))).to.deep.equal([]);
   });
+
+  it('declares each operation once: no route checks a privilege or reads its query by hand, and no list of actions or paths is kept beside the operations', () => {
+    const routes = sources(join(SRC, 'http', 'routes'));
+    const byHand = routes.filter((file) =>
+      /\brequirePrivilege\(|\bqueryOf\(|\bprivileges\.has\(/.test(readFileSync(file, 'utf8')),
+    );
+    expect(byHand.map((file) => relative(SRC, file))).to.deep.equal([]);
+    // The audit entry and the OpenAPI document take actions and paths from the operations.
+    for (const name of ['request-audit.ts', 'openapi.ts']) {
+      const text = readFileSync(join(SRC, 'http', name), 'utf8');
+      expect(text, name).to.not.match(/'\/v1\/(kv|auth|sys)/);
+    }
+  });
 });

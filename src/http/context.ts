@@ -13,6 +13,8 @@ declare global {
       requestId?: string;
       /** The route template it matched (`/v1/kv/{namespace}/{key}`): logs name routes, never raw URLs. */
       route?: string;
+      /** The audit action of the operation it matched (operation.ts). */
+      action?: string;
       /** When the dispatcher took it (performance.now()), for the audit entry's duration. */
       startedAt?: number;
       /** The client address (the socket's, or behind a trusted proxy the forwarded one). */

@@ -1,32 +1,25 @@
 /**
- * The route table compiled once into one Express middleware: exact paths are looked up in a Map, path
- * prefixes are checked with startsWith, and a request is matched once. (Express's router would try
+ * The operations (operation.ts) compiled once into one Express middleware: exact paths are looked up in a
+ * Map, path prefixes are checked with startsWith, and a request is matched once. (Express's router would try
  * each registered layer in turn with a path-to-regexp match; on the read path that was ~10% of CPU.)
  *
  * Order of checks, per the API's rules: authentication before anything else under /v1/ (except public
- * routes), then 404 for an unknown path, then 405 with Allow for a wrong method, then the guard.
+ * routes), then 404 for an unknown path, then 405 with Allow for a wrong method, then the guard, then the
+ * operation's privilege, then its query parameters; the handler reads its body through the validator.
  */
 import type { NextFunction, Request, Response } from 'express';
+import { requirePrivilege } from '../auth/principal.js';
 import { AppError } from '../errors.js';
+import { principalOf } from './authenticate.js';
 import type { ClientAddress } from './client-address.js';
-import { rawPath } from './request-parts.js';
-
-export type Method = 'get' | 'put' | 'post' | 'delete';
-export type Handler = (req: Request, res: Response) => void | Promise<void>;
-
-export interface Route {
-  /** How the route is written in docs and logs, e.g. /v1/auth/token/{token}. */
-  readonly template: string;
-  /** `exact`: this path only; `prefix`: this path and everything below it (after a '/'). */
-  readonly match: { readonly exact: string } | { readonly prefix: string };
-  readonly handlers: Partial<Record<Method, Handler>>;
-  /** Served without a token. */
-  readonly public?: boolean;
-}
-
-interface Compiled extends Route {
-  readonly allow: string;
-}
+import {
+  type HttpMethod,
+  type Operation,
+  type OperationInput,
+  templatePrefix,
+} from './operation.js';
+import { hasBody, queryOf, rawPath } from './request-parts.js';
+import type { Validators } from './validate.js';
 
 export type Authenticate = (req: Request, res: Response) => Promise<void>;
 
@@ -36,60 +29,115 @@ export type Guard = () => void;
 /** Answers an error of a dispatched request (the problem handler), without walking Express's remaining layers. */
 export type ErrorAnswer = (err: unknown, req: Request, res: Response) => void;
 
-export function dispatcher(
-  routes: readonly Route[],
-  authenticate: Authenticate,
-  protectedPrefix: string,
-  clientAddress: ClientAddress,
-  onError: ErrorAnswer,
-  guard?: Guard,
-) {
-  const exact = new Map<string, Compiled>();
-  const prefixes: Compiled[] = [];
-  for (const route of routes) {
-    const methods = Object.keys(route.handlers).map((m) => m.toUpperCase());
-    const compiled: Compiled = {
-      ...route,
+export type BodyReader = (req: Request, res: Response) => Promise<unknown>;
+
+interface Runnable {
+  readonly operation: Operation;
+  readonly query: readonly string[];
+  readonly body: ((req: Request, res: Response) => Promise<unknown>) | undefined;
+}
+
+/** The operations that share one template. */
+interface Path {
+  readonly template: string;
+  readonly prefix: string | undefined;
+  readonly public: boolean;
+  readonly methods: ReadonlyMap<HttpMethod, Runnable>;
+  readonly allow: string;
+}
+
+export interface DispatcherDeps {
+  readonly authenticate: Authenticate;
+  /** Requests under it that match no operation are 404 here; others go on to Express. */
+  readonly protectedPrefix: string;
+  readonly clientAddress: ClientAddress;
+  readonly onError: ErrorAnswer;
+  readonly readBody: BodyReader;
+  readonly validators: Validators;
+  readonly guard?: Guard;
+}
+
+function compile(operation: Operation, deps: DispatcherDeps): Runnable {
+  const { body } = operation;
+  let read: Runnable['body'];
+  if (body) {
+    const validate = deps.validators.body(body.schema);
+    read = async (req, res) => {
+      if (!body.required && !hasBody(req)) return undefined;
+      return validate(await deps.readBody(req, res));
+    };
+  }
+  return { operation, query: Object.keys(operation.query ?? {}), body: read };
+}
+
+function pathsOf(operations: readonly Operation[], deps: DispatcherDeps): Path[] {
+  const byTemplate = new Map<string, Operation[]>();
+  for (const op of operations) {
+    const same = byTemplate.get(op.template) ?? [];
+    if (same.some((o) => o.method === op.method))
+      throw new Error(`${op.method} ${op.template} is declared twice`);
+    byTemplate.set(op.template, [...same, op]);
+  }
+  return [...byTemplate].map(([template, ops]) => {
+    const isPublic = ops.every((o) => o.public === true);
+    if (!isPublic && ops.some((o) => o.public === true))
+      throw new Error(`${template} mixes public and authenticated operations`);
+    const methods = ops.map((o) => o.method);
+    return {
+      template,
+      prefix: templatePrefix(template),
+      public: isPublic,
+      methods: new Map(ops.map((o) => [o.method, compile(o, deps)])),
       allow: (methods.includes('GET') ? [...methods, 'HEAD'] : methods).join(', '),
     };
-    if ('exact' in route.match) exact.set(route.match.exact, compiled);
-    else prefixes.push(compiled);
-  }
-  const find = (path: string): Compiled | undefined =>
-    exact.get(path) ??
-    prefixes.find(
-      (r) =>
-        'prefix' in r.match && (path === r.match.prefix || path.startsWith(`${r.match.prefix}/`)),
-    );
+  });
+}
 
-  const run = async (route: Compiled | undefined, req: Request, res: Response): Promise<void> => {
-    if (!route?.public) await authenticate(req, res);
-    if (!route) throw new AppError('not_found', 'no such endpoint');
-    res.locals.route = route.template;
-    const method = (req.method === 'HEAD' ? 'get' : req.method.toLowerCase()) as Method;
-    const handler = route.handlers[method];
-    if (!handler) {
+// A handler asking for a body its operation does not declare is a bug, not the client's error.
+const noBody = (): Promise<never> => Promise.reject(new Error('the operation declares no body'));
+
+export function dispatcher(operations: readonly Operation[], deps: DispatcherDeps) {
+  const paths = pathsOf(operations, deps);
+  const exact = new Map(paths.filter((p) => p.prefix === undefined).map((p) => [p.template, p]));
+  const prefixed = paths.filter((p) => p.prefix !== undefined);
+  const find = (path: string): Path | undefined =>
+    exact.get(path) ?? prefixed.find((p) => path === p.prefix || path.startsWith(`${p.prefix}/`));
+
+  const run = async (path: Path | undefined, req: Request, res: Response): Promise<void> => {
+    if (!path?.public) await deps.authenticate(req, res);
+    if (!path) throw new AppError('not_found', 'no such endpoint');
+    res.locals.route = path.template;
+    const runnable = path.methods.get((req.method === 'HEAD' ? 'GET' : req.method) as HttpMethod);
+    if (!runnable) {
       throw new AppError(
         'method_not_allowed',
-        `${req.method} is not allowed here; allowed: ${route.allow}`,
+        `${req.method} is not allowed here; allowed: ${path.allow}`,
         undefined,
-        { Allow: route.allow },
+        { Allow: path.allow },
       );
     }
-    guard?.();
-    await handler(req, res);
+    const { operation } = runnable;
+    res.locals.action = operation.action;
+    deps.guard?.();
+    if (operation.privilege) requirePrivilege(principalOf(res), operation.privilege);
+    const read = runnable.body;
+    const input: OperationInput<string, unknown> = {
+      query: queryOf(req, runnable.query),
+      body: read ? () => read(req, res) : noBody,
+    };
+    await operation.handler(req, res, input);
   };
 
   return (req: Request, res: Response, next: NextFunction): void => {
     // When the request arrived, for its audit entry's duration.
     res.locals.startedAt = performance.now();
-    res.locals.client = clientAddress(req);
-    const path = rawPath(req);
-    const route = find(path);
-    if (!route && !path.startsWith(protectedPrefix)) {
+    res.locals.client = deps.clientAddress(req);
+    const url = rawPath(req);
+    const path = find(url);
+    if (!path && !url.startsWith(deps.protectedPrefix)) {
       next();
       return;
     }
-    run(route, req, res).catch((err: unknown) => onError(err, req, res));
+    run(path, req, res).catch((err: unknown) => deps.onError(err, req, res));
   };
 }

@@ -1,5 +1,5 @@
 /**
- * The HTTP request listener: one table of routes compiled into a dispatcher (dispatch.ts) that
+ * The HTTP request listener: the operations of routes/*.ts (operation.ts) compiled into a dispatcher (dispatch.ts) that
  * authenticates everything under /v1 except the OpenAPI document and answers its own errors as
  * problem+json; Express only answers what the dispatcher does not serve (404 outside /v1). Every response
  * is written by the responder (respond.ts), which adds the security headers.
@@ -16,24 +16,23 @@ import type { KvService } from '../kv/kv-service.js';
 import type { AuditReview } from '../operator/audit-review.js';
 import { authenticate } from './authenticate.js';
 import { clientAddressOf } from './client-address.js';
-import { dispatcher, type Route } from './dispatch.js';
-import { openApiDocument } from './openapi.js';
+import { dispatcher } from './dispatch.js';
+import { withOpenApiDocument } from './openapi.js';
 import { type OutcomeSink, recordOutcomes } from './outcome.js';
 import { notFoundHandler, problemHandler } from './problem.js';
 import { intentRecorder, refuseWhileUnrecorded, requestAuditor } from './request-audit.js';
-import { jsonBodyReader, queryOf } from './request-parts.js';
+import { jsonBodyReader } from './request-parts.js';
 import { createResponder } from './respond.js';
-import { auditRoutes } from './routes/audit.js';
-import { authRoutes } from './routes/auth.js';
-import { kvRoutes } from './routes/kv.js';
-import { type SysRouteDeps, sysRoutes } from './routes/sys.js';
-import { kvPutSchema, migrateSchema, rewrapSchema, tokenCreateSchema } from './schemas.js';
+import { auditOperations } from './routes/audit.js';
+import { authOperations } from './routes/auth.js';
+import { kvOperations } from './routes/kv.js';
+import { type SysRouteDeps, sysOperations } from './routes/sys.js';
 import { Tarpit } from './tarpit.js';
 import { Validators } from './validate.js';
 
 export interface HttpAppDeps {
   readonly authenticator: Authenticator;
-  readonly sys: Omit<SysRouteDeps, 'readBody' | 'validateRewrap' | 'validateMigrate' | 'respond'>;
+  readonly sys: Omit<SysRouteDeps, 'respond'>;
   readonly tokens: TokenService;
   readonly kv: KvService;
   readonly log: Logger;
@@ -63,124 +62,35 @@ export function bodyLimit(maxValueBytes: number): number {
 }
 
 export function buildHttpApp(deps: HttpAppDeps): RequestListener {
-  const validators = new Validators();
   const respond = createResponder(
     deps.audit ? requestAuditor(deps.audit, deps.failureSummary, deps.now) : undefined,
     deps.tls,
   );
-  const readBody = jsonBodyReader(bodyLimit(deps.maxValueBytes));
   const recordIntent = intentRecorder(deps.audit, respond.requestId);
-  const kv = kvRoutes({
-    kv: deps.kv,
-    readBody,
-    validatePut: validators.body(kvPutSchema),
-    respond,
-    recordIntent,
-  });
-  const auth = authRoutes({
-    tokens: deps.tokens,
-    readBody,
-    validateCreate: validators.body(tokenCreateSchema(deps.maxTtl)),
-    respond,
-    recordIntent,
-  });
-  const sys = sysRoutes({
-    ...deps.sys,
-    readBody,
-    validateRewrap: validators.body(rewrapSchema),
-    validateMigrate: validators.body(migrateSchema),
-    respond,
-  });
-  const audit = auditRoutes({
-    auditDir: deps.auditDir,
-    review: deps.review,
-    respond,
-  });
-  const openapi = JSON.stringify(openApiDocument(deps.maxTtl));
 
-  // The route table: every route Coffer serves.
-  const routes: readonly Route[] = [
-    {
-      template: '/v1/kv/{path}',
-      match: { prefix: '/v1/kv' },
-      handlers: { get: kv.get, put: kv.put, delete: kv.remove },
-    },
-    { template: '/v1/auth/me', match: { exact: '/v1/auth/me' }, handlers: { get: auth.me } },
-    {
-      template: '/v1/auth/token',
-      match: { exact: '/v1/auth/token' },
-      handlers: { post: auth.create },
-    },
-    {
-      template: '/v1/auth/tokens',
-      match: { exact: '/v1/auth/tokens' },
-      handlers: { get: auth.list },
-    },
-    {
-      template: '/v1/auth/token/{token}',
-      match: { prefix: '/v1/auth/token' },
-      handlers: { delete: auth.revoke },
-    },
-    {
-      template: '/v1/sys/keyring',
-      match: { exact: '/v1/sys/keyring' },
-      handlers: { get: sys.status },
-    },
-    {
-      template: '/v1/sys/keyring/rotate',
-      match: { exact: '/v1/sys/keyring/rotate' },
-      handlers: { post: sys.rotate },
-    },
-    {
-      template: '/v1/sys/keyring/rewrap',
-      match: { exact: '/v1/sys/keyring/rewrap' },
-      handlers: { get: sys.rewrapProgress, post: sys.startRewrap },
-    },
-    {
-      template: '/v1/sys/keyring/retire',
-      match: { exact: '/v1/sys/keyring/retire' },
-      handlers: { post: sys.retire },
-    },
-    {
-      template: '/v1/sys/keyring/migrate',
-      match: { exact: '/v1/sys/keyring/migrate' },
-      handlers: { post: sys.migrate },
-    },
-    { template: '/v1/sys/audit', match: { exact: '/v1/sys/audit' }, handlers: { get: audit.log } },
-    {
-      template: '/v1/sys/audit/verify',
-      match: { exact: '/v1/sys/audit/verify' },
-      handlers: { get: audit.verify },
-    },
-    {
-      template: '/v1/sys/seal-report',
-      match: { exact: '/v1/sys/seal-report' },
-      handlers: { get: audit.sealReport },
-    },
-    {
-      template: '/v1/openapi.json',
-      match: { exact: '/v1/openapi.json' },
-      handlers: {
-        get: (req, res) => {
-          queryOf(req, []);
-          respond.raw(res, 200, 'application/json; charset=utf-8', openapi);
-        },
-      },
-      public: true,
-    },
-  ];
+  // Every operation Coffer serves, each declared once with its privilege, schemas and docs.
+  const operations = withOpenApiDocument(
+    [
+      ...kvOperations({ kv: deps.kv, respond, recordIntent }),
+      ...authOperations({ tokens: deps.tokens, maxTtl: deps.maxTtl, respond, recordIntent }),
+      ...sysOperations({ ...deps.sys, respond }),
+      ...auditOperations({ auditDir: deps.auditDir, review: deps.review, respond }),
+    ],
+    respond,
+  );
 
   const problems = problemHandler(deps.log, respond);
   const answerError = (err: unknown, req: Request, res: Response): void =>
     problems(err, req, res, () => undefined);
-  const dispatch = dispatcher(
-    routes,
-    authenticate(deps.authenticator, new Tarpit(), deps.failureRate, deps.now),
-    '/v1/',
-    clientAddressOf(deps.trustedProxies),
-    answerError,
-    deps.audit ? refuseWhileUnrecorded(deps.audit) : undefined,
-  );
+  const dispatch = dispatcher(operations, {
+    authenticate: authenticate(deps.authenticator, new Tarpit(), deps.failureRate, deps.now),
+    protectedPrefix: '/v1/',
+    clientAddress: clientAddressOf(deps.trustedProxies),
+    onError: answerError,
+    readBody: jsonBodyReader(bodyLimit(deps.maxValueBytes)),
+    validators: new Validators(),
+    ...(deps.audit ? { guard: refuseWhileUnrecorded(deps.audit) } : {}),
+  });
 
   const app = express();
   app.disable('x-powered-by');

@@ -12,23 +12,6 @@ import { AppError } from '../errors.js';
 import type { StorageWrite } from '../storage/backend.js';
 import { auditTargetOf } from './audit-target.js';
 
-const ACTIONS: Record<string, Record<string, string>> = {
-  '/v1/kv/{path}': { GET: 'read', PUT: 'write', DELETE: 'delete' },
-  '/v1/auth/me': { GET: 'token.self' },
-  '/v1/auth/token': { POST: 'token.create' },
-  '/v1/auth/tokens': { GET: 'token.list' },
-  '/v1/auth/token/{token}': { DELETE: 'token.revoke' },
-  '/v1/sys/keyring': { GET: 'keyring.status' },
-  '/v1/sys/keyring/rotate': { POST: 'keyring.rotate' },
-  '/v1/sys/keyring/rewrap': { POST: 'keyring.rewrap', GET: 'keyring.rewrap.status' },
-  '/v1/sys/keyring/retire': { POST: 'keyring.retire' },
-  '/v1/sys/keyring/migrate': { POST: 'keyring.migrate' },
-  '/v1/sys/audit': { GET: 'audit.read' },
-  '/v1/sys/audit/verify': { GET: 'audit.verify' },
-  '/v1/sys/seal-report': { GET: 'audit.seal_report' },
-  '/v1/openapi.json': { GET: 'openapi' },
-};
-
 /**
  * While the audit log cannot be written (and fail_open is off), a request is refused before its handler
  * runs, so nothing is changed that the log could not record. Its 503 is still queued for the log.
@@ -116,7 +99,7 @@ export function requestAuditor(
       client: res.locals.client ?? req.socket.remoteAddress ?? null,
       method: req.method,
       route,
-      action: target.action ?? (route === null ? 'none' : (ACTIONS[route]?.[req.method] ?? 'none')),
+      action: target.action ?? res.locals.action ?? 'none',
       namespace: target.namespace,
       key: target.key,
       version: target.version,

@@ -1,7 +1,49 @@
 import { createConfig, lintFromString } from '@redocly/openapi-core';
 import { expect } from 'chai';
+import { PRIVILEGES } from '../../src/auth/roles.js';
 import { kvPutSchema, tokenCreateSchema } from '../../src/http/schemas.js';
+import { auditLines } from '../support/audit-lines.js';
 import { startTestCoffer, type TestCoffer } from '../support/harness.js';
+
+interface DocumentedOperation {
+  operationId: string;
+  security?: unknown[];
+  responses: Record<string, unknown>;
+  requestBody?: unknown;
+  'x-coffer-action': string;
+  'x-coffer-privilege'?: string;
+}
+
+/** A request that reaches each documented operation, by operationId. */
+const EXAMPLES: Record<string, { path: string; json?: unknown }> = {
+  getOpenApiDocument: { path: '/v1/openapi.json' },
+  getSelf: { path: '/v1/auth/me' },
+  createToken: { path: '/v1/auth/token', json: { role: 'reader' } },
+  listTokens: { path: '/v1/auth/tokens' },
+  revokeToken: { path: '/v1/auth/token/AAAAAAAAAAAAAAAA' },
+  listNamespace: { path: '/v1/kv/doc' },
+  readKey: { path: '/v1/kv/doc/k' },
+  writeKey: { path: '/v1/kv/doc/k', json: { value: 'v', type: 'config' } },
+  deleteKey: { path: '/v1/kv/doc/gone' },
+  listKeyVersions: { path: '/v1/kv/doc/v/versions' },
+  getKeyringStatus: { path: '/v1/sys/keyring' },
+  rotateKeyring: { path: '/v1/sys/keyring/rotate' },
+  startRewrap: { path: '/v1/sys/keyring/rewrap' },
+  getRewrapStatus: { path: '/v1/sys/keyring/rewrap' },
+  retireKeyringVersions: { path: '/v1/sys/keyring/retire' },
+  migrateKeyring: { path: '/v1/sys/keyring/migrate', json: { provider: 'local' } },
+  searchAuditLog: { path: '/v1/sys/audit' },
+  verifyAuditLog: { path: '/v1/sys/audit/verify' },
+  getSealReport: { path: '/v1/sys/seal-report' },
+};
+
+function operationsOf(doc: {
+  paths: Record<string, Record<string, DocumentedOperation>>;
+}): { method: string; op: DocumentedOperation }[] {
+  return Object.values(doc.paths).flatMap((item) =>
+    Object.entries(item).map(([method, op]) => ({ method: method.toUpperCase(), op })),
+  );
+}
 
 describe('OpenAPI document', () => {
   let c: TestCoffer;
@@ -115,6 +157,47 @@ describe('OpenAPI document', () => {
           String(res.status),
         );
       }
+    }
+  });
+
+  it('is built from the operations the server enforces: a token without the stated privilege gets 403 naming it, without the body being read, and every request is audited under the stated action', async () => {
+    const doc = (await c.call('GET', '/v1/openapi.json', { token: null })).body;
+    const writer = await c.token({ role: 'writer', metadata: { name: 'doc-writer' } });
+    const operations = operationsOf(doc);
+    expect(operations.map((o) => o.op.operationId).sort()).to.deep.equal(
+      Object.keys(EXAMPLES).sort(),
+    );
+    const privileged = operations.filter((o) => o.op['x-coffer-privilege'] !== undefined);
+    expect(privileged.length).to.be.greaterThan(8);
+    for (const { method, op } of privileged) {
+      const privilege = op['x-coffer-privilege']!;
+      expect(PRIVILEGES, op.operationId).to.include(privilege);
+      expect(Object.keys(op.responses), op.operationId).to.include('403');
+      const example = EXAMPLES[op.operationId]!;
+      // A body the schema would refuse: the 403 must come before the body is read or validated.
+      const res = await c.call(method, example.path, {
+        token: writer,
+        ...(op.requestBody ? { json: { not: 'valid' } } : {}),
+      });
+      expect(res.status, op.operationId).to.equal(403);
+      expect(res.body.code, op.operationId).to.equal('forbidden');
+      expect(res.body.detail, op.operationId).to.include(privilege);
+    }
+
+    // Each operation is audited under its action, even when refused before its handler runs.
+    const requestIds = new Map<string, string>();
+    for (const { method, op } of operations) {
+      const example = EXAMPLES[op.operationId]!;
+      const res = await c.call(method, `${example.path}?probe=1`, {
+        ...(example.json === undefined ? {} : { json: example.json }),
+      });
+      expect(res.status, op.operationId).to.equal(400);
+      requestIds.set(op.operationId, res.headers.get('x-request-id')!);
+    }
+    const lines = auditLines(c.config.audit.dir!);
+    for (const { op } of operations) {
+      const entry = lines.find((l) => l.request_id === requestIds.get(op.operationId));
+      expect(entry?.action, op.operationId).to.equal(op['x-coffer-action']);
     }
   });
 });

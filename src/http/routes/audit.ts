@@ -3,7 +3,6 @@
  * root token and the `auditor` role (privilege `read_audit`). Neither ever returns a value or a token.
  */
 import { basename } from 'node:path';
-import type { Request, Response } from 'express';
 import {
   type AuditFilter,
   auditTime,
@@ -11,11 +10,11 @@ import {
   encodeAuditCursor,
   queryAudit,
 } from '../../audit/query.js';
-import { requirePrivilege } from '../../auth/principal.js';
 import type { AuditReview } from '../../operator/audit-review.js';
-import { principalOf } from '../authenticate.js';
-import { booleanFlag, positiveInteger, queryError, queryOf } from '../request-parts.js';
+import type { Operation } from '../operation.js';
+import { booleanFlag, positiveInteger, queryError } from '../request-parts.js';
 import type { Responder } from '../respond.js';
+import { ok, timestamp } from '../response-schemas.js';
 
 const MAX_LIMIT = 1000;
 const DEFAULT_LIMIT = 100;
@@ -28,6 +27,28 @@ export interface AuditRouteDeps {
   readonly respond: Responder;
 }
 
+const SEARCH_QUERY = {
+  from: { schema: timestamp, description: 'inclusive' },
+  to: { schema: timestamp, description: 'exclusive' },
+  token_id: {
+    schema: { type: 'string' },
+    description: 'the caller, the token acted on, or who ran an operator event',
+  },
+  prefix: { schema: { type: 'string' }, description: 'prefix of namespace/key' },
+  key: { schema: { type: 'string' }, description: 'exactly this namespace/key' },
+  action: {
+    schema: { type: 'string' },
+    description: 'an action or event name; a trailing * matches a prefix',
+  },
+  outcome: {
+    schema: { type: 'string' },
+    description: 'success, failure, a status (403) or an error code (forbidden)',
+  },
+  limit: { schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT } },
+  cursor: { schema: { type: 'string' }, description: 'next_cursor from the previous page' },
+};
+type SearchParam = keyof typeof SEARCH_QUERY;
+
 function bad(name: string, message: string): never {
   throw queryError(name, message);
 }
@@ -38,7 +59,7 @@ function time(name: string, text: string | undefined): string | undefined {
   return auditTime(text) ?? bad(name, 'must be an ISO 8601 time such as 2026-11-22T10:00:00Z');
 }
 
-function filterOf(q: Partial<Record<string, string>>): AuditFilter {
+function filterOf(q: Partial<Record<SearchParam, string>>): AuditFilter {
   const filter: { -readonly [K in keyof AuditFilter]: AuditFilter[K] } = {};
   const from = time('from', q.from);
   const to = time('to', q.to);
@@ -78,21 +99,30 @@ function filterOf(q: Partial<Record<string, string>>): AuditFilter {
   return filter;
 }
 
-export function auditRoutes(deps: AuditRouteDeps) {
-  return {
-    async log(req: Request, res: Response): Promise<void> {
-      requirePrivilege(principalOf(res), 'read_audit');
-      const q = queryOf(req, [
-        'from',
-        'to',
-        'token_id',
-        'prefix',
-        'key',
-        'action',
-        'outcome',
-        'limit',
-        'cursor',
-      ]);
+export function auditOperations(deps: AuditRouteDeps): Operation[] {
+  const search: Operation<SearchParam> = {
+    method: 'GET',
+    template: '/v1/sys/audit',
+    action: 'audit.read',
+    privilege: 'read_audit',
+    query: SEARCH_QUERY,
+    docs: [
+      {
+        operationId: 'searchAuditLog',
+        summary:
+          'Search the audit log (root and auditor), oldest first; entries never hold a value or a token',
+        responses: {
+          200: ok('One page of entries', {
+            type: 'object',
+            properties: {
+              entries: { type: 'array', items: { type: 'object' } },
+              next_cursor: { type: ['string', 'null'] },
+            },
+          }),
+        },
+      },
+    ],
+    async handler(_req, res, { query: q }) {
       const filter = filterOf(q);
       const limit =
         q.limit === undefined ? DEFAULT_LIMIT : positiveInteger('limit', q.limit, MAX_LIMIT);
@@ -107,11 +137,44 @@ export function auditRoutes(deps: AuditRouteDeps) {
         next_cursor: page.next && encodeAuditCursor(page.next),
       });
     },
+  };
 
-    /** The offline `coffer audit verify`, for an auditor who holds no master key: the server checks. */
-    async verify(req: Request, res: Response): Promise<void> {
-      requirePrivilege(principalOf(res), 'read_audit');
-      queryOf(req, []);
+  /** The offline `coffer audit verify`, for an auditor who holds no master key: the server checks. */
+  const verify: Operation = {
+    method: 'GET',
+    template: '/v1/sys/audit/verify',
+    action: 'audit.verify',
+    privilege: 'read_audit',
+    docs: [
+      {
+        operationId: 'verifyAuditLog',
+        summary:
+          'Check every audit chain and checkpoint, and which stored versions the log names (root and auditor)',
+        responses: {
+          200: ok(
+            'intact: entries, chains, files, first and last time, coverage; or broken: the first broken entry (file, line, seq) and why',
+            {
+              type: 'object',
+              properties: {
+                intact: { type: 'boolean' },
+                entries: { type: 'integer' },
+                chains: { type: 'integer' },
+                files: { type: 'integer' },
+                first: { type: ['string', 'null'] },
+                last: { type: ['string', 'null'] },
+                uncheckpointed: { type: 'integer' },
+                coverage: { type: 'object' },
+                file: { type: 'string' },
+                line: { type: 'integer' },
+                seq: { type: ['integer', 'null'] },
+                reason: { type: 'string' },
+              },
+            },
+          ),
+        },
+      },
+    ],
+    async handler(_req, res) {
       const result = await deps.review.verify();
       // The broken file by name only: the server's paths are not the auditor's business.
       deps.respond.json(
@@ -120,11 +183,68 @@ export function auditRoutes(deps: AuditRouteDeps) {
         result.intact ? result : { ...result, file: basename(result.file) },
       );
     },
+  };
 
-    async sealReport(req: Request, res: Response): Promise<void> {
-      requirePrivilege(principalOf(res), 'read_audit');
-      const verify = booleanFlag('verify', queryOf(req, ['verify']).verify);
+  const sealReport: Operation<'verify'> = {
+    method: 'GET',
+    template: '/v1/sys/seal-report',
+    action: 'audit.seal_report',
+    privilege: 'read_audit',
+    query: {
+      verify: {
+        schema: { type: 'boolean' },
+        description: 'also open every record in memory; no value is returned',
+      },
+    },
+    docs: [
+      {
+        operationId: 'getSealReport',
+        summary:
+          'Whether every stored version is sealed, read from its structure without decrypting (root and auditor)',
+        responses: {
+          200: ok('The report', {
+            type: 'object',
+            properties: {
+              generated_at: timestamp,
+              verified: { type: 'boolean' },
+              totals: { type: 'object' },
+              keyring: { type: 'object' },
+              namespaces: { type: 'array' },
+              anomalies: {
+                type: 'array',
+                items: {
+                  type: 'object',
+                  properties: {
+                    namespace: { type: 'string' },
+                    key: { type: 'string' },
+                    version: { type: 'integer' },
+                    problem: { type: 'string' },
+                  },
+                },
+              },
+              records: {
+                type: 'array',
+                description:
+                  "The store's own records by kind (root-token, token, audit-chain, intent-copy, ...) and how many failed their check",
+                items: {
+                  type: 'object',
+                  properties: {
+                    kind: { type: 'string' },
+                    records: { type: 'integer' },
+                    failed: { type: 'integer' },
+                  },
+                },
+              },
+            },
+          }),
+        },
+      },
+    ],
+    async handler(_req, res, { query }) {
+      const verify = booleanFlag('verify', query.verify);
       deps.respond.json(res, 200, await deps.review.sealReport(verify));
     },
   };
+
+  return [search, verify, sealReport] as Operation[];
 }

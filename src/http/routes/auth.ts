@@ -1,21 +1,23 @@
-/** /v1/auth/... routes: each a short list of named steps; errors go to the problem handler. */
+/** /v1/auth/... operations: who am I, create, list and revoke tokens; errors go to the problem handler. */
 
-import type { Request, Response } from 'express';
-import { requirePrivilege } from '../../auth/principal.js';
+import type { Request } from 'express';
+import { PRIVILEGES } from '../../auth/roles.js';
 import { isTokenId, parseToken } from '../../auth/token-format.js';
 import type { CreateTokenInput, TokenService } from '../../auth/token-service.js';
 import { notFound } from '../../errors.js';
 import { auditTarget } from '../audit-target.js';
 import { principalOf } from '../authenticate.js';
+import type { Operation } from '../operation.js';
 import type { RecordIntent } from '../request-audit.js';
-import { booleanFlag, queryOf, rawPath } from '../request-parts.js';
+import { booleanFlag, rawPath } from '../request-parts.js';
 import type { Responder } from '../respond.js';
-import type { BodyValidator } from '../validate.js';
+import { ok, token } from '../response-schemas.js';
+import { tokenCreateSchema } from '../schemas.js';
 
 export interface AuthRouteDeps {
   readonly tokens: TokenService;
-  readonly readBody: (req: Request, res: Response) => Promise<unknown>;
-  readonly validateCreate: BodyValidator<CreateTokenInput>;
+  /** The longest lifetime a token may be given (seconds), for the create schema. */
+  readonly maxTtl: number;
   readonly respond: Responder;
   readonly recordIntent: RecordIntent;
 }
@@ -34,50 +36,122 @@ function tokenInPath(req: Request): string {
   throw notFound('no such token');
 }
 
-export function authRoutes({
+export function authOperations({
   tokens,
-  readBody,
-  validateCreate,
+  maxTtl,
   respond,
   recordIntent,
-}: AuthRouteDeps) {
-  return {
-    me(req: Request, res: Response): void {
-      queryOf(req, []);
+}: AuthRouteDeps): Operation[] {
+  const me: Operation = {
+    method: 'GET',
+    template: '/v1/auth/me',
+    action: 'token.self',
+    docs: [
+      {
+        operationId: 'getSelf',
+        summary: 'Identity, role and capabilities of the calling token',
+        responses: {
+          200: ok('The caller', {
+            type: 'object',
+            properties: {
+              id: { type: 'string' },
+              is_root: { type: 'boolean' },
+              role: { type: ['string', 'null'] },
+              scopes: { type: ['array', 'null'] },
+              metadata: { type: 'object' },
+              expires_at: { type: ['string', 'null'] },
+              capabilities: { type: 'array' },
+              privileges: { type: 'array', items: { enum: [...PRIVILEGES] } },
+            },
+          }),
+        },
+      },
+    ],
+    handler(_req, res) {
       respond.json(res, 200, tokens.describe(principalOf(res)));
     },
+  };
 
-    async create(req: Request, res: Response): Promise<void> {
-      const caller = principalOf(res);
-      requirePrivilege(caller, 'manage_tokens');
-      queryOf(req, []);
-      const input = validateCreate(await readBody(req, res));
-      const created = await tokens.create(caller, input, (id) =>
+  const create: Operation<never, CreateTokenInput> = {
+    method: 'POST',
+    template: '/v1/auth/token',
+    action: 'token.create',
+    privilege: 'manage_tokens',
+    body: { schema: tokenCreateSchema(maxTtl), required: true },
+    docs: [
+      {
+        operationId: 'createToken',
+        summary: 'Create a token (root only)',
+        responses: {
+          201: ok('The new token; its value is shown only here', {
+            ...token,
+            properties: {
+              ...token.properties,
+              token: { type: 'string' },
+              expires_in: { type: 'integer' },
+            },
+          }),
+        },
+      },
+    ],
+    async handler(_req, res, input) {
+      const created = await tokens.create(principalOf(res), await input.body(), (id) =>
         recordIntent(res, { action: 'token.create', subject_token_id: id }),
       );
       auditTarget(res, { subject_token_id: created.id });
       respond.json(res, 201, created);
     },
+  };
 
-    async list(req: Request, res: Response): Promise<void> {
-      const caller = principalOf(res);
-      requirePrivilege(caller, 'list_tokens');
-      const all = booleanFlag('all', queryOf(req, ['all']).all);
-      respond.json(res, 200, { tokens: await tokens.list(caller, all) });
+  const list: Operation<'all'> = {
+    method: 'GET',
+    template: '/v1/auth/tokens',
+    action: 'token.list',
+    privilege: 'list_tokens',
+    query: { all: { schema: { type: 'boolean' }, description: 'also revoked and expired tokens' } },
+    docs: [
+      {
+        operationId: 'listTokens',
+        summary: 'List tokens (root and auditor); active ones unless all=true',
+        responses: {
+          200: ok('Tokens, without values or hashes', {
+            type: 'object',
+            properties: { tokens: { type: 'array', items: token } },
+          }),
+        },
+      },
+    ],
+    async handler(_req, res, { query }) {
+      const all = booleanFlag('all', query.all);
+      respond.json(res, 200, { tokens: await tokens.list(principalOf(res), all) });
     },
+  };
 
-    async revoke(req: Request, res: Response): Promise<void> {
-      const caller = principalOf(res);
-      requirePrivilege(caller, 'manage_tokens');
-      queryOf(req, []);
+  const revoke: Operation = {
+    method: 'DELETE',
+    template: '/v1/auth/token/{token}',
+    action: 'token.revoke',
+    privilege: 'manage_tokens',
+    docs: [
+      {
+        operationId: 'revokeToken',
+        summary: 'Revoke a token by value or id (root only)',
+        pathParams: [{ name: 'token', in: 'path', required: true, schema: { type: 'string' } }],
+        responses: { 204: { description: 'Revoked (also when it already was)' } },
+        errors: [404],
+      },
+    ],
+    async handler(req, res) {
       const subject = tokenInPath(req);
       // Only ever the id: the path may hold a whole token value.
       const id = parseToken(subject)?.id ?? (isTokenId(subject) ? subject : undefined);
       if (id !== undefined) auditTarget(res, { subject_token_id: id });
-      await tokens.revoke(caller, subject, (id) =>
+      await tokens.revoke(principalOf(res), subject, (id) =>
         recordIntent(res, { action: 'token.revoke', subject_token_id: id }),
       );
       respond.empty(res, 204);
     },
   };
+
+  return [me, create, list, revoke] as Operation[];
 }

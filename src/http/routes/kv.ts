@@ -6,7 +6,7 @@
  *   ?cursor= or ?limit= without a marker                → list the whole path as a namespace
  *   anything else                                       → the key if it exists, else the namespace, else 404
  */
-import type { Request, Response } from 'express';
+import type { Request } from 'express';
 import { forbidden, invalid } from '../../errors.js';
 import type { KvService } from '../../kv/kv-service.js';
 import { isNamespace, RESERVED_KEY } from '../../model/names.js';
@@ -14,10 +14,12 @@ import type { ValueType } from '../../model/value-types.js';
 import { auditTarget } from '../audit-target.js';
 import { principalOf } from '../authenticate.js';
 import { namespaceOf, parseKvPath, splitKeyPath } from '../kv-path.js';
+import type { Operation } from '../operation.js';
 import type { RecordIntent } from '../request-audit.js';
-import { booleanFlag, positiveInteger, queryError, queryOf, rawPath } from '../request-parts.js';
+import { booleanFlag, positiveInteger, queryError, rawPath } from '../request-parts.js';
 import type { Responder } from '../respond.js';
-import type { BodyValidator } from '../validate.js';
+import { entryInfo, json, listing, ok, timestamp, valueTypes } from '../response-schemas.js';
+import { kvPutSchema } from '../schemas.js';
 
 const MAX_VERSION = 0xffff_ffff;
 const MAX_LIMIT = 10_000;
@@ -25,11 +27,35 @@ const DEFAULT_LIMIT = 1000;
 
 export interface KvRouteDeps {
   readonly kv: KvService;
-  readonly readBody: (req: Request, res: Response) => Promise<unknown>;
-  readonly validatePut: BodyValidator<{ value: string; type: ValueType }>;
   readonly respond: Responder;
   readonly recordIntent: RecordIntent;
 }
+
+const TEMPLATE = '/v1/kv/{path}';
+
+const namespaceParam = {
+  name: 'namespace',
+  in: 'path',
+  required: true,
+  // Generated clients percent-encode path parameters; a '/' sent as %2F is refused (400), so say so.
+  description:
+    "1 to 16 segments separated by /, sent as literal '/' characters in the path (payments/prod, not payments%2Fprod, which is refused with 400): a generated client must not encode the slashes, or must build this path itself",
+  schema: { type: 'string' },
+};
+const keyParam = {
+  name: 'key',
+  in: 'path',
+  required: true,
+  schema: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,128}$' },
+};
+
+const READ_QUERY = {
+  version: { schema: { type: 'integer', minimum: 1, maximum: MAX_VERSION } },
+  limit: { schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT } },
+  cursor: { schema: { type: 'string' }, description: 'next_cursor from the previous page' },
+  list: { schema: { type: 'boolean' }, description: 'list the path as a namespace' },
+};
+type ReadParam = keyof typeof READ_QUERY;
 
 function keyTarget(req: Request): { namespace: string; key: string } {
   const path = parseKvPath(rawPath(req));
@@ -47,12 +73,83 @@ function keyTarget(req: Request): { namespace: string; key: string } {
   return target;
 }
 
-export function kvRoutes({ kv, readBody, validatePut, respond, recordIntent }: KvRouteDeps) {
-  return {
-    async get(req: Request, res: Response): Promise<void> {
+export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operation[] {
+  const read: Operation<ReadParam> = {
+    method: 'GET',
+    template: TEMPLATE,
+    action: 'read',
+    query: READ_QUERY,
+    docs: [
+      {
+        operationId: 'listNamespace',
+        summary: 'List a namespace (a one-segment path, a trailing slash, or list=true)',
+        path: '/v1/kv/{namespace}',
+        pathParams: [namespaceParam],
+        query: ['limit', 'cursor', 'list'],
+        responses: { 200: ok('Keys and child namespaces the caller may see', listing) },
+        errors: [403],
+      },
+      {
+        operationId: 'readKey',
+        summary: 'Read a key (latest or ?version=n); a path naming no key but a namespace lists it',
+        path: '/v1/kv/{namespace}/{key}',
+        pathParams: [namespaceParam, keyParam],
+        responses: {
+          200: {
+            description: 'The entry (with ETag: "<version>"), or a listing',
+            ...json({
+              // Told apart by their required fields: an entry has a key and a value, a listing keys.
+              oneOf: [
+                {
+                  ...entryInfo,
+                  properties: { ...entryInfo.properties, value: { type: 'string' } },
+                  required: ['namespace', 'key', 'version', 'type', 'created_at', 'value'],
+                  additionalProperties: false,
+                },
+                {
+                  ...listing,
+                  required: ['namespace', 'keys', 'namespaces', 'next_cursor'],
+                  additionalProperties: false,
+                },
+              ],
+            }),
+          },
+        },
+        errors: [403, 404, 500],
+      },
+      {
+        operationId: 'listKeyVersions',
+        summary: 'List the versions of a key, oldest first',
+        path: '/v1/kv/{namespace}/{key}/versions',
+        pathParams: [namespaceParam, keyParam],
+        query: [],
+        responses: {
+          200: ok('Versions', {
+            type: 'object',
+            properties: {
+              namespace: { type: 'string' },
+              key: { type: 'string' },
+              current_version: { type: 'integer' },
+              versions: {
+                type: 'array',
+                items: {
+                  type: 'object',
+                  properties: {
+                    version: { type: 'integer' },
+                    type: valueTypes,
+                    created_at: timestamp,
+                  },
+                },
+              },
+            },
+          }),
+        },
+        errors: [403, 404, 500],
+      },
+    ],
+    async handler(req, res, { query: q }) {
       const caller = principalOf(res);
       const { segments, trailingSlash } = parseKvPath(rawPath(req));
-      const q = queryOf(req, ['version', 'list', 'limit', 'cursor']);
       const list = booleanFlag('list', q.list);
       const limit =
         q.limit === undefined ? DEFAULT_LIMIT : positiveInteger('limit', q.limit, MAX_LIMIT);
@@ -121,31 +218,62 @@ export function kvRoutes({ kv, readBody, validatePut, respond, recordIntent }: K
         'value' in result ? [['ETag', `"${result.version}"`]] : undefined,
       );
     },
+  };
 
-    async put(req: Request, res: Response): Promise<void> {
+  const write: Operation<never, { value: string; type: ValueType }> = {
+    method: 'PUT',
+    template: TEMPLATE,
+    action: 'write',
+    body: { schema: kvPutSchema, required: true },
+    docs: [
+      {
+        operationId: 'writeKey',
+        summary: 'Store a new version; 201 when the key is created, 200 when a version is added',
+        path: '/v1/kv/{namespace}/{key}',
+        pathParams: [namespaceParam, keyParam],
+        responses: { 200: ok('Version added', entryInfo), 201: ok('Key created', entryInfo) },
+        errors: [403],
+      },
+    ],
+    async handler(req, res, input) {
       const caller = principalOf(res);
       const { namespace, key } = keyTarget(req);
       auditTarget(res, { namespace, key });
-      queryOf(req, []);
       // Authorize what can be known before the body is read: a forbidden caller's body is never parsed.
       if (!caller.access.mayInNamespace('write', namespace))
         throw forbidden(`write in ${namespace}`);
-      const body = validatePut(await readBody(req, res));
+      const body = await input.body();
       const { created, ...info } = await kv.put(caller, namespace, key, body.value, body.type, () =>
         recordIntent(res, { action: 'write', namespace, key }),
       );
       auditTarget(res, { version: info.version });
       respond.json(res, created ? 201 : 200, info);
     },
+  };
 
-    async remove(req: Request, res: Response): Promise<void> {
+  const remove: Operation = {
+    method: 'DELETE',
+    template: TEMPLATE,
+    action: 'delete',
+    docs: [
+      {
+        operationId: 'deleteKey',
+        summary: 'Delete the key and all its versions (numbers are never reused)',
+        path: '/v1/kv/{namespace}/{key}',
+        pathParams: [namespaceParam, keyParam],
+        responses: { 204: { description: 'Deleted' } },
+        errors: [403, 404],
+      },
+    ],
+    async handler(req, res) {
       const { namespace, key } = keyTarget(req);
       auditTarget(res, { namespace, key });
-      queryOf(req, []);
       await kv.remove(principalOf(res), namespace, key, () =>
         recordIntent(res, { action: 'delete', namespace, key }),
       );
       respond.empty(res, 204);
     },
   };
+
+  return [read, write, remove] as Operation[];
 }

@@ -3,21 +3,17 @@
  * retire and migrate to another master key (root only). The services record each operation as an operator
  * event (operator/keyring-operations.ts, operator/rewrap.ts); these handlers only check and answer.
  */
-import type { Request, Response } from 'express';
-import { requirePrivilege } from '../../auth/principal.js';
 import type { KeyringOperations } from '../../operator/keyring-operations.js';
 import type { MigrateRequest } from '../../operator/migrate-key.js';
 import type { Rewrapper, RewrapState } from '../../operator/rewrap.js';
 import { principalOf } from '../authenticate.js';
-import { hasBody, queryOf } from '../request-parts.js';
+import type { Operation } from '../operation.js';
 import type { Responder } from '../respond.js';
-import type { BodyValidator } from '../validate.js';
+import { ok, rewrapView, timestamp } from '../response-schemas.js';
+import { migrateSchema, rewrapSchema } from '../schemas.js';
 
 export interface SysRouteDeps {
   readonly rewrapper: Rewrapper;
-  readonly readBody: (req: Request, res: Response) => Promise<unknown>;
-  readonly validateRewrap: BodyValidator<{ batch_size?: number }>;
-  readonly validateMigrate: BodyValidator<MigrateRequest>;
   readonly operations: KeyringOperations;
   readonly respond: Responder;
 }
@@ -50,51 +46,167 @@ function view(state: RewrapState | null, running: boolean) {
   };
 }
 
-export function sysRoutes(deps: SysRouteDeps) {
-  const { respond, operations } = deps;
-  return {
-    async status(req: Request, res: Response): Promise<void> {
-      requirePrivilege(principalOf(res), 'read_keyring');
-      queryOf(req, []);
+export function sysOperations(deps: SysRouteDeps): Operation[] {
+  const { respond, operations, rewrapper } = deps;
+  const status: Operation = {
+    method: 'GET',
+    template: '/v1/sys/keyring',
+    action: 'keyring.status',
+    privilege: 'read_keyring',
+    docs: [
+      {
+        operationId: 'getKeyringStatus',
+        summary:
+          'Keyring status (root and auditor): provider, versions, the active one, and how many records each wraps',
+        responses: {
+          200: ok('Status', {
+            type: 'object',
+            properties: {
+              provider: { type: 'string' },
+              wrapped_by: { type: 'string' },
+              migrations: { type: 'integer' },
+              migrated_at: { type: ['string', 'null'] },
+              active_version: { type: 'integer' },
+              generation: { type: 'integer' },
+              versions: {
+                type: 'array',
+                items: {
+                  type: 'object',
+                  properties: {
+                    version: { type: 'integer' },
+                    created_at: timestamp,
+                    active: { type: 'boolean' },
+                    secrets: { type: 'integer' },
+                    configs: { type: 'integer' },
+                  },
+                },
+              },
+              unreadable: { type: 'integer' },
+            },
+          }),
+        },
+      },
+    ],
+    async handler(_req, res) {
       respond.json(res, 200, await operations.status());
     },
+  };
 
-    async rotate(req: Request, res: Response): Promise<void> {
-      const caller = principalOf(res);
-      requirePrivilege(caller, 'manage_keyring');
-      queryOf(req, []);
-      respond.json(res, 200, await operations.rotate(caller.id));
+  const rotate: Operation = {
+    method: 'POST',
+    template: '/v1/sys/keyring/rotate',
+    action: 'keyring.rotate',
+    privilege: 'manage_keyring',
+    docs: [
+      {
+        operationId: 'rotateKeyring',
+        summary: 'Add a keyring version and make it active for every process (root only)',
+        responses: {
+          200: ok('Rotated', {
+            type: 'object',
+            properties: {
+              previous_version: { type: 'integer' },
+              active_version: { type: 'integer' },
+            },
+          }),
+        },
+      },
+    ],
+    async handler(_req, res) {
+      respond.json(res, 200, await operations.rotate(principalOf(res).id));
     },
+  };
 
-    async startRewrap(req: Request, res: Response): Promise<void> {
-      const caller = principalOf(res);
-      requirePrivilege(caller, 'manage_keyring');
-      queryOf(req, []);
-      const body = hasBody(req) ? deps.validateRewrap(await deps.readBody(req, res)) : {};
-      const state = await deps.rewrapper.start(body.batch_size ?? 500, caller.id);
+  const startRewrap: Operation<never, { batch_size?: number } | undefined> = {
+    method: 'POST',
+    template: '/v1/sys/keyring/rewrap',
+    action: 'keyring.rewrap',
+    privilege: 'manage_keyring',
+    body: { schema: rewrapSchema, required: false },
+    docs: [
+      {
+        operationId: 'startRewrap',
+        summary:
+          'Start (or continue) rewrapping every record onto the active version, in the background (root only)',
+        responses: { 202: ok('Started, or already running', rewrapView) },
+      },
+    ],
+    async handler(_req, res, input) {
+      const body = await input.body();
+      const state = await rewrapper.start(body?.batch_size ?? 500, principalOf(res).id);
       respond.json(res, 202, view(state, true));
     },
+  };
 
-    async rewrapProgress(req: Request, res: Response): Promise<void> {
-      requirePrivilege(principalOf(res), 'read_keyring');
-      queryOf(req, []);
-      const state = await deps.rewrapper.state();
-      respond.json(res, 200, view(state, deps.rewrapper.running(state)));
+  const rewrapProgress: Operation = {
+    method: 'GET',
+    template: '/v1/sys/keyring/rewrap',
+    action: 'keyring.rewrap.status',
+    privilege: 'read_keyring',
+    docs: [
+      {
+        operationId: 'getRewrapStatus',
+        summary: 'Progress of the current or last rewrap (root and auditor)',
+        responses: { 200: ok('Progress', rewrapView) },
+      },
+    ],
+    async handler(_req, res) {
+      const state = await rewrapper.state();
+      respond.json(res, 200, view(state, rewrapper.running(state)));
     },
+  };
 
-    async retire(req: Request, res: Response): Promise<void> {
-      const caller = principalOf(res);
-      requirePrivilege(caller, 'manage_keyring');
-      queryOf(req, []);
-      respond.json(res, 200, await operations.retire(caller.id));
+  const retire: Operation = {
+    method: 'POST',
+    template: '/v1/sys/keyring/retire',
+    action: 'keyring.retire',
+    privilege: 'manage_keyring',
+    docs: [
+      {
+        operationId: 'retireKeyringVersions',
+        summary: 'Remove keyring versions that no record uses any more (root only)',
+        responses: {
+          200: ok('Retired', {
+            type: 'object',
+            properties: {
+              retired: { type: 'array', items: { type: 'integer' } },
+              versions: { type: 'array', items: { type: 'integer' } },
+            },
+          }),
+        },
+      },
+    ],
+    async handler(_req, res) {
+      respond.json(res, 200, await operations.retire(principalOf(res).id));
     },
+  };
 
-    async migrate(req: Request, res: Response): Promise<void> {
-      const caller = principalOf(res);
-      requirePrivilege(caller, 'manage_keyring');
-      queryOf(req, []);
-      const request = deps.validateMigrate(await deps.readBody(req, res));
-      const { from, to } = await operations.migrate(caller.id, request);
+  const migrate: Operation<never, MigrateRequest> = {
+    method: 'POST',
+    template: '/v1/sys/keyring/migrate',
+    action: 'keyring.migrate',
+    privilege: 'manage_keyring',
+    body: { schema: migrateSchema, required: true },
+    docs: [
+      {
+        operationId: 'migrateKeyring',
+        summary:
+          'Rewrap the keyring under another master key or provider, in one atomic write (root only); restart with the new key configured',
+        responses: {
+          200: ok('Migrated', {
+            type: 'object',
+            properties: {
+              from: { type: 'string' },
+              to: { type: 'string' },
+              provider: { type: 'string' },
+              migrated_at: timestamp,
+            },
+          }),
+        },
+      },
+    ],
+    async handler(_req, res, input) {
+      const { from, to } = await operations.migrate(principalOf(res).id, await input.body());
       respond.json(res, 200, {
         from: from.description,
         to: to.description,
@@ -103,4 +215,6 @@ export function sysRoutes(deps: SysRouteDeps) {
       });
     },
   };
+
+  return [status, rotate, startRewrap, rewrapProgress, retire, migrate] as Operation[];
 }

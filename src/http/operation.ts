@@ -1,0 +1,71 @@
+/**
+ * One route record per operation Coffer serves: method, path template, audit action, privilege, query and
+ * body schemas, handler and its documentation, declared once (routes/*.ts). The dispatcher (dispatch.ts)
+ * enforces the privilege, refuses unknown query parameters and validates the body from it; the audit entry
+ * takes its action name from it; the OpenAPI document (openapi.ts) is built from it.
+ */
+import type { Request, Response } from 'express';
+import type { Privilege } from '../auth/roles.js';
+
+export type HttpMethod = 'GET' | 'PUT' | 'POST' | 'DELETE';
+
+export interface QueryParam {
+  /** JSON Schema of the value as documented; the handler parses the text it is given. */
+  readonly schema: object;
+  readonly description?: string;
+}
+
+/** What the dispatcher hands a handler: the checked query, and the body read and validated on demand. */
+export interface OperationInput<Q extends string, B> {
+  readonly query: Partial<Record<Q, string>>;
+  /**
+   * Reads the body and validates it against the operation's schema. A handler calls it once it has
+   * authorized what it can without the body, so a forbidden caller's body is never parsed. Resolves to
+   * undefined when the body is optional and none was sent.
+   */
+  readonly body: () => Promise<B>;
+}
+
+/** How one operation appears in the OpenAPI document. */
+export interface OperationDoc {
+  readonly operationId: string;
+  readonly summary: string;
+  /** The documented path, when it is not the route's template (a kv GET is documented in three forms). */
+  readonly path?: string;
+  readonly pathParams?: readonly object[];
+  /** The query parameters this form documents: all of the operation's by default. */
+  readonly query?: readonly string[];
+  /** The answers other than problems. */
+  readonly responses: Readonly<Record<string, object>>;
+  /**
+   * Problem statuses beyond those every such operation may give, which the document adds itself: 400 (query),
+   * 401 and 429 with a token, 403 with a privilege, 413 and 415 with a body, 503 (audit).
+   */
+  readonly errors?: readonly number[];
+}
+
+export interface Operation<Q extends string = string, B = unknown> {
+  readonly method: HttpMethod;
+  /**
+   * The path as logs and audit entries name it. A template with a `{parameter}` serves everything below
+   * the part before it (`/v1/kv/{path}`: /v1/kv/...); one without serves that path only.
+   */
+  readonly template: string;
+  /** The audit entry's action (a handler may name a more precise one, e.g. a kv GET that lists). */
+  readonly action: string;
+  /** The system privilege the caller must hold; checked by the dispatcher before the handler runs. */
+  readonly privilege?: Privilege;
+  /** Served without a token. */
+  readonly public?: boolean;
+  /** The query parameters it accepts; any other is refused with 400 before the handler runs. */
+  readonly query?: Readonly<Record<Q, QueryParam>>;
+  readonly body?: { readonly schema: object; readonly required: boolean };
+  readonly docs: readonly OperationDoc[];
+  handler(req: Request, res: Response, input: OperationInput<Q, B>): void | Promise<void>;
+}
+
+/** The part of a template before its first parameter, when it has one. */
+export function templatePrefix(template: string): string | undefined {
+  const at = template.indexOf('/{');
+  return at < 0 ? undefined : template.slice(0, at);
+}
