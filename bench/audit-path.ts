@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { AuditLog } from '../src/audit/audit-log.js';
+import { FileSink } from '../src/audit/file-sink.js';
 import { IntentJournal } from '../src/audit/intent-journal.js';
 import { AuditRegistry } from '../src/audit/registry.js';
 import { AuditWriter } from '../src/audit/writer.js';
@@ -33,13 +34,12 @@ const storage = new LmdbBackend({ path: join(dir, 'lmdb') });
 const chain = 'bench-1-auditpath';
 const journal = new IntentJournal(storage, chain, new RecordSeal(() => RECORD_KEYS));
 const writer = new AuditWriter({
-  dir: join(dir, 'audit'),
+  sink: new FileSink({ dir: join(dir, 'audit'), chain, maxFileBytes: 64 << 20 }),
   chain,
   key: () => new Uint8Array(32),
   registry: new AuditRegistry(storage, new RecordSeal(() => RECORD_KEYS)),
   checkpointEvery: 1000,
   checkpointMs: 10_000,
-  maxFileBytes: 64 << 20,
   now: Date.now,
   syncMs: 50,
   onSynced: (seq) => journal.synced(seq),

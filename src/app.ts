@@ -16,9 +16,11 @@ import { AuditLog } from './audit/audit-log.js';
 import { watchDisk } from './audit/disk-watch.js';
 import { operatorEvents } from './audit/events.js';
 import { FailureSummary } from './audit/failure-summary.js';
+import { FileSink } from './audit/file-sink.js';
 import { IntentJournal } from './audit/intent-journal.js';
 import { recoverIntents } from './audit/intent-recovery.js';
 import { AuditRegistry } from './audit/registry.js';
+import { StdoutSink } from './audit/stdout-sink.js';
 import { AuditWriter } from './audit/writer.js';
 import { Argon2Gate } from './auth/argon2-gate.js';
 import { Authenticator } from './auth/authenticator.js';
@@ -527,19 +529,20 @@ export async function openAuditLog(
   await registry.started(chain, now());
   const journal = new IntentJournal(storage, chain, seal);
   const writer = new AuditWriter({
-    dir: config.audit.dir!,
+    sink: new FileSink({
+      dir: config.audit.dir!,
+      chain,
+      maxFileBytes: config.audit.max_file_bytes,
+    }),
+    ...(config.audit.stdout ? { copies: [new StdoutSink()] } : {}),
     chain,
     key: () => keyring.current().auditKey(),
     registry,
     checkpointEvery: config.audit.checkpoint_every,
     checkpointMs: config.audit.checkpoint_seconds * 1000,
-    maxFileBytes: config.audit.max_file_bytes,
     now,
     syncMs: config.audit.sync_ms,
     onSynced: (seq) => journal.synced(seq),
-    ...(config.audit.stdout
-      ? { mirror: (line: string) => void process.stdout.write(`${line}\n`) }
-      : {}),
   });
   const audit = new AuditLog({
     writer,

@@ -1,6 +1,6 @@
 /**
- * One process's audit chain, written to JSON-lines files in the audit directory:
- *   audit-<chain>-<n>.jsonl     n = 1, 2, …; a new file when one reaches maxFileBytes, the chain continuing
+ * One process's audit chain, written through its sink (sink.ts: the files of file-sink.ts), with copies
+ * (stdout) after each batch.
  *
  * append() places the entry in the chain at once (so entries are in call order) and resolves when its line
  * is where it was asked to be: `durable` — synced to disk (fdatasync), for entries that name changes — or
@@ -16,24 +16,22 @@
  * checkpoint, and at close; each is recorded in the store (audit/registry.ts), so that a truncated or
  * deleted file is detected even when the checkpoints themselves are cut away.
  */
-import { constants, mkdirSync, writeSync } from 'node:fs';
-import { type FileHandle, open } from 'node:fs/promises';
-import { join } from 'node:path';
 import { type AuditFields, checkpointMac, entryLine, GENESIS, lineHash } from './entry.js';
 import type { AuditRegistry } from './registry.js';
+import type { AuditSink } from './sink.js';
 
 export interface AuditWriterOptions {
-  readonly dir: string;
+  /** The chain's home: every line is there, where its entry asked to be, before its waiter is answered. */
+  readonly sink: AuditSink;
+  /** Also given every batch once it is where it was asked to be (stdout); their failures are ignored. */
+  readonly copies?: readonly AuditSink[];
   readonly chain: string;
   /** The checkpoint MAC key of the current keyring. */
   readonly key: () => Uint8Array;
   readonly registry: AuditRegistry;
   readonly checkpointEvery: number;
   readonly checkpointMs: number;
-  readonly maxFileBytes: number;
   readonly now: () => number;
-  /** Also write every line here (stdout), once it is in the file. */
-  readonly mirror?: (line: string) => void;
   /** At most this long between a `written` entry and its sync to disk (default 50 ms). */
   readonly syncMs?: number;
   /** Told after each sync to disk: every entry up to `seq` is durable. */
@@ -74,9 +72,6 @@ export class AuditWriter {
   private failure: string | null = null;
   private retryTimer: NodeJS.Timeout | null = null;
   private checkpointTimer: NodeJS.Timeout;
-  private handle: FileHandle | null = null;
-  private file = 0;
-  private fileBytes = 0;
   private closed = false;
   private closing = false;
   /** Bytes written since the last sync, and the timer that will sync them. */
@@ -88,7 +83,6 @@ export class AuditWriter {
   private syncing: Promise<void> | null = null;
 
   constructor(private readonly options: AuditWriterOptions) {
-    mkdirSync(options.dir, { recursive: true, mode: 0o700 });
     this.checkpointTimer = setInterval(() => {
       if (this.sinceCheckpoint > 0 && !this.closed) void this.checkpoint().catch(() => undefined);
     }, options.checkpointMs);
@@ -150,8 +144,8 @@ export class AuditWriter {
       await this.syncing;
     } finally {
       this.closed = true;
-      await this.handle?.close();
-      this.handle = null;
+      await this.options.sink.close();
+      for (const copy of this.options.copies ?? []) await copy.close().catch(() => undefined);
     }
   }
 
@@ -209,22 +203,22 @@ export class AuditWriter {
   }
 
   private timedSync(): void {
-    if (!this.unsynced || this.closed || this.handle === null) return;
+    if (!this.unsynced || this.closed) return;
     if (this.syncing) {
       // One at a time: the next starts when this one ends, and covers what was written meanwhile.
       this.syncing.finally(() => this.timedSync()).catch(() => undefined);
       return;
     }
-    this.syncing = this.syncNow(this.handle).finally(() => {
+    this.syncing = this.syncNow().finally(() => {
       this.syncing = null;
     });
   }
 
-  private async syncNow(handle: FileHandle): Promise<void> {
+  private async syncNow(): Promise<void> {
     this.unsynced = false;
     const through = this.writtenThrough;
     try {
-      await handle.datasync();
+      await this.options.sink.sync();
     } catch {
       this.unsynced = true; // tried again with the next batch or timer
       this.scheduleSync();
@@ -242,13 +236,13 @@ export class AuditWriter {
     const lastCheckpoint = [...batch].reverse().find((p) => p.checkpoint);
     const mustSync = batch.some((p) => p.durable);
     try {
-      await this.writeBatch(batch);
+      await this.options.sink.write(batch.map((p) => p.line));
     } catch (err) {
       this.queue = [...batch, ...this.queue];
       this.fail(err as NodeJS.ErrnoException, batch);
       return;
     }
-    // In the kernel now: a killed process loses none of it. Written-only entries are answered at once.
+    // Stored now: a killed process loses none of it. Written-only entries are answered at once.
     if (batch.length > 0) this.writtenThrough = batch[batch.length - 1]!.seq;
     for (const p of batch) if (!p.durable) for (const w of p.waiters.splice(0)) w.resolve();
     if (!mustSync) {
@@ -257,10 +251,10 @@ export class AuditWriter {
     } else {
       try {
         this.unsynced = false; // this sync covers earlier written-only lines too
-        await this.handle!.datasync();
+        await this.options.sink.sync();
         this.options.onSynced?.(this.writtenThrough);
       } catch (err) {
-        // The lines are in the file (not written again), but not known to be on disk: their requests are
+        // The lines are stored (not written again), but not known to be on disk: their requests are
         // refused, and the sync is tried again with the next batch.
         this.unsynced = true;
         this.fail(
@@ -271,72 +265,26 @@ export class AuditWriter {
       }
     }
     for (const p of batch) for (const w of p.waiters) w.resolve();
-    if (this.options.mirror) for (const p of batch) this.options.mirror(p.line);
+    for (const copy of this.options.copies ?? []) {
+      try {
+        await copy.write(batch.map((p) => p.line));
+      } catch {
+        // a copy: the chain is whole in its home
+      }
+    }
     // The store remembers the newest checkpoint; if that write fails, the next checkpoint records it.
     if (lastCheckpoint) {
       await this.options.registry
         .checkpointed(this.options.chain, {
           seq: lastCheckpoint.seq,
           hash: lineHash(lastCheckpoint.line),
-          file: this.file,
+          file: this.options.sink.position,
         })
         .catch(() => undefined);
     }
   }
 
-  /**
-   * Writes one batch into the file (the sync, when needed, follows in drain, off the event loop). The
-   * write itself is a plain write(2) into the page cache, made from the event loop like a logger's: a few
-   * microseconds for a batch, cheaper than a hand-off to libuv's thread pool and back for every batch
-   * (measured: ~20-40 µs less CPU per audited write, one process on one core).
-   */
-  private async writeBatch(batch: readonly Pending[]): Promise<void> {
-    if (this.handle === null || this.fileBytes >= this.options.maxFileBytes) await this.nextFile();
-    const handle = this.handle!;
-    const text = Buffer.from(batch.map((p) => `${p.line}\n`).join(''));
-    const start = this.fileBytes;
-    try {
-      let written = 0;
-      while (written < text.length)
-        written += writeSync(handle.fd, text, written, text.length - written, start + written);
-      this.fileBytes = start + text.length;
-    } catch (err) {
-      // Never leave half a batch behind: the same lines are written again from `start` later (and if this
-      // truncate fails too, that write overwrites from `start` all the same).
-      await handle.truncate(start).catch(() => undefined);
-      throw err;
-    }
-  }
-
-  private async nextFile(): Promise<void> {
-    // Written-only lines of the previous file are synced before it is closed (close does not sync).
-    await this.syncing;
-    if (this.unsynced) {
-      await this.handle?.datasync();
-      this.unsynced = false;
-      this.options.onSynced?.(this.writtenThrough);
-    }
-    await this.handle?.close();
-    this.handle = null;
-    this.file += 1;
-    const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL;
-    this.handle = await open(
-      join(this.options.dir, `audit-${this.options.chain}-${this.file}.jsonl`),
-      flags,
-      0o600,
-    );
-    this.fileBytes = 0;
-    // Make the new file's name durable too.
-    const dir = await open(this.options.dir, 'r');
-    try {
-      await dir.sync();
-    } finally {
-      await dir.close();
-    }
-  }
-
   private fail(err: NodeJS.ErrnoException, batch: readonly Pending[]): void {
-    if (this.handle === null) this.file -= 1; // the file was not created: its number is used again
     this.failure = err.code ?? err.message;
     const error = new AuditUnavailableError(this.failure);
     for (const p of batch) for (const w of p.waiters.splice(0)) w.reject(error);

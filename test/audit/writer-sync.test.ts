@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { FileSink } from '../../src/audit/file-sink.js';
 import { AuditRegistry } from '../../src/audit/registry.js';
 import { AuditWriter } from '../../src/audit/writer.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
@@ -19,13 +20,12 @@ function writerIn(
 ): { storage: LmdbBackend; writer: AuditWriter } {
   const storage = new LmdbBackend({ path: join(dir, 'lmdb') });
   const writer = new AuditWriter({
-    dir: join(dir, 'audit'),
+    sink: new FileSink({ dir: join(dir, 'audit'), chain, maxFileBytes: 1 << 20 }),
     chain,
     key: () => new Uint8Array(32),
     registry: new AuditRegistry(storage, new RecordSeal(() => RECORD_KEYS)),
     checkpointEvery: 1000,
     checkpointMs: 60_000,
-    maxFileBytes: 1 << 20,
     now: Date.now,
     syncMs,
   });
