@@ -31,6 +31,7 @@ import { roleTable } from './auth/roles.js';
 import {
   type EstablishedRoot,
   establishRootToken,
+  NewStoreRoot,
   type RootRecord,
   readRootToken,
 } from './auth/root-token.js';
@@ -141,6 +142,9 @@ async function openStore(
       );
     const reopen = async (target: ProviderConfig) =>
       (await openKeyProvider(settingsOf(target, config.pkcs11_pin))).provider;
+    const argon2 = new Argon2Gate();
+    const newRoot =
+      options.prepare === false ? undefined : new NewStoreRoot(argon2, config.root_token, now());
     const {
       holder: keyring,
       created,
@@ -149,7 +153,7 @@ async function openStore(
       storage,
       { provider: opened.provider, config: providerConfig(config) },
       now(),
-      { reopen },
+      { reopen, ...(newRoot ? { newStoreRoot: newRoot.seal } : {}) },
     );
     if (created) log.info('created a new keyring, wrapped by %s', opened.provider.description);
     if (replaced)
@@ -157,13 +161,12 @@ async function openStore(
         { kind: replaced.kind, key: replaced.storageKey },
         'INTEGRITY ERROR: the keyring generation record failed its integrity check; replaced by a new generation',
       );
-    const seal = keyring.recordSeal;
     if (options.prepare === false) {
       if (keyring.current().storeFormat < STORE_FORMAT)
         throw new Error(
           'the store is not upgraded yet; it is upgraded by the process that prepares the store',
         );
-      const root = await readRootToken(storage, seal);
+      const root = await readRootToken(storage, keyring);
       if (!root)
         throw new Error(
           'the store has no root token yet; it is set up by the process that prepares the store',
@@ -171,13 +174,10 @@ async function openStore(
       return { storage, keyring, root, rootChange: null, upgraded: null, replaced };
     }
     const upgraded = await upgradeStore(storage, keyring, log);
-    const root = await establishRootToken(
-      storage,
-      seal,
-      new Argon2Gate(),
-      config.root_token,
-      now(),
-    );
+    // A new store got its root token with its keyring; an existing one keeps or replaces its own.
+    const root =
+      (created ? newRoot?.established : undefined) ??
+      (await establishRootToken(storage, keyring, argon2, config.root_token, now()));
     if (root.generated) options.onGeneratedRootToken?.(root.generated);
     return {
       storage,

@@ -3,12 +3,15 @@
  * generated on first start and handed back once so main.ts can print it; only its argon2id hash is
  * stored. When the root token has the `cfr_<id>_<secret>` shape its id is stored too, so other values
  * of that shape can be told apart from it without any argon2 work. The record is sealed
- * (store/record-seal.ts); one that fails to open is never used: with COFFER_ROOT_TOKEN set it is replaced,
- * without it start-up refuses (a new root token is never generated over a damaged one).
+ * (store/record-seal.ts), and the keyring (authenticated by the master key) names it by its SHA-256, so an
+ * older copy put back is told apart. One that fails to open or is not the named one is never used: with
+ * COFFER_ROOT_TOKEN set it is replaced, without it start-up refuses (a new root token is never generated
+ * over a damaged one).
  */
 import type { StorageBackend } from '../storage/backend.js';
 import { ROOT_TOKEN_KEY as KEY } from '../storage/layout.js';
-import { RecordIntegrityError, type RecordSeal } from '../store/record-seal.js';
+import type { KeyringHolder } from '../store/keyring-store.js';
+import { printableKey, RecordIntegrityError, type RecordSeal } from '../store/record-seal.js';
 import type { Argon2Gate } from './argon2-gate.js';
 import { generateToken, parseToken } from './token-format.js';
 
@@ -31,63 +34,118 @@ export interface EstablishedRoot {
   readonly change: 'generated' | 'set' | 'replaced' | null;
 }
 
+/**
+ * The root token of a store being created, made (or taken from COFFER_ROOT_TOKEN) and sealed when the
+ * keyring is created (KeyringHolder.open's `newStoreRoot`), so that one keyring write stores and names it.
+ */
+export class NewStoreRoot {
+  private made: EstablishedRoot | undefined;
+
+  constructor(
+    private readonly argon2: Argon2Gate,
+    private readonly configured: string | undefined,
+    private readonly now: number,
+  ) {}
+
+  /** The sealed record for the new store. */
+  readonly seal = async (seal: RecordSeal): Promise<Uint8Array> => {
+    const token = this.configured === undefined ? generateToken() : undefined;
+    const value = token?.value ?? this.configured!;
+    const record: RootRecord = {
+      id: token?.id ?? parseToken(value)?.id ?? null,
+      hash: await this.argon2.hash(value),
+      updatedAt: this.now,
+    };
+    this.made = token
+      ? { record, generated: token.value, change: 'generated' }
+      : { record, change: 'set' };
+    return seal.seal('root-token', KEY, record);
+  };
+
+  /** What was made, once the keyring that names it was created by this process. */
+  get established(): EstablishedRoot | undefined {
+    return this.made;
+  }
+}
+
 export async function establishRootToken(
   storage: StorageBackend,
-  seal: RecordSeal,
+  keyring: KeyringHolder,
   argon2: Argon2Gate,
   configured: string | undefined,
   now: number,
 ): Promise<EstablishedRoot> {
+  const seal = keyring.recordSeal;
   if (configured !== undefined) {
-    const stored = await openStored(storage, seal).catch((err: unknown) => {
+    const stored = await openStored(storage, keyring).catch((err: unknown) => {
       if (err instanceof RecordIntegrityError) return undefined; // replaced by the configured token below
       throw err;
     });
     // The same token as before: keep its record, so a change of root token is a real event.
-    if (stored && (await argon2.verify(stored.hash, configured)))
-      return { record: stored, change: null };
+    if (stored && (await argon2.verify(stored.record.hash, configured))) {
+      if (stored.named === 'unnamed')
+        await keyring.nameRootRecord(KEY, stored.bytes, { write: false, onlyIfUnnamed: true });
+      return { record: stored.record, change: null };
+    }
     const record: RootRecord = {
       id: parseToken(configured)?.id ?? null,
       hash: await argon2.hash(configured),
       updatedAt: now,
     };
-    await storage.atomic([KEY], () => ({
-      writes: [{ op: 'put', key: KEY, value: seal.seal('root-token', KEY, record) }],
-      result: undefined,
-    }));
+    await keyring.nameRootRecord(KEY, seal.seal('root-token', KEY, record), {
+      write: true,
+      onlyIfUnnamed: false,
+    });
     return { record, change: stored ? 'replaced' : 'set' };
   }
-  const stored = await openStored(storage, seal);
-  if (stored) return { record: stored, change: null };
+  const stored = await openStored(storage, keyring);
+  if (stored) {
+    // A store from before the keyring named its root token record: the record it has is named now.
+    if (stored.named === 'unnamed')
+      await keyring.nameRootRecord(KEY, stored.bytes, { write: false, onlyIfUnnamed: true });
+    return { record: stored.record, change: null };
+  }
 
   const token = generateToken();
   const record: RootRecord = { id: token.id, hash: await argon2.hash(token.value), updatedAt: now };
-  const winner = await storage.atomic([KEY], ([current]) =>
-    current
-      ? { writes: [], result: current }
-      : {
-          writes: [{ op: 'put', key: KEY, value: seal.seal('root-token', KEY, record) }],
-          result: undefined,
-        },
-  );
+  const won = await keyring.nameRootRecord(KEY, seal.seal('root-token', KEY, record), {
+    write: true,
+    onlyIfUnnamed: true,
+  });
   // Another process generated one first: theirs stands, and theirs was printed by them.
-  if (winner) return { record: seal.open<RootRecord>('root-token', KEY, winner), change: null };
+  if (!won) {
+    const theirs = await openStored(storage, keyring);
+    if (!theirs) throw new Error('the root token record another process set is missing');
+    return { record: theirs.record, change: null };
+  }
   return { record, generated: token.value, change: 'generated' };
 }
 
 /** The stored root token record, for a process that did not establish it (a worker). */
-export function readRootToken(
+export async function readRootToken(
   storage: StorageBackend,
-  seal: RecordSeal,
+  keyring: KeyringHolder,
 ): Promise<RootRecord | undefined> {
-  return openStored(storage, seal);
+  return (await openStored(storage, keyring))?.record;
 }
 
-/** The stored record; throws RecordIntegrityError when it fails to open. */
+/**
+ * The stored record; throws RecordIntegrityError when it fails to open, or when the keyring names another
+ * record (an older copy put back: it could make an earlier root token valid again).
+ */
 async function openStored(
   storage: StorageBackend,
-  seal: RecordSeal,
-): Promise<RootRecord | undefined> {
+  keyring: KeyringHolder,
+): Promise<{ record: RootRecord; bytes: Uint8Array; named: 'named' | 'unnamed' } | undefined> {
   const bytes = await storage.get(KEY);
-  return bytes && seal.open<RootRecord>('root-token', KEY, bytes);
+  if (!bytes) return undefined;
+  const record = keyring.recordSeal.open<RootRecord>('root-token', KEY, bytes);
+  const named = keyring.rootRecordIs(bytes);
+  if (named === 'other')
+    throw new RecordIntegrityError(
+      'root-token',
+      printableKey(KEY),
+      'is not the record the keyring names (an older copy put back?)',
+    );
+  return { record, bytes, named };
 }

@@ -32,6 +32,17 @@ export interface Revocation {
   readonly expiresAt: number;
 }
 
+interface KeyringState {
+  readonly versions: readonly KeyVersion[];
+  readonly activeVersion: number;
+  readonly auditRoot: Uint8Array | undefined;
+  readonly storeFormat: number;
+  /** Revoked token ids: when each was revoked, kept until its token's expiry (ms). */
+  readonly revoked: ReadonlyMap<string, Revocation>;
+  /** SHA-256 of the stored root token record: an older copy put back is told apart from it. */
+  readonly rootRecord: Uint8Array | undefined;
+}
+
 const FORMAT = 1;
 /** The record format new stores are written in (store/upgrade.ts). */
 export const STORE_FORMAT = 2;
@@ -40,28 +51,34 @@ export class Keyring {
   private readonly byVersion = new Map<number, KeyVersion>();
   private readonly derived = new Map<string, Buffer>();
 
-  private constructor(
-    versions: readonly KeyVersion[],
-    readonly activeVersion: number,
-    private readonly auditRoot: Uint8Array | undefined,
-    /** The store's record format (store/upgrade.ts): 1 for stores written before the storage barrier. */
-    readonly storeFormat: number,
-    /** Revoked token ids: when each was revoked, kept until its token's expiry (ms). */
-    private readonly revoked: ReadonlyMap<string, Revocation>,
-  ) {
-    for (const v of versions) this.byVersion.set(v.version, v);
-    if (!this.byVersion.has(activeVersion))
+  private constructor(private readonly state: KeyringState) {
+    for (const v of state.versions) this.byVersion.set(v.version, v);
+    if (!this.byVersion.has(state.activeVersion))
       throw new Error('keyring: the active version is missing');
   }
 
+  get activeVersion(): number {
+    return this.state.activeVersion;
+  }
+
+  /** The store's record format (store/upgrade.ts): 1 for stores written before the storage barrier. */
+  get storeFormat(): number {
+    return this.state.storeFormat;
+  }
+
+  private with(changes: Partial<KeyringState>): Keyring {
+    return new Keyring({ ...this.state, versions: [...this.byVersion.values()], ...changes });
+  }
+
   static generate(now: number): Keyring {
-    return new Keyring(
-      [{ version: 1, key: randomBytes(KEY_BYTES), createdAt: now }],
-      1,
-      randomBytes(KEY_BYTES),
-      STORE_FORMAT,
-      new Map(),
-    );
+    return new Keyring({
+      versions: [{ version: 1, key: randomBytes(KEY_BYTES), createdAt: now }],
+      activeVersion: 1,
+      auditRoot: randomBytes(KEY_BYTES),
+      storeFormat: STORE_FORMAT,
+      revoked: new Map(),
+      rootRecord: undefined,
+    });
   }
 
   static deserialize(bytes: Uint8Array): Keyring {
@@ -72,40 +89,40 @@ export class Keyring {
       x?: Uint8Array;
       s?: number;
       r?: [string, number, number][];
+      o?: Uint8Array;
     };
     if (data?.f !== FORMAT || !Array.isArray(data.k)) throw new Error('keyring: unknown format');
-    return new Keyring(
-      data.k.map((k) => ({ version: k.v, key: k.k, createdAt: k.at })),
-      data.a,
-      data.x,
-      data.s ?? 1,
-      new Map((data.r ?? []).map(([id, revokedAt, expiresAt]) => [id, { revokedAt, expiresAt }])),
-    );
+    return new Keyring({
+      versions: data.k.map((k) => ({ version: k.v, key: k.k, createdAt: k.at })),
+      activeVersion: data.a,
+      auditRoot: data.x,
+      storeFormat: data.s ?? 1,
+      revoked: new Map(
+        (data.r ?? []).map(([id, revokedAt, expiresAt]) => [id, { revokedAt, expiresAt }]),
+      ),
+      rootRecord: data.o,
+    });
   }
 
   /** A new keyring with one more version, which becomes the active one; every old version stays. */
   rotate(now: number): Keyring {
     const next = Math.max(...this.byVersion.keys()) + 1;
-    return new Keyring(
-      [...this.byVersion.values(), { version: next, key: randomBytes(KEY_BYTES), createdAt: now }],
-      next,
-      this.auditRoot,
-      this.storeFormat,
-      this.revoked,
-    );
+    return this.with({
+      versions: [
+        ...this.byVersion.values(),
+        { version: next, key: randomBytes(KEY_BYTES), createdAt: now },
+      ],
+      activeVersion: next,
+    });
   }
 
   /** A new keyring without the given versions; the active version can never be dropped. */
   without(versions: readonly number[]): Keyring {
     if (versions.includes(this.activeVersion))
       throw new Error('keyring: the active version cannot be retired');
-    return new Keyring(
-      [...this.byVersion.values()].filter((v) => !versions.includes(v.version)),
-      this.activeVersion,
-      this.auditRoot,
-      this.storeFormat,
-      this.revoked,
-    );
+    return this.with({
+      versions: [...this.byVersion.values()].filter((v) => !versions.includes(v.version)),
+    });
   }
 
   serialize(): Uint8Array {
@@ -114,41 +131,37 @@ export class Keyring {
       k: v.key,
       at: v.createdAt,
     }));
+    const { revoked, auditRoot, rootRecord } = this.state;
     const r =
-      this.revoked.size === 0
+      revoked.size === 0
         ? {}
-        : { r: [...this.revoked].map(([id, v]) => [id, v.revokedAt, v.expiresAt]) };
+        : { r: [...revoked].map(([id, v]) => [id, v.revokedAt, v.expiresAt]) };
     return pack({
       f: FORMAT,
       a: this.activeVersion,
       k,
-      ...(this.auditRoot === undefined ? {} : { x: this.auditRoot }),
+      ...(auditRoot === undefined ? {} : { x: auditRoot }),
       s: this.storeFormat,
       ...r,
+      ...(rootRecord === undefined ? {} : { o: rootRecord }),
     });
   }
 
   /** False for keyrings made before the audit log existed; KeyringHolder adds the key on open. */
   get hasAuditKey(): boolean {
-    return this.auditRoot !== undefined;
+    return this.state.auditRoot !== undefined;
   }
 
   /** This keyring with an audit root key (a new random one if it has none). */
   withAuditKey(): Keyring {
-    return this.auditRoot !== undefined
+    return this.state.auditRoot !== undefined
       ? this
-      : new Keyring(
-          [...this.byVersion.values()],
-          this.activeVersion,
-          randomBytes(KEY_BYTES),
-          this.storeFormat,
-          this.revoked,
-        );
+      : this.with({ auditRoot: randomBytes(KEY_BYTES) });
   }
 
   /** When token `id` was revoked, if the keyring records it (until the token's expiry). */
   revocationOf(id: string): Revocation | undefined {
-    return this.revoked.get(id);
+    return this.state.revoked.get(id);
   }
 
   /**
@@ -159,27 +172,25 @@ export class Keyring {
    */
   withRevoked(id: string, revocation: Revocation): Keyring {
     const revoked = new Map(
-      [...this.revoked].filter(([, r]) => r.expiresAt > revocation.revokedAt),
+      [...this.state.revoked].filter(([, r]) => r.expiresAt > revocation.revokedAt),
     );
     revoked.set(id, revocation);
-    return new Keyring(
-      [...this.byVersion.values()],
-      this.activeVersion,
-      this.auditRoot,
-      this.storeFormat,
-      revoked,
-    );
+    return this.with({ revoked });
   }
 
   /** This keyring, recording that the store's records are now in `format`. */
   withStoreFormat(format: number): Keyring {
-    return new Keyring(
-      [...this.byVersion.values()],
-      this.activeVersion,
-      this.auditRoot,
-      format,
-      this.revoked,
-    );
+    return this.with({ storeFormat: format });
+  }
+
+  /** SHA-256 of the root token record the store should hold, once one was recorded. */
+  get rootRecord(): Uint8Array | undefined {
+    return this.state.rootRecord;
+  }
+
+  /** This keyring, naming `digest` (SHA-256 of the stored record) as the root token record. */
+  withRootRecord(digest: Uint8Array): Keyring {
+    return this.with({ rootRecord: digest });
   }
 
   /**
@@ -192,11 +203,12 @@ export class Keyring {
 
   /** HKDF of the permanent root key (the audit root) for `purpose`. */
   private permanentSubkey(purpose: 'audit-checkpoint' | 'record-seal' | 'record-mac'): Buffer {
-    if (this.auditRoot === undefined) throw new Error('keyring: no permanent root key');
+    const root = this.state.auditRoot;
+    if (root === undefined) throw new Error('keyring: no permanent root key');
     let key = this.derived.get(purpose);
     if (!key) {
       key = Buffer.from(
-        hkdfSync('sha256', this.auditRoot, new Uint8Array(0), `coffer ${purpose} v1`, KEY_BYTES),
+        hkdfSync('sha256', root, new Uint8Array(0), `coffer ${purpose} v1`, KEY_BYTES),
       );
       this.derived.set(purpose, key);
     }
@@ -209,11 +221,11 @@ export class Keyring {
    * before the audit log, until its first open gives it one).
    */
   sharesRootWith(other: Keyring): boolean {
-    if (this.auditRoot === undefined) return true;
+    const mine = this.state.auditRoot;
+    const theirs = other.state.auditRoot;
+    if (mine === undefined) return true;
     return (
-      other.auditRoot !== undefined &&
-      other.auditRoot.byteLength === this.auditRoot.byteLength &&
-      timingSafeEqual(other.auditRoot, this.auditRoot)
+      theirs !== undefined && theirs.byteLength === mine.byteLength && timingSafeEqual(theirs, mine)
     );
   }
 

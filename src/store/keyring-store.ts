@@ -15,13 +15,14 @@
  * non-secret provider settings): start-up says which key it needs, and running processes, which learn of
  * the migration through the generation, open the new provider from those settings and follow.
  */
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { pack, unpack } from 'msgpackr';
 import { Keyring, type Revocation } from '../crypto/keyring.js';
 import { randomBase62, randomBytes } from '../crypto/random.js';
 import { type KeyProvider, KeyProviderError } from '../keys/key-provider.js';
 import type { ProviderConfig } from '../keys/registry.js';
-import type { StorageBackend } from '../storage/backend.js';
-import { GENERATION_KEY, systemKey } from '../storage/layout.js';
+import type { StorageBackend, StorageWrite } from '../storage/backend.js';
+import { GENERATION_KEY, ROOT_TOKEN_KEY, systemKey } from '../storage/layout.js';
 import { packUint32, unpackUint32 } from '../storage/uint32.js';
 import { printableKey, RecordIntegrityError, RecordSeal } from './record-seal.js';
 
@@ -48,6 +49,11 @@ export interface WrappingKey {
 export interface HolderOptions {
   /** Opens the provider a migration moved the keyring to, from the settings the store records. */
   readonly reopen?: (config: ProviderConfig) => Promise<KeyProvider>;
+  /**
+   * For a store being created: the sealed root token record to store with the new keyring, which names it
+   * (auth/root-token.ts), so the one keyring write — one call to the master key — covers both.
+   */
+  readonly newStoreRoot?: (seal: RecordSeal) => Promise<Uint8Array>;
 }
 
 /** What start-up and status show about the key wrapping the keyring. */
@@ -95,6 +101,10 @@ function randomGeneration(): number {
 export interface GenerationStamp {
   readonly generation: number;
   readonly bytes: Uint8Array;
+}
+
+function sha256(bytes: Uint8Array): Buffer {
+  return createHash('sha256').update(bytes).digest();
 }
 
 /** Thrown inside a write transaction that found a newer keyring generation than the one it sealed with. */
@@ -157,7 +167,9 @@ export class KeyringHolder {
       return { holder, created: false, ...(replaced ? { replaced } : {}) };
     }
 
-    const keyring = Keyring.generate(now);
+    const generated = Keyring.generate(now);
+    const root = await options.newStoreRoot?.(new RecordSeal(() => generated.recordKeys()));
+    const keyring = root ? generated.withRootRecord(sha256(root)) : generated;
     const instance = randomBase62(16);
     const stored = await storedRecord(wrapping, keyring, instance, 0, undefined);
     const record = pack(stored);
@@ -170,6 +182,7 @@ export class KeyringHolder {
             writes: [
               { op: 'put', key: KEYRING_KEY, value: record },
               { op: 'put', key: GENERATION_KEY, value: generation },
+              ...(root ? [{ op: 'put' as const, key: ROOT_TOKEN_KEY, value: root }] : []),
             ],
             result: true,
           },
@@ -297,7 +310,7 @@ export class KeyringHolder {
       const check = await target.provider.unwrap(stored.wrapped, wrapContext(this.instance));
       if (!Buffer.from(check).equals(Buffer.from(this.keyring.serialize())))
         throw new Error('the new master key did not give back the keyring it wrapped');
-      const done = await this.commit(from, stored, this.keyring);
+      const done = await this.commit(from, stored, this.keyring, []);
       if (done) {
         this.key = target;
         return this.wrapping();
@@ -347,13 +360,50 @@ export class KeyringHolder {
     );
   }
 
+  /**
+   * Whether the stored root token record `bytes` is the one the keyring names: `unnamed` while it names
+   * none (a store from before this check, until its next start names the record it has).
+   */
+  rootRecordIs(bytes: Uint8Array): 'named' | 'other' | 'unnamed' {
+    const named = this.keyring.rootRecord;
+    if (named === undefined) return 'unnamed';
+    const digest = sha256(bytes);
+    return named.byteLength === digest.byteLength && timingSafeEqual(named, digest)
+      ? 'named'
+      : 'other';
+  }
+
+  /**
+   * Names root token record `bytes` in the keyring, writing it at `key` in the same transaction when
+   * `write` is set. With `onlyIfUnnamed` nothing changes when the keyring names a record already (another
+   * process set one first). Resolves to whether the keyring now names these bytes.
+   */
+  async nameRootRecord(
+    key: Uint8Array,
+    bytes: Uint8Array,
+    options: { write: boolean; onlyIfUnnamed: boolean },
+  ): Promise<boolean> {
+    const digest = sha256(bytes);
+    await this.change(
+      (keyring) =>
+        options.onlyIfUnnamed && keyring.rootRecord !== undefined
+          ? null
+          : keyring.withRootRecord(digest),
+      options.write ? [{ op: 'put', key, value: bytes }] : [],
+    );
+    return this.rootRecordIs(bytes) === 'named';
+  }
+
   /** Removes keyring versions; the caller has checked that no record names them. */
   async retire(versions: readonly number[]): Promise<void> {
     await this.change((keyring) => keyring.without(versions));
   }
 
   /** Stores `change(current keyring)` as the next generation, retrying if another process changed it first. */
-  private async change(change: (keyring: Keyring) => Keyring | null): Promise<Keyring> {
+  private async change(
+    change: (keyring: Keyring) => Keyring | null,
+    writes: readonly StorageWrite[] = [],
+  ): Promise<Keyring> {
     for (;;) {
       await this.refresh();
       const from = this.stamped.generation;
@@ -366,7 +416,7 @@ export class KeyringHolder {
         this.stored.migration ?? 0,
         this.stored.migrated_at,
       );
-      if (await this.commit(from, stored, next)) {
+      if (await this.commit(from, stored, next, writes)) {
         this.keyring = next;
         return next;
       }
@@ -374,7 +424,12 @@ export class KeyringHolder {
   }
 
   /** Writes `stored` (holding `keyring`) as generation from + 1 unless another process moved the generation first. */
-  private async commit(from: number, stored: StoredKeyring, keyring: Keyring): Promise<boolean> {
+  private async commit(
+    from: number,
+    stored: StoredKeyring,
+    keyring: Keyring,
+    writes: readonly StorageWrite[],
+  ): Promise<boolean> {
     const record = pack(stored);
     const generation = packGeneration(keyring, from + 1);
     const done = await this.storage.atomic([GENERATION_KEY], ([gen]) =>
@@ -385,6 +440,7 @@ export class KeyringHolder {
             writes: [
               { op: 'put', key: KEYRING_KEY, value: record },
               { op: 'put', key: GENERATION_KEY, value: generation },
+              ...writes,
             ],
             result: true,
           },

@@ -5,6 +5,7 @@ import { expect } from 'chai';
 import { Packr } from 'msgpackr';
 import pino from 'pino';
 import { startCoffer } from '../../src/app.js';
+import { generateToken } from '../../src/auth/token-format.js';
 import { loadConfig } from '../../src/config/load.js';
 import { ConfigError } from '../../src/errors.js';
 import {
@@ -216,6 +217,36 @@ describe("the storage barrier: the store's records are sealed or MACed, bound to
     } finally {
       await other.app.close();
     }
+  });
+
+  it('refuses an older root token record put back after the root token was replaced: the earlier root token never works again', async () => {
+    const earlier = c.rootToken;
+    const oldRecord = await withStorage(c, async (s) =>
+      Buffer.from((await s.get(ROOT_TOKEN_KEY))!),
+    );
+    // The root token is replaced (COFFER_ROOT_TOKEN set to a new one), as after a suspected leak.
+    c = await startTestCoffer({ dataDir: dir, rootToken: generateToken().value });
+    running = true;
+    expect(await status(earlier)).to.equal(401);
+    await stop();
+    await withStorage(c, (s) => put(s, ROOT_TOKEN_KEY, oldRecord));
+
+    let error: unknown;
+    await startCoffer(loadConfig(configEnv(c)), { log: pino({ level: 'silent' }) }).catch(
+      (e: unknown) => (error = e),
+    );
+    expect(error).to.be.instanceOf(ConfigError);
+    expect((error as ConfigError).message).to.match(
+      /^COFFER_ROOT_TOKEN: the stored root-token record at Sroot-token is not the record the keyring names \(an older copy put back\?\) and is not used; start once with COFFER_ROOT_TOKEN set/,
+    );
+    // Configured, the current root token replaces the put-back record; the earlier one stays refused.
+    await restart();
+    expect(await status(earlier)).to.equal(401);
+    expect(await status(c.rootToken, 'GET', '/v1/auth/tokens')).to.equal(200);
+    // And a start without COFFER_ROOT_TOKEN now finds the record the keyring names.
+    await stop();
+    const plain = await startCoffer(loadConfig(configEnv(c)), { log: pino({ level: 'silent' }) });
+    await plain.close();
   });
 
   for (const [damage, change] of [
