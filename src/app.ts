@@ -116,7 +116,7 @@ async function openStore(
   await sodiumReady();
   ensureDirectory(config.data_dir, 'COFFER_DATA_DIR');
   ensureDirectory(config.audit.dir!, 'COFFER_AUDIT_DIR');
-  const storage = openStorage(config);
+  const storage = await openStorage(config);
   try {
     // A master key is made only for a store that does not exist yet: never next to an existing store whose
     // own key file is missing (a new key would not open it, and could be backed up in its place).

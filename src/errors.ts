@@ -21,6 +21,7 @@ const ERRORS = {
   too_many_requests: { status: 429, title: 'Too many requests', showDetail: true },
   integrity_error: { status: 500, title: 'Integrity error', showDetail: true },
   audit_unavailable: { status: 503, title: 'Audit log unavailable', showDetail: true },
+  storage_unavailable: { status: 503, title: 'Storage unavailable', showDetail: true },
   internal: { status: 500, title: 'Internal error', showDetail: false },
 } as const satisfies Record<string, { status: number; title: string; showDetail: boolean }>;
 

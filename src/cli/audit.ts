@@ -113,7 +113,7 @@ async function withKeyring<T>(
   if (!existsSync(config.data_dir))
     throw new CliError(`no Coffer store at ${config.data_dir} (COFFER_DATA_DIR)`, 2);
   await sodiumReady();
-  const storage = openStorage(config);
+  const storage = await openStorage(config);
   try {
     if (!(await storage.get(KEYRING_KEY)))
       throw new CliError(
@@ -264,7 +264,7 @@ async function withStore<T>(
 ): Promise<T> {
   if (!existsSync(config.data_dir))
     throw new CliError(`no Coffer store at ${config.data_dir} (COFFER_DATA_DIR)`, 2);
-  const storage = openStorage(config);
+  const storage = await openStorage(config);
   try {
     if (!(await storage.get(KEYRING_KEY)))
       throw new CliError(

@@ -18,6 +18,15 @@ const CORE_ENV = [
   { env: 'COFFER_PORT', field: 'port', kind: 'integer' },
   { env: 'COFFER_WORKERS', field: 'workers', kind: 'integer' },
   { env: 'COFFER_DATA_DIR', field: 'data_dir', kind: 'string' },
+  { env: 'COFFER_STORAGE', field: 'storage', kind: 'string' },
+  { env: 'COFFER_PG_URL', field: 'pg_url', kind: 'string' },
+  { env: 'COFFER_PG_SCHEMA', field: 'postgres.schema', kind: 'string' },
+  { env: 'COFFER_PG_POOL_SIZE', field: 'postgres.pool_size', kind: 'integer' },
+  {
+    env: 'COFFER_PG_STATEMENT_TIMEOUT_MS',
+    field: 'postgres.statement_timeout_ms',
+    kind: 'integer',
+  },
   { env: 'COFFER_ROOT_TOKEN', field: 'root_token', kind: 'string' },
   { env: 'COFFER_KEY_PROVIDER', field: 'key_provider', kind: 'string' },
   { env: 'COFFER_KEYRING_ROTATE_AFTER', field: 'keyring.rotate_after', kind: 'string' },
@@ -106,6 +115,11 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): CofferC
     const overlay = readJson(resolve(cwd, env.COFFER_CONFIG), 'COFFER_CONFIG');
     if ('root_token' in overlay)
       throw new ConfigError('COFFER_CONFIG', 'root_token may only come from COFFER_ROOT_TOKEN');
+    if ('pg_url' in overlay)
+      throw new ConfigError(
+        'COFFER_CONFIG',
+        'the PostgreSQL URL (it may hold a password) may only come from COFFER_PG_URL, or the PG* variables and a .pgpass file',
+      );
     if ('pkcs11_pin' in overlay)
       throw new ConfigError(
         'COFFER_CONFIG',
@@ -147,7 +161,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): CofferC
       error.keyword === 'enum'
         ? `must be one of: ${(error.params as { allowedValues: unknown[] }).allowedValues.join(', ')}`
         : (error.message ?? 'invalid');
-    const value = field === 'root_token' || field === 'pkcs11_pin' ? '' : ` (${allowed})`;
+    const value = ['root_token', 'pkcs11_pin', 'pg_url'].includes(field) ? '' : ` (${allowed})`;
     throw new ConfigError(
       setting,
       error.keyword === 'additionalProperties' ? 'unknown setting' : `invalid value${value}`,

@@ -11,6 +11,7 @@ import {
   providerConfigProperties,
 } from '../keys/registry.js';
 import { VALUE_TYPES } from '../model/value-types.js';
+import { STORAGE_NAMES, type StorageName } from '../storage/registry.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'silent'] as const;
 
@@ -26,7 +27,10 @@ export interface CofferConfig extends KeyProviderSettings {
   max_value_bytes: number;
   tls: { cert: string | null; key: string | null };
   log_level: (typeof LOG_LEVELS)[number];
-  storage: 'lmdb';
+  /** Where records are stored: the embedded LMDB in data_dir, or a PostgreSQL database (docs/deployment.md). */
+  storage: StorageName;
+  /** The PostgreSQL storage: its schema, connection pool size and statement timeout. */
+  postgres: { schema: string; pool_size: number; statement_timeout_ms: number };
   /** Automatic rotation: rotate when the active keyring version is this old (`90d`, `12h`, …); null: never. */
   keyring: { rotate_after: string | null };
   /** The audit log (docs/audit.md): its directory (null: <data_dir>/audit), stdout copy, failure policy, checkpoints, file size. */
@@ -60,6 +64,8 @@ export interface CofferConfig extends KeyProviderSettings {
   request_timeout_seconds: number;
   /** From COFFER_ROOT_TOKEN only; never read from a file. */
   root_token?: string;
+  /** From COFFER_PG_URL only (it may hold a password); never read from a file. */
+  pg_url?: string;
 }
 
 const ruleSchema = {
@@ -87,6 +93,7 @@ export const configSchema = {
     'tls',
     'log_level',
     'storage',
+    'postgres',
     'key_provider',
     ...KEY_PROVIDERS.flatMap((p) => p.fields),
     'keyring',
@@ -111,7 +118,17 @@ export const configSchema = {
       properties: { cert: { type: ['string', 'null'] }, key: { type: ['string', 'null'] } },
     },
     log_level: { enum: [...LOG_LEVELS] },
-    storage: { enum: ['lmdb'] },
+    storage: { enum: [...STORAGE_NAMES] },
+    postgres: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['schema', 'pool_size', 'statement_timeout_ms'],
+      properties: {
+        schema: { type: 'string', pattern: '^[a-z_][a-z0-9_]{0,62}$' },
+        pool_size: { type: 'integer', minimum: 1, maximum: 1000 },
+        statement_timeout_ms: { type: 'integer', minimum: 100, maximum: 600_000 },
+      },
+    },
     key_provider: { enum: PROVIDER_NAMES },
     ...providerConfigProperties(),
     pkcs11_pin: { type: 'string', minLength: 1 },
@@ -171,5 +188,6 @@ export const configSchema = {
       items: { type: 'string', minLength: 1, maxLength: 64 },
     },
     root_token: { type: 'string', minLength: 1 },
+    pg_url: { type: 'string', minLength: 1 },
   },
 } as const;

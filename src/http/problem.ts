@@ -7,6 +7,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from 'pino';
 import { AppError, shownDetail } from '../errors.js';
+import { StorageUnavailableError } from '../storage/backend.js';
 import type { Responder } from './respond.js';
 
 const BODY_PARSER_ERRORS: Record<string, () => AppError> = {
@@ -25,6 +26,20 @@ const BODY_PARSER_ERRORS: Record<string, () => AppError> = {
 
 export function toAppError(err: unknown, log: Logger, req: Request): AppError {
   if (err instanceof AppError) return err;
+  if (err instanceof StorageUnavailableError) {
+    log.warn(
+      { event: 'storage.unavailable', reason: err.message, route: req.res?.locals.route ?? null },
+      'storage unavailable: answering 503',
+    );
+    return new AppError(
+      'storage_unavailable',
+      'the storage cannot be reached; try again',
+      undefined,
+      {
+        'Retry-After': '1',
+      },
+    );
+  }
   const parserType = (err as { type?: unknown } | null)?.type;
   if (typeof parserType === 'string' && parserType in BODY_PARSER_ERRORS)
     return BODY_PARSER_ERRORS[parserType]!();

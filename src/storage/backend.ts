@@ -50,3 +50,15 @@ export interface StorageBackend {
 
   close(): Promise<void>;
 }
+
+/**
+ * The storage cannot be reached (a database that is down, restarting or too slow to answer within its
+ * statement timeout): the request answers 503 storage_unavailable and may be tried again. Whether a write
+ * whose commit met this error was committed is unknown, so it is never acknowledged.
+ */
+export class StorageUnavailableError extends Error {
+  constructor(reason: string) {
+    super(`the storage cannot be reached (${reason})`);
+    this.name = 'StorageUnavailableError';
+  }
+}

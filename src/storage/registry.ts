@@ -1,18 +1,35 @@
 import { join } from 'node:path';
 import type { StorageBackend } from './backend.js';
 import { LmdbBackend } from './lmdb-backend.js';
+import { PostgresBackend } from './postgres-backend.js';
+
+export const STORAGE_NAMES = ['lmdb', 'postgres'] as const;
+export type StorageName = (typeof STORAGE_NAMES)[number];
 
 export interface StorageSettings {
-  readonly storage: 'lmdb';
+  readonly storage: StorageName;
   readonly data_dir: string;
+  readonly postgres: {
+    readonly schema: string;
+    readonly pool_size: number;
+    readonly statement_timeout_ms: number;
+  };
+  /** postgres://… from COFFER_PG_URL; without it, the PG* environment variables (and ~/.pgpass) apply. */
+  readonly pg_url?: string;
 }
 
 /** Storage backends by configuration name. A new backend is one file plus one line here. */
-const BACKENDS: Record<StorageSettings['storage'], (settings: StorageSettings) => StorageBackend> =
-  {
-    lmdb: (settings) => new LmdbBackend({ path: join(settings.data_dir, 'lmdb') }),
-  };
+const BACKENDS: Record<StorageName, (settings: StorageSettings) => Promise<StorageBackend>> = {
+  lmdb: async (settings) => new LmdbBackend({ path: join(settings.data_dir, 'lmdb') }),
+  postgres: (settings) =>
+    PostgresBackend.open({
+      ...(settings.pg_url === undefined ? {} : { connectionString: settings.pg_url }),
+      schema: settings.postgres.schema,
+      poolSize: settings.postgres.pool_size,
+      statementTimeoutMs: settings.postgres.statement_timeout_ms,
+    }),
+};
 
-export function openStorage(settings: StorageSettings): StorageBackend {
+export function openStorage(settings: StorageSettings): Promise<StorageBackend> {
   return BACKENDS[settings.storage](settings);
 }

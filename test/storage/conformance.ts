@@ -33,6 +33,8 @@ export interface BackendFactory {
   create(): Promise<StorageBackend>;
   /** Closes `backend` and opens the same store again. */
   reopen(backend: StorageBackend): Promise<StorageBackend>;
+  /** A second handle on the store `backend` is open on, as another server would have. */
+  another(backend: StorageBackend): Promise<StorageBackend>;
 }
 
 export function storageConformance(name: string, factory: BackendFactory): void {
@@ -134,6 +136,148 @@ export function storageConformance(name: string, factory: BackendFactory): void 
       await putAll(storage, { kept: 'yes' });
       storage = await factory.reopen(storage);
       expect(str(await storage.get(b('kept')))).to.equal('yes');
+    });
+
+    describe('with a second handle on the same store', () => {
+      let other: StorageBackend;
+      beforeEach(async () => {
+        other = await factory.another(storage);
+      });
+      afterEach(async () => {
+        await other.close();
+      });
+
+      it("sees the other handle's writes, and isolates read-modify-write plans across handles", async () => {
+        await putAll(other, { shared: 'from the other' });
+        expect(str(await storage.get(b('shared')))).to.equal('from the other');
+        const key = b('counter');
+        const increment = (handle: StorageBackend) =>
+          handle.atomic([key], ([current]) => {
+            const next = Number(str(current) ?? '0') + 1;
+            return { writes: [{ op: 'put', key, value: b(String(next)) }], result: next };
+          });
+        const results = await Promise.all(
+          Array.from({ length: 100 }, (_, i) => increment(i % 2 ? storage : other)),
+        );
+        expect([...results].sort((x, y) => x - y)).to.deep.equal(
+          Array.from({ length: 100 }, (_, i) => i + 1),
+        );
+        expect(str(await other.get(key))).to.equal('100');
+      });
+
+      it('protects keys a plan reads but does not write: no write skew', async () => {
+        // Each plan reads both keys and claims one only while neither is claimed: never both claimed.
+        for (let round = 0; round < 20; round++) {
+          const [x, y] = [b(`skew-${round}-x`), b(`skew-${round}-y`)];
+          const claim = (handle: StorageBackend, mine: Buffer) =>
+            handle.atomic([x, y], ([cx, cy]) =>
+              cx === undefined && cy === undefined
+                ? { writes: [{ op: 'put', key: mine, value: b('claimed') }], result: true }
+                : { writes: [], result: false },
+            );
+          const won = await Promise.all([claim(storage, x), claim(other, y)]);
+          expect(won.filter(Boolean), `round ${round}`).to.have.length(1);
+          const held = [await storage.get(x), await storage.get(y)].filter((v) => v !== undefined);
+          expect(held, `round ${round}`).to.have.length(1);
+        }
+      });
+
+      it('creates a row that did not exist exactly once when many plans race to create it', async () => {
+        const key = b('created-once');
+        const attempts = Array.from({ length: 40 }, (_, i) =>
+          (i % 2 ? storage : other).atomic([key], ([current]) =>
+            current === undefined
+              ? { writes: [{ op: 'put', key, value: b(String(i)) }], result: i }
+              : { writes: [], result: -1 },
+          ),
+        );
+        const winners = (await Promise.all(attempts)).filter((r) => r >= 0);
+        expect(winners).to.have.length(1);
+        expect(str(await storage.get(key))).to.equal(String(winners[0]));
+      });
+    });
+
+    it('orders and keeps keys with bytes of 0x80 and above', async () => {
+      const keys = [
+        Buffer.from([0x01]),
+        Buffer.from([0x7f, 0xff]),
+        Buffer.from([0x80]),
+        Buffer.from([0x80, 0x00]),
+        Buffer.from([0xc3, 0xa9]),
+        Buffer.from([0xff, 0xfe]),
+      ];
+      await storage.atomic([], () => ({
+        writes: [...keys]
+          .reverse()
+          .map((key, i) => ({ op: 'put' as const, key, value: Buffer.from([i, 0xff]) })),
+        result: undefined,
+      }));
+      const seen: Buffer[] = [];
+      for await (const e of storage.scan({
+        start: Buffer.from([0x00]),
+        end: Buffer.from([0xff, 0xff]),
+      }))
+        seen.push(Buffer.from(e.key));
+      expect(seen.map((k) => k.toString('hex'))).to.deep.equal(keys.map((k) => k.toString('hex')));
+      expect(Buffer.from((await storage.get(Buffer.from([0xff, 0xfe])))!).toString('hex')).to.equal(
+        '00ff',
+      );
+    });
+
+    it('scans many pages while writes run: every key that was there throughout is seen once, in order', async () => {
+      const key = (i: number) => b(`page-${String(i).padStart(5, '0')}`);
+      await storage.atomic([], () => ({
+        writes: Array.from({ length: 2500 }, (_, i) => ({
+          op: 'put' as const,
+          key: key(i * 2),
+          value: b('v'),
+        })),
+        result: undefined,
+      }));
+      const seen: string[] = [];
+      let writes = 0;
+      for await (const e of storage.scan({ start: b('page-'), end: b('page.') })) {
+        seen.push(str(e.key)!);
+        // Odd keys appear between the even ones while the scan runs.
+        if (seen.length % 100 === 0) {
+          const n = writes++;
+          await storage.atomic([], () => ({
+            writes: [{ op: 'put', key: key(n * 40 + 1), value: b('new') }],
+            result: undefined,
+          }));
+        }
+      }
+      expect(seen).to.deep.equal([...seen].sort());
+      expect(new Set(seen).size).to.equal(seen.length);
+      const evens = seen.filter((k) => Number(k.slice(5)) % 2 === 0);
+      expect(evens).to.have.length(2500);
+      expect(writes).to.be.greaterThan(20);
+    });
+
+    it('applies a plan that reads and writes 10,000 keys in one transaction', async () => {
+      const keys = Array.from({ length: 10_000 }, (_, i) => b(`big-${String(i).padStart(5, '0')}`));
+      await storage.atomic(keys, (current) => {
+        expect(current.every((v) => v === undefined)).to.equal(true);
+        return {
+          writes: keys.map((key) => ({ op: 'put' as const, key, value: b('1') })),
+          result: undefined,
+        };
+      });
+      const total = await storage.atomic(keys, (current) => ({
+        writes: keys.map((key, i) => ({
+          op: 'put' as const,
+          key,
+          value: b(String(Number(str(current[i])) + 1)),
+        })),
+        result: current.length,
+      }));
+      expect(total).to.equal(10_000);
+      let n = 0;
+      for await (const e of storage.scan({ start: b('big-'), end: b('big.') })) {
+        expect(str(e.value)).to.equal('2');
+        n++;
+      }
+      expect(n).to.equal(10_000);
     });
   });
 }

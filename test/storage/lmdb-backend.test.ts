@@ -23,6 +23,12 @@ storageConformance('lmdb', {
     paths.set(again, path);
     return again;
   },
+  async another(backend) {
+    const path = paths.get(backend)!;
+    const other = new LmdbBackend({ path });
+    paths.set(other, path);
+    return other;
+  },
 });
 
 after(() => {

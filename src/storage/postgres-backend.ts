@@ -1,0 +1,292 @@
+/**
+ * The storage contract on PostgreSQL (node-postgres): one table of (key bytea, value bytea) in a schema of
+ * its own, so several Coffer servers can share one database. bytea compares byte by byte, so key order is
+ * the same as LMDB's.
+ *
+ *   get     one SELECT
+ *   scan    pages of PAGE rows in key order (keyset pagination: each page starts after the last key)
+ *   atomic  a SERIALIZABLE transaction: the plan's keys are read, the plan runs, its writes are applied and
+ *           the commit returns once PostgreSQL has made it durable (synchronous_commit = on). Keys read but
+ *           not written are protected too (no write skew), and creating a row that did not exist is
+ *           race-free (serializable predicate locks). A transaction PostgreSQL aborts as a serialization
+ *           failure or a deadlock is run again, plan and all: a plan is pure by the contract.
+ *
+ * The schema is created and upgraded by numbered migrations (MIGRATIONS) when the backend opens, under an
+ * advisory lock, so several servers starting together is safe.
+ */
+import { userInfo } from 'node:os';
+import pg from 'pg';
+import {
+  type KeyRange,
+  type Plan,
+  type StorageBackend,
+  type StorageEntry,
+  StorageUnavailableError,
+  type StorageWrite,
+} from './backend.js';
+
+export interface PostgresOptions {
+  /** postgres://… ; when absent, node-postgres reads the standard PG* environment variables. */
+  readonly connectionString?: string;
+  /** The schema holding Coffer's tables (a plain lower-case identifier). */
+  readonly schema: string;
+  readonly poolSize: number;
+  /** A statement that runs longer is cancelled (the request answers an error instead of hanging). */
+  readonly statementTimeoutMs: number;
+}
+
+/** The migrations, in order; a migration is never changed once released, only new ones are added. */
+const MIGRATIONS: readonly { readonly version: number; readonly sql: string }[] = [
+  {
+    version: 1,
+    sql: 'CREATE TABLE records (k bytea PRIMARY KEY, v bytea NOT NULL)',
+  },
+];
+
+type Put = Extract<StorageWrite, { op: 'put' }>;
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+/** Rows per page of a scan. */
+const PAGE = 500;
+/** PostgreSQL's codes for a transaction to run again: serialization_failure, deadlock_detected. */
+const RETRY_CODES = new Set(['40001', '40P01']);
+const MAX_ATTEMPTS = 50;
+
+export class PostgresBackend implements StorageBackend {
+  private closed = false;
+
+  private constructor(
+    private readonly pool: pg.Pool,
+    private readonly table: string,
+  ) {}
+
+  /** Connects, creates or upgrades the schema, and returns the backend. */
+  static async open(options: PostgresOptions): Promise<PostgresBackend> {
+    if (!SCHEMA_NAME.test(options.schema))
+      throw new Error(`the PostgreSQL schema name must match ${SCHEMA_NAME.source}`);
+    const pool = new pg.Pool({
+      // As libpq does: the user name defaults to the operating system's (a URL or PGUSER names another).
+      user: process.env.PGUSER ?? process.env.USER ?? userInfo().username,
+      ...(options.connectionString ? { connectionString: options.connectionString } : {}),
+      max: options.poolSize,
+      statement_timeout: options.statementTimeoutMs,
+      connectionTimeoutMillis: options.statementTimeoutMs,
+      // Every commit waits until it is durable, whatever the server's default says.
+      options: '-c synchronous_commit=on',
+    });
+    // An idle connection that breaks (the server restarted) is dropped by the pool, not thrown.
+    pool.on('error', () => undefined);
+    try {
+      await migrate(pool, options.schema);
+    } catch (err) {
+      await pool.end();
+      const cause = unavailable(err);
+      // Said without the URL, which may hold a password.
+      if (cause instanceof StorageUnavailableError)
+        throw new Error(
+          `cannot reach PostgreSQL (${(err as Error).message.slice(0, 120)}): check COFFER_PG_URL or the PG* variables, and that the database is up`,
+        );
+      throw err;
+    }
+    return new PostgresBackend(pool, `"${options.schema}".records`);
+  }
+
+  async get(key: Uint8Array): Promise<Uint8Array | undefined> {
+    const { rows } = await this.query<{ v: Buffer }>(`SELECT v FROM ${this.table} WHERE k = $1`, [
+      asBuffer(key),
+    ]);
+    return rows[0]?.v;
+  }
+
+  /** A query on a pooled connection; a connection failure becomes StorageUnavailableError. */
+  private async query<R extends pg.QueryResultRow>(
+    sql: string,
+    values: unknown[],
+  ): Promise<pg.QueryResult<R>> {
+    try {
+      return await this.pool.query<R>(sql, values);
+    } catch (err) {
+      throw unavailable(err);
+    }
+  }
+
+  async *scan(range: KeyRange): AsyncIterable<StorageEntry> {
+    let left = range.limit ?? Number.POSITIVE_INFINITY;
+    let after: Buffer | null = null;
+    while (left > 0) {
+      const size = Math.min(PAGE, left);
+      const page: pg.QueryResult<{ k: Buffer; v: Buffer }> =
+        after === null
+          ? await this.query(
+              `SELECT k, v FROM ${this.table} WHERE k >= $1 AND k < $2 ORDER BY k LIMIT $3`,
+              [asBuffer(range.start), asBuffer(range.end), size],
+            )
+          : await this.query(
+              `SELECT k, v FROM ${this.table} WHERE k > $1 AND k < $2 ORDER BY k LIMIT $3`,
+              [after, asBuffer(range.end), size],
+            );
+      const rows = page.rows;
+      for (const row of rows) yield { key: row.k, value: row.v };
+      if (rows.length < size) return;
+      left -= rows.length;
+      after = rows[rows.length - 1]!.k;
+    }
+  }
+
+  async atomic<T>(
+    keys: readonly Uint8Array[],
+    plan: (current: readonly (Uint8Array | undefined)[]) => Plan<T>,
+  ): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.once(keys, plan);
+      } catch (err) {
+        if (!isRetryable(err) || attempt >= MAX_ATTEMPTS) throw unavailable(err);
+        // A little random wait, so that transactions that collided do not collide again in step.
+        await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, attempt * 2)));
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.pool.end();
+  }
+
+  private async once<T>(
+    keys: readonly Uint8Array[],
+    plan: (current: readonly (Uint8Array | undefined)[]) => Plan<T>,
+  ): Promise<T> {
+    const client = await this.pool.connect().catch((err: unknown) => {
+      throw unavailable(err);
+    });
+    let broken = false;
+    try {
+      await client.query('BEGIN ISOLATION LEVEL SERIALIZABLE');
+      const current = await this.read(client, keys);
+      const { writes, result } = plan(current);
+      await this.apply(client, writes);
+      await client.query('COMMIT');
+      return result;
+    } catch (err) {
+      // A ROLLBACK that fails means the connection is gone: it is not given back to the pool.
+      await client.query('ROLLBACK').catch(() => {
+        broken = true;
+      });
+      throw err;
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  private async read(
+    client: pg.PoolClient,
+    keys: readonly Uint8Array[],
+  ): Promise<(Uint8Array | undefined)[]> {
+    if (keys.length === 0) return [];
+    const { rows } = await client.query<{ k: Buffer; v: Buffer }>(
+      `SELECT k, v FROM ${this.table} WHERE k = ANY($1::bytea[])`,
+      [keys.map(asBuffer)],
+    );
+    const found = new Map(rows.map((row) => [row.k.toString('latin1'), row.v]));
+    return keys.map((key) => found.get(Buffer.from(key).toString('latin1')));
+  }
+
+  /** The writes, in order: the last write to a key decides what it holds. */
+  private async apply(client: pg.PoolClient, writes: readonly StorageWrite[]): Promise<void> {
+    const final = new Map<string, StorageWrite>();
+    for (const write of writes) final.set(Buffer.from(write.key).toString('latin1'), write);
+    const puts = [...final.values()].filter((w): w is Put => w.op === 'put');
+    const deletes = [...final.values()].filter((w) => w.op === 'delete');
+    if (deletes.length > 0)
+      await client.query(`DELETE FROM ${this.table} WHERE k = ANY($1::bytea[])`, [
+        deletes.map((w) => asBuffer(w.key)),
+      ]);
+    if (puts.length > 0)
+      await client.query(
+        `INSERT INTO ${this.table} (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[])
+         ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`,
+        [puts.map((w) => asBuffer(w.key)), puts.map((w) => asBuffer(w.value))],
+      );
+  }
+}
+
+/** Creates the schema and applies the migrations it lacks, one server at a time. */
+async function migrate(pool: pg.Pool, schema: string): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await client.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [`coffer:${schema}`]);
+    try {
+      await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+      await client.query(
+        `CREATE TABLE IF NOT EXISTS "${schema}".migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`,
+      );
+      const { rows } = await client.query<{ version: number }>(
+        `SELECT version FROM "${schema}".migrations`,
+      );
+      const applied = new Set(rows.map((r) => r.version));
+      const newest = Math.max(0, ...applied);
+      const known = MIGRATIONS[MIGRATIONS.length - 1]!.version;
+      if (newest > known)
+        throw new Error(
+          `the PostgreSQL schema "${schema}" is at migration ${newest}, newer than this release knows (${known}): run a newer Coffer`,
+        );
+      for (const migration of MIGRATIONS) {
+        if (applied.has(migration.version)) continue;
+        await client.query('BEGIN');
+        try {
+          await client.query(`SET LOCAL search_path TO "${schema}"`);
+          await client.query(migration.sql);
+          await client.query(`INSERT INTO "${schema}".migrations (version) VALUES ($1)`, [
+            migration.version,
+          ]);
+          await client.query('COMMIT');
+        } catch (err) {
+          await client.query('ROLLBACK');
+          throw err;
+        }
+      }
+    } finally {
+      await client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [
+        `coffer:${schema}`,
+      ]);
+    }
+  } finally {
+    client.release();
+  }
+}
+
+/**
+ * SQLSTATE classes and codes of an unreachable or overloaded server: connection exceptions (08), the server
+ * shutting down or starting (57P01-57P03), a statement cancelled by the timeout (57014), too many
+ * connections (53300).
+ */
+const UNAVAILABLE_CODE = /^(08...|57P0[1-3]|57014|53300)$/;
+/** node-postgres's own messages for a connection that could not be made or was lost. */
+const UNAVAILABLE_MESSAGE =
+  /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection ended/;
+
+/** `err` as StorageUnavailableError when it says the server cannot be reached; otherwise `err` itself. */
+function unavailable(err: unknown): unknown {
+  if (!(err instanceof Error) || err instanceof StorageUnavailableError) return err;
+  const code = (err as { code?: unknown }).code;
+  const network = typeof code === 'string' && /^E[A-Z]+$/.test(code); // ECONNREFUSED, ECONNRESET, …
+  if (
+    network ||
+    (typeof code === 'string' && UNAVAILABLE_CODE.test(code)) ||
+    UNAVAILABLE_MESSAGE.test(err.message)
+  )
+    return new StorageUnavailableError(typeof code === 'string' ? code : err.message.slice(0, 80));
+  return err;
+}
+
+function isRetryable(err: unknown): boolean {
+  return RETRY_CODES.has((err as { code?: unknown }).code as string);
+}
+
+function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.isBuffer(bytes)
+    ? bytes
+    : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}

@@ -1,0 +1,190 @@
+import { existsSync } from 'node:fs';
+import { createServer, type Server, Socket } from 'node:net';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import pg from 'pg';
+import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
+import { dropTestSchemas, PG_TEST_URL, requirePostgres, testSchema } from '../support/postgres.js';
+
+/** A TCP relay to the test server, which a test can cut and restore: PostgreSQL going away and back. */
+class Relay {
+  private readonly sockets = new Set<Socket>();
+  private server: Server | null = null;
+  port = 0;
+
+  constructor(private readonly target: URL) {}
+
+  async start(port = 0): Promise<void> {
+    this.server = createServer((client) => {
+      const upstream = new Socket();
+      upstream.connect(Number(this.target.port || 5432), this.target.hostname);
+      for (const s of [client, upstream]) {
+        this.sockets.add(s);
+        s.on('close', () => this.sockets.delete(s));
+        s.on('error', () => s.destroy());
+      }
+      client.pipe(upstream).pipe(client);
+      client.on('close', () => upstream.destroy());
+      upstream.on('close', () => client.destroy());
+    });
+    await new Promise<void>((resolve) => this.server!.listen(port, '127.0.0.1', resolve));
+    this.port = (this.server.address() as { port: number }).port;
+  }
+
+  async cut(): Promise<void> {
+    for (const s of this.sockets) s.destroy();
+    await new Promise<void>((resolve) => this.server?.close(() => resolve()) ?? resolve());
+    this.server = null;
+  }
+
+  url(): string {
+    const url = new URL(PG_TEST_URL);
+    url.port = String(this.port);
+    return url.toString();
+  }
+}
+
+describe('Coffer on PostgreSQL (COFFER_STORAGE=postgres)', function () {
+  this.timeout(120_000);
+  before(async function () {
+    await requirePostgres(this);
+  });
+  after(async () => {
+    await dropTestSchemas();
+  });
+
+  const pgEnv = (schema: string, url = PG_TEST_URL): Record<string, string> => ({
+    COFFER_STORAGE: 'postgres',
+    COFFER_PG_URL: url,
+    COFFER_PG_SCHEMA: schema,
+    COFFER_PG_STATEMENT_TIMEOUT_MS: '2000',
+  });
+
+  async function rowsOf(schema: string): Promise<Buffer[]> {
+    const client = new pg.Client({ connectionString: PG_TEST_URL });
+    await client.connect();
+    try {
+      const { rows } = await client.query<{ k: Buffer; v: Buffer }>(
+        `SELECT k, v FROM "${schema}".records`,
+      );
+      return rows.flatMap((r) => [r.k, r.v]);
+    } finally {
+      await client.end();
+    }
+  }
+
+  it('stores everything in the database, where no secret value, token or token name is readable, and keeps it across a restart', async () => {
+    const schema = testSchema();
+    let c: TestCoffer = await startTestCoffer({ env: pgEnv(schema) });
+    try {
+      expect((await c.put('payments/prod/db', 'hunter2-secret-value')).status).to.equal(201);
+      const reader = await c.token({ role: 'reader', metadata: { name: 'alice-ci-reader' } });
+      expect(existsSync(join(c.config.data_dir, 'lmdb'))).to.equal(false);
+
+      const bytes = Buffer.concat(await rowsOf(schema));
+      for (const plain of ['hunter2-secret-value', 'alice-ci-reader', reader, c.rootToken])
+        expect(bytes.includes(Buffer.from(plain)), plain.slice(0, 12)).to.equal(false);
+
+      c = await c.restart();
+      const read = await c.call('GET', '/v1/kv/payments/prod/db', { token: reader });
+      expect(read.status).to.equal(200);
+      expect(read.body.value).to.equal('hunter2-secret-value');
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('runs two servers on one database as one: versions 1..100 from 100 PUTs split between them, a revocation and a rotation on one seen by the other', async () => {
+    const schema = testSchema();
+    const a = await startTestCoffer({ env: pgEnv(schema) });
+    // The second server has its own directory (audit files) and the store's master key, as another host would.
+    const b = await startTestCoffer({
+      rootToken: a.rootToken,
+      env: { ...pgEnv(schema), COFFER_MASTER_KEY_FILE: a.config.master_key_file },
+    });
+    try {
+      const puts = await Promise.all(
+        Array.from({ length: 100 }, (_, i) =>
+          (i % 2 ? a : b).call('PUT', '/v1/kv/shared/counter', {
+            json: { value: `v${i}`, type: 'config' },
+          }),
+        ),
+      );
+      expect(puts.every((r) => r.status === 200 || r.status === 201)).to.equal(true);
+      expect(puts.map((r) => r.body.version as number).sort((x, y) => x - y)).to.deep.equal(
+        Array.from({ length: 100 }, (_, i) => i + 1),
+      );
+      const versions = await b.call('GET', '/v1/kv/shared/counter/versions');
+      expect(versions.body.current_version).to.equal(100);
+
+      const reader = await a.token({ role: 'reader' });
+      expect((await b.call('GET', '/v1/kv/shared/counter', { token: reader })).status).to.equal(
+        200,
+      );
+      expect((await a.call('DELETE', `/v1/auth/token/${reader}`)).status).to.equal(204);
+      expect((await b.call('GET', '/v1/kv/shared/counter', { token: reader })).status).to.equal(
+        401,
+      );
+
+      const rotated = await a.call('POST', '/v1/sys/keyring/rotate');
+      expect(rotated.status).to.equal(200);
+      expect((await b.put('shared/after-rotation', 's')).status).to.equal(201);
+      const status = await b.call('GET', '/v1/sys/keyring');
+      const active = status.body.versions.find((v: { active: boolean }) => v.active);
+      expect(active.version).to.equal(rotated.body.active_version);
+      expect(active.secrets).to.equal(1);
+    } finally {
+      await b.close();
+      await a.close();
+    }
+  });
+
+  it('answers 503 storage_unavailable within the statement timeout while the database is unreachable, and recovers by itself', async () => {
+    const relay = new Relay(new URL(PG_TEST_URL));
+    await relay.start();
+    const schema = testSchema();
+    const c = await startTestCoffer({ env: pgEnv(schema, relay.url()) });
+    try {
+      expect((await c.put('outage/k', 'before')).status).to.equal(201);
+      const port = relay.port;
+      await relay.cut();
+      const started = Date.now();
+      const during = await c.call('PUT', '/v1/kv/outage/k', {
+        json: { value: 'x', type: 'secret' },
+      });
+      expect(during.status).to.equal(503);
+      expect(during.body.code).to.equal('storage_unavailable');
+      expect(during.headers.get('retry-after')).to.equal('1');
+      expect(Date.now() - started).to.be.lessThan(6000);
+
+      await relay.start(port);
+      let after = await c.call('GET', '/v1/kv/outage/k');
+      for (let i = 0; i < 20 && after.status !== 200; i++) {
+        await new Promise((r) => setTimeout(r, 250));
+        after = await c.call('GET', '/v1/kv/outage/k');
+      }
+      expect(after.status).to.equal(200);
+      expect(after.body.value).to.equal('before');
+      expect((await c.put('outage/k', 'after')).status).to.equal(200);
+    } finally {
+      await c.close();
+      await relay.cut();
+    }
+  });
+
+  it('refuses to start a second server without the store’s master key: it never makes a key of its own for an existing store', async () => {
+    const schema = testSchema();
+    const a = await startTestCoffer({ env: pgEnv(schema) });
+    const dir = tempDir();
+    try {
+      let error: unknown;
+      await startTestCoffer({ dataDir: dir, rootToken: a.rootToken, env: pgEnv(schema) }).catch(
+        (e: unknown) => (error = e),
+      );
+      expect(String(error)).to.match(/needs its own key/);
+      expect(existsSync(join(dir, 'keys', 'master.key'))).to.equal(false);
+    } finally {
+      await a.close();
+    }
+  });
+});
