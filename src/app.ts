@@ -29,6 +29,7 @@ import { FailureRate } from './auth/failure-rate.js';
 import { PrincipalFactory } from './auth/principal.js';
 import { roleTable } from './auth/roles.js';
 import {
+  CurrentRoot,
   type EstablishedRoot,
   establishRootToken,
   NewStoreRoot,
@@ -287,11 +288,12 @@ export async function startCoffer(
         )
         .catch(() => undefined);
     });
+    const currentRoot = new CurrentRoot(root, storage, keyring);
     const authenticator = new Authenticator({
       tokens: tokenStore,
       argon2,
       principals,
-      root,
+      root: () => currentRoot.get(),
       now,
       limiter: new FailureLimiter({
         burst: config.auth_failures.burst,
@@ -302,7 +304,7 @@ export async function startCoffer(
       store: tokenStore,
       argon2,
       principals,
-      root,
+      root: () => currentRoot.get(),
       defaultTtl: config.default_ttl,
       maxTtl: config.max_ttl,
       now,
@@ -383,11 +385,17 @@ export async function startCoffer(
       config.keyring.rotate_after === null ? undefined : parseDuration(config.keyring.rotate_after);
     const autoRotation =
       rotateAfter === undefined ? undefined : startAutoRotation(keyring, rotateAfter, events, now);
-    // Keyring changes by other processes (rotations, revocations) are loaded within a second: one read of
-    // the generation record when nothing changed.
+    // Keyring changes by other processes (rotations, revocations, a new root token) are loaded within a
+    // second: one read of the generation record when nothing changed.
     const follow = setInterval(() => {
       keyring
         .refresh()
+        .then(async () => {
+          if (await currentRoot.follow()) {
+            authenticator.rootChanged();
+            log.info('the root token was changed by another process; using the new one');
+          }
+        })
         .catch((err: unknown) =>
           log.error({ err: { message: (err as Error).message } }, 'could not reload the keyring'),
         );

@@ -35,7 +35,8 @@ export interface AuthenticatorDeps {
   readonly tokens: Pick<TokenStore, 'get'>;
   readonly argon2: Pick<Argon2Gate, 'verify'>;
   readonly principals: PrincipalFactory;
-  readonly root: RootRecord;
+  /** The root token record in use (it changes when another server sets a new root token). */
+  readonly root: () => RootRecord;
   readonly now: () => number;
   readonly limiter?: FailureLimiter;
   readonly cacheSize?: number;
@@ -51,10 +52,10 @@ function unauthorized(detail = INVALID_TOKEN): AppError {
 
 export class Authenticator {
   private readonly hmacKey = randomBytes(32);
-  private readonly verified: BoundedCache<string, Principal>;
-  private readonly rejected: BoundedCache<string, true>;
+  private verified: BoundedCache<string, Principal>;
+  private rejected: BoundedCache<string, true>;
   /** Token id → the cache key (keyed HMAC) of its one verified value. */
-  private readonly knownValue: BoundedCache<string, string>;
+  private knownValue: BoundedCache<string, string>;
   private readonly inFlight = new Map<string, Promise<boolean>>();
 
   constructor(private readonly deps: AuthenticatorDeps) {
@@ -71,6 +72,17 @@ export class Authenticator {
     return this.verify(value, cacheKey, address);
   }
 
+  /**
+   * The root token changed: every value verified or refused so far is verified again (the old root token
+   * must stop working at once, and a value refused before may be the new one).
+   */
+  rootChanged(): void {
+    const size = this.deps.cacheSize ?? 10_000;
+    this.verified = new BoundedCache(size);
+    this.rejected = new BoundedCache(size);
+    this.knownValue = new BoundedCache(size);
+  }
+
   /** The 401 for a request without a well-formed bearer token (never limited: it costs no argon2). */
   reject(detail: string): AppError {
     return unauthorized(detail);
@@ -78,7 +90,7 @@ export class Authenticator {
 
   private async verify(value: string, cacheKey: string, address: string): Promise<Principal> {
     if (this.rejected.get(cacheKey)) throw unauthorized();
-    const { root } = this.deps;
+    const root = this.deps.root();
     const parts = parseToken(value);
     if (parts && parts.id !== root.id) {
       if (this.isOtherThanKnown(parts.id, cacheKey)) throw unauthorized();

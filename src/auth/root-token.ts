@@ -149,3 +149,39 @@ async function openStored(
     );
   return { record, bytes, named };
 }
+
+/**
+ * The root token record a running process uses. When another process (another server on the same
+ * database) sets a new root token, the keyring names the new record; `follow`, run after each keyring
+ * reload, then reads it, so the new root token works and the old one stops without a restart.
+ */
+export class CurrentRoot {
+  private named: Uint8Array | undefined;
+
+  constructor(
+    private record: RootRecord,
+    private readonly storage: StorageBackend,
+    private readonly keyring: KeyringHolder,
+  ) {
+    this.named = keyring.current().rootRecord;
+  }
+
+  get(): RootRecord {
+    return this.record;
+  }
+
+  /** Reads the root record again when the keyring names another one; true when it changed. */
+  async follow(): Promise<boolean> {
+    const named = this.keyring.current().rootRecord;
+    if (
+      named === undefined ||
+      (this.named !== undefined && Buffer.compare(named, this.named) === 0)
+    )
+      return false;
+    const record = await readRootToken(this.storage, this.keyring);
+    if (!record) return false;
+    this.record = record;
+    this.named = named;
+    return true;
+  }
+}

@@ -50,7 +50,8 @@ export interface TokenServiceDeps {
   readonly store: TokenStore;
   readonly argon2: Pick<Argon2Gate, 'hash'>;
   readonly principals: PrincipalFactory;
-  readonly root: RootRecord;
+  /** The root token record in use. */
+  readonly root: () => RootRecord;
   readonly defaultTtl: number;
   readonly maxTtl: number;
   readonly now: () => number;
@@ -106,7 +107,7 @@ export class TokenService {
         revokedAt: null,
       };
       // A clash of random 16-character ids is astronomically unlikely; if it happens, draw again.
-      if (token.id === this.deps.root.id) continue;
+      if (token.id === this.deps.root().id) continue;
       const alongside = (await beforeCommit?.(token.id)) ?? [];
       if (await this.deps.store.create(record, alongside)) {
         const created = view(record);
@@ -149,7 +150,7 @@ export class TokenService {
     requirePrivilege(caller, 'manage_tokens');
     const id = isTokenId(tokenOrId) ? tokenOrId : parseToken(tokenOrId)?.id;
     // `root` is the id /v1/auth/me reports for the root token.
-    if (tokenOrId === ROOT_PRINCIPAL.id || (id !== undefined && id === this.deps.root.id)) {
+    if (tokenOrId === ROOT_PRINCIPAL.id || (id !== undefined && id === this.deps.root().id)) {
       throw invalid(
         'the root token cannot be revoked; set COFFER_ROOT_TOKEN and restart to replace it',
       );

@@ -10,8 +10,11 @@
  *   one may have been deleted meanwhile), and only if the keyring generation is unchanged.
  * - Reads and writes go on throughout: each batch is one short transaction, and the job yields to the
  *   event loop between batches.
- * - One run at a time per store: a run records its owner (host and pid) and a heartbeat; another start is
- *   refused while that owner is alive and beating.
+ * - One run at a time per store, by a lease: a run records its owner (host, pid and a random instance id)
+ *   and a heartbeat (every batch), taken by compare-and-set in the store's own transaction, so two servers
+ *   starting together cannot both run. Another start is refused while the owner is alive (on this host)
+ *   and beating; once its heartbeat is HEARTBEAT_MS old (or, on this host, its process is gone) another
+ *   server takes the run over from its cursor. A run whose lease was taken over stops at its next batch.
  * - The state is MACed under the record key (kind `rewrap-state`), so its cursor cannot be moved by hand to
  *   make a run skip records; a state that fails its MAC is never used: progress answers 500
  *   `integrity_error`, and a start begins a new run from the first record.
@@ -22,6 +25,7 @@ import { Packr } from 'msgpackr';
 import type { Logger } from 'pino';
 import { SealedDataError } from '../crypto/aead.js';
 import { type RecordIdentity, remacConfig, rewrapSecret } from '../crypto/envelope.js';
+import { randomBase62 } from '../crypto/random.js';
 import { AppError } from '../errors.js';
 import { packVersion, unpackVersion } from '../kv/records.js';
 import type { OperatorEvents } from '../model/operator-events.js';
@@ -60,7 +64,13 @@ export interface RewrapDeps {
   readonly events: OperatorEvents;
 }
 
-const ME = `${hostname()}:${process.pid}`;
+/** Thrown in a batch's transaction when another server has taken the run over. */
+class LeaseLostError extends Error {
+  constructor() {
+    super('another server took the rewrap over');
+    this.name = 'LeaseLostError';
+  }
+}
 
 function ownerAlive(owner: string): boolean {
   const [host, pid] = owner.split(':');
@@ -82,6 +92,8 @@ function ownerAlive(owner: string): boolean {
 export class Rewrapper {
   private current: Promise<void> | null = null;
   private stopping = false;
+  /** This rewrapper's lease owner name: host:pid:instance. */
+  private readonly me = `${hostname()}:${process.pid}:${randomBase62(8)}`;
 
   constructor(private readonly deps: RewrapDeps) {}
 
@@ -101,11 +113,14 @@ export class Rewrapper {
 
   private async stored(): Promise<RewrapState | null> {
     const bytes = await this.deps.storage.get(STATE_KEY);
-    return bytes
-      ? (packr.unpack(
-          this.deps.keyring.recordSeal.verified('rewrap-state', STATE_KEY, bytes),
-        ) as RewrapState)
-      : null;
+    return bytes ? this.unpackState(bytes) : null;
+  }
+
+  /** The state in stored `bytes`; throws RecordIntegrityError when they fail their MAC. */
+  private unpackState(bytes: Uint8Array): RewrapState {
+    return packr.unpack(
+      this.deps.keyring.recordSeal.verified('rewrap-state', STATE_KEY, bytes),
+    ) as RewrapState;
   }
 
   private packState(state: RewrapState): Buffer {
@@ -124,10 +139,15 @@ export class Rewrapper {
   /** Whether a run is going on, here or in another live process. */
   running(state: RewrapState | null): boolean {
     if (this.current) return true;
+    return this.heldByAnother(state);
+  }
+
+  /** Whether `state` is a run whose lease another live owner holds. */
+  private heldByAnother(state: RewrapState | null): boolean {
     return (
       !!state &&
       state.finishedAt === null &&
-      state.owner !== ME &&
+      state.owner !== this.me &&
       this.deps.now() - state.updatedAt < HEARTBEAT_MS &&
       ownerAlive(state.owner)
     );
@@ -145,6 +165,8 @@ export class Rewrapper {
     }
     if (this.running(before)) return before!;
     const first = await this.begin(before);
+    // Another server took the lease between our read and our claim: its run is the one going on.
+    if (first.owner !== this.me) return first;
     const { events } = this.deps;
     await events.record(
       'keyring.rewrap.start',
@@ -190,26 +212,46 @@ export class Rewrapper {
     await this.current;
   }
 
+  /**
+   * Claims the lease and returns the run's first state: `before` continued when it is unfinished and onto
+   * the active version, else a new run. Resolves to the other owner's state instead when another server
+   * holds the lease by the time of the claim.
+   */
   private async begin(before: RewrapState | null): Promise<RewrapState> {
     await this.deps.keyring.refresh();
     const target = this.deps.keyring.current().activeVersion;
     const now = this.deps.now();
+    let first: RewrapState;
     if (before && before.finishedAt === null && before.target === target) {
-      return this.save({ ...before, owner: ME, updatedAt: now });
+      first = { ...before, owner: this.me, updatedAt: now };
+    } else {
+      let total = 0;
+      for await (const _ of this.deps.storage.scan(VERSIONS_RANGE)) total++;
+      first = {
+        target,
+        after: null,
+        total,
+        examined: 0,
+        rewrapped: 0,
+        failed: 0,
+        startedAt: now,
+        updatedAt: now,
+        finishedAt: null,
+        owner: this.me,
+      };
     }
-    let total = 0;
-    for await (const _ of this.deps.storage.scan(VERSIONS_RANGE)) total++;
-    return this.save({
-      target,
-      after: null,
-      total,
-      examined: 0,
-      rewrapped: 0,
-      failed: 0,
-      startedAt: now,
-      updatedAt: now,
-      finishedAt: null,
-      owner: ME,
+    return this.deps.storage.atomic([STATE_KEY], ([bytes]) => {
+      let current: RewrapState | null = null;
+      try {
+        current = bytes === undefined ? null : this.unpackState(bytes);
+      } catch (err) {
+        if (!(err instanceof RecordIntegrityError)) throw err; // a damaged state is replaced (reported by start)
+      }
+      if (this.heldByAnother(current)) return { writes: [], result: current! };
+      return {
+        writes: [{ op: 'put', key: STATE_KEY, value: this.packState(first) }],
+        result: first,
+      };
     });
   }
 
@@ -240,9 +282,11 @@ export class Rewrapper {
       try {
         state = await this.rewrapBatch(state, batch);
       } catch (err) {
+        if (err instanceof LeaseLostError) return state;
         if (!(err instanceof StaleKeyringError)) throw err;
         // The keyring changed under us (a rotation): start over onto the new active version.
         state = await this.begin(null);
+        if (state.owner !== this.me) return state;
       }
       await new Promise((resolve) => setImmediate(resolve));
     }
@@ -288,8 +332,12 @@ export class Rewrapper {
       }
     }
     const last = batch[batch.length - 1]!.key;
-    return this.deps.storage.atomic([...changes.map((c) => c.key), GENERATION_KEY], (current) => {
+    const keys = [...changes.map((c) => c.key), GENERATION_KEY, STATE_KEY];
+    return this.deps.storage.atomic(keys, (current) => {
       this.deps.keyring.checkCurrent(stamp, current[changes.length]);
+      const held = current[changes.length + 1];
+      if (held === undefined || this.unpackState(held).owner !== this.me)
+        throw new LeaseLostError();
       const writes: StorageWrite[] = [];
       changes.forEach((c, i) => {
         const now = current[i];

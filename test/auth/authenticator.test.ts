@@ -4,6 +4,7 @@ import { Authenticator } from '../../src/auth/authenticator.js';
 import { FailureLimiter } from '../../src/auth/failure-limiter.js';
 import { PrincipalFactory } from '../../src/auth/principal.js';
 import { roleTable } from '../../src/auth/roles.js';
+import type { RootRecord } from '../../src/auth/root-token.js';
 import { generateToken } from '../../src/auth/token-format.js';
 import type { TokenRecord } from '../../src/auth/token-store.js';
 import { AppError } from '../../src/errors.js';
@@ -16,6 +17,9 @@ class CountingGate extends Argon2Gate {
     return super.verify(hash, secret, key);
   }
 }
+
+/** The authenticator reads the root record through a getter (it follows a new root token). */
+const rootOf = (record: RootRecord) => () => record;
 
 describe('authenticator', () => {
   const principals = new PrincipalFactory(roleTable({}));
@@ -51,7 +55,7 @@ describe('authenticator', () => {
       tokens,
       argon2: gate,
       principals,
-      root: { id: r.id, hash: await gate.hash(r.value), updatedAt: 0 },
+      root: rootOf({ id: r.id, hash: await gate.hash(r.value), updatedAt: 0 }),
       now: Date.now,
     });
   });
@@ -65,7 +69,7 @@ describe('authenticator', () => {
       tokens,
       argon2: gate,
       principals,
-      root: { id: null, hash: 'x', updatedAt: 0 },
+      root: rootOf({ id: null, hash: 'x', updatedAt: 0 }),
       now: Date.now,
     });
     const principals_ = await Promise.all(
@@ -249,7 +253,7 @@ describe('authenticator', () => {
       tokens,
       argon2: small,
       principals,
-      root: { id: null, hash: 'x', updatedAt: 0 },
+      root: rootOf({ id: null, hash: 'x', updatedAt: 0 }),
       now: Date.now,
     });
     const flood = Array.from({ length: 8 }, (_, i) =>
@@ -290,7 +294,7 @@ describe('authenticator', () => {
         tokens,
         argon2: gate,
         principals,
-        root: { id: null, hash: 'x', updatedAt: 0 },
+        root: rootOf({ id: null, hash: 'x', updatedAt: 0 }),
         now: () => now,
         limiter: new FailureLimiter({ burst: 3, perSecond: 1 }),
       });
@@ -359,7 +363,7 @@ describe('authenticator', () => {
         tokens,
         argon2: gate,
         principals,
-        root: { id: r.id, hash: await gate.hash(r.value), updatedAt: 0 },
+        root: rootOf({ id: r.id, hash: await gate.hash(r.value), updatedAt: 0 }),
         now: () => now,
         limiter: new FailureLimiter({ burst: 2, perSecond: 1 }),
       });

@@ -3,8 +3,20 @@ import { createServer, type Server, Socket } from 'node:net';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import pg from 'pg';
+import { pino } from 'pino';
+import { prepareStore } from '../../src/app.js';
+import { generateToken } from '../../src/auth/token-format.js';
+import { loadConfig } from '../../src/config/load.js';
+import { sodiumReady } from '../../src/crypto/aead.js';
+import { LocalKeyProvider, loadOrCreateMasterKey } from '../../src/keys/local-provider.js';
+import { Rewrapper } from '../../src/operator/rewrap.js';
+import { openStorage } from '../../src/storage/registry.js';
+import { KeyringHolder } from '../../src/store/keyring-store.js';
 import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
+import { send } from '../support/http-client.js';
 import { dropTestSchemas, PG_TEST_URL, requirePostgres, testSchema } from '../support/postgres.js';
+import { killAll, startProcess } from '../support/process.js';
+import { seedStore } from '../support/seed.js';
 
 /** A TCP relay to the test server, which a test can cut and restore: PostgreSQL going away and back. */
 class Relay {
@@ -133,6 +145,154 @@ describe('Coffer on PostgreSQL (COFFER_STORAGE=postgres)', function () {
       const active = status.body.versions.find((v: { active: boolean }) => v.active);
       expect(active.version).to.equal(rotated.body.active_version);
       expect(active.secrets).to.equal(1);
+    } finally {
+      await b.close();
+      await a.close();
+    }
+  });
+
+  it('uses a new root token set on one server on the other within seconds, without a restart; the old one stops', async () => {
+    const schema = testSchema();
+    let a = await startTestCoffer({ env: pgEnv(schema) });
+    const b = await startTestCoffer({
+      rootToken: a.rootToken,
+      env: { ...pgEnv(schema), COFFER_MASTER_KEY_FILE: a.config.master_key_file },
+    });
+    const old = a.rootToken;
+    try {
+      expect((await b.call('GET', '/v1/auth/tokens', { token: old })).status).to.equal(200);
+      // A restarts with a new COFFER_ROOT_TOKEN (replacing a leaked one); B keeps running.
+      await a.app.close();
+      const fresh = generateToken().value;
+      a = await startTestCoffer({
+        dataDir: a.dataDir,
+        rootToken: fresh,
+        ownsDir: true,
+        env: pgEnv(schema),
+      });
+      let status = 0;
+      for (let i = 0; i < 40 && status !== 200; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        status = (await b.call('GET', '/v1/auth/tokens', { token: fresh })).status;
+      }
+      expect(status).to.equal(200);
+      expect((await b.call('GET', '/v1/auth/tokens', { token: old })).status).to.equal(401);
+      expect((await a.call('GET', '/v1/auth/tokens', { token: old })).status).to.equal(401);
+    } finally {
+      await b.close();
+      await a.close();
+    }
+  });
+
+  it('hands a rewrap whose server was killed to another server, which finishes it from its cursor; nothing is lost', async () => {
+    const schema = testSchema();
+    const [dirA, dirB] = [tempDir(), tempDir()];
+    const root = generateToken().value;
+    const keyFile = join(dirA, 'master.key');
+    const shared = {
+      ...pgEnv(schema),
+      COFFER_MASTER_KEY_FILE: keyFile,
+      COFFER_ROOT_TOKEN: root,
+      COFFER_WORKERS: '1',
+    };
+    const envA = { ...shared, COFFER_DATA_DIR: join(dirA, 'data') };
+    const envB = { ...shared, COFFER_DATA_DIR: join(dirB, 'data') };
+    const config = loadConfig({ ...envA, COFFER_LOG_LEVEL: 'silent' });
+    await prepareStore(config, { log: pino({ level: 'silent' }) });
+    await sodiumReady();
+    const storage = await openStorage(config);
+    const { holder } = await KeyringHolder.open(
+      storage,
+      new LocalKeyProvider(loadOrCreateMasterKey(keyFile).key),
+      Date.now(),
+    );
+    const seeded = await seedStore(storage, holder.current(), 3000);
+    await storage.close();
+
+    const a = await startProcess(envA);
+    const b = await startProcess(envB);
+    try {
+      expect((await send(a.url, 'POST', '/v1/sys/keyring/rotate', root)).status).to.equal(200);
+      expect(
+        (await send(a.url, 'POST', '/v1/sys/keyring/rewrap', root, { batch_size: 10 })).status,
+      ).to.equal(202);
+      let progress = (await send(b.url, 'GET', '/v1/sys/keyring/rewrap', root)).body;
+      while (progress.examined < progress.total / 4) {
+        await new Promise((r) => setTimeout(r, 10));
+        progress = (await send(b.url, 'GET', '/v1/sys/keyring/rewrap', root)).body;
+      }
+      // B sees A's run going on.
+      expect(progress.running).to.equal(true);
+      await killAll(a);
+
+      const resumed = (
+        await send(b.url, 'POST', '/v1/sys/keyring/rewrap', root, { batch_size: 500 })
+      ).body;
+      expect(resumed.examined).to.be.at.least(progress.examined);
+      let final = resumed;
+      while (final.finished_at === null || final.running) {
+        await new Promise((r) => setTimeout(r, 50));
+        final = (await send(b.url, 'GET', '/v1/sys/keyring/rewrap', root)).body;
+      }
+      expect(final.failed).to.equal(0);
+      const status = (await send(b.url, 'GET', '/v1/sys/keyring', root)).body;
+      expect(status.versions.find((v: { version: number }) => v.version === 1)).to.include({
+        secrets: 0,
+        configs: 0,
+      });
+      expect(status.unreadable).to.equal(0);
+      for (let i = 0; i < seeded.length; i += 97) {
+        const s = seeded[i]!;
+        const read = await send(
+          b.url,
+          'GET',
+          `/v1/kv/${s.namespace}/${s.key}?version=${s.version}`,
+          root,
+        );
+        expect(read.body?.value, `${s.key}@${s.version}`).to.equal(s.value);
+      }
+    } finally {
+      await b.stop();
+    }
+  });
+
+  it('runs one rewrap when two servers start one at the same moment (a lease taken by compare-and-set)', async () => {
+    const schema = testSchema();
+    const a = await startTestCoffer({ env: pgEnv(schema) });
+    const b = await startTestCoffer({
+      rootToken: a.rootToken,
+      env: { ...pgEnv(schema), COFFER_MASTER_KEY_FILE: a.config.master_key_file },
+    });
+    try {
+      for (let i = 0; i < 200; i++) await a.put(`lease/k${i}`, `v${i}`);
+      await a.call('POST', '/v1/sys/keyring/rotate');
+      await b.call('GET', '/v1/sys/keyring'); // b follows the rotation
+      // Each server's own rewrapper, started in the same turn: both read "no run" before either claims.
+      const started: string[] = [];
+      const rewrapperOf = (c: TestCoffer, name: string) =>
+        new Rewrapper({
+          storage: c.app.storage,
+          keyring: c.app.keyring,
+          now: Date.now,
+          log: pino({ level: 'silent' }),
+          events: {
+            record: async (event) => {
+              if (event === 'keyring.rewrap.start') started.push(name);
+              return true;
+            },
+          },
+        });
+      const [ra, rb] = [rewrapperOf(a, 'a'), rewrapperOf(b, 'b')];
+      await Promise.all([ra.start(5, 'test'), rb.start(5, 'test')]);
+      let final = await ra.state();
+      while (final!.finishedAt === null) {
+        await new Promise((r) => setTimeout(r, 50));
+        final = await ra.state();
+      }
+      await Promise.all([ra.stop(), rb.stop()]);
+      expect(started).to.have.length(1);
+      expect(final!.examined).to.equal(200);
+      expect(final!.rewrapped).to.equal(200);
     } finally {
       await b.close();
       await a.close();
