@@ -7,6 +7,7 @@
  * and the etcd comparison and writes one report of both: bench/all.ts.)
  *
  *   npm run bench -- [--seconds 10] [--connections 32] [--rounds 5] [--only all-workers|one-process|audit-cost|flood]
+ *   npm run bench -- --storage postgres [--seconds 10] [--rounds 5]   (PostgreSQL beside LMDB: bench/storage.ts)
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
@@ -27,6 +28,7 @@ import {
   target,
 } from './report.js';
 import { type RunningServer, startBareExpress, startCoffer, startDirectCoffer } from './servers.js';
+import { storageBench } from './storage.js';
 import { ensureTools, type LoadResult, runWrk } from './wrk.js';
 
 const { values: args } = parseArgs({
@@ -36,6 +38,7 @@ const { values: args } = parseArgs({
     connections: { type: 'string', default: '32' },
     only: { type: 'string' }, // 'all-workers', 'one-process', 'audit-cost' or 'flood'
     rounds: { type: 'string', default: '5' },
+    storage: { type: 'string' }, // 'postgres': bench/storage.ts instead
   },
 });
 const seconds = Number(args.seconds);
@@ -110,6 +113,15 @@ export async function runBench(only: string | undefined): Promise<BenchRun> {
 }
 
 async function main(): Promise<void> {
+  if (args.storage === 'postgres') {
+    ensureTools({ wrk: 'wrk', taskset: 'util-linux' });
+    printTargets(await storageBench({ seconds, rounds, connections }));
+    return;
+  }
+  if (args.storage !== undefined && args.storage !== 'lmdb') {
+    console.error('--storage takes postgres (LMDB is what the other cases run on)');
+    process.exit(2);
+  }
   const run = await runBench(args.only as string | undefined);
   report(run);
 }

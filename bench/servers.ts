@@ -94,6 +94,8 @@ export interface DirectOptions extends Omit<CofferServerOptions, 'workers'> {
   readonly nodeArgs?: readonly string[];
   /** Another build's bench/direct-server.js (bench/against-commit.ts); default this build's. */
   readonly script?: string;
+  /** More settings (COFFER_STORAGE=postgres, say), laid over the ones above. */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 export async function startDirectCoffer(
@@ -113,6 +115,7 @@ export async function startDirectCoffer(
       COFFER_DATA_DIR: join(options.dataDir, 'data'),
       COFFER_MASTER_KEY_FILE: join(options.dataDir, 'master.key'),
       COFFER_ROOT_TOKEN: options.rootToken,
+      ...options.env,
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
