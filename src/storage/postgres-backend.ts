@@ -5,15 +5,19 @@
  *
  *   get     one SELECT
  *   scan    pages of PAGE rows in key order (keyset pagination: each page starts after the last key)
- *   atomic  a SERIALIZABLE transaction: the plan's keys are read, the plan runs, its writes are applied and
- *           the commit returns once PostgreSQL has made it durable (synchronous_commit = on). Keys read but
- *           not written are protected too (no write skew), and creating a row that did not exist is
- *           race-free (serializable predicate locks). A transaction PostgreSQL aborts as a serialization
- *           failure or a deadlock is run again, plan and all: a plan is pure by the contract.
+ *   atomic  a transaction that holds a lock per key the plan reads or writes (an advisory lock on a hash of
+ *           the key: exclusive where the plan writes the key, shared where it only reads it), all taken
+ *           at once in one global order, then reads the keys, runs the plan and commits its writes; the commit returns once
+ *           PostgreSQL has made it durable (synchronous_commit = on). So no other write to those keys
+ *           comes between the read and the writes — keys read but not written included (no write skew),
+ *           and keys that do not exist yet, so creating a row is race-free. (SERIALIZABLE was tried first:
+ *           its page-level predicate locks made concurrent writes of new, neighbouring keys fail as
+ *           serialization conflicts and run again three times each on average; see docs/performance.md.)
  *
  * The schema is created and upgraded by numbered migrations (MIGRATIONS) when the backend opens, under an
  * advisory lock, so several servers starting together is safe.
  */
+import { createHash } from 'node:crypto';
 import { userInfo } from 'node:os';
 import pg from 'pg';
 import {
@@ -55,10 +59,46 @@ const MAX_ATTEMPTS = 50;
 export class PostgresBackend implements StorageBackend {
   private closed = false;
 
+  /** Mixed into every lock id, so that two schemas in one database never share locks. */
+  private readonly lockSalt: Buffer;
+  /** Named (prepared) statements: parsed and planned once per connection, not per query. */
+  private readonly sql: Record<
+    'lock' | 'get' | 'scanFirst' | 'scanNext' | 'read' | 'delete' | 'upsert',
+    { name: string; text: string }
+  >;
+
   private constructor(
     private readonly pool: pg.Pool,
-    private readonly table: string,
-  ) {}
+    table: string,
+  ) {
+    // Named per table: two schemas on one connection's server never share a statement.
+    const tag = createHash('sha256').update(table).digest('hex').slice(0, 16);
+    this.lockSalt = Buffer.from(`coffer-lock:${table}\u0000`);
+    const named = (name: string, text: string) => ({ name: `coffer-${name}-${tag}`, text });
+    this.sql = {
+      get: named('get', `SELECT v FROM ${table} WHERE k = $1`),
+      scanFirst: named(
+        'scan-first',
+        `SELECT k, v FROM ${table} WHERE k >= $1 AND k < $2 ORDER BY k LIMIT $3`,
+      ),
+      scanNext: named(
+        'scan-next',
+        `SELECT k, v FROM ${table} WHERE k > $1 AND k < $2 ORDER BY k LIMIT $3`,
+      ),
+      // In the order given (ascending ids): the transaction never waits for a lower id while holding a higher.
+      lock: named(
+        'lock',
+        `SELECT count(CASE WHEN x THEN pg_advisory_xact_lock(id) ELSE pg_advisory_xact_lock_shared(id) END)
+         FROM unnest($1::bigint[], $2::boolean[]) AS l(id, x)`,
+      ),
+      read: named('read', `SELECT k, v FROM ${table} WHERE k = ANY($1::bytea[])`),
+      delete: named('delete', `DELETE FROM ${table} WHERE k = ANY($1::bytea[])`),
+      upsert: named(
+        'upsert',
+        `INSERT INTO ${table} (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[]) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`,
+      ),
+    };
+  }
 
   /** Connects, creates or upgrades the schema, and returns the backend. */
   static async open(options: PostgresOptions): Promise<PostgresBackend> {
@@ -92,19 +132,17 @@ export class PostgresBackend implements StorageBackend {
   }
 
   async get(key: Uint8Array): Promise<Uint8Array | undefined> {
-    const { rows } = await this.query<{ v: Buffer }>(`SELECT v FROM ${this.table} WHERE k = $1`, [
-      asBuffer(key),
-    ]);
+    const { rows } = await this.query<{ v: Buffer }>(this.sql.get, [asBuffer(key)]);
     return rows[0]?.v;
   }
 
   /** A query on a pooled connection; a connection failure becomes StorageUnavailableError. */
   private async query<R extends pg.QueryResultRow>(
-    sql: string,
+    statement: { name: string; text: string },
     values: unknown[],
   ): Promise<pg.QueryResult<R>> {
     try {
-      return await this.pool.query<R>(sql, values);
+      return await this.pool.query<R>({ ...statement, values });
     } catch (err) {
       throw unavailable(err);
     }
@@ -117,14 +155,8 @@ export class PostgresBackend implements StorageBackend {
       const size = Math.min(PAGE, left);
       const page: pg.QueryResult<{ k: Buffer; v: Buffer }> =
         after === null
-          ? await this.query(
-              `SELECT k, v FROM ${this.table} WHERE k >= $1 AND k < $2 ORDER BY k LIMIT $3`,
-              [asBuffer(range.start), asBuffer(range.end), size],
-            )
-          : await this.query(
-              `SELECT k, v FROM ${this.table} WHERE k > $1 AND k < $2 ORDER BY k LIMIT $3`,
-              [after, asBuffer(range.end), size],
-            );
+          ? await this.query(this.sql.scanFirst, [asBuffer(range.start), asBuffer(range.end), size])
+          : await this.query(this.sql.scanNext, [after, asBuffer(range.end), size]);
       const rows = page.rows;
       for (const row of rows) yield { key: row.k, value: row.v };
       if (rows.length < size) return;
@@ -133,16 +165,40 @@ export class PostgresBackend implements StorageBackend {
     }
   }
 
+  /**
+   * The plan runs first on the current values, read without locks, to learn which keys it writes. Then, in
+   * a transaction, it takes a lock per key it reads or writes — exclusive where it writes the key, shared
+   * where it only reads it — all at once in one global order (so transactions never deadlock), reads the
+   * keys again and runs the plan on those values: its writes commit with the locks held (strict two-phase
+   * locking). A key only read (the keyring generation every write reads) is shared by concurrent plans and
+   * excluded only by a plan that writes it; keys that do not exist yet are locked all the same, so creating
+   * a row is race-free. Should the locked values make the plan write a key it does not hold exclusive, the
+   * transaction is run again with that key exclusive.
+   */
   async atomic<T>(
     keys: readonly Uint8Array[],
     plan: (current: readonly (Uint8Array | undefined)[]) => Plan<T>,
   ): Promise<T> {
+    const locks = new Map<string, { key: Uint8Array; exclusive: boolean }>();
+    const want = (key: Uint8Array, exclusive: boolean): void => {
+      const name = Buffer.from(key).toString('latin1');
+      locks.set(name, { key, exclusive: exclusive || (locks.get(name)?.exclusive ?? false) });
+    };
+    try {
+      const { writes } = plan(keys.length > 0 ? await this.read(this.pool, keys) : []);
+      for (const w of writes) want(w.key, true);
+      for (const key of keys) want(key, false);
+    } catch {
+      // The values it will see under the locks decide; until then every key it reads is taken exclusive.
+      for (const key of keys) want(key, true);
+    }
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.once(keys, plan);
+        const outcome = await this.once(keys, plan, [...locks.values()]);
+        if (outcome.done) return outcome.result;
+        for (const key of outcome.escalate) want(key, true);
       } catch (err) {
         if (!isRetryable(err) || attempt >= MAX_ATTEMPTS) throw unavailable(err);
-        // A little random wait, so that transactions that collided do not collide again in step.
         await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, attempt * 2)));
       }
     }
@@ -157,18 +213,36 @@ export class PostgresBackend implements StorageBackend {
   private async once<T>(
     keys: readonly Uint8Array[],
     plan: (current: readonly (Uint8Array | undefined)[]) => Plan<T>,
-  ): Promise<T> {
+    locks: readonly { key: Uint8Array; exclusive: boolean }[],
+  ): Promise<{ done: true; result: T } | { done: false; escalate: Uint8Array[] }> {
     const client = await this.pool.connect().catch((err: unknown) => {
       throw unavailable(err);
     });
     let broken = false;
+    // A connection lost while checked out is reported as an 'error' event (and as the failing query's
+    // error); without a listener the event would end the process.
+    const lost = (): void => {
+      broken = true;
+    };
+    client.on('error', lost);
     try {
-      await client.query('BEGIN ISOLATION LEVEL SERIALIZABLE');
-      const current = await this.read(client, keys);
+      await client.query('BEGIN');
+      if (locks.length > 0) await this.lock(client, locks);
+      const current = keys.length > 0 ? await this.read(client, keys) : [];
       const { writes, result } = plan(current);
+      const held = new Set(
+        locks.filter((l) => l.exclusive).map((l) => Buffer.from(l.key).toString('latin1')),
+      );
+      const escalate = writes
+        .filter((w) => !held.has(Buffer.from(w.key).toString('latin1')))
+        .map((w) => w.key);
+      if (escalate.length > 0) {
+        await client.query('ROLLBACK');
+        return { done: false, escalate };
+      }
       await this.apply(client, writes);
       await client.query('COMMIT');
-      return result;
+      return { done: true, result };
     } catch (err) {
       // A ROLLBACK that fails means the connection is gone: it is not given back to the pool.
       await client.query('ROLLBACK').catch(() => {
@@ -176,19 +250,42 @@ export class PostgresBackend implements StorageBackend {
       });
       throw err;
     } finally {
+      client.off('error', lost);
       client.release(broken);
     }
   }
 
-  private async read(
+  /** Takes the transaction's key locks, in ascending lock-id order; an id both modes ask for is exclusive. */
+  private async lock(
     client: pg.PoolClient,
+    locks: readonly { key: Uint8Array; exclusive: boolean }[],
+  ): Promise<void> {
+    const modes = new Map<bigint, boolean>();
+    for (const { key, exclusive } of locks) {
+      const id = this.lockId(key);
+      modes.set(id, (modes.get(id) ?? false) || exclusive);
+    }
+    const ordered = [...modes].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    await client.query({
+      ...this.sql.lock,
+      values: [ordered.map(([id]) => id.toString()), ordered.map(([, x]) => x)],
+    });
+  }
+
+  /** A 64-bit advisory lock id for `key` in this table. */
+  private lockId(key: Uint8Array): bigint {
+    return createHash('sha256').update(this.lockSalt).update(key).digest().readBigInt64BE(0);
+  }
+
+  private async read(
+    client: pg.PoolClient | pg.Pool,
     keys: readonly Uint8Array[],
   ): Promise<(Uint8Array | undefined)[]> {
     if (keys.length === 0) return [];
-    const { rows } = await client.query<{ k: Buffer; v: Buffer }>(
-      `SELECT k, v FROM ${this.table} WHERE k = ANY($1::bytea[])`,
-      [keys.map(asBuffer)],
-    );
+    const { rows } = await client.query<{ k: Buffer; v: Buffer }>({
+      ...this.sql.read,
+      values: [keys.map(asBuffer)],
+    });
     const found = new Map(rows.map((row) => [row.k.toString('latin1'), row.v]));
     return keys.map((key) => found.get(Buffer.from(key).toString('latin1')));
   }
@@ -200,15 +297,12 @@ export class PostgresBackend implements StorageBackend {
     const puts = [...final.values()].filter((w): w is Put => w.op === 'put');
     const deletes = [...final.values()].filter((w) => w.op === 'delete');
     if (deletes.length > 0)
-      await client.query(`DELETE FROM ${this.table} WHERE k = ANY($1::bytea[])`, [
-        deletes.map((w) => asBuffer(w.key)),
-      ]);
+      await client.query({ ...this.sql.delete, values: [deletes.map((w) => asBuffer(w.key))] });
     if (puts.length > 0)
-      await client.query(
-        `INSERT INTO ${this.table} (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[])
-         ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`,
-        [puts.map((w) => asBuffer(w.key)), puts.map((w) => asBuffer(w.value))],
-      );
+      await client.query({
+        ...this.sql.upsert,
+        values: [puts.map((w) => asBuffer(w.key)), puts.map((w) => asBuffer(w.value))],
+      });
   }
 }
 

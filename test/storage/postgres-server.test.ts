@@ -8,6 +8,7 @@ import { prepareStore } from '../../src/app.js';
 import { generateToken } from '../../src/auth/token-format.js';
 import { loadConfig } from '../../src/config/load.js';
 import { sodiumReady } from '../../src/crypto/aead.js';
+import { randomBase62 } from '../../src/crypto/random.js';
 import { LocalKeyProvider, loadOrCreateMasterKey } from '../../src/keys/local-provider.js';
 import { Rewrapper } from '../../src/operator/rewrap.js';
 import { openStorage } from '../../src/storage/registry.js';
@@ -72,6 +73,13 @@ describe('Coffer on PostgreSQL (COFFER_STORAGE=postgres)', function () {
     COFFER_PG_STATEMENT_TIMEOUT_MS: '2000',
   });
 
+  /** Another server on `a`'s database: its own directory (audit files) and the store's master key, as another host would have. */
+  const secondServer = (a: TestCoffer, schema: string, url = PG_TEST_URL): Promise<TestCoffer> =>
+    startTestCoffer({
+      rootToken: a.rootToken,
+      env: { ...pgEnv(schema, url), COFFER_MASTER_KEY_FILE: a.config.master_key_file },
+    });
+
   async function rowsOf(schema: string): Promise<Buffer[]> {
     const client = new pg.Client({ connectionString: PG_TEST_URL });
     await client.connect();
@@ -109,11 +117,7 @@ describe('Coffer on PostgreSQL (COFFER_STORAGE=postgres)', function () {
   it('runs two servers on one database as one: versions 1..100 from 100 PUTs split between them, a revocation and a rotation on one seen by the other', async () => {
     const schema = testSchema();
     const a = await startTestCoffer({ env: pgEnv(schema) });
-    // The second server has its own directory (audit files) and the store's master key, as another host would.
-    const b = await startTestCoffer({
-      rootToken: a.rootToken,
-      env: { ...pgEnv(schema), COFFER_MASTER_KEY_FILE: a.config.master_key_file },
-    });
+    const b = await secondServer(a, schema);
     try {
       const puts = await Promise.all(
         Array.from({ length: 100 }, (_, i) =>
@@ -154,10 +158,7 @@ describe('Coffer on PostgreSQL (COFFER_STORAGE=postgres)', function () {
   it('uses a new root token set on one server on the other within seconds, without a restart; the old one stops', async () => {
     const schema = testSchema();
     let a = await startTestCoffer({ env: pgEnv(schema) });
-    const b = await startTestCoffer({
-      rootToken: a.rootToken,
-      env: { ...pgEnv(schema), COFFER_MASTER_KEY_FILE: a.config.master_key_file },
-    });
+    const b = await secondServer(a, schema);
     const old = a.rootToken;
     try {
       expect((await b.call('GET', '/v1/auth/tokens', { token: old })).status).to.equal(200);
@@ -259,10 +260,7 @@ describe('Coffer on PostgreSQL (COFFER_STORAGE=postgres)', function () {
   it('runs one rewrap when two servers start one at the same moment (a lease taken by compare-and-set)', async () => {
     const schema = testSchema();
     const a = await startTestCoffer({ env: pgEnv(schema) });
-    const b = await startTestCoffer({
-      rootToken: a.rootToken,
-      env: { ...pgEnv(schema), COFFER_MASTER_KEY_FILE: a.config.master_key_file },
-    });
+    const b = await secondServer(a, schema);
     try {
       for (let i = 0; i < 200; i++) await a.put(`lease/k${i}`, `v${i}`);
       await a.call('POST', '/v1/sys/keyring/rotate');
@@ -328,6 +326,56 @@ describe('Coffer on PostgreSQL (COFFER_STORAGE=postgres)', function () {
       expect((await c.put('outage/k', 'after')).status).to.equal(200);
     } finally {
       await c.close();
+      await relay.cut();
+    }
+  });
+
+  it('acknowledges only committed writes when the database goes away under a write load from two servers: every acknowledged value reads back byte for byte afterwards', async () => {
+    const relay = new Relay(new URL(PG_TEST_URL));
+    await relay.start();
+    const port = relay.port;
+    const schema = testSchema();
+    const a = await startTestCoffer({ env: pgEnv(schema, relay.url()) });
+    const b = await secondServer(a, schema, relay.url());
+    try {
+      const acknowledged = new Map<string, string>();
+      let refused = 0;
+      const load = Array.from({ length: 300 }, async (_, i) => {
+        await new Promise((r) => setTimeout(r, i * 2));
+        const value = `value-${i}-${'é'.repeat(i % 7)}-${randomBase62(12)}`;
+        const res = await (i % 2 ? a : b).call('PUT', `/v1/kv/load/k${i}`, {
+          json: { value, type: i % 3 ? 'secret' : 'config' },
+        });
+        if (res.status === 201) acknowledged.set(`k${i}`, value);
+        else {
+          expect(res.status, res.text).to.equal(503);
+          refused++;
+        }
+      });
+      // The database goes away a little into the load and comes back a little later.
+      await new Promise((r) => setTimeout(r, 150));
+      await relay.cut();
+      await new Promise((r) => setTimeout(r, 200));
+      await relay.start(port);
+      await Promise.all(load);
+      expect(acknowledged.size).to.be.greaterThan(0);
+      expect(refused).to.be.greaterThan(0);
+
+      for (const [key, value] of acknowledged) {
+        let read = await a.call('GET', `/v1/kv/load/${key}`);
+        for (let i = 0; i < 20 && read.status === 503; i++) {
+          await new Promise((r) => setTimeout(r, 100));
+          read = await a.call('GET', `/v1/kv/load/${key}`);
+        }
+        expect(read.status, key).to.equal(200);
+        expect(read.body.value, key).to.equal(value);
+      }
+      // Both servers write again without a restart.
+      expect((await a.put('load/after-a', 'x')).status).to.equal(201);
+      expect((await b.put('load/after-b', 'y')).status).to.equal(201);
+    } finally {
+      await b.close();
+      await a.close();
       await relay.cut();
     }
   });
