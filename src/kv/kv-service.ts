@@ -189,9 +189,9 @@ export class KvService {
   /** The latest version, or version `version`. */
   async read(caller: Principal, namespace: string, key: string, version?: number): Promise<Entry> {
     if (!caller.access.mayInNamespace('read', namespace)) throw forbidden(`read in ${namespace}`);
-    const meta = await this.meta(namespace, key);
-    if (!meta) throw notFound('no such key');
-    return this.readExisting(caller, namespace, key, meta, version);
+    const found = await this.metaAndNewest(namespace, key);
+    if (!found) throw notFound('no such key');
+    return this.readExisting(caller, namespace, key, found.meta, version, found.newest);
   }
 
   /**
@@ -211,10 +211,11 @@ export class KvService {
     const mayList = whole !== null && caller.access.mayBeneath('list', whole);
     if (!mayKnowKey && !mayList) throw forbidden(`read or list in ${parent}`);
     if (mayKnowKey) {
-      const meta = await this.meta(parent, last);
-      if (meta && mayRead) return this.readExisting(caller, parent, last, meta, undefined);
-      if (meta && caller.access.may('list', parent, meta.type))
-        throw forbidden(`read ${meta.type} values in ${parent}`);
+      const found = await this.metaAndNewest(parent, last);
+      if (found && mayRead)
+        return this.readExisting(caller, parent, last, found.meta, undefined, found.newest);
+      if (found && caller.access.may('list', parent, found.meta.type))
+        throw forbidden(`read ${found.meta.type} values in ${parent}`);
     }
     if (mayList && (await namespaceExists(this.deps.storage, whole!))) {
       return this.checked({ namespace: whole!, key: '' }, () =>
@@ -300,6 +301,34 @@ export class KvService {
     }
   }
 
+  /**
+   * A key's index and its newest version record, read together (one query where the storage is a
+   * database); `newest` is the record of the version the index names as the latest, when that is the
+   * newest stored. A version record newer than the index promises means the index was put back to an
+   * older copy (a replay): that is a 500 integrity_error, never the older version.
+   */
+  private async metaAndNewest(
+    namespace: string,
+    key: string,
+  ): Promise<{ meta: KeyMeta; newest: Uint8Array | undefined } | undefined> {
+    const mKey = metaKey(namespace, key);
+    const { value, last } = await this.deps.storage.getWithLast(mKey, versionRange(namespace, key));
+    if (!value) return undefined;
+    const where = { namespace, key };
+    const meta = await this.checked(where, async () => this.openMeta(mKey, value));
+    const newest = last && versionOf(last.key);
+    if (newest !== undefined && newest > meta.latest)
+      throw this.indexError(
+        where,
+        new RecordIntegrityError(
+          'kv-meta',
+          printableKey(mKey),
+          `is older than the versions stored (version ${newest} exists)`,
+        ),
+      );
+    return { meta, newest: newest === meta.latest ? last!.value : undefined };
+  }
+
   /** The meta in `bytes` stored at `mKey`, MAC-checked unless they are the bytes last checked for that key. */
   private openMeta(mKey: Buffer, bytes: Uint8Array): KeyMeta {
     return this.checkedMeta.get(mKey.toString('latin1'), bytes, () =>
@@ -334,13 +363,18 @@ export class KvService {
     key: string,
     meta: KeyMeta,
     wanted: number | undefined,
+    /** The latest version's record, when it was read with the index. */
+    latestRecord?: Uint8Array,
   ): Promise<Entry> {
     if (!caller.access.may('read', namespace, meta.type))
       throw forbidden(`read ${meta.type} values in ${namespace}`);
     const version = wanted ?? meta.latest;
     if (version < meta.first || version > meta.latest) throw notFound('no such version');
     const where = { namespace, key, version };
-    const bytes = await this.deps.storage.get(versionKey(namespace, key, version));
+    const bytes =
+      version === meta.latest && latestRecord !== undefined
+        ? latestRecord
+        : await this.deps.storage.get(versionKey(namespace, key, version));
     const record = bytes && unpackVersion(bytes);
     if (!record) throw this.integrityError(where, 'version record missing or unreadable');
     if (!caller.access.may('read', namespace, record.type))

@@ -37,6 +37,16 @@ export interface StorageBackend {
   scan(range: KeyRange): AsyncIterable<StorageEntry>;
 
   /**
+   * The value at `key` and the last entry of `range` (its greatest key), read together from one consistent
+   * state of the store — one round trip where the storage is a database. (A key's index and its newest
+   * version record, for a read.)
+   */
+  getWithLast(
+    key: Uint8Array,
+    range: KeyRange,
+  ): Promise<{ readonly value: Uint8Array | undefined; readonly last: StorageEntry | undefined }>;
+
+  /**
    * Reads `keys`, hands their current values to `plan`, and applies the writes it returns, all in one
    * atomic, isolated transaction: no other write to those keys comes between the read and the writes,
    * in this process or any other sharing the store. `plan` is synchronous and must not have side

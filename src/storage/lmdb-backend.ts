@@ -30,6 +30,27 @@ export class LmdbBackend implements StorageBackend {
     return this.db.get(asBuffer(key));
   }
 
+  async getWithLast(
+    key: Uint8Array,
+    range: KeyRange,
+  ): Promise<{ value: Uint8Array | undefined; last: StorageEntry | undefined }> {
+    // Synchronous reads in one turn of the event loop share lmdb-js's read transaction: one state.
+    const value = this.db.get(asBuffer(key));
+    const start = asBuffer(range.start);
+    // Backwards from the range's end; lmdb-js includes `start` and excludes `end` in either direction, so
+    // the range's own end is skipped, and its start is looked up on its own.
+    for (const entry of this.db.getRange({
+      start: asBuffer(range.end),
+      end: start,
+      reverse: true,
+    })) {
+      if (Buffer.compare(entry.key, asBuffer(range.end)) >= 0) continue;
+      return { value, last: { key: entry.key, value: entry.value } };
+    }
+    const first = this.db.get(start);
+    return { value, last: first === undefined ? undefined : { key: start, value: first } };
+  }
+
   async *scan(range: KeyRange): AsyncIterable<StorageEntry> {
     const entries = this.db.getRange({
       start: asBuffer(range.start),

@@ -3,7 +3,7 @@
  * its own, so several Coffer servers can share one database. bytea compares byte by byte, so key order is
  * the same as LMDB's.
  *
- *   get     one SELECT
+ *   get     one SELECT (getWithLast: a key and a range's last entry in one statement)
  *   scan    pages of PAGE rows in key order (keyset pagination: each page starts after the last key)
  *   atomic  a transaction that holds a lock per key the plan reads or writes (an advisory lock on a hash of
  *           the key: exclusive where the plan writes the key, shared where it only reads it), all taken
@@ -63,7 +63,7 @@ export class PostgresBackend implements StorageBackend {
   private readonly lockSalt: Buffer;
   /** Named (prepared) statements: parsed and planned once per connection, not per query. */
   private readonly sql: Record<
-    'lock' | 'get' | 'scanFirst' | 'scanNext' | 'read' | 'delete' | 'upsert',
+    'lock' | 'get' | 'getWithLast' | 'scanFirst' | 'scanNext' | 'read' | 'delete' | 'upsert',
     { name: string; text: string }
   >;
 
@@ -77,6 +77,12 @@ export class PostgresBackend implements StorageBackend {
     const named = (name: string, text: string) => ({ name: `coffer-${name}-${tag}`, text });
     this.sql = {
       get: named('get', `SELECT v FROM ${table} WHERE k = $1`),
+      // One statement, so both parts read the same snapshot.
+      getWithLast: named(
+        'get-with-last',
+        `SELECT 0 AS w, k, v FROM ${table} WHERE k = $1
+         UNION ALL (SELECT 1 AS w, k, v FROM ${table} WHERE k >= $2 AND k < $3 ORDER BY k DESC LIMIT 1)`,
+      ),
       scanFirst: named(
         'scan-first',
         `SELECT k, v FROM ${table} WHERE k >= $1 AND k < $2 ORDER BY k LIMIT $3`,
@@ -134,6 +140,22 @@ export class PostgresBackend implements StorageBackend {
   async get(key: Uint8Array): Promise<Uint8Array | undefined> {
     const { rows } = await this.query<{ v: Buffer }>(this.sql.get, [asBuffer(key)]);
     return rows[0]?.v;
+  }
+
+  async getWithLast(
+    key: Uint8Array,
+    range: KeyRange,
+  ): Promise<{ value: Uint8Array | undefined; last: StorageEntry | undefined }> {
+    const { rows } = await this.query<{ w: number; k: Buffer; v: Buffer }>(this.sql.getWithLast, [
+      asBuffer(key),
+      asBuffer(range.start),
+      asBuffer(range.end),
+    ]);
+    const last = rows.find((r) => r.w === 1);
+    return {
+      value: rows.find((r) => r.w === 0)?.v,
+      last: last && { key: last.k, value: last.v },
+    };
   }
 
   /** A query on a pooled connection; a connection failure becomes StorageUnavailableError. */

@@ -88,6 +88,27 @@ export function storageConformance(name: string, factory: BackendFactory): void 
       expect(str(await storage.get(b('d')))).to.equal('4');
     });
 
+    it("reads a key and the last entry of a range together: the range's start included, its end excluded", async () => {
+      await putAll(storage, {
+        idx: 'meta',
+        'r\x00': 'first',
+        'r\x00a': 'a',
+        'r\x00b': 'b',
+        'r\x01': 'end',
+      });
+      const both = await storage.getWithLast(b('idx'), { start: b('r\x00'), end: b('r\x01') });
+      expect(str(both.value)).to.equal('meta');
+      expect([str(both.last?.key), str(both.last?.value)]).to.deep.equal(['r\x00b', 'b']);
+      const onlyStart = await storage.getWithLast(b('none'), {
+        start: b('r\x00'),
+        end: b('r\x00a'),
+      });
+      expect(onlyStart.value).to.equal(undefined);
+      expect(str(onlyStart.last?.key)).to.equal('r\x00');
+      const empty = await storage.getWithLast(b('idx'), { start: b('s'), end: b('t') });
+      expect(empty.last).to.equal(undefined);
+    });
+
     it('hands a plan the current values and applies its puts and deletes', async () => {
       await putAll(storage, { x: '1', y: '2' });
       const result = await storage.atomic([b('x'), b('missing')], ([x, missing]) => ({
