@@ -302,15 +302,20 @@ export class KvService {
   }
 
   /**
-   * A key's index and its newest version record, read together (one query where the storage is a
-   * database); `newest` is the record of the version the index names as the latest, when that is the
-   * newest stored. A version record newer than the index promises means the index was put back to an
-   * older copy (a replay): that is a 500 integrity_error, never the older version.
+   * A key's index and, where the storage is remote, its newest version record, read together in one query
+   * (`newest`: the record of the version the index names as the latest, when that is the newest stored).
+   * There, a version record newer than the index promises — the index put back to an older copy — is a
+   * 500 integrity_error, never the older version. On an embedded store two plain reads are cheaper than
+   * the cursor this needs, and a replayed index is found by the next write to the key instead.
    */
   private async metaAndNewest(
     namespace: string,
     key: string,
   ): Promise<{ meta: KeyMeta; newest: Uint8Array | undefined } | undefined> {
+    if (!this.deps.storage.remote) {
+      const meta = await this.meta(namespace, key);
+      return meta && { meta, newest: undefined };
+    }
     const mKey = metaKey(namespace, key);
     const { value, last } = await this.deps.storage.getWithLast(mKey, versionRange(namespace, key));
     if (!value) return undefined;

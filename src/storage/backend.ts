@@ -31,6 +31,12 @@ export interface Plan<T> {
 }
 
 export interface StorageBackend {
+  /**
+   * True when every call is a round trip to a server (PostgreSQL): callers then prefer one call that reads
+   * more (getWithLast) to several small ones, which an embedded store answers faster.
+   */
+  readonly remote: boolean;
+
   get(key: Uint8Array): Promise<Uint8Array | undefined>;
 
   /** Entries in the range, lazily; stopping the iteration early stops reading. */

@@ -57,6 +57,7 @@ const RETRY_CODES = new Set(['40001', '40P01']);
 const MAX_ATTEMPTS = 50;
 
 export class PostgresBackend implements StorageBackend {
+  readonly remote = true;
   private closed = false;
 
   /** Mixed into every lock id, so that two schemas in one database never share locks. */

@@ -11,6 +11,7 @@ import { sodiumReady } from '../../src/crypto/aead.js';
 import { randomBase62 } from '../../src/crypto/random.js';
 import { LocalKeyProvider, loadOrCreateMasterKey } from '../../src/keys/local-provider.js';
 import { Rewrapper } from '../../src/operator/rewrap.js';
+import { metaKey } from '../../src/storage/layout.js';
 import { openStorage } from '../../src/storage/registry.js';
 import { KeyringHolder } from '../../src/store/keyring-store.js';
 import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
@@ -110,6 +111,32 @@ describe('Coffer on PostgreSQL (COFFER_STORAGE=postgres)', function () {
       expect(read.status).to.equal(200);
       expect(read.body.value).to.equal('hunter2-secret-value');
     } finally {
+      await c.close();
+    }
+  });
+
+  it('refuses a read when a database administrator puts back an older copy of a key index (a replay), and a write after it', async () => {
+    const schema = testSchema();
+    const c = await startTestCoffer({ env: pgEnv(schema) });
+    const client = new pg.Client({ connectionString: PG_TEST_URL });
+    await client.connect();
+    try {
+      const index = metaKey('app', 'db');
+      expect((await c.put('app/db', 'first')).status).to.equal(201);
+      const older = (
+        await client.query<{ v: Buffer }>(`SELECT v FROM "${schema}".records WHERE k = $1`, [index])
+      ).rows[0]!.v;
+      expect((await c.put('app/db', 'second')).status).to.equal(200);
+      await client.query(`UPDATE "${schema}".records SET v = $2 WHERE k = $1`, [index, older]);
+      const read = await c.call('GET', '/v1/kv/app/db');
+      expect(read.status).to.equal(500);
+      expect(read.body.code).to.equal('integrity_error');
+      expect(read.text).to.not.include('first');
+      const write = await c.put('app/db', 'third');
+      expect(write.status).to.equal(500);
+      expect(write.body.code).to.equal('integrity_error');
+    } finally {
+      await client.end();
       await c.close();
     }
   });
