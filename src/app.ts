@@ -21,6 +21,7 @@ import { IntentJournal } from './audit/intent-journal.js';
 import { recoverIntents } from './audit/intent-recovery.js';
 import { AuditRegistry } from './audit/registry.js';
 import { StdoutSink } from './audit/stdout-sink.js';
+import { repairTornTails } from './audit/tail-repair.js';
 import { AuditWriter } from './audit/writer.js';
 import { Argon2Gate } from './auth/argon2-gate.js';
 import { Authenticator } from './auth/authenticator.js';
@@ -511,6 +512,13 @@ async function recoverJournaledIntents(
   audit: AuditLog,
   log: Logger,
 ): Promise<void> {
+  for (const torn of repairTornTails(config.audit.dir!)) {
+    await audit.event('audit.tail_repaired', { ...torn });
+    log.warn(
+      { event: 'audit.tail_repaired', ...torn },
+      'an audit file ended in part of a line (a process killed while writing it): cut back to its last whole line',
+    );
+  }
   const { found, recovered } = await recoverIntents(storage, seal, config.audit.dir!, audit);
   if (recovered > 0) {
     log.warn(
