@@ -15,7 +15,8 @@ import { runWorker } from './server/worker.js';
 const USAGE = `usage: coffer serve | coffer operator <command> | coffer audit <command> | coffer help [operator|audit]
 
   serve       run the server; configuration: config/default.json, COFFER_CONFIG, COFFER_* variables (README)
-  operator    key management against a running server: status, rotate, rewrap, migrate-key (coffer operator --help)
+  operator    key management against a running server: status, rotate, rewrap, migrate-key; snapshot and
+              restore of the store's sealed records (coffer operator --help)
   audit       verify the audit log, report on sealed storage, offline (coffer audit --help)
 `;
 

@@ -3,12 +3,15 @@
  * running server (see cli/client.ts). Rewrap shows a progress bar on a terminal (done/total, rate, ETA)
  * and a progress line every few seconds otherwise.
  */
-import { readFileSync } from 'node:fs';
+import { once } from 'node:events';
+import { createWriteStream, readFileSync, type WriteStream } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
-import { ENV_SETTINGS } from '../config/load.js';
+import { ENV_SETTINGS, loadConfig } from '../config/load.js';
 import { KEY_PROVIDERS } from '../keys/registry.js';
+import { restoreSnapshot, SnapshotError, writeSnapshot } from '../operator/snapshot.js';
+import { openStorage } from '../storage/registry.js';
 import { type ApiClient, CliError, clientFromEnv } from './client.js';
 
 export const OPERATOR_USAGE = `usage: coffer operator <command>
@@ -22,8 +25,12 @@ export const OPERATOR_USAGE = `usage: coffer operator <command>
                                   with the new provider's settings as in the configuration file, e.g.
                                   {"key_provider":"aws-kms","kms":{"key_id":"alias/coffer"}}
                                   (paths are the server's; a PIN or passphrase only ever by file)
+  snapshot --out FILE             a consistent copy of the store's sealed records, taken while it serves
+  restore --from FILE             check a snapshot whole, then write it into an empty store
 
-Environment: COFFER_ADDR (default http://127.0.0.1:8750), COFFER_TOKEN (the root token).
+Environment: COFFER_ADDR (default http://127.0.0.1:8750), COFFER_TOKEN (the root token). snapshot and
+restore open the store itself, with the server's settings (COFFER_STORAGE, COFFER_DATA_DIR, COFFER_PG_URL…),
+and need no token and no master key: nothing is decrypted.
 `;
 
 /** Each command's own help (`coffer operator <command> --help`). */
@@ -55,6 +62,21 @@ ${KEY_PROVIDERS.map((p) => `  ${p.name.padEnd(8)} ${p.summary}`).join('\n')}
 Paths are the server's (relative ones are made absolute from this directory). A key file must exist
 already; a PIN or passphrase is only ever read from a file. Afterwards, configure the server with the
 variables it prints before the next restart. Root only.
+`,
+  snapshot: `usage: coffer operator snapshot --out FILE
+
+Writes every record of the store, as stored (sealed or authenticated; nothing is decrypted), from one
+consistent state of it while servers go on serving, with a checksum and counts at the end. FILE is created
+owner-only and must not exist. Opens the store with the server's settings (COFFER_STORAGE, COFFER_DATA_DIR,
+COFFER_PG_URL…); needs no token and no master key. The audit log's files are not part of it: copy the audit
+directories as well.
+`,
+  restore: `usage: coffer operator restore --from FILE
+
+Checks the snapshot whole (format, counts, checksum), then writes it into the store the settings name
+(COFFER_STORAGE, COFFER_DATA_DIR, COFFER_PG_URL…), which must be empty — from LMDB to PostgreSQL or back.
+Servers need the snapshot's master key to open the result. A restore cut off before its end leaves a store
+to empty and restore again.
 `,
 };
 
@@ -181,6 +203,72 @@ async function rewrap(
   }
 }
 
+/** A progress bar on a terminal, a line every few seconds otherwise. */
+function progress(out: Out, what: string): (done: number, total?: number) => void {
+  const tty = process.stderr.isTTY === true;
+  const bar = tty
+    ? new cliProgress.SingleBar(
+        { format: `{bar} {value}/{total} ${what}`, stream: process.stderr },
+        cliProgress.Presets.shades_classic,
+      )
+    : null;
+  let started = false;
+  let lastLine = Date.now();
+  return (done, total) => {
+    if (bar) {
+      if (!started) bar.start(total ?? done, done);
+      started = true;
+      bar.setTotal(Math.max(total ?? done, done));
+      bar.update(done);
+      if (total !== undefined && done >= total) bar.stop();
+    } else if (Date.now() - lastLine > 5000) {
+      lastLine = Date.now();
+      out(`progress: ${done}${total === undefined ? '' : `/${total}`} ${what}`);
+    }
+  };
+}
+
+async function snapshot(file: string, out: Out): Promise<void> {
+  const storage = await openStorage(loadConfig());
+  try {
+    let stream: WriteStream;
+    try {
+      // Owner-only, and never over an existing file.
+      stream = createWriteStream(file, { flags: 'wx', mode: 0o600 });
+      await once(stream, 'open');
+    } catch (err) {
+      throw new CliError(
+        `--out ${file}: ${(err as NodeJS.ErrnoException).code ?? 'cannot create'}`,
+        2,
+      );
+    }
+    const summary = await writeSnapshot(storage, stream, Date.now(), progress(out, 'records'));
+    out(
+      `snapshot written to ${file}: ${summary.records} records (${Object.entries(summary.kinds)
+        .map(([k, n]) => `${k} ${n}`)
+        .join(', ')}), sha256 ${summary.sha256}`,
+    );
+    out(
+      `keyring ${summary.keyring ?? '(none: an empty store)'}; restoring it needs that keyring's master key`,
+    );
+  } finally {
+    await storage.close();
+  }
+}
+
+async function restore(file: string, out: Out): Promise<void> {
+  const storage = await openStorage(loadConfig());
+  try {
+    const summary = await restoreSnapshot(storage, file, progress(out, 'records'));
+    out(`restored ${summary.records} records from ${file} (sha256 ${summary.sha256} checked)`);
+  } catch (err) {
+    if (err instanceof SnapshotError) throw new CliError(err.message, 1);
+    throw err;
+  } finally {
+    await storage.close();
+  }
+}
+
 /** Reads the new provider's settings; relative paths are taken from the current directory. */
 function readTarget(file: string): Record<string, unknown> {
   let target: unknown;
@@ -255,6 +343,8 @@ export async function operatorCommand(
       retire: { type: 'boolean', default: false },
       'batch-size': { type: 'string' },
       to: { type: 'string' },
+      out: { type: 'string' },
+      from: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -266,6 +356,16 @@ export async function operatorCommand(
   if (values.help || command === undefined) {
     out(OPERATOR_USAGE);
     return values.help ? 0 : 2;
+  }
+  if (command === 'snapshot') {
+    if (values.out === undefined) throw new CliError('snapshot needs --out FILE', 2);
+    await snapshot(values.out, out);
+    return 0;
+  }
+  if (command === 'restore') {
+    if (values.from === undefined) throw new CliError('restore needs --from FILE', 2);
+    await restore(values.from, out);
+    return 0;
   }
   const api = clientFromEnv();
   switch (command) {

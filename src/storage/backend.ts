@@ -43,6 +43,12 @@ export interface StorageBackend {
   scan(range: KeyRange): AsyncIterable<StorageEntry>;
 
   /**
+   * Every entry of the store in key order, from one consistent state of it, while writes go on (for a
+   * snapshot); stopping the iteration early lets that state go.
+   */
+  everything(): AsyncIterable<StorageEntry>;
+
+  /**
    * The value at `key` and the last entry of `range` (its greatest key), read together from one consistent
    * state of the store — one round trip where the storage is a database. (A key's index and its newest
    * version record, for a read.)

@@ -58,6 +58,12 @@ export class LmdbBackend implements StorageBackend {
     return { value, last: first === undefined ? undefined : { key: start, value: first } };
   }
 
+  async *everything(): AsyncIterable<StorageEntry> {
+    // One range over the whole database reads from one read transaction (lmdb-js's snapshot).
+    for (const { key, value } of this.db.getRange({ snapshot: true }))
+      yield { key: Buffer.from(key), value: Buffer.from(value) };
+  }
+
   async *scan(range: KeyRange): AsyncIterable<StorageEntry> {
     const entries = this.db.getRange({
       start: asBuffer(range.start),

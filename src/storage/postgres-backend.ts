@@ -70,7 +70,7 @@ export class PostgresBackend implements StorageBackend {
 
   private constructor(
     private readonly pool: pg.Pool,
-    table: string,
+    private readonly table: string,
   ) {
     // Named per table: two schemas on one connection's server never share a statement.
     const tag = createHash('sha256').update(table).digest('hex').slice(0, 16);
@@ -185,6 +185,42 @@ export class PostgresBackend implements StorageBackend {
       if (rows.length < size) return;
       left -= rows.length;
       after = rows[rows.length - 1]!.k;
+    }
+  }
+
+  /** Pages of the whole table inside one REPEATABLE READ, READ ONLY transaction: one snapshot. */
+  async *everything(): AsyncIterable<StorageEntry> {
+    const client = await this.pool.connect().catch((err: unknown) => {
+      throw unavailable(err);
+    });
+    let broken = false;
+    const lost = (): void => {
+      broken = true;
+    };
+    client.on('error', lost);
+    try {
+      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+      let after: Buffer | null = null;
+      for (;;) {
+        const page: pg.QueryResult<{ k: Buffer; v: Buffer }> =
+          after === null
+            ? await client.query(`SELECT k, v FROM ${this.table} ORDER BY k LIMIT ${PAGE}`)
+            : await client.query(
+                `SELECT k, v FROM ${this.table} WHERE k > $1 ORDER BY k LIMIT ${PAGE}`,
+                [after],
+              );
+        for (const row of page.rows) yield { key: row.k, value: row.v };
+        if (page.rows.length < PAGE) break;
+        after = page.rows[page.rows.length - 1]!.k;
+      }
+    } catch (err) {
+      throw unavailable(err);
+    } finally {
+      await client.query('COMMIT').catch(() => {
+        broken = true;
+      });
+      client.off('error', lost);
+      client.release(broken);
     }
   }
 

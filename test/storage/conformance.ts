@@ -109,6 +109,23 @@ export function storageConformance(name: string, factory: BackendFactory): void 
       expect(empty.last).to.equal(undefined);
     });
 
+    it('reads everything from one state of the store while writes go on', async () => {
+      await putAll(storage, { 'e-1': 'a', 'e-2': 'b', 'e-3': 'c' });
+      const seen: [string, string][] = [];
+      for await (const e of storage.everything()) {
+        if (seen.length === 0) {
+          // Written after the read began: not part of it.
+          await putAll(storage, { 'e-0': 'late', 'e-4': 'late', 'e-2': 'changed' });
+        }
+        seen.push([str(e.key)!, str(e.value)!]);
+      }
+      expect(seen).to.deep.equal([
+        ['e-1', 'a'],
+        ['e-2', 'b'],
+        ['e-3', 'c'],
+      ]);
+    });
+
     it('hands a plan the current values and applies its puts and deletes', async () => {
       await putAll(storage, { x: '1', y: '2' });
       const result = await storage.atomic([b('x'), b('missing')], ([x, missing]) => ({

@@ -1,0 +1,147 @@
+import { cpSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
+import { dropTestSchemas, PG_TEST_URL, requirePostgres, testSchema } from '../support/postgres.js';
+import { runCoffer } from '../support/process.js';
+
+describe('snapshots: coffer operator snapshot and restore (LMDB → PostgreSQL → LMDB)', function () {
+  this.timeout(180_000);
+  before(async function () {
+    await requirePostgres(this);
+  });
+  after(async () => {
+    await dropTestSchemas();
+  });
+
+  /** The settings that name a store, as the CLI reads them (it needs no token and no key). */
+  const lmdbEnv = (c: TestCoffer | string): Record<string, string> => ({
+    COFFER_DATA_DIR: typeof c === 'string' ? c : c.config.data_dir,
+    COFFER_LOG_LEVEL: 'silent',
+  });
+  const pgEnv = (schema: string): Record<string, string> => ({
+    COFFER_STORAGE: 'postgres',
+    COFFER_PG_URL: PG_TEST_URL,
+    COFFER_PG_SCHEMA: schema,
+    COFFER_DATA_DIR: join(tempDir(), 'data'),
+    COFFER_LOG_LEVEL: 'silent',
+  });
+
+  it('copies a serving store whole — every acknowledged value byte for byte, tokens, audit checkpoints — into PostgreSQL and back, checking each file', async () => {
+    const a = await startTestCoffer();
+    const reader = await a.token({ role: 'reader', metadata: { name: 'drill-reader' } });
+    const acknowledged = new Map<string, string>();
+    for (let i = 0; i < 300; i++) {
+      const value = `v${i}-${'ü'.repeat(i % 5)}-\u{1F511}`;
+      const res = await a.put(`drill/ns${i % 7}/k${i}`, value, i % 4 ? 'secret' : 'config');
+      expect(res.status).to.equal(201);
+      acknowledged.set(`drill/ns${i % 7}/k${i}`, value);
+    }
+    const dir = tempDir();
+    const first = join(dir, 'first.snapshot');
+    // Writes go on while the snapshot is taken; those acknowledged before it began must all be in it.
+    let writing = true;
+    const load = (async () => {
+      for (let i = 0; writing; i++) await a.put(`drill/during/k${i}`, `during-${i}`);
+    })();
+    const taken = await runCoffer(['operator', 'snapshot', '--out', first], lmdbEnv(a));
+    writing = false;
+    await load;
+    expect(taken.code, taken.stderr).to.equal(0);
+    expect(taken.stdout).to.match(/^snapshot written to .*: \d+ records/);
+    expect(statSync(first).mode & 0o777).to.equal(0o600);
+    expect(readFileSync(first).includes(Buffer.from('v1-ü'))).to.equal(false); // sealed, as stored
+    // The file is never overwritten.
+    expect((await runCoffer(['operator', 'snapshot', '--out', first], lmdbEnv(a))).code).to.equal(
+      2,
+    );
+
+    // Into PostgreSQL; a server there with A's key, root token and a copy of A's audit files.
+    const schema = testSchema();
+    const restored = await runCoffer(['operator', 'restore', '--from', first], pgEnv(schema));
+    expect(restored.code, restored.stderr).to.equal(0);
+    const auditCopy = join(tempDir(), 'audit');
+    cpSync(a.config.audit.dir!, auditCopy, { recursive: true });
+    const b = await startTestCoffer({
+      rootToken: a.rootToken,
+      env: {
+        COFFER_STORAGE: 'postgres',
+        COFFER_PG_URL: PG_TEST_URL,
+        COFFER_PG_SCHEMA: schema,
+        COFFER_MASTER_KEY_FILE: a.config.master_key_file,
+        COFFER_AUDIT_DIR: auditCopy,
+      },
+    });
+    try {
+      for (const [path, value] of acknowledged) {
+        const read = await b.call('GET', `/v1/kv/${path}`, { token: reader });
+        expect(read.status, path).to.equal(200);
+        expect(read.body.value, path).to.equal(value);
+      }
+      expect((await b.call('GET', '/v1/auth/me', { token: reader })).body.metadata).to.deep.equal({
+        name: 'drill-reader',
+      });
+      const verify = await b.call('GET', '/v1/sys/audit/verify');
+      expect(verify.body.intact, JSON.stringify(verify.body)).to.equal(true);
+
+      // And back, from PostgreSQL into a fresh LMDB store.
+      const second = join(dir, 'second.snapshot');
+      const again = await runCoffer(['operator', 'snapshot', '--out', second], pgEnv(schema));
+      expect(again.code, again.stderr).to.equal(0);
+      const back = join(tempDir(), 'data');
+      expect(
+        (await runCoffer(['operator', 'restore', '--from', second], lmdbEnv(back))).code,
+      ).to.equal(0);
+      const c = await startTestCoffer({
+        dataDir: join(back, '..'),
+        rootToken: a.rootToken,
+        ownsDir: false,
+        env: { COFFER_MASTER_KEY_FILE: a.config.master_key_file },
+      });
+      try {
+        for (const [path, value] of acknowledged) {
+          const read = await c.call('GET', `/v1/kv/${path}`, { token: reader });
+          expect(read.body.value, path).to.equal(value);
+        }
+      } finally {
+        await c.close();
+      }
+    } finally {
+      await b.close();
+      await a.close();
+    }
+  });
+
+  it('refuses a damaged or cut-short snapshot and a store that is not empty, writing nothing', async () => {
+    const a = await startTestCoffer();
+    await a.put('k/v', 'value');
+    const dir = tempDir();
+    const file = join(dir, 'a.snapshot');
+    expect((await runCoffer(['operator', 'snapshot', '--out', file], lmdbEnv(a))).code).to.equal(0);
+    const bytes = readFileSync(file);
+
+    const damaged = join(dir, 'damaged.snapshot');
+    const changed = Buffer.from(bytes);
+    changed[Math.floor(changed.length / 2)]! ^= 0x01;
+    writeFileSync(damaged, changed);
+    const cut = join(dir, 'cut.snapshot');
+    writeFileSync(cut, bytes.subarray(0, bytes.length - 80));
+    for (const [bad, reason] of [
+      [damaged, /checksum does not match|counts do not match|end record/],
+      [cut, /cut short|end record/],
+    ] as const) {
+      const target = join(tempDir(), 'data');
+      const run = await runCoffer(['operator', 'restore', '--from', bad], lmdbEnv(target));
+      expect(run.code, bad).to.equal(1);
+      expect(run.stderr, bad).to.match(reason);
+      // Nothing was written: the same target takes the good snapshot afterwards.
+      expect(
+        (await runCoffer(['operator', 'restore', '--from', file], lmdbEnv(target))).code,
+      ).to.equal(0);
+    }
+    const notEmpty = await runCoffer(['operator', 'restore', '--from', file], lmdbEnv(a));
+    expect(notEmpty.code).to.equal(1);
+    expect(notEmpty.stderr).to.match(/not empty/);
+    await a.close();
+  });
+});
