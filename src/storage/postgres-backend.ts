@@ -190,14 +190,8 @@ export class PostgresBackend implements StorageBackend {
 
   /** Pages of the whole table inside one REPEATABLE READ, READ ONLY transaction: one snapshot. */
   async *everything(): AsyncIterable<StorageEntry> {
-    const client = await this.pool.connect().catch((err: unknown) => {
-      throw unavailable(err);
-    });
+    const { client, release } = await this.checkout();
     let broken = false;
-    const lost = (): void => {
-      broken = true;
-    };
-    client.on('error', lost);
     try {
       await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
       let after: Buffer | null = null;
@@ -219,8 +213,7 @@ export class PostgresBackend implements StorageBackend {
       await client.query('COMMIT').catch(() => {
         broken = true;
       });
-      client.off('error', lost);
-      client.release(broken);
+      release(broken);
     }
   }
 
@@ -269,21 +262,39 @@ export class PostgresBackend implements StorageBackend {
     await this.pool.end();
   }
 
+  /**
+   * A pooled connection for a transaction. A connection lost while checked out is reported as an 'error'
+   * event (and as the failing query's error): without a listener the event would end the process. Released
+   * as broken (closed, not reused) when it was lost or `broken` says so.
+   */
+  private async checkout(): Promise<{
+    client: pg.PoolClient;
+    release: (broken: boolean) => void;
+  }> {
+    const client = await this.pool.connect().catch((err: unknown) => {
+      throw unavailable(err);
+    });
+    let lost = false;
+    const onError = (): void => {
+      lost = true;
+    };
+    client.on('error', onError);
+    return {
+      client,
+      release: (broken) => {
+        client.off('error', onError);
+        client.release(broken || lost);
+      },
+    };
+  }
+
   private async once<T>(
     keys: readonly Uint8Array[],
     plan: (current: readonly (Uint8Array | undefined)[]) => Plan<T>,
     locks: readonly { key: Uint8Array; exclusive: boolean }[],
   ): Promise<{ done: true; result: T } | { done: false; escalate: Uint8Array[] }> {
-    const client = await this.pool.connect().catch((err: unknown) => {
-      throw unavailable(err);
-    });
+    const { client, release } = await this.checkout();
     let broken = false;
-    // A connection lost while checked out is reported as an 'error' event (and as the failing query's
-    // error); without a listener the event would end the process.
-    const lost = (): void => {
-      broken = true;
-    };
-    client.on('error', lost);
     try {
       await client.query('BEGIN');
       if (locks.length > 0) await this.lock(client, locks);
@@ -309,8 +320,7 @@ export class PostgresBackend implements StorageBackend {
       });
       throw err;
     } finally {
-      client.off('error', lost);
-      client.release(broken);
+      release(broken);
     }
   }
 
