@@ -10,8 +10,8 @@ import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
 import { ENV_SETTINGS, loadConfig } from '../config/load.js';
 import { KEY_PROVIDERS } from '../keys/registry.js';
-import { restoreSnapshot, SnapshotError, writeSnapshot } from '../operator/snapshot.js';
-import { openStorage } from '../storage/registry.js';
+import { copyStore, restoreSnapshot, SnapshotError, writeSnapshot } from '../operator/snapshot.js';
+import { openStorage, type StorageSettings } from '../storage/registry.js';
 import { type ApiClient, CliError, clientFromEnv } from './client.js';
 
 export const OPERATOR_USAGE = `usage: coffer operator <command>
@@ -27,6 +27,8 @@ export const OPERATOR_USAGE = `usage: coffer operator <command>
                                   (paths are the server's; a PIN or passphrase only ever by file)
   snapshot --out FILE             a consistent copy of the store's sealed records, taken while it serves
   restore --from FILE             check a snapshot whole, then write it into an empty store
+  migrate-storage --to TARGET     copy the store into an empty one: postgres (the COFFER_PG_* settings,
+                                  or --to postgres:URL) or lmdb:DIR (a data directory)
 
 Environment: COFFER_ADDR (default http://127.0.0.1:8750), COFFER_TOKEN (the root token). snapshot and
 restore open the store itself, with the server's settings (COFFER_STORAGE, COFFER_DATA_DIR, COFFER_PG_URL…),
@@ -70,6 +72,16 @@ consistent state of it while servers go on serving, with a checksum and counts a
 owner-only and must not exist. Opens the store with the server's settings (COFFER_STORAGE, COFFER_DATA_DIR,
 COFFER_PG_URL…); needs no token and no master key. The audit log's files are not part of it: copy the audit
 directories as well.
+`,
+  'migrate-storage': `usage: coffer operator migrate-storage --to postgres[:URL] | lmdb:DIR
+
+Copies every record of the store the settings name (COFFER_STORAGE, COFFER_DATA_DIR, COFFER_PG_URL…), from
+one consistent state of it, into an empty store: PostgreSQL (with --to postgres the COFFER_PG_* settings,
+with --to postgres:URL that URL, and COFFER_PG_SCHEMA) or LMDB in the data directory DIR. Records are
+copied as stored (nothing decrypted; no token or master key needed), the keyring last, and the target's
+records are counted afterwards. Stop the servers first, or the copy misses writes made after it began;
+then start them on the new store with the same master key. Not resumable: a copy cut off leaves a target
+to empty and copy again. The audit directories are not part of it: keep them.
 `,
   restore: `usage: coffer operator restore --from FILE
 
@@ -269,6 +281,43 @@ async function restore(file: string, out: Out): Promise<void> {
   }
 }
 
+async function migrateStorage(to: string, out: Out): Promise<void> {
+  const config = loadConfig();
+  let target: StorageSettings;
+  if (to === 'postgres' || to.startsWith('postgres:')) {
+    const url = to === 'postgres' ? config.pg_url : to.slice('postgres:'.length);
+    target = { ...config, storage: 'postgres', ...(url === undefined ? {} : { pg_url: url }) };
+  } else if (to.startsWith('lmdb:') && to.length > 'lmdb:'.length) {
+    target = { ...config, storage: 'lmdb', data_dir: resolve(to.slice('lmdb:'.length)) };
+  } else throw new CliError('--to must be postgres, postgres:URL or lmdb:DIR', 2);
+  if (
+    target.storage === config.storage &&
+    target.storage === 'lmdb' &&
+    target.data_dir === config.data_dir
+  )
+    throw new CliError('--to names the store being copied', 2);
+  const source = await openStorage(config);
+  try {
+    const destination = await openStorage(target);
+    try {
+      const { records } = await copyStore(source, destination, progress(out, 'records'));
+      out(
+        `copied ${records} records to ${target.storage === 'lmdb' ? target.data_dir : 'PostgreSQL'} and counted them there`,
+      );
+      out(
+        'start the servers on the new store with the same master key (and keep the audit directories)',
+      );
+    } catch (err) {
+      if (err instanceof SnapshotError) throw new CliError(err.message, 1);
+      throw err;
+    } finally {
+      await destination.close();
+    }
+  } finally {
+    await source.close();
+  }
+}
+
 /** Reads the new provider's settings; relative paths are taken from the current directory. */
 function readTarget(file: string): Record<string, unknown> {
   let target: unknown;
@@ -360,6 +409,12 @@ export async function operatorCommand(
   if (command === 'snapshot') {
     if (values.out === undefined) throw new CliError('snapshot needs --out FILE', 2);
     await snapshot(values.out, out);
+    return 0;
+  }
+  if (command === 'migrate-storage') {
+    if (values.to === undefined)
+      throw new CliError('migrate-storage needs --to postgres[:URL] or --to lmdb:DIR', 2);
+    await migrateStorage(values.to, out);
     return 0;
   }
   if (command === 'restore') {

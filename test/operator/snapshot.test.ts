@@ -112,6 +112,46 @@ describe('snapshots: coffer operator snapshot and restore (LMDB â†’ PostgreSQL â
     }
   });
 
+  it('moves a store from LMDB to PostgreSQL with migrate-storage, and refuses a target that is not empty', async () => {
+    // Its own directory (kept after close: the master key file is in it), stopped before the move.
+    const a = await startTestCoffer({ dataDir: tempDir() });
+    const reader = await a.token({ role: 'reader' });
+    for (let i = 0; i < 50; i++) await a.put(`move/k${i}`, `value-${i}-\u00e9`);
+    await a.close();
+    const schema = testSchema();
+    const env = { ...lmdbEnv(a), COFFER_PG_SCHEMA: schema };
+    const moved = await runCoffer(
+      ['operator', 'migrate-storage', '--to', `postgres:${PG_TEST_URL}`],
+      env,
+    );
+    expect(moved.code, moved.stderr).to.equal(0);
+    expect(moved.stdout).to.match(/^copied \d+ records to PostgreSQL and counted them there/);
+    const again = await runCoffer(
+      ['operator', 'migrate-storage', '--to', `postgres:${PG_TEST_URL}`],
+      env,
+    );
+    expect(again.code).to.equal(1);
+    expect(again.stderr).to.match(/not empty/);
+
+    const b = await startTestCoffer({
+      rootToken: a.rootToken,
+      env: {
+        COFFER_STORAGE: 'postgres',
+        COFFER_PG_URL: PG_TEST_URL,
+        COFFER_PG_SCHEMA: schema,
+        COFFER_MASTER_KEY_FILE: a.config.master_key_file,
+      },
+    });
+    try {
+      for (let i = 0; i < 50; i++) {
+        const read = await b.call('GET', `/v1/kv/move/k${i}`, { token: reader });
+        expect(read.body.value).to.equal(`value-${i}-\u00e9`);
+      }
+    } finally {
+      await b.close();
+    }
+  });
+
   it('refuses a damaged or cut-short snapshot and a store that is not empty, writing nothing', async () => {
     const a = await startTestCoffer();
     await a.put('k/v', 'value');
