@@ -168,6 +168,46 @@ export async function checkSnapshot(file: string): Promise<SnapshotSummary> {
   }
 }
 
+/** Refuses a target store that holds anything. */
+async function refuseNonEmpty(target: StorageBackend, what: string): Promise<void> {
+  for await (const _ of target.scan({
+    start: Buffer.alloc(0),
+    end: Buffer.from([0xff, 0xff]),
+    limit: 1,
+  }))
+    throw new SnapshotError(`the target store is not empty: ${what} only into an empty store`);
+}
+
+/**
+ * Writes `entries` into `target` in batches, the keyring record last: a write cut off before the end
+ * leaves a store no server opens as the copied one (empty it and write again), never one that looks whole.
+ */
+async function writeAll(
+  target: StorageBackend,
+  entries: AsyncIterable<StorageEntry>,
+  onWritten?: (written: number) => void,
+): Promise<number> {
+  let batch: StorageWrite[] = [];
+  let keyring: StorageWrite | undefined;
+  let written = 0;
+  const flush = async (): Promise<void> => {
+    const writes = batch;
+    batch = [];
+    await target.atomic([], () => ({ writes, result: undefined }));
+    written += writes.length;
+    onWritten?.(written);
+  };
+  for await (const entry of entries) {
+    const write: StorageWrite = { op: 'put', key: entry.key, value: entry.value };
+    if (Buffer.compare(entry.key, KEYRING_KEY) === 0) keyring = write;
+    else batch.push(write);
+    if (batch.length >= BATCH) await flush();
+  }
+  if (keyring) batch.push(keyring);
+  if (batch.length > 0) await flush();
+  return written;
+}
+
 /**
  * Restores `file` into `storage`, which must be empty: the file is checked whole first, then its records
  * are written in batches. `onRecord` is told the count as it goes.
@@ -178,76 +218,26 @@ export async function restoreSnapshot(
   onRecord?: (records: number, total: number) => void,
 ): Promise<SnapshotSummary> {
   const summary = await checkSnapshot(file);
-  for await (const _ of storage.scan({
-    start: Buffer.alloc(0),
-    end: Buffer.from([0xff, 0xff]),
-    limit: 1,
-  }))
-    throw new SnapshotError(
-      'the target store is not empty: a snapshot is restored only into an empty store',
-    );
-  const reader = readSnapshot(file, createHash('sha256'));
-  let batch: StorageWrite[] = [];
-  let written = 0;
-  // The keyring goes in last: a restore cut off before the end leaves a store no server can open as the
-  // snapshot's (empty it and restore again), never one that looks whole.
-  let keyring: StorageWrite | undefined;
-  const flush = async (): Promise<void> => {
-    const writes = batch;
-    batch = [];
-    await storage.atomic([], () => ({ writes, result: undefined }));
-    written += writes.length;
-    onRecord?.(written, summary.records);
-  };
-  for (;;) {
-    const next = await reader.next();
-    if (next.done) break;
-    const write: StorageWrite = { op: 'put', key: next.value.key, value: next.value.value };
-    if (Buffer.compare(next.value.key, KEYRING_KEY) === 0) keyring = write;
-    else batch.push(write);
-    if (batch.length >= BATCH) await flush();
-  }
-  if (keyring) batch.push(keyring);
-  if (batch.length > 0) await flush();
+  await refuseNonEmpty(storage, 'a snapshot is restored');
+  // Read again as it is written; the reader checks the checksum and counts once more at its end.
+  await writeAll(storage, readSnapshot(file, createHash('sha256')), (n) =>
+    onRecord?.(n, summary.records),
+  );
   return summary;
 }
 
 /**
- * Copies every record of `source` (one consistent state of it) into `target`, which must be empty, in
- * batches, the keyring last; then counts the target's records against the copy. Not resumable: a copy cut
- * off leaves a target to empty and copy again (its keyring is missing, so no server opens it as the store).
+ * Copies every record of `source` (one consistent state of it) into `target`, which must be empty, the
+ * keyring last; then counts the target's records against the copy. Not resumable: a copy cut off leaves a
+ * target to empty and copy again.
  */
 export async function copyStore(
   source: StorageBackend,
   target: StorageBackend,
   onRecord?: (records: number) => void,
 ): Promise<{ records: number }> {
-  for await (const _ of target.scan({
-    start: Buffer.alloc(0),
-    end: Buffer.from([0xff, 0xff]),
-    limit: 1,
-  }))
-    throw new SnapshotError(
-      'the target store is not empty: a store is copied only into an empty one',
-    );
-  let batch: StorageWrite[] = [];
-  let keyring: StorageWrite | undefined;
-  let records = 0;
-  const flush = async (): Promise<void> => {
-    const writes = batch;
-    batch = [];
-    await target.atomic([], () => ({ writes, result: undefined }));
-    onRecord?.(records);
-  };
-  for await (const entry of source.everything()) {
-    records++;
-    const write: StorageWrite = { op: 'put', key: entry.key, value: entry.value };
-    if (Buffer.compare(entry.key, KEYRING_KEY) === 0) keyring = write;
-    else batch.push(write);
-    if (batch.length >= BATCH) await flush();
-  }
-  if (keyring) batch.push(keyring);
-  if (batch.length > 0) await flush();
+  await refuseNonEmpty(target, 'a store is copied');
+  const records = await writeAll(target, source.everything(), onRecord);
   let copied = 0;
   for await (const _ of target.everything()) copied++;
   if (copied !== records)

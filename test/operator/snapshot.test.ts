@@ -27,6 +27,23 @@ describe('snapshots: coffer operator snapshot and restore (LMDB â†’ PostgreSQL â
     COFFER_LOG_LEVEL: 'silent',
   });
 
+  /** A server on the PostgreSQL store `schema`, with `a`'s master key and root token. */
+  const serverOnPostgres = (
+    a: TestCoffer,
+    schema: string,
+    env: Record<string, string> = {},
+  ): Promise<TestCoffer> =>
+    startTestCoffer({
+      rootToken: a.rootToken,
+      env: {
+        COFFER_STORAGE: 'postgres',
+        COFFER_PG_URL: PG_TEST_URL,
+        COFFER_PG_SCHEMA: schema,
+        COFFER_MASTER_KEY_FILE: a.config.master_key_file,
+        ...env,
+      },
+    });
+
   it('copies a serving store whole â€” every acknowledged value byte for byte, tokens, audit checkpoints â€” into PostgreSQL and back, checking each file', async () => {
     const a = await startTestCoffer();
     const reader = await a.token({ role: 'reader', metadata: { name: 'drill-reader' } });
@@ -62,16 +79,7 @@ describe('snapshots: coffer operator snapshot and restore (LMDB â†’ PostgreSQL â
     expect(restored.code, restored.stderr).to.equal(0);
     const auditCopy = join(tempDir(), 'audit');
     cpSync(a.config.audit.dir!, auditCopy, { recursive: true });
-    const b = await startTestCoffer({
-      rootToken: a.rootToken,
-      env: {
-        COFFER_STORAGE: 'postgres',
-        COFFER_PG_URL: PG_TEST_URL,
-        COFFER_PG_SCHEMA: schema,
-        COFFER_MASTER_KEY_FILE: a.config.master_key_file,
-        COFFER_AUDIT_DIR: auditCopy,
-      },
-    });
+    const b = await serverOnPostgres(a, schema, { COFFER_AUDIT_DIR: auditCopy });
     try {
       for (const [path, value] of acknowledged) {
         const read = await b.call('GET', `/v1/kv/${path}`, { token: reader });
@@ -133,15 +141,7 @@ describe('snapshots: coffer operator snapshot and restore (LMDB â†’ PostgreSQL â
     expect(again.code).to.equal(1);
     expect(again.stderr).to.match(/not empty/);
 
-    const b = await startTestCoffer({
-      rootToken: a.rootToken,
-      env: {
-        COFFER_STORAGE: 'postgres',
-        COFFER_PG_URL: PG_TEST_URL,
-        COFFER_PG_SCHEMA: schema,
-        COFFER_MASTER_KEY_FILE: a.config.master_key_file,
-      },
-    });
+    const b = await serverOnPostgres(a, schema);
     try {
       for (let i = 0; i < 50; i++) {
         const read = await b.call('GET', `/v1/kv/move/k${i}`, { token: reader });
