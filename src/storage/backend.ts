@@ -62,8 +62,9 @@ export interface StorageBackend {
    * Reads `keys`, hands their current values to `plan`, and applies the writes it returns, all in one
    * atomic, isolated transaction: no other write to those keys comes between the read and the writes,
    * in this process or any other sharing the store. `plan` is synchronous and must not have side
-   * effects; if it throws, nothing is written and the promise rejects with that error. The promise
-   * resolves only once the writes are durable (synced to disk).
+   * effects: a backend may run it more than once (PostgreSQL runs it first on unlocked values to learn
+   * which keys to lock) and uses the result of its last run. If that run throws, nothing is written and the
+   * promise rejects with its error. The promise resolves only once the writes are durable (synced to disk).
    */
   atomic<T>(
     keys: readonly Uint8Array[],
