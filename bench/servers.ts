@@ -131,7 +131,8 @@ export async function startBareExpress(core: number | null): Promise<RunningServ
   return { url, child, startupMs, servingPids: () => [child.pid!], stop: stopper(child) };
 }
 
-function childPids(parent: number): number[] {
+/** The pids of `parent`'s child processes (a supervisor's workers). */
+export function childPids(parent: number): number[] {
   try {
     return execFileSync('pgrep', ['-P', String(parent)])
       .toString()

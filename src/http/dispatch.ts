@@ -34,7 +34,7 @@ export type BodyReader = (req: Request, res: Response) => Promise<unknown>;
 interface Runnable {
   readonly operation: Operation;
   readonly query: readonly string[];
-  readonly body: ((req: Request, res: Response) => Promise<unknown>) | undefined;
+  readonly body: BodyReader | undefined;
 }
 
 /** The operations that share one template. */

@@ -378,6 +378,10 @@ export class PostgresBackend implements StorageBackend {
 /** Creates the schema and applies the migrations it lacks, one server at a time. */
 async function migrate(pool: pg.Pool, schema: string): Promise<void> {
   const client = await pool.connect();
+  // A connection lost while checked out is also an 'error' event, which must not end the process: the
+  // failing query reports it.
+  const ignore = (): void => undefined;
+  client.on('error', ignore);
   try {
     await client.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [`coffer:${schema}`]);
     try {
@@ -416,6 +420,7 @@ async function migrate(pool: pg.Pool, schema: string): Promise<void> {
       ]);
     }
   } finally {
+    client.off('error', ignore);
     client.release();
   }
 }

@@ -13,6 +13,16 @@ describe('snapshots: coffer operator snapshot and restore (LMDB â†’ PostgreSQL â
   after(async () => {
     await dropTestSchemas();
   });
+  /** Source servers, closed after each test even when an assertion failed. */
+  const sources: TestCoffer[] = [];
+  afterEach(async () => {
+    for (const c of sources.splice(0)) await c.close();
+  });
+  const source = async (): Promise<TestCoffer> => {
+    const c = await startTestCoffer();
+    sources.push(c);
+    return c;
+  };
 
   /** The settings that name a store, as the CLI reads them (it needs no token and no key). */
   const lmdbEnv = (c: TestCoffer | string): Record<string, string> => ({
@@ -45,7 +55,7 @@ describe('snapshots: coffer operator snapshot and restore (LMDB â†’ PostgreSQL â
     });
 
   it('copies a serving store whole â€” every acknowledged value byte for byte, tokens, audit checkpoints â€” into PostgreSQL and back, checking each file', async () => {
-    const a = await startTestCoffer();
+    const a = await source();
     const reader = await a.token({ role: 'reader', metadata: { name: 'drill-reader' } });
     const acknowledged = new Map<string, string>();
     for (let i = 0; i < 300; i++) {
@@ -116,7 +126,6 @@ describe('snapshots: coffer operator snapshot and restore (LMDB â†’ PostgreSQL â
       }
     } finally {
       await b.close();
-      await a.close();
     }
   });
 
@@ -153,7 +162,7 @@ describe('snapshots: coffer operator snapshot and restore (LMDB â†’ PostgreSQL â
   });
 
   it('refuses a damaged or cut-short snapshot and a store that is not empty, writing nothing', async () => {
-    const a = await startTestCoffer();
+    const a = await source();
     await a.put('k/v', 'value');
     const dir = tempDir();
     const file = join(dir, 'a.snapshot');
@@ -182,6 +191,5 @@ describe('snapshots: coffer operator snapshot and restore (LMDB â†’ PostgreSQL â
     const notEmpty = await runCoffer(['operator', 'restore', '--from', file], lmdbEnv(a));
     expect(notEmpty.code).to.equal(1);
     expect(notEmpty.stderr).to.match(/not empty/);
-    await a.close();
   });
 });

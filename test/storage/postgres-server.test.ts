@@ -17,7 +17,7 @@ import { KeyringHolder } from '../../src/store/keyring-store.js';
 import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
 import { send } from '../support/http-client.js';
 import { dropTestSchemas, PG_TEST_URL, requirePostgres, testSchema } from '../support/postgres.js';
-import { killAll, startProcess } from '../support/process.js';
+import { killAll, runToExit, startProcess } from '../support/process.js';
 import { seedStore } from '../support/seed.js';
 
 /** A TCP relay to the test server, which a test can cut and restore: PostgreSQL going away and back. */
@@ -281,6 +281,8 @@ describe('Coffer on PostgreSQL (COFFER_STORAGE=postgres)', function () {
       }
     } finally {
       await b.stop();
+      // Killed by the test; still running only when an assertion failed before that.
+      if (a.child.exitCode === null && a.child.signalCode === null) await killAll(a);
     }
   });
 
@@ -405,6 +407,19 @@ describe('Coffer on PostgreSQL (COFFER_STORAGE=postgres)', function () {
       await a.close();
       await relay.cut();
     }
+  });
+
+  it('exits 1 at start-up with one line when the database cannot be reached, never showing the URL or its password', async () => {
+    const dir = tempDir();
+    const exited = await runToExit({
+      COFFER_STORAGE: 'postgres',
+      COFFER_PG_URL: 'postgres://coffer:not-this-password@127.0.0.1:1/test',
+      COFFER_DATA_DIR: join(dir, 'data'),
+      COFFER_MASTER_KEY_FILE: join(dir, 'master.key'),
+    });
+    expect(exited.code).to.equal(1);
+    expect(exited.stderr).to.match(/cannot reach PostgreSQL .*check COFFER_PG_URL/);
+    expect(exited.stdout + exited.stderr).to.not.include('not-this-password');
   });
 
   it('refuses to start a second server without the store’s master key: it never makes a key of its own for an existing store', async () => {

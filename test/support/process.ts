@@ -1,6 +1,7 @@
 /** Runs the real `coffer` command (dist/src/main.js) as a child process, for start-up tests. */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { childPids } from '../../bench/servers.js';
 
 export const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
 
@@ -84,19 +85,8 @@ export function startProcess(env: Record<string, string>, cwd?: string): Promise
   });
 }
 
-/** The pids of a supervisor's worker processes. */
-export function workerPids(parent: number): number[] {
-  try {
-    return execFileSync('pgrep', ['-P', String(parent)])
-      .toString()
-      .trim()
-      .split('\n')
-      .filter(Boolean)
-      .map(Number);
-  } catch {
-    return [];
-  }
-}
+/** The pids of a supervisor's worker processes (the benchmarks' helper, one copy). */
+export const workerPids = childPids;
 
 /** SIGKILLs the supervisor and its workers at once, as `kill -9` of the process group would, and waits for the supervisor to be gone. */
 export async function killAll(p: CofferProcess): Promise<void> {
