@@ -13,7 +13,7 @@ import {
 import type { Duplex } from 'node:stream';
 import { type Logger, pino } from 'pino';
 import { AuditLog } from './audit/audit-log.js';
-import { watchDisk } from './audit/disk-watch.js';
+import { type DiskWatch, watchDisk } from './audit/disk-watch.js';
 import { operatorEvents } from './audit/events.js';
 import { FailureSummary } from './audit/failure-summary.js';
 import { FileSink } from './audit/file-sink.js';
@@ -61,6 +61,7 @@ import { KvService } from './kv/kv-service.js';
 import type { OperatorEvents } from './model/operator-events.js';
 import { AuditReview } from './operator/audit-review.js';
 import { parseDuration, startAutoRotation } from './operator/auto-rotate.js';
+import { HealthCheck } from './operator/health.js';
 import { KeyringOperations } from './operator/keyring-operations.js';
 import { Rewrapper } from './operator/rewrap.js';
 import type { StorageBackend } from './storage/backend.js';
@@ -266,6 +267,7 @@ export async function startCoffer(
   const { storage, keyring, root } = store;
   const seal = keyring.recordSeal;
   let opened: AuditLog | undefined;
+  let disk: DiskWatch | undefined;
   try {
     const audit =
       options.audit === false
@@ -331,6 +333,7 @@ export async function startCoffer(
         maxAddresses: 1000,
         write: (fields) => audit.event('auth.failures', fields),
       });
+    disk = audit ? watchDisk(config.audit.dir!, config.audit.min_free_bytes, log) : undefined;
     const tls = config.tls.cert !== null && config.tls.key !== null;
     const { flood_burst: burst, flood_per_second: perSecond } = config.auth_failures;
     const failureRate = new FailureRate(
@@ -350,6 +353,12 @@ export async function startCoffer(
       tls,
       now,
       review: new AuditReview({ storage, keyring, auditDir: config.audit.dir!, now }),
+      health: new HealthCheck({
+        storage,
+        backend: config.storage,
+        ...(audit ? { audit } : {}),
+        ...(disk ? { disk } : {}),
+      }),
       sys: {
         rewrapper,
         operations: new KeyringOperations({
@@ -381,7 +390,6 @@ export async function startCoffer(
     const address = server.address() as AddressInfo;
     const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
     const url = `${tls ? 'https' : 'http'}://${host}:${address.port}`;
-    const disk = audit ? watchDisk(config.audit.dir!, config.audit.min_free_bytes, log) : undefined;
     const rotateAfter =
       config.keyring.rotate_after === null ? undefined : parseDuration(config.keyring.rotate_after);
     const autoRotation =
@@ -426,6 +434,7 @@ export async function startCoffer(
       },
     };
   } catch (err) {
+    disk?.stop();
     if (opened) {
       await opened.event('server.start_failed', {
         pid: process.pid,

@@ -50,12 +50,15 @@ export class AppError extends Error {
   /**
    * @param detail shown to the client unless the code hides it (ERRORS); it must never contain a value,
    *   a token or key material.
+   * @param members extension members of the problem body (RFC 9457, 3.2), e.g. the health report of a
+   *   503; they never replace the standard ones.
    */
   constructor(
     readonly code: ErrorCode,
     readonly detail: string,
     readonly issues?: readonly FieldIssue[],
     readonly headers?: Readonly<Record<string, string>>,
+    readonly members?: Readonly<Record<string, unknown>>,
   ) {
     super(detail);
     this.name = 'AppError';

@@ -25,6 +25,7 @@ import { jsonBodyReader } from './request-parts.js';
 import { createResponder } from './respond.js';
 import { auditOperations } from './routes/audit.js';
 import { authOperations } from './routes/auth.js';
+import { type HealthRouteDeps, healthOperations } from './routes/health.js';
 import { kvOperations } from './routes/kv.js';
 import { type SysRouteDeps, sysOperations } from './routes/sys.js';
 import { Tarpit } from './tarpit.js';
@@ -33,6 +34,7 @@ import { Validators } from './validate.js';
 export interface HttpAppDeps {
   readonly authenticator: Authenticator;
   readonly sys: Omit<SysRouteDeps, 'respond'>;
+  readonly health: HealthRouteDeps['health'];
   readonly tokens: TokenService;
   readonly kv: KvService;
   readonly log: Logger;
@@ -74,6 +76,7 @@ export function buildHttpApp(deps: HttpAppDeps): RequestListener {
       ...kvOperations({ kv: deps.kv, respond, recordIntent }),
       ...authOperations({ tokens: deps.tokens, maxTtl: deps.maxTtl, respond, recordIntent }),
       ...sysOperations({ ...deps.sys, respond }),
+      ...healthOperations({ health: deps.health, respond }),
       ...auditOperations({ auditDir: deps.auditDir, review: deps.review, respond }),
     ],
     respond,

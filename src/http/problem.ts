@@ -58,6 +58,7 @@ export function toAppError(err: unknown, log: Logger, req: Request): AppError {
 /** The problem+json body for `error`: the one place such a body is made. */
 export function problemBody(error: AppError): string {
   const body: Record<string, unknown> = {
+    ...error.members,
     type: `urn:coffer:problem:${error.code}`,
     title: error.title,
     status: error.status,

@@ -104,6 +104,9 @@ describe('audit log', function () {
       expect(refused.text).not.to.include('before');
       expect((await c.call('GET', '/v1/kv/closed/k')).status).to.equal(503);
       expect((await c.call('GET', '/v1/auth/me')).status).to.equal(503);
+      const health = await c.call('GET', '/v1/sys/health', { token: null });
+      expect(health.status).to.equal(503);
+      expect(health.body.code).to.equal('audit_unavailable');
       execFileSync('chattr', ['-i', file!]);
       let after = await c.call('GET', '/v1/kv/closed/k');
       for (let i = 0; after.status === 503 && i < 20; i++) {

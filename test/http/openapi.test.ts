@@ -35,6 +35,7 @@ const EXAMPLES: Record<string, { path: string; json?: unknown }> = {
   searchAuditLog: { path: '/v1/sys/audit' },
   verifyAuditLog: { path: '/v1/sys/audit/verify' },
   getSealReport: { path: '/v1/sys/seal-report' },
+  getHealth: { path: '/v1/sys/health' },
 };
 
 function operationsOf(doc: {
@@ -135,6 +136,7 @@ describe('OpenAPI document', () => {
       '/v1/sys/audit': '/v1/sys/audit',
       '/v1/sys/audit/verify': '/v1/sys/audit/verify',
       '/v1/sys/seal-report': '/v1/sys/seal-report',
+      '/v1/sys/health': '/v1/sys/health',
     };
     expect(Object.keys(doc.paths).sort()).to.deep.equal(Object.keys(concrete).sort());
     for (const [template, operations] of Object.entries(

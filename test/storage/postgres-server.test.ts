@@ -343,6 +343,17 @@ describe('Coffer on PostgreSQL (COFFER_STORAGE=postgres)', function () {
       expect(during.body.code).to.equal('storage_unavailable');
       expect(during.headers.get('retry-after')).to.equal('1');
       expect(Date.now() - started).to.be.lessThan(6000);
+      // The health probe says the same, within the statement timeout, and says why.
+      const probeStarted = Date.now();
+      const health = await c.call('GET', '/v1/sys/health', { token: null });
+      expect(Date.now() - probeStarted).to.be.lessThan(6000);
+      expect(health.status).to.equal(503);
+      expect(health.headers.get('content-type')).to.match(/^application\/problem\+json/);
+      expect(health.body).to.include({ code: 'storage_unavailable', status: 503 });
+      expect(health.body.health).to.deep.include({
+        status: 'unavailable',
+        storage: { backend: 'postgres', reachable: false, latency_ms: null },
+      });
 
       await relay.start(port);
       let after = await c.call('GET', '/v1/kv/outage/k');
@@ -353,6 +364,9 @@ describe('Coffer on PostgreSQL (COFFER_STORAGE=postgres)', function () {
       expect(after.status).to.equal(200);
       expect(after.body.value).to.equal('before');
       expect((await c.put('outage/k', 'after')).status).to.equal(200);
+      const healthy = await c.call('GET', '/v1/sys/health', { token: null });
+      expect(healthy.status).to.equal(200);
+      expect(healthy.body.storage).to.include({ backend: 'postgres', reachable: true });
     } finally {
       await c.close();
       await relay.cut();

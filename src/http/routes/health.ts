@@ -1,0 +1,66 @@
+/**
+ * GET /v1/sys/health — whether this server can serve now, without a token (for load balancers and service
+ * managers): 200 with the report when it can; 503 problem+json, with the same report as its `health`
+ * member, when it cannot reach its storage or cannot write its audit log. operator/health.ts decides.
+ */
+import { AppError } from '../../errors.js';
+import type { HealthCheck } from '../../operator/health.js';
+import type { Operation } from '../operation.js';
+import type { Responder } from '../respond.js';
+import { ok } from '../response-schemas.js';
+
+export interface HealthRouteDeps {
+  readonly health: HealthCheck;
+  readonly respond: Responder;
+}
+
+export const healthReport = {
+  type: 'object',
+  required: ['status', 'storage', 'audit'],
+  properties: {
+    status: { enum: ['ok', 'unavailable'] },
+    storage: {
+      type: 'object',
+      properties: {
+        backend: { type: 'string' },
+        reachable: { type: 'boolean' },
+        latency_ms: { type: ['number', 'null'] },
+      },
+    },
+    audit: {
+      type: 'object',
+      properties: { writable: { type: 'boolean' }, disk_low: { type: 'boolean' } },
+    },
+  },
+};
+
+export function healthOperations({ health, respond }: HealthRouteDeps): Operation[] {
+  const check: Operation = {
+    method: 'GET',
+    template: '/v1/sys/health',
+    action: 'sys.health',
+    public: true,
+    docs: [
+      {
+        operationId: 'getHealth',
+        summary:
+          "Whether this server can serve now (no token): 200 with the report, or 503 storage_unavailable / audit_unavailable with the report as the problem's `health` member",
+        responses: { 200: ok('This server can serve', healthReport) },
+      },
+    ],
+    async handler(_req, res) {
+      const report = await health.report();
+      if (report.status === 'ok') return respond.json(res, 200, report);
+      throw new AppError(
+        report.storage.reachable ? 'audit_unavailable' : 'storage_unavailable',
+        report.storage.reachable
+          ? 'the audit log cannot be written'
+          : 'the storage cannot be reached',
+        undefined,
+        { 'Retry-After': '1' },
+        { health: report },
+      );
+    },
+  };
+  return [check];
+}
