@@ -13,6 +13,7 @@ import {
 import type { Duplex } from 'node:stream';
 import { type Logger, pino } from 'pino';
 import { AuditLog } from './audit/audit-log.js';
+import { MirroredSink } from './audit/database-copy.js';
 import { type DiskWatch, watchDisk } from './audit/disk-watch.js';
 import { operatorEvents } from './audit/events.js';
 import { FailureSummary } from './audit/failure-summary.js';
@@ -348,7 +349,6 @@ export async function startCoffer(
       kv,
       log,
       audit,
-      auditDir: config.audit.dir!,
       trustedProxies: config.trusted_proxies,
       tls,
       now,
@@ -513,6 +513,13 @@ export async function checkListenable(config: Pick<CofferConfig, 'host' | 'port'
   await new Promise((resolve) => probe.close(resolve));
 }
 
+/**
+ * How old an intent copy must be before a starting server puts it back into the log on shared storage: its
+ * own server deletes it within about a second of syncing the line, so an older one was left by a server
+ * that stopped (or cannot write its log).
+ */
+const SHARED_INTENT_GRACE_MS = 60_000;
+
 /** Puts intents missing from the audit files (a power loss, or a kill as a change committed) back into the log (audit/intent-recovery.ts). */
 async function recoverJournaledIntents(
   storage: StorageBackend,
@@ -528,7 +535,10 @@ async function recoverJournaledIntents(
       'an audit file ended in part of a line (a process killed while writing it): cut back to its last whole line',
     );
   }
-  const { found, recovered } = await recoverIntents(storage, seal, config.audit.dir!, audit);
+  // On shared storage other servers are writing intents now: their newest copies are theirs to clean up.
+  const { found, recovered } = await recoverIntents(storage, seal, config.audit.dir!, audit, {
+    ...(storage.remote ? { leaveYoungerThanMs: SHARED_INTENT_GRACE_MS } : {}),
+  });
   if (recovered > 0) {
     log.warn(
       { event: 'audit.intent_recovered', recovered },
@@ -553,12 +563,14 @@ export async function openAuditLog(
   const chain = `${now().toString(36)}-${process.pid}-${randomBase62(8)}`;
   await registry.started(chain, now());
   const journal = new IntentJournal(storage, chain, seal);
+  const files = new FileSink({
+    dir: config.audit.dir!,
+    chain,
+    maxFileBytes: config.audit.max_file_bytes,
+  });
   const writer = new AuditWriter({
-    sink: new FileSink({
-      dir: config.audit.dir!,
-      chain,
-      maxFileBytes: config.audit.max_file_bytes,
-    }),
+    // On shared storage the chain is kept in the store too, for every server and host to read.
+    sink: storage.remote ? new MirroredSink(files, storage, seal, chain) : files,
     ...(config.audit.stdout ? { copies: [new StdoutSink()] } : {}),
     chain,
     key: () => keyring.current().auditKey(),

@@ -8,11 +8,12 @@
  * such open intent covers one version of its key. Versions created before the oldest entry in the log (an
  * older log, archived or from before the audit log existed) are counted apart.
  */
-import { readFileSync } from 'node:fs';
 import { unpackVersion } from '../kv/records.js';
 import type { StorageBackend } from '../storage/backend.js';
 import { parseVersionKey, VERSIONS_RANGE } from '../storage/layout.js';
 import type { RecordSeal } from '../store/record-seal.js';
+import type { StoredChains } from './database-copy.js';
+import { chainFiles, chainFileText } from './files.js';
 import { intentCopies } from './intent-recovery.js';
 
 const MAX_LISTED = 100;
@@ -50,10 +51,12 @@ interface Entry {
 
 const keyOf = (namespace: string, key: string): string => `${namespace}\0${key}`;
 
+/** Coverage by the chains of `paths`, and with `stored` (shared storage) every other chain the store keeps. */
 export async function auditCoverage(
-  files: readonly string[],
+  paths: readonly string[],
   storage: StorageBackend,
   seal: RecordSeal,
+  stored?: StoredChains,
 ): Promise<Coverage> {
   let logStart = Infinity;
   const written = new Set<string>();
@@ -64,8 +67,9 @@ export async function auditCoverage(
     if (entry?.kind === 'intent' && entry.action === 'write' && entry.request_id !== undefined)
       intents.set(entry.request_id, entry);
   };
+  const files = [...chainFiles(paths, stored?.files).values()].flat();
   for (const file of files) {
-    for (const line of readFileSync(file, 'utf8').split('\n')) {
+    for (const line of chainFileText(file).split('\n')) {
       if (line === '') continue;
       const entry = JSON.parse(line) as Entry;
       if (entry.ts !== undefined) logStart = Math.min(logStart, Date.parse(entry.ts));

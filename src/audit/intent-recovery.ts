@@ -7,12 +7,12 @@
  * `audit.intent_recovered` event that carries the original entry, then deleted; so every change on disk
  * stays named by the log.
  */
-import { readFileSync } from 'node:fs';
 import type { StorageBackend } from '../storage/backend.js';
 import { INTENT_JOURNAL_RANGE, parseIntentJournalKey } from '../storage/layout.js';
 import { RecordIntegrityError, type RecordSeal } from '../store/record-seal.js';
 import type { AuditLog } from './audit-log.js';
-import { auditFilesIn, chainFiles } from './files.js';
+import { storedChains } from './database-copy.js';
+import { auditFilesIn, type ChainFile, chainFiles, chainFileText } from './files.js';
 
 export interface IntentCopy {
   readonly chain: string;
@@ -70,7 +70,9 @@ export interface Recovery {
 
 /**
  * `leaveYoungerThanMs`: copies made less than this long ago are left alone — with a server running (the
- * archive command runs beside one) such a copy's line may be on its way into the file this very moment.
+ * archive command runs beside one, and on shared storage other servers run all the time) such a copy's line
+ * may be on its way into its file this very moment. On shared storage a chain whose files are on another
+ * host is read from the store's copy of it (audit/database-copy.ts).
  */
 export async function recoverIntents(
   storage: StorageBackend,
@@ -85,13 +87,10 @@ export async function recoverIntents(
     typeof c.entry?.ts === 'string' && Date.parse(c.entry.ts) > cutoff;
   const copies = (await intentCopies(storage, seal)).filter((c) => !young(c));
   if (copies.length === 0) return { found: 0, recovered: 0 };
-  const files = chainFiles(auditFilesIn(auditDir));
+  const files = chainFiles(auditFilesIn(auditDir), (await storedChains(storage, seal)).files);
   let recovered = 0;
   for (const [chain, ofChain] of groupBy(copies, (c) => c.chain)) {
-    const inFile = linesAt(
-      files.get(chain)?.map((f) => f.path) ?? [],
-      new Set(ofChain.map((c) => c.seq)),
-    );
+    const inFile = linesAt(files.get(chain) ?? [], new Set(ofChain.map((c) => c.seq)));
     for (const copy of ofChain) {
       if (inFile.get(copy.seq) === copy.line) continue;
       // An unreadable or forged copy is still reported (never its content): something was put there that
@@ -117,10 +116,10 @@ export async function recoverIntents(
 }
 
 /** The lines with the wanted seqs in a chain's files. A line's seq is its first field (audit/entry.ts). */
-function linesAt(paths: readonly string[], wanted: ReadonlySet<number>): Map<number, string> {
+function linesAt(files: readonly ChainFile[], wanted: ReadonlySet<number>): Map<number, string> {
   const found = new Map<number, string>();
-  for (const path of paths) {
-    for (const line of readFileSync(path, 'utf8').split('\n')) {
+  for (const file of files) {
+    for (const line of chainFileText(file).split('\n')) {
       const seq = /^\{"seq":(\d+),/.exec(line)?.[1];
       if (seq !== undefined && wanted.has(Number(seq))) found.set(Number(seq), line);
     }

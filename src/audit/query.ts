@@ -7,7 +7,8 @@
  */
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { auditFilesIn, chainFiles } from './files.js';
+import type { StoredChains } from './database-copy.js';
+import { auditFilesIn, type ChainFile, chainFiles } from './files.js';
 
 export interface AuditFilter {
   /** ISO times: from inclusive, to exclusive. */
@@ -100,12 +101,25 @@ function matches(entry: Record<string, unknown>, filter: AuditFilter): boolean {
   return true;
 }
 
-/** One page of the entries in `dir` that match `filter`, after `after`, at most `limit`. */
+/** A file's lines: streamed from disk, or split from the store's copy. */
+function linesOf(file: ChainFile): AsyncIterable<string> | Iterable<string> {
+  if (file.text !== undefined) return file.text.split('\n');
+  return createInterface({
+    input: createReadStream(file.path, { encoding: 'utf8' }),
+    crlfDelay: Infinity,
+  });
+}
+
+/**
+ * One page of the entries that match `filter`, after `after`, at most `limit`: of the chains in `dir`, and
+ * with `stored` (shared storage) of every other chain the store keeps.
+ */
 export async function queryAudit(
   dir: string,
   filter: AuditFilter,
   limit: number,
   after: AuditPosition | null,
+  stored?: StoredChains,
 ): Promise<AuditPage> {
   // The best `limit + 1` so far, in order: one more than a page tells whether another page follows.
   const kept: AuditEntry[] = [];
@@ -122,13 +136,9 @@ export async function queryAudit(
     if (kept.length > limit + 1) kept.pop();
   };
 
-  for (const files of chainFiles(auditFilesIn(dir)).values()) {
+  for (const files of chainFiles(auditFilesIn(dir), stored?.files).values()) {
     for (const file of files) {
-      const lines = createInterface({
-        input: createReadStream(file.path, { encoding: 'utf8' }),
-        crlfDelay: Infinity,
-      });
-      for await (const line of lines) {
+      for await (const line of linesOf(file)) {
         let entry: Record<string, unknown>;
         try {
           entry = JSON.parse(line) as Record<string, unknown>;

@@ -8,9 +8,9 @@
  * (seq and hash), or be archived whole. Only an archive event that a valid checkpoint covers, in a chain the
  * store knows, is believed: without the key, nobody can make files disappear by claiming they were archived.
  */
-import { readFileSync } from 'node:fs';
+import type { StoredChains } from './database-copy.js';
 import { GENESIS, lineHash, macMatches } from './entry.js';
-import { type ChainFile, chainFiles } from './files.js';
+import { type ChainFile, chainFiles, chainFileText } from './files.js';
 import type { ChainRecord } from './registry.js';
 
 /** One archived file, as an `audit.archive` event records it. */
@@ -104,7 +104,7 @@ function verifyChain(
         null,
         `file ${start.file + index} of chain ${chain} is missing${start.file > 1 ? '' : ' (and no archive records it)'}`,
       );
-    const lines = readFileSync(file.path, 'utf8').split('\n');
+    const lines = chainFileText(file).split('\n');
     if (lines.at(-1) === '') lines.pop();
     else if (lines.length > 0)
       return broken(file.path, lines.length, null, 'the last line is cut short (no newline)');
@@ -197,10 +197,15 @@ function verifyChain(
   return { entries, uncheckpointed: sinceCheckpoint, first, last, archives };
 }
 
+/**
+ * Verifies the chains of `paths`, and with `stored` (shared storage: audit/database-copy.ts) every other
+ * chain the store keeps: a chain whose files are on another host is verified from the store's copy.
+ */
 export function verifyAudit(
   paths: readonly string[],
   key: Uint8Array,
   registry: readonly ChainRecord[],
+  stored?: StoredChains,
 ): VerifyResult {
   // The store's record of a chain that fails its integrity check vouches for nothing: a rolled-back
   // checkpoint could hide a truncated file.
@@ -212,7 +217,15 @@ export function verifyAudit(
       null,
       `the store's record of chain ${damaged.chain} failed its integrity check`,
     );
-  const chains = chainFiles(paths);
+  const damagedRun = stored?.damaged[0];
+  if (damagedRun)
+    return broken(
+      `database:audit-${damagedRun.chain}`,
+      0,
+      damagedRun.seq,
+      `the store's copy of chain ${damagedRun.chain} from seq ${damagedRun.seq} failed its integrity check`,
+    );
+  const chains = chainFiles(paths, stored?.files);
   const known = new Map(registry.map((r) => [r.chain, r]));
   let [entries, uncheckpointed] = [0, 0];
   let first: string | null = null;

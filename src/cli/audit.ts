@@ -19,6 +19,7 @@ import { pino } from 'pino';
 import { openAuditLog } from '../app.js';
 import { archivedFields, copyArchive, planArchive, removeArchived } from '../audit/archive.js';
 import { auditCoverage, type Coverage } from '../audit/coverage.js';
+import { storedChains } from '../audit/database-copy.js';
 import { auditFilesIn } from '../audit/files.js';
 import { recoverIntents } from '../audit/intent-recovery.js';
 import { auditTime } from '../audit/query.js';
@@ -152,9 +153,11 @@ async function verifyCommand(config: CofferConfig, given: string[], out: Out): P
   if (files.length === 0) throw new CliError(`no audit files in ${config.audit.dir}`, 1);
   return withKeyring(config, async (storage, holder) => {
     const registry = await chainRegistry(config, storage, holder);
+    // Given files are checked as given; the whole log includes, on shared storage, other hosts' chains.
+    const stored = given.length > 0 ? undefined : await storedChains(storage, holder.recordSeal);
     let result: VerifyResult;
     try {
-      result = verifyAudit(files, holder.current().auditKey(), registry);
+      result = verifyAudit(files, holder.current().auditKey(), registry, stored);
     } catch (err) {
       throw new CliError((err as Error).message, 2);
     }
@@ -172,7 +175,7 @@ async function verifyCommand(config: CofferConfig, given: string[], out: Out): P
       // Which stored changes the log names, when it is the whole log.
       return given.length > 0
         ? 0
-        : printCoverage(await auditCoverage(files, storage, holder.recordSeal), out);
+        : printCoverage(await auditCoverage(files, storage, holder.recordSeal, stored), out);
     }
     out(
       `BROKEN: ${result.file}${result.line > 0 ? `:${result.line}` : ''}${result.seq === null ? '' : ` (seq ${result.seq})`}: ${result.reason}`,
@@ -195,6 +198,7 @@ async function archiveCommand(
       files,
       holder.current().auditKey(),
       await chainRegistry(config, storage, holder),
+      await storedChains(storage, holder.recordSeal),
     );
     if (!result.intact) {
       out(`BROKEN: ${result.file}${result.line > 0 ? `:${result.line}` : ''}: ${result.reason}`);

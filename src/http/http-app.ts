@@ -44,8 +44,6 @@ export interface HttpAppDeps {
   /** When set, every response waits for its audit entry to be durable (fail closed). */
   readonly audit?: AuditLog;
   readonly now: () => number;
-  /** Where the audit files are, for GET /v1/sys/audit. */
-  readonly auditDir: string;
   /** Verify and the seal report, for the audit routes. */
   readonly review: AuditReview;
   /** Tells a flood of failed authentications from ordinary ones. */
@@ -77,7 +75,7 @@ export function buildHttpApp(deps: HttpAppDeps): RequestListener {
       ...authOperations({ tokens: deps.tokens, maxTtl: deps.maxTtl, respond, recordIntent }),
       ...sysOperations({ ...deps.sys, respond }),
       ...healthOperations({ health: deps.health, respond }),
-      ...auditOperations({ auditDir: deps.auditDir, review: deps.review, respond }),
+      ...auditOperations({ review: deps.review, respond }),
     ],
     respond,
   );

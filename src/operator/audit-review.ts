@@ -4,7 +4,14 @@
  * record sealed (the seal report). The HTTP routes only check the caller and answer; this reads the store.
  */
 import { auditCoverage, type Coverage } from '../audit/coverage.js';
+import { storedChains } from '../audit/database-copy.js';
 import { auditFilesIn } from '../audit/files.js';
+import {
+  type AuditFilter,
+  type AuditPage,
+  type AuditPosition,
+  queryAudit,
+} from '../audit/query.js';
 import { AuditRegistry } from '../audit/registry.js';
 import { type VerifyResult, verifyAudit } from '../audit/verify.js';
 import type { StorageBackend } from '../storage/backend.js';
@@ -35,13 +42,24 @@ export class AuditReview {
     await keyring.refresh();
     const files = auditFilesIn(this.deps.auditDir);
     const registry = await new AuditRegistry(storage, keyring.recordSeal).chains();
-    const result = verifyAudit(files, keyring.current().auditKey(), registry);
+    const stored = await storedChains(storage, keyring.recordSeal);
+    const result = verifyAudit(files, keyring.current().auditKey(), registry, stored);
     if (!result.intact) return result;
     return {
       ...result,
       files: files.length,
-      coverage: await auditCoverage(files, storage, keyring.recordSeal),
+      coverage: await auditCoverage(files, storage, keyring.recordSeal, stored),
     };
+  }
+
+  /** A page of the audit log: this server's files, and on shared storage every other server's chains. */
+  async search(
+    filter: AuditFilter,
+    limit: number,
+    after: AuditPosition | null,
+  ): Promise<AuditPage> {
+    const stored = await storedChains(this.deps.storage, this.deps.keyring.recordSeal);
+    return queryAudit(this.deps.auditDir, filter, limit, after, stored);
   }
 
   /** Every stored version counted and form-checked; with `verify`, also opened in memory. */

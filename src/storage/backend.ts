@@ -71,6 +71,14 @@ export interface StorageBackend {
     plan: (current: readonly (Uint8Array | undefined)[]) => Plan<T>,
   ): Promise<T>;
 
+  /**
+   * Stores `entries` under keys that only the caller ever writes and that no plan reads (an audit chain's
+   * own lines, audit/database-copy.ts), in one durable write, without the locks `atomic` takes: one
+   * statement where the storage is a database. All or none are stored; once the promise resolves they are
+   * durable. Writing a key again replaces its value.
+   */
+  putOwn(entries: readonly StorageEntry[]): Promise<void>;
+
   close(): Promise<void>;
 }
 

@@ -10,6 +10,8 @@
  *   S <name>                          system records (root token hash, wrapped keyring)
  *   A <chain id>                      one audit chain: its files and last checkpoint (audit/registry.ts)
  *   J <chain id> 0x00 <u32 BE seq>    an intent entry's copy, committed with its change (audit/intent-journal.ts)
+ *   L <chain id> 0x00 <u32 BE seq>    a run of an audit chain's lines from seq on, on shared storage
+ *                                     (audit/database-copy.ts)
  *
  * where <ns> is the namespace with '/' written as 0x01. So the keys directly in `ns` lie in
  * [M ns 0x00, M ns 0x01), everything beneath it in [M ns 0x01, M ns 0x02), and skipping past a child
@@ -155,3 +157,12 @@ export function parseIntentJournalKey(storageKey: Uint8Array): { chain: string; 
 }
 
 export const INTENT_JOURNAL_RANGE: KeyRange = { start: bytes('J'), end: bytes('K') };
+
+export function auditLinesKey(chain: string, seq: number): Buffer {
+  return Buffer.concat([bytes(`L${chain}\0`), packUint32(seq)]);
+}
+
+/** The chain and first seq of an audit lines record: the same form as an intent copy's key. */
+export const parseAuditLinesKey = parseIntentJournalKey;
+
+export const AUDIT_LINES_RANGE: KeyRange = { start: bytes('L'), end: bytes('M') };

@@ -91,6 +91,14 @@ export class LmdbBackend implements StorageBackend {
     return result;
   }
 
+  async putOwn(entries: readonly StorageEntry[]): Promise<void> {
+    if (entries.length === 0) return;
+    await this.atomic([], () => ({
+      writes: entries.map((e) => ({ op: 'put' as const, key: e.key, value: e.value })),
+      result: undefined,
+    }));
+  }
+
   async close(): Promise<void> {
     await this.root.flushed;
     await this.root.close();

@@ -4,6 +4,7 @@
  * the same as LMDB's.
  *
  *   get     one SELECT (getWithLast: a key and a range's last entry in one statement)
+ *   putOwn  one INSERT … ON CONFLICT, committed on its own (keys only their writer touches: no locks)
  *   scan    pages of PAGE rows in key order (keyset pagination: each page starts after the last key)
  *   atomic  a transaction that holds a lock per key the plan reads or writes (an advisory lock on a hash of
  *           the key: exclusive where the plan writes the key, shared where it only reads it), all taken
@@ -254,6 +255,15 @@ export class PostgresBackend implements StorageBackend {
         await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, attempt * 2)));
       }
     }
+  }
+
+  /** One upsert outside a transaction block: PostgreSQL commits it on its own, durably, all or nothing. */
+  async putOwn(entries: readonly StorageEntry[]): Promise<void> {
+    if (entries.length === 0) return;
+    await this.query(this.sql.upsert, [
+      entries.map((e) => asBuffer(e.key)),
+      entries.map((e) => asBuffer(e.value)),
+    ]);
   }
 
   async close(): Promise<void> {

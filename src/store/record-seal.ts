@@ -1,5 +1,6 @@
 /**
- * The seal of the store's own records (token records, the root token record, the audit chain registry):
+ * The seal of the store's own records (token records, the root token record, the audit chain registry, the
+ * audit lines kept on shared storage):
  * XChaCha20-Poly1305 under the keyring's record key, with the record kind and its full storage key as
  * associated data; records that must stay readable (intent copies, the key index, version counters, the
  * keyring generation, the rewrap state) get a MAC over the same instead: keyed BLAKE2b (RFC 7693's keyed
@@ -19,6 +20,7 @@ import { aeadOpen, aeadSeal, NONCE_BYTES, type Sealed, SealedDataError } from '.
 import type { KeyRange } from '../storage/backend.js';
 import {
   AUDIT_CHAINS_RANGE,
+  AUDIT_LINES_RANGE,
   COUNTERS_RANGE,
   GENERATION_KEY,
   INTENT_JOURNAL_RANGE,
@@ -42,6 +44,7 @@ export type RecordKind =
   | 'root-token'
   | 'audit-chain'
   | 'intent-copy'
+  | 'audit-lines'
   | 'kv-meta'
   | 'kv-counter'
   | 'keyring-generation'
@@ -66,6 +69,7 @@ export const RECORD_KINDS: readonly {
   { kind: 'token', range: TOKENS_RANGE, protection: 'seal' },
   { kind: 'audit-chain', range: AUDIT_CHAINS_RANGE, protection: 'seal' },
   { kind: 'intent-copy', range: INTENT_JOURNAL_RANGE, protection: 'mac' },
+  { kind: 'audit-lines', range: AUDIT_LINES_RANGE, protection: 'seal' },
   { kind: 'kv-meta', range: METAS_RANGE, protection: 'mac' },
   { kind: 'kv-counter', range: COUNTERS_RANGE, protection: 'mac' },
   { kind: 'keyring-generation', range: only(GENERATION_KEY), protection: 'mac' },

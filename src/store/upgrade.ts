@@ -119,6 +119,8 @@ const PLAIN_DECODERS: Record<Exclude<RecordKind, 'keyring'>, PlainKind['decode']
   token: msgpackWith('hash'),
   'audit-chain': jsonWith('chain'),
   'intent-copy': intentLine,
+  // Format 1 had no copy of the audit lines in the store: there is nothing to seal.
+  'audit-lines': () => null,
   'kv-meta': plainMeta,
   'kv-counter': (bytes) => (bytes.byteLength === 4 ? bytes : null),
   'keyring-generation': (bytes) => (bytes.byteLength === 4 ? bytes : null),

@@ -67,6 +67,7 @@ describe('the seal report', function () {
       'token',
       'audit-chain',
       'intent-copy',
+      'audit-lines',
       'kv-meta',
       'kv-counter',
       'keyring-generation',

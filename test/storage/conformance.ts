@@ -170,6 +170,22 @@ export function storageConformance(name: string, factory: BackendFactory): void 
       expect(str(await storage.get(key))).to.equal('200');
     });
 
+    it('stores entries under keys only their writer touches (putOwn) all at once, durably, replacing on a second write', async () => {
+      await storage.putOwn([]);
+      await storage.putOwn([
+        { key: b('own-1'), value: b('one') },
+        { key: b('own-\xff'), value: b('\x00\xff') },
+      ]);
+      expect(await collect(storage.scan({ start: b('own-'), end: b('own.') }))).to.deep.equal([
+        ['own-1', 'one'],
+        ['own-\xff', '\x00\xff'],
+      ]);
+      await storage.putOwn([{ key: b('own-1'), value: b('one, longer') }]);
+      storage = await factory.reopen(storage);
+      expect(str(await storage.get(b('own-1')))).to.equal('one, longer');
+      expect(str(await storage.get(b('own-\xff')))).to.equal('\x00\xff');
+    });
+
     it('keeps what was written across a close and reopen', async () => {
       await putAll(storage, { kept: 'yes' });
       storage = await factory.reopen(storage);

@@ -19,6 +19,7 @@ import { send } from '../support/http-client.js';
 import { dropTestSchemas, PG_TEST_URL, requirePostgres, testSchema } from '../support/postgres.js';
 import { killAll, runToExit, startProcess } from '../support/process.js';
 import { seedStore } from '../support/seed.js';
+import { pgEnv, secondServer } from '../support/shared-servers.js';
 
 /** A TCP relay to the test server, which a test can cut and restore: PostgreSQL going away and back. */
 class Relay {
@@ -67,20 +68,6 @@ describe('Coffer on PostgreSQL (COFFER_STORAGE=postgres)', function () {
     await dropTestSchemas();
   });
 
-  const pgEnv = (schema: string, url = PG_TEST_URL): Record<string, string> => ({
-    COFFER_STORAGE: 'postgres',
-    COFFER_PG_URL: url,
-    COFFER_PG_SCHEMA: schema,
-    COFFER_PG_STATEMENT_TIMEOUT_MS: '2000',
-  });
-
-  /** Another server on `a`'s database: its own directory (audit files) and the store's master key, as another host would have. */
-  const secondServer = (a: TestCoffer, schema: string, url = PG_TEST_URL): Promise<TestCoffer> =>
-    startTestCoffer({
-      rootToken: a.rootToken,
-      env: { ...pgEnv(schema, url), COFFER_MASTER_KEY_FILE: a.config.master_key_file },
-    });
-
   async function rowsOf(schema: string): Promise<Buffer[]> {
     const client = new pg.Client({ connectionString: PG_TEST_URL });
     await client.connect();
@@ -101,10 +88,17 @@ describe('Coffer on PostgreSQL (COFFER_STORAGE=postgres)', function () {
       expect((await c.put('payments/prod/db', 'hunter2-secret-value')).status).to.equal(201);
       const reader = await c.token({ role: 'reader', metadata: { name: 'alice-ci-reader' } });
       expect(existsSync(join(c.config.data_dir, 'lmdb'))).to.equal(false);
+      // The reader's request is audited with its name; the store's copy of the log is sealed.
+      expect((await c.call('GET', '/v1/auth/me', { token: reader })).status).to.equal(200);
+      await new Promise((r) => setTimeout(r, 300)); // a read's entry is stored within audit.sync_ms
 
       const bytes = Buffer.concat(await rowsOf(schema));
       for (const plain of ['hunter2-secret-value', 'alice-ci-reader', reader, c.rootToken])
         expect(bytes.includes(Buffer.from(plain)), plain.slice(0, 12)).to.equal(false);
+      // …and holds the log: the audit lines are in the store, sealed (the name is in the files).
+      const rows = await rowsOf(schema);
+      const auditRuns = rows.filter((k, i) => i % 2 === 0 && k[0] === 'L'.charCodeAt(0));
+      expect(auditRuns.length).to.be.greaterThan(0);
 
       c = await c.restart();
       const read = await c.call('GET', '/v1/kv/payments/prod/db', { token: reader });

@@ -8,7 +8,6 @@ import {
   auditTime,
   decodeAuditCursor,
   encodeAuditCursor,
-  queryAudit,
 } from '../../audit/query.js';
 import type { AuditReview } from '../../operator/audit-review.js';
 import type { Operation } from '../operation.js';
@@ -22,7 +21,6 @@ const OUTCOME = /^(success|failure|[1-5][0-9][0-9]|[a-z_]{1,64})$/;
 const ACTION = /^[a-z][a-z._]{0,63}\*?$/;
 
 export interface AuditRouteDeps {
-  readonly auditDir: string;
   readonly review: AuditReview;
   readonly respond: Responder;
 }
@@ -131,7 +129,7 @@ export function auditOperations(deps: AuditRouteDeps): Operation[] {
           ? null
           : (decodeAuditCursor(q.cursor) ??
             bad('cursor', 'is not a cursor returned by this endpoint'));
-      const page = await queryAudit(deps.auditDir, filter, limit, after);
+      const page = await deps.review.search(filter, limit, after);
       deps.respond.json(res, 200, {
         entries: page.entries,
         next_cursor: page.next && encodeAuditCursor(page.next),

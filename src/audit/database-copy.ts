@@ -1,0 +1,131 @@
+/**
+ * On shared storage (several servers on one PostgreSQL database), every server's audit chain is also kept
+ * in the store, so that any server — and `coffer audit verify` on any host — sees every server's chains,
+ * and a chain whose files live on another host is verified from the store instead of being reported as
+ * missing.
+ *
+ *   L <chain> 0x00 <u32 BE seq>  =  sealed { file: <file number>, lines: the lines from seq on, '\n' between }
+ *
+ * The files stay the chain's home. MirroredSink writes each batch into the file, keeps it in memory, and
+ * stores it in the database at the file's sync: in one statement (StorageBackend.putOwn: the keys are this
+ * chain's own), before the entries that waited for that sync are answered, so a change's entries are in
+ * the database before its response, and a read's within audit.sync_ms. A batch that could not be stored
+ * stays and goes with the next sync; a batch stored twice (two syncs at once) is the same record. Each
+ * record is sealed with its storage key bound in (store/record-seal.ts), as the token records are: a
+ * database administrator reads no token name, namespace or client address in it, and a run changed, moved
+ * between chains or written by hand fails to open and is reported, never read as part of the chain.
+ */
+
+import type { StorageBackend, StorageEntry } from '../storage/backend.js';
+import { AUDIT_LINES_RANGE, auditLinesKey, parseAuditLinesKey } from '../storage/layout.js';
+import { RecordIntegrityError, type RecordSeal } from '../store/record-seal.js';
+import type { ChainFile } from './files.js';
+import type { AuditSink } from './sink.js';
+
+/** What an `L` record holds. */
+interface StoredRun {
+  readonly file: number;
+  readonly lines: string;
+}
+
+interface Run {
+  readonly file: number;
+  readonly seq: number;
+  readonly lines: readonly string[];
+}
+
+/** A line's seq: its first field (audit/entry.ts). */
+function seqOf(line: string): number {
+  const seq = /^\{"seq":(\d+),/.exec(line)?.[1];
+  if (seq === undefined) throw new Error('an audit line without its seq first');
+  return Number(seq);
+}
+
+export class MirroredSink implements AuditSink {
+  /** Runs written into the file but not yet stored in the database, oldest first. */
+  private unstored: Run[] = [];
+
+  constructor(
+    private readonly home: AuditSink,
+    private readonly storage: Pick<StorageBackend, 'putOwn'>,
+    private readonly seal: RecordSeal,
+    private readonly chain: string,
+  ) {}
+
+  get position(): number {
+    return this.home.position;
+  }
+
+  async write(lines: readonly string[]): Promise<void> {
+    await this.home.write(lines);
+    if (lines.length > 0)
+      this.unstored.push({ file: this.home.position, seq: seqOf(lines[0]!), lines });
+  }
+
+  /** Syncs the file and stores every run written before the call; fails when either fails. */
+  async sync(): Promise<void> {
+    const runs = this.unstored.slice();
+    await Promise.all([this.home.sync(), this.store(runs)]);
+  }
+
+  async close(): Promise<void> {
+    await this.home.close();
+    await this.store(this.unstored.slice());
+  }
+
+  private async store(runs: readonly Run[]): Promise<void> {
+    if (runs.length === 0) return;
+    await this.storage.putOwn(runs.map((run) => this.record(run)));
+    this.unstored = this.unstored.filter((run) => !runs.includes(run));
+  }
+
+  private record(run: Run): StorageEntry {
+    const key = auditLinesKey(this.chain, run.seq);
+    const stored: StoredRun = { file: run.file, lines: run.lines.join('\n') };
+    return { key, value: this.seal.seal('audit-lines', key, stored) };
+  }
+}
+
+/** The chains kept in the store, as files in the form verify, query and coverage read. */
+export interface StoredChains {
+  /** audit-<chain>-<n>.jsonl as the store holds it (`path` names the store, `text` holds the lines). */
+  readonly files: ChainFile[];
+  /** Runs that failed their integrity check: chain and first seq (their content is never used). */
+  readonly damaged: { readonly chain: string; readonly seq: number }[];
+}
+
+/**
+ * Every chain's lines kept in the store, grouped into the files they were written to. Written only on
+ * shared storage, but read wherever they are: a store moved from PostgreSQL to LMDB keeps them, and its
+ * log still verifies without the other hosts' files. (On a store that never had them: one empty range.)
+ */
+export async function storedChains(
+  storage: Pick<StorageBackend, 'scan'>,
+  seal: RecordSeal,
+): Promise<StoredChains> {
+  const texts = new Map<string, { chain: string; number: number; lines: string[] }>();
+  const damaged: StoredChains['damaged'] = [];
+  // Key order is chain, then seq: each file's runs come in order.
+  for await (const { key, value } of storage.scan(AUDIT_LINES_RANGE)) {
+    const { chain, seq } = parseAuditLinesKey(key);
+    let run: StoredRun;
+    try {
+      run = seal.open<StoredRun>('audit-lines', key, value);
+    } catch (err) {
+      if (!(err instanceof RecordIntegrityError)) throw err;
+      damaged.push({ chain, seq });
+      continue;
+    }
+    const name = `audit-${chain}-${run.file}.jsonl`;
+    const file = texts.get(name) ?? { chain, number: run.file, lines: [] };
+    file.lines.push(run.lines);
+    texts.set(name, file);
+  }
+  const files = [...texts].map(([name, f]) => ({
+    path: `database:${name}`,
+    chain: f.chain,
+    number: f.number,
+    text: `${f.lines.join('\n')}\n`,
+  }));
+  return { files, damaged };
+}

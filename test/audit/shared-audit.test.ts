@@ -1,0 +1,149 @@
+import { expect } from 'chai';
+import pg from 'pg';
+import { storedChains } from '../../src/audit/database-copy.js';
+import { auditFilesIn } from '../../src/audit/files.js';
+import { intentCopies } from '../../src/audit/intent-recovery.js';
+import { AuditRegistry } from '../../src/audit/registry.js';
+import { verifyAudit } from '../../src/audit/verify.js';
+import { intentJournalKey } from '../../src/storage/layout.js';
+import { auditLines } from '../support/audit-lines.js';
+import type { TestCoffer } from '../support/harness.js';
+import { startTestCoffer } from '../support/harness.js';
+import { dropTestSchemas, PG_TEST_URL, requirePostgres, testSchema } from '../support/postgres.js';
+import { pgEnv, secondServer } from '../support/shared-servers.js';
+
+/** Waits until `check` holds (a read's audit entry reaches the store within audit.sync_ms). */
+async function eventually(check: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 40; i++) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  expect.fail('the condition did not hold within 4 s');
+}
+
+describe('The audit log of several servers on one PostgreSQL database', function () {
+  this.timeout(60_000);
+  before(async function () {
+    await requirePostgres(this);
+  });
+  after(async () => {
+    await dropTestSchemas();
+  });
+
+  let schema: string;
+  let a: TestCoffer;
+  let b: TestCoffer;
+  beforeEach(async () => {
+    schema = testSchema();
+    a = await startTestCoffer({ env: pgEnv(schema) });
+    // B checkpoints often, as a busy server would: the store then records how far B's chain reaches.
+    b = await secondServer(a, schema, undefined, { COFFER_AUDIT_CHECKPOINT_EVERY: '2' });
+  });
+  afterEach(async () => {
+    await b.close();
+    await a.close();
+  });
+
+  /** A's offline verification: its own files, and with `stored` the chains the store keeps. */
+  async function verifyOnA(withStored: boolean) {
+    const { storage, keyring } = a.app;
+    const registry = await new AuditRegistry(storage, keyring.recordSeal).chains();
+    const stored = withStored ? await storedChains(storage, keyring.recordSeal) : undefined;
+    return verifyAudit(
+      auditFilesIn(a.config.audit.dir!),
+      keyring.current().auditKey(),
+      registry,
+      stored,
+    );
+  }
+
+  it("shows every server's entries on any server, and verifies a chain whose files are on another host from the store", async () => {
+    expect((await b.put('fleet/from-b', 'value-b')).status).to.equal(201);
+    expect((await a.put('fleet/from-a', 'value-a')).status).to.equal(201);
+    // B's write, searched on A: its request entry is in the store within audit.sync_ms, as in B's file
+    // (the write's intent entry was durable in both before B answered).
+    let found = await a.call('GET', '/v1/sys/audit?key=fleet/from-b&action=write');
+    await eventually(async () => {
+      found = await a.call('GET', '/v1/sys/audit?key=fleet/from-b&action=write');
+      return found.body.entries.length > 0;
+    });
+    expect(found.status).to.equal(200);
+    expect(found.body.entries).to.have.length(1);
+    const entry = found.body.entries[0];
+    expect(entry).to.include({ namespace: 'fleet', key: 'from-b', version: 1 });
+    const bChain = auditFilesIn(b.config.audit.dir!)[0]!.match(/audit-(.+)-1\.jsonl$/)![1];
+    expect(entry.chain).to.equal(bChain);
+    // A read on B reaches A's search within audit.sync_ms.
+    expect((await b.call('GET', '/v1/kv/fleet/from-a')).status).to.equal(200);
+    await eventually(async () => {
+      const reads = await a.call('GET', '/v1/sys/audit?key=fleet/from-a&action=read');
+      return reads.body.entries.some((e: { chain: string }) => e.chain === bChain);
+    });
+
+    // Verify on A covers both servers' chains and every stored version (B's write included).
+    const verified = await a.call('GET', '/v1/sys/audit/verify');
+    expect(verified.status).to.equal(200);
+    expect(verified.body).to.include({ intact: true });
+    expect(verified.body.chains).to.be.at.least(2);
+    expect(verified.body.coverage).to.include({ uncovered_count: 0, by_request: 2 });
+    expect(await verifyOnA(true)).to.include({ intact: true });
+    // Without the store's copy, B's chain would be a chain with no files: reported as broken.
+    const filesOnly = await verifyOnA(false);
+    expect(filesOnly.intact).to.equal(false);
+  });
+
+  it("leaves another server's newest intent copies alone at start-up, and puts back only those left long ago", async () => {
+    const { storage, keyring } = a.app;
+    const copy = (chain: string, agoMs: number) => {
+      const key = intentJournalKey(chain, 1);
+      const line = JSON.stringify({
+        seq: 1,
+        ts: new Date(Date.now() - agoMs).toISOString(),
+        chain,
+        kind: 'intent',
+        action: 'write',
+        request_id: `req-${chain}`,
+        namespace: 'fleet',
+        key: 'k',
+      });
+      return {
+        op: 'put' as const,
+        key,
+        value: keyring.recordSeal.authenticate('intent-copy', key, Buffer.from(line)),
+      };
+    };
+    // A peer's copy made just now (its line is on its way into that peer's file), and one from a peer that
+    // stopped two minutes ago without syncing its line.
+    await storage.atomic([], () => ({
+      writes: [copy('peer-live-chain', 0), copy('peer-gone-chain', 120_000)],
+      result: undefined,
+    }));
+    a = await a.restart();
+    const left = await intentCopies(a.app.storage, a.app.keyring.recordSeal);
+    expect(left.map((c) => c.chain)).to.deep.equal(['peer-live-chain']);
+    const recovered = auditLines(a.config.audit.dir!).filter(
+      (l) => l.event === 'audit.intent_recovered',
+    );
+    expect(recovered.map((l) => l.from_chain)).to.deep.equal(['peer-gone-chain']);
+  });
+
+  it("reports a run of the store's copy that a database administrator changed, and never shows its content", async () => {
+    expect((await b.put('fleet/tampered', 'v')).status).to.equal(201);
+    const client = new pg.Client({ connectionString: PG_TEST_URL });
+    await client.connect();
+    try {
+      const { rowCount } = await client.query(
+        `UPDATE "${schema}".records SET v = overlay(v placing '\\x00'::bytea from length(v) - 3 for 1)
+         WHERE k = (SELECT k FROM "${schema}".records WHERE substr(k, 1, 1) = 'L'::bytea ORDER BY k DESC LIMIT 1)`,
+      );
+      expect(rowCount).to.equal(1);
+    } finally {
+      await client.end();
+    }
+    const result = await verifyOnA(true);
+    expect(result.intact).to.equal(false);
+    if (!result.intact) expect(result.reason).to.match(/failed its integrity check/);
+    const verified = await a.call('GET', '/v1/sys/audit/verify');
+    expect(verified.body.intact).to.equal(false);
+  });
+});
