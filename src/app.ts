@@ -65,7 +65,7 @@ import { parseDuration, startAutoRotation } from './operator/auto-rotate.js';
 import { HealthCheck } from './operator/health.js';
 import { KeyringOperations } from './operator/keyring-operations.js';
 import { Rewrapper } from './operator/rewrap.js';
-import type { StorageBackend } from './storage/backend.js';
+import { hasChangeFeed, type StorageBackend } from './storage/backend.js';
 import { openStorage } from './storage/registry.js';
 import { KeyringHolder, storedKeyDescription } from './store/keyring-store.js';
 import { RecordIntegrityError, type RecordSeal } from './store/record-seal.js';
@@ -82,6 +82,11 @@ export interface StartOptions {
    * supervisor passes false: the supervisor did that once, before starting the workers.
    */
   readonly prepare?: boolean;
+  /**
+   * How often the keyring generation is checked for changes made by other processes (default 1000 ms).
+   * Only tests change it, to show what reaches a server without the check; no setting reaches it.
+   */
+  readonly followEveryMs?: number;
   /**
    * false runs without an audit log. Only for the benchmark that measures what the audit log costs
    * (bench/direct-server.ts); no configuration setting or variable reaches it.
@@ -394,9 +399,10 @@ export async function startCoffer(
       config.keyring.rotate_after === null ? undefined : parseDuration(config.keyring.rotate_after);
     const autoRotation =
       rotateAfter === undefined ? undefined : startAutoRotation(keyring, rotateAfter, events, now);
-    // Keyring changes by other processes (rotations, revocations, a new root token) are loaded within a
-    // second: one read of the generation record when nothing changed.
-    const follow = setInterval(() => {
+    // Keyring changes by other processes (rotations, revocations, a new root token) are loaded at once
+    // where the storage announces them (PostgreSQL's NOTIFY), and within a second in any case: one read of
+    // the generation record when nothing changed.
+    const followKeyring = (): void => {
       keyring
         .refresh()
         .then(async () => {
@@ -408,8 +414,10 @@ export async function startCoffer(
         .catch((err: unknown) =>
           log.error({ err: { message: (err as Error).message } }, 'could not reload the keyring'),
         );
-    }, 1000);
+    };
+    const follow = setInterval(followKeyring, options.followEveryMs ?? 1000);
     follow.unref();
+    const unwatch = hasChangeFeed(storage) ? storage.onChange(followKeyring) : undefined;
 
     return {
       server,
@@ -423,6 +431,7 @@ export async function startCoffer(
         await closed;
         clearTimeout(deadline);
         clearInterval(follow);
+        unwatch?.();
         await autoRotation?.stop();
         disk?.stop();
         // A rewrap in progress stops at its next batch boundary; its state is saved for a later run.

@@ -83,6 +83,24 @@ export interface StorageBackend {
 }
 
 /**
+ * An optional ability of a storage shared by several servers (PostgreSQL): being told promptly when any
+ * server commits a write of an announced key (the keyring generation, which every keyring change bumps),
+ * so that what a server caches follows at once instead of at its next periodic check.
+ */
+export interface ChangeFeed {
+  /**
+   * Calls `listener` with each announced key a commit wrote, from any server, and with undefined after a
+   * gap in which such news may have been lost (a lost connection, now back): read it all again. Returns
+   * the function that stops it.
+   */
+  onChange(listener: (key: Uint8Array | undefined) => void): () => void;
+}
+
+export function hasChangeFeed(storage: StorageBackend): storage is StorageBackend & ChangeFeed {
+  return typeof (storage as Partial<ChangeFeed>).onChange === 'function';
+}
+
+/**
  * The storage cannot be reached (a database that is down, restarting or too slow to answer within its
  * statement timeout): the request answers 503 storage_unavailable and may be tried again. Whether a write
  * whose commit met this error was committed is unknown, so it is never acknowledged.

@@ -22,6 +22,7 @@ import { createHash } from 'node:crypto';
 import { userInfo } from 'node:os';
 import pg from 'pg';
 import {
+  type ChangeFeed,
   type KeyRange,
   type Plan,
   type StorageBackend,
@@ -29,6 +30,7 @@ import {
   StorageUnavailableError,
   type StorageWrite,
 } from './backend.js';
+import { type ChangeListener, PostgresListener } from './postgres-listener.js';
 
 export interface PostgresOptions {
   /** postgres://… ; when absent, node-postgres reads the standard PG* environment variables. */
@@ -38,6 +40,11 @@ export interface PostgresOptions {
   readonly poolSize: number;
   /** A statement that runs longer is cancelled (the request answers an error instead of hanging). */
   readonly statementTimeoutMs: number;
+  /**
+   * Keys whose writes are announced to every server (NOTIFY, in the writing transaction: delivered at its
+   * commit) and heard through `onChange` (LISTEN, postgres-listener.ts).
+   */
+  readonly announce?: readonly Uint8Array[];
 }
 
 /** The migrations, in order; a migration is never changed once released, only new ones are added. */
@@ -57,24 +64,39 @@ const PAGE = 500;
 const RETRY_CODES = new Set(['40001', '40P01']);
 const MAX_ATTEMPTS = 50;
 
-export class PostgresBackend implements StorageBackend {
+export class PostgresBackend implements StorageBackend, ChangeFeed {
   readonly remote = true;
   private closed = false;
+  /** The announced keys, as latin1 strings for lookup. */
+  private readonly announced: ReadonlySet<string>;
+  private readonly channel: string;
 
   /** Mixed into every lock id, so that two schemas in one database never share locks. */
   private readonly lockSalt: Buffer;
   /** Named (prepared) statements: parsed and planned once per connection, not per query. */
   private readonly sql: Record<
-    'lock' | 'get' | 'getWithLast' | 'scanFirst' | 'scanNext' | 'read' | 'delete' | 'upsert',
+    | 'lock'
+    | 'get'
+    | 'getWithLast'
+    | 'scanFirst'
+    | 'scanNext'
+    | 'read'
+    | 'delete'
+    | 'upsert'
+    | 'notify',
     { name: string; text: string }
   >;
 
   private constructor(
     private readonly pool: pg.Pool,
     private readonly table: string,
+    announce: readonly Uint8Array[],
+    private readonly listener: PostgresListener,
   ) {
+    this.announced = new Set(announce.map((key) => Buffer.from(key).toString('latin1')));
     // Named per table: two schemas on one connection's server never share a statement.
     const tag = createHash('sha256').update(table).digest('hex').slice(0, 16);
+    this.channel = channelOf(table);
     this.lockSalt = Buffer.from(`coffer-lock:${table}\u0000`);
     const named = (name: string, text: string) => ({ name: `coffer-${name}-${tag}`, text });
     this.sql = {
@@ -101,6 +123,7 @@ export class PostgresBackend implements StorageBackend {
       ),
       read: named('read', `SELECT k, v FROM ${table} WHERE k = ANY($1::bytea[])`),
       delete: named('delete', `DELETE FROM ${table} WHERE k = ANY($1::bytea[])`),
+      notify: named('notify', 'SELECT pg_notify($1, $2)'),
       upsert: named(
         'upsert',
         `INSERT INTO ${table} (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[]) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`,
@@ -112,13 +135,16 @@ export class PostgresBackend implements StorageBackend {
   static async open(options: PostgresOptions): Promise<PostgresBackend> {
     if (!SCHEMA_NAME.test(options.schema))
       throw new Error(`the PostgreSQL schema name must match ${SCHEMA_NAME.source}`);
-    const pool = new pg.Pool({
+    const connection = {
       // As libpq does: the user name defaults to the operating system's (a URL or PGUSER names another).
       user: process.env.PGUSER ?? process.env.USER ?? userInfo().username,
       ...(options.connectionString ? { connectionString: options.connectionString } : {}),
+      connectionTimeoutMillis: options.statementTimeoutMs,
+    };
+    const pool = new pg.Pool({
+      ...connection,
       max: options.poolSize,
       statement_timeout: options.statementTimeoutMs,
-      connectionTimeoutMillis: options.statementTimeoutMs,
       // Every commit waits until it is durable, whatever the server's default says.
       options: '-c synchronous_commit=on',
     });
@@ -136,7 +162,9 @@ export class PostgresBackend implements StorageBackend {
         );
       throw err;
     }
-    return new PostgresBackend(pool, `"${options.schema}".records`);
+    const table = `"${options.schema}".records`;
+    const listener = new PostgresListener(connection, channelOf(table));
+    return new PostgresBackend(pool, table, options.announce ?? [], listener);
   }
 
   async get(key: Uint8Array): Promise<Uint8Array | undefined> {
@@ -266,9 +294,14 @@ export class PostgresBackend implements StorageBackend {
     ]);
   }
 
+  onChange(listener: ChangeListener): () => void {
+    return this.listener.add(listener);
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await this.listener.close();
     await this.pool.end();
   }
 
@@ -321,6 +354,7 @@ export class PostgresBackend implements StorageBackend {
         return { done: false, escalate };
       }
       await this.apply(client, writes);
+      await this.announce(client, writes);
       await client.query('COMMIT');
       return { done: true, result };
     } catch (err) {
@@ -332,6 +366,20 @@ export class PostgresBackend implements StorageBackend {
     } finally {
       release(broken);
     }
+  }
+
+  /** NOTIFY for each announced key the writes touch: PostgreSQL delivers it when (and if) the transaction commits. */
+  private async announce(client: pg.PoolClient, writes: readonly StorageWrite[]): Promise<void> {
+    const keys = new Set(
+      writes
+        .map((w) => Buffer.from(w.key).toString('latin1'))
+        .filter((name) => this.announced.has(name)),
+    );
+    for (const name of keys)
+      await client.query({
+        ...this.sql.notify,
+        values: [this.channel, Buffer.from(name, 'latin1').toString('hex')],
+      });
   }
 
   /** Takes the transaction's key locks, in ascending lock-id order; an id both modes ask for is exclusive. */
@@ -457,6 +505,11 @@ function unavailable(err: unknown): unknown {
   )
     return new StorageUnavailableError(typeof code === 'string' ? code : err.message.slice(0, 80));
   return err;
+}
+
+/** The NOTIFY channel of a table: a plain identifier, one per schema. */
+function channelOf(table: string): string {
+  return `coffer_${createHash('sha256').update(table).digest('hex').slice(0, 16)}`;
 }
 
 function isRetryable(err: unknown): boolean {

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import type { StorageBackend } from './backend.js';
+import { GENERATION_KEY } from './layout.js';
 import { LmdbBackend } from './lmdb-backend.js';
 import { PostgresBackend } from './postgres-backend.js';
 
@@ -27,6 +28,8 @@ const BACKENDS: Record<StorageName, (settings: StorageSettings) => Promise<Stora
       schema: settings.postgres.schema,
       poolSize: settings.postgres.pool_size,
       statementTimeoutMs: settings.postgres.statement_timeout_ms,
+      // Every keyring change (rotation, revocation, a new root token, migration) writes the generation.
+      announce: [GENERATION_KEY],
     }),
 };
 

@@ -1,0 +1,80 @@
+import { expect } from 'chai';
+import { startTestCoffer, type TestCoffer } from '../support/harness.js';
+import { Relay } from '../support/pg-relay.js';
+import { dropTestSchemas, PG_TEST_URL, requirePostgres, testSchema } from '../support/postgres.js';
+import { pgEnv } from '../support/shared-servers.js';
+
+/** Milliseconds until `check` holds, polling every 10 ms, or null after `withinMs`. */
+async function timeUntil(check: () => boolean, withinMs: number): Promise<number | null> {
+  const started = Date.now();
+  while (Date.now() - started < withinMs) {
+    if (check()) return Date.now() - started;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return null;
+}
+
+describe('Changes reach the other servers at once (PostgreSQL LISTEN/NOTIFY)', function () {
+  this.timeout(60_000);
+  before(async function () {
+    await requirePostgres(this);
+  });
+  after(async () => {
+    await dropTestSchemas();
+  });
+
+  /**
+   * B checks the keyring generation only once an hour here: whatever reaches it sooner came through the
+   * notification, or through the reading again that follows a lost connection.
+   */
+  const serverB = (a: TestCoffer, schema: string, url = PG_TEST_URL): Promise<TestCoffer> =>
+    startTestCoffer({
+      rootToken: a.rootToken,
+      env: { ...pgEnv(schema, url), COFFER_MASTER_KEY_FILE: a.config.master_key_file },
+      start: { followEveryMs: 3_600_000 },
+    });
+
+  it('a rotation on one server is the active version on another within a fraction of a second', async () => {
+    const schema = testSchema();
+    const a = await startTestCoffer({ env: pgEnv(schema) });
+    const b = await serverB(a, schema);
+    try {
+      const rotated = await a.call('POST', '/v1/sys/keyring/rotate');
+      expect(rotated.status).to.equal(200);
+      const target = rotated.body.active_version as number;
+      const took = await timeUntil(() => b.app.keyring.current().activeVersion === target, 2000);
+      expect(took, 'B followed the rotation').to.not.equal(null);
+      expect(took!).to.be.lessThan(1000);
+    } finally {
+      await b.close();
+      await a.close();
+    }
+  });
+
+  it('a change made while a server had lost its connection reaches it once the connection is back', async () => {
+    const schema = testSchema();
+    const relay = new Relay(new URL(PG_TEST_URL));
+    await relay.start();
+    const port = relay.port;
+    const a = await startTestCoffer({ env: pgEnv(schema) });
+    const b = await serverB(a, schema, relay.url());
+    try {
+      const before = b.app.keyring.current().activeVersion;
+      await relay.cut();
+      const rotated = await a.call('POST', '/v1/sys/keyring/rotate');
+      expect(rotated.status).to.equal(200);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(b.app.keyring.current().activeVersion).to.equal(before);
+      await relay.start(port);
+      const took = await timeUntil(
+        () => b.app.keyring.current().activeVersion === rotated.body.active_version,
+        10_000,
+      );
+      expect(took, 'B read the keyring again after reconnecting').to.not.equal(null);
+    } finally {
+      await b.close();
+      await a.close();
+      await relay.cut();
+    }
+  });
+});
