@@ -30,6 +30,9 @@ const CORE_ENV = [
   { env: 'COFFER_ROOT_TOKEN', field: 'root_token', kind: 'string' },
   { env: 'COFFER_KEY_PROVIDER', field: 'key_provider', kind: 'string' },
   { env: 'COFFER_KEYRING_ROTATE_AFTER', field: 'keyring.rotate_after', kind: 'string' },
+  { env: 'COFFER_SNAPSHOT_DIR', field: 'snapshot.dir', kind: 'string' },
+  { env: 'COFFER_SNAPSHOT_EVERY', field: 'snapshot.every', kind: 'string' },
+  { env: 'COFFER_SNAPSHOT_KEEP', field: 'snapshot.keep', kind: 'integer' },
   { env: 'COFFER_AUDIT_DIR', field: 'audit.dir', kind: 'string' },
   { env: 'COFFER_AUDIT_STDOUT', field: 'audit.stdout', kind: 'boolean' },
   { env: 'COFFER_AUDIT_FAIL_OPEN', field: 'audit.fail_open', kind: 'boolean' },
@@ -179,6 +182,10 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): CofferC
       ...config.audit,
       dir: resolve(cwd, config.audit.dir ?? join(config.data_dir, 'audit')),
     },
+    snapshot: {
+      ...config.snapshot,
+      dir: config.snapshot.dir === null ? null : resolve(cwd, config.snapshot.dir),
+    },
     pkcs11: {
       ...config.pkcs11,
       pin_file: config.pkcs11.pin_file === null ? null : resolve(cwd, config.pkcs11.pin_file),
@@ -219,6 +226,14 @@ function checkConsistency(config: CofferConfig, fromEnv: Map<string, string>): v
     throw new ConfigError(
       'COFFER_ROOT_TOKEN',
       `is ${config.root_token.length} characters; a root token must be at least 32 (make one with: openssl rand -base64 32), or leave it unset and Coffer generates one on first start`,
+    );
+  }
+  if ((config.snapshot.dir === null) !== (config.snapshot.every === null)) {
+    throw new ConfigError(
+      name(config.snapshot.dir === null ? 'snapshot.dir' : 'snapshot.every'),
+      config.snapshot.dir === null
+        ? 'scheduled snapshots need a directory too (COFFER_SNAPSHOT_DIR)'
+        : 'scheduled snapshots need an interval too (COFFER_SNAPSHOT_EVERY, e.g. 6h)',
     );
   }
   try {

@@ -33,6 +33,11 @@ export interface CofferConfig extends KeyProviderSettings {
   postgres: { schema: string; pool_size: number; statement_timeout_ms: number };
   /** Automatic rotation: rotate when the active keyring version is this old (`90d`, `12h`, …); null: never. */
   keyring: { rotate_after: string | null };
+  /**
+   * Scheduled snapshots of the store (operator/scheduled-snapshots.ts): into `dir` every `every` (`6h`, …),
+   * keeping the newest `keep`; off while `dir` or `every` is null.
+   */
+  snapshot: { dir: string | null; every: string | null; keep: number };
   /** The audit log (docs/audit.md): its directory (null: <data_dir>/audit), stdout copy, failure policy, checkpoints, file size. */
   audit: {
     dir: string | null;
@@ -97,6 +102,7 @@ export const configSchema = {
     'key_provider',
     ...KEY_PROVIDERS.flatMap((p) => p.fields),
     'keyring',
+    'snapshot',
     'audit',
     'roles',
     'auth_failures',
@@ -164,6 +170,16 @@ export const configSchema = {
       required: ['rotate_after'],
       properties: {
         rotate_after: { type: ['string', 'null'], pattern: '^[1-9][0-9]{0,5}[smhd]$' },
+      },
+    },
+    snapshot: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['dir', 'every', 'keep'],
+      properties: {
+        dir: { type: ['string', 'null'], minLength: 1 },
+        every: { type: ['string', 'null'], pattern: '^[1-9][0-9]{0,5}[smhd]$' },
+        keep: { type: 'integer', minimum: 1, maximum: 10_000 },
       },
     },
     roles: {

@@ -2,13 +2,21 @@
  * The supervisor (the cluster primary): prepares the store once (master key, keyring, root token), then
  * runs COFFER_WORKERS server processes that share the listening socket and the LMDB environment. A worker
  * that dies is replaced (with a growing delay if workers keep dying young). SIGTERM or SIGINT drains every
- * worker (requests in flight finish) and then exits 0.
+ * worker (requests in flight finish) and then exits 0. With COFFER_SNAPSHOT_DIR and COFFER_SNAPSHOT_EVERY
+ * it also takes the scheduled snapshots (operator/scheduled-snapshots.ts); a shutdown waits for one in
+ * progress.
  */
 import cluster, { type Worker } from 'node:cluster';
 import { availableParallelism } from 'node:os';
 import type { Logger } from 'pino';
 import { checkListenable, prepareStore } from '../app.js';
 import type { CofferConfig } from '../config/schema.js';
+import { ensureDirectory } from '../directories.js';
+import { parseDuration } from '../operator/auto-rotate.js';
+import {
+  type ScheduledSnapshots,
+  startScheduledSnapshots,
+} from '../operator/scheduled-snapshots.js';
 import type { SupervisorMessage, WorkerMessage } from './messages.js';
 
 const SHUTDOWN_GRACE_MS = 15_000;
@@ -24,6 +32,7 @@ export async function runSupervisor(
   options: SupervisorOptions,
 ): Promise<void> {
   await checkListenable(config);
+  if (config.snapshot.dir !== null) ensureDirectory(config.snapshot.dir, 'COFFER_SNAPSHOT_DIR');
   await prepareStore(config, { log, onGeneratedRootToken: options.onGeneratedRootToken });
   // Workers accept connections from the shared socket themselves. With node's default round-robin the
   // primary accepts and hands connections over, and those handed to a worker as it dies hang forever;
@@ -65,10 +74,12 @@ export async function runSupervisor(
     return worker;
   };
 
+  let snapshots: ScheduledSnapshots | undefined;
   const shutdown = async (exitCode: number): Promise<void> => {
     if (stopping) return;
     stopping = true;
     log.info({ workers: live.size }, 'shutting down: draining workers');
+    const snapshotsStopped = snapshots?.stop();
     const exited = [...live].map(
       (w) =>
         new Promise<void>((resolve) => (w.isDead() ? resolve() : w.once('exit', () => resolve()))),
@@ -79,6 +90,7 @@ export async function runSupervisor(
     }, SHUTDOWN_GRACE_MS);
     await Promise.all(exited);
     clearTimeout(timer);
+    await snapshotsStopped;
     process.exit(exitCode);
   };
   process.on('SIGTERM', () => void shutdown(0));
@@ -95,4 +107,21 @@ export async function runSupervisor(
   const urls = await Promise.all(ready);
   started = true;
   log.info({ url: urls[0], workers: count }, 'coffer listening');
+  const { dir, every, keep } = config.snapshot;
+  if (dir !== null && every !== null && !stopping) {
+    snapshots = startScheduledSnapshots({
+      storage: config,
+      dir,
+      everyMs: parseDuration(every)!,
+      keep,
+      log,
+    });
+    log.info(
+      { dir, every, keep },
+      'scheduled snapshots: one every %s into %s, keeping %d',
+      every,
+      dir,
+      keep,
+    );
+  }
 }

@@ -1,0 +1,103 @@
+import { readdirSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { generateToken } from '../../src/auth/token-format.js';
+import { loadConfig } from '../../src/config/load.js';
+import { snapshotName } from '../../src/operator/scheduled-snapshots.js';
+import { checkSnapshot } from '../../src/operator/snapshot.js';
+import { startTestCoffer, tempDir } from '../support/harness.js';
+import { send } from '../support/http-client.js';
+import { runCoffer, runToExit, startProcess } from '../support/process.js';
+
+const SNAPSHOT = /^coffer-snapshot-\d{8}T\d{9}Z\.snap$/;
+
+describe('scheduled snapshots (COFFER_SNAPSHOT_DIR, _EVERY, _KEEP)', function () {
+  this.timeout(60_000);
+
+  it('writes one every interval while the server serves, owner-only and whole, keeps the newest KEEP, and each restores', async () => {
+    const dir = tempDir();
+    const snapshots = join(dir, 'snapshots');
+    const root = generateToken().value;
+    const env = {
+      COFFER_DATA_DIR: join(dir, 'data'),
+      COFFER_MASTER_KEY_FILE: join(dir, 'master.key'),
+      COFFER_ROOT_TOKEN: root,
+      COFFER_WORKERS: '1',
+      COFFER_SNAPSHOT_DIR: snapshots,
+      COFFER_SNAPSHOT_EVERY: '1s',
+      COFFER_SNAPSHOT_KEEP: '2',
+    };
+    const p = await startProcess(env);
+    try {
+      expect(
+        (await send(p.url, 'PUT', '/v1/kv/sched/k', root, { value: 'kept', type: 'secret' }))
+          .status,
+      ).to.equal(201);
+      // A .partial left by a run that was killed is removed by the next run.
+      const planted = `${snapshotName(Date.now() - 60_000)}.partial`;
+      writeFileSync(join(snapshots, planted), 'cut short');
+      const deadline = Date.now() + 15_000;
+      let names: string[] = [];
+      while (Date.now() < deadline) {
+        names = readdirSync(snapshots);
+        if (names.filter((n) => SNAPSHOT.test(n)).length >= 2 && names.length === 2) {
+          // A third run has had time to prune: still two.
+          await new Promise((r) => setTimeout(r, 1500));
+          names = readdirSync(snapshots);
+          break;
+        }
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(names.filter((n) => SNAPSHOT.test(n))).to.have.length(2);
+      expect(names).to.not.include(planted);
+      expect(p.stdout() + p.stderr()).to.match(/scheduled snapshot written/);
+      const newest = join(
+        snapshots,
+        names
+          .filter((n) => SNAPSHOT.test(n))
+          .sort()
+          .at(-1)!,
+      );
+      expect(statSync(newest).mode & 0o777).to.equal(0o600);
+      const summary = await checkSnapshot(newest);
+      expect(summary.records).to.be.greaterThan(0);
+
+      // It restores into an empty store that a server with the same key and root token opens.
+      const target = join(tempDir(), 'data');
+      const restored = await runCoffer(['operator', 'restore', '--from', newest], {
+        COFFER_DATA_DIR: target,
+        COFFER_LOG_LEVEL: 'silent',
+      });
+      expect(restored.code, restored.stderr).to.equal(0);
+      const copy = await startTestCoffer({
+        rootToken: root,
+        env: { COFFER_DATA_DIR: target, COFFER_MASTER_KEY_FILE: env.COFFER_MASTER_KEY_FILE },
+      });
+      try {
+        expect((await copy.call('GET', '/v1/kv/sched/k')).body.value).to.equal('kept');
+      } finally {
+        await copy.close();
+      }
+    } finally {
+      await p.stop();
+    }
+  });
+
+  it('refuses a directory without an interval, or an interval without a directory, with one line', async () => {
+    expect(() => loadConfig({ COFFER_SNAPSHOT_DIR: '/tmp/x' })).to.throw(/COFFER_SNAPSHOT_EVERY/);
+    expect(() => loadConfig({ COFFER_SNAPSHOT_EVERY: '6h' })).to.throw(/COFFER_SNAPSHOT_DIR/);
+    expect(() =>
+      loadConfig({ COFFER_SNAPSHOT_DIR: '/tmp/x', COFFER_SNAPSHOT_EVERY: 'hourly' }),
+    ).to.throw(/COFFER_SNAPSHOT_EVERY: invalid value/);
+    const file = join(tempDir(), 'a-file');
+    writeFileSync(file, '');
+    const exited = await runToExit({
+      COFFER_DATA_DIR: join(tempDir(), 'data'),
+      COFFER_SNAPSHOT_DIR: file,
+      COFFER_SNAPSHOT_EVERY: '6h',
+    });
+    expect(exited.code).to.equal(2);
+    expect(exited.stderr.trim().split('\n')).to.have.length(1);
+    expect(exited.stderr).to.match(/COFFER_SNAPSHOT_DIR: .* is a file/);
+  });
+});
