@@ -1,27 +1,18 @@
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { intentCopies } from '../../src/audit/intent-recovery.js';
-import { generateToken } from '../../src/auth/token-format.js';
 import { parseVersionKey, VERSIONS_RANGE } from '../../src/storage/layout.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
 import { type AuditLine, auditLines } from '../support/audit-lines.js';
-import { tempDir } from '../support/harness.js';
 import { send } from '../support/http-client.js';
-import { killAll, runCoffer, startProcess } from '../support/process.js';
+import { killAll, runCoffer, serveSettings, startProcess } from '../support/process.js';
 import { withStoreSeal } from '../support/store-seal.js';
 
 describe('every committed change has its audit entry, even after kill -9', function () {
   this.timeout(180_000);
 
   it('kills two workers under write load four times; every stored version is named by an entry, and verify says so', async () => {
-    const dir = tempDir();
-    const root = generateToken().value;
-    const env = {
-      COFFER_DATA_DIR: join(dir, 'data'),
-      COFFER_MASTER_KEY_FILE: join(dir, 'master.key'),
-      COFFER_ROOT_TOKEN: root,
-      COFFER_WORKERS: '2',
-    };
+    const { dir, root, env } = serveSettings(2);
     for (let round = 0; round < 4; round++) {
       const p = await startProcess(env);
       let stop = false;
@@ -104,15 +95,9 @@ describe('every committed change has its audit entry, even after kill -9', funct
   });
 
   it('loses no entry of an answered read when the processes are killed right after the answers (reads do not wait for a sync)', async () => {
-    const dir = tempDir();
-    const root = generateToken().value;
-    const env = {
-      COFFER_DATA_DIR: join(dir, 'data'),
-      COFFER_MASTER_KEY_FILE: join(dir, 'master.key'),
-      COFFER_ROOT_TOKEN: root,
-      COFFER_WORKERS: '2',
+    const { dir, root, env } = serveSettings(2, {
       COFFER_AUDIT_SYNC_MS: '1000',
-    };
+    });
     const p = await startProcess(env);
     await send(p.url, 'PUT', '/v1/kv/reads/k', root, { value: 'v', type: 'secret' });
     const answered: string[] = [];

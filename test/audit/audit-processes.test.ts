@@ -2,11 +2,10 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { generateToken } from '../../src/auth/token-format.js';
 import { type AuditLine, auditLines } from '../support/audit-lines.js';
 import { startTestCoffer, tempDir } from '../support/harness.js';
 import { type Reply, send } from '../support/http-client.js';
-import { runCoffer, startProcess } from '../support/process.js';
+import { runCoffer, serveSettings, startProcess } from '../support/process.js';
 
 type Entry = AuditLine;
 const readEntries = auditLines;
@@ -15,16 +14,10 @@ describe('audit across processes and sinks', function () {
   this.timeout(120_000);
 
   it('several workers writing at once: no lost, interleaved or duplicated entry; every chain verifies', async () => {
-    const dir = tempDir();
-    const root = generateToken().value;
-    const env = {
-      COFFER_DATA_DIR: join(dir, 'data'),
-      COFFER_MASTER_KEY_FILE: join(dir, 'master.key'),
-      COFFER_ROOT_TOKEN: root,
-      COFFER_WORKERS: '2',
+    const { dir, root, env } = serveSettings(2, {
       COFFER_AUDIT_CHECKPOINT_EVERY: '50',
       COFFER_AUDIT_MAX_FILE_BYTES: '65536',
-    };
+    });
     const p = await startProcess(env);
     const replies: Reply[] = [];
     try {
@@ -92,15 +85,9 @@ describe('audit across processes and sinks', function () {
   });
 
   it('copies every line to stdout when audit.stdout is set, after it is durable in the file', async () => {
-    const dir = tempDir();
-    const root = generateToken().value;
-    const env = {
-      COFFER_DATA_DIR: join(dir, 'data'),
-      COFFER_MASTER_KEY_FILE: join(dir, 'master.key'),
-      COFFER_ROOT_TOKEN: root,
-      COFFER_WORKERS: '1',
+    const { dir, root, env } = serveSettings(1, {
       COFFER_AUDIT_STDOUT: 'true',
-    };
+    });
     const p = await startProcess(env);
     let put: Reply;
     try {

@@ -2,29 +2,20 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { pino } from 'pino';
 import { prepareStore } from '../../src/app.js';
-import { generateToken } from '../../src/auth/token-format.js';
 import { loadConfig } from '../../src/config/load.js';
 import { sodiumReady } from '../../src/crypto/aead.js';
 import { LocalKeyProvider, loadOrCreateMasterKey } from '../../src/keys/local-provider.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
 import { KeyringHolder } from '../../src/store/keyring-store.js';
-import { tempDir } from '../support/harness.js';
 import { send } from '../support/http-client.js';
-import { killAll, startProcess } from '../support/process.js';
+import { killAll, serveSettings, startProcess } from '../support/process.js';
 import { seedStore } from '../support/seed.js';
 
 describe('rewrap killed with SIGKILL halfway', function () {
   this.timeout(120_000);
 
   it('continues where it stopped when started again, and loses nothing', async () => {
-    const dir = tempDir();
-    const root = generateToken().value;
-    const env = {
-      COFFER_DATA_DIR: join(dir, 'data'),
-      COFFER_MASTER_KEY_FILE: join(dir, 'master.key'),
-      COFFER_ROOT_TOKEN: root,
-      COFFER_WORKERS: '1',
-    };
+    const { root, env } = serveSettings(1);
     const config = loadConfig({ ...env, COFFER_LOG_LEVEL: 'silent' });
     await prepareStore(config, { log: pino({ level: 'silent' }) });
     await sodiumReady();

@@ -1,13 +1,12 @@
 import { readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { generateToken } from '../../src/auth/token-format.js';
 import { loadConfig } from '../../src/config/load.js';
 import { snapshotName } from '../../src/operator/scheduled-snapshots.js';
 import { checkSnapshot } from '../../src/operator/snapshot.js';
 import { startTestCoffer, tempDir } from '../support/harness.js';
 import { send } from '../support/http-client.js';
-import { runCoffer, runToExit, startProcess } from '../support/process.js';
+import { runCoffer, runToExit, serveSettings, startProcess } from '../support/process.js';
 
 const SNAPSHOT = /^coffer-snapshot-\d{8}T\d{9}Z\.snap$/;
 
@@ -15,18 +14,12 @@ describe('scheduled snapshots (COFFER_SNAPSHOT_DIR, _EVERY, _KEEP)', function ()
   this.timeout(60_000);
 
   it('writes one every interval while the server serves, owner-only and whole, keeps the newest KEEP, and each restores', async () => {
-    const dir = tempDir();
-    const snapshots = join(dir, 'snapshots');
-    const root = generateToken().value;
-    const env = {
-      COFFER_DATA_DIR: join(dir, 'data'),
-      COFFER_MASTER_KEY_FILE: join(dir, 'master.key'),
-      COFFER_ROOT_TOKEN: root,
-      COFFER_WORKERS: '1',
+    const snapshots = join(tempDir(), 'snapshots');
+    const { root, env } = serveSettings(1, {
       COFFER_SNAPSHOT_DIR: snapshots,
       COFFER_SNAPSHOT_EVERY: '1s',
       COFFER_SNAPSHOT_KEEP: '2',
-    };
+    });
     const p = await startProcess(env);
     try {
       expect(

@@ -1,7 +1,10 @@
 /** Runs the real `coffer` command (dist/src/main.js) as a child process, for start-up tests. */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { childPids } from '../../bench/servers.js';
+import { generateToken } from '../../src/auth/token-format.js';
+import { tempDir } from './temp-dirs.js';
 
 export const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
 
@@ -11,6 +14,30 @@ export interface CofferProcess {
   stdout(): string;
   stderr(): string;
   stop(): Promise<number | null>;
+}
+
+/**
+ * The settings of a `coffer serve` in a new temporary directory (store, key file) with a random root token
+ * and `workers` server processes; `extra` adds settings.
+ */
+export function serveSettings(
+  workers: number,
+  extra: Record<string, string> = {},
+): {
+  dir: string;
+  root: string;
+  env: Record<string, string> & { COFFER_DATA_DIR: string; COFFER_MASTER_KEY_FILE: string };
+} {
+  const dir = tempDir();
+  const root = generateToken().value;
+  const env = {
+    COFFER_DATA_DIR: join(dir, 'data'),
+    COFFER_MASTER_KEY_FILE: join(dir, 'master.key'),
+    COFFER_ROOT_TOKEN: root,
+    COFFER_WORKERS: String(workers),
+    ...extra,
+  };
+  return { dir, root, env };
 }
 
 export interface Exited {
