@@ -4,20 +4,15 @@
  * not list is left out, and a child namespace appears only if the caller could list at least one key
  * in it or beneath it.
  *
- * Cost: keys are read in order from a prefix cursor; child namespaces are found by seeking past each
- * child's whole subtree, so a page costs O(page size) seeks, plus, for callers whose rights do not cover a
- * whole child subtree, a scan of that subtree that stops at the first visible key.
+ * Cost: keys are read in order from a prefix cursor; the page's child namespaces are found in one storage
+ * call (StorageBackend.segments: one query on PostgreSQL, a seek past each child's whole subtree on LMDB),
+ * so a page costs one query, two where it holds both keys and namespaces — plus, for callers whose rights
+ * do not cover a whole child subtree, a scan of each such subtree that stops at the first visible key.
  */
 import type { Principal } from '../auth/principal.js';
 import { forbidden } from '../errors.js';
 import type { StorageBackend } from '../storage/backend.js';
-import {
-  childOf,
-  descendantsRange,
-  keysRange,
-  parseMetaKey,
-  subtreeRange,
-} from '../storage/layout.js';
+import { descendantsRange, keysRange, parseMetaKey, subtreeRange } from '../storage/layout.js';
 import type { RecordSeal } from '../store/record-seal.js';
 import { type Cursor, decodeCursor, encodeCursor } from './cursor.js';
 import { unpackMeta } from './records.js';
@@ -54,10 +49,13 @@ export async function listNamespace(
   }
   let after = start?.phase === 'namespaces' ? start.after : undefined;
   while (keys.length + namespaces.length < want) {
-    const child = await nextChild(storage, namespace, after);
-    if (child === undefined) break;
-    if (await childVisible(storage, seal, caller, `${namespace}/${child}`)) namespaces.push(child);
-    after = child;
+    const wanted = want - keys.length - namespaces.length;
+    const children = await childrenOf(storage, namespace, after, wanted);
+    for (const child of children)
+      if (await childVisible(storage, seal, caller, `${namespace}/${child}`))
+        namespaces.push(child);
+    if (children.length < wanted) break;
+    after = children[children.length - 1];
   }
 
   let next: Cursor | null = null;
@@ -72,14 +70,16 @@ export async function listNamespace(
   return { namespace, keys, namespaces, next_cursor: next && encodeCursor(namespace, next) };
 }
 
-async function nextChild(
+/** The next `limit` child namespaces of `namespace` after `after`, whatever lies in them: one storage call. */
+async function childrenOf(
   storage: StorageBackend,
   namespace: string,
   after: string | undefined,
-): Promise<string | undefined> {
-  for await (const entry of storage.scan({ ...descendantsRange(namespace, after), limit: 1 }))
-    return childOf(namespace, entry.key);
-  return undefined;
+  limit: number,
+): Promise<string[]> {
+  const range = descendantsRange(namespace, after);
+  const segments = await storage.segments(descendantsRange(namespace).start, { ...range, limit });
+  return segments.map((segment) => Buffer.from(segment).toString('latin1'));
 }
 
 async function childVisible(

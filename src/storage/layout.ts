@@ -107,20 +107,6 @@ export function parseMetaKey(storageKey: Uint8Array): { namespace: string; key: 
   return { namespace: text.slice(1, sep).replaceAll('\x01', '/'), key: text.slice(sep + 1) };
 }
 
-/** For a meta key found in `descendantsRange(ns)`: the name of the child namespace it lies in. */
-export function childOf(ns: string, storageKey: Uint8Array): string {
-  const skip = 1 + Buffer.byteLength(ns) + 1;
-  const text = Buffer.from(
-    storageKey.buffer,
-    storageKey.byteOffset,
-    storageKey.byteLength,
-  ).toString('latin1', skip);
-  // Up to the first separator, 0x00 or 0x01 (names never hold them).
-  let end = 0;
-  while (end < text.length && text.charCodeAt(end) > 0x01) end++;
-  return text.slice(0, end);
-}
-
 export function tokenKey(id: string): Buffer {
   return bytes(`T${id}`);
 }

@@ -58,6 +58,22 @@ export class LmdbBackend implements StorageBackend {
     return { value, last: first === undefined ? undefined : { key: start, value: first } };
   }
 
+  /** Seeks past each segment's keys: one cursor step per segment. */
+  async segments(prefix: Uint8Array, range: KeyRange & { limit: number }): Promise<Uint8Array[]> {
+    const found: Buffer[] = [];
+    const end = asBuffer(range.end);
+    let start = asBuffer(range.start);
+    while (found.length < range.limit) {
+      let key: Buffer | undefined;
+      for (const k of this.db.getKeys({ start, end, limit: 1 })) key = k as Buffer;
+      if (key === undefined) break;
+      const segment = segmentOf(key, prefix.byteLength);
+      found.push(segment);
+      start = Buffer.concat([key.subarray(0, prefix.byteLength), segment, SKIP]);
+    }
+    return found;
+  }
+
   async *everything(): AsyncIterable<StorageEntry> {
     // One range over the whole database reads from one read transaction (lmdb-js's snapshot).
     for (const { key, value } of this.db.getRange({ snapshot: true }))
@@ -103,6 +119,16 @@ export class LmdbBackend implements StorageBackend {
     await this.root.flushed;
     await this.root.close();
   }
+}
+
+/** Past every key of a segment: its separators are 0x00 and 0x01. */
+const SKIP = Buffer.from([0x02]);
+
+/** The bytes of `key` from `offset` up to its first 0x00 or 0x01 byte. */
+function segmentOf(key: Buffer, offset: number): Buffer {
+  let end = offset;
+  while (end < key.length && key[end]! > 0x01) end++;
+  return Buffer.from(key.subarray(offset, end));
 }
 
 function asBuffer(bytes: Uint8Array): Buffer {

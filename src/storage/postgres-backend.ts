@@ -83,7 +83,8 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
     | 'read'
     | 'delete'
     | 'upsert'
-    | 'notify',
+    | 'notify'
+    | 'segments',
     { name: string; text: string }
   >;
 
@@ -124,6 +125,17 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
       read: named('read', `SELECT k, v FROM ${table} WHERE k = ANY($1::bytea[])`),
       delete: named('delete', `DELETE FROM ${table} WHERE k = ANY($1::bytea[])`),
       notify: named('notify', 'SELECT pg_notify($1, $2)'),
+      // A key's segment after the prefix ($3): up to its first 0x00 or 0x01 byte.
+      segments: named(
+        'segments',
+        `WITH RECURSIVE seg(s) AS (
+           (SELECT ${segmentOf('k')} FROM ${table} WHERE k >= $1 AND k < $2 ORDER BY k LIMIT 1)
+           UNION ALL
+           SELECT (SELECT ${segmentOf('r.k')} FROM ${table} r
+                   WHERE r.k >= $3::bytea || seg.s || '\\x02'::bytea AND r.k < $2 ORDER BY r.k LIMIT 1)
+           FROM seg WHERE seg.s IS NOT NULL)
+         SELECT s FROM seg WHERE s IS NOT NULL LIMIT $4`,
+      ),
       upsert: named(
         'upsert',
         `INSERT INTO ${table} (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[]) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`,
@@ -186,6 +198,21 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
       value: rows.find((r) => r.w === 0)?.v,
       last: last && { key: last.k, value: last.v },
     };
+  }
+
+  /**
+   * One statement: a recursive query that finds the first key of the range, takes its segment, and seeks
+   * past that segment's keys (segment ‖ 0x02) for the next, as often as the outer LIMIT asks (PostgreSQL
+   * evaluates a recursive query only as far as its reader reads).
+   */
+  async segments(prefix: Uint8Array, range: KeyRange & { limit: number }): Promise<Uint8Array[]> {
+    const { rows } = await this.query<{ s: Buffer }>(this.sql.segments, [
+      asBuffer(range.start),
+      asBuffer(range.end),
+      asBuffer(prefix),
+      range.limit,
+    ]);
+    return rows.map((row) => row.s);
   }
 
   /** A query on a pooled connection; a connection failure becomes StorageUnavailableError. */
@@ -505,6 +532,13 @@ function unavailable(err: unknown): unknown {
   )
     return new StorageUnavailableError(typeof code === 'string' ? code : err.message.slice(0, 80));
   return err;
+}
+
+/** SQL for the segment of `key` after the prefix $3: its bytes up to the first 0x00 or 0x01. */
+function segmentOf(key: string): string {
+  const rest = `substring(${key} from length($3::bytea) + 1)`;
+  const cut = `least(nullif(position('\\x00'::bytea in ${rest}), 0), nullif(position('\\x01'::bytea in ${rest}), 0))`;
+  return `CASE WHEN ${cut} IS NULL THEN ${rest} ELSE substring(${rest} from 1 for ${cut} - 1) END`;
 }
 
 /** The NOTIFY channel of a table: a plain identifier, one per schema. */

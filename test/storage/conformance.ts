@@ -186,6 +186,38 @@ export function storageConformance(name: string, factory: BackendFactory): void 
       expect(str(await storage.get(b('own-\xff')))).to.equal('\x00\xff');
     });
 
+    it('lists the distinct segments beneath a prefix, in order, each once, after a seek, up to a limit', async () => {
+      await putAll(storage, {
+        'p\x01a\x00k1': '', // segment "a", three keys
+        'p\x01a\x00k2': '',
+        'p\x01a\x01deeper\x00k': '',
+        'p\x01ab\x00k': '', // "ab" sorts after "a" and its keys
+        'p\x01b\x01c\x01d\x00k': '',
+        'p\x01\xe9t\xe9\x00k': '', // bytes of 0x80 and above
+        'p\x02other': '', // outside the range
+        'p\x00direct': '', // before it
+      });
+      const prefix = b('p\x01');
+      const all = { start: prefix, end: b('p\x02') };
+      const names = (found: Uint8Array[]) => found.map((s) => str(s));
+      expect(names(await storage.segments(prefix, { ...all, limit: 100 }))).to.deep.equal([
+        'a',
+        'ab',
+        'b',
+        '\xe9t\xe9',
+      ]);
+      expect(names(await storage.segments(prefix, { ...all, limit: 2 }))).to.deep.equal([
+        'a',
+        'ab',
+      ]);
+      // From past segment "ab" (its keys end before "ab" 0x02).
+      const after = { start: b('p\x01ab\x02'), end: all.end, limit: 100 };
+      expect(names(await storage.segments(prefix, after))).to.deep.equal(['b', '\xe9t\xe9']);
+      expect(
+        await storage.segments(b('q\x01'), { start: b('q\x01'), end: b('q\x02'), limit: 5 }),
+      ).to.deep.equal([]);
+    });
+
     it('keeps what was written across a close and reopen', async () => {
       await putAll(storage, { kept: 'yes' });
       storage = await factory.reopen(storage);
