@@ -28,7 +28,8 @@ export const OPERATOR_USAGE = `usage: coffer operator <command>
   snapshot --out FILE             a consistent copy of the store's sealed records, taken while it serves
   restore --from FILE             check a snapshot whole, then write it into an empty store
   migrate-storage --to TARGET     copy the store into an empty one: postgres (the COFFER_PG_* settings,
-                                  or --to postgres:URL) or lmdb:DIR (a data directory)
+                                  or --to postgres:URL) or lmdb:DIR (a data directory); --resume goes
+                                  on with a copy that was cut off
 
 Environment: COFFER_ADDR (default http://127.0.0.1:8750), COFFER_TOKEN (the root token). snapshot and
 restore open the store itself, with the server's settings (COFFER_STORAGE, COFFER_DATA_DIR, COFFER_PG_URL…),
@@ -73,15 +74,18 @@ owner-only and must not exist. Opens the store with the server's settings (COFFE
 COFFER_PG_URL…); needs no token and no master key. The audit log's files are not part of it: copy the audit
 directories as well.
 `,
-  'migrate-storage': `usage: coffer operator migrate-storage --to postgres[:URL] | lmdb:DIR
+  'migrate-storage': `usage: coffer operator migrate-storage --to postgres[:URL] | lmdb:DIR [--resume]
 
 Copies every record of the store the settings name (COFFER_STORAGE, COFFER_DATA_DIR, COFFER_PG_URL…), from
 one consistent state of it, into an empty store: PostgreSQL (with --to postgres the COFFER_PG_* settings,
-with --to postgres:URL that URL, and COFFER_PG_SCHEMA) or LMDB in the data directory DIR. Records are
-copied as stored (nothing decrypted; no token or master key needed), the keyring last, and the target's
-records are counted afterwards. Stop the servers first, or the copy misses writes made after it began;
-then start them on the new store with the same master key. Not resumable: a copy cut off leaves a target
-to empty and copy again. The audit directories are not part of it: keep them.
+with --to postgres:URL that URL — never with a password in it: use PGPASSWORD or ~/.pgpass — and
+COFFER_PG_SCHEMA) or LMDB in the data directory DIR. Records are copied as stored (nothing decrypted; no
+token or master key needed) in key order, the keyring last, and the target's records are counted
+afterwards. Stop the servers first, or the copy misses writes made after it began; then start them on the
+new store with the same master key.
+--resume goes on with a copy that was cut off: the target holds no keyring record yet, and what it holds
+must equal the store's records up to its last one (checked before anything is written); the copy goes on
+after it. The audit directories are not part of it: keep them.
 `,
   restore: `usage: coffer operator restore --from FILE
 
@@ -281,11 +285,17 @@ async function restore(file: string, out: Out): Promise<void> {
   }
 }
 
-async function migrateStorage(to: string, out: Out): Promise<void> {
+async function migrateStorage(to: string, resume: boolean, out: Out): Promise<void> {
   const config = loadConfig();
   let target: StorageSettings;
   if (to === 'postgres' || to.startsWith('postgres:')) {
     const url = to === 'postgres' ? config.pg_url : to.slice('postgres:'.length);
+    // A password on the command line shows in ps and in the shell's history.
+    if (to !== 'postgres' && passwordIn(url!))
+      throw new CliError(
+        '--to postgres:URL must not hold a password (it would show in ps and the shell history): give it in PGPASSWORD or ~/.pgpass, or use --to postgres with COFFER_PG_URL',
+        2,
+      );
     target = { ...config, storage: 'postgres', ...(url === undefined ? {} : { pg_url: url }) };
   } else if (to.startsWith('lmdb:') && to.length > 'lmdb:'.length) {
     target = { ...config, storage: 'lmdb', data_dir: resolve(to.slice('lmdb:'.length)) };
@@ -300,9 +310,17 @@ async function migrateStorage(to: string, out: Out): Promise<void> {
   try {
     const destination = await openStorage(target);
     try {
-      const { records } = await copyStore(source, destination, progress(out, 'records'));
+      const { records, resumedAfter } = await copyStore(
+        source,
+        destination,
+        progress(out, 'records'),
+        { resume },
+      );
+      const where = target.storage === 'lmdb' ? target.data_dir : 'PostgreSQL';
       out(
-        `copied ${records} records to ${target.storage === 'lmdb' ? target.data_dir : 'PostgreSQL'} and counted them there`,
+        resumedAfter > 0
+          ? `resumed after the ${resumedAfter} records an earlier copy left (checked against the store), copied the other ${records - resumedAfter} to ${where}, and counted all ${records} there`
+          : `copied ${records} records to ${where} and counted them there`,
       );
       out(
         'start the servers on the new store with the same master key (and keep the audit directories)',
@@ -315,6 +333,15 @@ async function migrateStorage(to: string, out: Out): Promise<void> {
     }
   } finally {
     await source.close();
+  }
+}
+
+/** Whether a postgres:// URL holds a password (user:password@…). */
+function passwordIn(url: string): boolean {
+  try {
+    return new URL(url).password !== '';
+  } catch {
+    return /:[^/@]*@/.test(url);
   }
 }
 
@@ -394,6 +421,7 @@ export async function operatorCommand(
       to: { type: 'string' },
       out: { type: 'string' },
       from: { type: 'string' },
+      resume: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -414,7 +442,7 @@ export async function operatorCommand(
   if (command === 'migrate-storage') {
     if (values.to === undefined)
       throw new CliError('migrate-storage needs --to postgres[:URL] or --to lmdb:DIR', 2);
-    await migrateStorage(values.to, out);
+    await migrateStorage(values.to, values.resume === true, out);
     return 0;
   }
   if (command === 'restore') {

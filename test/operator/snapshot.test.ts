@@ -1,6 +1,10 @@
 import { cpSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import type { StorageEntry } from '../../src/storage/backend.js';
+import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
+import { PostgresBackend } from '../../src/storage/postgres-backend.js';
+import { KEYRING_KEY } from '../../src/store/keyring-store.js';
 import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
 import { dropTestSchemas, PG_TEST_URL, requirePostgres, testSchema } from '../support/postgres.js';
 import { runCoffer } from '../support/process.js';
@@ -159,6 +163,79 @@ describe('snapshots: coffer operator snapshot and restore (LMDB â†’ PostgreSQL â
     } finally {
       await b.close();
     }
+  });
+
+  it('goes on with a migrate-storage that was cut off (--resume), after checking what the target holds; refuses one that differs', async () => {
+    const a = await startTestCoffer({ dataDir: tempDir() });
+    const reader = await a.token({ role: 'reader' });
+    for (let i = 0; i < 60; i++) await a.put(`resume/k${i}`, `value-${i}`);
+    await a.close();
+    // What a copy cut off after its first batches leaves: the source's first records in key order, no keyring.
+    const source = new LmdbBackend({ path: join(a.config.data_dir, 'lmdb') });
+    const records: StorageEntry[] = [];
+    for await (const entry of source.everything())
+      if (Buffer.compare(entry.key, KEYRING_KEY) !== 0) records.push(entry);
+    await source.close();
+    const cutOff = async (schema: string, change?: number): Promise<void> => {
+      const target = await PostgresBackend.open({
+        connectionString: PG_TEST_URL,
+        schema,
+        poolSize: 2,
+        statementTimeoutMs: 10_000,
+      });
+      await target.atomic([], () => ({
+        writes: records.slice(0, 40).map((e, i) => ({
+          op: 'put' as const,
+          key: e.key,
+          value: i === change ? Buffer.from('changed') : e.value,
+        })),
+        result: undefined,
+      }));
+      await target.close();
+    };
+    const move = (schema: string, ...flags: string[]) =>
+      runCoffer(['operator', 'migrate-storage', '--to', `postgres:${PG_TEST_URL}`, ...flags], {
+        ...lmdbEnv(a),
+        COFFER_PG_SCHEMA: schema,
+      });
+
+    const differs = testSchema();
+    await cutOff(differs, 7);
+    const refused = await move(differs, '--resume');
+    expect(refused.code).to.equal(1);
+    expect(refused.stderr).to.match(/does not hold the beginning of a copy of this store/);
+
+    const schema = testSchema();
+    await cutOff(schema);
+    const plain = await move(schema);
+    expect(plain.code).to.equal(1);
+    expect(plain.stderr).to.match(/not empty.*--resume/);
+    const resumed = await move(schema, '--resume');
+    expect(resumed.code, resumed.stderr).to.equal(0);
+    expect(resumed.stdout).to.match(/^resumed after the 40 records an earlier copy left/);
+    expect((await move(schema, '--resume')).stderr).to.match(/already holds a whole copy/);
+
+    const b = await serverOnPostgres(a, schema);
+    try {
+      for (let i = 0; i < 60; i++) {
+        const read = await b.call('GET', `/v1/kv/resume/k${i}`, { token: reader });
+        expect(read.body.value).to.equal(`value-${i}`);
+      }
+    } finally {
+      await b.close();
+    }
+  });
+
+  it('never takes a password on the command line: --to postgres:URL with one is refused', async () => {
+    const url = new URL(PG_TEST_URL);
+    url.password = 'not-on-the-command-line';
+    const refused = await runCoffer(
+      ['operator', 'migrate-storage', '--to', `postgres:${url.toString()}`],
+      lmdbEnv(tempDir()),
+    );
+    expect(refused.code).to.equal(2);
+    expect(refused.stderr).to.match(/must not hold a password/);
+    expect(refused.stderr).to.not.include('not-on-the-command-line');
   });
 
   it('refuses a damaged or cut-short snapshot and a store that is not empty, writing nothing', async () => {
