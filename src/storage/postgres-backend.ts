@@ -9,7 +9,9 @@
  *   atomic  a transaction that holds a lock per key the plan reads or writes (an advisory lock on a hash of
  *           the key: exclusive where the plan writes the key, shared where it only reads it), all taken
  *           at once in one global order, then reads the keys, runs the plan and commits its writes; the commit returns once
- *           PostgreSQL has made it durable (synchronous_commit = on). So no other write to those keys
+ *           PostgreSQL has made it durable (synchronous_commit = on). Two round trips: BEGIN, the locks and
+ *           the read as one query of several statements, then the writes and COMMIT as another (their
+ *           values written into the text as decode('<hex>', 'hex'): such a query takes no parameters). So no other write to those keys
  *           comes between the read and the writes — keys read but not written included (no write skew),
  *           and keys that do not exist yet, so creating a row is race-free. (SERIALIZABLE was tried first:
  *           its page-level predicate locks made concurrent writes of new, neighbouring keys fail as
@@ -75,16 +77,7 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
   private readonly lockSalt: Buffer;
   /** Named (prepared) statements: parsed and planned once per connection, not per query. */
   private readonly sql: Record<
-    | 'lock'
-    | 'get'
-    | 'getWithLast'
-    | 'scanFirst'
-    | 'scanNext'
-    | 'read'
-    | 'delete'
-    | 'upsert'
-    | 'notify'
-    | 'segments',
+    'get' | 'getWithLast' | 'scanFirst' | 'scanNext' | 'read' | 'upsert' | 'segments',
     { name: string; text: string }
   >;
 
@@ -116,15 +109,7 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
         'scan-next',
         `SELECT k, v FROM ${table} WHERE k > $1 AND k < $2 ORDER BY k LIMIT $3`,
       ),
-      // In the order given (ascending ids): the transaction never waits for a lower id while holding a higher.
-      lock: named(
-        'lock',
-        `SELECT count(CASE WHEN x THEN pg_advisory_xact_lock(id) ELSE pg_advisory_xact_lock_shared(id) END)
-         FROM unnest($1::bigint[], $2::boolean[]) AS l(id, x)`,
-      ),
       read: named('read', `SELECT k, v FROM ${table} WHERE k = ANY($1::bytea[])`),
-      delete: named('delete', `DELETE FROM ${table} WHERE k = ANY($1::bytea[])`),
-      notify: named('notify', 'SELECT pg_notify($1, $2)'),
       // A key's segment after the prefix ($3): up to its first 0x00 or 0x01 byte.
       segments: named(
         'segments',
@@ -366,9 +351,13 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
     const { client, release } = await this.checkout();
     let broken = false;
     try {
-      await client.query('BEGIN');
-      if (locks.length > 0) await this.lock(client, locks);
-      const current = keys.length > 0 ? await this.read(client, keys) : [];
+      // One round trip: BEGIN, the locks and the read, as one simple query of several statements.
+      const opening = ['BEGIN'];
+      if (locks.length > 0) opening.push(this.lockStatement(locks));
+      if (keys.length > 0)
+        opening.push(`SELECT k, v FROM ${this.table} WHERE k = ANY(${byteaArray(keys)})`);
+      const opened = await client.query<{ k: Buffer; v: Buffer }>(opening.join(';\n'));
+      const current = keys.length > 0 ? valuesOf(keys, [opened].flat().at(-1)!.rows) : [];
       const { writes, result } = plan(current);
       const held = new Set(
         locks.filter((l) => l.exclusive).map((l) => Buffer.from(l.key).toString('latin1')),
@@ -380,9 +369,8 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
         await client.query('ROLLBACK');
         return { done: false, escalate };
       }
-      await this.apply(client, writes);
-      await this.announce(client, writes);
-      await client.query('COMMIT');
+      // One round trip: the writes, the announcements and COMMIT.
+      await client.query([...this.writeStatements(writes), 'COMMIT'].join(';\n'));
       return { done: true, result };
     } catch (err) {
       // A ROLLBACK that fails means the connection is gone: it is not given back to the pool.
@@ -395,35 +383,48 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
     }
   }
 
-  /** NOTIFY for each announced key the writes touch: PostgreSQL delivers it when (and if) the transaction commits. */
-  private async announce(client: pg.PoolClient, writes: readonly StorageWrite[]): Promise<void> {
-    const keys = new Set(
-      writes
-        .map((w) => Buffer.from(w.key).toString('latin1'))
-        .filter((name) => this.announced.has(name)),
-    );
-    for (const name of keys)
-      await client.query({
-        ...this.sql.notify,
-        values: [this.channel, Buffer.from(name, 'latin1').toString('hex')],
-      });
+  /**
+   * The statements of a plan's writes, in order (the last write to a key decides what it holds), and a
+   * NOTIFY for each announced key they touch: PostgreSQL delivers it when (and if) the transaction commits.
+   */
+  private writeStatements(writes: readonly StorageWrite[]): string[] {
+    const final = new Map<string, StorageWrite>();
+    for (const write of writes) final.set(Buffer.from(write.key).toString('latin1'), write);
+    const puts = [...final.values()].filter((w): w is Put => w.op === 'put');
+    const deletes = [...final.values()].filter((w) => w.op === 'delete');
+    const statements: string[] = [];
+    if (deletes.length > 0)
+      statements.push(
+        `DELETE FROM ${this.table} WHERE k = ANY(${byteaArray(deletes.map((w) => w.key))})`,
+      );
+    if (puts.length > 0)
+      statements.push(
+        `INSERT INTO ${this.table} (k, v) VALUES ${puts
+          .map((w) => `(${bytea(w.key)}, ${bytea(w.value)})`)
+          .join(', ')} ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`,
+      );
+    for (const name of final.keys())
+      if (this.announced.has(name))
+        statements.push(
+          `SELECT pg_notify('${this.channel}', '${Buffer.from(name, 'latin1').toString('hex')}')`,
+        );
+    return statements;
   }
 
-  /** Takes the transaction's key locks, in ascending lock-id order; an id both modes ask for is exclusive. */
-  private async lock(
-    client: pg.PoolClient,
-    locks: readonly { key: Uint8Array; exclusive: boolean }[],
-  ): Promise<void> {
+  /**
+   * The statement that takes the transaction's key locks, in ascending lock-id order (so transactions never
+   * wait for a lower id while holding a higher, and never deadlock); an id both modes ask for is exclusive.
+   */
+  private lockStatement(locks: readonly { key: Uint8Array; exclusive: boolean }[]): string {
     const modes = new Map<bigint, boolean>();
     for (const { key, exclusive } of locks) {
       const id = this.lockId(key);
       modes.set(id, (modes.get(id) ?? false) || exclusive);
     }
     const ordered = [...modes].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    await client.query({
-      ...this.sql.lock,
-      values: [ordered.map(([id]) => id.toString()), ordered.map(([, x]) => x)],
-    });
+    return `SELECT count(CASE WHEN x THEN pg_advisory_xact_lock(id) ELSE pg_advisory_xact_lock_shared(id) END)
+      FROM unnest(ARRAY[${ordered.map(([id]) => id.toString()).join(',')}]::bigint[],
+                  ARRAY[${ordered.map(([, x]) => String(x)).join(',')}]::boolean[]) AS l(id, x)`;
   }
 
   /** A 64-bit advisory lock id for `key` in this table. */
@@ -440,23 +441,7 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
       ...this.sql.read,
       values: [keys.map(asBuffer)],
     });
-    const found = new Map(rows.map((row) => [row.k.toString('latin1'), row.v]));
-    return keys.map((key) => found.get(Buffer.from(key).toString('latin1')));
-  }
-
-  /** The writes, in order: the last write to a key decides what it holds. */
-  private async apply(client: pg.PoolClient, writes: readonly StorageWrite[]): Promise<void> {
-    const final = new Map<string, StorageWrite>();
-    for (const write of writes) final.set(Buffer.from(write.key).toString('latin1'), write);
-    const puts = [...final.values()].filter((w): w is Put => w.op === 'put');
-    const deletes = [...final.values()].filter((w) => w.op === 'delete');
-    if (deletes.length > 0)
-      await client.query({ ...this.sql.delete, values: [deletes.map((w) => asBuffer(w.key))] });
-    if (puts.length > 0)
-      await client.query({
-        ...this.sql.upsert,
-        values: [puts.map((w) => asBuffer(w.key)), puts.map((w) => asBuffer(w.value))],
-      });
+    return valuesOf(keys, rows);
   }
 }
 
@@ -548,6 +533,27 @@ function channelOf(table: string): string {
 
 function isRetryable(err: unknown): boolean {
   return RETRY_CODES.has((err as { code?: unknown }).code as string);
+}
+
+/** The values of `keys`, in their order, from rows of (k, v). */
+function valuesOf(
+  keys: readonly Uint8Array[],
+  rows: readonly { k: Buffer; v: Buffer }[],
+): (Uint8Array | undefined)[] {
+  const found = new Map(rows.map((row) => [row.k.toString('latin1'), row.v]));
+  return keys.map((key) => found.get(Buffer.from(key).toString('latin1')));
+}
+
+/**
+ * Bytes as an SQL expression, for statements sent with their values in the text (several statements in one
+ * round trip take no parameters): decode of a hex string, which holds nothing but [0-9a-f].
+ */
+function bytea(bytes: Uint8Array): string {
+  return `decode('${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex')}', 'hex')`;
+}
+
+function byteaArray(keys: readonly Uint8Array[]): string {
+  return `ARRAY[${keys.map(bytea).join(', ')}]::bytea[]`;
 }
 
 function asBuffer(bytes: Uint8Array): Buffer {
