@@ -402,8 +402,15 @@ export async function startCoffer(
     // Keyring changes by other processes (rotations, revocations, a new root token) are loaded at once
     // where the storage announces them (PostgreSQL's NOTIFY), and within a second in any case: one read of
     // the generation record when nothing changed.
+    // One at a time: a notification arriving during a check makes one more check after it.
+    let following: Promise<void> | null = null;
+    let again = false;
     const followKeyring = (): void => {
-      keyring
+      if (following) {
+        again = true;
+        return;
+      }
+      following = keyring
         .refresh()
         .then(async () => {
           if (await currentRoot.follow()) {
@@ -413,7 +420,14 @@ export async function startCoffer(
         })
         .catch((err: unknown) =>
           log.error({ err: { message: (err as Error).message } }, 'could not reload the keyring'),
-        );
+        )
+        .finally(() => {
+          following = null;
+          if (again) {
+            again = false;
+            followKeyring();
+          }
+        });
     };
     const follow = setInterval(followKeyring, options.followEveryMs ?? 1000);
     follow.unref();
