@@ -7,8 +7,10 @@
  * slices the ratio this / that, for the secret read and the durable write; reported: the median over the
  * pairs, and the server's CPU time per request (from /proc) likewise.
  *
- *   npm run build && node dist/bench/against-commit.js [--commit <sha>] [--this <sha>] [--case read|write] [--rounds 10] [--seconds 3]
+ *   npm run build && node dist/bench/against-commit.js [--commit <sha>] [--this <sha>] [--case read|write] [--rounds 10] [--seconds 3] [--storage postgres]
  *
+ * With --storage postgres each build's server runs on PostgreSQL (COFFER_PG_URL, by default the local test
+ * server), in a schema of its own, dropped at the end.
  * (--rounds: pairs of slices per case; --seconds: one slice.) The default commit is the last one before
  * the storage barrier (issue #12: it may cost at most 5%).
  */
@@ -23,6 +25,7 @@ import { buildCommit, hasCommit } from './git-build.js';
 import { describeMachine } from './machine.js';
 import { median } from './report.js';
 import { type RunningServer, startDirectCoffer } from './servers.js';
+import { benchPgUrl, benchSchema, dropBenchSchemas } from './storage.js';
 import { ensureTools, runWrk } from './wrk.js';
 
 const BEFORE_BARRIER = 'd91f4985868acd894e2bfc808fb3a40af50087b1';
@@ -35,8 +38,16 @@ const { values: args } = parseArgs({
     /** Only this case: read or write. */
     case: { type: 'string' },
     seconds: { type: 'string', default: '3' },
+    storage: { type: 'string', default: 'lmdb' },
   },
 });
+if (args.storage !== 'lmdb' && args.storage !== 'postgres') {
+  console.error('--storage must be lmdb or postgres');
+  process.exit(2);
+}
+const pgUrl = benchPgUrl();
+/** The PostgreSQL schemas made for the subjects, dropped at the end. */
+const schemas: string[] = [];
 const commit = String(args.commit);
 const rounds = Number(args.rounds);
 const seconds = Number(args.seconds);
@@ -65,8 +76,14 @@ interface Subject {
 
 async function startSubject(script: string | undefined, root: string): Promise<Subject> {
   const dir = mkdtempSync(join(tmpdir(), 'coffer-bench-'));
+  const schema = benchSchema();
+  if (args.storage === 'postgres') schemas.push(schema);
+  const env: Record<string, string> =
+    args.storage === 'postgres'
+      ? { COFFER_STORAGE: 'postgres', COFFER_PG_URL: pgUrl, COFFER_PG_SCHEMA: schema }
+      : {};
   const server = await startDirectCoffer(
-    { dataDir: dir, rootToken: root, core: 0, ...(script ? { script } : {}) },
+    { dataDir: dir, rootToken: root, core: 0, env, ...(script ? { script } : {}) },
     true,
   );
   await api(server.url, root, 'PUT', '/v1/kv/bench/app/secret', { value: VALUE, type: 'secret' });
@@ -124,7 +141,7 @@ async function main(): Promise<void> {
     subjects.push(builds.this, builds.that);
     const that7 = commit.slice(0, 7);
     console.log(
-      `${args.this ? String(args.this).slice(0, 7) : 'this build'} against ${that7} — ${describeMachine()}; both servers on core 0, wrk (32 connections) on core 1, ${rounds} pairs of ${seconds}-s slices per case`,
+      `${args.this ? String(args.this).slice(0, 7) : 'this build'} against ${that7}${args.storage === 'postgres' ? ', each on PostgreSQL' : ''} — ${describeMachine()}; both servers on core 0, wrk (32 connections) on core 1, ${rounds} pairs of ${seconds}-s slices per case`,
     );
     for (const c of CASES.filter(
       (name) => args.case === undefined || name.includes(String(args.case)),
@@ -154,6 +171,7 @@ async function main(): Promise<void> {
       rmSync(subject.dir, { recursive: true, force: true });
     }
     rmSync(work, { recursive: true, force: true });
+    if (schemas.length > 0) await dropBenchSchemas(pgUrl, schemas);
   }
 }
 

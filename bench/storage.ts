@@ -57,12 +57,30 @@ async function prepare(server: RunningServer, root: string, seed: boolean): Prom
   };
 }
 
+/** The benchmark's database: COFFER_PG_URL, by default the local test server. */
+export function benchPgUrl(): string {
+  return (
+    process.env.COFFER_PG_URL ??
+    `postgres://${encodeURIComponent(userInfo().username)}@127.0.0.1:5432/test`
+  );
+}
+
+/** A schema name of its own, for one server's store. */
+export function benchSchema(): string {
+  return `coffer_bench_${randomBase62(8).toLowerCase()}`;
+}
+
+export async function dropBenchSchemas(url: string, schemas: readonly string[]): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  for (const schema of schemas) await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  await client.end();
+}
+
 export async function storageBench(options: StorageBenchOptions): Promise<Target[]> {
   const { seconds, rounds, connections } = options;
-  const url =
-    process.env.COFFER_PG_URL ??
-    `postgres://${encodeURIComponent(userInfo().username)}@127.0.0.1:5432/test`;
-  const schema = `coffer_bench_${randomBase62(8).toLowerCase()}`;
+  const url = benchPgUrl();
+  const schema = benchSchema();
   const root = generateToken().value;
   const dirs = [0, 1, 2].map(() => mkdtempSync(join(tmpdir(), 'coffer-bench-storage-')));
   const pgEnv = { COFFER_STORAGE: 'postgres', COFFER_PG_URL: url, COFFER_PG_SCHEMA: schema };
@@ -153,9 +171,6 @@ export async function storageBench(options: StorageBenchOptions): Promise<Target
   } finally {
     for (const s of servers) await s.stop();
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-    const client = new pg.Client({ connectionString: url });
-    await client.connect();
-    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-    await client.end();
+    await dropBenchSchemas(url, [schema]);
   }
 }
