@@ -7,10 +7,11 @@
  *   L <chain> 0x00 <u32 BE seq>  =  sealed { file: <file number>, lines: the lines from seq on, '\n' between }
  *
  * The files stay the chain's home. MirroredSink writes each batch into the file, keeps it in memory, and
- * stores it in the database at the file's sync: in one statement (StorageBackend.putOwn: the keys are this
- * chain's own), before the entries that waited for that sync are answered, so a change's entries are in
- * the database before its response, and a read's within audit.sync_ms. A batch that could not be stored
- * stays and goes with the next sync; a batch stored twice (two syncs at once) is the same record. Each
+ * stores what the file holds since the last store in the database at the file's sync: one record per file,
+ * in one statement (StorageBackend.putOwn: the keys are this chain's own), before the entries that waited
+ * for that sync are answered, so a change's entries are in the database before its response, and a read's
+ * within audit.sync_ms. Lines that could not be stored stay and go with the next sync (a record written
+ * again from the same seq holds the same lines and more); stores never overlap. Each
  * record is sealed with its storage key bound in (store/record-seal.ts), as the token records are: a
  * database administrator reads no token name, namespace or client address in it, and a run changed, moved
  * between chains or written by hand fails to open and is reported, never read as part of the chain.
@@ -44,6 +45,8 @@ function seqOf(line: string): number {
 export class MirroredSink implements AuditSink {
   /** Runs written into the file but not yet stored in the database, oldest first. */
   private unstored: Run[] = [];
+  /** The store in progress: stores run one after another, each taking every run unstored when it starts. */
+  private storing: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly home: AuditSink,
@@ -64,19 +67,31 @@ export class MirroredSink implements AuditSink {
 
   /** Syncs the file and stores every run written before the call; fails when either fails. */
   async sync(): Promise<void> {
-    const runs = this.unstored.slice();
-    await Promise.all([this.home.sync(), this.store(runs)]);
+    await Promise.all([this.home.sync(), this.store()]);
   }
 
   async close(): Promise<void> {
     await this.home.close();
-    await this.store(this.unstored.slice());
+    await this.store();
   }
 
-  private async store(runs: readonly Run[]): Promise<void> {
-    if (runs.length === 0) return;
-    await this.storage.putOwn(runs.map((run) => this.record(run)));
-    this.unstored = this.unstored.filter((run) => !runs.includes(run));
+  /**
+   * Stores the runs unstored when it starts, after any store in progress: one record per file they went
+   * to (a sync's worth of batches in one seal and one row). Stores never overlap, so a record written
+   * again with more lines (after a failed store) is never overtaken by an older, shorter one.
+   */
+  private store(): Promise<void> {
+    const next = this.storing
+      .catch(() => undefined)
+      .then(async () => {
+        const runs = this.unstored;
+        if (runs.length === 0) return;
+        await this.storage.putOwn(byFile(runs).map((run) => this.record(run)));
+        // Runs are only ever added at the end while a store runs.
+        this.unstored = this.unstored.slice(runs.length);
+      });
+    this.storing = next;
+    return next;
   }
 
   private record(run: Run): StorageEntry {
@@ -84,6 +99,17 @@ export class MirroredSink implements AuditSink {
     const stored: StoredRun = { file: run.file, lines: run.lines.join('\n') };
     return { key, value: this.seal.seal('audit-lines', key, stored) };
   }
+}
+
+/** Consecutive runs of one file as one run. */
+function byFile(runs: readonly Run[]): Run[] {
+  const out: { file: number; seq: number; lines: string[] }[] = [];
+  for (const run of runs) {
+    const last = out.at(-1);
+    if (last?.file === run.file) last.lines.push(...run.lines);
+    else out.push({ file: run.file, seq: run.seq, lines: [...run.lines] });
+  }
+  return out;
 }
 
 /** The chains kept in the store, as files in the form verify, query and coverage read. */
