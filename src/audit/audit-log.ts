@@ -29,6 +29,11 @@ export class AuditLog {
     return this.options.writer.failing;
   }
 
+  /** The log is failing because the storage that keeps its copy cannot be reached (writer.ts). */
+  get storageUnavailable(): boolean {
+    return this.options.writer.storageUnavailable;
+  }
+
   /** Whether requests are being refused: the log cannot be written and fail_open is off. */
   get refusing(): boolean {
     return this.options.writer.failing && !this.options.failOpen;

@@ -16,6 +16,7 @@
  * checkpoint, and at close; each is recorded in the store (audit/registry.ts), so that a truncated or
  * deleted file is detected even when the checkpoints themselves are cut away.
  */
+import { StorageUnavailableError } from '../storage/backend.js';
 import { type AuditFields, checkpointMac, entryLine, GENESIS, lineHash } from './entry.js';
 import type { AuditRegistry } from './registry.js';
 import type { AuditSink } from './sink.js';
@@ -70,6 +71,8 @@ export class AuditWriter {
   private queue: Pending[] = [];
   private writing: Promise<void> | null = null;
   private failure: string | null = null;
+  /** The error behind `failure`. */
+  private failureError: Error | null = null;
   private retryTimer: NodeJS.Timeout | null = null;
   private checkpointTimer: NodeJS.Timeout;
   private closed = false;
@@ -96,6 +99,14 @@ export class AuditWriter {
   /** True while the last write failed and the backlog waits for the directory to be writable. */
   get failing(): boolean {
     return this.failure !== null;
+  }
+
+  /**
+   * True while the log is failing because its sink could not reach the storage (the store's copy of the
+   * chain, audit/database-copy.ts): the storage is down, and requests are answered as such.
+   */
+  get storageUnavailable(): boolean {
+    return this.failure !== null && this.failureError instanceof StorageUnavailableError;
   }
 
   /** Adds an entry; resolves once it is `durability`, rejects with AuditUnavailableError if it is not (yet). */
@@ -286,6 +297,7 @@ export class AuditWriter {
 
   private fail(err: NodeJS.ErrnoException, batch: readonly Pending[]): void {
     this.failure = err.code ?? err.message;
+    this.failureError = err;
     const error = new AuditUnavailableError(this.failure);
     for (const p of batch) for (const w of p.waiters.splice(0)) w.reject(error);
     for (const p of this.queue) for (const w of p.waiters.splice(0)) w.reject(error);

@@ -20,7 +20,12 @@ import { dispatcher } from './dispatch.js';
 import { withOpenApiDocument } from './openapi.js';
 import { type OutcomeSink, recordOutcomes } from './outcome.js';
 import { notFoundHandler, problemHandler } from './problem.js';
-import { intentRecorder, refuseWhileUnrecorded, requestAuditor } from './request-audit.js';
+import {
+  intentRecorder,
+  refuseWhileUnrecorded,
+  requestAuditor,
+  unrecorded,
+} from './request-audit.js';
 import { jsonBodyReader } from './request-parts.js';
 import { createResponder } from './respond.js';
 import { auditOperations } from './routes/audit.js';
@@ -62,9 +67,11 @@ export function bodyLimit(maxValueBytes: number): number {
 }
 
 export function buildHttpApp(deps: HttpAppDeps): RequestListener {
+  const { audit } = deps;
   const respond = createResponder(
-    deps.audit ? requestAuditor(deps.audit, deps.failureSummary, deps.now) : undefined,
+    audit ? requestAuditor(audit, deps.failureSummary, deps.now) : undefined,
     deps.tls,
+    audit ? () => unrecorded(audit) : undefined,
   );
   const recordIntent = intentRecorder(deps.audit, respond.requestId);
 

@@ -18,11 +18,24 @@ import { auditTargetOf } from './audit-target.js';
  */
 export function refuseWhileUnrecorded(audit: AuditLog) {
   return (): void => {
-    if (audit.refusing)
-      throw new AppError('audit_unavailable', 'the audit log cannot be written', undefined, {
-        'Retry-After': '1',
-      });
+    if (audit.refusing) throw unrecorded(audit);
   };
+}
+
+/**
+ * Why a request cannot be recorded now: the audit log cannot be written — or, on shared storage, the
+ * database that keeps its copy cannot be reached, and the request answers that, as any read would.
+ */
+export function unrecorded(audit: AuditLog): AppError {
+  const headers = { 'Retry-After': '1' };
+  return audit.storageUnavailable
+    ? new AppError(
+        'storage_unavailable',
+        'the storage cannot be reached; try again',
+        undefined,
+        headers,
+      )
+    : new AppError('audit_unavailable', 'the audit log cannot be written', undefined, headers);
 }
 
 /** What a request is about to change, for its intent entry. */
@@ -52,10 +65,7 @@ export function intentRecorder(
       token_name: principal?.metadata.name,
       ...change,
     });
-    if (!copies)
-      throw new AppError('audit_unavailable', 'the audit log cannot be written', undefined, {
-        'Retry-After': '1',
-      });
+    if (!copies) throw unrecorded(audit);
     return copies;
   };
 }
@@ -84,7 +94,7 @@ export function requestAuditor(
     const outcome = audit.failing
       ? {
           status: 503,
-          code: 'audit_unavailable',
+          code: audit.storageUnavailable ? 'storage_unavailable' : 'audit_unavailable',
           ...(status === 503 ? {} : { intended_status: status }),
         }
       : { status, code: res.locals.outcomeCode ?? null };

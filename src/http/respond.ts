@@ -69,19 +69,22 @@ export type ResponseAuditor = (
   requestId: string,
 ) => Promise<boolean>;
 
-const UNAVAILABLE = problemBody(
-  new AppError(
-    'audit_unavailable',
-    'the request could not be recorded in the audit log, so its result is withheld; try again later (a write may already be applied)',
-  ),
+const UNAVAILABLE = new AppError(
+  'audit_unavailable',
+  'the request could not be recorded in the audit log, so its result is withheld; try again later (a write may already be applied)',
 );
 
 /**
  * With an auditor, a response is written only once its audit entry is durable; when the entry cannot be
- * written the client gets 503 audit_unavailable instead. (A write the handler already committed stays
- * committed: its entry is written as soon as the audit directory is writable again.)
+ * written the client gets `refusal()` instead: 503 audit_unavailable, or storage_unavailable when what
+ * failed was storing the log's copy in the database. (A write the handler already committed stays
+ * committed: its entry is written as soon as the audit log can be written again.)
  */
-export function createResponder(auditor?: ResponseAuditor, tls = false): Responder {
+export function createResponder(
+  auditor?: ResponseAuditor,
+  tls = false,
+  refusal: () => AppError = () => UNAVAILABLE,
+): Responder {
   const common = securityHeaders(tls);
   const requestIds = new PooledIds(16);
   const send = (
@@ -116,8 +119,17 @@ export function createResponder(auditor?: ResponseAuditor, tls = false): Respond
       return;
     }
     const id = requestId(res);
-    const refuse = (): void =>
-      send(res, 503, 'application/problem+json', UNAVAILABLE, [['Retry-After', '1']], id);
+    const refuse = (): void => {
+      const refused = refusal();
+      send(
+        res,
+        refused.status,
+        'application/problem+json',
+        problemBody(refused),
+        [['Retry-After', '1']],
+        id,
+      );
+    };
     auditor(res, status, id).then(
       (recorded) => (recorded ? send(res, status, contentType, body, extra, id) : refuse()),
       refuse,

@@ -39,10 +39,16 @@ export interface HealthDeps {
 }
 
 export class HealthCheck {
+  /** The storage check in flight: probes that arrive meanwhile share it (a flood of them makes one read). */
+  private probing: Promise<{ reachable: boolean; latency_ms: number | null }> | null = null;
+
   constructor(private readonly deps: HealthDeps) {}
 
   async report(): Promise<HealthReport> {
-    const storage = await this.probeStorage();
+    this.probing ??= this.probeStorage().finally(() => {
+      this.probing = null;
+    });
+    const storage = await this.probing;
     const writable = !(this.deps.audit?.failing ?? false);
     // With audit.fail_open a failing log does not stop requests: the server still serves, and says so.
     const refusing = this.deps.audit?.refusing ?? false;

@@ -1,6 +1,9 @@
+import { join } from 'node:path';
 import { expect } from 'chai';
+import { HealthCheck } from '../../src/operator/health.js';
+import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
 import { auditLines } from '../support/audit-lines.js';
-import { startTestCoffer, type TestCoffer } from '../support/harness.js';
+import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
 
 describe('GET /v1/sys/health', () => {
   let c: TestCoffer;
@@ -55,5 +58,28 @@ describe('GET /v1/sys/health', () => {
     expect(op.operationId).to.equal('getHealth');
     expect(op.security).to.deep.equal([]);
     expect(op['x-coffer-action']).to.equal('sys.health');
+  });
+});
+
+describe('the health check', () => {
+  it('makes one storage read for probes that arrive together (a flood of probes is not a flood of queries)', async () => {
+    const storage = new LmdbBackend({ path: join(tempDir(), 'lmdb') });
+    let reads = 0;
+    const counted = {
+      get: (key: Uint8Array) => {
+        reads++;
+        return storage.get(key);
+      },
+    };
+    try {
+      const health = new HealthCheck({ storage: counted, backend: 'lmdb' });
+      const reports = await Promise.all(Array.from({ length: 50 }, () => health.report()));
+      expect(reports.every((r) => r.status === 'ok' && r.storage.reachable)).to.equal(true);
+      expect(reads).to.equal(1);
+      await health.report();
+      expect(reads).to.equal(2); // the next probe reads again: nothing is cached past the one in flight
+    } finally {
+      await storage.close();
+    }
   });
 });

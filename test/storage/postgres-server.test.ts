@@ -329,6 +329,50 @@ describe('Coffer on PostgreSQL (COFFER_STORAGE=postgres)', function () {
     }
   });
 
+  it("answers storage_unavailable, not audit_unavailable, while the database that keeps the audit log's copy is away", async () => {
+    const relay = new Relay(new URL(PG_TEST_URL));
+    await relay.start();
+    // A checkpoint after every entry: each batch's sync must then store the audit log's copy in the
+    // database, so the log itself fails while the database is away — and must not be reported as the cause.
+    const c = await startTestCoffer({
+      env: { ...pgEnv(testSchema(), relay.url()), COFFER_AUDIT_CHECKPOINT_EVERY: '1' },
+    });
+    try {
+      expect((await c.put('outage/k', 'before')).status).to.equal(201);
+      const reader = await c.token({ role: 'reader' });
+      const port = relay.port;
+      await relay.cut();
+      // Every request that needs the database (a token's record is read on each request), for 1.2 s.
+      const requests = [
+        ['GET', '/v1/kv/outage/k', c.rootToken],
+        ['PUT', '/v1/kv/outage/k', c.rootToken],
+        ['GET', '/v1/auth/me', reader],
+      ] as const;
+      for (let round = 0; round < 12; round++) {
+        await new Promise((r) => setTimeout(r, 100));
+        const [method, path, token] = requests[round % requests.length]!;
+        const res = await c.call(method, path, {
+          token,
+          ...(method === 'PUT' ? { json: { value: 'y', type: 'secret' } } : {}),
+        });
+        expect(res.status, `${method} ${path}`).to.equal(503);
+        expect(res.body.code, `${method} ${path}`).to.equal('storage_unavailable');
+      }
+      // Back: the log's backlog is stored and requests are served again, without a restart.
+      await relay.start(port);
+      let after = await c.call('GET', '/v1/kv/outage/k', { token: reader });
+      for (let i = 0; i < 40 && after.status !== 200; i++) {
+        await new Promise((r) => setTimeout(r, 250));
+        after = await c.call('GET', '/v1/kv/outage/k', { token: reader });
+      }
+      expect(after.status).to.equal(200);
+      expect(after.body.value).to.equal('before');
+    } finally {
+      await c.close();
+      await relay.cut();
+    }
+  });
+
   it('acknowledges only committed writes when the database goes away under a write load from two servers: every acknowledged value reads back byte for byte afterwards', async () => {
     const relay = new Relay(new URL(PG_TEST_URL));
     await relay.start();
