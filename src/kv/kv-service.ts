@@ -139,11 +139,13 @@ export class KvService {
       meta: KeyMeta | undefined,
       counterBytes: Uint8Array | undefined,
     ): number => meta?.latest ?? unpackCounter(seal, cKey, counterBytes);
+    // What the index and counter hold now; the transaction reads them again under its locks.
+    const metaNow = await this.deps.storage.get(mKey);
+    const counterNow = metaNow ? undefined : await this.deps.storage.get(cKey);
     const next =
-      (await this.checked(where, async () => {
-        const meta = await this.meta(namespace, key);
-        return lastAssigned(meta, meta ? undefined : await this.deps.storage.get(cKey));
-      })) + 1;
+      (await this.checked(where, async () =>
+        lastAssigned(metaNow && this.openMeta(mKey, metaNow), counterNow),
+      )) + 1;
     if (next > MAX_VERSION)
       throw new AppError('invalid_request', 'this key has used up its version numbers');
     const sealedAhead = packedVersionRecord(keyring, {
@@ -182,6 +184,8 @@ export class KvService {
           );
           return { writes: [...writes, ...alongside], result: { version, created: !meta } };
         },
+        // Read just now; a remote store then need not read them again to learn what the plan writes.
+        [metaNow, counterNow, stamp.bytes, undefined],
       ),
     );
   }

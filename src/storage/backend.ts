@@ -73,10 +73,15 @@ export interface StorageBackend {
    * effects: a backend may run it more than once (PostgreSQL runs it first on unlocked values to learn
    * which keys to lock) and uses the result of its last run. If that run throws, nothing is written and the
    * promise rejects with its error. The promise resolves only once the writes are durable (synced to disk).
+   *
+   * `expected`, when given, is what the caller just read at `keys`: a backend that runs the plan before the
+   * transaction (PostgreSQL) runs it on these instead of reading them again. Only which keys the plan
+   * writes is learnt from that run; a wrong expectation costs a run more, never a wrong result.
    */
   atomic<T>(
     keys: readonly Uint8Array[],
     plan: (current: readonly (Uint8Array | undefined)[]) => Plan<T>,
+    expected?: readonly (Uint8Array | undefined)[],
   ): Promise<T>;
 
   /**

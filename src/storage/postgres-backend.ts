@@ -259,7 +259,8 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
   }
 
   /**
-   * The plan runs first on the current values, read without locks, to learn which keys it writes. Then, in
+   * The plan runs first on the current values, read without locks (or on the caller's `expected` values),
+   * to learn which keys it writes. Then, in
    * a transaction, it takes a lock per key it reads or writes — exclusive where it writes the key, shared
    * where it only reads it — all at once in one global order (so transactions never deadlock), reads the
    * keys again and runs the plan on those values: its writes commit with the locks held (strict two-phase
@@ -271,6 +272,7 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
   async atomic<T>(
     keys: readonly Uint8Array[],
     plan: (current: readonly (Uint8Array | undefined)[]) => Plan<T>,
+    expected?: readonly (Uint8Array | undefined)[],
   ): Promise<T> {
     const locks = new Map<string, { key: Uint8Array; exclusive: boolean }>();
     const want = (key: Uint8Array, exclusive: boolean): void => {
@@ -278,7 +280,13 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
       locks.set(name, { key, exclusive: exclusive || (locks.get(name)?.exclusive ?? false) });
     };
     try {
-      const { writes } = plan(keys.length > 0 ? await this.read(this.pool, keys) : []);
+      const guess =
+        expected?.length === keys.length
+          ? expected
+          : keys.length > 0
+            ? await this.read(this.pool, keys)
+            : [];
+      const { writes } = plan(guess);
       for (const w of writes) want(w.key, true);
       for (const key of keys) want(key, false);
     } catch {

@@ -3,7 +3,7 @@
  * factory; the same suite runs against each backend.
  */
 import { expect } from 'chai';
-import type { StorageBackend } from '../../src/storage/backend.js';
+import type { StorageBackend, StorageWrite } from '../../src/storage/backend.js';
 
 const b = (text: string): Buffer => Buffer.from(text, 'latin1');
 const str = (bytes: Uint8Array | undefined): string | undefined =>
@@ -138,6 +138,26 @@ export function storageConformance(name: string, factory: BackendFactory): void 
       expect(result).to.deep.equal({ x: '1', missing: undefined });
       expect(str(await storage.get(b('x')))).to.equal('1+');
       expect(await storage.get(b('y'))).to.equal(undefined);
+    });
+
+    it('runs a plan on the stored values whatever the caller expected them to be', async () => {
+      await putAll(storage, { counted: '5', other: 'x' });
+      const [counted, fresh] = [b('counted'), b('fresh')];
+      // The caller expects stale values: "counted" absent and "fresh" present.
+      const result = await storage.atomic(
+        [counted, fresh],
+        ([c, f]) => {
+          const next = Number(str(c) ?? '0') + 1;
+          const writes: StorageWrite[] = [{ op: 'put', key: counted, value: b(String(next)) }];
+          // Only when "fresh" is absent is it created: a write the stale expectation did not foresee.
+          if (f === undefined) writes.push({ op: 'put', key: fresh, value: b('made') });
+          return { writes, result: next };
+        },
+        [undefined, b('stale')],
+      );
+      expect(result).to.equal(6);
+      expect(str(await storage.get(counted))).to.equal('6');
+      expect(str(await storage.get(fresh))).to.equal('made');
     });
 
     it('writes nothing when a plan throws, and rejects with its error', async () => {
