@@ -89,7 +89,7 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
   ) {
     this.announced = new Set(announce.map((key) => Buffer.from(key).toString('latin1')));
     // Named per table: two schemas on one connection's server never share a statement.
-    const tag = createHash('sha256').update(table).digest('hex').slice(0, 16);
+    const tag = tableTag(table);
     this.channel = channelOf(table);
     this.lockSalt = Buffer.from(`coffer-lock:${table}\u0000`);
     const named = (name: string, text: string) => ({ name: `coffer-${name}-${tag}`, text });
@@ -536,7 +536,12 @@ function segmentOf(key: string): string {
 
 /** The NOTIFY channel of a table: a plain identifier, one per schema. */
 function channelOf(table: string): string {
-  return `coffer_${createHash('sha256').update(table).digest('hex').slice(0, 16)}`;
+  return `coffer_${tableTag(table)}`;
+}
+
+/** A short tag of a table, naming its prepared statements and its NOTIFY channel. */
+function tableTag(table: string): string {
+  return createHash('sha256').update(table).digest('hex').slice(0, 16);
 }
 
 function isRetryable(err: unknown): boolean {

@@ -183,15 +183,18 @@ describe('snapshots: coffer operator snapshot and restore (LMDB â†’ PostgreSQL â
         poolSize: 2,
         statementTimeoutMs: 10_000,
       });
-      await target.atomic([], () => ({
-        writes: records.slice(0, 40).map((e, i) => ({
-          op: 'put' as const,
-          key: e.key,
-          value: i === change ? Buffer.from('changed') : e.value,
-        })),
-        result: undefined,
-      }));
-      await target.close();
+      try {
+        await target.atomic([], () => ({
+          writes: records.slice(0, 40).map((e, i) => ({
+            op: 'put' as const,
+            key: e.key,
+            value: i === change ? Buffer.from('changed') : e.value,
+          })),
+          result: undefined,
+        }));
+      } finally {
+        await target.close();
+      }
     };
     const move = (schema: string, ...flags: string[]) =>
       runCoffer(['operator', 'migrate-storage', '--to', `postgres:${PG_TEST_URL}`, ...flags], {
