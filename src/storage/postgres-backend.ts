@@ -3,19 +3,23 @@
  * its own, so several Coffer servers can share one database. bytea compares byte by byte, so key order is
  * the same as LMDB's.
  *
- *   get     one SELECT (getWithLast: a key and a range's last entry in one statement)
+ *   get     one SELECT for all the point reads (get, getWithLast) asked for in one turn of the event loop
+ *           (read-batch.ts): under load, the requests that arrived together share one round trip
  *   putOwn  one INSERT … ON CONFLICT, committed on its own (keys only their writer touches: no locks)
  *   scan    pages of PAGE rows in key order (keyset pagination: each page starts after the last key)
  *   atomic  a transaction that holds a lock per key the plan reads or writes (an advisory lock on a hash of
  *           the key: exclusive where the plan writes the key, shared where it only reads it), all taken
- *           at once in one global order, then reads the keys, runs the plan and commits its writes; the commit returns once
- *           PostgreSQL has made it durable (synchronous_commit = on). Two round trips: BEGIN, the locks and
- *           the read as one query of several statements, then the writes and COMMIT as another (their
- *           values written into the text as decode('<hex>', 'hex'): such a query takes no parameters). So no other write to those keys
- *           comes between the read and the writes — keys read but not written included (no write skew),
- *           and keys that do not exist yet, so creating a row is race-free. (SERIALIZABLE was tried first:
- *           its page-level predicate locks made concurrent writes of new, neighbouring keys fail as
- *           serialization conflicts and run again three times each on average; see docs/performance.md.)
+ *           at once in one global order, then reads the keys, runs the plan and commits its writes; the
+ *           commit returns once PostgreSQL has made it durable (synchronous_commit = on). Two round trips:
+ *           BEGIN, the locks and the read as one query of several statements, then the writes and COMMIT
+ *           as another (their values written into the text as decode('<hex>', 'hex'): such a query takes
+ *           no parameters). So no other write to those keys comes between the read and the writes — keys
+ *           read but not written included (no write skew), and keys that do not exist yet, so creating a
+ *           row is race-free. Writes asked for while earlier ones are still out share one transaction
+ *           (group commit, write-batch.ts): their plans run one after another on what the ones before
+ *           them wrote, as if each had committed on its own. (SERIALIZABLE was tried first: its page-level
+ *           predicate locks made concurrent writes of new, neighbouring keys fail as serialization
+ *           conflicts and run again three times each on average; see docs/performance.md.)
  *
  * The schema is created and upgraded by numbered migrations (MIGRATIONS) when the backend opens, under an
  * advisory lock, so several servers starting together is safe.
@@ -33,6 +37,8 @@ import {
   type StorageWrite,
 } from './backend.js';
 import { type ChangeListener, PostgresListener } from './postgres-listener.js';
+import { type Batch, type BatchAnswer, ReadBatcher } from './read-batch.js';
+import { WriteGroups } from './write-batch.js';
 
 export interface PostgresOptions {
   /** postgres://… ; when absent, node-postgres reads the standard PG* environment variables. */
@@ -59,6 +65,35 @@ const MIGRATIONS: readonly { readonly version: number; readonly sql: string }[] 
 
 type Put = Extract<StorageWrite, { op: 'put' }>;
 
+/** The locks a transaction takes, by key (latin1): exclusive where it writes the key, shared otherwise. */
+type Locks = Map<string, { key: Uint8Array; exclusive: boolean }>;
+
+/** A write waiting for its group's transaction (write-batch.ts). */
+interface PendingWrite {
+  readonly keys: readonly Uint8Array[];
+  readonly plan: (current: readonly (Uint8Array | undefined)[]) => Plan<unknown>;
+  readonly locks: Locks;
+  readonly size: number;
+  readonly resolve: (result: unknown) => void;
+  readonly reject: (err: unknown) => void;
+}
+
+/** What became of one plan of a group's transaction. */
+type Outcome =
+  | { readonly kind: 'done'; readonly result: unknown }
+  | { readonly kind: 'failed'; readonly error: unknown }
+  | { readonly kind: 'escalate'; readonly escalate: readonly Uint8Array[] };
+
+function nameOf(key: Uint8Array): string {
+  return Buffer.from(key.buffer, key.byteOffset, key.byteLength).toString('latin1');
+}
+
+/** Asks for `key`'s lock in `locks`, exclusive when `exclusive` (a lock once exclusive stays so). */
+function want(locks: Locks, key: Uint8Array, exclusive: boolean): void {
+  const name = nameOf(key);
+  locks.set(name, { key, exclusive: exclusive || (locks.get(name)?.exclusive ?? false) });
+}
+
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 /** Rows per page of a scan. */
 const PAGE = 500;
@@ -69,6 +104,8 @@ const MAX_ATTEMPTS = 50;
 export class PostgresBackend implements StorageBackend, ChangeFeed {
   readonly remote = true;
   private closed = false;
+  private readonly reads = new ReadBatcher((batch) => this.readBatch(batch));
+  private readonly writes: WriteGroups<PendingWrite>;
   /** The announced keys, as latin1 strings for lookup. */
   private readonly announced: ReadonlySet<string>;
   private readonly channel: string;
@@ -77,7 +114,7 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
   private readonly lockSalt: Buffer;
   /** Named (prepared) statements: parsed and planned once per connection, not per query. */
   private readonly sql: Record<
-    'get' | 'getWithLast' | 'scanFirst' | 'scanNext' | 'read' | 'upsert' | 'segments',
+    'batch' | 'scanFirst' | 'scanNext' | 'upsert' | 'segments',
     { name: string; text: string }
   >;
 
@@ -86,7 +123,13 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
     private readonly table: string,
     announce: readonly Uint8Array[],
     private readonly listener: PostgresListener,
+    poolSize: number,
   ) {
+    // Half the pool for transactions, the rest kept for reads; a group waits while that many are out.
+    this.writes = new WriteGroups(
+      { inFlight: Math.max(1, Math.floor(poolSize / 2)), maxMembers: 64, maxKeys: 4096 },
+      (group) => this.commitGroup(group),
+    );
     this.announced = new Set(announce.map((key) => Buffer.from(key).toString('latin1')));
     // Named per table: two schemas on one connection's server never share a statement.
     const tag = tableTag(table);
@@ -94,12 +137,14 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
     this.lockSalt = Buffer.from(`coffer-lock:${table}\u0000`);
     const named = (name: string, text: string) => ({ name: `coffer-${name}-${tag}`, text });
     this.sql = {
-      get: named('get', `SELECT v FROM ${table} WHERE k = $1`),
-      // One statement, so both parts read the same snapshot.
-      getWithLast: named(
-        'get-with-last',
-        `SELECT 0 AS w, k, v FROM ${table} WHERE k = $1
-         UNION ALL (SELECT 1 AS w, k, v FROM ${table} WHERE k >= $2 AND k < $3 ORDER BY k DESC LIMIT 1)`,
+      // One statement, so every part reads the same snapshot: the keys, then each range's last entry.
+      batch: named(
+        'batch',
+        `SELECT 0 AS w, 0 AS i, k, v FROM ${table} WHERE k = ANY($1::bytea[])
+         UNION ALL
+         SELECT 1 AS w, r.i::int AS i, l.k, l.v
+           FROM unnest($2::bytea[], $3::bytea[]) WITH ORDINALITY AS r(lo, hi, i)
+           CROSS JOIN LATERAL (SELECT k, v FROM ${table} WHERE k >= r.lo AND k < r.hi ORDER BY k DESC LIMIT 1) l`,
       ),
       scanFirst: named(
         'scan-first',
@@ -109,7 +154,6 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
         'scan-next',
         `SELECT k, v FROM ${table} WHERE k > $1 AND k < $2 ORDER BY k LIMIT $3`,
       ),
-      read: named('read', `SELECT k, v FROM ${table} WHERE k = ANY($1::bytea[])`),
       // A key's segment after the prefix ($3): up to its first 0x00 or 0x01 byte.
       segments: named(
         'segments',
@@ -161,28 +205,33 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
     }
     const table = `"${options.schema}".records`;
     const listener = new PostgresListener(connection, channelOf(table));
-    return new PostgresBackend(pool, table, options.announce ?? [], listener);
+    return new PostgresBackend(pool, table, options.announce ?? [], listener, options.poolSize);
   }
 
-  async get(key: Uint8Array): Promise<Uint8Array | undefined> {
-    const { rows } = await this.query<{ v: Buffer }>(this.sql.get, [asBuffer(key)]);
-    return rows[0]?.v;
+  get(key: Uint8Array): Promise<Uint8Array | undefined> {
+    return this.reads.get(asBuffer(key));
   }
 
-  async getWithLast(
+  getWithLast(
     key: Uint8Array,
     range: KeyRange,
   ): Promise<{ value: Uint8Array | undefined; last: StorageEntry | undefined }> {
-    const { rows } = await this.query<{ w: number; k: Buffer; v: Buffer }>(this.sql.getWithLast, [
-      asBuffer(key),
-      asBuffer(range.start),
-      asBuffer(range.end),
-    ]);
-    const last = rows.find((r) => r.w === 1);
-    return {
-      value: rows.find((r) => r.w === 0)?.v,
-      last: last && { key: last.k, value: last.v },
-    };
+    return this.reads.getWithLast(asBuffer(key), range);
+  }
+
+  /** One batch of point reads (read-batch.ts) as one statement. */
+  private async readBatch(batch: Batch): Promise<BatchAnswer> {
+    const { rows } = await this.query<{ w: number; i: number; k: Buffer; v: Buffer }>(
+      this.sql.batch,
+      [batch.keys, batch.ranges.map((r) => r.start), batch.ranges.map((r) => r.end)],
+    );
+    const values = new Map<string, Buffer>();
+    const lasts = new Map<number, StorageEntry>();
+    for (const row of rows) {
+      if (row.w === 0) values.set(row.k.toString('latin1'), row.v);
+      else lasts.set(row.i - 1, { key: row.k, value: row.v });
+    }
+    return { values, lasts };
   }
 
   /**
@@ -266,42 +315,71 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
    * keys again and runs the plan on those values: its writes commit with the locks held (strict two-phase
    * locking). A key only read (the keyring generation every write reads) is shared by concurrent plans and
    * excluded only by a plan that writes it; keys that do not exist yet are locked all the same, so creating
-   * a row is race-free. Should the locked values make the plan write a key it does not hold exclusive, the
-   * transaction is run again with that key exclusive.
+   * a row is race-free. Should the locked values make the plan write a key it does not hold exclusive, it
+   * is run again, in a later transaction, with that key exclusive. The transaction may be shared with other
+   * writes asked for at about the same time (write-batch.ts, `once`).
    */
   async atomic<T>(
     keys: readonly Uint8Array[],
     plan: (current: readonly (Uint8Array | undefined)[]) => Plan<T>,
     expected?: readonly (Uint8Array | undefined)[],
   ): Promise<T> {
-    const locks = new Map<string, { key: Uint8Array; exclusive: boolean }>();
-    const want = (key: Uint8Array, exclusive: boolean): void => {
-      const name = Buffer.from(key).toString('latin1');
-      locks.set(name, { key, exclusive: exclusive || (locks.get(name)?.exclusive ?? false) });
-    };
+    const locks: Locks = new Map();
     try {
       const guess =
         expected?.length === keys.length
           ? expected
           : keys.length > 0
-            ? await this.read(this.pool, keys)
+            ? await Promise.all(keys.map((key) => this.reads.get(asBuffer(key))))
             : [];
       const { writes } = plan(guess);
-      for (const w of writes) want(w.key, true);
-      for (const key of keys) want(key, false);
+      for (const w of writes) want(locks, w.key, true);
+      for (const key of keys) want(locks, key, false);
     } catch {
       // The values it will see under the locks decide; until then every key it reads is taken exclusive.
-      for (const key of keys) want(key, true);
+      for (const key of keys) want(locks, key, true);
     }
+    return new Promise<T>((resolve, reject) =>
+      this.writes.add({
+        keys,
+        plan,
+        locks,
+        size: locks.size,
+        resolve: resolve as (result: unknown) => void,
+        reject,
+      }),
+    );
+  }
+
+  /**
+   * Runs a group of writes as one transaction (write-batch.ts) and settles each: run again as a whole when
+   * PostgreSQL asks for it (a deadlock or serialization failure), failed as a whole when it cannot be
+   * reached or the commit fails, and a member whose plan wanted a key it did not hold exclusive sent back
+   * to the queue with that key exclusive.
+   */
+  private async commitGroup(group: PendingWrite[]): Promise<void> {
     for (let attempt = 1; ; attempt++) {
+      let outcomes: Outcome[];
       try {
-        const outcome = await this.once(keys, plan, [...locks.values()]);
-        if (outcome.done) return outcome.result;
-        for (const key of outcome.escalate) want(key, true);
+        outcomes = await this.once(group);
       } catch (err) {
-        if (!isRetryable(err) || attempt >= MAX_ATTEMPTS) throw unavailable(err);
-        await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, attempt * 2)));
+        if (isRetryable(err) && attempt < MAX_ATTEMPTS) {
+          await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, attempt * 2)));
+          continue;
+        }
+        for (const member of group) member.reject(unavailable(err));
+        return;
       }
+      outcomes.forEach((outcome, i) => {
+        const member = group[i]!;
+        if (outcome.kind === 'done') member.resolve(outcome.result);
+        else if (outcome.kind === 'failed') member.reject(outcome.error);
+        else {
+          for (const key of outcome.escalate) want(member.locks, key, true);
+          this.writes.add({ ...member, size: member.locks.size });
+        }
+      });
+      return;
     }
   }
 
@@ -351,35 +429,52 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
     };
   }
 
-  private async once<T>(
-    keys: readonly Uint8Array[],
-    plan: (current: readonly (Uint8Array | undefined)[]) => Plan<T>,
-    locks: readonly { key: Uint8Array; exclusive: boolean }[],
-  ): Promise<{ done: true; result: T } | { done: false; escalate: Uint8Array[] }> {
+  /**
+   * One transaction for a group of plans: the locks of them all, taken at once; their keys read; each plan
+   * run in turn on what the plans before it have written (as if they had committed one after another);
+   * the writes of those that did not throw, and COMMIT. A plan that throws writes nothing, and its error is
+   * its outcome once the others have committed (what it saw is then the store's state).
+   */
+  private async once(group: readonly PendingWrite[]): Promise<Outcome[]> {
+    const keys = new Map<string, Uint8Array>();
+    const locks: Locks = new Map();
+    for (const member of group) {
+      for (const key of member.keys) keys.set(nameOf(key), key);
+      for (const lock of member.locks.values()) want(locks, lock.key, lock.exclusive);
+    }
     const { client, release } = await this.checkout();
     let broken = false;
     try {
       // One round trip: BEGIN, the locks and the read, as one simple query of several statements.
       const opening = ['BEGIN'];
-      if (locks.length > 0) opening.push(this.lockStatement(locks));
-      if (keys.length > 0)
-        opening.push(`SELECT k, v FROM ${this.table} WHERE k = ANY(${byteaArray(keys)})`);
+      if (locks.size > 0) opening.push(this.lockStatement([...locks.values()]));
+      if (keys.size > 0)
+        opening.push(
+          `SELECT k, v FROM ${this.table} WHERE k = ANY(${byteaArray([...keys.values()])})`,
+        );
       const opened = await client.query<{ k: Buffer; v: Buffer }>(opening.join(';\n'));
-      const current = keys.length > 0 ? valuesOf(keys, [opened].flat().at(-1)!.rows) : [];
-      const { writes, result } = plan(current);
-      const held = new Set(
-        locks.filter((l) => l.exclusive).map((l) => Buffer.from(l.key).toString('latin1')),
-      );
-      const escalate = writes
-        .filter((w) => !held.has(Buffer.from(w.key).toString('latin1')))
-        .map((w) => w.key);
-      if (escalate.length > 0) {
-        await client.query('ROLLBACK');
-        return { done: false, escalate };
-      }
+      const state = new Map<string, Uint8Array | undefined>();
+      if (keys.size > 0)
+        for (const row of [opened].flat().at(-1)!.rows) state.set(row.k.toString('latin1'), row.v);
+      const held = new Set([...locks].filter(([, l]) => l.exclusive).map(([name]) => name));
+      const writes: StorageWrite[] = [];
+      const outcomes = group.map((member): Outcome => {
+        let decided: Plan<unknown>;
+        try {
+          decided = member.plan(member.keys.map((key) => state.get(nameOf(key))));
+        } catch (error) {
+          return { kind: 'failed', error };
+        }
+        const escalate = decided.writes.filter((w) => !held.has(nameOf(w.key))).map((w) => w.key);
+        if (escalate.length > 0) return { kind: 'escalate', escalate };
+        for (const w of decided.writes)
+          state.set(nameOf(w.key), w.op === 'put' ? w.value : undefined);
+        writes.push(...decided.writes);
+        return { kind: 'done', result: decided.result };
+      });
       // One round trip: the writes, the announcements and COMMIT.
       await client.query([...this.writeStatements(writes), 'COMMIT'].join(';\n'));
-      return { done: true, result };
+      return outcomes;
     } catch (err) {
       // A ROLLBACK that fails means the connection is gone: it is not given back to the pool.
       await client.query('ROLLBACK').catch(() => {
@@ -438,18 +533,6 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
   /** A 64-bit advisory lock id for `key` in this table. */
   private lockId(key: Uint8Array): bigint {
     return createHash('sha256').update(this.lockSalt).update(key).digest().readBigInt64BE(0);
-  }
-
-  private async read(
-    client: pg.PoolClient | pg.Pool,
-    keys: readonly Uint8Array[],
-  ): Promise<(Uint8Array | undefined)[]> {
-    if (keys.length === 0) return [];
-    const { rows } = await client.query<{ k: Buffer; v: Buffer }>({
-      ...this.sql.read,
-      values: [keys.map(asBuffer)],
-    });
-    return valuesOf(keys, rows);
   }
 }
 
@@ -546,15 +629,6 @@ function tableTag(table: string): string {
 
 function isRetryable(err: unknown): boolean {
   return RETRY_CODES.has((err as { code?: unknown }).code as string);
-}
-
-/** The values of `keys`, in their order, from rows of (k, v). */
-function valuesOf(
-  keys: readonly Uint8Array[],
-  rows: readonly { k: Buffer; v: Buffer }[],
-): (Uint8Array | undefined)[] {
-  const found = new Map(rows.map((row) => [row.k.toString('latin1'), row.v]));
-  return keys.map((key) => found.get(Buffer.from(key).toString('latin1')));
 }
 
 /**

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
-import type { StorageBackend } from '../../src/storage/backend.js';
+import { type StorageBackend, StorageUnavailableError } from '../../src/storage/backend.js';
 import { PostgresBackend } from '../../src/storage/postgres-backend.js';
+import { Relay } from '../support/pg-relay.js';
 import { dropTestSchemas, PG_TEST_URL, requirePostgres, testSchema } from '../support/postgres.js';
 import { storageConformance } from './conformance.js';
 
@@ -16,6 +17,22 @@ const open = async (schema: string): Promise<StorageBackend> => {
   schemas.set(backend, schema);
   return backend;
 };
+
+/** A backend on a new schema whose connections go through a relay (which counts their statements). */
+async function throughRelay(
+  poolSize: number,
+  statementTimeoutMs: number,
+): Promise<{ relay: Relay; backend: PostgresBackend }> {
+  const relay = new Relay(new URL(PG_TEST_URL));
+  await relay.start();
+  const backend = await PostgresBackend.open({
+    connectionString: relay.url(),
+    schema: testSchema(),
+    poolSize,
+    statementTimeoutMs,
+  });
+  return { relay, backend };
+}
 
 describe('PostgreSQL backend', function () {
   this.timeout(60_000);
@@ -70,6 +87,185 @@ describe('PostgreSQL backend', function () {
       } finally {
         await writer.close();
         await reader.close();
+      }
+    });
+  });
+
+  describe('writes asked together (group commit)', () => {
+    const counter = Buffer.from('Ccounter');
+    const claim = Buffer.from('Cclaim');
+    const count = (bytes: Uint8Array | undefined) => Number(bytes ? Buffer.from(bytes) : 0);
+
+    it('commits fifty writes asked together in one transaction, each seeing the ones before it', async () => {
+      const { relay, backend } = await throughRelay(4, 10_000);
+      try {
+        const before = relay.statements;
+        // Each adds one to the counter, told it holds nothing (true only for the first).
+        const results = await Promise.all(
+          Array.from({ length: 50 }, () =>
+            backend.atomic(
+              [counter],
+              ([now]) => {
+                const next = count(now) + 1;
+                return {
+                  writes: [{ op: 'put' as const, key: counter, value: Buffer.from(String(next)) }],
+                  result: next,
+                };
+              },
+              [undefined],
+            ),
+          ),
+        );
+        expect(results).to.deep.equal(Array.from({ length: 50 }, (_, i) => i + 1));
+        // BEGIN, locks and read; then writes and COMMIT: two simple queries for all fifty.
+        expect(relay.statements - before).to.equal(2);
+        expect(count(await backend.get(counter))).to.equal(50);
+      } finally {
+        await backend.close();
+        await relay.cut();
+      }
+    });
+
+    it('fails only the plans of a group that throw, each on what the writes before it left, and runs again a plan that writes a key it was not expected to', async () => {
+      const backend = await open(testSchema());
+      try {
+        // Five want the claim, first come first served, in one group: one wins, four are refused on its write.
+        const claims = await Promise.allSettled(
+          Array.from({ length: 5 }, (_, i) =>
+            backend.atomic(
+              [claim],
+              ([holder]) => {
+                if (holder) throw new Error(`taken by ${Buffer.from(holder).toString()}`);
+                return {
+                  writes: [{ op: 'put' as const, key: claim, value: Buffer.from(`c${i}`) }],
+                  result: i,
+                };
+              },
+              [undefined],
+            ),
+          ),
+        );
+        expect(claims[0]!.status).to.equal('fulfilled');
+        const won = claims.filter((c) => c.status === 'fulfilled');
+        expect(won).to.have.length(1);
+        const winner = (won[0] as PromiseFulfilledResult<number>).value;
+        for (const c of claims.filter((c) => c.status === 'rejected'))
+          expect(String((c as PromiseRejectedResult).reason)).to.contain(`taken by c${winner}`);
+        // Told the counter is at 0 so it would write nothing, a plan finds 1 and writes 2: it goes back to
+        // the queue with the counter's lock exclusive and commits in a later transaction.
+        await backend.atomic([], () => ({
+          writes: [{ op: 'put', key: counter, value: Buffer.from('1') }],
+          result: undefined,
+        }));
+        const doubled = await backend.atomic(
+          [counter],
+          ([now]) =>
+            count(now) === 0
+              ? { writes: [], result: 0 }
+              : {
+                  writes: [
+                    {
+                      op: 'put' as const,
+                      key: counter,
+                      value: Buffer.from(String(count(now) * 2)),
+                    },
+                  ],
+                  result: count(now) * 2,
+                },
+          [Buffer.from('0')],
+        );
+        expect(doubled).to.equal(2);
+        expect(count(await backend.get(counter))).to.equal(2);
+      } finally {
+        await backend.close();
+      }
+    });
+  });
+
+  describe('point reads asked together', () => {
+    it('answers a hundred reads asked in one turn with one statement, each with its own value and last entry', async () => {
+      const { relay, backend } = await throughRelay(4, 10_000);
+      try {
+        const key = (i: number) => Buffer.from(`Kkey-${String(i).padStart(3, '0')}`);
+        const version = (i: number, v: number) => Buffer.from(`Vkey-${i}\u0000${v}`);
+        const range = (i: number) => ({
+          start: Buffer.from(`Vkey-${i}\u0000`),
+          end: Buffer.from(`Vkey-${i}\u0001`),
+        });
+        await backend.atomic([], () => ({
+          writes: Array.from({ length: 50 }, (_, i) => [
+            { op: 'put' as const, key: key(i), value: Buffer.from(`value ${i}`) },
+            ...Array.from({ length: i % 4 }, (_, v) => ({
+              op: 'put' as const,
+              key: version(i, v + 1),
+              value: Buffer.from(`version ${v + 1} of ${i}`),
+            })),
+          ]).flat(),
+          result: undefined,
+        }));
+        const before = relay.statements;
+        // Keys 0..49 exist, 50..99 do not; every other read also asks for its key's newest version.
+        const [gets, withLast] = await Promise.all([
+          Promise.all(Array.from({ length: 50 }, (_, j) => backend.get(key(2 * j)))),
+          Promise.all(
+            Array.from({ length: 50 }, (_, j) =>
+              backend.getWithLast(key(2 * j + 1), range(2 * j + 1)),
+            ),
+          ),
+        ]);
+        expect(relay.statements - before).to.equal(1);
+        gets.forEach((value, j) => {
+          const i = 2 * j;
+          expect(value && Buffer.from(value).toString()).to.equal(
+            i < 50 ? `value ${i}` : undefined,
+          );
+        });
+        withLast.forEach(({ value, last }, j) => {
+          const i = 2 * j + 1;
+          expect(value && Buffer.from(value).toString()).to.equal(
+            i < 50 ? `value ${i}` : undefined,
+          );
+          const newest = i < 50 ? i % 4 : 0;
+          expect(last && Buffer.from(last.key).toString()).to.equal(
+            newest > 0 ? version(i, newest).toString() : undefined,
+          );
+          expect(last && Buffer.from(last.value).toString()).to.equal(
+            newest > 0 ? `version ${newest} of ${i}` : undefined,
+          );
+        });
+        // A read asked after a write committed sees it; the next turn's reads are the next statement.
+        await backend.atomic([], () => ({
+          writes: [{ op: 'put', key: key(0), value: Buffer.from('changed') }],
+          result: undefined,
+        }));
+        const again = relay.statements;
+        expect(Buffer.from((await backend.get(key(0)))!).toString()).to.equal('changed');
+        expect(relay.statements - again).to.equal(1);
+      } finally {
+        await backend.close();
+        await relay.cut();
+      }
+    });
+
+    it('fails every read of a batch the database could not answer, and answers the next batch', async () => {
+      const { relay, backend } = await throughRelay(2, 2_000);
+      try {
+        const port = relay.port;
+        await relay.cut();
+        const outcomes = await Promise.allSettled(
+          Array.from({ length: 10 }, (_, i) => backend.get(Buffer.from(`Kk${i}`))),
+        );
+        for (const outcome of outcomes) {
+          expect(outcome.status).to.equal('rejected');
+          expect((outcome as PromiseRejectedResult).reason).to.be.instanceOf(
+            StorageUnavailableError,
+          );
+        }
+        await relay.start(port);
+        expect(await backend.get(Buffer.from('Kk1'))).to.equal(undefined);
+      } finally {
+        await backend.close();
+        await relay.cut();
       }
     });
   });
