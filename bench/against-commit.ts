@@ -14,13 +14,14 @@
  * (--rounds: pairs of slices per case; --seconds: one slice.) The default commit is the last one before
  * the storage barrier (issue #12: it may cost at most 5%).
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { generateToken } from '../src/auth/token-format.js';
 import { api } from './api.js';
 import * as shape from './cases.js';
+import { processCpu } from './cpu-accounting.js';
 import { buildCommit, hasCommit } from './git-build.js';
 import { describeMachine } from './machine.js';
 import { median } from './report.js';
@@ -60,11 +61,6 @@ const CASES = ['secret read', 'secret write (durable)'] as const;
 interface Measured {
   readonly rps: number;
   readonly cpuMicros: number;
-}
-
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100; // USER_HZ
 }
 
 /** One build's server, set up with a secret to read and a writer's token. */
@@ -108,7 +104,7 @@ async function startSubject(script: string | undefined, root: string): Promise<S
 
 async function slice(subject: Subject, c: (typeof CASES)[number], secs: number): Promise<Measured> {
   const pid = subject.server.servingPids()[0]!;
-  const before = cpuSeconds(pid);
+  const before = processCpu(pid);
   const result = await runWrk({
     url: subject.server.url,
     lua: subject.lua[c],
@@ -118,7 +114,7 @@ async function slice(subject: Subject, c: (typeof CASES)[number], secs: number):
   });
   return {
     rps: result.requestsPerSecond,
-    cpuMicros: ((cpuSeconds(pid) - before) / result.requests) * 1e6,
+    cpuMicros: ((processCpu(pid) - before) / result.requests) * 1e6,
   };
 }
 

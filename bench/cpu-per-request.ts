@@ -7,13 +7,14 @@
  *
  *   npm run build && node dist/bench/cpu-per-request.js [write|read] [--seconds 6] [--rounds 3]
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { generateToken } from '../src/auth/token-format.js';
 import { api } from './api.js';
 import * as shape from './cases.js';
+import { processCpu } from './cpu-accounting.js';
 import { describeMachine } from './machine.js';
 import { startDirectCoffer } from './servers.js';
 import { ensureTools, runWrk } from './wrk.js';
@@ -27,13 +28,7 @@ if (kind !== 'write' && kind !== 'read') {
   console.error('usage: cpu-per-request.js [write|read] [--seconds 6] [--rounds 3]');
   process.exit(2);
 }
-const TICKS_PER_SECOND = 100; // USER_HZ on Linux
 const VALUE = 'p'.repeat(64);
-
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
-}
 
 ensureTools({ wrk: 'wrk', taskset: 'util-linux' });
 console.log(`${kind}s, one process on core 0 — ${describeMachine()}`);
@@ -56,14 +51,14 @@ for (let round = 1; round <= Number(args.rounds); round++) {
           : shape.get('/v1/kv/bench/app/secret', token);
       await runWrk({ url: server.url, lua, connections: 32, seconds: 1 });
       const pid = server.servingPids()[0]!;
-      const before = cpuSeconds(pid);
+      const before = processCpu(pid);
       const result = await runWrk({
         url: server.url,
         lua,
         connections: 32,
         seconds: Number(args.seconds),
       });
-      const perRequest = (cpuSeconds(pid) - before) / result.requests;
+      const perRequest = (processCpu(pid) - before) / result.requests;
       line.push(
         `audit ${audit ? 'on ' : 'off'} ${result.requestsPerSecond.toFixed(0).padStart(6)}/s ${(perRequest * 1e6).toFixed(0).padStart(4)} µs CPU each`,
       );

@@ -6,25 +6,19 @@
  *
  *   node dist/bench/flood-cpu.js [wrong-secret|unknown-id|good-read]     (after npm run build)
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateToken } from '../src/auth/token-format.js';
 import { api } from './api.js';
+import { processCpu } from './cpu-accounting.js';
 import { describeMachine } from './machine.js';
 import { goodRequest, openLoop, wrongSecretRequest } from './open-loop.js';
 import { startCoffer } from './servers.js';
 
-const TICKS_PER_SECOND = 100; // USER_HZ on Linux
-
 /** utime + stime of `pids`, in seconds. */
 function cpuSeconds(pids: readonly number[]): number {
-  let ticks = 0;
-  for (const pid of pids) {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    ticks += Number(fields[11]) + Number(fields[12]);
-  }
-  return ticks / TICKS_PER_SECOND;
+  return pids.reduce((sum, pid) => sum + processCpu(pid), 0);
 }
 
 const kind = process.argv[2] ?? 'wrong-secret';

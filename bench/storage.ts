@@ -9,19 +9,23 @@
  *   PostgreSQL, two servers   pinned to cores 0 and 1, one wrk each (half the connections), unpinned
  *
  * On a machine with two cores the two-server case shares those cores with PostgreSQL and both wrk, so it
- * says what two servers give there, not what two machines would. The database is COFFER_PG_URL (default
- * the local test server), in a schema of its own, dropped at the end.
+ * says what two servers give there, not what two machines would. So each slice also measures where its CPU
+ * went (bench/cpu-accounting.ts: the servers, PostgreSQL's processes, everything else): the machine's
+ * cores divided by the CPU a read takes in the two-server case is the most two servers could answer here
+ * with every core busy, which bounds their ratio to one server whatever Coffer does. The database is
+ * COFFER_PG_URL (default the local test server), in a schema of its own, dropped at the end.
  *
  *   npm run bench -- --storage postgres [--seconds 10] [--rounds 5] [--connections 32]
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir, userInfo } from 'node:os';
+import { cpus, tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { generateToken } from '../src/auth/token-format.js';
 import { randomBase62 } from '../src/crypto/random.js';
 import { api } from './api.js';
 import * as shape from './cases.js';
+import { type CpuSplit, cpuPerRequest } from './cpu-accounting.js';
 import { describeMachine } from './machine.js';
 import { median, type Target, target } from './report.js';
 import { type RunningServer, startDirectCoffer } from './servers.js';
@@ -77,6 +81,23 @@ export async function dropBenchSchemas(url: string, schemas: readonly string[]):
   await client.end();
 }
 
+/**
+ * CPU per request by party (medians over the rounds), and what the machine's cores could answer at most
+ * if every one of them did nothing else: the ceiling the two-server case meets on a small machine.
+ */
+function printCpu(cpu: Record<string, CpuSplit[]>): void {
+  const us = (xs: number[]) => (median(xs) * 1e6).toFixed(0).padStart(4);
+  console.log(
+    'CPU per request, µs (medians): server(s), PostgreSQL, everything else (wrk, kernel)',
+  );
+  for (const [name, splits] of Object.entries(cpu)) {
+    const total = splits.map((c) => c.server + c.postgres + c.other);
+    console.log(
+      `  ${name.padEnd(9)} ${us(splits.map((c) => c.server))} ${us(splits.map((c) => c.postgres))} ${us(splits.map((c) => c.other))}   all ${us(total)} → at most ${(cpus().length / median(total)).toFixed(0)}/s on ${cpus().length} cores`,
+    );
+  }
+}
+
 export async function storageBench(options: StorageBenchOptions): Promise<Target[]> {
   const { seconds, rounds, connections } = options;
   const url = benchPgUrl();
@@ -110,15 +131,32 @@ export async function storageBench(options: StorageBenchOptions): Promise<Target
       await prepare(pg2, root, false),
     ];
 
-    const slice = (s: Subject, lua: string): Promise<LoadResult> =>
-      runWrk({ url: s.server.url, lua, connections, seconds, core: 1 });
-    const both = async (): Promise<number> => {
-      const results = await Promise.all(
-        [onPg, onPg2].map((s) =>
-          runWrk({ url: s.server.url, lua: s.read, connections: connections / 2, seconds }),
-        ),
+    const cpu: Record<'lmdbRead' | 'pgRead' | 'lmdbWrite' | 'pgWrite' | 'twoRead', CpuSplit[]> = {
+      lmdbRead: [],
+      pgRead: [],
+      lmdbWrite: [],
+      pgWrite: [],
+      twoRead: [],
+    };
+    const slice = async (s: Subject, lua: string, into: CpuSplit[]): Promise<LoadResult> => {
+      const measured = await cpuPerRequest(s.server.servingPids(), () =>
+        runWrk({ url: s.server.url, lua, connections, seconds, core: 1 }),
       );
-      return results.reduce((sum, r) => sum + r.requestsPerSecond, 0);
+      into.push(measured.cpu);
+      return measured.result;
+    };
+    const both = async (): Promise<number> => {
+      const pids = [onPg, onPg2].flatMap((s) => s.server.servingPids());
+      const measured = await cpuPerRequest(pids, async () => {
+        const results = await Promise.all(
+          [onPg, onPg2].map((s) =>
+            runWrk({ url: s.server.url, lua: s.read, connections: connections / 2, seconds }),
+          ),
+        );
+        return { requests: results.reduce((sum, r) => sum + r.requests, 0), results };
+      });
+      cpu.twoRead.push(measured.cpu);
+      return measured.result.results.reduce((sum, r) => sum + r.requestsPerSecond, 0);
     };
     // Warm-up: JIT, caches, connection pools.
     for (const s of [onLmdb, onPg, onPg2])
@@ -139,8 +177,10 @@ export async function storageBench(options: StorageBenchOptions): Promise<Target
       const order = round % 2 ? ['lmdb', 'pg'] : ['pg', 'lmdb'];
       for (const which of order) {
         const s = which === 'lmdb' ? onLmdb : onPg;
-        const read = (await slice(s, s.read)).requestsPerSecond;
-        const write = (await slice(s, s.write)).requestsPerSecond;
+        const lmdb = which === 'lmdb';
+        const read = (await slice(s, s.read, lmdb ? cpu.lmdbRead : cpu.pgRead)).requestsPerSecond;
+        const write = (await slice(s, s.write, lmdb ? cpu.lmdbWrite : cpu.pgWrite))
+          .requestsPerSecond;
         (which === 'lmdb' ? per.lmdbRead : per.pgRead).push(read);
         (which === 'lmdb' ? per.lmdbWrite : per.pgWrite).push(write);
       }
@@ -156,8 +196,13 @@ export async function storageBench(options: StorageBenchOptions): Promise<Target
     console.log(
       `medians: reads LMDB ${m.lmdbRead.toFixed(0)}/s, PostgreSQL ${m.pgRead.toFixed(0)}/s, two servers ${m.twoRead.toFixed(0)}/s; writes LMDB ${m.lmdbWrite.toFixed(0)}/s, PostgreSQL ${m.pgWrite.toFixed(0)}/s`,
     );
+    printCpu(cpu);
     // Ratios per round (the servers measured within a minute of each other), then their median.
     const ratio = (a: number[], b: number[]) => median(a.map((x, i) => x / b[i]!));
+    const ceilings = cpu.twoRead.map((c) => cpus().length / (c.server + c.postgres + c.other));
+    console.log(
+      `two servers, reads: at most ${ratio(ceilings, per.pgRead).toFixed(2)} × one server on this machine (its ${cpus().length} cores all busy at the CPU per read measured), reached ${ratio(per.twoRead, ceilings).toFixed(2)} of that`,
+    );
     return [
       target('PostgreSQL reads / LMDB reads', ratio(per.pgRead, per.lmdbRead), '≥', 0.5),
       target(
