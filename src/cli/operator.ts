@@ -3,14 +3,20 @@
  * running server (see cli/client.ts). Rewrap shows a progress bar on a terminal (done/total, rate, ETA)
  * and a progress line every few seconds otherwise.
  */
-import { once } from 'node:events';
-import { createWriteStream, readFileSync, type WriteStream } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { type FileHandle, open as openFile } from 'node:fs/promises';
 import { isAbsolute, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
 import { ENV_SETTINGS, loadConfig } from '../config/load.js';
 import { KEY_PROVIDERS } from '../keys/registry.js';
-import { copyStore, restoreSnapshot, SnapshotError, writeSnapshot } from '../operator/snapshot.js';
+import {
+  copyStore,
+  restoreSnapshot,
+  SnapshotError,
+  type SnapshotSummary,
+  writeSnapshot,
+} from '../operator/snapshot.js';
 import { openStorage, type StorageSettings } from '../storage/registry.js';
 import { type ApiClient, CliError, clientFromEnv } from './client.js';
 
@@ -247,18 +253,22 @@ function progress(out: Out, what: string): (done: number, total?: number) => voi
 async function snapshot(file: string, out: Out): Promise<void> {
   const storage = await openStorage(loadConfig());
   try {
-    let stream: WriteStream;
+    let handle: FileHandle;
     try {
       // Owner-only, and never over an existing file.
-      stream = createWriteStream(file, { flags: 'wx', mode: 0o600 });
-      await once(stream, 'open');
+      handle = await openFile(file, 'wx', 0o600);
     } catch (err) {
       throw new CliError(
         `--out ${file}: ${(err as NodeJS.ErrnoException).code ?? 'cannot create'}`,
         2,
       );
     }
-    const summary = await writeSnapshot(storage, stream, Date.now(), progress(out, 'records'));
+    let summary: SnapshotSummary;
+    try {
+      summary = await writeSnapshot(storage, handle, Date.now(), progress(out, 'records'));
+    } finally {
+      await handle.close();
+    }
     out(
       `snapshot written to ${file}: ${summary.records} records (${Object.entries(summary.kinds)
         .map(([k, n]) => `${k} ${n}`)

@@ -10,8 +10,6 @@
  * run that was cut off (the process killed) is removed by the next run. A run that fails is logged and
  * the schedule goes on; runs never overlap.
  */
-import { once } from 'node:events';
-import { createWriteStream } from 'node:fs';
 import { open, readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
@@ -51,23 +49,17 @@ export async function takeScheduledSnapshot(
   const storage = await openStorage(options.storage);
   let summary: SnapshotSummary;
   try {
-    const stream = createWriteStream(partial, { flags: 'wx', mode: 0o600 });
-    await once(stream, 'open');
+    const handle = await open(partial, 'wx', 0o600);
     try {
-      summary = await writeSnapshot(storage, stream, now);
+      summary = await writeSnapshot(storage, handle, now);
     } catch (err) {
-      stream.destroy();
+      await handle.close();
       await rm(partial, { force: true });
       throw err;
     }
+    await handle.close();
   } finally {
     await storage.close();
-  }
-  const handle = await open(partial, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
   }
   await rename(partial, file);
   const dir = await open(options.dir, 'r');

@@ -2,24 +2,34 @@
  * Snapshots of a store's records, as stored: sealed or authenticated, nothing decrypted (SECURITY.md,
  * "Storage"), so a snapshot is as safe to keep as the store itself, and useless without the master key.
  *
- *   header   one JSON line: {"format":"coffer-snapshot","version":1,"created_at":…}
+ *   header   one JSON line of HEADER_BYTES bytes (padded with spaces): {"format":"coffer-snapshot",
+ *            "version":2,"created_at":…,"records":n,"kinds":{…},"keyring":sha256 of the keyring record,
+ *            "sha256":sha256 of the records}; `head -1` shows what a file holds and which keyring it needs
  *   records  each: key length (uint32 BE), key, value length (uint32 BE), value — in key order
- *   end      0xFFFFFFFF, then one JSON line: {"records":n,"kinds":{…},"keyring":sha256 of the keyring
- *            record,"sha256":sha256 of every byte before the end marker}
+ *   end      0xFFFFFFFF, then one JSON line: the header's records, kinds, keyring and sha256 again
  *
- * Taken from one consistent state of the store while it serves (StorageBackend.everything). A restore
- * goes only into an empty store; it reads the whole file once to check its format, counts and checksum
- * before writing anything, then writes it in batches.
+ * Taken from one consistent state of the store while it serves (StorageBackend.everything), streamed: the
+ * counts and the checksum are known only once the last record is written, so the header goes out first
+ * as a placeholder that says nothing of them and is written over at the end (the file is then synced).
+ * A file cut off before that has a header without counts and no end: refused. A restore goes only into
+ * an empty store; it reads the whole file once to check its format, counts and checksum — header and end
+ * alike — before writing anything, then writes it in batches. Version 1 files (the summary only at the
+ * end, the checksum over the header and the records) are still read.
  */
 import { createHash, type Hash } from 'node:crypto';
-import { once } from 'node:events';
 import { createReadStream } from 'node:fs';
-import type { Writable } from 'node:stream';
+import type { FileHandle } from 'node:fs/promises';
 import type { StorageBackend, StorageEntry, StorageWrite } from '../storage/backend.js';
 import { KEYRING_KEY } from '../store/keyring-store.js';
 
 const FORMAT = 'coffer-snapshot';
-const VERSION = 1;
+const VERSION = 2;
+/** The versions this release reads. */
+const READABLE = [1, 2];
+/** A version-2 header's size, newline included. */
+const HEADER_BYTES = 4096;
+/** Written at a time. */
+const CHUNK = 1 << 20;
 const END = 0xffff_ffff;
 const BATCH = 1000;
 
@@ -48,28 +58,52 @@ function frame(entry: StorageEntry): Buffer {
   return out;
 }
 
-/** Writes a snapshot of `storage` to `out`; `onRecord` is told the count as it goes. */
+/** The header line: `fields` as JSON padded to HEADER_BYTES. */
+function headerLine(fields: Record<string, unknown>): Buffer {
+  const json = JSON.stringify(fields);
+  if (Buffer.byteLength(json) > HEADER_BYTES - 1)
+    throw new Error('the snapshot header is too long');
+  return Buffer.from(`${json.padEnd(HEADER_BYTES - 1, ' ')}\n`);
+}
+
+/**
+ * Writes a snapshot of `storage` into `file` (opened for writing, empty), syncs it and leaves it open;
+ * `onRecord` is told the count as it goes.
+ */
 export async function writeSnapshot(
   storage: StorageBackend,
-  out: Writable,
+  file: FileHandle,
   now: number,
   onRecord?: (records: number) => void,
 ): Promise<SnapshotSummary> {
-  const hash = createHash('sha256');
-  const write = async (bytes: Buffer): Promise<void> => {
-    hash.update(bytes);
-    if (!out.write(bytes)) await once(out, 'drain');
+  const identity = { format: FORMAT, version: VERSION, created_at: new Date(now).toISOString() };
+  let position = 0;
+  let pending: Buffer[] = [];
+  let pendingBytes = 0;
+  const flush = async (): Promise<void> => {
+    const chunk = Buffer.concat(pending, pendingBytes);
+    pending = [];
+    pendingBytes = 0;
+    for (let done = 0; done < chunk.length; ) {
+      const { bytesWritten } = await file.write(chunk, done, chunk.length - done, position);
+      done += bytesWritten;
+      position += bytesWritten;
+    }
   };
-  await write(
-    Buffer.from(
-      `${JSON.stringify({ format: FORMAT, version: VERSION, created_at: new Date(now).toISOString() })}\n`,
-    ),
-  );
+  const write = async (bytes: Buffer): Promise<void> => {
+    pending.push(bytes);
+    pendingBytes += bytes.length;
+    if (pendingBytes >= CHUNK) await flush();
+  };
+  await write(headerLine(identity));
+  const hash = createHash('sha256');
   let records = 0;
   const kinds: Record<string, number> = {};
   let keyring: string | null = null;
   for await (const entry of storage.everything()) {
-    await write(frame(entry));
+    const framed = frame(entry);
+    hash.update(framed);
+    await write(framed);
     records++;
     const kind = String.fromCharCode(entry.key[0] ?? 0);
     kinds[kind] = (kinds[kind] ?? 0) + 1;
@@ -81,10 +115,12 @@ export async function writeSnapshot(
   const summary: SnapshotSummary = { records, kinds, keyring, sha256: hash.digest('hex') };
   const end = Buffer.alloc(4);
   end.writeUInt32BE(END, 0);
-  out.write(end);
-  out.write(`${JSON.stringify(summary)}\n`);
-  out.end();
-  await once(out, 'finish');
+  await write(end);
+  await write(Buffer.from(`${JSON.stringify(summary)}\n`));
+  await flush();
+  const header = headerLine({ ...identity, ...summary });
+  await file.write(header, 0, header.length, 0);
+  await file.sync();
   return summary;
 }
 
@@ -95,6 +131,8 @@ async function* readSnapshot(
 ): AsyncGenerator<StorageEntry, SnapshotSummary, undefined> {
   let buffer: Buffer = Buffer.alloc(0);
   let headerRead = false;
+  /** A version-2 header's summary, checked against the end's. */
+  let fromHeader: SnapshotSummary | undefined;
   let ended = false;
   let counted = 0;
   const kinds: Record<string, number> = {};
@@ -103,21 +141,27 @@ async function* readSnapshot(
     if (!headerRead) {
       const newline = buffer.indexOf(0x0a);
       if (newline < 0) {
-        if (buffer.length > 4096) throw new SnapshotError(`${file} is not a Coffer snapshot`);
+        if (buffer.length > 2 * HEADER_BYTES)
+          throw new SnapshotError(`${file} is not a Coffer snapshot`);
         continue;
       }
-      let header: { format?: unknown; version?: unknown };
+      let header: { format?: unknown; version?: unknown } & Partial<SnapshotSummary>;
       try {
         header = JSON.parse(buffer.subarray(0, newline).toString('utf8'));
       } catch {
         throw new SnapshotError(`${file} is not a Coffer snapshot`);
       }
       if (header.format !== FORMAT) throw new SnapshotError(`${file} is not a Coffer snapshot`);
-      if (header.version !== VERSION)
+      if (!READABLE.includes(header.version as number))
         throw new SnapshotError(
-          `${file} is a snapshot of version ${String(header.version)}; this release reads version ${VERSION}`,
+          `${file} is a snapshot of version ${String(header.version)}; this release reads versions ${READABLE.join(' and ')}`,
         );
-      hash.update(buffer.subarray(0, newline + 1));
+      if (header.version === 1) hash.update(buffer.subarray(0, newline + 1));
+      else if (header.sha256 === undefined)
+        throw new SnapshotError(
+          `${file} is cut short: its header was never completed (the snapshot did not finish)`,
+        );
+      else fromHeader = header as SnapshotSummary;
       buffer = buffer.subarray(newline + 1);
       headerRead = true;
     }
@@ -156,7 +200,15 @@ async function* readSnapshot(
     );
   if (summary.records !== counted || JSON.stringify(kinds) !== JSON.stringify(summary.kinds))
     throw new SnapshotError(`${file}: its counts do not match its records`);
-  return summary;
+  if (
+    fromHeader &&
+    (fromHeader.records !== summary.records ||
+      fromHeader.sha256 !== summary.sha256 ||
+      fromHeader.keyring !== summary.keyring ||
+      JSON.stringify(fromHeader.kinds) !== JSON.stringify(summary.kinds))
+  )
+    throw new SnapshotError(`${file}: its header does not match its end (changed or damaged)`);
+  return { records: summary.records, kinds: summary.kinds, keyring: summary.keyring, sha256 };
 }
 
 /** Checks a snapshot file whole, writing nothing: format, counts and checksum. */

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { cpSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
@@ -241,6 +242,77 @@ describe('snapshots: coffer operator snapshot and restore (LMDB â†’ PostgreSQL â
     expect(refused.stderr).to.not.include('not-on-the-command-line');
   });
 
+  it('heads a snapshot with its format, counts, keyring and checksum; refuses a header that disagrees with the records; still reads version 1', async () => {
+    const a = await source();
+    for (let i = 0; i < 20; i++) await a.put(`h/k${i}`, `value ${i}`);
+    const dir = tempDir();
+    const file = join(dir, 'a.snapshot');
+    const taken = await runCoffer(['operator', 'snapshot', '--out', file], lmdbEnv(a));
+    expect(taken.code, taken.stderr).to.equal(0);
+    const bytes = readFileSync(file);
+    const newline = bytes.indexOf(0x0a);
+    expect(newline + 1).to.equal(4096);
+    const header = JSON.parse(bytes.subarray(0, newline).toString());
+    expect(header).to.include({ format: 'coffer-snapshot', version: 2 });
+    expect(taken.stdout).to.contain(`${header.records} records`);
+    expect(taken.stdout).to.contain(`sha256 ${header.sha256}`);
+    expect(taken.stdout).to.contain(`keyring ${header.keyring}`);
+    expect(header.kinds.M).to.equal(20); // twenty keys' indexes
+    const end = bytes.lastIndexOf(Buffer.from([0xff, 0xff, 0xff, 0xff]));
+    const records = bytes.subarray(newline + 1, end);
+    expect(createHash('sha256').update(records).digest('hex')).to.equal(header.sha256);
+
+    const restoreInto = (snapshot: string) =>
+      runCoffer(['operator', 'restore', '--from', snapshot], lmdbEnv(join(tempDir(), 'data')));
+    // A header whose counts were changed, and a header never completed (a snapshot cut off).
+    const edited = join(dir, 'edited.snapshot');
+    const headerText = bytes.subarray(0, newline).toString();
+    const changed = headerText.replace(
+      `"records":${header.records}`,
+      `"records":${header.records + 1}`,
+    );
+    writeFileSync(edited, Buffer.concat([Buffer.from(changed), bytes.subarray(newline)]));
+    const placeholder = join(dir, 'placeholder.snapshot');
+    const unfinished = JSON.stringify({
+      format: 'coffer-snapshot',
+      version: 2,
+      created_at: header.created_at,
+    });
+    writeFileSync(
+      placeholder,
+      Buffer.concat([Buffer.from(`${unfinished.padEnd(4095, ' ')}\n`), records.subarray(0, 100)]),
+    );
+    for (const [bad, reason] of [
+      [edited, /header does not match its end/],
+      [placeholder, /cut short: its header was never completed/],
+    ] as const) {
+      const run = await restoreInto(bad);
+      expect(run.code, bad).to.equal(1);
+      expect(run.stderr, bad).to.match(reason);
+    }
+
+    // Version 1: a short header, the summary only at the end, the checksum over header and records.
+    const v1Header = Buffer.from(
+      `${JSON.stringify({ format: 'coffer-snapshot', version: 1, created_at: header.created_at })}\n`,
+    );
+    const v1 = join(dir, 'v1.snapshot');
+    const sha256 = createHash('sha256').update(v1Header).update(records).digest('hex');
+    const { records: count, kinds, keyring } = header;
+    writeFileSync(
+      v1,
+      Buffer.concat([
+        v1Header,
+        records,
+        Buffer.from([0xff, 0xff, 0xff, 0xff]),
+        Buffer.from(`${JSON.stringify({ records: count, kinds, keyring, sha256 })}\n`),
+      ]),
+    );
+    const target = join(tempDir(), 'data');
+    const restored = await runCoffer(['operator', 'restore', '--from', v1], lmdbEnv(target));
+    expect(restored.code, restored.stderr).to.equal(0);
+    expect(restored.stdout).to.contain(`restored ${count} records`);
+  });
+
   it('refuses a damaged or cut-short snapshot and a store that is not empty, writing nothing', async () => {
     const a = await source();
     await a.put('k/v', 'value');
@@ -251,7 +323,8 @@ describe('snapshots: coffer operator snapshot and restore (LMDB â†’ PostgreSQL â
 
     const damaged = join(dir, 'damaged.snapshot');
     const changed = Buffer.from(bytes);
-    changed[Math.floor(changed.length / 2)]! ^= 0x01;
+    // A byte of the records (past the 4,096-byte header) changed.
+    changed[4096 + Math.floor((changed.length - 4096) / 2)]! ^= 0x01;
     writeFileSync(damaged, changed);
     const cut = join(dir, 'cut.snapshot');
     writeFileSync(cut, bytes.subarray(0, bytes.length - 80));
