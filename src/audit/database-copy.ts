@@ -21,8 +21,14 @@ import {
   type StorageBackend,
   type StorageEntry,
   StorageUnavailableError,
+  type StorageWrite,
 } from '../storage/backend.js';
-import { AUDIT_LINES_RANGE, auditLinesKey, parseAuditLinesKey } from '../storage/layout.js';
+import {
+  AUDIT_LINES_RANGE,
+  auditLinesKey,
+  auditLinesRange,
+  parseAuditLinesKey,
+} from '../storage/layout.js';
 import { RecordIntegrityError, type RecordSeal } from '../store/record-seal.js';
 import type { ChainFile } from './files.js';
 import type { AuditSink } from './sink.js';
@@ -165,4 +171,35 @@ export async function storedChains(
     text: `${f.lines.join('\n')}\n`,
   }));
   return { files, damaged };
+}
+
+/**
+ * After `coffer audit archive` moved files out of the audit directory (and recorded it in the log), the
+ * store's copy of those files goes too: each chain's runs in its archived files — a prefix of the chain's
+ * files, which its writer never writes again — deleted in one transaction per chain. The copy then
+ * begins where the files do, on every host, and verify reads the archive's record for what went before.
+ * Runs that fail their integrity check are left for verify to report. Returns how many runs went.
+ */
+export async function forgetArchived(
+  storage: Pick<StorageBackend, 'scan' | 'atomic'>,
+  seal: RecordSeal,
+  archived: readonly { readonly chain: string; readonly file: number }[],
+): Promise<number> {
+  const upTo = new Map<string, number>();
+  for (const { chain, file } of archived) upTo.set(chain, Math.max(file, upTo.get(chain) ?? 0));
+  let forgotten = 0;
+  for (const [chain, last] of upTo) {
+    const gone: StorageWrite[] = [];
+    for await (const { key, value } of storage.scan(auditLinesRange(chain))) {
+      try {
+        if (seal.open<StoredRun>('audit-lines', key, value).file <= last)
+          gone.push({ op: 'delete', key });
+      } catch (err) {
+        if (!(err instanceof RecordIntegrityError)) throw err;
+      }
+    }
+    if (gone.length > 0) await storage.atomic([], () => ({ writes: gone, result: undefined }));
+    forgotten += gone.length;
+  }
+  return forgotten;
 }

@@ -19,7 +19,7 @@ import { pino } from 'pino';
 import { openAuditLog } from '../app.js';
 import { archivedFields, copyArchive, planArchive, removeArchived } from '../audit/archive.js';
 import { auditCoverage, type Coverage } from '../audit/coverage.js';
-import { storedChains } from '../audit/database-copy.js';
+import { forgetArchived, storedChains } from '../audit/database-copy.js';
 import { auditFilesIn } from '../audit/files.js';
 import { recoverIntents } from '../audit/intent-recovery.js';
 import { auditTime } from '../audit/query.js';
@@ -237,13 +237,14 @@ async function archiveCommand(
         1,
       );
     removeArchived(plan, dir);
+    const forgotten = await forgetArchived(storage, holder.recordSeal, plan);
     const entries = plan.reduce((n, f) => n + f.entries, 0);
     const times = plan
       .flatMap((f) => [f.first_ts, f.last_ts])
       .filter((t): t is string => t !== null)
       .sort();
     out(
-      `archived ${plan.length} files (${entries} entries, ${times[0]} to ${times.at(-1)}) of ${new Set(plan.map((f) => f.chain)).size} chains to ${to}`,
+      `archived ${plan.length} files (${entries} entries, ${times[0]} to ${times.at(-1)}) of ${new Set(plan.map((f) => f.chain)).size} chains to ${to}${forgotten > 0 ? `; the store's copy of them (${forgotten} records) removed` : ''}`,
     );
     return 0;
   });

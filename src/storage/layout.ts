@@ -152,3 +152,8 @@ export function auditLinesKey(chain: string, seq: number): Buffer {
 export const parseAuditLinesKey = parseIntentJournalKey;
 
 export const AUDIT_LINES_RANGE: KeyRange = { start: bytes('L'), end: bytes('M') };
+
+/** One chain's audit lines records. */
+export function auditLinesRange(chain: string): KeyRange {
+  return { start: bytes(`L${chain}\0`), end: bytes(`L${chain}\u0001`) };
+}

@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { expect } from 'chai';
 import pg from 'pg';
 import { storedChains } from '../../src/audit/database-copy.js';
@@ -5,11 +6,12 @@ import { auditFilesIn } from '../../src/audit/files.js';
 import { intentCopies } from '../../src/audit/intent-recovery.js';
 import { AuditRegistry } from '../../src/audit/registry.js';
 import { verifyAudit } from '../../src/audit/verify.js';
-import { intentJournalKey } from '../../src/storage/layout.js';
+import { auditLinesRange, intentJournalKey } from '../../src/storage/layout.js';
 import { auditLines } from '../support/audit-lines.js';
 import type { TestCoffer } from '../support/harness.js';
-import { startTestCoffer } from '../support/harness.js';
+import { startTestCoffer, tempDir } from '../support/harness.js';
 import { dropTestSchemas, PG_TEST_URL, requirePostgres, testSchema } from '../support/postgres.js';
+import { runCoffer } from '../support/process.js';
 import { pgEnv, secondServer } from '../support/shared-servers.js';
 
 /** Waits until `check` holds (a read's audit entry reaches the store within audit.sync_ms). */
@@ -145,5 +147,46 @@ describe('The audit log of several servers on one PostgreSQL database', function
     if (!result.intact) expect(result.reason).to.match(/failed its integrity check/);
     const verified = await a.call('GET', '/v1/sys/audit/verify');
     expect(verified.body.intact).to.equal(false);
+  });
+
+  it("archives one host's old files and the store's copy of them with them; every host still verifies", async () => {
+    for (let i = 0; i < 10; i++) expect((await a.put(`fleet/k${i}`, `v${i}`)).status).to.equal(201);
+    expect((await b.put('fleet/from-b', 'value-b')).status).to.equal(201);
+    const oldChain = auditFilesIn(a.config.audit.dir!)[0]!.match(/audit-(.+)-1\.jsonl$/)![1]!;
+    // A stops (its chain ends) and starts again: its first chain's files are finished.
+    a = await a.restart();
+    await new Promise((r) => setTimeout(r, 20));
+    const cut = new Date().toISOString();
+    const runsOf = async (chain: string) => {
+      let runs = 0;
+      for await (const _ of a.app.storage.scan(auditLinesRange(chain))) runs++;
+      return runs;
+    };
+    expect(await runsOf(oldChain)).to.be.above(0);
+    const bChain = auditFilesIn(b.config.audit.dir!)[0]!.match(/audit-(.+)-1\.jsonl$/)![1]!;
+    const bRuns = await runsOf(bChain);
+
+    const run = await runCoffer(
+      ['audit', 'archive', '--before', cut, '--to', join(tempDir(), 'archive')],
+      {
+        ...pgEnv(schema),
+        COFFER_DATA_DIR: a.config.data_dir,
+        COFFER_AUDIT_DIR: a.config.audit.dir!,
+        COFFER_MASTER_KEY_FILE: a.config.master_key_file,
+        COFFER_LOG_LEVEL: 'silent',
+      },
+    );
+    expect(run.code, run.stdout + run.stderr).to.equal(0);
+    expect(run.stdout).to.match(
+      /^archived 1 files .* the store's copy of them \(\d+ records\) removed/,
+    );
+    expect(await runsOf(oldChain)).to.equal(0);
+    // B's chain is not A's to archive: its copy stays whole.
+    expect(await runsOf(bChain)).to.be.at.least(bRuns);
+    // B, whose directory never held A's files, reads the archive's record from the store's copy.
+    for (const server of [a, b]) {
+      const verified = await server.call('GET', '/v1/sys/audit/verify');
+      expect(verified.body, JSON.stringify(verified.body)).to.include({ intact: true });
+    }
   });
 });
