@@ -74,6 +74,7 @@ interface PendingWrite {
   readonly plan: (current: readonly (Uint8Array | undefined)[]) => Plan<unknown>;
   readonly locks: Locks;
   readonly size: number;
+  readonly bytes: number;
   readonly resolve: (result: unknown) => void;
   readonly reject: (err: unknown) => void;
 }
@@ -127,7 +128,12 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
   ) {
     // Half the pool for transactions, the rest kept for reads; a group waits while that many are out.
     this.writes = new WriteGroups(
-      { inFlight: Math.max(1, Math.floor(poolSize / 2)), maxMembers: 64, maxKeys: 4096 },
+      {
+        inFlight: Math.max(1, Math.floor(poolSize / 2)),
+        maxMembers: 64,
+        maxKeys: 4096,
+        maxBytes: 8 * 1024 * 1024,
+      },
       (group) => this.commitGroup(group),
     );
     this.announced = new Set(announce.map((key) => Buffer.from(key).toString('latin1')));
@@ -325,6 +331,7 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
     expected?: readonly (Uint8Array | undefined)[],
   ): Promise<T> {
     const locks: Locks = new Map();
+    let bytes = 0;
     try {
       const guess =
         expected?.length === keys.length
@@ -333,7 +340,10 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
             ? await Promise.all(keys.map((key) => this.reads.get(asBuffer(key))))
             : [];
       const { writes } = plan(guess);
-      for (const w of writes) want(locks, w.key, true);
+      for (const w of writes) {
+        want(locks, w.key, true);
+        if (w.op === 'put') bytes += w.value.byteLength;
+      }
       for (const key of keys) want(locks, key, false);
     } catch {
       // The values it will see under the locks decide; until then every key it reads is taken exclusive.
@@ -345,6 +355,7 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
         plan,
         locks,
         size: locks.size,
+        bytes,
         resolve: resolve as (result: unknown) => void,
         reject,
       }),

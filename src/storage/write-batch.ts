@@ -9,6 +9,8 @@
 export interface Groupable {
   /** How many keys it reads or writes: a group holds at most `maxKeys` unless one member alone has more. */
   readonly size: number;
+  /** How many bytes it is expected to write: a group holds at most `maxBytes`, unless one member has more. */
+  readonly bytes: number;
 }
 
 export interface GroupLimits {
@@ -18,6 +20,8 @@ export interface GroupLimits {
   readonly maxMembers: number;
   /** Keys of one group (a larger member goes alone). */
   readonly maxKeys: number;
+  /** Bytes written by one group (a larger member goes alone): a statement's text stays bounded. */
+  readonly maxBytes: number;
 }
 
 export class WriteGroups<W extends Groupable> {
@@ -57,11 +61,15 @@ export class WriteGroups<W extends Groupable> {
   /** The next group: members in the order they came, within the limits. */
   private take(): W[] {
     let keys = 0;
+    let bytes = 0;
     let count = 0;
     for (const write of this.waiting) {
       if (count === this.limits.maxMembers) break;
-      if (count > 0 && keys + write.size > this.limits.maxKeys) break;
+      const over =
+        keys + write.size > this.limits.maxKeys || bytes + write.bytes > this.limits.maxBytes;
+      if (count > 0 && over) break;
       keys += write.size;
+      bytes += write.bytes;
       count++;
     }
     return this.waiting.splice(0, count);
