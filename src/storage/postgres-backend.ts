@@ -365,8 +365,9 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
   /**
    * Runs a group of writes as one transaction (write-batch.ts) and settles each: run again as a whole when
    * PostgreSQL asks for it (a deadlock or serialization failure), failed as a whole when it cannot be
-   * reached or the commit fails, and a member whose plan wanted a key it did not hold exclusive sent back
-   * to the queue with that key exclusive.
+   * reached, each member run again alone when the database refused the transaction for another reason
+   * (so a write it refuses fails by itself), and a member whose plan wanted a key it did not hold
+   * exclusive sent back to the queue with that key exclusive.
    */
   private async commitGroup(group: PendingWrite[]): Promise<void> {
     for (let attempt = 1; ; attempt++) {
@@ -378,7 +379,13 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
           await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, attempt * 2)));
           continue;
         }
-        for (const member of group) member.reject(unavailable(err));
+        const cause = unavailable(err);
+        if (group.length > 1 && !(cause instanceof StorageUnavailableError)) {
+          // What the database refused may be one member's writes: each runs again alone, to fail alone.
+          await Promise.all(group.map((member) => this.commitGroup([member])));
+          return;
+        }
+        for (const member of group) member.reject(cause);
         return;
       }
       outcomes.forEach((outcome, i) => {

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { type StorageBackend, StorageUnavailableError } from '../../src/storage/backend.js';
 import { PostgresBackend } from '../../src/storage/postgres-backend.js';
@@ -180,6 +181,31 @@ describe('PostgreSQL backend', function () {
         await backend.close();
       }
     });
+  });
+
+  it('fails alone a write the database refuses, not the others that shared its transaction', async () => {
+    const backend = await open(testSchema());
+    try {
+      // A key past PostgreSQL's limit for an index entry (2,704 bytes, after compression: so random
+      // bytes); Coffer's own keys stay under 2,200.
+      const tooLong = Buffer.concat([Buffer.from('X'), randomBytes(3000)]);
+      const put = (key: Buffer) =>
+        backend.atomic(
+          [key],
+          () => ({ writes: [{ op: 'put' as const, key, value: Buffer.from('v') }], result: 'ok' }),
+          [undefined],
+        );
+      const outcomes = await Promise.allSettled([
+        put(Buffer.from('Xfirst')),
+        put(tooLong),
+        put(Buffer.from('Xlast')),
+      ]);
+      expect(outcomes.map((o) => o.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled']);
+      expect(await backend.get(Buffer.from('Xfirst'))).to.not.equal(undefined);
+      expect(await backend.get(Buffer.from('Xlast'))).to.not.equal(undefined);
+    } finally {
+      await backend.close();
+    }
   });
 
   describe('point reads asked together', () => {
