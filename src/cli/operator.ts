@@ -4,7 +4,7 @@
  * and a progress line every few seconds otherwise.
  */
 import { readFileSync } from 'node:fs';
-import { type FileHandle, open as openFile } from 'node:fs/promises';
+import { type FileHandle, open as openFile, rm } from 'node:fs/promises';
 import { isAbsolute, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
@@ -266,9 +266,13 @@ async function snapshot(file: string, out: Out): Promise<void> {
     let summary: SnapshotSummary;
     try {
       summary = await writeSnapshot(storage, handle, Date.now(), progress(out, 'records'));
-    } finally {
+    } catch (err) {
+      // The file is ours (created above, never over another): a snapshot that did not finish goes.
       await handle.close();
+      await rm(file, { force: true });
+      throw err;
     }
+    await handle.close();
     out(
       `snapshot written to ${file}: ${summary.records} records (${Object.entries(summary.kinds)
         .map(([k, n]) => `${k} ${n}`)

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { cpSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import type { StorageEntry } from '../../src/storage/backend.js';
@@ -7,8 +7,18 @@ import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
 import { PostgresBackend } from '../../src/storage/postgres-backend.js';
 import { KEYRING_KEY } from '../../src/store/keyring-store.js';
 import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
+import { Relay } from '../support/pg-relay.js';
 import { dropTestSchemas, PG_TEST_URL, requirePostgres, testSchema } from '../support/postgres.js';
 import { runCoffer } from '../support/process.js';
+
+/** The PostgreSQL store `schema` of the test database, opened directly. */
+const openPostgresStore = (schema: string): Promise<PostgresBackend> =>
+  PostgresBackend.open({
+    connectionString: PG_TEST_URL,
+    schema,
+    poolSize: 2,
+    statementTimeoutMs: 10_000,
+  });
 
 describe('snapshots: coffer operator snapshot and restore (LMDB → PostgreSQL → LMDB)', function () {
   this.timeout(180_000);
@@ -178,12 +188,7 @@ describe('snapshots: coffer operator snapshot and restore (LMDB → PostgreSQL �
       if (Buffer.compare(entry.key, KEYRING_KEY) !== 0) records.push(entry);
     await source.close();
     const cutOff = async (schema: string, change?: number): Promise<void> => {
-      const target = await PostgresBackend.open({
-        connectionString: PG_TEST_URL,
-        schema,
-        poolSize: 2,
-        statementTimeoutMs: 10_000,
-      });
+      const target = await openPostgresStore(schema);
       try {
         await target.atomic([], () => ({
           writes: records.slice(0, 40).map((e, i) => ({
@@ -311,6 +316,45 @@ describe('snapshots: coffer operator snapshot and restore (LMDB → PostgreSQL �
     const restored = await runCoffer(['operator', 'restore', '--from', v1], lmdbEnv(target));
     expect(restored.code, restored.stderr).to.equal(0);
     expect(restored.stdout).to.contain(`restored ${count} records`);
+  });
+
+  it('removes the file of a snapshot that could not finish (the database went away while it was taken)', async () => {
+    const schema = testSchema();
+    const store = await openPostgresStore(schema);
+    try {
+      // Enough records that the snapshot is still being written when the connection is cut.
+      for (let batch = 0; batch < 20; batch++)
+        await store.atomic([], () => ({
+          writes: Array.from({ length: 5000 }, (_, i) => ({
+            op: 'put' as const,
+            key: Buffer.from(`X${batch}-${i}`),
+            value: Buffer.alloc(400, 0x61),
+          })),
+          result: undefined,
+        }));
+    } finally {
+      await store.close();
+    }
+    const relay = new Relay(new URL(PG_TEST_URL));
+    await relay.start();
+    const file = join(tempDir(), 'cut.snapshot');
+    try {
+      const taking = runCoffer(['operator', 'snapshot', '--out', file], {
+        ...pgEnv(schema),
+        COFFER_PG_URL: relay.url(),
+      });
+      // Cut once the file holds records (past its header and a first chunk).
+      for (let i = 0; i < 400; i++) {
+        if (existsSync(file) && statSync(file).size > 4096) break;
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      await relay.cut();
+      const taken = await taking;
+      expect(taken.code, taken.stdout).to.not.equal(0);
+      expect(existsSync(file)).to.equal(false);
+    } finally {
+      await relay.cut();
+    }
   });
 
   it('refuses a damaged or cut-short snapshot and a store that is not empty, writing nothing', async () => {
