@@ -1,16 +1,20 @@
 /**
  * Scheduled snapshots (COFFER_SNAPSHOT_DIR, COFFER_SNAPSHOT_EVERY, COFFER_SNAPSHOT_KEEP), run by the
- * server's supervisor process: every `everyMs` one snapshot of the store (operator/snapshot.ts: the
- * records as stored, from one consistent state, while the workers serve) into
+ * server's supervisor process: one snapshot of the store (operator/snapshot.ts: the records as stored,
+ * from one consistent state, while the workers serve) per interval, the intervals counted from the epoch
+ * (with `6h`: at 00:00, 06:00, 12:00 and 18:00 UTC), into
  *
- *   <dir>/coffer-snapshot-<YYYYMMDDTHHMMSSmmmZ>.snap
+ *   <dir>/coffer-snapshot-<start of the interval, YYYYMMDDTHHMMSSmmmZ>.snap
  *
- * written owner-only as `<name>.partial`, synced, then renamed (and the directory synced), so a file with
- * the final name is always whole; then only the newest `keep` snapshots are kept. A `.partial` left by a
- * run that was cut off (the process killed) is removed by the next run. A run that fails is logged and
- * the schedule goes on; runs never overlap.
+ * written owner-only as `<name>.partial` (created exclusively), synced, then linked to its final name
+ * (which fails rather than replace a file) and the directory synced, so a file with the final name is
+ * always whole. So servers that share the directory (several servers on one store, with the directory on
+ * shared storage) take one snapshot per interval between them: whoever creates the interval's `.partial`
+ * first takes it, and the others log that it was taken. Then only the newest `keep` snapshots are kept.
+ * A `.partial` nobody has written to for STALE_MS (a run that was killed) is removed by a later run. A run
+ * that fails is logged and the schedule goes on; a server's runs never overlap.
  */
-import { open, readdir, rename, rm } from 'node:fs/promises';
+import { type FileHandle, link, open, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { openStorage, type StorageSettings } from '../storage/registry.js';
@@ -18,6 +22,9 @@ import { type SnapshotSummary, writeSnapshot } from './snapshot.js';
 
 const NAME = /^coffer-snapshot-\d{8}T\d{9}Z\.snap$/;
 const PARTIAL = /^coffer-snapshot-\d{8}T\d{9}Z\.snap\.partial$/;
+/** A `.partial` unwritten for this long belongs to a run that no longer runs. */
+const STALE_MS = 5 * 60_000;
+const DAY_MS = 86_400_000;
 
 export interface ScheduledSnapshotOptions {
   readonly storage: StorageSettings;
@@ -39,46 +46,87 @@ export function snapshotName(ms: number): string {
   return `coffer-snapshot-${stamp}.snap`;
 }
 
-/** Takes one snapshot into `dir` and keeps the newest `keep`; returns the file and what it holds. */
+/** The start of the interval of `everyMs` that holds `ms`, the intervals counted from the epoch. */
+export function intervalOf(ms: number, everyMs: number): number {
+  return Math.floor(ms / everyMs) * everyMs;
+}
+
+/** What a run did: took the interval's snapshot, or found another server had (or was taking) it. */
+export type SnapshotRun =
+  | { readonly taken: true; file: string; summary: SnapshotSummary; removed: string[] }
+  | { readonly taken: false; file: string };
+
+/**
+ * Takes the snapshot of the interval that holds now into `dir`, unless another server has taken it or is
+ * taking it; keeps the newest `keep`.
+ */
 export async function takeScheduledSnapshot(
-  options: Omit<ScheduledSnapshotOptions, 'everyMs' | 'log'>,
-): Promise<{ file: string; summary: SnapshotSummary; removed: string[] }> {
+  options: Omit<ScheduledSnapshotOptions, 'log'>,
+): Promise<SnapshotRun> {
   const now = (options.now ?? Date.now)();
-  const file = join(options.dir, snapshotName(now));
+  const file = join(options.dir, snapshotName(intervalOf(now, options.everyMs)));
   const partial = `${file}.partial`;
-  const storage = await openStorage(options.storage);
+  if (await exists(file)) return { taken: false, file };
+  let handle: FileHandle;
+  try {
+    handle = await open(partial, 'wx', 0o600);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return { taken: false, file };
+    throw err;
+  }
   let summary: SnapshotSummary;
   try {
-    const handle = await open(partial, 'wx', 0o600);
+    const storage = await openStorage(options.storage);
     try {
       summary = await writeSnapshot(storage, handle, now);
-    } catch (err) {
-      await handle.close();
-      await rm(partial, { force: true });
-      throw err;
+    } finally {
+      await storage.close();
     }
+  } catch (err) {
     await handle.close();
-  } finally {
-    await storage.close();
+    await rm(partial, { force: true });
+    throw err;
   }
-  await rename(partial, file);
+  await handle.close();
+  try {
+    await link(partial, file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    await rm(partial, { force: true });
+    return { taken: false, file };
+  }
+  await rm(partial, { force: true });
   const dir = await open(options.dir, 'r');
   try {
     await dir.sync();
   } finally {
     await dir.close();
   }
-  return { file, summary, removed: await prune(options.dir, options.keep, partial) };
+  return { taken: true, file, summary, removed: await prune(options.dir, options.keep, now) };
 }
 
-/** Removes all but the newest `keep` snapshots, and `.partial` files other than `current`. */
-async function prune(dir: string, keep: number, current: string): Promise<string[]> {
+async function exists(path: string): Promise<boolean> {
+  try {
+    await stat(path);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw err;
+  }
+}
+
+/** Removes all but the newest `keep` snapshots, and `.partial` files nobody has written to for STALE_MS. */
+async function prune(dir: string, keep: number, now: number): Promise<string[]> {
   const names = await readdir(dir);
   const snapshots = names.filter((n) => NAME.test(n)).sort();
-  const old = [
-    ...snapshots.slice(0, Math.max(0, snapshots.length - keep)),
-    ...names.filter((n) => PARTIAL.test(n) && join(dir, n) !== current),
-  ];
+  const old = snapshots.slice(0, Math.max(0, snapshots.length - keep));
+  for (const name of names.filter((n) => PARTIAL.test(n))) {
+    const written = await stat(join(dir, name)).then(
+      (s) => s.mtimeMs,
+      () => now,
+    );
+    if (now - written > STALE_MS) old.push(name);
+  }
   for (const name of old) await rm(join(dir, name), { force: true });
   return old;
 }
@@ -92,7 +140,15 @@ export function startScheduledSnapshots(options: ScheduledSnapshotOptions): Sche
   const run = async (): Promise<void> => {
     const started = Date.now();
     try {
-      const { file, summary, removed } = await takeScheduledSnapshot(options);
+      const done = await takeScheduledSnapshot(options);
+      if (!done.taken) {
+        log.info(
+          { event: 'snapshot.skipped', file: done.file },
+          "this interval's scheduled snapshot was taken by another server",
+        );
+        return;
+      }
+      const { file, summary, removed } = done;
       log.info(
         {
           event: 'snapshot.taken',
@@ -112,13 +168,27 @@ export function startScheduledSnapshots(options: ScheduledSnapshotOptions): Sche
       );
     }
   };
+  const clock = options.now ?? Date.now;
+  // At the start of each interval (a run that took longer than an interval goes on to the next start);
+  // a wait longer than a timer can hold (about 24.8 days) is made in steps of a day.
   const schedule = (): void => {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      timer = null;
-      running = run().finally(schedule);
-    }, options.everyMs);
-    timer.unref();
+    const due = intervalOf(clock(), options.everyMs) + options.everyMs;
+    const wait = (): void => {
+      if (stopped) return;
+      const left = due - clock();
+      timer =
+        left > DAY_MS
+          ? setTimeout(wait, DAY_MS)
+          : setTimeout(
+              () => {
+                timer = null;
+                running = run().finally(schedule);
+              },
+              Math.max(0, left),
+            );
+      timer.unref();
+    };
+    wait();
   };
   schedule();
   return {

@@ -1,12 +1,15 @@
-import { readdirSync, statSync, writeFileSync } from 'node:fs';
+import { readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { pino } from 'pino';
 import { loadConfig } from '../../src/config/load.js';
-import { snapshotName } from '../../src/operator/scheduled-snapshots.js';
+import { snapshotName, startScheduledSnapshots } from '../../src/operator/scheduled-snapshots.js';
 import { checkSnapshot } from '../../src/operator/snapshot.js';
 import { startTestCoffer, tempDir } from '../support/harness.js';
 import { send } from '../support/http-client.js';
+import { dropTestSchemas, requirePostgres, testSchema } from '../support/postgres.js';
 import { runCoffer, runToExit, serveSettings, startProcess } from '../support/process.js';
+import { pgEnv } from '../support/shared-servers.js';
 
 const SNAPSHOT = /^coffer-snapshot-\d{8}T\d{9}Z\.snap$/;
 
@@ -26,9 +29,11 @@ describe('scheduled snapshots (COFFER_SNAPSHOT_DIR, _EVERY, _KEEP)', function ()
         (await send(p.url, 'PUT', '/v1/kv/sched/k', root, { value: 'kept', type: 'secret' }))
           .status,
       ).to.equal(201);
-      // A .partial left by a run that was killed is removed by the next run.
-      const planted = `${snapshotName(Date.now() - 60_000)}.partial`;
+      // A .partial left by a run that was killed (nothing written to it for ten minutes) is removed.
+      const planted = `${snapshotName(Date.now() - 600_000)}.partial`;
       writeFileSync(join(snapshots, planted), 'cut short');
+      const tenMinutesAgo = new Date(Date.now() - 600_000);
+      utimesSync(join(snapshots, planted), tenMinutesAgo, tenMinutesAgo);
       const deadline = Date.now() + 15_000;
       let names: string[] = [];
       while (Date.now() < deadline) {
@@ -74,6 +79,63 @@ describe('scheduled snapshots (COFFER_SNAPSHOT_DIR, _EVERY, _KEEP)', function ()
     } finally {
       await p.stop();
     }
+  });
+
+  it('takes one snapshot per interval between servers that share the directory and the store', async function () {
+    await requirePostgres(this);
+    const schema = testSchema();
+    const snapshots = join(tempDir(), 'shared-snapshots');
+    const schedule = {
+      ...pgEnv(schema),
+      COFFER_SNAPSHOT_DIR: snapshots,
+      COFFER_SNAPSHOT_EVERY: '1s',
+      COFFER_SNAPSHOT_KEEP: '100',
+    };
+    const first = serveSettings(1, schedule);
+    const a = await startProcess(first.env);
+    const b = await startProcess({
+      ...serveSettings(1, schedule).env,
+      COFFER_ROOT_TOKEN: first.root,
+      COFFER_MASTER_KEY_FILE: first.env.COFFER_MASTER_KEY_FILE,
+    });
+    const began = Date.now();
+    let ended = began;
+    try {
+      await new Promise((r) => setTimeout(r, 4500));
+    } finally {
+      ended = Date.now();
+      await b.stop();
+      await a.stop();
+      await dropTestSchemas();
+    }
+    const taken = readdirSync(snapshots).filter((n) => SNAPSHOT.test(n));
+    const logs = a.stdout() + b.stdout();
+    const written = logs.match(/scheduled snapshot written/g) ?? [];
+    const skipped = logs.match(/taken by another server/g) ?? [];
+    // One file per interval that began while both ran (and none for an interval twice).
+    expect(taken.length).to.be.at.most(Math.ceil((ended - began) / 1000) + 1);
+    expect(taken.length).to.be.at.least(3);
+    expect(written).to.have.length(taken.length);
+    expect(skipped.length).to.be.at.least(1);
+    for (const name of taken)
+      expect((await checkSnapshot(join(snapshots, name))).records).to.be.above(0);
+  });
+
+  it('waits for an interval longer than a timer can hold instead of running at once', async () => {
+    const dir = tempDir();
+    const config = loadConfig({ COFFER_DATA_DIR: join(dir, 'data') });
+    const lines: string[] = [];
+    const schedule = startScheduledSnapshots({
+      storage: config,
+      dir,
+      everyMs: 60 * 86_400_000, // 60 days: past setTimeout's 24.8, which would fire at once
+      keep: 1,
+      log: pino({ level: 'info' }, { write: (line: string) => void lines.push(line) }),
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    await schedule.stop();
+    expect(lines).to.deep.equal([]);
+    expect(readdirSync(dir).filter((n) => n.startsWith('coffer-snapshot'))).to.deep.equal([]);
   });
 
   it('refuses a directory without an interval, or an interval without a directory, with one line', async () => {
