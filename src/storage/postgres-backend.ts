@@ -127,11 +127,13 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
     poolSize: number,
   ) {
     // Half the pool for transactions, the rest kept for reads; a group waits while that many are out.
+    // Its keys are bounded too: each is an advisory lock in PostgreSQL's shared lock table (about
+    // max_locks_per_transaction × max_connections, 6,400 by default, for every server at once).
     this.writes = new WriteGroups(
       {
         inFlight: Math.max(1, Math.floor(poolSize / 2)),
         maxMembers: 64,
-        maxKeys: 4096,
+        maxKeys: 1024,
         maxBytes: 8 * 1024 * 1024,
       },
       (group) => this.commitGroup(group),
