@@ -92,13 +92,14 @@ describe('scheduled snapshots (COFFER_SNAPSHOT_DIR, _EVERY, _KEEP)', function ()
       COFFER_SNAPSHOT_KEEP: '100',
     };
     const first = serveSettings(1, schedule);
+    // From before the first server starts: every interval that begins from here on may have its file.
+    const began = Date.now();
     const a = await startProcess(first.env);
     const b = await startProcess({
       ...serveSettings(1, schedule).env,
       COFFER_ROOT_TOKEN: first.root,
       COFFER_MASTER_KEY_FILE: first.env.COFFER_MASTER_KEY_FILE,
     });
-    const began = Date.now();
     let ended = began;
     try {
       await new Promise((r) => setTimeout(r, 4500));
@@ -112,7 +113,9 @@ describe('scheduled snapshots (COFFER_SNAPSHOT_DIR, _EVERY, _KEEP)', function ()
     const logs = a.stdout() + b.stdout();
     const written = logs.match(/scheduled snapshot written/g) ?? [];
     const skipped = logs.match(/taken by another server/g) ?? [];
-    // One file per interval that began while both ran (and none for an interval twice).
+    // Each file is named for the start of its interval, counted from the epoch (every server agrees on
+    // it), and at most one file per interval that began while they ran (none for an interval twice).
+    for (const name of taken) expect(name).to.match(/000Z\.snap$/);
     expect(taken.length).to.be.at.most(Math.ceil((ended - began) / 1000) + 1);
     expect(taken.length).to.be.at.least(3);
     expect(written).to.have.length(taken.length);
