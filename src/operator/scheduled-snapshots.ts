@@ -14,7 +14,7 @@
  * A `.partial` nobody has written to for STALE_MS (a run that was killed) is removed by a later run. A run
  * that fails is logged and the schedule goes on; a server's runs never overlap.
  */
-import { type FileHandle, link, open, readdir, rm, stat } from 'node:fs/promises';
+import { type FileHandle, link, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { openStorage, type StorageSettings } from '../storage/registry.js';
@@ -90,12 +90,18 @@ export async function takeScheduledSnapshot(
   await handle.close();
   try {
     await link(partial, file);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     await rm(partial, { force: true });
-    return { taken: false, file };
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') {
+      await rm(partial, { force: true });
+      return { taken: false, file };
+    }
+    // A file system without hard links (some network mounts): the rename of our own `.partial`, whose
+    // exclusive creation already made this run the interval's only one.
+    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'ENOSYS') throw err;
+    await rename(partial, file);
   }
-  await rm(partial, { force: true });
   const dir = await open(options.dir, 'r');
   try {
     await dir.sync();
