@@ -138,7 +138,7 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
       },
       (group) => this.commitGroup(group),
     );
-    this.announced = new Set(announce.map((key) => Buffer.from(key).toString('latin1')));
+    this.announced = new Set(announce.map(nameOf));
     // Named per table: two schemas on one connection's server never share a statement.
     const tag = tableTag(table);
     this.channel = channelOf(table);
@@ -512,7 +512,7 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
    */
   private writeStatements(writes: readonly StorageWrite[]): string[] {
     const final = new Map<string, StorageWrite>();
-    for (const write of writes) final.set(Buffer.from(write.key).toString('latin1'), write);
+    for (const write of writes) final.set(nameOf(write.key), write);
     const puts = [...final.values()].filter((w): w is Put => w.op === 'put');
     const deletes = [...final.values()].filter((w) => w.op === 'delete');
     const statements: string[] = [];
