@@ -139,9 +139,13 @@ export class KvService {
       meta: KeyMeta | undefined,
       counterBytes: Uint8Array | undefined,
     ): number => meta?.latest ?? unpackCounter(seal, cKey, counterBytes);
-    // What the index and counter hold now; the transaction reads them again under its locks.
-    const metaNow = await this.deps.storage.get(mKey);
-    const counterNow = metaNow ? undefined : await this.deps.storage.get(cKey);
+    // What the index and counter hold now (read together: one statement on a remote store); the
+    // transaction reads them again under its locks. The counter counts only where there is no index.
+    const [metaNow, counterRead] = await Promise.all([
+      this.deps.storage.get(mKey),
+      this.deps.storage.get(cKey),
+    ]);
+    const counterNow = metaNow ? undefined : counterRead;
     const next =
       (await this.checked(where, async () =>
         lastAssigned(metaNow && this.openMeta(mKey, metaNow), counterNow),
