@@ -95,22 +95,23 @@ describe('scheduled snapshots (COFFER_SNAPSHOT_DIR, _EVERY, _KEEP)', function ()
     // From before the first server starts: every interval that begins from here on may have its file.
     const began = Date.now();
     const a = await startProcess(first.env);
-    const b = await startProcess({
-      ...serveSettings(1, schedule).env,
-      COFFER_ROOT_TOKEN: first.root,
-      COFFER_MASTER_KEY_FILE: first.env.COFFER_MASTER_KEY_FILE,
-    });
+    let b: Awaited<ReturnType<typeof startProcess>> | undefined;
     let ended = began;
     try {
+      b = await startProcess({
+        ...serveSettings(1, schedule).env,
+        COFFER_ROOT_TOKEN: first.root,
+        COFFER_MASTER_KEY_FILE: first.env.COFFER_MASTER_KEY_FILE,
+      });
       await new Promise((r) => setTimeout(r, 4500));
     } finally {
       ended = Date.now();
-      await b.stop();
+      await b?.stop();
       await a.stop();
       await dropTestSchemas();
     }
     const taken = readdirSync(snapshots).filter((n) => SNAPSHOT.test(n));
-    const logs = a.stdout() + b.stdout();
+    const logs = a.stdout() + b!.stdout();
     const written = logs.match(/scheduled snapshot written/g) ?? [];
     const skipped = logs.match(/taken by another server/g) ?? [];
     // Each file is named for the start of its interval, counted from the epoch (every server agrees on
