@@ -11,17 +11,22 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { AuditLog } from '../src/audit/audit-log.js';
+import { chainKeysOf } from '../src/audit/chain-keys.js';
 import { FileSink } from '../src/audit/file-sink.js';
 import { IntentJournal } from '../src/audit/intent-journal.js';
-import { AuditRegistry } from '../src/audit/registry.js';
 import { AuditWriter } from '../src/audit/writer.js';
+import { sodiumReady } from '../src/crypto/aead.js';
+import { Keyring } from '../src/crypto/keyring.js';
 import type { StorageWrite } from '../src/storage/backend.js';
 import { LmdbBackend } from '../src/storage/lmdb-backend.js';
+import { AuditRecords } from '../src/store/audit-records.js';
 import { RecordSeal } from '../src/store/record-seal.js';
 import { describeMachine } from './machine.js';
 
 /** Record keys for this registry alone (the server derives its own from the keyring). */
 const RECORD_KEYS = { seal: randomBytes(32), mac: randomBytes(32) };
+await sodiumReady();
+const KEYS = chainKeysOf(Keyring.generate(Date.now()));
 
 const mode = process.argv[2] ?? 'intent';
 if (mode !== 'none' && mode !== 'request' && mode !== 'intent') {
@@ -32,12 +37,13 @@ const OPS = 20_000;
 const dir = mkdtempSync(join(tmpdir(), 'coffer-audit-path-'));
 const storage = new LmdbBackend({ path: join(dir, 'lmdb') });
 const chain = 'bench-1-auditpath';
-const journal = new IntentJournal(storage, chain, new RecordSeal(() => RECORD_KEYS));
+const records = new AuditRecords(storage, new RecordSeal(() => RECORD_KEYS));
+const journal = new IntentJournal(records, chain);
 const writer = new AuditWriter({
   sink: new FileSink({ dir: join(dir, 'audit'), chain, maxFileBytes: 64 << 20 }),
   chain,
-  key: () => new Uint8Array(32),
-  registry: new AuditRegistry(storage, new RecordSeal(() => RECORD_KEYS)),
+  keys: () => KEYS,
+  registry: records,
   checkpointEvery: 1000,
   checkpointMs: 10_000,
   now: Date.now,

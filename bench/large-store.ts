@@ -16,10 +16,10 @@ import { generateToken } from '../src/auth/token-format.js';
 import { loadConfig } from '../src/config/load.js';
 import { sodiumReady } from '../src/crypto/aead.js';
 import { LocalKeyProvider, loadOrCreateMasterKey } from '../src/keys/local-provider.js';
-import { versionWrites } from '../src/kv/version-writes.js';
 import type { StorageWrite } from '../src/storage/backend.js';
 import { LmdbBackend } from '../src/storage/lmdb-backend.js';
 import { KeyringHolder } from '../src/store/keyring-store.js';
+import { sealedVersionWrites } from '../src/store/kv-version-writes.js';
 import { RecordSeal } from '../src/store/record-seal.js';
 import { api } from './api.js';
 import * as shape from './cases.js';
@@ -70,7 +70,7 @@ async function seed(
     for (let i = 0; i < namespaces; i++) {
       for (let j = 0; j < perNamespace; j++) {
         writes.push(
-          ...versionWrites(keyring, new RecordSeal(() => keyring.recordKeys()), {
+          ...sealedVersionWrites(keyring, new RecordSeal(() => keyring.recordKeys()), {
             namespace: `large/ns${i}`,
             key: `k${j}`,
             version: 1,

@@ -16,10 +16,10 @@ import { generateToken } from '../src/auth/token-format.js';
 import { loadConfig } from '../src/config/load.js';
 import { sodiumReady } from '../src/crypto/aead.js';
 import { LocalKeyProvider, loadOrCreateMasterKey } from '../src/keys/local-provider.js';
-import { versionWrites } from '../src/kv/version-writes.js';
 import type { StorageWrite } from '../src/storage/backend.js';
 import { LmdbBackend } from '../src/storage/lmdb-backend.js';
 import { KeyringHolder } from '../src/store/keyring-store.js';
+import { sealedVersionWrites } from '../src/store/kv-version-writes.js';
 import { api } from './api.js';
 import * as shape from './cases.js';
 import { describeMachine } from './machine.js';
@@ -57,7 +57,7 @@ async function seed(dir: string, root: string): Promise<void> {
     let writes: StorageWrite[] = [];
     for (let i = 0; i < NAMESPACES * perNamespace; i++) {
       writes.push(
-        ...versionWrites(holder.current(), holder.recordSeal, {
+        ...sealedVersionWrites(holder.current(), holder.recordSeal, {
           namespace: `rw/ns${i % NAMESPACES}`,
           key: `k${Math.floor(i / NAMESPACES)}`,
           version: 1,

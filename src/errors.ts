@@ -1,7 +1,7 @@
 /**
  * The errors Coffer shows to clients. Each carries a stable code; the code decides the HTTP status and
  * the title, and whether the detail may be shown. Route code throws these, and one function
- * (http/problem.ts, problemBody) renders every one as an RFC 9457 problem+json body.
+ * (http/respond.ts, problemBody) renders every one as an RFC 9457 problem+json body.
  */
 
 /**
@@ -16,9 +16,11 @@ const ERRORS = {
   forbidden: { status: 403, title: 'Forbidden', showDetail: true },
   not_found: { status: 404, title: 'Not found', showDetail: true },
   method_not_allowed: { status: 405, title: 'Method not allowed', showDetail: true },
+  request_timeout: { status: 408, title: 'Request timeout', showDetail: true },
   payload_too_large: { status: 413, title: 'Payload too large', showDetail: true },
   unsupported_media_type: { status: 415, title: 'Unsupported media type', showDetail: true },
   too_many_requests: { status: 429, title: 'Too many requests', showDetail: true },
+  headers_too_large: { status: 431, title: 'Request header fields too large', showDetail: true },
   integrity_error: { status: 500, title: 'Integrity error', showDetail: true },
   audit_unavailable: { status: 503, title: 'Audit log unavailable', showDetail: true },
   storage_unavailable: { status: 503, title: 'Storage unavailable', showDetail: true },

@@ -6,13 +6,15 @@ import { type Logger, pino } from 'pino';
 import { auditCommand } from './cli/audit.js';
 import { CliError } from './cli/client.js';
 import { operatorCommand } from './cli/operator.js';
-import { loadConfig } from './config/load.js';
+import { ENV_SETTINGS, loadConfig } from './config/load.js';
+import { unknownSettingWarnings } from './config/unknown-env.js';
 import { ConfigError } from './errors.js';
 import { KeyProviderError } from './keys/key-provider.js';
 import { runSupervisor } from './server/supervisor.js';
 import { runWorker } from './server/worker.js';
+import { versionText } from './version.js';
 
-const USAGE = `usage: coffer serve | coffer operator <command> | coffer audit <command> | coffer help [operator|audit]
+const USAGE = `usage: coffer serve | coffer operator <command> | coffer audit <command> | coffer help [operator|audit] | coffer --version
 
   serve       run the server; configuration: config/default.json, COFFER_CONFIG, COFFER_* variables (README)
   operator    key management against a running server: status, rotate, rewrap, migrate-key; snapshot and
@@ -32,10 +34,18 @@ function logger(level: string): Logger {
   );
 }
 
+/** The COFFER_* variables set that no setting reads, each with the closest real name. */
+const unknownSettings = (): string[] =>
+  unknownSettingWarnings(
+    process.env,
+    ENV_SETTINGS.map((s) => s.env),
+  );
+
 async function serve(): Promise<void> {
   const config = loadConfig();
   const log = logger(config.log_level);
   if (cluster.isWorker) return runWorker(config, log);
+  for (const warning of unknownSettings()) log.warn({ event: 'config.unknown_variable' }, warning);
   await runSupervisor(config, log, {
     onGeneratedRootToken: (token) => {
       process.stderr.write(
@@ -46,18 +56,36 @@ async function serve(): Promise<void> {
   });
 }
 
+/**
+ * A reader that stops reading (`coffer audit seal-report | head`) closes the pipe: the rest of the output
+ * is dropped without a word, and the command finishes with its own exit code.
+ */
+function quietOnClosedPipe(stream: NodeJS.WriteStream): void {
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') throw err;
+    stream.write = (() => true) as typeof stream.write;
+  });
+}
+
 async function main(argv: string[]): Promise<number | undefined> {
+  quietOnClosedPipe(process.stdout);
   // Every file Coffer creates is 0600 and every directory 0700, whatever the umask it was started with
   // (LMDB, for one, creates its files with 0644 less the umask).
   process.umask(0o077);
-  if (argv[0] === 'operator') return operatorCommand(argv.slice(1));
-  if (argv[0] === 'audit') return auditCommand(argv.slice(1));
+  if (argv[0] === 'operator' || argv[0] === 'audit') {
+    for (const warning of unknownSettings()) process.stderr.write(`coffer: warning: ${warning}\n`);
+    return argv[0] === 'operator' ? operatorCommand(argv.slice(1)) : auditCommand(argv.slice(1));
+  }
   const { positionals, values } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { help: { type: 'boolean', short: 'h' } },
+    options: { help: { type: 'boolean', short: 'h' }, version: { type: 'boolean', short: 'v' } },
   });
   const command = positionals[0];
+  if (values.version || command === 'version') {
+    process.stdout.write(`${versionText()}\n`);
+    return 0;
+  }
   if (command === 'help' || (values.help && command === undefined)) {
     // `coffer help operator` is `coffer operator --help`.
     if (positionals[1] === 'operator') return operatorCommand(['--help']);
@@ -90,9 +118,8 @@ main(process.argv.slice(2)).then(
       process.exit(err.exitCode);
     }
     const e = err as NodeJS.ErrnoException;
-    process.stderr.write(
-      `coffer: start-up failed: ${e.code ? `${e.code} ` : ''}${e.message ?? String(err)}\n`,
-    );
+    const what = process.argv[2] === 'serve' ? 'start-up failed: ' : '';
+    process.stderr.write(`coffer: ${what}${e.message ?? String(err)}\n`);
     process.exit(1);
   },
 );

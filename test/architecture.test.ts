@@ -1,128 +1,148 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import { dirname, join, normalize, relative } from 'node:path';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
+import { cruise, type ICruiseResult, type IForbiddenRuleType } from 'dependency-cruiser';
+import { tempDir } from './support/temp-dirs.js';
 
-/** The TypeScript sources, read from the checkout (dist/test/.. /.. /src). */
-const SRC = fileURLToPath(new URL('../../src', import.meta.url));
+/** The checkout (dist/test/.. /..). */
+const REPO = fileURLToPath(new URL('../..', import.meta.url));
 
-/** A module's unit: its folder under src/, or for a file directly in src/ the file itself (app, main, errors). */
-function unitOf(path: string): string {
-  const parts = relative(SRC, path).split('/');
-  return parts.length === 1 ? parts[0]!.replace(/\.[jt]s$/, '') : parts[0]!;
-}
+/**
+ * What each part of src/ may import of the others (docs/architecture.md, "Layers"): its own files, and the
+ * parts listed. A part is a folder, or a file directly in src/. Storage is reached only through the store.
+ */
+const LAYERS: Readonly<Record<string, readonly string[]>> = {
+  errors: [],
+  model: [],
+  'bounded-cache': [],
+  processes: [],
+  version: [],
+  'build-stamp': [],
+  directories: ['errors'],
+  storage: [],
+  crypto: ['model'],
+  keys: ['crypto', 'directories', 'errors'],
+  store: ['storage', 'crypto', 'keys', 'model', 'bounded-cache', 'errors'],
+  auth: ['store', 'crypto', 'model', 'bounded-cache', 'errors'],
+  kv: ['auth', 'store', 'crypto', 'model', 'errors'],
+  audit: ['store', 'crypto', 'model', 'bounded-cache', 'processes', 'errors'],
+  operator: ['audit', 'store', 'crypto', 'keys', 'model', 'processes', 'errors'],
+  http: ['audit', 'auth', 'kv', 'operator', 'store', 'crypto', 'keys', 'model', 'errors'],
+  config: ['auth', 'keys', 'store', 'model', 'errors'],
+  startup: ['audit', 'auth', 'config', 'crypto', 'directories', 'errors', 'keys', 'store'],
+  app: ['audit', 'auth', 'config', 'crypto', 'http', 'kv', 'model', 'operator', 'startup', 'store'],
+  server: ['app', 'config', 'directories', 'http', 'operator'],
+  cli: ['audit', 'config', 'crypto', 'directories', 'errors', 'keys', 'startup', 'store'],
+  main: ['cli', 'config', 'errors', 'keys', 'server', 'version'],
+};
 
-function sources(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-    e.isDirectory()
-      ? sources(join(dir, e.name))
-      : e.name.endsWith('.ts')
-        ? [join(dir, e.name)]
-        : [],
+/** A path pattern for part `name` of src/: the folder `name/`, or the file `name.ts`. */
+const part = (name: string): string => `${name}(/|\\.ts$)`;
+
+function rules(): IForbiddenRuleType[] {
+  const layered = Object.entries(LAYERS).map(
+    ([name, allowed]): IForbiddenRuleType => ({
+      name: `layer-${name}`,
+      comment: `src/${name} may import only ${allowed.length > 0 ? allowed.join(', ') : 'nothing else of src'}`,
+      severity: 'error',
+      from: { path: `^src/${part(name)}` },
+      to: { path: '^src/', pathNot: `^src/(${[name, ...allowed].map(part).join('|')})` },
+    }),
   );
+  return [
+    ...layered,
+    {
+      name: 'storage-behind-the-store',
+      comment: 'only src/store (the record layer) reaches the storage backends and the key layout',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/(store|storage)/' },
+      to: { path: '^src/storage/' },
+    },
+    {
+      name: 'backend-of-is-for-tests',
+      comment: 'the raw backend behind a Store is for store/ and for tests that play an attacker',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/store/' },
+      to: { path: '^src/store/backend-of\\.ts$' },
+    },
+    {
+      name: 'every-part-in-a-layer',
+      comment: 'a new folder or top-level file of src/ takes its place in LAYERS',
+      severity: 'error',
+      from: {
+        path: '^src/',
+        pathNot: `^src/(${Object.keys(LAYERS).map(part).join('|')})`,
+      },
+      to: {},
+    },
+    {
+      name: 'no-circular',
+      comment: 'no file depends on itself through others',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { circular: true },
+    },
+  ];
 }
 
-/** unit → unit → the files that make the dependency. */
-function dependencies(): Map<string, Map<string, string[]>> {
-  const graph = new Map<string, Map<string, string[]>>();
-  for (const file of sources(SRC)) {
-    const from = unitOf(file);
-    for (const [, spec] of readFileSync(file, 'utf8').matchAll(
-      /(?:from|import\()\s*'(\.[^']+)'/g,
-    )) {
-      const to = unitOf(normalize(join(dirname(file), spec!)));
-      if (to === from) continue;
-      const edges = graph.get(from) ?? new Map<string, string[]>();
-      edges.set(to, [...(edges.get(to) ?? []), relative(SRC, file)]);
-      graph.set(from, edges);
-    }
-  }
-  return graph;
+async function cruiseSources(baseDir: string): Promise<ICruiseResult> {
+  const result = await cruise(
+    ['src'],
+    {
+      baseDir,
+      parser: 'swc',
+      tsPreCompilationDeps: true,
+      doNotFollow: { path: 'node_modules' },
+      exclude: { path: 'node_modules' },
+      validate: true,
+      ruleSet: { forbidden: rules() },
+    },
+    { extensions: ['.ts', '.js'] },
+  );
+  return result.output as ICruiseResult;
 }
 
-/** The groups of units that depend on each other in a circle (strongly connected components of two or more; Tarjan). */
-function cycles(graph: Map<string, Map<string, string[]>>): string[][] {
-  const index = new Map<string, number>();
-  const low = new Map<string, number>();
-  const stack: string[] = [];
-  const groups: string[][] = [];
-  const visit = (unit: string): void => {
-    index.set(unit, index.size);
-    low.set(unit, index.get(unit)!);
-    stack.push(unit);
-    for (const next of graph.get(unit)?.keys() ?? []) {
-      if (!index.has(next)) {
-        visit(next);
-        low.set(unit, Math.min(low.get(unit)!, low.get(next)!));
-      } else if (stack.includes(next)) low.set(unit, Math.min(low.get(unit)!, index.get(next)!));
-    }
-    if (low.get(unit) === index.get(unit)) {
-      const group: string[] = [];
-      let member: string;
-      do {
-        member = stack.pop()!;
-        group.push(member);
-      } while (member !== unit);
-      if (group.length > 1) groups.push(group.sort());
-    }
-  };
-  for (const unit of graph.keys()) if (!index.has(unit)) visit(unit);
-  return groups;
-}
+/** Each violation as `rule: from -> to`. */
+const violations = (result: ICruiseResult): string[] =>
+  result.summary.violations.map((v) => `${v.rule.name}: ${v.from} -> ${v.to}`);
 
-describe('the architecture', () => {
-  it('has folder dependencies that point one way: no cycle between the folders of src/ (docs/architecture.md)', () => {
-    const graph = dependencies();
-    // Each group with the imports that tie it together, for the message.
-    const described = cycles(graph).map((group) =>
-      group
-        .flatMap((from) =>
-          group
-            .filter((to) => graph.get(from)?.has(to))
-            .map((to) => `${from} → ${to} (${graph.get(from)!.get(to)!.slice(0, 2).join(', ')})`),
-        )
-        .join('; '),
-    );
-    expect(described).to.deep.equal([]);
+describe('the architecture (dependency rules, dependency-cruiser)', function () {
+  this.timeout(60_000);
+
+  it('holds: every part of src/ imports only the layers below it, storage only through the store, and no file depends on itself', async () => {
+    const result = await cruiseSources(REPO);
+    expect(result.summary.totalCruised).to.be.greaterThan(100);
+    expect(violations(result)).to.deep.equal([]);
   });
 
-  it('finds a cycle when there is one (the check itself)', () => {
-    const graph = new Map([
-      ['a', new Map([['b', ['a/x.ts']]])],
-      ['b', new Map([['c', ['b/y.ts']]])],
-      ['c', new Map([['a', ['c/z.ts']]])],
-    ]);
-    expect(cycles(graph)).to.deep.equal([['a', 'b', 'c']]);
-    graph.get('c')!.delete('a');
-    expect(cycles(graph)).to.deep.equal([]);
-  });
-
-  it('records operator events inside the services that perform them: no route handler imports OperatorEvents', () => {
-    const handlers = sources(join(SRC, 'http'));
-    const recording = handlers.filter((file) =>
-      /audit\/events\.js'|\bevents\.record\(/.test(readFileSync(file, 'utf8')),
+  it('fires when a file outside the store imports the storage layer, when a layer imports one above it, and on a cycle', async () => {
+    const dir = tempDir();
+    const write = (path: string, text: string): void => {
+      mkdirSync(join(dir, path, '..'), { recursive: true });
+      writeFileSync(join(dir, path), text);
+    };
+    write('src/storage/backend.ts', 'export interface StorageBackend { get(): void }\n');
+    write(
+      'src/store/store.ts',
+      "import type { StorageBackend } from '../storage/backend.js';\nexport type S = StorageBackend;\n",
     );
-    expect(recording.map((file) => relative(SRC, file))).to.deep.equal([]);
-  });
-
-  it('keeps the storage backend out of the HTTP layer: routes reach storage only through services', () => {
-    const handlers = sources(join(SRC, 'http'));
-    const holding = handlers.filter((file) =>
-      /\bStorageBackend\b/.test(readFileSync(file, 'utf8')),
+    write(
+      'src/http/route.ts',
+      "import type { StorageBackend } from '../storage/backend.js';\nexport type R = StorageBackend;\n",
     );
-    expect(holding.map((file) => relative(SRC, file))).to.deep.equal([]);
-  });
-
-  it('declares each operation once: no route checks a privilege or reads its query by hand, and no list of actions or paths is kept beside the operations', () => {
-    const routes = sources(join(SRC, 'http', 'routes'));
-    const byHand = routes.filter((file) =>
-      /\brequirePrivilege\(|\bqueryOf\(|\bprivileges\.has\(/.test(readFileSync(file, 'utf8')),
+    write('src/kv/service.ts', "import { h } from '../http/handler.js';\nexport const k = h;\n");
+    write(
+      'src/http/handler.ts',
+      "import { k } from '../kv/service.js';\nexport const h = 1;\nexport const again = k;\n",
     );
-    expect(byHand.map((file) => relative(SRC, file))).to.deep.equal([]);
-    // The audit entry and the OpenAPI document take actions and paths from the operations.
-    for (const name of ['request-audit.ts', 'openapi.ts']) {
-      const text = readFileSync(join(SRC, 'http', name), 'utf8');
-      expect(text, name).to.not.match(/'\/v1\/(kv|auth|sys)/);
-    }
+    const found = violations(await cruiseSources(dir));
+    expect(found).to.include(
+      'storage-behind-the-store: src/http/route.ts -> src/storage/backend.ts',
+    );
+    expect(found).to.include('layer-http: src/http/route.ts -> src/storage/backend.ts');
+    expect(found).to.include('layer-kv: src/kv/service.ts -> src/http/handler.ts');
+    expect(found.some((v) => v.startsWith('no-circular:'))).to.equal(true);
+    expect(found.filter((v) => v.includes('src/store/store.ts'))).to.deep.equal([]);
   });
 });

@@ -76,7 +76,7 @@ describe('start-up (the coffer process)', function () {
     expect(a.stderr()).to.not.include('cfr_');
     expect(await me(a.url, oldRoot)).to.equal(200);
     await a.stop();
-    const newRoot = 'chosen-root-token-of-at-least-32-chars';
+    const newRoot = 'Chosen-Root-Token-of-at-least-32-chars-7';
     const b = await startProcess({ ...env, COFFER_ROOT_TOKEN: newRoot });
     expect(b.stdout()).to.not.include(newRoot);
     expect(await me(b.url, newRoot)).to.equal(200);
@@ -361,6 +361,16 @@ describe('start-up (the coffer process)', function () {
         'a root token shorter than 32 characters',
         () => ({ COFFER_ROOT_TOKEN: 'short-root-token' }),
         /COFFER_ROOT_TOKEN: is 16 characters; a root token must be at least 32 \(make one with: openssl rand -base64 32\)/,
+      ],
+      [
+        'a root token of 32 × a: long enough, but not random',
+        () => ({ COFFER_ROOT_TOKEN: 'a'.repeat(32) }),
+        /COFFER_ROOT_TOKEN: has only 1 distinct characters; a root token must have at least 16 \(make a random one with: openssl rand -base64 32\)/,
+      ],
+      [
+        'a root token of a short pattern repeated',
+        () => ({ COFFER_ROOT_TOKEN: 'abcdefgh12345'.repeat(4) }),
+        /COFFER_ROOT_TOKEN: has only 13 distinct characters/,
       ],
       [
         'a data directory that cannot be created (under /proc)',

@@ -21,17 +21,34 @@ import {
   unlinkSync,
 } from 'node:fs';
 import { basename, join } from 'node:path';
-import { lineHash } from './entry.js';
+import { processRuns } from '../processes.js';
+import type { ChainKeys } from './chain-keys.js';
+import { digestAfter, GENESIS, lineHash, linkOf } from './entry.js';
 import { type ChainFile, chainFiles } from './files.js';
-import type { ArchivedFile } from './verify.js';
+import type { ArchivedFile } from './verify-chain.js';
 
 export interface ArchiveCandidate extends ArchivedFile {
   readonly path: string;
 }
 
-function describe(file: ChainFile, chain: string): ArchiveCandidate & { readonly ended: boolean } {
+/** How a chain links its lines: the `prev` after a line, and the running digest (format 2). */
+interface Linking {
+  readonly format: 1 | 2;
+  readonly keys: ChainKeys;
+  /** The digest through the lines before the file being described. */
+  digest: string;
+}
+
+function describe(
+  file: ChainFile,
+  chain: string,
+  linking: Linking,
+): ArchiveCandidate & { readonly ended: boolean } {
   const text = readFileSync(file.path, 'utf8');
   const lines = text.split('\n').filter(Boolean);
+  if (linking.format === 2)
+    for (const line of lines) linking.digest = digestAfter(linking.digest, line);
+  const last = lines.at(-1);
   const parsed = lines.map(
     (l) => JSON.parse(l) as { seq: number; ts?: string; kind: string; event?: string },
   );
@@ -48,7 +65,13 @@ function describe(file: ChainFile, chain: string): ArchiveCandidate & { readonly
     file: file.number,
     first_seq: parsed[0]?.seq ?? 0,
     last_seq: lastEntry?.seq ?? 0,
-    last_hash: lines.length > 0 ? lineHash(lines.at(-1)!) : '',
+    last_hash:
+      last === undefined
+        ? ''
+        : linking.format === 1
+          ? lineHash(last)
+          : linkOf(linking.keys.link!, last),
+    ...(linking.format === 2 ? { last_digest: linking.digest } : {}),
     entries: entries.length,
     first_ts: stamps[0] ?? null,
     last_ts: stamps.at(-1) ?? null,
@@ -64,22 +87,25 @@ function describe(file: ChainFile, chain: string): ArchiveCandidate & { readonly
 /** The process that writes chain `<time>-<pid>-<random>`, if it still runs on this host. */
 function chainProcessRuns(chain: string): boolean {
   const pid = Number(chain.split('-')[1]);
-  if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
+  return pid !== process.pid && processRuns(pid);
 }
 
-/** The files to archive: per chain, the finished files from the first on whose entries are all before `before`. */
-export function planArchive(paths: readonly string[], before: string): ArchiveCandidate[] {
+/**
+ * The files to archive: per chain, the finished files from the first on whose entries are all before
+ * `before`. `formatOf` says how each chain links its lines (the store's record of it), `keys` link them.
+ */
+export function planArchive(
+  paths: readonly string[],
+  before: string,
+  keys: ChainKeys,
+  formatOf: (chain: string) => 1 | 2,
+): ArchiveCandidate[] {
   const plan: ArchiveCandidate[] = [];
   for (const [chain, files] of chainFiles(paths)) {
     if (files[0]!.number !== 1) continue; // already partly archived: continue after the archived part
+    const linking: Linking = { format: formatOf(chain), keys, digest: GENESIS };
     for (const [index, file] of files.entries()) {
-      const described = describe(file, chain);
+      const described = describe(file, chain, linking);
       const isLast = index === files.length - 1;
       const finished = !isLast || described.ended || !chainProcessRuns(chain);
       if (!finished || described.last_ts === null || described.last_ts >= before) break;

@@ -5,7 +5,7 @@
  * `audit_unavailable` instead (unless `failOpen`, for development, which serves it and logs loudly).
  */
 import type { Logger } from 'pino';
-import type { StorageWrite } from '../storage/backend.js';
+import type { RecordWrite } from '../store/kv-records.js';
 import type { AuditFields } from './entry.js';
 import type { IntentJournal } from './intent-journal.js';
 import { AuditUnavailableError, type AuditWriter, type Durability } from './writer.js';
@@ -24,6 +24,11 @@ export class AuditLog {
   private warnedOpen = 0;
 
   constructor(private readonly options: AuditLogOptions) {}
+
+  /** This log's chain id. */
+  get chain(): string {
+    return this.options.writer.chain;
+  }
 
   get failing(): boolean {
     return this.options.writer.failing;
@@ -58,12 +63,12 @@ export class AuditLog {
    * when the log cannot be written now, and the change must be refused. Without a journal the intent is
    * synced before resolving.
    */
-  async intent(fields: Record<string, unknown>): Promise<StorageWrite[] | null> {
+  async intent(fields: Record<string, unknown>): Promise<RecordWrite[] | null> {
     const { journal, writer } = this.options;
     const entry: AuditFields = { kind: 'intent', ...fields };
     // While the log is failing, the intent would wait in the queue while the change commits: refuse now.
     if (!journal || writer.failing) return (await this.write(entry)) ? [] : null;
-    const copies: StorageWrite[] = [];
+    const copies: RecordWrite[] = [];
     const recorded = await this.settle(async () => {
       const placed = writer.place(entry, this.options.syncEveryEntry ? 'durable' : 'written');
       copies.push(journal.copyOf(placed.seq, placed.line));
@@ -75,6 +80,9 @@ export class AuditLog {
 
   /** Records an operator event (start-up, key operations, token changes). */
   async event(event: string, fields: Record<string, unknown> = {}): Promise<boolean> {
+    // A field named like the line's own head would be written twice, the second read instead (entry.ts).
+    for (const head of ['seq', 'chain', 'ts', 'prev'])
+      if (head in fields) throw new Error(`an audit event may not have a field named ${head}`);
     return this.write({ kind: 'event', event, ...fields });
   }
 

@@ -7,11 +7,17 @@
  * committed with its change (audit/intent-journal.ts) when no server has started since a power loss. One
  * such open intent covers one version of its key. Versions created before the oldest entry in the log (an
  * older log, archived or from before the audit log existed) are counted apart.
+ *
+ * The same holds for the changes of tokens and of the keyring that the store holds: every token record
+ * must be named by a `token.create` event (or its intent), every revocation — in the token's record or in
+ * the keyring — by a `token.revoke` event (or its intent), and every keyring version after the first by a
+ * `keyring.rotate` event naming it; a change in the store that the log does not name is reported.
  */
-import { unpackVersion } from '../kv/records.js';
-import type { StorageBackend } from '../storage/backend.js';
-import { parseVersionKey, VERSIONS_RANGE } from '../storage/layout.js';
-import type { RecordSeal } from '../store/record-seal.js';
+import type { Keyring } from '../crypto/keyring.js';
+import type { AuditRecords } from '../store/audit-records.js';
+import { unpackVersion } from '../store/kv-format.js';
+import type { KvRecords } from '../store/kv-records.js';
+import type { TokenRecords } from '../store/token-records.js';
 import type { StoredChains } from './database-copy.js';
 import { chainFiles, chainFileText } from './files.js';
 import { intentCopies } from './intent-recovery.js';
@@ -35,6 +41,22 @@ export interface Coverage {
   readonly uncovered_count: number;
   /** The first uncovered versions. */
   readonly uncovered: StoredVersion[];
+  /** Token and keyring changes in the store, against the events that name them. */
+  readonly changes: {
+    readonly tokens_created: ChangeCoverage<string>;
+    readonly tokens_revoked: ChangeCoverage<string>;
+    readonly keyring_rotations: ChangeCoverage<number>;
+  };
+}
+
+/** How many changes of a kind the store holds, how many the log names, and those it does not. */
+export interface ChangeCoverage<T> {
+  readonly count: number;
+  readonly covered: number;
+  /** Made before the oldest entry of the log read. */
+  readonly before_log: number;
+  /** The first ones no entry names (token ids, keyring versions). */
+  readonly uncovered: T[];
 }
 
 interface Entry {
@@ -47,6 +69,9 @@ interface Entry {
   readonly namespace?: string;
   readonly key?: string;
   readonly version?: number;
+  readonly token_id?: string;
+  readonly subject_token_id?: string;
+  readonly active_version?: number;
 }
 
 const keyOf = (namespace: string, key: string): string => `${namespace}\0${key}`;
@@ -54,8 +79,12 @@ const keyOf = (namespace: string, key: string): string => `${namespace}\0${key}`
 /** Coverage by the chains of `paths`, and with `stored` (shared storage) every other chain the store keeps. */
 export async function auditCoverage(
   paths: readonly string[],
-  storage: StorageBackend,
-  seal: RecordSeal,
+  store: {
+    readonly kv: Pick<KvRecords, 'everyVersion'>;
+    readonly audit: Pick<AuditRecords, 'intentCopies'>;
+    readonly tokens: Pick<TokenRecords, 'list'>;
+    readonly keyring: { current(): Keyring };
+  },
   stored?: StoredChains,
 ): Promise<Coverage> {
   let logStart = Infinity;
@@ -63,9 +92,28 @@ export async function auditCoverage(
   const answered = new Set<string>();
   // By request id: the same intent may be both in a file and in the store, or recovered twice.
   const intents = new Map<string, Entry>();
+  // Token and keyring changes named by their events, or by a committed intent (its process stopped).
+  const named = {
+    created: new Set<string>(),
+    revoked: new Set<string>(),
+    rotated: new Set<number>(),
+  };
   const addIntent = (entry: Entry | undefined): void => {
-    if (entry?.kind === 'intent' && entry.action === 'write' && entry.request_id !== undefined)
-      intents.set(entry.request_id, entry);
+    if (entry?.kind !== 'intent' || entry.request_id === undefined) return;
+    if (entry.action === 'write') intents.set(entry.request_id, entry);
+    if (entry.action === 'token.create' && entry.subject_token_id !== undefined)
+      named.created.add(entry.subject_token_id);
+    if (entry.action === 'token.revoke' && entry.subject_token_id !== undefined)
+      named.revoked.add(entry.subject_token_id);
+  };
+  const addEvent = (entry: Entry): void => {
+    if (entry.kind !== 'event') return;
+    if (entry.event === 'token.create' && entry.token_id !== undefined)
+      named.created.add(entry.token_id);
+    if (entry.event === 'token.revoke' && entry.token_id !== undefined)
+      named.revoked.add(entry.token_id);
+    if (entry.event === 'keyring.rotate' && typeof entry.active_version === 'number')
+      named.rotated.add(entry.active_version);
   };
   const files = [...chainFiles(paths, stored?.files).values()].flat();
   for (const file of files) {
@@ -78,11 +126,12 @@ export async function auditCoverage(
       if (entry.kind === 'request' && entry.action === 'write' && entry.version !== undefined)
         written.add(`${keyOf(entry.namespace!, entry.key!)}\0${entry.version}`);
       addIntent(entry);
+      addEvent(entry);
       if (entry.kind === 'event' && entry.event === 'audit.intent_recovered')
         addIntent(entry.intent);
     }
   }
-  for (const copy of await intentCopies(storage, seal)) {
+  for (const copy of await intentCopies(store.audit)) {
     const entry = copy.entry as Entry | null;
     if (entry === null) continue;
     if (typeof entry.ts === 'string') logStart = Math.min(logStart, Date.parse(entry.ts));
@@ -97,15 +146,15 @@ export async function auditCoverage(
 
   let [versions, byRequest, byIntent, beforeLog, uncoveredCount] = [0, 0, 0, 0, 0];
   const uncovered: StoredVersion[] = [];
-  for await (const stored of storage.scan(VERSIONS_RANGE)) {
+  for await (const stored of store.kv.everyVersion()) {
     versions++;
-    const id = parseVersionKey(stored.key);
+    const id = { namespace: stored.namespace, key: stored.key, version: stored.version };
     const name = keyOf(id.namespace, id.key);
     if (written.has(`${name}\0${id.version}`)) {
       byRequest++;
       continue;
     }
-    const createdAt = unpackVersion(stored.value)?.createdAt ?? Infinity;
+    const createdAt = unpackVersion(stored.bytes)?.createdAt ?? Infinity;
     const openIntents = open.get(name) ?? 0;
     if (createdAt < logStart) beforeLog++;
     else if (openIntents > 0) {
@@ -123,5 +172,50 @@ export async function auditCoverage(
     before_log: beforeLog,
     uncovered_count: uncoveredCount,
     uncovered,
+    changes: await changeCoverage(store, named, logStart),
   };
+}
+
+/** The store's token and keyring changes against the events (or intents) that name them. */
+async function changeCoverage(
+  store: { readonly tokens: Pick<TokenRecords, 'list'>; readonly keyring: { current(): Keyring } },
+  named: { created: Set<string>; revoked: Set<string>; rotated: Set<number> },
+  logStart: number,
+): Promise<Coverage['changes']> {
+  const tokens = await store.tokens.list();
+  const keyring = store.keyring.current();
+  const revoked = new Map<string, number>();
+  for (const t of tokens) if (t.revokedAt !== null) revoked.set(t.id, t.revokedAt);
+  for (const [id, r] of keyring.revocations()) revoked.set(id, r.revokedAt);
+  return {
+    tokens_created: covering(
+      tokens.map((t) => [t.id, t.createdAt] as const),
+      named.created,
+      logStart,
+    ),
+    tokens_revoked: covering([...revoked], named.revoked, logStart),
+    keyring_rotations: covering(
+      keyring
+        .versions()
+        .filter((v) => v.version > 1)
+        .map((v) => [v.version, v.createdAt] as const),
+      named.rotated,
+      logStart,
+    ),
+  };
+}
+
+function covering<T>(
+  changes: readonly (readonly [T, number])[],
+  named: ReadonlySet<T>,
+  logStart: number,
+): ChangeCoverage<T> {
+  let [covered, beforeLog] = [0, 0];
+  const uncovered: T[] = [];
+  for (const [what, at] of changes) {
+    if (named.has(what)) covered++;
+    else if (at < logStart) beforeLog++;
+    else if (uncovered.length < MAX_LISTED) uncovered.push(what);
+  }
+  return { count: changes.length, covered, before_log: beforeLog, uncovered };
 }

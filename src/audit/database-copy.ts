@@ -17,27 +17,10 @@
  * between chains or written by hand fails to open and is reported, never read as part of the chain.
  */
 
-import {
-  type StorageBackend,
-  type StorageEntry,
-  StorageUnavailableError,
-  type StorageWrite,
-} from '../storage/backend.js';
-import {
-  AUDIT_LINES_RANGE,
-  auditLinesKey,
-  auditLinesRange,
-  parseAuditLinesKey,
-} from '../storage/layout.js';
-import { RecordIntegrityError, type RecordSeal } from '../store/record-seal.js';
-import type { ChainFile } from './files.js';
+import type { AuditRecords } from '../store/audit-records.js';
+import { StorageUnavailableError } from '../store/store-errors.js';
+import { type ChainFile, chainFileText } from './files.js';
 import type { AuditSink } from './sink.js';
-
-/** What an `L` record holds. */
-interface StoredRun {
-  readonly file: number;
-  readonly lines: string;
-}
 
 interface Run {
   readonly file: number;
@@ -60,8 +43,7 @@ export class MirroredSink implements AuditSink {
 
   constructor(
     private readonly home: AuditSink,
-    private readonly storage: Pick<StorageBackend, 'putOwn'>,
-    private readonly seal: RecordSeal,
+    private readonly records: Pick<AuditRecords, 'storeRuns'>,
     private readonly chain: string,
   ) {}
 
@@ -101,20 +83,28 @@ export class MirroredSink implements AuditSink {
     const next = this.storing
       .catch(() => undefined)
       .then(async () => {
+        // Taken out of the list before the store: batches written while it runs go into a new list (they
+        // used to be pushed into this very array and then dropped with it, leaving a hole in the copy).
         const runs = this.unstored;
         if (runs.length === 0) return;
-        await this.storage.putOwn(byFile(runs).map((run) => this.record(run)));
-        // Runs are only ever added at the end while a store runs.
-        this.unstored = this.unstored.slice(runs.length);
+        this.unstored = [];
+        try {
+          await this.records.storeRuns(
+            byFile(runs).map((run) => ({
+              seq: run.seq,
+              file: run.file,
+              lines: run.lines.join('\n'),
+            })),
+            this.chain,
+          );
+        } catch (err) {
+          // Not stored: they go with the next store, before what was written meanwhile.
+          this.unstored = [...runs, ...this.unstored];
+          throw err;
+        }
       });
     this.storing = next;
     return next;
-  }
-
-  private record(run: Run): StorageEntry {
-    const key = auditLinesKey(this.chain, run.seq);
-    const stored: StoredRun = { file: run.file, lines: run.lines.join('\n') };
-    return { key, value: this.seal.seal('audit-lines', key, stored) };
   }
 }
 
@@ -143,24 +133,14 @@ export interface StoredChains {
  * log still verifies without the other hosts' files. (On a store that never had them: one empty range.)
  */
 export async function storedChains(
-  storage: Pick<StorageBackend, 'scan'>,
-  seal: RecordSeal,
+  records: Pick<AuditRecords, 'storedRuns'>,
 ): Promise<StoredChains> {
+  const { runs, damaged } = await records.storedRuns();
   const texts = new Map<string, { chain: string; number: number; lines: string[] }>();
-  const damaged: StoredChains['damaged'] = [];
-  // Key order is chain, then seq: each file's runs come in order.
-  for await (const { key, value } of storage.scan(AUDIT_LINES_RANGE)) {
-    const { chain, seq } = parseAuditLinesKey(key);
-    let run: StoredRun;
-    try {
-      run = seal.open<StoredRun>('audit-lines', key, value);
-    } catch (err) {
-      if (!(err instanceof RecordIntegrityError)) throw err;
-      damaged.push({ chain, seq });
-      continue;
-    }
-    const name = `audit-${chain}-${run.file}.jsonl`;
-    const file = texts.get(name) ?? { chain, number: run.file, lines: [] };
+  // Runs come in chain, then seq order: each file's runs in order.
+  for (const run of runs) {
+    const name = `audit-${run.chain}-${run.file}.jsonl`;
+    const file = texts.get(name) ?? { chain: run.chain, number: run.file, lines: [] };
     file.lines.push(run.lines);
     texts.set(name, file);
   }
@@ -178,28 +158,40 @@ export async function storedChains(
  * store's copy of those files goes too: each chain's runs in its archived files — a prefix of the chain's
  * files, which its writer never writes again — deleted in one transaction per chain. The copy then
  * begins where the files do, on every host, and verify reads the archive's record for what went before.
- * Runs that fail their integrity check are left for verify to report. Returns how many runs went.
+ * Returns how many runs went.
  */
 export async function forgetArchived(
-  storage: Pick<StorageBackend, 'scan' | 'atomic'>,
-  seal: RecordSeal,
+  records: Pick<AuditRecords, 'forgetRuns'>,
   archived: readonly { readonly chain: string; readonly file: number }[],
 ): Promise<number> {
   const upTo = new Map<string, number>();
   for (const { chain, file } of archived) upTo.set(chain, Math.max(file, upTo.get(chain) ?? 0));
   let forgotten = 0;
-  for (const [chain, last] of upTo) {
-    const gone: StorageWrite[] = [];
-    for await (const { key, value } of storage.scan(auditLinesRange(chain))) {
-      try {
-        if (seal.open<StoredRun>('audit-lines', key, value).file <= last)
-          gone.push({ op: 'delete', key });
-      } catch (err) {
-        if (!(err instanceof RecordIntegrityError)) throw err;
-      }
-    }
-    if (gone.length > 0) await storage.atomic([], () => ({ writes: gone, result: undefined }));
-    forgotten += gone.length;
-  }
+  for (const [chain, last] of upTo) forgotten += await records.forgetRuns(chain, last);
   return forgotten;
+}
+
+/**
+ * Stores the lines of chain `chain`'s `files` that its copy in the store does not hold (a server killed
+ * between writing lines into its file and storing them): the files are the chain's home, so the copy is
+ * completed from them, one run per file, after its last stored line.
+ */
+export async function storeMissingLines(
+  records: Pick<AuditRecords, 'storedRuns' | 'storeRuns'>,
+  chain: string,
+  files: readonly ChainFile[],
+): Promise<number> {
+  let last = 0;
+  for (const run of (await records.storedRuns()).runs)
+    if (run.chain === chain) last = Math.max(last, run.seq + run.lines.split('\n').length - 1);
+  const runs: { seq: number; file: number; lines: string }[] = [];
+  for (const file of files) {
+    const missing = chainFileText(file)
+      .split('\n')
+      .filter((line) => line !== '' && seqOf(line) > last);
+    if (missing.length > 0)
+      runs.push({ seq: seqOf(missing[0]!), file: file.number, lines: missing.join('\n') });
+  }
+  if (runs.length > 0) await records.storeRuns(runs, chain);
+  return runs.reduce((n, r) => n + r.lines.split('\n').length, 0);
 }

@@ -1,17 +1,34 @@
 /**
  * Audit entries and the chain that links them. Each entry is one JSON line whose first fields are
- *   {"seq":N,"chain":"<id>","ts":"<ISO time>","prev":"<SHA-256 hex of the previous line>","kind":…}
- * so deleting, inserting, reordering or editing a line breaks the `prev` of the line after it. Every
- * checkpoint line carries `mac`: HMAC-SHA256, under a key derived from the keyring, over the chain id, its
- * own seq and its prev; a writer without the key cannot make a rewritten history end in a valid checkpoint.
+ *   {"seq":N,"chain":"<id>","ts":"<ISO time>","prev":"<link>","kind":…}
+ *
+ * Format 2 (chains started since 2026-11-24; the store's record of the chain says so):
+ *   prev     HMAC-SHA256 under the link key (audit/chain-keys.ts) of the previous line exactly as written,
+ *            64 zeros for the first: deleting, inserting, reordering or editing a line breaks the `prev` of
+ *            the line after it, and nobody without the key can compute a `prev` that mends it.
+ *   digest   a running SHA-256 over the chain's lines, d(n) = SHA-256(d(n-1) ‖ line n), d(0) = 64 zeros:
+ *            needs no key to recompute.
+ *   a checkpoint line carries `digest` (d of the lines before it) and `sig`, an Ed25519 signature over
+ *            ["coffer-audit-checkpoint/2", chain, seq, ts, prev, digest]: an auditor with the public key
+ *            checks that every line up to it is exactly as signed.
+ * Format 1 (earlier chains): `prev` is the plain SHA-256 of the previous line, and a checkpoint carries
+ *   `mac`, HMAC-SHA256 under the legacy key over the chain id, its seq and its prev.
  */
 import { createHmac, hash, timingSafeEqual } from 'node:crypto';
+import sodium from 'libsodium-wrappers';
 
 export const GENESIS = '0'.repeat(64);
 
-/** What one request or operator event records. Never a value, a token or a request body. */
+/**
+ * What one request or operator event records. Never a value, a token or a request body, and never a field
+ * of the line's own head (seq, chain, ts, prev): entryLine would write it twice.
+ */
 export interface AuditFields {
   readonly kind: 'request' | 'intent' | 'event' | 'checkpoint';
+  readonly seq?: never;
+  readonly chain?: never;
+  readonly ts?: never;
+  readonly prev?: never;
   readonly [field: string]: unknown;
 }
 
@@ -24,7 +41,7 @@ let lastTime = NaN;
 let lastIso = '';
 
 /** The ISO form of `ms`, kept for the next entry: most entries of a batch share their millisecond. */
-function isoTime(ms: number): string {
+export function isoTime(ms: number): string {
   if (ms !== lastTime) {
     lastTime = ms;
     lastIso = new Date(ms).toISOString();
@@ -45,10 +62,60 @@ export function entryLine(
   return head + JSON.stringify(fields).slice(1);
 }
 
+/** Format 2: the `prev` of the line after `line`. */
+export function linkOf(key: Uint8Array, line: string): string {
+  return createHmac('sha256', key).update(line).digest('hex');
+}
+
+/** The running digest after `line`, from `digest` (the digest before it). */
+export function digestAfter(digest: string, line: string): string {
+  return hash('sha256', `${digest}${line}`, 'hex');
+}
+
+function checkpointMessage(
+  chain: string,
+  seq: number,
+  ts: string,
+  prev: string,
+  digest: string,
+): Buffer {
+  return Buffer.from(JSON.stringify(['coffer-audit-checkpoint/2', chain, seq, ts, prev, digest]));
+}
+
+/** The signature of a format-2 checkpoint (hex). */
+export function signCheckpoint(
+  signing: Uint8Array,
+  chain: string,
+  seq: number,
+  ts: string,
+  prev: string,
+  digest: string,
+): string {
+  return Buffer.from(
+    sodium.crypto_sign_detached(checkpointMessage(chain, seq, ts, prev, digest), signing),
+  ).toString('hex');
+}
+
+export function signatureMatches(
+  publicKey: Uint8Array,
+  checkpoint: { chain: string; seq: number; ts: string; prev: string; digest: string },
+  sig: unknown,
+): boolean {
+  if (typeof sig !== 'string' || !/^[0-9a-f]{128}$/.test(sig)) return false;
+  const { chain, seq, ts, prev, digest } = checkpoint;
+  return sodium.crypto_sign_verify_detached(
+    Buffer.from(sig, 'hex'),
+    checkpointMessage(chain, seq, ts, prev, digest),
+    publicKey,
+  );
+}
+
+/** Format 1: the `prev` of the line after `line`. */
 export function lineHash(line: string): string {
   return hash('sha256', line, 'hex');
 }
 
+/** Format 1: a checkpoint's MAC. */
 export function checkpointMac(key: Uint8Array, chain: string, seq: number, prev: string): string {
   return createHmac('sha256', key)
     .update(`coffer-audit-checkpoint\n${chain}\n${seq}\n${prev}`)

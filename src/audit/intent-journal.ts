@@ -5,11 +5,10 @@
  * took the file's unsynced tail (or the process died before the line's write), in the store, from where
  * the next start puts it back into the log (audit/intent-recovery.ts). Once the audit file is synced past
  * an intent, its copy is deleted, in one background transaction per `cleanupMs`. Copies carry a MAC
- * bound to their storage key (store/record-seal.ts), so a copy planted in the store is not taken for one.
+ * bound to their storage key (store/audit-records.ts), so a copy planted in the store is not taken for one.
  */
-import type { StorageBackend, StorageWrite } from '../storage/backend.js';
-import { intentJournalKey } from '../storage/layout.js';
-import type { RecordSeal } from '../store/record-seal.js';
+import type { AuditRecords } from '../store/audit-records.js';
+import type { RecordWrite } from '../store/kv-records.js';
 
 export class IntentJournal {
   /** Seqs whose copy may be in the store, ascending (intents are placed in chain order). */
@@ -19,17 +18,15 @@ export class IntentJournal {
   private cleaning: Promise<void> = Promise.resolve();
 
   constructor(
-    private readonly storage: StorageBackend,
+    private readonly records: Pick<AuditRecords, 'intentCopy' | 'deleteIntentCopies'>,
     private readonly chain: string,
-    private readonly seal: RecordSeal,
     private readonly cleanupMs = 1000,
   ) {}
 
   /** The write that stores intent `seq`'s line with the change it names. */
-  copyOf(seq: number, line: string): StorageWrite {
+  copyOf(seq: number, line: string): RecordWrite {
     this.copies.push(seq);
-    const key = intentJournalKey(this.chain, seq);
-    return { op: 'put', key, value: this.seal.authenticate('intent-copy', key, Buffer.from(line)) };
+    return this.records.intentCopy(this.chain, seq, line);
   }
 
   /** The audit file is durable through `seq`: copies up to there are no longer needed. */
@@ -59,13 +56,7 @@ export class IntentJournal {
     const done = this.copies.splice(0, n);
     try {
       // Deleting a copy whose transaction was refused (it was never stored) is harmless.
-      await this.storage.atomic([], () => ({
-        writes: done.map((seq) => ({
-          op: 'delete' as const,
-          key: intentJournalKey(this.chain, seq),
-        })),
-        result: undefined,
-      }));
+      await this.records.deleteIntentCopies(done.map((seq) => ({ chain: this.chain, seq })));
     } catch {
       this.copies.unshift(...done); // tried again after the next sync
     }

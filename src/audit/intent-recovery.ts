@@ -7,9 +7,7 @@
  * `audit.intent_recovered` event that carries the original entry, then deleted; so every change on disk
  * stays named by the log.
  */
-import type { StorageBackend } from '../storage/backend.js';
-import { INTENT_JOURNAL_RANGE, parseIntentJournalKey } from '../storage/layout.js';
-import { RecordIntegrityError, type RecordSeal } from '../store/record-seal.js';
+import type { AuditRecords } from '../store/audit-records.js';
 import type { AuditLog } from './audit-log.js';
 import { storedChains } from './database-copy.js';
 import { auditFilesIn, type ChainFile, chainFiles, chainFileText } from './files.js';
@@ -21,33 +19,18 @@ export interface IntentCopy {
   readonly line: string;
   /** The entry the line holds; null when the copy fails its check or is not one (damaged or altered storage). */
   readonly entry: Record<string, unknown> | null;
-  readonly key: Uint8Array;
   /** The stored size, for reports. */
   readonly bytes: number;
 }
 
-/** Every intent copy in the store, in chain and seq order. */
+/** Every intent copy in the store, in chain and seq order, with the entry each holds. */
 export async function intentCopies(
-  storage: StorageBackend,
-  seal: RecordSeal,
+  records: Pick<AuditRecords, 'intentCopies'>,
 ): Promise<IntentCopy[]> {
-  const copies: IntentCopy[] = [];
-  for await (const { key, value } of storage.scan(INTENT_JOURNAL_RANGE)) {
-    let line = '';
-    try {
-      line = seal.verified('intent-copy', key, value).toString('utf8');
-    } catch (err) {
-      if (!(err instanceof RecordIntegrityError)) throw err;
-    }
-    copies.push({
-      ...parseIntentJournalKey(key),
-      line,
-      entry: line === '' ? null : entryOf(line),
-      key,
-      bytes: value.byteLength,
-    });
-  }
-  return copies;
+  return (await records.intentCopies()).map((copy) => ({
+    ...copy,
+    entry: copy.line === '' ? null : entryOf(copy.line),
+  }));
 }
 
 function entryOf(line: string): Record<string, unknown> | null {
@@ -75,8 +58,7 @@ export interface Recovery {
  * host is read from the store's copy of it (audit/database-copy.ts).
  */
 export async function recoverIntents(
-  storage: StorageBackend,
-  seal: RecordSeal,
+  records: AuditRecords,
   auditDir: string,
   audit: AuditLog,
   options: { readonly leaveYoungerThanMs?: number } = {},
@@ -85,14 +67,14 @@ export async function recoverIntents(
     options.leaveYoungerThanMs === undefined ? Infinity : Date.now() - options.leaveYoungerThanMs;
   const young = (c: IntentCopy): boolean =>
     typeof c.entry?.ts === 'string' && Date.parse(c.entry.ts) > cutoff;
-  const copies = (await intentCopies(storage, seal)).filter((c) => !young(c));
+  const copies = (await intentCopies(records)).filter((c) => !young(c));
   if (copies.length === 0) return { found: 0, recovered: 0 };
-  const files = chainFiles(auditFilesIn(auditDir), (await storedChains(storage, seal)).files);
+  const files = chainFiles(auditFilesIn(auditDir), (await storedChains(records)).files);
   let recovered = 0;
   for (const [chain, ofChain] of groupBy(copies, (c) => c.chain)) {
     const inFile = linesAt(files.get(chain) ?? [], new Set(ofChain.map((c) => c.seq)));
     for (const copy of ofChain) {
-      if (inFile.get(copy.seq) === copy.line) continue;
+      if (holds(inFile.get(copy.seq), copy)) continue;
       // An unreadable or forged copy is still reported (never its content): something was put there that
       // the log cannot vouch for.
       const intent = copy.entry ?? { unreadable: true, bytes: copy.bytes };
@@ -107,12 +89,26 @@ export async function recoverIntents(
         );
       recovered++;
     }
-    await storage.atomic([], () => ({
-      writes: ofChain.map((c) => ({ op: 'delete' as const, key: c.key })),
-      result: undefined,
-    }));
+    await records.deleteIntentCopies(ofChain);
   }
   return { found: copies.length, recovered };
+}
+
+/**
+ * Whether the chain's `line` at the copy's seq is the copy's intent: the same line, or the same intent made
+ * again after the line was placed (the writer makes queued lines again, with another `prev`, when a write
+ * fails and the requests before them are refused: audit/writer.ts).
+ */
+function holds(line: string | undefined, copy: IntentCopy): boolean {
+  if (line === undefined) return false;
+  if (line === copy.line) return true;
+  const entry = entryOf(line);
+  return (
+    entry?.kind === 'intent' &&
+    copy.entry?.kind === 'intent' &&
+    typeof entry.request_id === 'string' &&
+    entry.request_id === copy.entry.request_id
+  );
 }
 
 /** The lines with the wanted seqs in a chain's files. A line's seq is its first field (audit/entry.ts). */

@@ -18,10 +18,13 @@ export interface TornTail {
   readonly dropped_sha256: string;
 }
 
-/** Cuts every audit file in `dir` that does not end with a newline back to its last whole line. */
-export function repairTornTails(dir: string): TornTail[] {
+/**
+ * Cuts every audit file in `dir` (or only `paths`: the files of a chain whose process is gone) that does
+ * not end with a newline back to its last whole line.
+ */
+export function repairTornTails(dir: string, paths?: readonly string[]): TornTail[] {
   const repaired: TornTail[] = [];
-  for (const path of auditFilesIn(dir)) {
+  for (const path of paths ?? auditFilesIn(dir)) {
     const fd = openSync(path, 'r+');
     try {
       const size = fstatSync(fd).size;

@@ -1,32 +1,38 @@
 /**
- * Offline verification of audit files: every chain's files in order, every line's seq and prev, every
- * checkpoint's MAC, and the store's record of each chain's newest checkpoint. Stops at the first break
- * and says where and why.
+ * Verifying the whole audit log: every chain's files (audit/verify-chain.ts), held against the store's
+ * record of the chains — which chains exist (each has an ordinal, and the store counts them, so a chain
+ * deleted whole leaves a gap), how far each reached (its newest checkpoint), and whether it ended.
+ *
+ * A chain that has not ended may have entries after its newest checkpoint only while its server is alive
+ * and about to checkpoint them (the live tail: entries younger than its checkpoint interval and a grace);
+ * an uncovered tail older than that — a server killed, or a log cut short — is reported as not intact until
+ * a server starting on its host closes the chain (audit/chain-closing.ts). A chain's copy in the store
+ * (shared storage) that ends before what the store records of it is a copy behind its host's files, said
+ * as such: not the same thing as a history changed.
  *
  * Archived files (`coffer audit archive`, audit/archive.ts) are accounted for by the `audit.archive` events
- * that recorded them: a chain may then begin at file n + 1, its first entry following the last archived one
- * (seq and hash), or be archived whole. Only an archive event that a valid checkpoint covers, in a chain the
- * store knows, is believed: without the key, nobody can make files disappear by claiming they were archived.
+ * that recorded them: a chain may then begin at file n + 1, its first entry following the last archived one,
+ * or be archived whole. Only an archive event that a valid checkpoint covers, in a chain the store knows,
+ * is believed: without the key, nobody can make files disappear by claiming they were archived.
  */
+import type { ChainRecord, ChainWriter } from '../store/audit-records.js';
+import type { ChainKeys } from './chain-keys.js';
 import type { StoredChains } from './database-copy.js';
-import { GENESIS, lineHash, macMatches } from './entry.js';
-import { type ChainFile, chainFiles, chainFileText } from './files.js';
-import type { ChainRecord } from './registry.js';
+import { type ChainFile, chainFiles } from './files.js';
+import {
+  type ArchivedFile,
+  type Broken,
+  broken,
+  CHAIN_START,
+  type ChainResult,
+  type Start,
+  verifyChain,
+} from './verify-chain.js';
 
-/** One archived file, as an `audit.archive` event records it. */
-export interface ArchivedFile {
-  readonly name: string;
-  readonly chain: string;
-  readonly file: number;
-  readonly first_seq: number;
-  readonly last_seq: number;
-  /** SHA-256 of the file's last line: the `prev` of the entry that follows it. */
-  readonly last_hash: string;
-  readonly entries: number;
-  readonly first_ts: string | null;
-  readonly last_ts: string | null;
-  readonly sha256: string;
-}
+export type { ArchivedFile } from './verify-chain.js';
+
+/** How long past its checkpoint interval a running server's newest entries may wait for a checkpoint. */
+export const LIVE_GRACE_MS = 30_000;
 
 export interface ArchivedSummary {
   readonly files: number;
@@ -44,172 +50,34 @@ export type VerifyResult =
       readonly chains: number;
       readonly first: string | null;
       readonly last: string | null;
+      /** Entries of running servers not yet covered by a checkpoint (the live tail). */
       readonly uncheckpointed: number;
       readonly archived: ArchivedSummary;
     }
-  | {
-      readonly intact: false;
-      readonly file: string;
-      readonly line: number;
-      readonly seq: number | null;
-      readonly reason: string;
-    };
+  | Broken;
 
-type Broken = Extract<VerifyResult, { intact: false }>;
-
-interface ChainResult {
-  readonly entries: number;
-  readonly uncheckpointed: number;
-  readonly first: string | null;
-  readonly last: string | null;
-  /** Archive events of this chain covered by a valid checkpoint. */
-  readonly archives: { readonly to: string; readonly files: ArchivedFile[] }[];
+export interface VerifyInput {
+  readonly keys: ChainKeys;
+  /** The store's record of the chains; null for an auditor who checks files alone (with the public key). */
+  readonly registry: readonly ChainRecord[] | null;
+  /** How many chains the store counts, and the greatest count this host has seen (null: none kept). */
+  readonly counted?: { readonly count: number; readonly seen: number | null };
+  /** On shared storage: the chains the store keeps, for those whose files are on other hosts. */
+  readonly stored?: StoredChains;
+  readonly now: number;
+  /**
+   * Whether a chain's writer still runs: true or false where that can be seen (its host is this one),
+   * null where it cannot (its entries' age then says whether the tail is live).
+   */
+  readonly alive?: (writer: ChainWriter) => boolean | null;
 }
 
-interface Start {
-  readonly seq: number;
-  readonly prev: string;
-  readonly file: number;
-}
-
-const broken = (file: string, line: number, seq: number | null, reason: string): Broken => ({
-  intact: false,
-  file,
-  line,
-  seq,
-  reason,
-});
-
-function verifyChain(
-  chain: string,
-  files: readonly ChainFile[],
-  start: Start,
-  key: Uint8Array,
-  recorded: ChainRecord | undefined,
-): ChainResult | Broken {
-  let seq = start.seq;
-  let prev = start.prev;
-  let lastCheckpoint: { seq: number; hash: string } | null = null;
-  let sinceCheckpoint = 0;
-  let entries = 0;
-  let first: string | null = null;
-  let last: string | null = null;
-  let pendingArchives: ChainResult['archives'][number][] = [];
-  const archives: ChainResult['archives'][number][] = [];
-  for (const [index, file] of files.entries()) {
-    if (file.number !== start.file + index)
-      return broken(
-        file.path,
-        0,
-        null,
-        `file ${start.file + index} of chain ${chain} is missing${start.file > 1 ? '' : ' (and no archive records it)'}`,
-      );
-    const lines = chainFileText(file).split('\n');
-    if (lines.at(-1) === '') lines.pop();
-    else if (lines.length > 0)
-      return broken(file.path, lines.length, null, 'the last line is cut short (no newline)');
-    for (const [i, line] of lines.entries()) {
-      let entry: Record<string, unknown>;
-      try {
-        entry = JSON.parse(line) as Record<string, unknown>;
-      } catch {
-        return broken(file.path, i + 1, null, 'not a JSON line');
-      }
-      const at = typeof entry.seq === 'number' ? entry.seq : null;
-      if (entry.chain !== chain)
-        return broken(
-          file.path,
-          i + 1,
-          at,
-          `belongs to chain ${String(entry.chain)}, not ${chain}`,
-        );
-      if (at !== seq + 1)
-        return broken(
-          file.path,
-          i + 1,
-          at,
-          `expected seq ${seq + 1}: an entry was deleted, inserted or moved`,
-        );
-      if (entry.prev !== prev)
-        return broken(
-          file.path,
-          i + 1,
-          at,
-          `does not follow the entry before it (seq ${seq}): that entry was altered, or an entry was deleted, inserted or moved`,
-        );
-      if (entry.kind === 'checkpoint') {
-        if (!macMatches(key, chain, at, prev, entry.mac))
-          return broken(
-            file.path,
-            i + 1,
-            at,
-            "the checkpoint MAC does not verify: the history up to here was rewritten, or the key is not this store's",
-          );
-        lastCheckpoint = { seq: at, hash: lineHash(line) };
-        sinceCheckpoint = 0;
-        archives.push(...pendingArchives);
-        pendingArchives = [];
-      } else {
-        sinceCheckpoint += 1;
-        entries += 1;
-        const ts = typeof entry.ts === 'string' ? entry.ts : null;
-        if (ts !== null && (first === null || ts < first)) first = ts;
-        if (ts !== null && (last === null || ts > last)) last = ts;
-        if (
-          entry.kind === 'event' &&
-          entry.event === 'audit.archive' &&
-          Array.isArray(entry.files)
-        ) {
-          pendingArchives.push({ to: String(entry.to), files: entry.files as ArchivedFile[] });
-        }
-      }
-      seq = at;
-      prev = lineHash(line);
-    }
-  }
-  const checkpoint = recorded?.last_checkpoint;
-  // A checkpoint that lies in the archived part of the chain is accounted for by the archive.
-  if (
-    checkpoint &&
-    checkpoint.seq > start.seq &&
-    (lastCheckpoint === null || lastCheckpoint.seq < checkpoint.seq)
-  ) {
-    return broken(
-      files.at(-1)?.path ?? `audit-${chain}-${start.file}.jsonl`,
-      0,
-      seq,
-      `the store records a checkpoint at seq ${checkpoint.seq}, but the files end at seq ${seq}: the log was truncated`,
-    );
-  }
-  if (
-    checkpoint &&
-    lastCheckpoint &&
-    lastCheckpoint.seq === checkpoint.seq &&
-    lastCheckpoint.hash !== checkpoint.hash
-  ) {
-    return broken(
-      files.at(-1)!.path,
-      0,
-      checkpoint.seq,
-      'the newest checkpoint differs from the one the store records',
-    );
-  }
-  return { entries, uncheckpointed: sinceCheckpoint, first, last, archives };
-}
-
-/**
- * Verifies the chains of `paths`, and with `stored` (shared storage: audit/database-copy.ts) every other
- * chain the store keeps: a chain whose files are on another host is verified from the store's copy.
- */
-export function verifyAudit(
-  paths: readonly string[],
-  key: Uint8Array,
-  registry: readonly ChainRecord[],
-  stored?: StoredChains,
-): VerifyResult {
+/** Verifies the chains of `paths`, and with `input.stored` every other chain the store keeps. */
+export function verifyAudit(paths: readonly string[], input: VerifyInput): VerifyResult {
+  const { registry, stored } = input;
   // The store's record of a chain that fails its integrity check vouches for nothing: a rolled-back
   // checkpoint could hide a truncated file.
-  const damaged = registry.find((r) => r.damaged);
+  const damaged = registry?.find((r) => r.damaged);
   if (damaged)
     return broken(
       `audit-${damaged.chain}-1.jsonl`,
@@ -225,16 +93,16 @@ export function verifyAudit(
       damagedRun.seq,
       `the store's copy of chain ${damagedRun.chain} from seq ${damagedRun.seq} failed its integrity check`,
     );
+  const missing = registry && input.counted && missingChain(registry, input.counted);
+  if (missing) return missing;
+
   const chains = chainFiles(paths, stored?.files);
-  const known = new Map(registry.map((r) => [r.chain, r]));
-  let [entries, uncheckpointed] = [0, 0];
-  let first: string | null = null;
-  let last: string | null = null;
-  const add = (r: ChainResult): void => {
-    entries += r.entries;
-    uncheckpointed += r.uncheckpointed;
-    if (r.first !== null && (first === null || r.first < first)) first = r.first;
-    if (r.last !== null && (last === null || r.last > last)) last = r.last;
+  const known = new Map((registry ?? []).map((r) => [r.chain, r]));
+  const totals = {
+    entries: 0,
+    uncheckpointed: 0,
+    first: null as string | null,
+    last: null as string | null,
   };
 
   // Chains that begin at their first file come first: they hold the archive events the others need.
@@ -246,15 +114,9 @@ export function verifyAudit(
       later.push([chain, files]);
       continue;
     }
-    const result = verifyChain(
-      chain,
-      files,
-      { seq: 0, prev: GENESIS, file: 1 },
-      key,
-      known.get(chain),
-    );
+    const result = checkChain(chain, files, CHAIN_START, input, known.get(chain));
     if ('intact' in result) return result;
-    add(result);
+    add(totals, result);
     if (!known.has(chain)) continue; // a chain the store never knew cannot vouch for an archive
     for (const archive of result.archives) {
       destinations.add(archive.to);
@@ -269,8 +131,13 @@ export function verifyAudit(
       (a, b) => a.file - b.file,
     );
     if (files.length === 0 || files.some((f, i) => f.file !== i + 1)) return null;
-    const lastFile = files.at(-1)!;
-    return { seq: lastFile.last_seq, prev: lastFile.last_hash, file: lastFile.file + 1 };
+    const last = files.at(-1)!;
+    return {
+      seq: last.last_seq,
+      prev: last.last_hash,
+      digest: last.last_digest ?? '',
+      file: last.file + 1,
+    };
   };
 
   for (const [chain, files] of later) {
@@ -283,15 +150,22 @@ export function verifyAudit(
         `files before ${files[0]!.number} of chain ${chain} are missing, and no archive records them`,
       );
     }
-    const result = verifyChain(chain, files, start, key, known.get(chain));
+    const result = checkChain(chain, files, start, input, known.get(chain));
     if ('intact' in result) return result;
-    add(result);
+    add(totals, result);
   }
 
-  for (const record of registry) {
-    if (chains.has(record.chain) || record.last_checkpoint === null) continue;
+  for (const record of registry ?? []) {
+    if (chains.has(record.chain)) continue;
+    // A chain with no files anywhere: archived whole, or one that never wrote a line (closed at 0).
+    if (
+      record.closed?.seq === 0 ||
+      (record.format === undefined && record.last_checkpoint === null)
+    )
+      continue;
     const whole = continuation(record.chain);
-    if (whole === null || whole.seq < record.last_checkpoint.seq) {
+    const reached = record.closed?.seq ?? record.last_checkpoint?.seq ?? 1;
+    if (whole === null || whole.seq < reached) {
       return broken(
         `audit-${record.chain}-1.jsonl`,
         0,
@@ -302,23 +176,142 @@ export function verifyAudit(
   }
 
   const all = [...archived.values()].flat();
-  const archivedSummary: ArchivedSummary = {
-    files: all.length,
-    entries: all.reduce((n, f) => n + f.entries, 0),
-    chains: archived.size,
-    last_ts: all.reduce<string | null>(
-      (t, f) => (f.last_ts !== null && (t === null || f.last_ts > t) ? f.last_ts : t),
-      null,
-    ),
-    to: [...destinations],
-  };
   return {
     intact: true,
-    entries,
+    entries: totals.entries,
     chains: chains.size,
-    first,
-    last,
-    uncheckpointed,
-    archived: archivedSummary,
+    first: totals.first,
+    last: totals.last,
+    uncheckpointed: totals.uncheckpointed,
+    archived: {
+      files: all.length,
+      entries: all.reduce((n, f) => n + f.entries, 0),
+      chains: archived.size,
+      last_ts: all.reduce<string | null>(
+        (t, f) => (f.last_ts !== null && (t === null || f.last_ts > t) ? f.last_ts : t),
+        null,
+      ),
+      to: [...destinations],
+    },
   };
+}
+
+/** A gap in the chains' ordinals, or a count below what this host has seen: chains deleted or put back. */
+function missingChain(
+  registry: readonly ChainRecord[],
+  counted: NonNullable<VerifyInput['counted']>,
+): Broken | null {
+  if (counted.seen !== null && counted.count < counted.seen)
+    return broken(
+      'database:audit-chains',
+      0,
+      null,
+      `the store counts ${counted.count} audit chains, fewer than this host has seen (${counted.seen}): the store's chain records were put back to an older copy`,
+    );
+  const ordinals = new Set(registry.flatMap((r) => (r.ordinal === undefined ? [] : [r.ordinal])));
+  for (let n = 1; n <= counted.count; n++)
+    if (!ordinals.has(n))
+      return broken(
+        'database:audit-chains',
+        0,
+        null,
+        `the store's record of audit chain #${n} of ${counted.count} is missing: a chain was deleted from the log`,
+      );
+  return null;
+}
+
+/** One chain's files, and how they end against what the store records of the chain. */
+function checkChain(
+  chain: string,
+  files: readonly ChainFile[],
+  start: Start,
+  input: VerifyInput,
+  record: ChainRecord | undefined,
+): (ChainResult & { readonly live: number }) | Broken {
+  if (input.registry !== null && record === undefined)
+    return broken(
+      files[0]!.path,
+      0,
+      null,
+      `chain ${chain} is not recorded in the store: its record was deleted, or its files were put here`,
+    );
+  const format = record ? (record.format ?? 1) : 2;
+  const result = verifyChain(chain, files, start, format, input.keys);
+  if ('intact' in result) return result;
+  const copy = files[0]!.path.startsWith('database:');
+  // What the store records of the chain: how far it reached, and whether it ended there.
+  const recorded = record?.last_checkpoint;
+  if (recorded && recorded.seq > start.seq && (result.checkpoint?.seq ?? 0) < recorded.seq)
+    return broken(
+      result.end.file || files.at(-1)!.path,
+      0,
+      result.end.seq,
+      copy
+        ? `the store records a checkpoint of chain ${chain} at seq ${recorded.seq}, but its copy in the store ends at seq ${result.end.seq}: the copy is behind its host's files (a server starting there stores the rest), or it was cut short`
+        : `the store records a checkpoint at seq ${recorded.seq}, but the files end at seq ${result.end.seq}: the log was truncated`,
+    );
+  if (
+    recorded &&
+    result.checkpoint?.seq === recorded.seq &&
+    input.keys.link !== undefined &&
+    result.checkpoint.hash !== recorded.hash
+  )
+    return broken(
+      result.end.file,
+      0,
+      recorded.seq,
+      'the newest checkpoint differs from the one the store records',
+    );
+  const closed = record?.closed;
+  if (closed) {
+    if (result.end.seq > closed.seq)
+      return broken(
+        result.end.file,
+        result.end.line,
+        result.end.seq,
+        `entries after chain ${chain} ended (at seq ${closed.seq})`,
+      );
+    if (result.end.seq < closed.seq)
+      return broken(
+        result.end.file,
+        0,
+        result.end.seq,
+        copy
+          ? `chain ${chain} ended at seq ${closed.seq}, but its copy in the store ends at seq ${result.end.seq}: the copy is behind its host's files (a server starting there stores the rest)`
+          : `chain ${chain} ended at seq ${closed.seq}, but its files end at seq ${result.end.seq}: the log was truncated`,
+      );
+    return { ...result, live: 0 };
+  }
+  if (result.tail.entries === 0) return { ...result, live: 0 };
+  // Files checked with the public key alone: nothing says whether a server is about to sign these.
+  if (record === undefined)
+    return broken(
+      result.tail.file,
+      result.tail.line,
+      result.tail.seq,
+      `the last ${result.tail.entries} entries of chain ${chain} (from ${result.tail.ts}) are not covered by a signed checkpoint: a running server's newest (check again after its next checkpoint), or a log cut short or rewritten; the master key's verify tells which`,
+    );
+  // Entries after the newest checkpoint: a running server's newest, or a chain that stopped short.
+  const wait = (record.writer?.checkpoint_ms ?? 10_000) + LIVE_GRACE_MS;
+  const since =
+    result.tail.ts === null ? Number.POSITIVE_INFINITY : input.now - Date.parse(result.tail.ts);
+  const alive = record.writer && input.alive ? input.alive(record.writer) : null;
+  if (alive === true || (alive === null && since <= wait))
+    return { ...result, live: result.tail.entries };
+  return broken(
+    result.tail.file,
+    result.tail.line,
+    result.tail.seq,
+    `the last ${result.tail.entries} entries of chain ${chain} (from ${result.tail.ts}) are not covered by a checkpoint, and its server has not made one since: it stopped without closing its log (killed, or a power loss), or the log was cut short${copy ? ", or the copy in the store is behind its host's files" : ''}. A server starting on ${record?.writer?.host ?? 'its host'} closes it`,
+  );
+}
+
+function add(
+  totals: { entries: number; uncheckpointed: number; first: string | null; last: string | null },
+  r: ChainResult & { readonly live: number },
+): void {
+  totals.entries += r.entries;
+  totals.uncheckpointed += r.live;
+  if (r.first !== null && (totals.first === null || r.first < totals.first)) totals.first = r.first;
+  if (r.last !== null && (totals.last === null || r.last > totals.last)) totals.last = r.last;
 }

@@ -12,13 +12,23 @@
  * once the directory is writable again, which a retry timer tests. While the sink is failing, append()
  * refuses at once instead of waiting.
  *
- * A checkpoint is appended every `checkpointEvery` entries, after `checkpointMs` with entries but no
- * checkpoint, and at close; each is recorded in the store (audit/registry.ts), so that a truncated or
- * deleted file is detected even when the checkpoints themselves are cut away.
+ * Lines are linked and checkpoints signed as audit/entry.ts says (format 2). A checkpoint is appended every
+ * `checkpointEvery` entries, after `checkpointMs` with entries but no checkpoint, and at close; each is
+ * recorded in the store (store/audit-records.ts), so that a truncated or deleted file is detected even
+ * when the checkpoints themselves are cut away, and a clean close records that the chain ended there.
  */
-import { StorageUnavailableError } from '../storage/backend.js';
-import { type AuditFields, checkpointMac, entryLine, GENESIS, lineHash } from './entry.js';
-import type { AuditRegistry } from './registry.js';
+import type { AuditRecords } from '../store/audit-records.js';
+import { StorageUnavailableError } from '../store/store-errors.js';
+import type { ChainKeys } from './chain-keys.js';
+import {
+  type AuditFields,
+  digestAfter,
+  entryLine,
+  GENESIS,
+  isoTime,
+  linkOf,
+  signCheckpoint,
+} from './entry.js';
 import type { AuditSink } from './sink.js';
 
 export interface AuditWriterOptions {
@@ -27,9 +37,9 @@ export interface AuditWriterOptions {
   /** Also given every batch once it is where it was asked to be (stdout); their failures are ignored. */
   readonly copies?: readonly AuditSink[];
   readonly chain: string;
-  /** The checkpoint MAC key of the current keyring. */
-  readonly key: () => Uint8Array;
-  readonly registry: AuditRegistry;
+  /** The link and signing keys (audit/chain-keys.ts). */
+  readonly keys: () => ChainKeys;
+  readonly registry: Pick<AuditRecords, 'checkpointed' | 'closed'>;
   readonly checkpointEvery: number;
   readonly checkpointMs: number;
   readonly now: () => number;
@@ -57,7 +67,15 @@ export class AuditUnavailableError extends Error {
 }
 
 interface Pending {
-  readonly line: string;
+  /**
+   * The entry's line, the link to it (the next line's `prev`) and the running digest through it; rendered
+   * again, with the entries after it, if its answer is refused.
+   */
+  line: string;
+  link: string;
+  digest: string;
+  fields: AuditFields;
+  readonly ts: number;
   readonly seq: number;
   readonly checkpoint: boolean;
   readonly durable: boolean;
@@ -67,6 +85,11 @@ interface Pending {
 export class AuditWriter {
   private seq = 0;
   private prev = GENESIS;
+  private digest = GENESIS;
+  /** The link to and digest through the last line written into the sink: where the lines queued continue. */
+  private written = { link: GENESIS, digest: GENESIS };
+  /** The newest checkpoint recorded in the store: a clean close records that the chain ended there. */
+  private recorded: { seq: number; link: string; digest: string } | null = null;
   private sinceCheckpoint = 0;
   private queue: Pending[] = [];
   private writing: Promise<void> | null = null;
@@ -153,6 +176,10 @@ export class AuditWriter {
       // Let the batch finish recording its checkpoint in the store before the store closes.
       await this.writing;
       await this.syncing;
+      // The chain ends at its final checkpoint: verify then holds any line after it, or a file cut
+      // before it, against the chain. (If this cannot be recorded, the next start closes the chain.)
+      if (this.recorded?.seq === this.seq)
+        await this.options.registry.closed(this.options.chain, this.recorded.seq);
     } finally {
       this.closed = true;
       await this.options.sink.close();
@@ -162,33 +189,74 @@ export class AuditWriter {
 
   private enqueue(fields: AuditFields, durable = true): Pending {
     this.seq += 1;
-    const line = entryLine(
-      this.options.chain,
-      { seq: this.seq, prev: this.prev },
-      this.options.now(),
-      fields,
-    );
-    this.prev = lineHash(line);
     const checkpoint = fields.kind === 'checkpoint';
     // Checkpoints are always synced: the store records them, and a recorded checkpoint must be on disk.
     const pending: Pending = {
-      line,
+      line: '',
+      link: '',
+      digest: '',
+      fields,
+      ts: this.options.now(),
       seq: this.seq,
       checkpoint,
       durable: durable || checkpoint,
       waiters: [],
     };
+    this.render(pending, this.prev, this.digest);
+    this.prev = pending.link;
+    this.digest = pending.digest;
     this.queue.push(pending);
     return pending;
   }
 
   private enqueueCheckpoint(): Pending {
     this.sinceCheckpoint = 0;
-    const seq = this.seq + 1;
-    return this.enqueue({
-      kind: 'checkpoint',
-      mac: checkpointMac(this.options.key(), this.options.chain, seq, this.prev),
-    });
+    return this.enqueue({ kind: 'checkpoint' });
+  }
+
+  /** Makes `p`'s line at its place after `prev` and `digest` (a checkpoint signs that place). */
+  private render(p: Pending, prev: string, digest: string): void {
+    const keys = this.options.keys();
+    if (p.checkpoint) {
+      const ts = isoTime(p.ts);
+      p.fields = {
+        kind: 'checkpoint',
+        digest,
+        sig: signCheckpoint(keys.signing!, this.options.chain, p.seq, ts, prev, digest),
+      };
+    }
+    p.line = entryLine(this.options.chain, { seq: p.seq, prev }, p.ts, p.fields);
+    p.link = linkOf(keys.link!, p.line);
+    p.digest = digestAfter(digest, p.line);
+  }
+
+  /**
+   * The requests whose lines are still queued when a write fails get 503 instead of their answers: their
+   * lines, not written yet, say so (with the status they would have had), and the lines after them are
+   * made again to follow on. So the outcome in the log is always the answer the client got.
+   */
+  private refuseQueued(code: 'audit_unavailable' | 'storage_unavailable'): void {
+    let changed = false;
+    for (const p of this.queue) {
+      const outcome = p.fields.outcome as { status?: unknown } | undefined;
+      // Entries placed while the log was failing already say 503 and have nobody waiting.
+      if (p.fields.kind !== 'request' || p.waiters.length === 0 || outcome?.status === 503)
+        continue;
+      p.fields = {
+        ...p.fields,
+        outcome: { status: 503, code, intended_status: outcome?.status ?? null },
+      };
+      changed = true;
+    }
+    if (!changed) return;
+    let { link: prev, digest } = this.written;
+    for (const p of this.queue) {
+      this.render(p, prev, digest);
+      prev = p.link;
+      digest = p.digest;
+    }
+    this.prev = prev;
+    this.digest = digest;
   }
 
   private kick(): void {
@@ -254,7 +322,11 @@ export class AuditWriter {
       return;
     }
     // Stored now: a killed process loses none of it. Written-only entries are answered at once.
-    if (batch.length > 0) this.writtenThrough = batch[batch.length - 1]!.seq;
+    if (batch.length > 0) {
+      const last = batch[batch.length - 1]!;
+      this.writtenThrough = last.seq;
+      this.written = { link: last.link, digest: last.digest };
+    }
     for (const p of batch) if (!p.durable) for (const w of p.waiters.splice(0)) w.resolve();
     if (!mustSync) {
       this.unsynced = true;
@@ -288,8 +360,16 @@ export class AuditWriter {
       await this.options.registry
         .checkpointed(this.options.chain, {
           seq: lastCheckpoint.seq,
-          hash: lineHash(lastCheckpoint.line),
+          hash: lastCheckpoint.link,
+          digest: lastCheckpoint.digest,
           file: this.options.sink.position,
+        })
+        .then(() => {
+          this.recorded = {
+            seq: lastCheckpoint.seq,
+            link: lastCheckpoint.link,
+            digest: lastCheckpoint.digest,
+          };
         })
         .catch(() => undefined);
     }
@@ -298,6 +378,10 @@ export class AuditWriter {
   private fail(err: NodeJS.ErrnoException, batch: readonly Pending[]): void {
     this.failure = err.code ?? err.message;
     this.failureError = err;
+    // Every line still queued is unwritten (a failed batch was put back at the head of the queue).
+    this.refuseQueued(
+      err instanceof StorageUnavailableError ? 'storage_unavailable' : 'audit_unavailable',
+    );
     const error = new AuditUnavailableError(this.failure);
     for (const p of batch) for (const w of p.waiters.splice(0)) w.reject(error);
     for (const p of this.queue) for (const w of p.waiters.splice(0)) w.reject(error);

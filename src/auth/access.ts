@@ -6,6 +6,7 @@
  * namespace-level questions (`mayInNamespace`, `mayBeneath`), and only then look at stored types.
  */
 
+import type { Scope } from '../model/tokens.js';
 import { VALUE_TYPES, type ValueType } from '../model/value-types.js';
 import {
   type NamespacePattern,
@@ -22,12 +23,7 @@ export interface Grant {
   readonly types: ReadonlySet<ValueType>;
 }
 
-/** A legacy scope as stored: booleans already defaulted. */
-export interface Scope {
-  readonly namespace: string;
-  readonly read: boolean;
-  readonly write: boolean;
-}
+export type { Scope } from '../model/tokens.js';
 
 export interface Capability {
   readonly namespace: string;

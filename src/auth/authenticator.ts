@@ -21,18 +21,19 @@
  *   another client's first use of that token waits in.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { BoundedCache } from '../bounded-cache.js';
 import { randomBytes } from '../crypto/random.js';
 import { AppError } from '../errors.js';
+import { statusOf } from '../model/tokens.js';
+import type { TokenRecords } from '../store/token-records.js';
 import type { Argon2Gate } from './argon2-gate.js';
-import { BoundedCache } from './bounded-cache.js';
 import type { FailureLimiter } from './failure-limiter.js';
 import { type Principal, type PrincipalFactory, ROOT_PRINCIPAL } from './principal.js';
 import type { RootRecord } from './root-token.js';
 import { parseToken } from './token-format.js';
-import { statusOf, type TokenStore } from './token-store.js';
 
 export interface AuthenticatorDeps {
-  readonly tokens: Pick<TokenStore, 'get'>;
+  readonly tokens: Pick<TokenRecords, 'get'>;
   readonly argon2: Pick<Argon2Gate, 'verify'>;
   readonly principals: PrincipalFactory;
   /** The root token record in use (it changes when another server sets a new root token). */

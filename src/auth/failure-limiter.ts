@@ -11,7 +11,7 @@
  * defaults (100 at once, 2 a second) let a client retry a wrong secret 100 times within a minute and still
  * get 401s; past the budget it gets 429 with Retry-After. Each server process keeps its own buckets.
  */
-import { BoundedCache } from './bounded-cache.js';
+import { BoundedCache } from '../bounded-cache.js';
 
 interface Bucket {
   tokens: number;

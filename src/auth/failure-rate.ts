@@ -9,7 +9,7 @@
  * `flood_per_second`) and for all addresses together (ten times that), so an attacker who rotates addresses
  * is bounded too.
  */
-import { BoundedCache } from './bounded-cache.js';
+import { BoundedCache } from '../bounded-cache.js';
 
 interface Bucket {
   tokens: number;

@@ -1,4 +1,5 @@
 import { forbidden } from '../errors.js';
+import type { TokenMetadata, TokenRecord } from '../model/tokens.js';
 import {
   type AccessPolicy,
   policyFromRules,
@@ -7,7 +8,6 @@ import {
   type Scope,
 } from './access.js';
 import { PRIVILEGES, type Privilege, ROLE_PRIVILEGES, ROOT_ROLE, type RoleTable } from './roles.js';
-import type { TokenMetadata, TokenRecord } from './token-store.js';
 
 /** Who is making a request, and what they may do. */
 export interface Principal {

@@ -2,26 +2,20 @@
  * The root token. Set by COFFER_ROOT_TOKEN (its hash replaces the stored one at every start), or
  * generated on first start and handed back once so main.ts can print it; only its argon2id hash is
  * stored. When the root token has the `cfr_<id>_<secret>` shape its id is stored too, so other values
- * of that shape can be told apart from it without any argon2 work. The record is sealed
- * (store/record-seal.ts), and the keyring (authenticated by the master key) names it by its SHA-256, so an
- * older copy put back is told apart. One that fails to open or is not the named one is never used: with
- * COFFER_ROOT_TOKEN set it is replaced, without it start-up refuses (a new root token is never generated
- * over a damaged one).
+ * of that shape can be told apart from it without any argon2 work. The record (store/root-token-record.ts)
+ * is sealed, and the keyring names it, so an older copy put back is told apart. One that fails to open or
+ * is not the named one is never used: with COFFER_ROOT_TOKEN set it is replaced, without it start-up
+ * refuses (a new root token is never generated over a damaged one).
  */
-import type { StorageBackend } from '../storage/backend.js';
-import { ROOT_TOKEN_KEY as KEY } from '../storage/layout.js';
+import type { RootRecord } from '../model/tokens.js';
 import type { KeyringHolder } from '../store/keyring-store.js';
-import { printableKey, RecordIntegrityError, type RecordSeal } from '../store/record-seal.js';
+import type { RecordSeal } from '../store/record-seal.js';
+import { RecordIntegrityError } from '../store/record-seal.js';
+import { type RootTokenRecord, sealRootRecord } from '../store/root-token-record.js';
 import type { Argon2Gate } from './argon2-gate.js';
 import { generateToken, parseToken } from './token-format.js';
 
-export interface RootRecord {
-  /** The id part when the root token has the cfr_ shape, else null. */
-  readonly id: string | null;
-  /** argon2id hash of the whole root token value. */
-  readonly hash: string;
-  readonly updatedAt: number;
-}
+export type { RootRecord } from '../model/tokens.js';
 
 export interface EstablishedRoot {
   readonly record: RootRecord;
@@ -59,7 +53,7 @@ export class NewStoreRoot {
     this.made = token
       ? { record, generated: token.value, change: 'generated' }
       : { record, change: 'set' };
-    return seal.seal('root-token', KEY, record);
+    return sealRootRecord(seal, record);
   };
 
   /** What was made, once the keyring that names it was created by this process. */
@@ -69,85 +63,45 @@ export class NewStoreRoot {
 }
 
 export async function establishRootToken(
-  storage: StorageBackend,
-  keyring: KeyringHolder,
+  stored: RootTokenRecord,
   argon2: Argon2Gate,
   configured: string | undefined,
   now: number,
 ): Promise<EstablishedRoot> {
-  const seal = keyring.recordSeal;
   if (configured !== undefined) {
-    const stored = await openStored(storage, keyring).catch((err: unknown) => {
+    const current = await stored.read().catch((err: unknown) => {
       if (err instanceof RecordIntegrityError) return undefined; // replaced by the configured token below
       throw err;
     });
     // The same token as before: keep its record, so a change of root token is a real event.
-    if (stored && (await argon2.verify(stored.record.hash, configured))) {
-      if (stored.named === 'unnamed')
-        await keyring.nameRootRecord(KEY, stored.bytes, { write: false, onlyIfUnnamed: true });
-      return { record: stored.record, change: null };
+    if (current && (await argon2.verify(current.record.hash, configured))) {
+      await stored.nameStored(current);
+      return { record: current.record, change: null };
     }
     const record: RootRecord = {
       id: parseToken(configured)?.id ?? null,
       hash: await argon2.hash(configured),
       updatedAt: now,
     };
-    await keyring.nameRootRecord(KEY, seal.seal('root-token', KEY, record), {
-      write: true,
-      onlyIfUnnamed: false,
-    });
-    return { record, change: stored ? 'replaced' : 'set' };
+    await stored.replace(record, { onlyIfUnnamed: false });
+    return { record, change: current ? 'replaced' : 'set' };
   }
-  const stored = await openStored(storage, keyring);
-  if (stored) {
+  const current = await stored.read();
+  if (current) {
     // A store from before the keyring named its root token record: the record it has is named now.
-    if (stored.named === 'unnamed')
-      await keyring.nameRootRecord(KEY, stored.bytes, { write: false, onlyIfUnnamed: true });
-    return { record: stored.record, change: null };
+    await stored.nameStored(current);
+    return { record: current.record, change: null };
   }
 
   const token = generateToken();
   const record: RootRecord = { id: token.id, hash: await argon2.hash(token.value), updatedAt: now };
-  const won = await keyring.nameRootRecord(KEY, seal.seal('root-token', KEY, record), {
-    write: true,
-    onlyIfUnnamed: true,
-  });
   // Another process generated one first: theirs stands, and theirs was printed by them.
-  if (!won) {
-    const theirs = await openStored(storage, keyring);
+  if (!(await stored.replace(record, { onlyIfUnnamed: true }))) {
+    const theirs = await stored.read();
     if (!theirs) throw new Error('the root token record another process set is missing');
     return { record: theirs.record, change: null };
   }
   return { record, generated: token.value, change: 'generated' };
-}
-
-/** The stored root token record, for a process that did not establish it (a worker). */
-export async function readRootToken(
-  storage: StorageBackend,
-  keyring: KeyringHolder,
-): Promise<RootRecord | undefined> {
-  return (await openStored(storage, keyring))?.record;
-}
-
-/**
- * The stored record; throws RecordIntegrityError when it fails to open, or when the keyring names another
- * record (an older copy put back: it could make an earlier root token valid again).
- */
-async function openStored(
-  storage: StorageBackend,
-  keyring: KeyringHolder,
-): Promise<{ record: RootRecord; bytes: Uint8Array; named: 'named' | 'unnamed' } | undefined> {
-  const bytes = await storage.get(KEY);
-  if (!bytes) return undefined;
-  const record = keyring.recordSeal.open<RootRecord>('root-token', KEY, bytes);
-  const named = keyring.rootRecordIs(bytes);
-  if (named === 'other')
-    throw new RecordIntegrityError(
-      'root-token',
-      printableKey(KEY),
-      'is not the record the keyring names (an older copy put back?)',
-    );
-  return { record, bytes, named };
 }
 
 /**
@@ -160,8 +114,8 @@ export class CurrentRoot {
 
   constructor(
     private record: RootRecord,
-    private readonly storage: StorageBackend,
-    private readonly keyring: KeyringHolder,
+    private readonly stored: RootTokenRecord,
+    private readonly keyring: Pick<KeyringHolder, 'current'>,
   ) {
     this.named = keyring.current().rootRecord;
   }
@@ -178,9 +132,9 @@ export class CurrentRoot {
       (this.named !== undefined && Buffer.compare(named, this.named) === 0)
     )
       return false;
-    const record = await readRootToken(this.storage, this.keyring);
-    if (!record) return false;
-    this.record = record;
+    const current = await this.stored.read();
+    if (!current) return false;
+    this.record = current.record;
     this.named = named;
     return true;
   }

@@ -8,7 +8,14 @@
 
 import { type FieldIssue, invalid, notFound } from '../errors.js';
 import type { OperatorEvents } from '../model/operator-events.js';
-import type { StorageWrite } from '../storage/backend.js';
+import {
+  statusOf,
+  type TokenMetadata,
+  type TokenRecord,
+  type TokenStatus,
+} from '../model/tokens.js';
+import type { RecordWrite } from '../store/kv-records.js';
+import type { TokenRecords } from '../store/token-records.js';
 import type { Capability, Scope } from './access.js';
 import type { Argon2Gate } from './argon2-gate.js';
 import { parsePattern } from './patterns.js';
@@ -21,13 +28,6 @@ import {
 import { PRIVILEGES, type Privilege, ROOT_ROLE } from './roles.js';
 import type { RootRecord } from './root-token.js';
 import { generateToken, isTokenId, parseToken } from './token-format.js';
-import {
-  statusOf,
-  type TokenMetadata,
-  type TokenRecord,
-  type TokenStatus,
-  type TokenStore,
-} from './token-store.js';
 
 export interface CreateTokenInput {
   readonly role?: string;
@@ -47,7 +47,7 @@ export interface TokenView {
 }
 
 export interface TokenServiceDeps {
-  readonly store: TokenStore;
+  readonly store: TokenRecords;
   readonly argon2: Pick<Argon2Gate, 'hash'>;
   readonly principals: PrincipalFactory;
   /** The root token record in use. */
@@ -72,7 +72,7 @@ function view(record: TokenRecord): TokenView {
 }
 
 /** The audit intent of a token change, given the token's id; its writes are committed with the change. */
-export type BeforeTokenCommit = (id: string) => Promise<readonly StorageWrite[]>;
+export type BeforeTokenCommit = (id: string) => Promise<readonly RecordWrite[]>;
 
 export class TokenService {
   constructor(private readonly deps: TokenServiceDeps) {}

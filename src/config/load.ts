@@ -4,11 +4,14 @@ import { fileURLToPath } from 'node:url';
 import { Ajv } from 'ajv';
 import { checkRoleRules } from '../auth/roles.js';
 import { ConfigError } from '../errors.js';
-import { trustedProxyList } from '../http/client-address.js';
 import { providerEnv, providerProblem } from '../keys/registry.js';
+import { addressBlocks } from '../model/address-blocks.js';
 import { type CofferConfig, configSchema } from './schema.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
+
+/** How many different characters a chosen root token needs: 32 random base64 characters have about 25. */
+export const ROOT_TOKEN_MIN_DISTINCT = 16;
 
 const DEFAULT_FILE = fileURLToPath(new URL('../../../config/default.json', import.meta.url));
 
@@ -228,6 +231,16 @@ function checkConsistency(config: CofferConfig, fromEnv: Map<string, string>): v
       `is ${config.root_token.length} characters; a root token must be at least 32 (make one with: openssl rand -base64 32), or leave it unset and Coffer generates one on first start`,
     );
   }
+  // A root token of 32 × 'a' passes the length: too little variety says it was not made at random.
+  if (
+    config.root_token !== undefined &&
+    new Set(config.root_token).size < ROOT_TOKEN_MIN_DISTINCT
+  ) {
+    throw new ConfigError(
+      'COFFER_ROOT_TOKEN',
+      `has only ${new Set(config.root_token).size} distinct characters; a root token must have at least ${ROOT_TOKEN_MIN_DISTINCT} (make a random one with: openssl rand -base64 32), or leave it unset and Coffer generates one on first start`,
+    );
+  }
   if ((config.snapshot.dir === null) !== (config.snapshot.every === null)) {
     throw new ConfigError(
       name(config.snapshot.dir === null ? 'snapshot.dir' : 'snapshot.every'),
@@ -237,7 +250,7 @@ function checkConsistency(config: CofferConfig, fromEnv: Map<string, string>): v
     );
   }
   try {
-    trustedProxyList(config.trusted_proxies);
+    addressBlocks(config.trusted_proxies);
   } catch (err) {
     throw new ConfigError(name('trusted_proxies'), (err as Error).message);
   }

@@ -11,7 +11,7 @@ import {
   providerConfigProperties,
 } from '../keys/registry.js';
 import { VALUE_TYPES } from '../model/value-types.js';
-import { STORAGE_NAMES, type StorageName } from '../storage/registry.js';
+import { STORAGE_NAMES, type StorageName } from '../store/store.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'silent'] as const;
 

@@ -6,6 +6,9 @@
  * Besides its versions the keyring holds one audit root key, never rotated (audit checkpoints made under
  * it must stay verifiable for as long as the log is kept); HKDF derives the checkpoint MAC key from it.
  *
+ * It records the generation it was stored as (`epoch`), which only grows: a process that has seen a keyring
+ * never accepts an older one.
+ *
  * It also holds the ids of revoked tokens until they expire (with their expiry): the token records say
  * so too, but they live in storage, where an older copy from before the revocation could be put back;
  * the keyring is authenticated by the master key, so a replayed token record is recognised and refused.
@@ -41,6 +44,11 @@ interface KeyringState {
   readonly revoked: ReadonlyMap<string, Revocation>;
   /** SHA-256 of the stored root token record: an older copy put back is told apart from it. */
   readonly rootRecord: Uint8Array | undefined;
+  /**
+   * The keyring generation this keyring was stored as (store/keyring-store.ts): it only grows, so an older
+   * keyring put back is told apart from a newer one. Undefined in keyrings stored before it existed.
+   */
+  readonly epoch: number | undefined;
 }
 
 const FORMAT = 1;
@@ -78,6 +86,7 @@ export class Keyring {
       storeFormat: STORE_FORMAT,
       revoked: new Map(),
       rootRecord: undefined,
+      epoch: undefined,
     });
   }
 
@@ -90,6 +99,7 @@ export class Keyring {
       s?: number;
       r?: [string, number, number][];
       o?: Uint8Array;
+      e?: number;
     };
     if (data?.f !== FORMAT || !Array.isArray(data.k)) throw new Error('keyring: unknown format');
     return new Keyring({
@@ -101,6 +111,7 @@ export class Keyring {
         (data.r ?? []).map(([id, revokedAt, expiresAt]) => [id, { revokedAt, expiresAt }]),
       ),
       rootRecord: data.o,
+      epoch: data.e,
     });
   }
 
@@ -131,7 +142,7 @@ export class Keyring {
       k: v.key,
       at: v.createdAt,
     }));
-    const { revoked, auditRoot, rootRecord } = this.state;
+    const { revoked, auditRoot, rootRecord, epoch } = this.state;
     const r =
       revoked.size === 0
         ? {}
@@ -144,7 +155,18 @@ export class Keyring {
       s: this.storeFormat,
       ...r,
       ...(rootRecord === undefined ? {} : { o: rootRecord }),
+      ...(epoch === undefined ? {} : { e: epoch }),
     });
+  }
+
+  /** The keyring generation it was stored as; undefined for a keyring stored before epochs existed. */
+  get epoch(): number | undefined {
+    return this.state.epoch;
+  }
+
+  /** This keyring, as stored at generation `epoch`. */
+  withEpoch(epoch: number): Keyring {
+    return this.with({ epoch });
   }
 
   /** False for keyrings made before the audit log existed; KeyringHolder adds the key on open. */
@@ -157,6 +179,11 @@ export class Keyring {
     return this.state.auditRoot !== undefined
       ? this
       : this.with({ auditRoot: randomBytes(KEY_BYTES) });
+  }
+
+  /** Every revocation the keyring records (until each token's expiry). */
+  revocations(): ReadonlyMap<string, Revocation> {
+    return this.state.revoked;
   }
 
   /** When token `id` was revoked, if the keyring records it (until the token's expiry). */
@@ -202,7 +229,15 @@ export class Keyring {
   }
 
   /** HKDF of the permanent root key (the audit root) for `purpose`. */
-  private permanentSubkey(purpose: 'audit-checkpoint' | 'record-seal' | 'record-mac'): Buffer {
+  private permanentSubkey(
+    purpose:
+      | 'audit-checkpoint'
+      | 'audit-link'
+      | 'audit-signing'
+      | 'record-seal'
+      | 'record-mac'
+      | 'snapshot-mac',
+  ): Buffer {
     const root = this.state.auditRoot;
     if (root === undefined) throw new Error('keyring: no permanent root key');
     let key = this.derived.get(purpose);
@@ -229,9 +264,24 @@ export class Keyring {
     );
   }
 
-  /** The key that authenticates audit checkpoints. */
+  /** The key that authenticates snapshots of the store (store/snapshot.ts). */
+  snapshotKey(): Buffer {
+    return this.permanentSubkey('snapshot-mac');
+  }
+
+  /** The key of the audit checkpoints' MACs in chains written before 2026-11-24 (audit format 1). */
   auditKey(): Buffer {
     return this.permanentSubkey('audit-checkpoint');
+  }
+
+  /** The HMAC key that links each audit line to the one before it (audit/entry.ts). */
+  auditLinkKey(): Buffer {
+    return this.permanentSubkey('audit-link');
+  }
+
+  /** The seed of the Ed25519 key that signs audit checkpoints (its public key is published). */
+  auditSigningSeed(): Buffer {
+    return this.permanentSubkey('audit-signing');
   }
 
   has(version: number): boolean {

@@ -6,7 +6,8 @@
  * read, and only the hops its proxies appended are believed.
  */
 import type { IncomingMessage } from 'node:http';
-import { BlockList, isIP } from 'node:net';
+import { isIP } from 'node:net';
+import { addressBlocks } from '../model/address-blocks.js';
 
 export type ClientAddress = (req: IncomingMessage) => string;
 
@@ -15,31 +16,9 @@ function plain(address: string): string {
   return address.startsWith('::ffff:') && isIP(address.slice(7)) === 4 ? address.slice(7) : address;
 }
 
-/** Parses "10.0.0.0/8", "::1/128" or a single address; throws a message naming what is wrong. */
-export function trustedProxyList(entries: readonly string[]): BlockList {
-  const list = new BlockList();
-  for (const entry of entries) {
-    const [address = '', prefixText] = entry.trim().split('/');
-    const family = isIP(address);
-    const max = family === 4 ? 32 : 128;
-    const prefix = prefixText === undefined ? max : Number(prefixText);
-    if (
-      family === 0 ||
-      !/^\d{0,3}$/.test(prefixText ?? '') ||
-      !Number.isInteger(prefix) ||
-      prefix < 0 ||
-      prefix > max
-    ) {
-      throw new Error(`"${entry}" is not an IP address or a CIDR block such as 10.0.0.0/8`);
-    }
-    list.addSubnet(address, prefix, family === 4 ? 'ipv4' : 'ipv6');
-  }
-  return list;
-}
-
 export function clientAddressOf(trustedProxies: readonly string[]): ClientAddress {
   if (trustedProxies.length === 0) return (req) => plain(req.socket.remoteAddress ?? '');
-  const trusted = trustedProxyList(trustedProxies);
+  const trusted = addressBlocks(trustedProxies);
   const isTrusted = (address: string): boolean => {
     const family = isIP(address);
     return family !== 0 && trusted.check(address, family === 4 ? 'ipv4' : 'ipv6');

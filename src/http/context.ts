@@ -27,6 +27,8 @@ declare global {
       audit?: AuditTarget;
       /** A failed authentication counted in a flood summary instead of its own audit line. */
       summarized?: boolean;
+      /** Set by the responder with the first answer: any later one is dropped (respond.ts). */
+      answered?: boolean;
     }
   }
 }

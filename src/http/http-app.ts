@@ -5,6 +5,7 @@
  * is written by the responder (respond.ts), which adds the security headers.
  */
 import type { RequestListener } from 'node:http';
+import type { Duplex } from 'node:stream';
 import express, { type Request, type Response } from 'express';
 import type { Logger } from 'pino';
 import type { AuditLog } from '../audit/audit-log.js';
@@ -16,10 +17,11 @@ import type { KvService } from '../kv/kv-service.js';
 import type { AuditReview } from '../operator/audit-review.js';
 import { authenticate } from './authenticate.js';
 import { clientAddressOf } from './client-address.js';
+import { clientErrorListener } from './client-errors.js';
 import { dispatcher } from './dispatch.js';
 import { withOpenApiDocument } from './openapi.js';
 import { type OutcomeSink, recordOutcomes } from './outcome.js';
-import { notFoundHandler, problemHandler } from './problem.js';
+import { type IntegrityReport, notFoundHandler, problemHandler } from './problem.js';
 import {
   intentRecorder,
   refuseWhileUnrecorded,
@@ -46,6 +48,8 @@ export interface HttpAppDeps {
   readonly maxValueBytes: number;
   readonly maxTtl: number;
   readonly onOutcome?: OutcomeSink;
+  /** Told of every stored record that failed its check while serving (logged and audited). */
+  readonly onIntegrityError: IntegrityReport;
   /** When set, every response waits for its audit entry to be durable (fail closed). */
   readonly audit?: AuditLog;
   readonly now: () => number;
@@ -59,6 +63,14 @@ export interface HttpAppDeps {
   readonly tls: boolean;
   /** Reverse proxies whose X-Forwarded-For names the client (config trusted_proxies). */
   readonly trustedProxies: readonly string[];
+  /** How long a whole request may take (COFFER_REQUEST_TIMEOUT), for the 408's detail. */
+  readonly requestTimeoutSeconds: number;
+}
+
+/** What the HTTP server is given: the request listener, and the answers to what Node cannot parse. */
+export interface HttpApp {
+  readonly listener: RequestListener;
+  readonly onClientError: (err: NodeJS.ErrnoException, socket: Duplex) => void;
 }
 
 /** Room for the JSON around a value: the worst case escapes each byte as \u00XX (6 bytes). */
@@ -66,7 +78,7 @@ export function bodyLimit(maxValueBytes: number): number {
   return maxValueBytes * 6 + 16 * 1024;
 }
 
-export function buildHttpApp(deps: HttpAppDeps): RequestListener {
+export function buildHttpApp(deps: HttpAppDeps): HttpApp {
   const { audit } = deps;
   const respond = createResponder(
     audit ? requestAuditor(audit, deps.failureSummary, deps.now) : undefined,
@@ -87,7 +99,7 @@ export function buildHttpApp(deps: HttpAppDeps): RequestListener {
     respond,
   );
 
-  const problems = problemHandler(deps.log, respond);
+  const problems = problemHandler(deps.log, respond, deps.onIntegrityError);
   const answerError = (err: unknown, req: Request, res: Response): void =>
     problems(err, req, res, () => undefined);
   const dispatch = dispatcher(operations, {
@@ -110,20 +122,39 @@ export function buildHttpApp(deps: HttpAppDeps): RequestListener {
   }
   app.use(notFoundHandler);
   app.use(problems);
-  if (deps.onOutcome) return app;
+
+  // The response each connection is serving: a request whose body does not arrive in time is answered
+  // 408 through it (client-errors.ts). A connection's next request replaces it.
+  const inFlight = new WeakMap<Duplex, Response>();
+  const onClientError = clientErrorListener({
+    inFlight,
+    respond,
+    tls: deps.tls,
+    requestTimeoutSeconds: deps.requestTimeoutSeconds,
+  });
+  if (deps.onOutcome)
+    return {
+      listener: (req, res) => {
+        inFlight.set(req.socket, res as Response);
+        app(req, res);
+      },
+      onClientError,
+    };
 
   // Coffer's own routes are served straight from Node's request, without Express's per-request set-up (its
   // router walk, the prototype swaps of req and res): the dispatcher needs only originalUrl and locals.
   // Whatever it does not serve (paths outside /v1/) goes on to Express, for the same 404.
-  return (req, res) => {
+  const listener: RequestListener = (req, res) => {
     const request = req as Request;
     const response = res as Response;
     request.originalUrl = req.url ?? '/';
     response.locals = Object.create(null) as Response['locals'];
+    inFlight.set(req.socket, response);
     try {
       dispatch(request, response, () => app(req, res));
     } catch (err) {
       answerError(err, request, response);
     }
   };
+  return { listener, onClientError };
 }

@@ -1,14 +1,34 @@
 /**
- * The one place errors become responses: RFC 9457 problem+json with a stable `code`. AppErrors carry
- * their own status; errors from Express's body parser are mapped by their `type`; anything else is a
- * 500 whose body says nothing about internals, while the log gets the error (never a request body,
- * whose text a parser error may carry).
+ * The one place errors become answers: RFC 9457 problem+json with a stable `code`, written by the
+ * responder (respond.ts). AppErrors carry their own status; errors from Express's body parser are mapped by
+ * their `type`; anything else is a 500 whose body says nothing about internals, while the log gets the
+ * error (never a request body, whose text a parser error may carry).
  */
 import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from 'pino';
-import { AppError, shownDetail } from '../errors.js';
-import { StorageUnavailableError } from '../storage/backend.js';
+import { AppError } from '../errors.js';
+import { RecordIntegrityError, type RecordKind } from '../store/record-seal.js';
+import { StorageUnavailableError } from '../store/store-errors.js';
 import type { Responder } from './respond.js';
+
+/** What a client is told failed its check: a kind of record, in words (never which record, or its content). */
+const RECORDS_IN_WORDS: Record<RecordKind, string> = {
+  'kv-version': 'value',
+  'kv-meta': 'key index',
+  'kv-counter': 'version counter',
+  token: 'token record',
+  'root-token': 'root token record',
+  'audit-chain': 'audit chain record',
+  'intent-copy': 'intent copy',
+  'audit-lines': 'audit log copy',
+  'keyring-generation': 'keyring generation',
+  keyring: 'keyring',
+  'rewrap-state': 'rewrap state',
+  'audit-count': 'audit chain count',
+};
+
+/** Told of every stored record that failed its check while a request was served (logged and audited). */
+export type IntegrityReport = (error: RecordIntegrityError) => void;
 
 const BODY_PARSER_ERRORS: Record<string, () => AppError> = {
   'entity.parse.failed': () =>
@@ -24,8 +44,21 @@ const BODY_PARSER_ERRORS: Record<string, () => AppError> = {
     new AppError('invalid_request', 'the request body does not match its Content-Length'),
 };
 
-export function toAppError(err: unknown, log: Logger, req: Request): AppError {
+export function toAppError(
+  err: unknown,
+  log: Logger,
+  req: Request,
+  report: IntegrityReport = () => undefined,
+): AppError {
   if (err instanceof AppError) return err;
+  // The one place a stored record that failed its check becomes an answer: 500, never its content.
+  if (err instanceof RecordIntegrityError) {
+    report(err);
+    return new AppError(
+      'integrity_error',
+      `the stored ${RECORDS_IN_WORDS[err.kind]} failed its integrity check and was not ${err.kind === 'kv-version' ? 'returned' : 'used'}`,
+    );
+  }
   if (err instanceof StorageUnavailableError) {
     log.warn(
       { event: 'storage.unavailable', reason: err.message, route: req.res?.locals.route ?? null },
@@ -55,39 +88,13 @@ export function toAppError(err: unknown, log: Logger, req: Request): AppError {
   return new AppError('internal', 'an internal error occurred');
 }
 
-/** The problem+json body for `error`: the one place such a body is made. */
-export function problemBody(error: AppError): string {
-  const body: Record<string, unknown> = {
-    ...error.members,
-    type: `urn:coffer:problem:${error.code}`,
-    title: error.title,
-    status: error.status,
-    detail: shownDetail(error.code, error.detail),
-    code: error.code,
-  };
-  if (error.issues && error.issues.length > 0) body.errors = error.issues;
-  // Every 400 lists what was wrong; where no field was named, the request as a whole.
-  else if (error.status === 400)
-    body.errors = [{ field: '', in: 'request', message: error.detail }];
-  return JSON.stringify(body);
-}
-
-export function sendProblem(respond: Responder, res: Response, error: AppError): void {
-  respond.raw(
-    res,
-    error.status,
-    'application/problem+json',
-    problemBody(error),
-    error.headers && Object.entries(error.headers),
-  );
-}
-
-export function problemHandler(log: Logger, respond: Responder) {
+export function problemHandler(log: Logger, respond: Responder, report?: IntegrityReport) {
   return (err: unknown, req: Request, res: Response, _next: NextFunction): void => {
-    const error = toAppError(err, log, req);
-    res.locals.outcomeCode = error.code;
+    // Answered already (a request that timed out, whose body reader then fails): the first answer stands.
+    if (respond.answered(res)) return;
+    const error = toAppError(err, log, req, report);
     if (res.headersSent) return void res.end();
-    sendProblem(respond, res, error);
+    respond.problem(res, error);
   };
 }
 

@@ -9,7 +9,7 @@ import type { AuditLog } from '../audit/audit-log.js';
 import type { FailureSummary } from '../audit/failure-summary.js';
 import type { Principal } from '../auth/principal.js';
 import { AppError } from '../errors.js';
-import type { StorageWrite } from '../storage/backend.js';
+import type { RecordWrite } from '../store/kv-records.js';
 import { auditTargetOf } from './audit-target.js';
 
 /**
@@ -50,7 +50,7 @@ export interface Change {
  * Records a change's intent entry and resolves to the storage writes to commit with the change (the
  * intent's copy: audit/intent-journal.ts); throws 503 audit_unavailable when it cannot, so nothing is changed.
  */
-export type RecordIntent = (res: Response, change: Change) => Promise<StorageWrite[]>;
+export type RecordIntent = (res: Response, change: Change) => Promise<RecordWrite[]>;
 
 export function intentRecorder(
   audit: AuditLog | undefined,
@@ -91,13 +91,15 @@ export function requestAuditor(
     const target = auditTargetOf(res);
     const startedAt = res.locals.startedAt;
     // While the sink is failing the response will be a 503: record that, not what the handler meant to send.
-    const outcome = audit.failing
+    const outcome: { status: number; code: string | null; [more: string]: unknown } = audit.failing
       ? {
           status: 503,
           code: audit.storageUnavailable ? 'storage_unavailable' : 'audit_unavailable',
           ...(status === 503 ? {} : { intended_status: status }),
         }
       : { status, code: res.locals.outcomeCode ?? null };
+    // The client went away before its answer (it closed the connection mid-body, say): nobody gets it.
+    if (req.socket.destroyed) outcome.delivered = false;
     // Undefined fields (a request with no key, say) are left out of the JSON line.
     return audit.request({
       kind: 'request',

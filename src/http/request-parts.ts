@@ -6,6 +6,7 @@
 import { isUtf8 } from 'node:buffer';
 import express, { type Request, type Response } from 'express';
 import { AppError, invalid } from '../errors.js';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from './json-depth.js';
 import { illFormedString, isWellFormed } from './well-formed.js';
 
 /** The request path before any decoding. */
@@ -105,10 +106,15 @@ export function hasBody(req: Request): boolean {
 
 type JsonParser = (req: Request, res: Response, next: (err?: unknown) => void) => void;
 
+/** What the body parser's `verify` step refuses, by the error type it gives (body-parser passes it on). */
+const TOO_DEEP = 'entity.too.deep';
+const NOT_UTF8 = 'entity.verify.failed';
+
 /**
  * Reads a JSON body of at most `limit` bytes. Call it after authorization, from inside a route. The body
- * must be UTF-8 as sent (no Content-Encoding: a compressed body is refused with 415), its bytes valid UTF-8
- * and its strings valid Unicode; otherwise it is refused with 400, never stored altered.
+ * must be UTF-8 as sent (no Content-Encoding: a compressed body is refused with 415), its bytes valid UTF-8,
+ * nested at most MAX_JSON_DEPTH deep (checked before parsing), and its strings valid Unicode; otherwise it
+ * is refused with 400, never stored altered.
  */
 export function jsonBodyReader(limit: number): (req: Request, res: Response) => Promise<unknown> {
   const parse: JsonParser = express.json({
@@ -118,6 +124,8 @@ export function jsonBodyReader(limit: number): (req: Request, res: Response) => 
     inflate: false,
     verify: (_req, _res, bytes) => {
       if (!isUtf8(bytes)) throw new Error('the request body is not valid UTF-8');
+      if (nestsDeeperThan(bytes))
+        throw Object.assign(new Error('the request body nests too deep'), { type: TOO_DEEP });
     },
   });
   return (req, res) => {
@@ -142,12 +150,18 @@ export function jsonBodyReader(limit: number): (req: Request, res: Response) => 
     }
     return new Promise((resolve, reject) =>
       parse(req, res, (err) => {
-        if (err)
+        if (err) {
+          const type = (err as { type?: unknown }).type;
           return reject(
-            (err as { type?: unknown }).type === 'entity.verify.failed'
+            type === NOT_UTF8
               ? invalid('the request body is not valid UTF-8')
-              : err,
+              : type === TOO_DEEP
+                ? invalid(
+                    `the request body nests arrays and objects more than ${MAX_JSON_DEPTH} deep`,
+                  )
+                : err,
           );
+        }
         const issue = illFormedString(req.body);
         if (issue) return reject(invalid(`${issue.field || 'body'} ${issue.message}`, [issue]));
         resolve(req.body);

@@ -1,15 +1,37 @@
 /**
- * The one place responses are written. Every response gets helmet's headers and
- * `Cache-Control: no-store`, computed once (helmet runs a single time against a recording response)
- * and written together with the status in one writeHead. That is cheaper than a middleware calling
- * setHeader a dozen times per request plus Express's res.json, which also checks freshness for ETags
- * Coffer never uses.
+ * The one place answers are written: every response, every problem+json body (problemBody), and the
+ * answers given on a bare socket to what Node could not parse as a request (socketProblem). Every response
+ * gets helmet's headers and `Cache-Control: no-store`, computed once (helmet runs a single time against a
+ * recording response) and written together with the status in one writeHead. That is cheaper than a
+ * middleware calling setHeader a dozen times per request plus Express's res.json, which also checks
+ * freshness for ETags Coffer never uses.
+ *
+ * A response is answered once: the first answer wins and any later one is dropped (a request that timed
+ * out is answered 408, and its body reader then fails too), so the audit entry, written as the answer
+ * goes out, always records what the client got.
  */
+import type { Duplex } from 'node:stream';
 import type { Response } from 'express';
 import helmet from 'helmet';
 import { PooledIds } from '../crypto/random.js';
-import { AppError } from '../errors.js';
-import { problemBody } from './problem.js';
+import { AppError, shownDetail } from '../errors.js';
+
+/** The problem+json body for `error` (RFC 9457): the one place such a body is made. */
+export function problemBody(error: AppError): string {
+  const body: Record<string, unknown> = {
+    ...error.members,
+    type: `urn:coffer:problem:${error.code}`,
+    title: error.title,
+    status: error.status,
+    detail: shownDetail(error.code, error.detail),
+    code: error.code,
+  };
+  if (error.issues && error.issues.length > 0) body.errors = error.issues;
+  // Every 400 lists what was wrong; where no field was named, the request as a whole.
+  else if (error.status === 400)
+    body.errors = [{ field: '', in: 'request', message: error.detail }];
+  return JSON.stringify(body);
+}
 
 export type HeaderList = readonly (readonly [string, string])[];
 
@@ -60,6 +82,31 @@ export interface Responder {
   empty(res: Response, status: number): void;
   /** A raw body of the given media type. */
   raw(res: Response, status: number, contentType: string, body: string, headers?: HeaderList): void;
+  /** The problem+json answer for `error`, with its headers. */
+  problem(res: Response, error: AppError): void;
+  /** Whether `res` has been answered (or its answer is waiting for its audit entry). */
+  answered(res: Response): boolean;
+}
+
+/**
+ * A problem+json answer written straight to a socket on which Node could not parse a request (not HTTP,
+ * headers too large, headers not received in time): there is no request to record, and the connection is
+ * closed after it.
+ */
+export function socketProblem(socket: Duplex, error: AppError, tls = false): void {
+  const body = problemBody(error);
+  const headers = [
+    ...securityHeaders(tls),
+    'Content-Type',
+    'application/problem+json',
+    'Content-Length',
+    String(Buffer.byteLength(body)),
+    'Connection',
+    'close',
+  ];
+  const lines = [`HTTP/1.1 ${error.status} ${error.title}`];
+  for (let i = 0; i < headers.length; i += 2) lines.push(`${headers[i]}: ${headers[i + 1]}`);
+  socket.end(`${lines.join('\r\n')}\r\n\r\n${body}`);
 }
 
 /** Records a response before it is sent; false: it could not be recorded, so it must not be sent. */
@@ -114,6 +161,8 @@ export function createResponder(
     body: string,
     extra?: HeaderList,
   ): void => {
+    if (res.locals.answered === true) return;
+    res.locals.answered = true;
     if (!auditor) {
       send(res, status, contentType, body, extra, null);
       return;
@@ -142,5 +191,17 @@ export function createResponder(
     empty: (res, status) => write(res, status, null, ''),
     raw: (res, status, contentType, body, headers) =>
       write(res, status, contentType, body, headers),
+    problem: (res, error) => {
+      if (res.locals.answered === true) return;
+      res.locals.outcomeCode = error.code;
+      write(
+        res,
+        error.status,
+        'application/problem+json',
+        problemBody(error),
+        error.headers && Object.entries(error.headers),
+      );
+    },
+    answered: (res) => res.locals.answered === true,
   };
 }

@@ -15,34 +15,37 @@ export function isWellFormed(text: string): boolean {
 
 const escapePointer = (name: string): string => name.replace(/~/g, '~0').replace(/\//g, '~1');
 
-/** The first string (value or member name) in a parsed JSON body that is not valid Unicode, as a field issue. */
-export function illFormedString(value: unknown, pointer = ''): FieldIssue | undefined {
-  if (typeof value === 'string') {
-    return isWellFormed(value)
-      ? undefined
-      : {
+/**
+ * The first string (value or member name) in a parsed JSON body that is not valid Unicode, as a field issue.
+ * A walk with its own stack, not recursion: whatever the depth, it cannot overflow the call stack.
+ */
+export function illFormedString(body: unknown): FieldIssue | undefined {
+  const pending: { value: unknown; pointer: string }[] = [{ value: body, pointer: '' }];
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const { value, pointer } = next;
+    if (typeof value === 'string') {
+      if (!isWellFormed(value))
+        return {
           field: pointer,
           in: 'body',
           message: 'is not valid Unicode (it holds a lone surrogate, e.g. \\ud800)',
         };
-  }
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const issue = illFormedString(value[i], `${pointer}/${i}`);
-      if (issue) return issue;
-    }
-    return undefined;
-  }
-  if (value !== null && typeof value === 'object') {
-    for (const [name, member] of Object.entries(value)) {
-      if (!isWellFormed(name))
+    } else if (Array.isArray(value)) {
+      // Pushed last first, so the first ill-formed string in document order is the one reported.
+      for (let i = value.length - 1; i >= 0; i--)
+        pending.push({ value: value[i], pointer: `${pointer}/${i}` });
+    } else if (value !== null && typeof value === 'object') {
+      const members = Object.entries(value);
+      if (members.some(([name]) => !isWellFormed(name)))
         return {
           field: pointer,
           in: 'body',
           message: 'has a member name that is not valid Unicode (a lone surrogate)',
         };
-      const issue = illFormedString(member, `${pointer}/${escapePointer(name)}`);
-      if (issue) return issue;
+      for (let i = members.length - 1; i >= 0; i--) {
+        const [name, member] = members[i]!;
+        pending.push({ value: member, pointer: `${pointer}/${escapePointer(name)}` });
+      }
     }
   }
   return undefined;

@@ -11,11 +11,8 @@
  */
 import type { Principal } from '../auth/principal.js';
 import { forbidden } from '../errors.js';
-import type { StorageBackend } from '../storage/backend.js';
-import { descendantsRange, keysRange, parseMetaKey, subtreeRange } from '../storage/layout.js';
-import type { RecordSeal } from '../store/record-seal.js';
+import type { KvRecords } from '../store/kv-records.js';
 import { type Cursor, decodeCursor, encodeCursor } from './cursor.js';
-import { unpackMeta } from './records.js';
 
 export interface Listing {
   readonly namespace: string;
@@ -25,8 +22,7 @@ export interface Listing {
 }
 
 export async function listNamespace(
-  storage: StorageBackend,
-  seal: RecordSeal,
+  records: KvRecords,
   caller: Principal,
   namespace: string,
   page: { limit: number; cursor?: string | undefined },
@@ -40,20 +36,17 @@ export async function listNamespace(
   const namespaces: string[] = [];
 
   if (start === undefined || start.phase === 'keys') {
-    for await (const entry of storage.scan(keysRange(namespace, start?.after))) {
-      const { key } = parseMetaKey(entry.key);
-      if (caller.access.may('list', namespace, unpackMeta(seal, entry.key, entry.value).type))
-        keys.push(key);
+    for await (const { key, meta } of records.keysIn(namespace, start?.after)) {
+      if (caller.access.may('list', namespace, meta.type)) keys.push(key);
       if (keys.length === want) break;
     }
   }
   let after = start?.phase === 'namespaces' ? start.after : undefined;
   while (keys.length + namespaces.length < want) {
     const wanted = want - keys.length - namespaces.length;
-    const children = await childrenOf(storage, namespace, after, wanted);
+    const children = await records.children(namespace, after, wanted);
     for (const child of children)
-      if (await childVisible(storage, seal, caller, `${namespace}/${child}`))
-        namespaces.push(child);
+      if (await childVisible(records, caller, `${namespace}/${child}`)) namespaces.push(child);
     if (children.length < wanted) break;
     after = children[children.length - 1];
   }
@@ -70,44 +63,14 @@ export async function listNamespace(
   return { namespace, keys, namespaces, next_cursor: next && encodeCursor(namespace, next) };
 }
 
-/** The next `limit` child namespaces of `namespace` after `after`, whatever lies in them: one storage call. */
-async function childrenOf(
-  storage: StorageBackend,
-  namespace: string,
-  after: string | undefined,
-  limit: number,
-): Promise<string[]> {
-  const range = descendantsRange(namespace, after);
-  const segments = await storage.segments(descendantsRange(namespace).start, { ...range, limit });
-  return segments.map((segment) => Buffer.from(segment).toString('latin1'));
-}
-
 async function childVisible(
-  storage: StorageBackend,
-  seal: RecordSeal,
+  records: KvRecords,
   caller: Principal,
   child: string,
 ): Promise<boolean> {
   if (caller.access.mayEverywhereBeneath('list', child)) return true;
   if (!caller.access.mayBeneath('list', child)) return false;
-  for await (const entry of storage.scan(subtreeRange(child))) {
-    if (
-      caller.access.may(
-        'list',
-        parseMetaKey(entry.key).namespace,
-        unpackMeta(seal, entry.key, entry.value).type,
-      )
-    )
-      return true;
-  }
-  return false;
-}
-
-/** True when any key lies in `namespace` or beneath it. */
-export async function namespaceExists(
-  storage: StorageBackend,
-  namespace: string,
-): Promise<boolean> {
-  for await (const _ of storage.scan({ ...subtreeRange(namespace), limit: 1 })) return true;
+  for await (const { namespace, meta } of records.subtree(child))
+    if (caller.access.may('list', namespace, meta.type)) return true;
   return false;
 }

@@ -3,24 +3,23 @@
  * audit log intact and does it name every stored change (verify, with coverage), and is every stored
  * record sealed (the seal report). The HTTP routes only check the caller and answer; this reads the store.
  */
+import { chainKeysOf, publicKeyFingerprint, publicKeyText } from '../audit/chain-keys.js';
 import { auditCoverage, type Coverage } from '../audit/coverage.js';
 import { storedChains } from '../audit/database-copy.js';
-import { auditFilesIn } from '../audit/files.js';
 import {
   type AuditFilter,
   type AuditPage,
   type AuditPosition,
   queryAudit,
 } from '../audit/query.js';
-import { AuditRegistry } from '../audit/registry.js';
-import { type VerifyResult, verifyAudit } from '../audit/verify.js';
-import type { StorageBackend } from '../storage/backend.js';
-import type { KeyringHolder } from '../store/keyring-store.js';
-import { type SealReport, sealReport } from './seal-report.js';
+import type { VerifyResult } from '../audit/verify.js';
+import { verifyLog } from '../audit/verify-log.js';
+import type { SealReport } from '../store/seal-report.js';
+import type { Records, Store } from '../store/store.js';
 
 export interface AuditReviewDeps {
-  readonly storage: StorageBackend;
-  readonly keyring: KeyringHolder;
+  readonly store: Pick<Store, 'sealReport'>;
+  readonly records: Pick<Records, 'keyring' | 'kv' | 'audit' | 'tokens'>;
   readonly auditDir: string;
   readonly now: () => number;
 }
@@ -38,17 +37,29 @@ export class AuditReview {
 
   /** The offline `coffer audit verify`, run by the server against its own store and files. */
   async verify(): Promise<Verification> {
-    const { keyring, storage } = this.deps;
+    const { keyring, audit } = this.deps.records;
     await keyring.refresh();
-    const files = auditFilesIn(this.deps.auditDir);
-    const registry = await new AuditRegistry(storage, keyring.recordSeal).chains();
-    const stored = await storedChains(storage, keyring.recordSeal);
-    const result = verifyAudit(files, keyring.current().auditKey(), registry, stored);
+    const { result, files, stored } = await verifyLog({
+      auditDir: this.deps.auditDir,
+      records: audit,
+      keyring: keyring.current(),
+      now: this.deps.now(),
+    });
     if (!result.intact) return result;
     return {
       ...result,
       files: files.length,
-      coverage: await auditCoverage(files, storage, keyring.recordSeal, stored),
+      coverage: await auditCoverage(files, this.deps.records, stored),
+    };
+  }
+
+  /** The public key that checks the audit checkpoints' signatures. */
+  publicKey(): { algorithm: 'Ed25519'; public_key: string; fingerprint: string } {
+    const keys = chainKeysOf(this.deps.records.keyring.current());
+    return {
+      algorithm: 'Ed25519',
+      public_key: publicKeyText(keys),
+      fingerprint: publicKeyFingerprint(keys),
     };
   }
 
@@ -58,14 +69,14 @@ export class AuditReview {
     limit: number,
     after: AuditPosition | null,
   ): Promise<AuditPage> {
-    const stored = await storedChains(this.deps.storage, this.deps.keyring.recordSeal);
+    const stored = await storedChains(this.deps.records.audit);
     return queryAudit(this.deps.auditDir, filter, limit, after, stored);
   }
 
   /** Every stored version counted and form-checked; with `verify`, also opened in memory. */
   async sealReport(verify: boolean): Promise<SealReport> {
-    await this.deps.keyring.refresh();
-    return sealReport(this.deps.storage, this.deps.keyring.current(), {
+    await this.deps.records.keyring.refresh();
+    return this.deps.store.sealReport(this.deps.records.keyring.current(), {
       verify,
       now: this.deps.now(),
     });

@@ -9,8 +9,8 @@
  */
 import type { AuditLog } from '../audit/audit-log.js';
 import type { DiskWatch } from '../audit/disk-watch.js';
-import { type StorageBackend, StorageUnavailableError } from '../storage/backend.js';
-import { GENERATION_KEY } from '../storage/layout.js';
+import type { Store } from '../store/store.js';
+import { StorageUnavailableError } from '../store/store-errors.js';
 
 export interface HealthReport {
   /** `ok` when every check passed; `unavailable` when this server cannot serve requests now. */
@@ -30,7 +30,7 @@ export interface HealthReport {
 }
 
 export interface HealthDeps {
-  readonly storage: Pick<StorageBackend, 'get'>;
+  readonly store: Pick<Store, 'probe'>;
   /** The configured backend's name, as COFFER_STORAGE says it. */
   readonly backend: string;
   /** Absent when the server runs without an audit log (only a benchmark does). */
@@ -62,7 +62,7 @@ export class HealthCheck {
   private async probeStorage(): Promise<{ reachable: boolean; latency_ms: number | null }> {
     const started = performance.now();
     try {
-      await this.deps.storage.get(GENERATION_KEY);
+      await this.deps.store.probe();
     } catch (err) {
       if (err instanceof StorageUnavailableError) return { reachable: false, latency_ms: null };
       throw err;

@@ -4,13 +4,13 @@
  * `keyring.migrate`; audit/events.ts). Rewrap is its own service (rewrap.ts), recording its own events.
  */
 import type { OperatorEvents } from '../model/operator-events.js';
-import type { StorageBackend } from '../storage/backend.js';
 import type { KeyringHolder } from '../store/keyring-store.js';
+import type { KvRecords } from '../store/kv-records.js';
 import { type KeyringStatus, keyringStatus } from './keyring-status.js';
 import { type MigrateRequest, type MigrateResult, migrateKey } from './migrate-key.js';
 
 export interface KeyringOperationsDeps {
-  readonly storage: StorageBackend;
+  readonly kv: Pick<KvRecords, 'everyVersion'>;
   readonly keyring: KeyringHolder;
   readonly events: OperatorEvents;
   readonly now: () => number;
@@ -23,7 +23,7 @@ export class KeyringOperations {
 
   /** The master key, the keyring versions with the records each wraps, and which one is active. */
   status(): Promise<KeyringStatus> {
-    return keyringStatus(this.deps.storage, this.deps.keyring);
+    return keyringStatus(this.deps.kv, this.deps.keyring);
   }
 
   /** Adds a keyring version and makes it the active one. `by`: the caller's token id. */
@@ -40,7 +40,7 @@ export class KeyringOperations {
 
   /** Removes every keyring version that is not active and that no record names; returns those and the rest. */
   async retire(by: string): Promise<{ retired: number[]; versions: number[] }> {
-    const status = await keyringStatus(this.deps.storage, this.deps.keyring);
+    const status = await keyringStatus(this.deps.kv, this.deps.keyring);
     const unused = status.versions
       .filter((v) => !v.active && v.secrets === 0 && v.configs === 0)
       .map((v) => v.version);

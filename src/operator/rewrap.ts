@@ -19,74 +19,41 @@
  *   make a run skip records; a state that fails its MAC is never used: progress answers 500
  *   `integrity_error`, and a start begins a new run from the first record.
  */
-import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { Packr } from 'msgpackr';
 import type { Logger } from 'pino';
 import { SealedDataError } from '../crypto/aead.js';
 import { type RecordIdentity, remacConfig, rewrapSecret } from '../crypto/envelope.js';
 import { randomBase62 } from '../crypto/random.js';
-import { AppError } from '../errors.js';
-import { packVersion, unpackVersion } from '../kv/records.js';
 import type { OperatorEvents } from '../model/operator-events.js';
-import type { StorageBackend, StorageWrite } from '../storage/backend.js';
-import {
-  parseVersionKey,
-  REWRAP_STATE_KEY as STATE_KEY,
-  VERSIONS_RANGE,
-} from '../storage/layout.js';
-import { GENERATION_KEY, type KeyringHolder, StaleKeyringError } from '../store/keyring-store.js';
+import { processRuns } from '../processes.js';
+import { type KeyringHolder, StaleKeyringError } from '../store/keyring-store.js';
+import { packVersion, unpackVersion } from '../store/kv-format.js';
+import type { KvRecords, StoredVersion } from '../store/kv-records.js';
 import { RecordIntegrityError } from '../store/record-seal.js';
+import {
+  LeaseLostError,
+  type Rewrapped,
+  type RewrapRecords,
+  type RewrapState,
+} from '../store/rewrap-records.js';
 
-const packr = new Packr({ useRecords: false, mapsAsObjects: true });
+export type { RewrapState } from '../store/rewrap-records.js';
+
 const HEARTBEAT_MS = 10_000;
 
-export interface RewrapState {
-  readonly target: number;
-  /** The last storage key examined (the cursor), or null at the start. */
-  readonly after: Uint8Array | null;
-  readonly total: number;
-  readonly examined: number;
-  readonly rewrapped: number;
-  /** Records that failed to open or verify (logged as integrity errors); they are left as they are. */
-  readonly failed: number;
-  readonly startedAt: number;
-  readonly updatedAt: number;
-  readonly finishedAt: number | null;
-  readonly owner: string;
-}
-
 export interface RewrapDeps {
-  readonly storage: StorageBackend;
+  readonly records: RewrapRecords;
+  readonly kv: Pick<KvRecords, 'everyVersion'>;
   readonly keyring: KeyringHolder;
   readonly now: () => number;
   readonly log: Logger;
   readonly events: OperatorEvents;
 }
 
-/** Thrown in a batch's transaction when another server has taken the run over. */
-class LeaseLostError extends Error {
-  constructor() {
-    super('another server took the rewrap over');
-    this.name = 'LeaseLostError';
-  }
-}
-
 function ownerAlive(owner: string): boolean {
   const [host, pid] = owner.split(':');
   if (host !== hostname()) return true; // another host: trust the heartbeat alone
-  try {
-    // A killed process whose parent died too may linger as a zombie (state Z) where nothing reaps it.
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
-  }
-  try {
-    process.kill(Number(pid), 0);
-    return true;
-  } catch {
-    return false;
-  }
+  return processRuns(Number(pid));
 }
 
 export class Rewrapper {
@@ -97,34 +64,12 @@ export class Rewrapper {
 
   constructor(private readonly deps: RewrapDeps) {}
 
-  /** The stored state; 500 integrity_error when it fails its MAC (logged and audited). */
-  async state(): Promise<RewrapState | null> {
-    try {
-      return await this.stored();
-    } catch (err) {
-      if (!(err instanceof RecordIntegrityError)) throw err;
-      await this.reportDamage(err);
-      throw new AppError(
-        'integrity_error',
-        'the stored rewrap state failed its integrity check and was not used; starting a rewrap begins a new run',
-      );
-    }
-  }
-
-  private async stored(): Promise<RewrapState | null> {
-    const bytes = await this.deps.storage.get(STATE_KEY);
-    return bytes ? this.unpackState(bytes) : null;
-  }
-
-  /** The state in stored `bytes`; throws RecordIntegrityError when they fail their MAC. */
-  private unpackState(bytes: Uint8Array): RewrapState {
-    return packr.unpack(
-      this.deps.keyring.recordSeal.verified('rewrap-state', STATE_KEY, bytes),
-    ) as RewrapState;
-  }
-
-  private packState(state: RewrapState): Buffer {
-    return this.deps.keyring.recordSeal.authenticate('rewrap-state', STATE_KEY, packr.pack(state));
+  /**
+   * The stored state; a RecordIntegrityError (500, logged and audited where every one is) when it fails
+   * its MAC: it is never used, and starting a rewrap begins a new run.
+   */
+  state(): Promise<RewrapState | null> {
+    return this.deps.records.state();
   }
 
   private async reportDamage(err: RecordIntegrityError): Promise<void> {
@@ -157,7 +102,7 @@ export class Rewrapper {
   async start(batchSize: number, by: string): Promise<RewrapState> {
     let before: RewrapState | null;
     try {
-      before = await this.stored();
+      before = await this.deps.records.state();
     } catch (err) {
       if (!(err instanceof RecordIntegrityError)) throw err;
       await this.reportDamage(err);
@@ -225,12 +170,10 @@ export class Rewrapper {
     if (before && before.finishedAt === null && before.target === target) {
       first = { ...before, owner: this.me, updatedAt: now };
     } else {
-      let total = 0;
-      for await (const _ of this.deps.storage.scan(VERSIONS_RANGE)) total++;
       first = {
         target,
         after: null,
-        total,
+        total: await this.deps.records.countVersions(),
         examined: 0,
         rewrapped: 0,
         failed: 0,
@@ -240,45 +183,26 @@ export class Rewrapper {
         owner: this.me,
       };
     }
-    return this.deps.storage.atomic([STATE_KEY], ([bytes]) => {
-      let current: RewrapState | null = null;
-      try {
-        current = bytes === undefined ? null : this.unpackState(bytes);
-      } catch (err) {
-        if (!(err instanceof RecordIntegrityError)) throw err; // a damaged state is replaced (reported by start)
-      }
-      if (this.heldByAnother(current)) return { writes: [], result: current! };
-      return {
-        writes: [{ op: 'put', key: STATE_KEY, value: this.packState(first) }],
-        result: first,
-      };
-    });
-  }
-
-  private async save(state: RewrapState): Promise<RewrapState> {
-    await this.deps.storage.atomic([], () => ({
-      writes: [{ op: 'put', key: STATE_KEY, value: this.packState(state) }],
-      result: undefined,
-    }));
-    return state;
+    // A damaged state is replaced (start reported it).
+    return this.deps.records.claim(first, (current) => this.heldByAnother(current));
   }
 
   private async run(first: RewrapState, batchSize: number): Promise<RewrapState> {
     let state = first;
     for (;;) {
       if (this.stopping) return state;
-      const start = state.after
-        ? Buffer.concat([state.after, Buffer.from([0])])
-        : VERSIONS_RANGE.start;
-      const batch: { key: Uint8Array; value: Uint8Array }[] = [];
-      for await (const entry of this.deps.storage.scan({
-        start,
-        end: VERSIONS_RANGE.end,
+      const batch: StoredVersion[] = [];
+      for await (const stored of this.deps.kv.everyVersion({
+        after: state.after,
         limit: batchSize,
       }))
-        batch.push(entry);
+        batch.push(stored);
       if (batch.length === 0)
-        return this.save({ ...state, finishedAt: this.deps.now(), updatedAt: this.deps.now() });
+        return this.deps.records.save({
+          ...state,
+          finishedAt: this.deps.now(),
+          updatedAt: this.deps.now(),
+        });
       try {
         state = await this.rewrapBatch(state, batch);
       } catch (err) {
@@ -294,16 +218,16 @@ export class Rewrapper {
 
   private async rewrapBatch(
     state: RewrapState,
-    batch: readonly { key: Uint8Array; value: Uint8Array }[],
+    batch: readonly StoredVersion[],
   ): Promise<RewrapState> {
     const keyring = this.deps.keyring.current();
     const stamp = this.deps.keyring.stamp;
     if (keyring.activeVersion !== state.target) throw new StaleKeyringError();
-    const changes: { key: Uint8Array; old: Uint8Array; next: Buffer }[] = [];
+    const changes: Rewrapped[] = [];
     let failed = 0;
-    for (const { key, value } of batch) {
-      const record = unpackVersion(value);
-      const where = parseVersionKey(key);
+    for (const stored of batch) {
+      const record = unpackVersion(stored.bytes);
+      const where = { namespace: stored.namespace, key: stored.key, version: stored.version };
       if (!record) {
         failed++;
         this.deps.log.error(
@@ -321,7 +245,7 @@ export class Rewrapper {
           record.type === 'secret'
             ? packVersion({ ...record, sealed: rewrapSecret(keyring, id, record.sealed) })
             : packVersion({ ...record, seal: remacConfig(keyring, id, record.value, record.seal) });
-        changes.push({ key, old: value, next });
+        changes.push({ cursor: stored.cursor, old: stored.bytes, next });
       } catch (err) {
         if (!(err instanceof SealedDataError)) throw err;
         failed++;
@@ -331,29 +255,14 @@ export class Rewrapper {
         );
       }
     }
-    const last = batch[batch.length - 1]!.key;
-    const keys = [...changes.map((c) => c.key), GENERATION_KEY, STATE_KEY];
-    return this.deps.storage.atomic(keys, (current) => {
-      this.deps.keyring.checkCurrent(stamp, current[changes.length]);
-      const held = current[changes.length + 1];
-      if (held === undefined || this.unpackState(held).owner !== this.me)
-        throw new LeaseLostError();
-      const writes: StorageWrite[] = [];
-      changes.forEach((c, i) => {
-        const now = current[i];
-        if (now && Buffer.compare(now, c.old) === 0)
-          writes.push({ op: 'put', key: c.key, value: c.next });
-      });
-      const next: RewrapState = {
-        ...state,
-        after: Buffer.from(last),
-        examined: state.examined + batch.length,
-        rewrapped: state.rewrapped + writes.length,
-        failed: state.failed + failed,
-        updatedAt: this.deps.now(),
-      };
-      writes.push({ op: 'put', key: STATE_KEY, value: this.packState(next) });
-      return { writes, result: next };
-    });
+    const last = batch[batch.length - 1]!.cursor;
+    return this.deps.records.commit(stamp, this.me, changes, (rewrapped) => ({
+      ...state,
+      after: Buffer.from(last),
+      examined: state.examined + batch.length,
+      rewrapped: state.rewrapped + rewrapped,
+      failed: state.failed + failed,
+      updatedAt: this.deps.now(),
+    }));
   }
 }

@@ -17,8 +17,9 @@
 import { type FileHandle, link, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { openStorage, type StorageSettings } from '../storage/registry.js';
-import { type SnapshotSummary, writeSnapshot } from './snapshot.js';
+import { type KeyProviderSettings, openKeyProvider, providerConfig } from '../keys/registry.js';
+import type { SnapshotSummary } from '../store/snapshot.js';
+import { type StorageSettings, Store } from '../store/store.js';
 
 const NAME = /^coffer-snapshot-\d{8}T\d{9}Z\.snap$/;
 const PARTIAL = /^coffer-snapshot-\d{8}T\d{9}Z\.snap\.partial$/;
@@ -27,7 +28,8 @@ const STALE_MS = 5 * 60_000;
 const DAY_MS = 86_400_000;
 
 export interface ScheduledSnapshotOptions {
-  readonly storage: StorageSettings;
+  /** The store and its master key (whose keyring authenticates each snapshot). */
+  readonly storage: StorageSettings & KeyProviderSettings;
   readonly dir: string;
   readonly everyMs: number;
   readonly keep: number;
@@ -76,11 +78,17 @@ export async function takeScheduledSnapshot(
   }
   let summary: SnapshotSummary;
   try {
-    const storage = await openStorage(options.storage);
+    const store = await Store.open(options.storage);
     try {
-      summary = await writeSnapshot(storage, handle, now);
+      const { provider } = await openKeyProvider(options.storage);
+      const { holder } = await store.openKeyring(
+        { provider, config: providerConfig(options.storage) },
+        now,
+        { dataDir: options.storage.data_dir },
+      );
+      summary = await store.snapshot(handle, now, holder.current());
     } finally {
-      await storage.close();
+      await store.close();
     }
   } catch (err) {
     await handle.close();

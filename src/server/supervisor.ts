@@ -9,9 +9,10 @@
 import cluster, { type Worker } from 'node:cluster';
 import { availableParallelism } from 'node:os';
 import type { Logger } from 'pino';
-import { checkListenable, prepareStore } from '../app.js';
+import { prepareStore } from '../app.js';
 import type { CofferConfig } from '../config/schema.js';
 import { ensureDirectory } from '../directories.js';
+import { checkListenable, readTls } from '../http/http-server.js';
 import { parseDuration } from '../operator/auto-rotate.js';
 import {
   type ScheduledSnapshots,
@@ -31,6 +32,8 @@ export async function runSupervisor(
   log: Logger,
   options: SupervisorOptions,
 ): Promise<void> {
+  // Every check that can refuse the start runs before anything is created (store, key file, root token).
+  readTls(config);
   await checkListenable(config);
   if (config.snapshot.dir !== null) ensureDirectory(config.snapshot.dir, 'COFFER_SNAPSHOT_DIR');
   await prepareStore(config, { log, onGeneratedRootToken: options.onGeneratedRootToken });

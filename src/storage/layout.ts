@@ -114,7 +114,7 @@ export function tokenKey(id: string): Buffer {
 export const TOKENS_RANGE: KeyRange = { start: bytes('T'), end: bytes('U') };
 
 export function systemKey(
-  name: 'root-token' | 'keyring' | 'keyring-generation' | 'rewrap',
+  name: 'root-token' | 'keyring' | 'keyring-generation' | 'rewrap' | 'audit-chains',
 ): Buffer {
   return bytes(`S${name}`);
 }
@@ -123,6 +123,8 @@ export function systemKey(
 export const ROOT_TOKEN_KEY = systemKey('root-token');
 export const GENERATION_KEY = systemKey('keyring-generation');
 export const REWRAP_STATE_KEY = systemKey('rewrap');
+/** How many audit chains the store has started: each chain's record holds its ordinal (1, 2, …). */
+export const AUDIT_COUNT_KEY = systemKey('audit-chains');
 
 export function auditChainKey(chain: string): Buffer {
   return bytes(`A${chain}`);

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { StorageBackend } from './backend.js';
 import { GENERATION_KEY } from './layout.js';
@@ -32,6 +33,19 @@ const BACKENDS: Record<StorageName, (settings: StorageSettings) => Promise<Stora
       announce: [GENERATION_KEY],
     }),
 };
+
+/**
+ * Whether a store could be there without opening it (which may create it): LMDB's directory exists. A
+ * database is not looked for here: opening it tells (a store there has a keyring).
+ */
+const MAY_EXIST: Record<StorageName, (settings: StorageSettings) => boolean> = {
+  lmdb: (settings) => existsSync(join(settings.data_dir, 'lmdb')),
+  postgres: () => true,
+};
+
+export function storeMayExist(settings: StorageSettings): boolean {
+  return MAY_EXIST[settings.storage](settings);
+}
 
 export function openStorage(settings: StorageSettings): Promise<StorageBackend> {
   return BACKENDS[settings.storage](settings);

@@ -1,50 +1,59 @@
 /**
- * The keyring in storage. The stored record names the provider that wrapped it and a random instance id;
- * the id goes into the wrap context, so a wrapped keyring only opens as the keyring of this store.
+ * The keyring this process uses (KeyringHolder), stored as the keyring record (keyring-record.ts) and the
+ * generation record (keyring-generation.ts).
  *
- * Several processes share one store, so every change of the keyring (rotation) bumps a generation number
- * kept under its own small key, MACed under the record key (kind `keyring-generation`). A process holds
- * the keyring of one generation (KeyringHolder); writes read the generation inside their own transaction
+ * Several processes share one store, so every change of the keyring (rotation, revocation, root token,
+ * migration) bumps the generation, and stores the keyring with that generation inside it (its `epoch`).
+ * A process holds the keyring of one generation; writes read the generation inside their own transaction
  * and refuse to seal under a stale keyring, so once a rotation has committed, no process writes under the
  * old active version again. A running process only ever follows a keyring with the permanent root key it
- * started with: a keyring record replaced by one made elsewhere (another store's, or one an attacker
- * wrapped under a provider the record's settings point to) is refused, not used.
+ * started with: a keyring record replaced by one made elsewhere is refused, not used.
+ *
+ * Rollback (an older copy of the keyring or its generation put back by someone who can write the storage,
+ * which would bring back revoked tokens and retired keys): generations and epochs only grow, so
+ *   - a keyring whose epoch is below the generation stored beside it is refused (at start and when followed);
+ *   - a running process never accepts a generation or keyring older than one it has held: it fails closed —
+ *     every read and write through the record stores answers 500 integrity_error (`guard`) — until the
+ *     store holds a keyring at least as new again;
+ *   - each host keeps the newest generation it has seen in its data directory (high-water.ts), and a
+ *     starting server refuses a store older than that.
+ * What none of this can tell from a restore is a whole-store rollback that also takes every server's data
+ * directory back: SECURITY.md.
  *
  * A migration (migrate-key) rewraps the same keyring under another master key in one write, so a crash
- * leaves the store openable by exactly one of the two keys. The record names that key (description and
- * non-secret provider settings): start-up says which key it needs, and running processes, which learn of
- * the migration through the generation, open the new provider from those settings and follow.
+ * leaves the store openable by exactly one of the two keys. The record names that key: start-up says which
+ * key it needs, and running processes, which learn of the migration through the generation, open the new
+ * provider from those settings and follow.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { pack, unpack } from 'msgpackr';
+import { pack } from 'msgpackr';
 import { Keyring, type Revocation } from '../crypto/keyring.js';
-import { randomBase62, randomBytes } from '../crypto/random.js';
+import { randomBase62 } from '../crypto/random.js';
 import { type KeyProvider, KeyProviderError } from '../keys/key-provider.js';
 import type { ProviderConfig } from '../keys/registry.js';
 import type { StorageBackend, StorageWrite } from '../storage/backend.js';
-import { GENERATION_KEY, ROOT_TOKEN_KEY, systemKey } from '../storage/layout.js';
-import { packUint32, unpackUint32 } from '../storage/uint32.js';
+import { ROOT_TOKEN_KEY } from '../storage/layout.js';
+import { HighWater } from './high-water.js';
+import {
+  GENERATION_KEY,
+  type GenerationStamp,
+  generationIn,
+  olderGeneration,
+  packGeneration,
+  StaleKeyringError,
+} from './keyring-generation.js';
+import {
+  KEYRING_KEY,
+  loadStored,
+  type StoredKeyring,
+  storedRecord,
+  type WrappingKey,
+  wrapContext,
+} from './keyring-record.js';
 import { printableKey, RecordIntegrityError, RecordSeal } from './record-seal.js';
 
-interface StoredKeyring {
-  readonly provider: string;
-  readonly instance: string;
-  readonly wrapped: Uint8Array;
-  /** Which key wraps it, in words; absent in stores written before migrations existed. */
-  readonly description?: string;
-  /** The wrapping provider's non-secret settings, for processes following a migration. */
-  readonly settings?: ProviderConfig;
-  /** How many migrations the store has seen, and when the last one committed. */
-  readonly migration?: number;
-  readonly migrated_at?: number;
-}
-
-/** The provider wrapping the keyring, with what the stored record says about it. */
-export interface WrappingKey {
-  readonly provider: KeyProvider;
-  /** Its non-secret settings, when known (a provider opened from configuration). */
-  readonly config?: ProviderConfig;
-}
+export { GENERATION_KEY, type GenerationStamp, StaleKeyringError } from './keyring-generation.js';
+export { KEYRING_KEY, storedKeyDescription, type WrappingKey } from './keyring-record.js';
 
 export interface HolderOptions {
   /** Opens the provider a migration moved the keyring to, from the settings the store records. */
@@ -54,6 +63,8 @@ export interface HolderOptions {
    * (auth/root-token.ts), so the one keyring write — one call to the master key — covers both.
    */
   readonly newStoreRoot?: (seal: RecordSeal) => Promise<Uint8Array>;
+  /** The data directory, where this host keeps the newest generation it has seen (high-water.ts). */
+  readonly dataDir?: string;
 }
 
 /** What start-up and status show about the key wrapping the keyring. */
@@ -64,61 +75,25 @@ export interface WrappingInfo {
   readonly migratedAt: number | null;
 }
 
-export const KEYRING_KEY = systemKey('keyring');
-export { GENERATION_KEY };
-
-/** The generation record for `generation`, MACed under `keyring`'s record key. */
-function packGeneration(keyring: Keyring, generation: number): Buffer {
-  return new RecordSeal(() => keyring.recordKeys()).authenticate(
-    'keyring-generation',
-    GENERATION_KEY,
-    packUint32(generation),
-  );
-}
-
-/**
- * The generation in the stored record `bytes`, read with `keyring` (for its store format) and `seal`;
- * throws RecordIntegrityError unless its MAC matches, or when it is missing (it is written with the
- * keyring, and never deleted). Stores of format 1 kept it as a plain 4-byte number.
- */
-function generationIn(bytes: Uint8Array | undefined, keyring: Keyring, seal: RecordSeal): number {
-  if (bytes === undefined)
-    throw new RecordIntegrityError(
-      'keyring-generation',
-      printableKey(GENERATION_KEY),
-      'is missing',
-    );
-  if (keyring.storeFormat < 2 && bytes.byteLength === 4) return unpackUint32(bytes);
-  return unpackUint32(seal.verified('keyring-generation', GENERATION_KEY, bytes));
-}
-
-/** A generation number no process is likely to hold (2^20 .. 2^31), for replacing a damaged record. */
-function randomGeneration(): number {
-  return 2 ** 20 + (randomBytes(4).readUInt32BE(0) % (2 ** 31 - 2 ** 20));
-}
-
-/** A generation as a process holds it: its number and its stored bytes, for a quick compare in transactions. */
-export interface GenerationStamp {
-  readonly generation: number;
-  readonly bytes: Uint8Array;
-}
-
 function sha256(bytes: Uint8Array): Buffer {
   return createHash('sha256').update(bytes).digest();
 }
 
-/** Thrown inside a write transaction that found a newer keyring generation than the one it sealed with. */
-export class StaleKeyringError extends Error {
-  constructor() {
-    super('the keyring changed since this process loaded it');
-    this.name = 'StaleKeyringError';
-  }
+/** The error for a keyring older than a generation it must be at least as new as. */
+function olderKeyring(epoch: number, generation: number, than: string): RecordIntegrityError {
+  return new RecordIntegrityError(
+    'keyring',
+    printableKey(KEYRING_KEY),
+    `is older than ${than} (epoch ${epoch} < ${generation}): an older copy was put back`,
+  );
 }
 
-/** The keyring this process uses, and the generation it belongs to. */
 export class KeyringHolder {
   /** The seal of the store's own records; its keys come from the permanent root, which never changes. */
   readonly recordSeal: RecordSeal = new RecordSeal(() => this.keyring.recordKeys());
+  /** Set while the store holds an older keyring or generation than this process has: every use fails. */
+  private rollback: RecordIntegrityError | null = null;
+  private readonly highWater: HighWater | null;
 
   private constructor(
     private readonly storage: StorageBackend,
@@ -128,12 +103,18 @@ export class KeyringHolder {
     private stamped: GenerationStamp,
     private stored: StoredKeyring,
     readonly instance: string,
-  ) {}
+  ) {
+    this.highWater =
+      options.dataDir === undefined
+        ? null
+        : new HighWater(options.dataDir, instance, 'g', () => this.keyring.recordKeys().mac);
+  }
 
   /**
-   * Opens the store's keyring, or creates it for a new store. A generation record that fails its MAC is
-   * replaced by a new random generation (every process then reloads the keyring, which the master key
-   * authenticates) and returned as `replaced`, for the caller to log and audit.
+   * Opens the store's keyring, or creates it for a new store. A generation record that fails its MAC, or
+   * is older than the keyring, is replaced by the next generation (every process then reloads the keyring,
+   * which the master key authenticates) and returned as `replaced`, for the caller to log and audit. A
+   * keyring older than its generation, or than this host has seen, is refused (RecordIntegrityError).
    */
   static async open(
     storage: StorageBackend,
@@ -153,23 +134,19 @@ export class KeyringHolder {
         existing.stored,
         existing.stored.instance,
       );
-      let replaced: RecordIntegrityError | undefined;
-      try {
-        holder.stamped = holder.stampOf(existing.generationBytes);
-      } catch (err) {
-        if (!(err instanceof RecordIntegrityError)) throw err;
-        replaced = err;
-        await holder.replaceGeneration(existing.generationBytes);
-      }
-      // Stores from before the audit log get their audit key once, like any keyring change.
-      if (!existing.keyring.hasAuditKey)
-        await holder.change((keyring) => (keyring.hasAuditKey ? null : keyring.withAuditKey()));
+      const replaced = await holder.settleOpened(existing.generationBytes);
+      // Stores from before the audit log get their audit key once, like any keyring change; keyrings from
+      // before epochs get theirs the same way.
+      if (!existing.keyring.hasAuditKey || existing.keyring.epoch === undefined)
+        await holder.change((keyring) =>
+          keyring.hasAuditKey && keyring.epoch !== undefined ? null : keyring.withAuditKey(),
+        );
       return { holder, created: false, ...(replaced ? { replaced } : {}) };
     }
 
     const generated = Keyring.generate(now);
     const root = await options.newStoreRoot?.(new RecordSeal(() => generated.recordKeys()));
-    const keyring = root ? generated.withRootRecord(sha256(root)) : generated;
+    const keyring = (root ? generated.withRootRecord(sha256(root)) : generated).withEpoch(1);
     const instance = randomBase62(16);
     const stored = await storedRecord(wrapping, keyring, instance, 0, undefined);
     const record = pack(stored);
@@ -188,18 +165,47 @@ export class KeyringHolder {
           },
     );
     if (!created) return KeyringHolder.open(storage, wrapping, now, options);
-    return {
-      holder: new KeyringHolder(
-        storage,
-        wrapping,
-        options,
-        keyring,
-        { generation: 1, bytes: generation },
-        stored,
-        instance,
-      ),
-      created: true,
-    };
+    const holder = new KeyringHolder(
+      storage,
+      wrapping,
+      options,
+      keyring,
+      { generation: 1, bytes: generation },
+      stored,
+      instance,
+    );
+    holder.highWater?.record([1, 1]);
+    return { holder, created: true };
+  }
+
+  /**
+   * The checks of a keyring just opened against its generation record and this host's high-water mark;
+   * returns the generation record's error when it was replaced.
+   */
+  private async settleOpened(
+    generationBytes: Uint8Array | undefined,
+  ): Promise<RecordIntegrityError | undefined> {
+    let replaced: RecordIntegrityError | undefined;
+    try {
+      this.stamped = this.stampOf(generationBytes);
+      const epoch = this.keyring.epoch;
+      if (epoch !== undefined && this.stamped.generation < epoch)
+        throw olderGeneration(this.stamped.generation, epoch);
+    } catch (err) {
+      if (!(err instanceof RecordIntegrityError)) throw err;
+      replaced = err;
+      await this.replaceGeneration(generationBytes);
+    }
+    const epoch = this.keyring.epoch;
+    if (epoch !== undefined && epoch < this.stamped.generation)
+      throw olderKeyring(epoch, this.stamped.generation, 'the generation stored beside it');
+    const [seenGeneration, seenEpoch] = this.highWater?.seen() ?? [0, 0];
+    if (this.stamped.generation < seenGeneration!)
+      throw olderGeneration(this.stamped.generation, seenGeneration!);
+    if (epoch !== undefined && epoch < (seenEpoch ?? 0))
+      throw olderKeyring(epoch, seenEpoch!, 'one this host has seen');
+    this.noteSeen();
+    return replaced;
   }
 
   current(): Keyring {
@@ -216,23 +222,44 @@ export class KeyringHolder {
   }
 
   /**
+   * Throws while the store holds an older keyring or generation than this process has held (a rollback):
+   * the record stores call it before every use, so nothing is served from a store put back.
+   */
+  guard(): void {
+    if (this.rollback) throw this.rollback;
+  }
+
+  /**
    * For write transactions: throws StaleKeyringError unless `bytes` (read under GENERATION_KEY in the
-   * transaction) is still the generation of `stamp`, RecordIntegrityError if they fail their MAC. The same
-   * bytes as the stamp's need no MAC: they are the ones this process checked or wrote.
+   * transaction) is still the generation of `stamp`, RecordIntegrityError if they fail their MAC or are
+   * older than `stamp` (a rollback, which then fails every use). The same bytes as the stamp's need no
+   * MAC: they are the ones this process checked or wrote.
    */
   checkCurrent(stamp: GenerationStamp, bytes: Uint8Array | undefined): void {
     if (bytes !== undefined && Buffer.compare(stamp.bytes, bytes) === 0) return;
-    if (generationIn(bytes, this.keyring, this.recordSeal) !== stamp.generation)
-      throw new StaleKeyringError();
+    const generation = generationIn(bytes, this.keyring, this.recordSeal);
+    if (generation < stamp.generation) {
+      this.rollback = olderGeneration(generation, stamp.generation);
+      throw this.rollback;
+    }
+    if (generation !== stamp.generation) throw new StaleKeyringError();
   }
 
-  /** Loads the stored keyring again if its generation moved on. */
+  /** Loads the stored keyring again if its generation moved on; refuses (and fails closed on) one that moved back. */
   async refresh(): Promise<void> {
     const bytes = await this.storage.get(GENERATION_KEY);
-    if (bytes !== undefined && Buffer.compare(bytes, this.stamped.bytes) === 0) return;
+    if (bytes !== undefined && Buffer.compare(bytes, this.stamped.bytes) === 0) {
+      this.rollback = null;
+      return;
+    }
     const now = this.stampOf(bytes);
+    if (now.generation < this.stamped.generation) {
+      this.rollback = olderGeneration(now.generation, this.stamped.generation);
+      throw this.rollback;
+    }
     if (now.generation === this.stamped.generation) {
       this.stamped = now; // the same generation in other bytes: format 1's plain number, MACed by the upgrade
+      this.rollback = null;
       return;
     }
     let followed: WrappingKey = this.key;
@@ -240,34 +267,70 @@ export class KeyringHolder {
       followed = await this.follow(stored);
       return followed.provider;
     });
-    if (loaded) {
-      // Checked before anything is taken over: a refused keyring leaves this process as it was.
-      if (!loaded.keyring.sharesRootWith(this.keyring)) {
-        throw new RecordIntegrityError(
-          'keyring',
-          printableKey(KEYRING_KEY),
-          'holds a keyring with another permanent root key than the one this process opened, and is not used',
-        );
-      }
-      this.keyring = loaded.keyring;
-      this.stamped = this.stampOf(loaded.generationBytes);
-      this.stored = loaded.stored;
-      this.key = followed;
+    if (!loaded) return;
+    // Checked before anything is taken over: a refused keyring leaves this process as it was.
+    if (!loaded.keyring.sharesRootWith(this.keyring)) {
+      throw new RecordIntegrityError(
+        'keyring',
+        printableKey(KEYRING_KEY),
+        'holds a keyring with another permanent root key than the one this process opened, and is not used',
+      );
     }
+    const stamp = this.stampOf(loaded.generationBytes);
+    const [epoch, held] = [loaded.keyring.epoch, this.keyring.epoch];
+    if (epoch !== undefined && held !== undefined && epoch < held) {
+      this.rollback = olderKeyring(epoch, held, 'the keyring this process holds');
+      throw this.rollback;
+    }
+    if (epoch !== undefined && epoch < stamp.generation) {
+      this.rollback = olderKeyring(epoch, stamp.generation, 'the generation stored beside it');
+      throw this.rollback;
+    }
+    this.keyring = loaded.keyring;
+    this.stamped = stamp;
+    this.stored = loaded.stored;
+    this.key = followed;
+    this.rollback = null;
+    this.noteSeen();
   }
 
-  /** Replaces the generation record `damaged` (or its absence), unless it changed meanwhile, by a new random generation, and loads it. */
+  /**
+   * Replaces the generation record `damaged` (or its absence, or an older copy), unless it changed
+   * meanwhile, by the next generation after the keyring's own, storing the keyring at that epoch in the
+   * same transaction (the keyring is authenticated by the master key: its epoch is the truth).
+   */
   private async replaceGeneration(damaged: Uint8Array | undefined): Promise<void> {
-    const bytes = packGeneration(this.keyring, randomGeneration());
+    const next = Math.max(this.keyring.epoch ?? 0, this.highWater?.seen()?.[0] ?? 0) + 1;
+    const keyring = this.keyring.withEpoch(next);
+    const stored = await storedRecord(
+      this.key,
+      keyring,
+      this.instance,
+      this.stored.migration ?? 0,
+      this.stored.migrated_at,
+    );
+    const bytes = packGeneration(keyring, next);
     const unchanged = (now: Uint8Array | undefined): boolean =>
       now === undefined || damaged === undefined
         ? now === damaged
         : Buffer.compare(now, damaged) === 0;
-    await this.storage.atomic([GENERATION_KEY], ([now]) => ({
-      writes: unchanged(now) ? [{ op: 'put', key: GENERATION_KEY, value: bytes }] : [],
-      result: undefined,
+    const done = await this.storage.atomic([GENERATION_KEY], ([now]) => ({
+      writes: unchanged(now)
+        ? [
+            { op: 'put' as const, key: KEYRING_KEY, value: pack(stored) },
+            { op: 'put' as const, key: GENERATION_KEY, value: bytes },
+          ]
+        : [],
+      result: unchanged(now),
     }));
-    this.stamped = this.stampOf(await this.storage.get(GENERATION_KEY));
+    if (done) {
+      this.keyring = keyring;
+      this.stored = stored;
+      this.stamped = { generation: next, bytes };
+      return;
+    }
+    // Another process replaced it first: take what it stored.
+    await this.refresh();
   }
 
   /** The stamp of the stored generation record `bytes`, read with the current keyring. */
@@ -276,6 +339,11 @@ export class KeyringHolder {
       generation: Math.max(generationIn(bytes, this.keyring, this.recordSeal), 1),
       bytes: bytes ?? new Uint8Array(0),
     };
+  }
+
+  /** Records the generation and epoch held now as seen by this host. */
+  private noteSeen(): void {
+    this.highWater?.record([this.stamped.generation, this.keyring.epoch ?? 0]);
   }
 
   get providerName(): string {
@@ -300,18 +368,18 @@ export class KeyringHolder {
     for (;;) {
       await this.refresh();
       const from = this.stamped.generation;
+      const keyring = this.keyring.withEpoch(from + 1);
       const stored = await storedRecord(
         target,
-        this.keyring,
+        keyring,
         this.instance,
         (this.stored.migration ?? 0) + 1,
         now,
       );
       const check = await target.provider.unwrap(stored.wrapped, wrapContext(this.instance));
-      if (!Buffer.from(check).equals(Buffer.from(this.keyring.serialize())))
+      if (!Buffer.from(check).equals(Buffer.from(keyring.serialize())))
         throw new Error('the new master key did not give back the keyring it wrapped');
-      const done = await this.commit(from, stored, this.keyring, []);
-      if (done) {
+      if (await this.commit(from, stored, keyring, [])) {
         this.key = target;
         return this.wrapping();
       }
@@ -399,7 +467,10 @@ export class KeyringHolder {
     await this.change((keyring) => keyring.without(versions));
   }
 
-  /** Stores `change(current keyring)` as the next generation, retrying if another process changed it first. */
+  /**
+   * Stores `change(current keyring)` as the next generation (with that generation as its epoch),
+   * retrying if another process changed it first.
+   */
   private async change(
     change: (keyring: Keyring) => Keyring | null,
     writes: readonly StorageWrite[] = [],
@@ -407,8 +478,8 @@ export class KeyringHolder {
     for (;;) {
       await this.refresh();
       const from = this.stamped.generation;
-      const next = change(this.keyring);
-      if (next === null) return this.keyring;
+      const next = change(this.keyring)?.withEpoch(from + 1);
+      if (next === undefined) return this.keyring;
       const stored = await storedRecord(
         this.key,
         next,
@@ -448,6 +519,7 @@ export class KeyringHolder {
     if (done) {
       this.stamped = { generation: from + 1, bytes: generation };
       this.stored = stored;
+      this.highWater?.record([from + 1, from + 1]);
     }
     return done;
   }
@@ -462,74 +534,5 @@ export class KeyringHolder {
       );
     }
     return { provider: await this.options.reopen(stored.settings), config: stored.settings };
-  }
-}
-
-async function storedRecord(
-  key: WrappingKey,
-  keyring: Keyring,
-  instance: string,
-  migration: number,
-  migratedAt: number | undefined,
-): Promise<StoredKeyring> {
-  return {
-    provider: key.provider.name,
-    instance,
-    wrapped: await key.provider.wrap(keyring.serialize(), wrapContext(instance)),
-    description: key.provider.description,
-    ...(key.config === undefined ? {} : { settings: key.config }),
-    migration,
-    ...(migratedAt === undefined ? {} : { migrated_at: migratedAt }),
-  };
-}
-
-function wrapContext(instance: string): Record<string, string> {
-  return { purpose: 'coffer-keyring', instance };
-}
-
-/** undefined when the store has no keyring yet (a new store); else the key it records (null: not recorded). */
-export async function storedKeyDescription(
-  storage: StorageBackend,
-): Promise<string | null | undefined> {
-  const bytes = await storage.get(KEYRING_KEY);
-  if (!bytes) return undefined;
-  return (unpack(bytes) as StoredKeyring).description ?? null;
-}
-
-/**
- * Loads and opens the stored keyring. `choose` picks the provider for the record (default: `provider`).
- * A record the provider cannot open fails with the provider's reason plus which key the store needs.
- */
-async function loadStored(
-  storage: StorageBackend,
-  provider: KeyProvider,
-  choose: (stored: StoredKeyring) => Promise<KeyProvider> = async () => provider,
-): Promise<
-  { keyring: Keyring; stored: StoredKeyring; generationBytes: Uint8Array | undefined } | undefined
-> {
-  // Read the generation first: a keyring read after it is at least that new.
-  const generationBytes = await storage.get(GENERATION_KEY);
-  const bytes = await storage.get(KEYRING_KEY);
-  if (!bytes) return undefined;
-  const stored = unpack(bytes) as StoredKeyring;
-  const opener = await choose(stored);
-  // Say which key the store needs when it is not the one tried (after a migration, or another key).
-  const needs =
-    stored.description === undefined || stored.description === opener.description
-      ? ''
-      : `; the store needs ${stored.description}${stored.migrated_at === undefined ? '' : ` (migrate-key at ${new Date(stored.migrated_at).toISOString()})`}`;
-  if (stored.provider !== opener.name) {
-    throw new KeyProviderError(
-      'key_provider',
-      `the keyring in the data directory is wrapped by the "${stored.provider}" provider, not "${opener.name}"${needs}`,
-    );
-  }
-  try {
-    const plain = await opener.unwrap(stored.wrapped, wrapContext(stored.instance));
-    return { keyring: Keyring.deserialize(plain), stored, generationBytes };
-  } catch (err) {
-    if (err instanceof KeyProviderError && needs !== '')
-      throw new KeyProviderError(err.setting, `${err.message}${needs}`);
-    throw err;
   }
 }

@@ -20,6 +20,7 @@ import { aeadOpen, aeadSeal, NONCE_BYTES, type Sealed, SealedDataError } from '.
 import type { KeyRange } from '../storage/backend.js';
 import {
   AUDIT_CHAINS_RANGE,
+  AUDIT_COUNT_KEY,
   AUDIT_LINES_RANGE,
   COUNTERS_RANGE,
   GENERATION_KEY,
@@ -47,8 +48,10 @@ export type RecordKind =
   | 'audit-lines'
   | 'kv-meta'
   | 'kv-counter'
+  | 'kv-version'
   | 'keyring-generation'
   | 'rewrap-state'
+  | 'audit-count'
   | 'keyring';
 
 /** The range holding the one key `key`. */
@@ -74,6 +77,7 @@ export const RECORD_KINDS: readonly {
   { kind: 'kv-counter', range: COUNTERS_RANGE, protection: 'mac' },
   { kind: 'keyring-generation', range: only(GENERATION_KEY), protection: 'mac' },
   { kind: 'rewrap-state', range: only(REWRAP_STATE_KEY), protection: 'mac' },
+  { kind: 'audit-count', range: only(AUDIT_COUNT_KEY), protection: 'mac' },
 ];
 
 /** The nonce and ciphertext of bytes in the sealed form, or null when they are not in it (nothing is opened). */

@@ -114,7 +114,7 @@ function isRecordWith(record: unknown, field: string): record is Record<string, 
 }
 
 /** How format 1 stored each kind. */
-const PLAIN_DECODERS: Record<Exclude<RecordKind, 'keyring'>, PlainKind['decode']> = {
+const PLAIN_DECODERS: Record<Exclude<RecordKind, 'keyring' | 'kv-version'>, PlainKind['decode']> = {
   'root-token': msgpackWith('hash'),
   token: msgpackWith('hash'),
   'audit-chain': jsonWith('chain'),
@@ -125,6 +125,8 @@ const PLAIN_DECODERS: Record<Exclude<RecordKind, 'keyring'>, PlainKind['decode']
   'kv-counter': (bytes) => (bytes.byteLength === 4 ? bytes : null),
   'keyring-generation': (bytes) => (bytes.byteLength === 4 ? bytes : null),
   'rewrap-state': (bytes) => (isRecordWith(unpackPlain<unknown>(bytes), 'owner') ? bytes : null),
+  // Format 1 did not count audit chains: there is nothing to seal.
+  'audit-count': () => null,
 };
 
 const FORMAT_1: readonly PlainKind[] = RECORD_KINDS.map((k) => ({

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { intentCopies } from '../../src/audit/intent-recovery.js';
 import { intentJournalKey } from '../../src/storage/layout.js';
+import { AuditRecords } from '../../src/store/audit-records.js';
 import { auditLines } from '../support/audit-lines.js';
 import { startTestCoffer, tempDir } from '../support/harness.js';
 import { runCoffer } from '../support/process.js';
@@ -137,7 +138,7 @@ describe('coffer audit archive', function () {
     const left = await withStoreSeal(
       join(coffer.config.data_dir, 'lmdb'),
       coffer.config.master_key_file,
-      (storage, seal) => intentCopies(storage, seal),
+      (storage, seal) => intentCopies(new AuditRecords(storage, seal)),
     );
     expect(left.map((c) => c.seq)).to.deep.equal([10]);
   });

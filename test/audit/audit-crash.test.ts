@@ -3,6 +3,7 @@ import { expect } from 'chai';
 import { intentCopies } from '../../src/audit/intent-recovery.js';
 import { parseVersionKey, VERSIONS_RANGE } from '../../src/storage/layout.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
+import { AuditRecords } from '../../src/store/audit-records.js';
 import { type AuditLine, auditLines } from '../support/audit-lines.js';
 import { send } from '../support/http-client.js';
 import { killAll, runCoffer, serveSettings, startProcess } from '../support/process.js';
@@ -45,7 +46,8 @@ describe('every committed change has its audit entry, even after kill -9', funct
     const copies = await withStoreSeal(
       join(dir, 'data', 'lmdb'),
       join(dir, 'master.key'),
-      async (s, seal) => (await intentCopies(s, seal)).map((c) => JSON.parse(c.line) as AuditLine),
+      async (s, seal) =>
+        (await intentCopies(new AuditRecords(s, seal))).map((c) => JSON.parse(c.line) as AuditLine),
     );
     const storage = new LmdbBackend({ path: join(dir, 'data', 'lmdb') });
     const intents = [
@@ -82,7 +84,7 @@ describe('every committed change has its audit entry, even after kill -9', funct
     expect(missing).to.deep.equal([]);
 
     const verify = await runCoffer(['audit', 'verify'], env);
-    expect(verify.stdout).to.match(/^intact: /);
+    expect(verify.stdout, verify.stdout).to.match(/^intact: /);
     const covers =
       /covers: (\d+) stored versions: (\d+) named by their write's entry, (\d+) by the intent entry of a write cut off before its own entry, 0 created before the log begins/.exec(
         verify.stdout,

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { AuditRegistry } from '../../src/audit/registry.js';
+import { chainKeysOf, publicChainKeys } from '../../src/audit/chain-keys.js';
 import { type VerifyResult, verifyAudit } from '../../src/audit/verify.js';
 import { auditLines, auditFiles as filesIn } from '../support/audit-lines.js';
 import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
@@ -122,10 +122,12 @@ describe('audit log', function () {
         // already writable
       }
     }
-    const key = c.app.keyring.current().auditKey();
-    const registry = await new AuditRegistry(c.app.storage, c.app.keyring.recordSeal).chains();
+    const keys = chainKeysOf(c.app.keyring.current());
+    const registry = await c.app.records.audit.chains();
     await c.close();
-    expect(verifyAudit(auditFiles(c), key, registry)).to.deep.include({ intact: true });
+    expect(verifyAudit(auditFiles(c), { keys, registry, now: Date.now() })).to.deep.include({
+      intact: true,
+    });
     const all = entries(c);
     const reads = all.filter(
       (e) => e.kind === 'request' && e.route === '/v1/kv/{path}' && e.method === 'GET',
@@ -154,22 +156,17 @@ describe('audit log', function () {
     before(async () => {
       c = await startTestCoffer({ env: { COFFER_AUDIT_CHECKPOINT_EVERY: '7' } });
       for (let i = 0; i < 40; i++) await c.put(`verify/k${i % 5}`, `v${i}`);
-      const key = c.app.keyring.current().auditKey();
-      const storage = c.app.storage;
+      const keys = chainKeysOf(c.app.keyring.current());
       verify = async (paths = files) =>
-        verifyAudit(
-          paths,
-          key,
-          await new AuditRegistry(storage, c.app.keyring.recordSeal).chains(),
-        );
+        verifyAudit(paths, { keys, registry: await c.app.records.audit.chains(), now: Date.now() });
       files = auditFiles(c);
     });
     after(async () => {
       await c.close();
     });
 
-    /** Runs `change` on a copy of the log's lines and verifies the copy. */
-    async function tampered(change: (lines: string[]) => string[]): Promise<VerifyResult> {
+    /** A copy of the log's file with `change` made to its lines. */
+    function copyOf(change: (lines: string[]) => string[]): string {
       const lines = readFileSync(files[0]!, 'utf8').split('\n').filter(Boolean);
       const copy = join(c.dataDir, 'tampered');
       mkdirSync(copy, { recursive: true });
@@ -180,7 +177,12 @@ describe('audit log', function () {
           .map((l) => `${l}\n`)
           .join(''),
       );
-      return verify([path]);
+      return path;
+    }
+
+    /** Runs `change` on a copy of the log's lines and verifies the copy. */
+    async function tampered(change: (lines: string[]) => string[]): Promise<VerifyResult> {
+      return verify([copyOf(change)]);
     }
 
     it('passes an untouched log', async () => {
@@ -214,8 +216,10 @@ describe('audit log', function () {
       ]);
       expect(inserted).to.deep.include({ intact: false, line: 10 });
 
-      // Rewriting everything after an edit (recomputing every prev) still fails at the next checkpoint's MAC.
-      const rewritten = await tampered((l) => {
+      // Rewriting everything after an edit, recomputing every prev as a plain hash: without the link key
+      // the first recomputed prev is wrong, and with the public key alone the next checkpoint's
+      // signature no longer covers what is there.
+      const rewrite = (l: string[]): string[] => {
         const out: string[] = [];
         let prev = '';
         for (const [i, line] of l.entries()) {
@@ -227,9 +231,21 @@ describe('audit log', function () {
           out.push(text);
         }
         return out;
+      };
+      const rewritten = await tampered(rewrite);
+      expect(rewritten).to.deep.include({ intact: false, line: 2 });
+      expect((rewritten as { reason: string }).reason).to.match(
+        /does not follow the entry before it/,
+      );
+      const publicOnly = verifyAudit([copyOf(rewrite)], {
+        keys: publicChainKeys(chainKeysOf(c.app.keyring.current()).publicKey),
+        registry: null,
+        now: Date.now(),
       });
-      expect(rewritten).to.deep.include({ intact: false });
-      expect((rewritten as { reason: string }).reason).to.match(/checkpoint MAC does not verify/);
+      expect(publicOnly).to.deep.include({ intact: false });
+      expect((publicOnly as { reason: string }).reason).to.match(
+        /the checkpoint's signature does not verify over the entries before it/,
+      );
 
       // Cutting the tail back before the newest checkpoint the store recorded.
       const truncated = await tampered((l) => l.slice(0, l.length - 9));

@@ -5,6 +5,7 @@ import { intentCopies } from '../../src/audit/intent-recovery.js';
 import { generateToken } from '../../src/auth/token-format.js';
 import { intentJournalKey } from '../../src/storage/layout.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
+import { AuditRecords } from '../../src/store/audit-records.js';
 import { auditFiles, auditLines } from '../support/audit-lines.js';
 import { type DatasyncProbe, probeDatasyncs } from '../support/datasync-probe.js';
 import { startTestCoffer, tempDir } from '../support/harness.js';
@@ -15,7 +16,7 @@ import { withStoreSeal } from '../support/store-seal.js';
 /** The intent copies in the store of a stopped server in `dir` (envOf's layout). */
 function copiesIn(dir: string): Promise<Awaited<ReturnType<typeof intentCopies>>> {
   return withStoreSeal(join(dir, 'data', 'lmdb'), join(dir, 'master.key'), (storage, seal) =>
-    intentCopies(storage, seal),
+    intentCopies(new AuditRecords(storage, seal)),
   );
 }
 
@@ -54,7 +55,9 @@ describe('intents are committed with their changes: one sync for both', function
         // the timed sync (once a second) may fall within one of them.
         expect(synced.filter(Boolean).length, JSON.stringify(synced)).to.be.at.most(1);
 
-        const copies = await intentCopies(coffer.app.storage, coffer.app.keyring.recordSeal);
+        const copies = await intentCopies(
+          new AuditRecords(coffer.storage, coffer.app.keyring.recordSeal),
+        );
         const lines = readFileSync(
           auditFiles(join(coffer.dataDir, 'data', 'audit'))[0]!,
           'utf8',
@@ -80,17 +83,19 @@ describe('intents are committed with their changes: one sync for both', function
         for (let i = 0; i < 5; i++)
           expect((await coffer.put(`journal/k${i}`, 'v')).status).to.equal(201);
         expect(
-          (await intentCopies(coffer.app.storage, coffer.app.keyring.recordSeal)).length,
+          (await intentCopies(new AuditRecords(coffer.storage, coffer.app.keyring.recordSeal)))
+            .length,
         ).to.be.greaterThan(0);
         const deadline = Date.now() + 5000;
         while (
-          (await intentCopies(coffer.app.storage, coffer.app.keyring.recordSeal)).length > 0 &&
+          (await intentCopies(new AuditRecords(coffer.storage, coffer.app.keyring.recordSeal)))
+            .length > 0 &&
           Date.now() < deadline
         )
           await new Promise((r) => setTimeout(r, 100));
-        expect(await intentCopies(coffer.app.storage, coffer.app.keyring.recordSeal)).to.deep.equal(
-          [],
-        );
+        expect(
+          await intentCopies(new AuditRecords(coffer.storage, coffer.app.keyring.recordSeal)),
+        ).to.deep.equal([]);
       } finally {
         await coffer.close();
       }
@@ -103,7 +108,7 @@ describe('intents are committed with their changes: one sync for both', function
       const restarted = await coffer.restart();
       try {
         expect(
-          await intentCopies(restarted.app.storage, restarted.app.keyring.recordSeal),
+          await intentCopies(new AuditRecords(restarted.storage, restarted.app.keyring.recordSeal)),
         ).to.deep.equal([]);
         expect(
           auditLines(join(data, 'audit')).filter((l) => l.event === 'audit.intent_recovered'),
@@ -180,10 +185,17 @@ describe('intents are committed with their changes: one sync for both', function
       } finally {
         await storage.close();
       }
+      // Before a server starts again, verify reports the killed server's chain as open — and is not
+      // thrown by the copies.
       const verify = await runCoffer(['audit', 'verify'], envOf(dir));
-      expect(verify.stdout).to.match(/^intact: /);
+      expect(verify.code, verify.stderr).to.equal(1);
+      expect(verify.stdout).to.match(
+        /not covered by a checkpoint, and its server has not made one/,
+      );
       const p = await startProcess(envOf(dir));
       await p.stop();
+      const closed = await runCoffer(['audit', 'verify'], envOf(dir));
+      expect(closed.stdout, closed.stdout).to.match(/^intact: /);
       const recovered = auditLines(join(dir, 'data', 'audit')).filter(
         (l) => l.event === 'audit.intent_recovered',
       );
@@ -210,8 +222,10 @@ describe('intents are committed with their changes: one sync for both', function
       const copies = await copiesIn(dir);
       expect(copies).to.have.length(4);
 
-      // Before any server starts again, verify finds the writes' intents in the store.
+      // Before any server starts again, verify finds the writes' intents in the store (and the killed
+      // server's chain open).
       const before = await runCoffer(['audit', 'verify'], envOf(dir));
+      expect(before.code).to.equal(1);
       expect(before.stdout).to.match(
         /covers: 2 stored versions: 0 named by their write's entry, 2 by the intent entry/,
       );

@@ -1,12 +1,13 @@
 import { join } from 'node:path';
 import { expect } from 'chai';
 import pg from 'pg';
+import { chainKeysOf } from '../../src/audit/chain-keys.js';
 import { storedChains } from '../../src/audit/database-copy.js';
 import { auditFilesIn } from '../../src/audit/files.js';
 import { intentCopies } from '../../src/audit/intent-recovery.js';
-import { AuditRegistry } from '../../src/audit/registry.js';
 import { verifyAudit } from '../../src/audit/verify.js';
 import { auditLinesRange, intentJournalKey } from '../../src/storage/layout.js';
+import { AuditRecords } from '../../src/store/audit-records.js';
 import { auditLines } from '../support/audit-lines.js';
 import type { TestCoffer } from '../support/harness.js';
 import { startTestCoffer, tempDir } from '../support/harness.js';
@@ -48,15 +49,13 @@ describe('The audit log of several servers on one PostgreSQL database', function
 
   /** A's offline verification: its own files, and with `stored` the chains the store keeps. */
   async function verifyOnA(withStored: boolean) {
-    const { storage, keyring } = a.app;
-    const registry = await new AuditRegistry(storage, keyring.recordSeal).chains();
-    const stored = withStored ? await storedChains(storage, keyring.recordSeal) : undefined;
-    return verifyAudit(
-      auditFilesIn(a.config.audit.dir!),
-      keyring.current().auditKey(),
-      registry,
-      stored,
-    );
+    const { audit } = a.app.records;
+    return verifyAudit(auditFilesIn(a.config.audit.dir!), {
+      keys: chainKeysOf(a.app.keyring.current()),
+      registry: await audit.chains(),
+      ...(withStored ? { stored: await storedChains(audit) } : {}),
+      now: Date.now(),
+    });
   }
 
   it("shows every server's entries on any server, and verifies a chain whose files are on another host from the store", async () => {
@@ -95,7 +94,8 @@ describe('The audit log of several servers on one PostgreSQL database', function
   });
 
   it("leaves another server's newest intent copies alone at start-up, and puts back only those left long ago", async () => {
-    const { storage, keyring } = a.app;
+    const { storage } = a;
+    const { keyring } = a.app;
     const copy = (chain: string, agoMs: number) => {
       const key = intentJournalKey(chain, 1);
       const line = JSON.stringify({
@@ -121,7 +121,7 @@ describe('The audit log of several servers on one PostgreSQL database', function
       result: undefined,
     }));
     a = await a.restart();
-    const left = await intentCopies(a.app.storage, a.app.keyring.recordSeal);
+    const left = await intentCopies(new AuditRecords(a.storage, a.app.keyring.recordSeal));
     expect(left.map((c) => c.chain)).to.deep.equal(['peer-live-chain']);
     const recovered = auditLines(a.config.audit.dir!).filter(
       (l) => l.event === 'audit.intent_recovered',
@@ -159,7 +159,7 @@ describe('The audit log of several servers on one PostgreSQL database', function
     const cut = new Date().toISOString();
     const runsOf = async (chain: string) => {
       let runs = 0;
-      for await (const _ of a.app.storage.scan(auditLinesRange(chain))) runs++;
+      for await (const _ of a.storage.scan(auditLinesRange(chain))) runs++;
       return runs;
     };
     expect(await runsOf(oldChain)).to.be.above(0);

@@ -3,27 +3,32 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PassThrough, Writable } from 'node:stream';
 import { expect } from 'chai';
+import type { ChainKeys } from '../../src/audit/chain-keys.js';
 import { FileSink } from '../../src/audit/file-sink.js';
-import { AuditRegistry } from '../../src/audit/registry.js';
 import { StdoutSink } from '../../src/audit/stdout-sink.js';
 import { verifyAudit } from '../../src/audit/verify.js';
 import { AuditWriter } from '../../src/audit/writer.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
+import { AuditRecords } from '../../src/store/audit-records.js';
 import { RecordSeal } from '../../src/store/record-seal.js';
 import { auditFiles } from '../support/audit-lines.js';
+import { testChainKeys, thisWriter } from '../support/chain-keys.js';
 import { tempDir } from '../support/harness.js';
 
 const RECORD_KEYS = { seal: randomBytes(32), mac: randomBytes(32) };
-const CHECKPOINT_KEY = new Uint8Array(32);
 
 describe('audit sinks: the files are the chain’s home, stdout a copy', () => {
   let dir: string;
   let storage: LmdbBackend;
-  let registry: AuditRegistry;
+  let registry: AuditRecords;
+  let keys: ChainKeys;
+  before(async () => {
+    keys = await testChainKeys();
+  });
   beforeEach(() => {
     dir = tempDir();
     storage = new LmdbBackend({ path: join(dir, 'lmdb') });
-    registry = new AuditRegistry(storage, new RecordSeal(() => RECORD_KEYS));
+    registry = new AuditRecords(storage, new RecordSeal(() => RECORD_KEYS));
   });
   afterEach(async () => {
     await storage.close();
@@ -34,7 +39,7 @@ describe('audit sinks: the files are the chain’s home, stdout a copy', () => {
       sink: new FileSink({ dir: join(dir, 'audit'), chain: 'c-1-sinks', maxFileBytes }),
       copies: [copy],
       chain: 'c-1-sinks',
-      key: () => CHECKPOINT_KEY,
+      keys: () => keys,
       registry,
       checkpointEvery: 7,
       checkpointMs: 60_000,
@@ -48,7 +53,7 @@ describe('audit sinks: the files are the chain’s home, stdout a copy', () => {
     const copied: Buffer[] = [];
     out.on('data', (chunk: Buffer) => copied.push(chunk));
     const w = writer(new StdoutSink(out), 2048);
-    await registry.started('c-1-sinks', Date.now());
+    await registry.started('c-1-sinks', Date.now(), thisWriter());
     // Batches of five: a file rolls only between batches.
     for (let i = 0; i < 60; i += 5) {
       const batch = [0, 1, 2, 3, 4].map((j) =>
@@ -67,7 +72,9 @@ describe('audit sinks: the files are the chain’s home, stdout a copy', () => {
       .filter(Boolean)
       .map((l) => (JSON.parse(l) as { seq: number }).seq);
     expect(seqs).to.deep.equal(seqs.map((_, i) => i + 1));
-    expect(verifyAudit(files, CHECKPOINT_KEY, await registry.chains())).to.deep.include({
+    expect(
+      verifyAudit(files, { keys, registry: await registry.chains(), now: Date.now() }),
+    ).to.deep.include({
       intact: true,
     });
   });

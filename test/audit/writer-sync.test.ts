@@ -1,16 +1,19 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import type { ChainKeys } from '../../src/audit/chain-keys.js';
 import { FileSink } from '../../src/audit/file-sink.js';
-import { AuditRegistry } from '../../src/audit/registry.js';
 import { AuditWriter } from '../../src/audit/writer.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
+import { AuditRecords } from '../../src/store/audit-records.js';
 import { RecordSeal } from '../../src/store/record-seal.js';
+import { testChainKeys } from '../support/chain-keys.js';
 import { type DatasyncProbe, probeDatasyncs } from '../support/datasync-probe.js';
 import { tempDir } from '../support/harness.js';
 
 /** Record keys for this registry alone (the server derives its own from the keyring). */
 const RECORD_KEYS = { seal: randomBytes(32), mac: randomBytes(32) };
+let KEYS: ChainKeys;
 
 /** An audit writer of chain `chain` in `dir`, with its store, syncing written lines within `syncMs`. */
 function writerIn(
@@ -22,8 +25,8 @@ function writerIn(
   const writer = new AuditWriter({
     sink: new FileSink({ dir: join(dir, 'audit'), chain, maxFileBytes: 1 << 20 }),
     chain,
-    key: () => new Uint8Array(32),
-    registry: new AuditRegistry(storage, new RecordSeal(() => RECORD_KEYS)),
+    keys: () => KEYS,
+    registry: new AuditRecords(storage, new RecordSeal(() => RECORD_KEYS)),
     checkpointEvery: 1000,
     checkpointMs: 60_000,
     now: Date.now,
@@ -37,6 +40,7 @@ describe('audit writer: when lines reach the disk', () => {
   let probe: DatasyncProbe;
   let syncs: number[];
   before(async () => {
+    KEYS = await testChainKeys();
     probe = await probeDatasyncs();
     syncs = probe.times;
   });

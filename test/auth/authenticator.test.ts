@@ -6,8 +6,8 @@ import { PrincipalFactory } from '../../src/auth/principal.js';
 import { roleTable } from '../../src/auth/roles.js';
 import type { RootRecord } from '../../src/auth/root-token.js';
 import { generateToken } from '../../src/auth/token-format.js';
-import type { TokenRecord } from '../../src/auth/token-store.js';
 import { AppError } from '../../src/errors.js';
+import type { TokenRecord } from '../../src/model/tokens.js';
 
 /** The real argon2 gate, counting how often it verifies. */
 class CountingGate extends Argon2Gate {

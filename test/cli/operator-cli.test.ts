@@ -14,7 +14,7 @@ describe('coffer operator (CLI)', function () {
   let env: Record<string, string>;
   before(async () => {
     c = await startTestCoffer();
-    await seedStore(c.app.storage, c.app.keyring.current(), 2000);
+    await seedStore(c.storage, c.app.keyring.current(), 2000);
     env = { COFFER_ADDR: c.url, COFFER_TOKEN: c.rootToken };
   });
   after(async () => {

@@ -49,7 +49,7 @@ describe('automatic rotation (keyring.rotate_after)', function () {
         new LocalKeyProvider(loadOrCreateMasterKey(c.config.master_key_file).key);
       const holders = await Promise.all(
         [1, 2, 3].map(
-          async () => (await KeyringHolder.open(c.app.storage, provider(), Date.now())).holder,
+          async () => (await KeyringHolder.open(c.storage, provider(), Date.now())).holder,
         ),
       );
       const later = Date.now() + 10_000;

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { LocalKeyProvider, loadOrCreateMasterKey } from '../../src/keys/local-provider.js';
-import { unpackVersion } from '../../src/kv/records.js';
 import { versionKey } from '../../src/storage/layout.js';
 import { KeyringHolder } from '../../src/store/keyring-store.js';
+import { unpackVersion } from '../../src/store/kv-format.js';
 import { startTestCoffer, type TestCoffer } from '../support/harness.js';
 
 describe('keyring rotation by another holder of the same store', () => {
@@ -15,7 +15,7 @@ describe('keyring rotation by another holder of the same store', () => {
   });
 
   async function keyVersionOf(ns: string, key: string, version: number): Promise<number> {
-    const record = unpackVersion((await c.app.storage.get(versionKey(ns, key, version)))!);
+    const record = unpackVersion((await c.storage.get(versionKey(ns, key, version)))!);
     return record!.type === 'secret' ? record!.sealed.keyVersion : record!.seal.keyVersion;
   }
 
@@ -26,7 +26,7 @@ describe('keyring rotation by another holder of the same store', () => {
 
     // Another process (here: another holder on the same storage) rotates.
     const provider = new LocalKeyProvider(loadOrCreateMasterKey(c.config.master_key_file).key);
-    const { holder } = await KeyringHolder.open(c.app.storage, provider, Date.now());
+    const { holder } = await KeyringHolder.open(c.storage, provider, Date.now());
     expect(await holder.rotate(Date.now())).to.equal(2);
 
     await c.put('rot/k', 'after', 'secret');

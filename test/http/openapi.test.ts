@@ -36,6 +36,7 @@ const EXAMPLES: Record<string, { path: string; json?: unknown }> = {
   verifyAuditLog: { path: '/v1/sys/audit/verify' },
   getSealReport: { path: '/v1/sys/seal-report' },
   getHealth: { path: '/v1/sys/health' },
+  getAuditPublicKey: { path: '/v1/sys/audit/public-key' },
 };
 
 function operationsOf(doc: {
@@ -137,6 +138,7 @@ describe('OpenAPI document', () => {
       '/v1/sys/audit/verify': '/v1/sys/audit/verify',
       '/v1/sys/seal-report': '/v1/sys/seal-report',
       '/v1/sys/health': '/v1/sys/health',
+      '/v1/sys/audit/public-key': '/v1/sys/audit/public-key',
     };
     expect(Object.keys(doc.paths).sort()).to.deep.equal(Object.keys(concrete).sort());
     for (const [template, operations] of Object.entries(

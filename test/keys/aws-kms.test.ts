@@ -102,7 +102,7 @@ describe('aws-kms provider (the real AWS SDK over HTTP to a local KMS-compatible
     const dir = tempDir();
     const c = await startTestCoffer({ dataDir: dir, env: kmsEnv('key-a') });
     const root = c.rootToken;
-    await tamperWrappedKeyring(c.app.storage, 5);
+    await tamperWrappedKeyring(c.storage, 5);
     await c.close();
     expect((await startError(dir, 'key-a', root)).message).to.match(
       /altered|KMS refused|not wrapped/,

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { expect } from 'chai';
 import { pino } from 'pino';
+import { generateToken } from '../../src/auth/token-format.js';
 import { loadConfig } from '../../src/config/load.js';
 import { ConfigError } from '../../src/errors.js';
 import { KEYRING_KEY } from '../../src/store/keyring-store.js';
@@ -28,13 +29,13 @@ describe('pkcs11 provider (SoftHSM2 through pkcs11js)', function () {
     const dir = tempDir();
     let c = await startTestCoffer({ dataDir: dir, env: hsm.env(HSM_KEYS.main) });
     await c.put('hsm/pw', 'sealed under the hsm');
-    const stored = Buffer.from((await c.app.storage.get(KEYRING_KEY))!);
+    const stored = Buffer.from((await c.storage.get(KEYRING_KEY))!);
     c = await c.restart();
     expect((await c.call('GET', '/v1/kv/hsm/pw')).body.value).to.equal('sealed under the hsm');
     expect((await c.call('GET', '/v1/sys/keyring')).body.provider).to.equal('pkcs11');
     // A rotation wraps the keyring again inside the HSM, under a fresh IV.
     expect((await c.call('POST', '/v1/sys/keyring/rotate')).status).to.equal(200);
-    expect(Buffer.from((await c.app.storage.get(KEYRING_KEY))!).equals(stored)).to.equal(false);
+    expect(Buffer.from((await c.storage.get(KEYRING_KEY))!).equals(stored)).to.equal(false);
     c = await c.restart();
     expect((await c.call('GET', '/v1/kv/hsm/pw')).body.value).to.equal('sealed under the hsm');
     await c.close();
@@ -113,7 +114,7 @@ describe('pkcs11 provider (SoftHSM2 through pkcs11js)', function () {
   });
 
   it('checks its settings before start-up: a module, exactly one of slot and token label, a key label, exactly one PIN source', () => {
-    const env = { ...hsm.env(HSM_KEYS.main), COFFER_ROOT_TOKEN: 'x'.repeat(40) };
+    const env = { ...hsm.env(HSM_KEYS.main), COFFER_ROOT_TOKEN: generateToken().value };
     const refusal = (overrides: Record<string, string | undefined>): string => {
       try {
         loadConfig({ ...env, ...overrides });
@@ -145,7 +146,7 @@ describe('pkcs11 provider (SoftHSM2 through pkcs11js)', function () {
     const dir = tempDir();
     const c = await startTestCoffer({ dataDir: dir, env: hsm.env(HSM_KEYS.main) });
     const root = c.rootToken;
-    await tamperWrappedKeyring(c.app.storage, 3);
+    await tamperWrappedKeyring(c.storage, 3);
     await c.close();
     expect((await startError(dir, hsm.env(HSM_KEYS.main), root)).message).to.match(
       /does not open the keyring/,

@@ -42,7 +42,7 @@ describe('values at rest', () => {
     await c.put('src/a', 'value-a', 'secret');
     await c.put('dst/b', 'value-b', 'secret');
     await c.put('dst/b', 'value-b2', 'secret');
-    const storage = c.app.storage;
+    const storage = c.storage;
     const sealed = await storage.get(versionKey('src', 'a', 1));
     const v1 = await storage.get(versionKey('dst', 'b', 1));
     // An attacker with write access to storage moves ciphertext around.
@@ -64,7 +64,7 @@ describe('values at rest', () => {
 
   it('an edited config value, or a record whose type was flipped, is detected', async () => {
     await c.put('cfg/url', 'https://good.example', 'config');
-    const storage = c.app.storage;
+    const storage = c.storage;
     const key = versionKey('cfg', 'url', 1);
     const original = Buffer.from((await storage.get(key))!);
     const edited = Buffer.from(original.toString('latin1').replace('good', 'evil'), 'latin1');
@@ -92,7 +92,7 @@ describe('values at rest', () => {
   it('keeps the version counter apart from the key, so a delete does not reset it', async () => {
     await c.put('cnt/k', 'a', 'config');
     await c.call('DELETE', '/v1/kv/cnt/k');
-    expect(await c.app.storage.get(metaKey('cnt', 'k'))).to.equal(undefined);
-    expect(await c.app.storage.get(counterKey('cnt', 'k'))).to.not.equal(undefined);
+    expect(await c.storage.get(metaKey('cnt', 'k'))).to.equal(undefined);
+    expect(await c.storage.get(counterKey('cnt', 'k'))).to.not.equal(undefined);
   });
 });

@@ -4,11 +4,12 @@ import { ROOT_PRINCIPAL } from '../../src/auth/principal.js';
 import { sodiumReady } from '../../src/crypto/aead.js';
 import { LocalKeyProvider } from '../../src/keys/local-provider.js';
 import { listNamespace } from '../../src/kv/listing.js';
-import { packMeta } from '../../src/kv/records.js';
 import type { StorageBackend } from '../../src/storage/backend.js';
 import { metaKey } from '../../src/storage/layout.js';
 import { PostgresBackend } from '../../src/storage/postgres-backend.js';
 import { KeyringHolder } from '../../src/store/keyring-store.js';
+import { packMeta } from '../../src/store/kv-format.js';
+import { KvRecords } from '../../src/store/kv-records.js';
 import type { RecordSeal } from '../../src/store/record-seal.js';
 import { dropTestSchemas, PG_TEST_URL, requirePostgres, testSchema } from '../support/postgres.js';
 
@@ -75,7 +76,11 @@ describe('a listing page on PostgreSQL costs one query, not one per child namesp
     let cursor: string | undefined;
     do {
       const { storage, calls } = counted(backend);
-      const page = await listNamespace(storage, seal, ROOT_PRINCIPAL, 'app', {
+      const records = new KvRecords(storage, seal, {
+        checkCurrent: () => undefined,
+        guard: () => undefined,
+      });
+      const page = await listNamespace(records, ROOT_PRINCIPAL, 'app', {
         limit: 100,
         ...(cursor === undefined ? {} : { cursor }),
       });

@@ -35,7 +35,7 @@ describe('keyring operations (/v1/sys/keyring)', function () {
 
   before(async () => {
     c = await startTestCoffer();
-    seeded = await seedStore(c.app.storage, c.app.keyring.current(), 10_000);
+    seeded = await seedStore(c.storage, c.app.keyring.current(), 10_000);
   });
   after(async () => {
     await c.close();

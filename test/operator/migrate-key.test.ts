@@ -94,7 +94,7 @@ describe('migrate-key: the keyring moves to another master key in one atomic wri
     let c = await startTestCoffer({ dataDir: dir, env: localEnv });
     const root = c.rootToken;
     const written = await seed(c);
-    const recordBytes = async (): Promise<number> => (await c.app.storage.get(KEYRING_KEY))!.length;
+    const recordBytes = async (): Promise<number> => (await c.storage.get(KEYRING_KEY))!.length;
     const before = await recordBytes();
 
     const toKms = await c.call('POST', '/v1/sys/keyring/migrate', { json: kmsTarget() });

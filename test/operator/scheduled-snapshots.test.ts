@@ -4,7 +4,7 @@ import { expect } from 'chai';
 import { pino } from 'pino';
 import { loadConfig } from '../../src/config/load.js';
 import { snapshotName, startScheduledSnapshots } from '../../src/operator/scheduled-snapshots.js';
-import { checkSnapshot } from '../../src/operator/snapshot.js';
+import { checkSnapshot } from '../../src/store/snapshot.js';
 import { startTestCoffer, tempDir } from '../support/harness.js';
 import { send } from '../support/http-client.js';
 import { dropTestSchemas, requirePostgres, testSchema } from '../support/postgres.js';
@@ -64,8 +64,10 @@ describe('scheduled snapshots (COFFER_SNAPSHOT_DIR, _EVERY, _KEEP)', function ()
       const target = join(tempDir(), 'data');
       const restored = await runCoffer(['operator', 'restore', '--from', newest], {
         COFFER_DATA_DIR: target,
+        COFFER_MASTER_KEY_FILE: env.COFFER_MASTER_KEY_FILE,
         COFFER_LOG_LEVEL: 'silent',
       });
+      expect(restored.stdout).to.match(/authenticated/);
       expect(restored.code, restored.stderr).to.equal(0);
       const copy = await startTestCoffer({
         rootToken: root,

@@ -2,9 +2,9 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { Packr } from 'msgpackr';
-import { sealReport } from '../../src/operator/seal-report.js';
 import type { StorageBackend } from '../../src/storage/backend.js';
 import { versionKey } from '../../src/storage/layout.js';
+import { sealReport } from '../../src/store/seal-report.js';
 import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
 import { runCoffer } from '../support/process.js';
 import { seedStore } from '../support/seed.js';
@@ -72,6 +72,7 @@ describe('the seal report', function () {
       'kv-counter',
       'keyring-generation',
       'rewrap-state',
+      'audit-count',
     ]);
     expect(r.records.find((k: { kind: string }) => k.kind === 'keyring-generation')).to.deep.equal({
       kind: 'keyring-generation',
@@ -161,7 +162,7 @@ describe('the seal report', function () {
   });
 
   it('lists each kind of anomaly, and --verify catches what structure cannot', async () => {
-    const { storage } = c.app;
+    const { storage } = c;
     await edit(storage, versionKey('db', 's0', 1), (r) => ({ ...r, v: `${marker}-leaked` }));
     await edit(storage, versionKey('db', 's1', 1), (r) => ({ ...r, kv: 99 }));
     await edit(storage, versionKey('db', 's2', 1), (r) => {
@@ -221,7 +222,7 @@ describe('the seal report', function () {
     try {
       const token = await own.token({ role: 'reader' });
       const tokenKey = Buffer.from(`T${token.slice(4, 20)}`);
-      const { storage } = own.app;
+      const { storage } = own;
       const sealed = Buffer.from((await storage.get(tokenKey))!);
       const flipped = Buffer.from(sealed);
       flipped[flipped.length - 1]! ^= 0x01;
@@ -272,9 +273,9 @@ describe('the seal report', function () {
   it('reports progress over a large store and counts every record', async () => {
     const big = await startTestCoffer();
     try {
-      const seeded = await seedStore(big.app.storage, big.app.keyring.current(), 3000);
+      const seeded = await seedStore(big.storage, big.app.keyring.current(), 3000);
       const calls: [number, number][] = [];
-      const report = await sealReport(big.app.storage, big.app.keyring.current(), {
+      const report = await sealReport(big.storage, big.app.keyring.current(), {
         verify: true,
         now: Date.now(),
         onProgress: (done, total) => calls.push([done, total]),

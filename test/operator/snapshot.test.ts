@@ -39,17 +39,23 @@ describe('snapshots: coffer operator snapshot and restore (LMDB â†’ PostgreSQL â
     return c;
   };
 
-  /** The settings that name a store, as the CLI reads them (it needs no token and no key). */
-  const lmdbEnv = (c: TestCoffer | string): Record<string, string> => ({
+  /**
+   * The settings that name a store and its master key, as the CLI reads them (it needs no token; snapshot
+   * and restore need the key, whose keyring authenticates the file).
+   */
+  const lmdbEnv = (c: TestCoffer | string, key?: string): Record<string, string> => ({
     COFFER_DATA_DIR: typeof c === 'string' ? c : c.config.data_dir,
     COFFER_LOG_LEVEL: 'silent',
+    COFFER_MASTER_KEY_FILE:
+      typeof c === 'string' ? (key ?? '/nonexistent/master.key') : c.config.master_key_file,
   });
-  const pgEnv = (schema: string): Record<string, string> => ({
+  const pgEnv = (schema: string, key = '/nonexistent/master.key'): Record<string, string> => ({
     COFFER_STORAGE: 'postgres',
     COFFER_PG_URL: PG_TEST_URL,
     COFFER_PG_SCHEMA: schema,
     COFFER_DATA_DIR: join(tempDir(), 'data'),
     COFFER_LOG_LEVEL: 'silent',
+    COFFER_MASTER_KEY_FILE: key,
   });
 
   /** A server on the PostgreSQL store `schema`, with `a`'s master key and root token. */
@@ -100,7 +106,8 @@ describe('snapshots: coffer operator snapshot and restore (LMDB â†’ PostgreSQL â
 
     // Into PostgreSQL; a server there with A's key, root token and a copy of A's audit files.
     const schema = testSchema();
-    const restored = await runCoffer(['operator', 'restore', '--from', first], pgEnv(schema));
+    const key = a.config.master_key_file;
+    const restored = await runCoffer(['operator', 'restore', '--from', first], pgEnv(schema, key));
     expect(restored.code, restored.stderr).to.equal(0);
     const auditCopy = join(tempDir(), 'audit');
     cpSync(a.config.audit.dir!, auditCopy, { recursive: true });
@@ -119,11 +126,11 @@ describe('snapshots: coffer operator snapshot and restore (LMDB â†’ PostgreSQL â
 
       // And back, from PostgreSQL into a fresh LMDB store.
       const second = join(dir, 'second.snapshot');
-      const again = await runCoffer(['operator', 'snapshot', '--out', second], pgEnv(schema));
+      const again = await runCoffer(['operator', 'snapshot', '--out', second], pgEnv(schema, key));
       expect(again.code, again.stderr).to.equal(0);
       const back = join(tempDir(), 'data');
       expect(
-        (await runCoffer(['operator', 'restore', '--from', second], lmdbEnv(back))).code,
+        (await runCoffer(['operator', 'restore', '--from', second], lmdbEnv(back, key))).code,
       ).to.equal(0);
       const c = await startTestCoffer({
         dataDir: join(back, '..'),
@@ -258,7 +265,8 @@ describe('snapshots: coffer operator snapshot and restore (LMDB â†’ PostgreSQL â
     const newline = bytes.indexOf(0x0a);
     expect(newline + 1).to.equal(4096);
     const header = JSON.parse(bytes.subarray(0, newline).toString());
-    expect(header).to.include({ format: 'coffer-snapshot', version: 2 });
+    expect(header).to.include({ format: 'coffer-snapshot', version: 3 });
+    expect(header.mac).to.match(/^[0-9a-f]{64}$/);
     expect(taken.stdout).to.contain(`${header.records} records`);
     expect(taken.stdout).to.contain(`sha256 ${header.sha256}`);
     expect(taken.stdout).to.contain(`keyring ${header.keyring}`);
@@ -267,8 +275,11 @@ describe('snapshots: coffer operator snapshot and restore (LMDB â†’ PostgreSQL â
     const records = bytes.subarray(newline + 1, end);
     expect(createHash('sha256').update(records).digest('hex')).to.equal(header.sha256);
 
-    const restoreInto = (snapshot: string) =>
-      runCoffer(['operator', 'restore', '--from', snapshot], lmdbEnv(join(tempDir(), 'data')));
+    const restoreInto = (snapshot: string, ...flags: string[]) =>
+      runCoffer(
+        ['operator', 'restore', '--from', snapshot, ...flags],
+        lmdbEnv(join(tempDir(), 'data'), a.config.master_key_file),
+      );
     // A header whose counts were changed, and a header never completed (a snapshot cut off).
     const edited = join(dir, 'edited.snapshot');
     const headerText = bytes.subarray(0, newline).toString();
@@ -280,7 +291,7 @@ describe('snapshots: coffer operator snapshot and restore (LMDB â†’ PostgreSQL â
     const placeholder = join(dir, 'placeholder.snapshot');
     const unfinished = JSON.stringify({
       format: 'coffer-snapshot',
-      version: 2,
+      version: 3,
       created_at: header.created_at,
     });
     writeFileSync(
@@ -312,14 +323,24 @@ describe('snapshots: coffer operator snapshot and restore (LMDB â†’ PostgreSQL â
         Buffer.from(`${JSON.stringify({ records: count, kinds, keyring, sha256 })}\n`),
       ]),
     );
-    const target = join(tempDir(), 'data');
-    const restored = await runCoffer(['operator', 'restore', '--from', v1], lmdbEnv(target));
+    // Not authenticated: refused, unless the operator takes it as it is.
+    const unchecked = await restoreInto(v1);
+    expect(unchecked.code).to.equal(1);
+    expect(unchecked.stderr).to.match(/version 1, made before snapshots were authenticated/);
+    const restored = await restoreInto(v1, '--accept-unauthenticated');
     expect(restored.code, restored.stderr).to.equal(0);
     expect(restored.stdout).to.contain(`restored ${count} records`);
+    expect(restored.stdout).to.contain('not authenticated');
   });
 
   it('removes the file of a snapshot that could not finish (the database went away while it was taken)', async () => {
     const schema = testSchema();
+    // A store with its keyring (a snapshot is authenticated under it), made by a server that then stops.
+    const made = await startTestCoffer({
+      dataDir: tempDir(),
+      env: { COFFER_STORAGE: 'postgres', COFFER_PG_URL: PG_TEST_URL, COFFER_PG_SCHEMA: schema },
+    });
+    await made.close();
     const store = await openPostgresStore(schema);
     try {
       // Enough records that the snapshot is still being written when the connection is cut.
@@ -340,7 +361,7 @@ describe('snapshots: coffer operator snapshot and restore (LMDB â†’ PostgreSQL â
     const file = join(tempDir(), 'cut.snapshot');
     try {
       const taking = runCoffer(['operator', 'snapshot', '--out', file], {
-        ...pgEnv(schema),
+        ...pgEnv(schema, made.config.master_key_file),
         COFFER_PG_URL: relay.url(),
       });
       // Cut once the file holds records (past its header and a first chunk).
@@ -377,16 +398,66 @@ describe('snapshots: coffer operator snapshot and restore (LMDB â†’ PostgreSQL â
       [cut, /cut short|end record/],
     ] as const) {
       const target = join(tempDir(), 'data');
-      const run = await runCoffer(['operator', 'restore', '--from', bad], lmdbEnv(target));
+      const key = a.config.master_key_file;
+      const run = await runCoffer(['operator', 'restore', '--from', bad], lmdbEnv(target, key));
       expect(run.code, bad).to.equal(1);
       expect(run.stderr, bad).to.match(reason);
       // Nothing was written: the same target takes the good snapshot afterwards.
       expect(
-        (await runCoffer(['operator', 'restore', '--from', file], lmdbEnv(target))).code,
+        (await runCoffer(['operator', 'restore', '--from', file], lmdbEnv(target, key))).code,
       ).to.equal(0);
     }
     const notEmpty = await runCoffer(['operator', 'restore', '--from', file], lmdbEnv(a));
     expect(notEmpty.code).to.equal(1);
     expect(notEmpty.stderr).to.match(/not empty/);
+  });
+
+  it('refuses a snapshot edited by someone who recomputed its checksums, writing nothing: its MAC needs the keyring', async () => {
+    const a = await source();
+    await a.put('k/v', 'value', 'config');
+    const dir = tempDir();
+    const file = join(dir, 'a.snapshot');
+    expect((await runCoffer(['operator', 'snapshot', '--out', file], lmdbEnv(a))).code).to.equal(0);
+    const bytes = readFileSync(file);
+    const newline = bytes.indexOf(0x0a);
+    const end = bytes.lastIndexOf(Buffer.from([0xff, 0xff, 0xff, 0xff]));
+    const header = JSON.parse(bytes.subarray(0, newline).toString());
+    const summary = JSON.parse(bytes.subarray(end + 4).toString());
+    // A byte of the config value changed, then the checksum recomputed in the header and the end.
+    const records = Buffer.from(bytes.subarray(newline + 1, end));
+    const at = records.indexOf(Buffer.from('value'));
+    expect(at).to.be.above(0);
+    records[at]! ^= 0x20; // 'value' -> 'Value'
+    const sha256 = createHash('sha256').update(records).digest('hex');
+    const edited = join(dir, 'edited.snapshot');
+    writeFileSync(
+      edited,
+      Buffer.concat([
+        Buffer.from(`${JSON.stringify({ ...header, sha256 }).padEnd(4095, ' ')}\n`),
+        records,
+        Buffer.from([0xff, 0xff, 0xff, 0xff]),
+        Buffer.from(`${JSON.stringify({ ...summary, sha256 })}\n`),
+      ]),
+    );
+    const target = join(tempDir(), 'data');
+    const run = await runCoffer(
+      ['operator', 'restore', '--from', edited],
+      lmdbEnv(target, a.config.master_key_file),
+    );
+    expect(run.code).to.equal(1);
+    expect(run.stderr).to.match(/does not authenticate: it was changed after it was taken/);
+    // Nothing was written: the target is still empty, and takes the true snapshot.
+    const good = await runCoffer(
+      ['operator', 'restore', '--from', file],
+      lmdbEnv(target, a.config.master_key_file),
+    );
+    expect(good.code, good.stderr).to.equal(0);
+    expect(good.stdout).to.match(/authenticated/);
+    // A snapshot's MAC needs the keyring: without the master key none is taken.
+    const keyless = await runCoffer(['operator', 'snapshot', '--out', join(dir, 'x.snapshot')], {
+      ...lmdbEnv(a),
+      COFFER_MASTER_KEY_FILE: join(tempDir(), 'absent.key'),
+    });
+    expect(keyless.code).to.equal(2);
   });
 });

@@ -254,7 +254,8 @@ describe('Coffer on PostgreSQL (COFFER_STORAGE=postgres)', function () {
       const started: string[] = [];
       const rewrapperOf = (c: TestCoffer, name: string) =>
         new Rewrapper({
-          storage: c.app.storage,
+          records: c.app.records.rewrap,
+          kv: c.app.records.kv,
           keyring: c.app.keyring,
           now: Date.now,
           log: pino({ level: 'silent' }),

@@ -8,11 +8,14 @@ import { join } from 'node:path';
 import { pack, unpack } from 'msgpackr';
 import { pino } from 'pino';
 import { type RunningCoffer, type StartOptions, startCoffer } from '../../src/app.js';
+import type { VerifyResult } from '../../src/audit/verify.js';
+import { verifyLog } from '../../src/audit/verify-log.js';
 import { generateToken } from '../../src/auth/token-format.js';
 import { loadConfig } from '../../src/config/load.js';
 import type { CofferConfig } from '../../src/config/schema.js';
 import { KeyProviderError } from '../../src/keys/key-provider.js';
 import type { StorageBackend } from '../../src/storage/backend.js';
+import { backendOf } from '../../src/store/backend-of.js';
 import { KEYRING_KEY } from '../../src/store/keyring-store.js';
 import { tempDir } from './temp-dirs.js';
 
@@ -22,6 +25,8 @@ export interface TestCoffer {
   readonly dataDir: string;
   readonly config: CofferConfig;
   readonly app: RunningCoffer;
+  /** The storage backend under the server, as someone who can write the storage reaches it. */
+  readonly storage: StorageBackend;
   /** Calls the API; `token: null` sends no Authorization header. */
   call(method: string, path: string, init?: CallInit): Promise<ApiResponse>;
   /** Creates a token with the root token and returns its value. */
@@ -32,6 +37,11 @@ export interface TestCoffer {
     type?: 'config' | 'secret',
     token?: string,
   ): Promise<ApiResponse>;
+  /**
+   * The whole log verified as `coffer audit verify` does it (or only `files`): with the store's record of
+   * the chains and every key.
+   */
+  verifyLog(files?: string[]): Promise<VerifyResult>;
   /** Stops and starts again on the same data directory and key. */
   restart(): Promise<TestCoffer>;
   close(): Promise<void>;
@@ -132,7 +142,18 @@ export async function startTestCoffer(options: HarnessOptions = {}): Promise<Tes
     dataDir: dir,
     config,
     app,
+    storage: backendOf(app.store),
     call,
+    async verifyLog(files) {
+      const verified = await verifyLog({
+        auditDir: config.audit.dir!,
+        ...(files ? { files } : {}),
+        records: app.records.audit,
+        keyring: app.keyring.current(),
+        now: Date.now(),
+      });
+      return verified.result;
+    },
     async token(body) {
       const res = await call('POST', '/v1/auth/token', { json: body });
       if (res.status !== 201) throw new Error(`token creation failed: ${res.status} ${res.text}`);

@@ -15,7 +15,17 @@ export function send(
   token: string,
   json?: unknown,
 ): Promise<Reply> {
-  const body = json === undefined ? undefined : JSON.stringify(json);
+  return sendText(url, method, path, token, json === undefined ? undefined : JSON.stringify(json));
+}
+
+/** Like send, with the body's text as it is (which need not be JSON); a reply that is not JSON has it as text. */
+export function sendText(
+  url: string,
+  method: string,
+  path: string,
+  token: string,
+  body: string | undefined,
+): Promise<Reply> {
   const headers: Record<string, string> = { authorization: `Bearer ${token}` };
   if (body !== undefined) {
     headers['content-type'] = 'application/json';
@@ -28,7 +38,7 @@ export function send(
       res.on('end', () =>
         resolve({
           status: res.statusCode ?? 0,
-          body: text ? JSON.parse(text) : undefined,
+          body: text ? parsed(text) : undefined,
           headers: res.headers,
         }),
       );
@@ -39,4 +49,12 @@ export function send(
     req.on('error', reject);
     req.end(body);
   });
+}
+
+function parsed(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
 }

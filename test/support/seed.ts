@@ -1,9 +1,9 @@
 /** Seeds a store through the storage layer with records exactly like real writes (kv/version-writes.ts). */
 import type { Keyring } from '../../src/crypto/keyring.js';
-import type { KeyMeta } from '../../src/kv/records.js';
-import { versionWrites } from '../../src/kv/version-writes.js';
 import type { ValueType } from '../../src/model/value-types.js';
 import type { StorageBackend, StorageWrite } from '../../src/storage/backend.js';
+import type { KeyMeta } from '../../src/store/kv-format.js';
+import { sealedVersionWrites } from '../../src/store/kv-version-writes.js';
 import { RecordSeal } from '../../src/store/record-seal.js';
 
 export interface SeededVersion {
@@ -34,7 +34,7 @@ export async function seedStore(
       const type: ValueType = (i + version) % 7 === 0 ? 'config' : 'secret';
       const value = `value ${i}.${version} — ${'✓'.repeat(i % 4)}`;
       writes.push(
-        ...versionWrites(keyring, new RecordSeal(() => keyring.recordKeys()), {
+        ...sealedVersionWrites(keyring, new RecordSeal(() => keyring.recordKeys()), {
           namespace,
           key,
           version,

@@ -98,6 +98,39 @@ function filterOf(q: Partial<Record<SearchParam, string>>): AuditFilter {
 }
 
 export function auditOperations(deps: AuditRouteDeps): Operation[] {
+  /** The public key that checks the checkpoints' signatures: public, so an auditor can keep it apart. */
+  const publicKey: Operation = {
+    method: 'GET',
+    template: '/v1/sys/audit/public-key',
+    action: 'audit.public_key',
+    public: true,
+    docs: [
+      {
+        operationId: 'getAuditPublicKey',
+        summary:
+          "The Ed25519 public key that signs the audit log's checkpoints (no token): `coffer audit verify --public-key` checks the log with it and no secret",
+        responses: {
+          200: ok('The public key', {
+            type: 'object',
+            required: ['algorithm', 'public_key', 'fingerprint'],
+            additionalProperties: false,
+            properties: {
+              algorithm: { const: 'Ed25519' },
+              public_key: { type: 'string', description: '32 bytes, hex' },
+              fingerprint: {
+                type: 'string',
+                description: 'the first 16 hex digits of its SHA-256, to compare by eye',
+              },
+            },
+          }),
+        },
+      },
+    ],
+    handler(_req, res) {
+      deps.respond.json(res, 200, deps.review.publicKey());
+    },
+  };
+
   const search: Operation<SearchParam> = {
     method: 'GET',
     template: '/v1/sys/audit',
@@ -161,6 +194,10 @@ export function auditOperations(deps: AuditRouteDeps): Operation[] {
                 first: { type: ['string', 'null'] },
                 last: { type: ['string', 'null'] },
                 uncheckpointed: { type: 'integer' },
+                public_key: {
+                  type: 'string',
+                  description: 'the key that signs the checkpoints (hex)',
+                },
                 coverage: { type: 'object' },
                 file: { type: 'string' },
                 line: { type: 'integer' },
@@ -174,11 +211,14 @@ export function auditOperations(deps: AuditRouteDeps): Operation[] {
     ],
     async handler(_req, res) {
       const result = await deps.review.verify();
+      const { public_key } = deps.review.publicKey();
       // The broken file by name only: the server's paths are not the auditor's business.
       deps.respond.json(
         res,
         200,
-        result.intact ? result : { ...result, file: basename(result.file) },
+        result.intact
+          ? { ...result, public_key }
+          : { ...result, file: basename(result.file), public_key },
       );
     },
   };
@@ -244,5 +284,5 @@ export function auditOperations(deps: AuditRouteDeps): Operation[] {
     },
   };
 
-  return [search, verify, sealReport] as Operation[];
+  return [search, verify, publicKey, sealReport] as Operation[];
 }

@@ -18,12 +18,12 @@ import { Packr } from 'msgpackr';
 import { NONCE_BYTES } from '../crypto/aead.js';
 import { openSecret, type RecordIdentity, verifyConfig } from '../crypto/envelope.js';
 import type { Keyring } from '../crypto/keyring.js';
-import { type KeyMeta, peekMeta, unpackVersion } from '../kv/records.js';
 import type { StorageBackend } from '../storage/backend.js';
 import { metaKey, parseVersionKey, VERSIONS_RANGE } from '../storage/layout.js';
-import { type RecordCount, recordCensus } from '../store/record-census.js';
-import { RecordSeal } from '../store/record-seal.js';
-import { emptyCounts, type RecordCounts, versionRows } from './keyring-status.js';
+import { type KeyMeta, peekMeta, unpackVersion } from './kv-format.js';
+import { type RecordCount, recordCensus } from './record-census.js';
+import { RecordSeal } from './record-seal.js';
+import { emptyCounts, type RecordCounts, versionRows } from './version-counts.js';
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true });
 

@@ -8,7 +8,7 @@ import { Packr } from 'msgpackr';
 import type { ConfigSeal, SealedSecret } from '../crypto/envelope.js';
 import type { ValueType } from '../model/value-types.js';
 import { packUint32, unpackUint32 } from '../storage/uint32.js';
-import { MAC_BYTES, type RecordSeal } from '../store/record-seal.js';
+import { MAC_BYTES, type RecordSeal } from './record-seal.js';
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true });
 

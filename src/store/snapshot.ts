@@ -3,10 +3,17 @@
  * "Storage"), so a snapshot is as safe to keep as the store itself, and useless without the master key.
  *
  *   header   one JSON line of HEADER_BYTES bytes (padded with spaces): {"format":"coffer-snapshot",
- *            "version":2,"created_at":…,"records":n,"kinds":{…},"keyring":sha256 of the keyring record,
- *            "sha256":sha256 of the records}; `head -1` shows what a file holds and which keyring it needs
+ *            "version":3,"created_at":…,"records":n,"kinds":{…},"keyring":sha256 of the keyring record,
+ *            "sha256":sha256 of the records,"mac":…}; `head -1` shows what a file holds and which keyring
+ *            it needs
  *   records  each: key length (uint32 BE), key, value length (uint32 BE), value — in key order
- *   end      0xFFFFFFFF, then one JSON line: the header's records, kinds, keyring and sha256 again
+ *   end      0xFFFFFFFF, then one JSON line: the header's records, kinds, keyring, sha256 and mac again
+ *
+ *   mac      HMAC-SHA256 under the keyring's snapshot key (HKDF of its permanent root, which only the
+ *            master key opens) over "coffer-snapshot/3", created_at, records, kinds, keyring and sha256:
+ *            someone who edits a record and recomputes the checksums cannot make it again, and a restore
+ *            checks it — with the keyring the snapshot itself holds, opened by the master key — before it
+ *            writes anything. Versions 1 and 2 had no MAC: restored only when asked to take them unchecked.
  *
  * Taken from one consistent state of the store while it serves (StorageBackend.everything), streamed: the
  * counts and the checksum are known only once the last record is written, so the header goes out first
@@ -16,16 +23,18 @@
  * alike — before writing anything, then writes it in batches. Version 1 files (the summary only at the
  * end, the checksum over the header and the records) are still read.
  */
-import { createHash, type Hash } from 'node:crypto';
+import { createHash, createHmac, type Hash, timingSafeEqual } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
+import type { Keyring } from '../crypto/keyring.js';
+import type { KeyProvider } from '../keys/key-provider.js';
 import type { StorageBackend, StorageEntry, StorageWrite } from '../storage/backend.js';
-import { KEYRING_KEY } from '../store/keyring-store.js';
+import { KEYRING_KEY, openKeyringRecord } from './keyring-record.js';
 
 const FORMAT = 'coffer-snapshot';
-const VERSION = 2;
-/** The versions this release reads. */
-const READABLE = [1, 2];
+const VERSION = 3;
+/** The versions this release reads (1 and 2 are not authenticated: restored only when asked). */
+const READABLE = [1, 2, 3];
 /** A version-2 header's size, newline included. */
 const HEADER_BYTES = 4096;
 /** Written at a time. */
@@ -40,6 +49,36 @@ export interface SnapshotSummary {
   /** SHA-256 of the keyring record, hex: which keyring (and so which master key) the snapshot needs. */
   readonly keyring: string | null;
   readonly sha256: string;
+  /** The snapshot's MAC (hex); null in versions 1 and 2, which had none. */
+  readonly mac: string | null;
+}
+
+/** What a check of a whole file found: the summary, and what a restore needs to authenticate it. */
+export interface CheckedSnapshot extends SnapshotSummary {
+  readonly version: number;
+  readonly created_at: string;
+  /** The keyring record the snapshot holds (its MAC key is in it); null for an empty store's. */
+  readonly keyringRecord: Uint8Array | null;
+}
+
+/** The MAC of a version-3 snapshot with `summary`, under `keyring`'s snapshot key. */
+function snapshotMac(
+  keyring: Keyring,
+  createdAt: string,
+  summary: Omit<SnapshotSummary, 'mac'>,
+): string {
+  return createHmac('sha256', keyring.snapshotKey())
+    .update(
+      JSON.stringify([
+        'coffer-snapshot/3',
+        createdAt,
+        summary.records,
+        summary.kinds,
+        summary.keyring,
+        summary.sha256,
+      ]),
+    )
+    .digest('hex');
 }
 
 export class SnapshotError extends Error {
@@ -74,6 +113,7 @@ export async function writeSnapshot(
   storage: StorageBackend,
   file: FileHandle,
   now: number,
+  keyring: Keyring,
   onRecord?: (records: number) => void,
 ): Promise<SnapshotSummary> {
   const identity = { format: FORMAT, version: VERSION, created_at: new Date(now).toISOString() };
@@ -99,7 +139,7 @@ export async function writeSnapshot(
   const hash = createHash('sha256');
   let records = 0;
   const kinds: Record<string, number> = {};
-  let keyring: string | null = null;
+  let keyringHash: string | null = null;
   for await (const entry of storage.everything()) {
     const framed = frame(entry);
     hash.update(framed);
@@ -108,11 +148,15 @@ export async function writeSnapshot(
     const kind = String.fromCharCode(entry.key[0] ?? 0);
     kinds[kind] = (kinds[kind] ?? 0) + 1;
     if (Buffer.compare(entry.key, KEYRING_KEY) === 0)
-      keyring = createHash('sha256').update(entry.value).digest('hex');
+      keyringHash = createHash('sha256').update(entry.value).digest('hex');
     if (records % 1000 === 0) onRecord?.(records);
   }
   onRecord?.(records);
-  const summary: SnapshotSummary = { records, kinds, keyring, sha256: hash.digest('hex') };
+  const counted = { records, kinds, keyring: keyringHash, sha256: hash.digest('hex') };
+  const summary: SnapshotSummary = {
+    ...counted,
+    mac: snapshotMac(keyring, identity.created_at, counted),
+  };
   const end = Buffer.alloc(4);
   end.writeUInt32BE(END, 0);
   await write(end);
@@ -128,13 +172,16 @@ export async function writeSnapshot(
 async function* readSnapshot(
   file: string,
   hash: Hash,
-): AsyncGenerator<StorageEntry, SnapshotSummary, undefined> {
+): AsyncGenerator<StorageEntry, CheckedSnapshot, undefined> {
   let buffer: Buffer = Buffer.alloc(0);
   let headerRead = false;
   /** A version-2 header's summary, checked against the end's. */
   let fromHeader: SnapshotSummary | undefined;
   let ended = false;
   let counted = 0;
+  let version = 0;
+  let createdAt = '';
+  let keyringRecord: Uint8Array | null = null;
   const kinds: Record<string, number> = {};
   for await (const chunk of createReadStream(file)) {
     buffer = buffer.length === 0 ? (chunk as Buffer) : Buffer.concat([buffer, chunk as Buffer]);
@@ -156,6 +203,8 @@ async function* readSnapshot(
         throw new SnapshotError(
           `${file} is a snapshot of version ${String(header.version)}; this release reads versions ${READABLE.join(' and ')}`,
         );
+      version = header.version as number;
+      createdAt = String((header as { created_at?: unknown }).created_at ?? '');
       if (header.version === 1) hash.update(buffer.subarray(0, newline + 1));
       else if (header.sha256 === undefined)
         throw new SnapshotError(
@@ -182,6 +231,7 @@ async function* readSnapshot(
       counted++;
       const kind = String.fromCharCode(key[0] ?? 0);
       kinds[kind] = (kinds[kind] ?? 0) + 1;
+      if (Buffer.compare(key, KEYRING_KEY) === 0) keyringRecord = value;
       yield { key, value };
     }
   }
@@ -205,14 +255,26 @@ async function* readSnapshot(
     (fromHeader.records !== summary.records ||
       fromHeader.sha256 !== summary.sha256 ||
       fromHeader.keyring !== summary.keyring ||
+      (fromHeader.mac ?? null) !== (summary.mac ?? null) ||
       JSON.stringify(fromHeader.kinds) !== JSON.stringify(summary.kinds))
   )
     throw new SnapshotError(`${file}: its header does not match its end (changed or damaged)`);
-  return { records: summary.records, kinds: summary.kinds, keyring: summary.keyring, sha256 };
+  if (version >= 3 && typeof summary.mac !== 'string')
+    throw new SnapshotError(`${file}: it has no MAC (changed or damaged)`);
+  return {
+    records: summary.records,
+    kinds: summary.kinds,
+    keyring: summary.keyring,
+    sha256,
+    mac: version >= 3 ? summary.mac : null,
+    version,
+    created_at: createdAt,
+    keyringRecord,
+  };
 }
 
-/** Checks a snapshot file whole, writing nothing: format, counts and checksum. */
-export async function checkSnapshot(file: string): Promise<SnapshotSummary> {
+/** Checks a snapshot file whole, writing nothing: format, counts and checksum (not its MAC: `authenticate`). */
+export async function checkSnapshot(file: string): Promise<CheckedSnapshot> {
   const reader = readSnapshot(file, createHash('sha256'));
   for (;;) {
     const next = await reader.next();
@@ -267,22 +329,73 @@ async function writeAll(
   return written;
 }
 
+/** How a restore authenticates a snapshot: the master key that opens the keyring it holds. */
+export interface RestoreKey {
+  readonly provider: KeyProvider;
+  /** Restore a version 1 or 2 snapshot, which has no MAC to check (made before 2026-11-24). */
+  readonly acceptUnauthenticated?: boolean;
+}
+
 /**
- * Restores `file` into `storage`, which must be empty: the file is checked whole first, then its records
- * are written in batches. `onRecord` is told the count as it goes.
+ * Checks that `checked` (a whole file read by checkSnapshot) is authentic: its MAC, under the snapshot key
+ * of the keyring it holds, opened with `key.provider`. Throws SnapshotError when it is not.
+ */
+export async function authenticate(
+  file: string,
+  checked: CheckedSnapshot,
+  key: RestoreKey,
+): Promise<void> {
+  if (checked.version < 3) {
+    if (key.acceptUnauthenticated) return;
+    throw new SnapshotError(
+      `${file} is a snapshot of version ${checked.version}, made before snapshots were authenticated: it cannot be checked for changes. Restore it only if you trust the file, with --accept-unauthenticated`,
+    );
+  }
+  if (checked.keyringRecord === null)
+    throw new SnapshotError(`${file} holds no keyring: there is nothing to authenticate it with`);
+  const keyring = await openKeyringRecord(checked.keyringRecord, key.provider);
+  const expected = Buffer.from(snapshotMac(keyring, checked.created_at, checked), 'hex');
+  const given = Buffer.from(checked.mac ?? '', 'hex');
+  if (given.length !== expected.length || !timingSafeEqual(given, expected))
+    throw new SnapshotError(
+      `${file} does not authenticate: it was changed after it was taken (its MAC does not match), or it was not made with the keyring it holds; nothing was written`,
+    );
+}
+
+/**
+ * Restores `file` into `storage`, which must be empty: the file is checked whole and authenticated first
+ * (nothing is written from a file that fails), then its records are written in batches. `onRecord` is told
+ * the count as it goes.
  */
 export async function restoreSnapshot(
   storage: StorageBackend,
   file: string,
+  key: RestoreKey,
   onRecord?: (records: number, total: number) => void,
 ): Promise<SnapshotSummary> {
   const summary = await checkSnapshot(file);
+  await authenticate(file, summary, key);
   await refuseNonEmpty(storage, 'a snapshot is restored');
-  // Read again as it is written; the reader checks the checksum and counts once more at its end.
-  await writeAll(storage, readSnapshot(file, createHash('sha256')), (n) =>
-    onRecord?.(n, summary.records),
-  );
+  // Read again as it is written: the records must be those just authenticated, or the keyring (written
+  // last) is never written, and no server opens what was written.
+  await writeAll(storage, sameAgain(file, summary.sha256), (n) => onRecord?.(n, summary.records));
   return summary;
+}
+
+/** The records of `file` once more, failing at the end (before the keyring is written) unless they hash to `sha256`. */
+async function* sameAgain(file: string, sha256: string): AsyncGenerator<StorageEntry> {
+  const reader = readSnapshot(file, createHash('sha256'));
+  for (;;) {
+    const next = await reader.next();
+    if (next.done) {
+      if (next.value.sha256 !== sha256)
+        throw new SnapshotError(
+          `${file} changed while it was restored: empty the target store and restore again`,
+        );
+      return;
+    }
+    yield next.value;
+  }
 }
 
 /** What a copy cut off before its end left in a target: its records' count, hash and greatest key. */

@@ -1,8 +1,9 @@
 /**
- * Token records in storage. A record holds the id, the argon2id hash of the secret, the grant (role or
- * scopes), metadata and times; never the token value. Each is sealed with its storage key bound in
- * (store/record-seal.ts): a record that fails to open is never used — `get` reports it and answers as if
- * there were none (the token is refused with 401), `list` leaves it out, `read` and `revoke` refuse with 500.
+ * Token records in storage (`T<id>`). A record holds the id, the argon2id hash of the secret, the grant
+ * (role or scopes), metadata and times; never the token value. Each is sealed with its storage key bound in
+ * (record-seal.ts): a record that fails to open is never used — `get` reports it and answers as if there
+ * were none (the token is refused with 401), `list` leaves it out and reports it, `read` and `revoke` throw
+ * its RecordIntegrityError (answered 500 integrity_error where every such error is, http/problem.ts).
  *
  * A revocation is also recorded in the keyring (authenticated by the master key), right after the record.
  * A record that says "not revoked" for a token the keyring lists is an older copy put back (a replay): it
@@ -10,45 +11,14 @@
  * other processes' revocations by reloading the keyring when they open a record they have not opened
  * before, and at least once a second (app.ts).
  */
-import { AppError } from '../errors.js';
+import type { TokenRecord } from '../model/tokens.js';
 import type { StorageBackend, StorageWrite } from '../storage/backend.js';
 import { TOKENS_RANGE, tokenKey } from '../storage/layout.js';
-import type { KeyringHolder } from '../store/keyring-store.js';
-import { printableKey, RecordIntegrityError, type RecordSeal } from '../store/record-seal.js';
-import type { Scope } from './access.js';
-import { LastOpened } from './bounded-cache.js';
+import type { KeyringHolder } from './keyring-store.js';
+import { LastOpened } from './last-opened.js';
+import { printableKey, RecordIntegrityError, type RecordSeal } from './record-seal.js';
 
-export interface TokenMetadata {
-  readonly name?: string;
-  readonly description?: string;
-}
-
-export interface TokenRecord {
-  readonly id: string;
-  readonly hash: string;
-  readonly role: string | null;
-  readonly scopes: readonly Scope[] | null;
-  readonly metadata: TokenMetadata;
-  readonly createdAt: number;
-  readonly expiresAt: number;
-  readonly revokedAt: number | null;
-}
-
-export type TokenStatus = 'active' | 'revoked' | 'expired';
-
-export function statusOf(record: TokenRecord, now: number): TokenStatus {
-  if (record.revokedAt !== null) return 'revoked';
-  return record.expiresAt <= now ? 'expired' : 'active';
-}
-
-function damaged(): AppError {
-  return new AppError(
-    'integrity_error',
-    'the stored token record failed its integrity check; the token is refused, and nothing was changed',
-  );
-}
-
-export class TokenStore {
+export class TokenRecords {
   private readonly lastOpened = new LastOpened<TokenRecord>(10_000);
 
   constructor(
@@ -57,7 +27,7 @@ export class TokenStore {
     /** Where revocations are anchored: the keyring holder. */
     private readonly revocations: Pick<
       KeyringHolder,
-      'revocationOf' | 'recordRevocation' | 'refresh'
+      'revocationOf' | 'recordRevocation' | 'refresh' | 'guard'
     >,
     /** Told of every record that fails to open (logged and audited by the caller). */
     private readonly onIntegrityError: (error: RecordIntegrityError) => void,
@@ -69,6 +39,7 @@ export class TokenStore {
    * differ from the ones last opened for that id: the same bytes open to the same record.
    */
   async get(id: string): Promise<TokenRecord | undefined> {
+    this.revocations.guard();
     const key = tokenKey(id);
     const bytes = await this.storage.get(key);
     if (!bytes) return undefined;
@@ -85,18 +56,18 @@ export class TokenStore {
     return record && this.checkedAgainstKeyring(key, record);
   }
 
-  /** For managing a token: a damaged record is a 500 integrity_error, not a token that does not exist. */
+  /** For managing a token: a damaged record is a RecordIntegrityError (500), not a token that does not exist. */
   async read(id: string): Promise<TokenRecord | undefined> {
+    this.revocations.guard();
     const key = tokenKey(id);
     const bytes = await this.storage.get(key);
     if (!bytes) return undefined;
-    const record = this.openOrReport(key, bytes);
-    if (!record) throw damaged();
-    return this.checkedAgainstKeyring(key, record);
+    return this.checkedAgainstKeyring(key, this.seal.open<TokenRecord>('token', key, bytes));
   }
 
   /** Stores a new record, with `alongside` in the same transaction; false when the id is already taken. */
   create(record: TokenRecord, alongside: readonly StorageWrite[] = []): Promise<boolean> {
+    this.revocations.guard();
     const key = tokenKey(record.id);
     const value = this.seal.seal('token', key, record);
     return this.storage.atomic([key], ([current]) =>
@@ -115,6 +86,7 @@ export class TokenStore {
     now: number,
     alongside: readonly StorageWrite[] = [],
   ): Promise<'revoked' | 'already' | 'missing'> {
+    this.revocations.guard();
     const key = tokenKey(id);
     let failed: RecordIntegrityError | undefined;
     let revoked: TokenRecord | undefined;
@@ -135,10 +107,7 @@ export class TokenStore {
         result: 'revoked' as const,
       };
     });
-    if (failed) {
-      this.onIntegrityError(failed);
-      throw damaged();
-    }
+    if (failed) throw failed;
     if (revoked) await this.anchor(revoked);
     return result;
   }
@@ -156,6 +125,7 @@ export class TokenStore {
   }
 
   async list(): Promise<TokenRecord[]> {
+    this.revocations.guard();
     const out: TokenRecord[] = [];
     for await (const entry of this.storage.scan(TOKENS_RANGE)) {
       const record = this.openOrReport(entry.key, entry.value);

@@ -1,0 +1,257 @@
+/**
+ * `coffer audit verify [files…]` and `coffer audit archive --before DATE --to DIR`, offline.
+ *
+ * verify: checks the audit chains (default: every file in the audit directory) against their checkpoints
+ * and the store's record of them; prints "intact: N entries from T1 to T2" or the first broken entry and
+ * why (exit 1). Over the whole directory it then says which stored versions the log names (audit/coverage.ts),
+ * and exits 1 when any is named by no entry.
+ */
+import { existsSync } from 'node:fs';
+import { pino } from 'pino';
+import { archivedFields, copyArchive, planArchive, removeArchived } from '../audit/archive.js';
+import {
+  chainKeysOf,
+  parsePublicKey,
+  publicChainKeys,
+  publicKeyText,
+} from '../audit/chain-keys.js';
+import { auditCoverage, type Coverage } from '../audit/coverage.js';
+import { forgetArchived } from '../audit/database-copy.js';
+import { auditFilesIn } from '../audit/files.js';
+import { recoverIntents } from '../audit/intent-recovery.js';
+import { type VerifyResult, verifyAudit } from '../audit/verify.js';
+import { type VerifiedLog, verifyLog } from '../audit/verify-log.js';
+import type { CofferConfig } from '../config/schema.js';
+import { sodiumReady } from '../crypto/aead.js';
+import { STORE_FORMAT } from '../crypto/keyring.js';
+import { ensureDirectory } from '../directories.js';
+import { openAuditLog } from '../startup/open-audit.js';
+import type { KeyringHolder } from '../store/keyring-store.js';
+import { CliError } from './client.js';
+import { withKeyring } from './offline-store.js';
+import type { Out } from './progress.js';
+
+/** A store not yet upgraded (format 1) holds the audit chain registry unsealed: start a server once first. */
+async function requireUpgraded(config: CofferConfig, holder: KeyringHolder): Promise<void> {
+  if (holder.current().storeFormat < STORE_FORMAT) {
+    throw new CliError(
+      `the store at ${config.data_dir} was written by an earlier release (store format ${holder.current().storeFormat}): start the server once (coffer serve) to upgrade it, then run this again`,
+      2,
+    );
+  }
+}
+
+/** The audit directory's files; a missing store or directory is said in one line. */
+function auditFilesOf(config: CofferConfig): string[] {
+  if (!existsSync(config.data_dir))
+    throw new CliError(`no Coffer store at ${config.data_dir} (COFFER_DATA_DIR)`, 2);
+  if (!existsSync(config.audit.dir!))
+    throw new CliError(`no audit directory at ${config.audit.dir} (COFFER_AUDIT_DIR)`, 2);
+  return auditFilesIn(config.audit.dir!);
+}
+
+export async function verifyCommand(
+  config: CofferConfig,
+  given: string[],
+  publicKey: string | undefined,
+  out: Out,
+): Promise<number> {
+  if (publicKey !== undefined) return verifyWithPublicKey(config, given, publicKey, out);
+  const files = given.length > 0 ? given : auditFilesOf(config);
+  if (files.length === 0) throw new CliError(`no audit files in ${config.audit.dir}`, 1);
+  return withKeyring(config, async (_store, records, holder) => {
+    await requireUpgraded(config, holder);
+    let verified: VerifiedLog;
+    try {
+      verified = await verifyLog({
+        auditDir: config.audit.dir!,
+        ...(given.length > 0 ? { files: given } : {}),
+        records: records.audit,
+        keyring: holder.current(),
+        now: Date.now(),
+      });
+    } catch (err) {
+      throw new CliError((err as Error).message, 2);
+    }
+    const { result, stored } = verified;
+    const intact = printVerdict(result, files.length, out);
+    out(
+      `checkpoints signed by Ed25519 public key ${publicKeyText(chainKeysOf(holder.current()))} (GET /v1/sys/audit/public-key; coffer audit verify --public-key checks the files with it alone)`,
+    );
+    // Which stored changes the log names, when it is the whole log (said even when it is not intact: what
+    // it still names is worth knowing).
+    const covered =
+      given.length > 0 ? 0 : printCoverage(await auditCoverage(files, records, stored), out);
+    return intact ? covered : 1;
+  });
+}
+
+/**
+ * An auditor's check with only the published public key (no master key, no store): each chain's lines
+ * up to its newest checkpoint, by the checkpoints' signatures.
+ */
+async function verifyWithPublicKey(
+  config: CofferConfig,
+  given: string[],
+  text: string,
+  out: Out,
+): Promise<number> {
+  const publicKey = parsePublicKey(text);
+  if (publicKey === null)
+    throw new CliError(
+      '--public-key must be the 64 hex digits GET /v1/sys/audit/public-key gives',
+      2,
+    );
+  const files = given.length > 0 ? given : auditFilesOf(config);
+  if (files.length === 0) throw new CliError(`no audit files in ${config.audit.dir}`, 1);
+  await sodiumReady();
+  let result: VerifyResult;
+  try {
+    result = verifyAudit(files, {
+      keys: publicChainKeys(publicKey),
+      registry: null,
+      now: Date.now(),
+    });
+  } catch (err) {
+    throw new CliError((err as Error).message, 2);
+  }
+  out(
+    "checked with the public key alone: every entry up to each chain's newest signed checkpoint; the store's record of the chains (which exist, where each ended) needs the master key",
+  );
+  return printVerdict(result, files.length, out) ? 0 : 1;
+}
+
+/** Prints the verdict; true when intact. */
+function printVerdict(result: VerifyResult, files: number, out: Out): boolean {
+  if (!result.intact) {
+    out(
+      `BROKEN: ${result.file}${result.line > 0 ? `:${result.line}` : ''}${result.seq === null ? '' : ` (seq ${result.seq})`}: ${result.reason}`,
+    );
+    return false;
+  }
+  out(
+    `intact: ${result.entries} entries from ${result.first ?? '-'} to ${result.last ?? '-'} (${result.chains} chains, ${files} files)`,
+  );
+  const a = result.archived;
+  if (a.files > 0)
+    out(
+      `archived: ${a.files} files with ${a.entries} entries up to ${a.last_ts ?? '-'}, of ${a.chains} chains, moved to ${a.to.join(', ')} (recorded in the log)`,
+    );
+  if (result.uncheckpointed > 0)
+    out(
+      `note: the newest ${result.uncheckpointed} entries, of running servers, are not yet covered by a checkpoint (each server makes one within its checkpoint interval)`,
+    );
+  return true;
+}
+
+export async function archiveCommand(
+  config: CofferConfig,
+  before: string,
+  to: string,
+  out: Out,
+): Promise<number> {
+  const dir = config.audit.dir!;
+  const files = auditFilesOf(config);
+  if (files.length === 0) throw new CliError(`no audit files in ${dir}`, 1);
+  return withKeyring(config, async (store, records, holder) => {
+    await requireUpgraded(config, holder);
+    const { result } = await verifyLog({
+      auditDir: dir,
+      records: records.audit,
+      keyring: holder.current(),
+      now: Date.now(),
+    });
+    if (!result.intact) {
+      out(`BROKEN: ${result.file}${result.line > 0 ? `:${result.line}` : ''}: ${result.reason}`);
+      out('nothing archived: the log must verify before files leave it');
+      return 1;
+    }
+    const formats = new Map((await records.audit.chains()).map((r) => [r.chain, r.format ?? 1]));
+    const plan = planArchive(files, before, chainKeysOf(holder.current()), (chain) =>
+      formats.get(chain) === 2 ? 2 : 1,
+    );
+    if (plan.length === 0) {
+      out(`nothing to archive: no finished audit file holds only entries before ${before}`);
+      return 0;
+    }
+    ensureDirectory(to, '--to');
+    try {
+      copyArchive(plan, to);
+    } catch (err) {
+      throw new CliError(
+        `could not copy to ${to} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); nothing archived`,
+        1,
+      );
+    }
+    // The record first, in a chain of its own that ends with a keyed checkpoint; then the originals go.
+    const log = pino({ level: 'silent' });
+    const opening = {
+      config,
+      records: records.audit,
+      keyring: holder,
+      shared: store.shared,
+      log,
+      now: Date.now,
+    };
+    const audit = await openAuditLog(opening, 'audit.archive.start');
+    // Intent copies left in the store are settled against the files while the files are still here; the
+    // last minute's are left to their server, which may be writing their lines right now.
+    await recoverIntents(records.audit, dir, audit, { leaveYoungerThanMs: 60_000 });
+    const recorded = await audit.event('audit.archive', {
+      before,
+      to,
+      files: archivedFields(plan),
+    });
+    await audit.close();
+    if (!recorded)
+      throw new CliError(
+        `the archive could not be recorded in ${dir}; the originals are kept (copies are in ${to})`,
+        1,
+      );
+    removeArchived(plan, dir);
+    const forgotten = await forgetArchived(records.audit, plan);
+    const entries = plan.reduce((n, f) => n + f.entries, 0);
+    const times = plan
+      .flatMap((f) => [f.first_ts, f.last_ts])
+      .filter((t): t is string => t !== null)
+      .sort();
+    out(
+      `archived ${plan.length} files (${entries} entries, ${times[0]} to ${times.at(-1)}) of ${new Set(plan.map((f) => f.chain)).size} chains to ${to}${forgotten > 0 ? `; the store's copy of them (${forgotten} records) removed` : ''}`,
+    );
+    return 0;
+  });
+}
+
+function printCoverage(c: Coverage, out: Out): number {
+  out(
+    `covers: ${c.versions} stored versions: ${c.by_request} named by their write's entry, ${c.by_intent} by the intent entry of a write cut off before its own entry, ${c.before_log} created before the log begins`,
+  );
+  const {
+    tokens_created: created,
+    tokens_revoked: revoked,
+    keyring_rotations: rotations,
+  } = c.changes;
+  out(
+    `covers: ${created.count} tokens created, ${revoked.count} revoked, ${rotations.count} keyring rotations: ${created.covered + revoked.covered + rotations.covered} named by their events, ${created.before_log + revoked.before_log + rotations.before_log} made before the log begins`,
+  );
+  let status = 0;
+  if (c.uncovered_count > 0) {
+    out(
+      `NOT COVERED: ${c.uncovered_count} stored versions have no audit entry${c.uncovered_count > c.uncovered.length ? ` (the first ${c.uncovered.length} listed)` : ''}:`,
+    );
+    for (const v of c.uncovered) out(`  ${v.namespace}/${v.key} v${v.version}`);
+    status = 1;
+  }
+  const unnamed: [string, readonly (string | number)[]][] = [
+    ['token created, with no token.create entry', created.uncovered],
+    ['token revoked, with no token.revoke entry', revoked.uncovered],
+    ['keyring version made, with no keyring.rotate entry', rotations.uncovered],
+  ];
+  for (const [what, ids] of unnamed) {
+    if (ids.length === 0) continue;
+    out(`NOT COVERED: ${ids.length} ${what}:`);
+    for (const id of ids) out(`  ${id}`);
+    status = 1;
+  }
+  return status;
+}

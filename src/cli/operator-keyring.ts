@@ -1,0 +1,196 @@
+/**
+ * `coffer operator status | rotate | rewrap | migrate-key`: key management against a running server, through
+ * its HTTP API (cli/client.ts). Rewrap shows a progress bar on a terminal and a line every few seconds
+ * otherwise.
+ */
+import { readFileSync } from 'node:fs';
+import { isAbsolute, resolve } from 'node:path';
+import cliProgress from 'cli-progress';
+import { ENV_SETTINGS } from '../config/load.js';
+import { KEY_PROVIDERS } from '../keys/registry.js';
+import { type ApiClient, CliError } from './client.js';
+import type { Out } from './progress.js';
+
+interface KeyringStatus {
+  provider: string;
+  wrapped_by: string;
+  migrated_at: string | null;
+  active_version: number;
+  versions: {
+    version: number;
+    created_at: string;
+    active: boolean;
+    secrets: number;
+    configs: number;
+  }[];
+  unreadable: number;
+}
+
+interface RewrapView {
+  running: boolean;
+  target_version: number | null;
+  total: number;
+  examined: number;
+  rewrapped: number;
+  failed: number;
+  started_at: string | null;
+  finished_at: string | null;
+}
+
+export async function status(api: ApiClient, out: Out): Promise<void> {
+  const s = await api.call<KeyringStatus>('GET', '/v1/sys/keyring');
+  out(`provider: ${s.provider}   active version: ${s.active_version}`);
+  out(
+    `master key: ${s.wrapped_by}${s.migrated_at === null ? '' : ` (migrated at ${s.migrated_at})`}`,
+  );
+  out(
+    `${'version'.padEnd(9)}${'created'.padEnd(26)}${'secrets'.padStart(10)}${'configs'.padStart(10)}`,
+  );
+  for (const v of s.versions) {
+    out(
+      `${`${v.version}${v.active ? ' *' : ''}`.padEnd(9)}${v.created_at.padEnd(26)}${String(v.secrets).padStart(10)}${String(v.configs).padStart(10)}`,
+    );
+  }
+  if (s.unreadable > 0)
+    out(`WARNING: ${s.unreadable} records name no keyring version or do not parse`);
+}
+
+export async function rotate(api: ApiClient, out: Out): Promise<void> {
+  const r = await api.call<{ previous_version: number; active_version: number }>(
+    'POST',
+    '/v1/sys/keyring/rotate',
+  );
+  out(
+    `rotated: active keyring version ${r.previous_version} -> ${r.active_version}; run "coffer operator rewrap" to move existing records`,
+  );
+}
+
+export async function rewrap(
+  api: ApiClient,
+  out: Out,
+  options: { batchSize?: number; retire: boolean; tty: boolean },
+): Promise<void> {
+  let view = await api.call<RewrapView>(
+    'POST',
+    '/v1/sys/keyring/rewrap',
+    options.batchSize === undefined ? undefined : { batch_size: options.batchSize },
+  );
+  out(
+    `rewrapping onto keyring version ${view.target_version}${view.examined > 0 ? ` (continuing at ${view.examined})` : ''}`,
+  );
+  const bar = options.tty
+    ? new cliProgress.SingleBar(
+        {
+          format: '{bar} {value}/{total} records | {rate}/s | ETA {eta_formatted}',
+          hideCursor: true,
+        },
+        cliProgress.Presets.shades_classic,
+      )
+    : null;
+  bar?.start(Math.max(view.total, view.examined), view.examined, { rate: 0 });
+  const started = Date.now();
+  const firstExamined = view.examined;
+  let lastLine = 0;
+  while (view.running || view.finished_at === null) {
+    await new Promise((r) => setTimeout(r, 250));
+    view = await api.call<RewrapView>('GET', '/v1/sys/keyring/rewrap');
+    const rate = Math.round(
+      ((view.examined - firstExamined) * 1000) / Math.max(1, Date.now() - started),
+    );
+    if (bar) {
+      bar.setTotal(Math.max(view.total, view.examined));
+      bar.update(view.examined, { rate });
+    } else if (Date.now() - lastLine > 5000) {
+      lastLine = Date.now();
+      out(
+        `progress: ${view.examined}/${view.total} records, ${view.rewrapped} rewrapped, ${rate} records/s`,
+      );
+    }
+    if (!view.running && view.finished_at === null)
+      throw new CliError(
+        'the rewrap stopped before finishing (see the server log); run the command again to continue',
+      );
+  }
+  bar?.stop();
+  out(
+    `done: ${view.examined} records examined, ${view.rewrapped} rewrapped, ${view.failed} failed to open or verify`,
+  );
+  if (view.failed > 0)
+    throw new CliError(
+      `${view.failed} records failed their integrity check and were left as they are; see the server log`,
+    );
+  if (options.retire) {
+    const r = await api.call<{ retired: number[]; versions: number[] }>(
+      'POST',
+      '/v1/sys/keyring/retire',
+    );
+    out(
+      r.retired.length > 0
+        ? `retired keyring version${r.retired.length > 1 ? 's' : ''} ${r.retired.join(', ')} (no record used ${r.retired.length > 1 ? 'them' : 'it'} any more); versions left in the keyring: ${r.versions.join(', ')}`
+        : 'no keyring version could be retired: every older version still wraps records (run a rewrap first)',
+    );
+  }
+}
+
+/** Reads the new provider's settings; relative paths are taken from the current directory. */
+function readTarget(file: string): Record<string, unknown> {
+  let target: unknown;
+  try {
+    target = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new CliError(
+      `--to ${file}: ${(err as NodeJS.ErrnoException).code ?? 'not a JSON object'}`,
+      2,
+    );
+  }
+  if (typeof target !== 'object' || target === null || Array.isArray(target))
+    throw new CliError(`--to ${file}: not a JSON object`, 2);
+  const absolute = (path: unknown): unknown =>
+    typeof path === 'string' && !isAbsolute(path) ? resolve(path) : path;
+  const settings = { ...(target as Record<string, unknown>) };
+  // The fields every provider says hold a path on the server (`pkcs11.library`: one level down).
+  for (const path of KEY_PROVIDERS.flatMap((p) => p.paths)) {
+    const [field, inner] = path.split('.') as [string, string | undefined];
+    if (inner === undefined) {
+      if (field in settings) settings[field] = absolute(settings[field]);
+    } else if (typeof settings[field] === 'object' && settings[field] !== null) {
+      const nested = { ...(settings[field] as Record<string, unknown>) };
+      if (inner in nested) nested[inner] = absolute(nested[inner]);
+      settings[field] = nested;
+    }
+  }
+  return settings;
+}
+
+export async function migrate(api: ApiClient, out: Out, file: string): Promise<void> {
+  const target = readTarget(file);
+  const r = await api.call<{ from: string; to: string; provider: string }>(
+    'POST',
+    '/v1/sys/keyring/migrate',
+    target,
+  );
+  out(`migrated: the keyring is now wrapped by ${r.to} (was ${r.from})`);
+  out("before the next restart, configure every server with (and remove the old key's settings):");
+  for (const line of settingLines(target)) out(`  ${line}`);
+  out('until then a restarted server refuses to start and says which key it needs');
+}
+
+/** `VARIABLE=value` for each setting of a migrate-key target (the configuration file's names where no variable exists). */
+function settingLines(target: Record<string, unknown>): string[] {
+  const lines: string[] = [];
+  const add = (field: string, value: unknown): void => {
+    if (value === null || value === undefined) return;
+    const env = ENV_SETTINGS.find((s) => s.field === field)?.env;
+    lines.push(
+      env === undefined
+        ? `${field} = ${JSON.stringify(value)} (in COFFER_CONFIG)`
+        : `${env}=${String(value)}`,
+    );
+  };
+  for (const [field, value] of Object.entries(target)) {
+    if (typeof value === 'object' && value !== null)
+      for (const [sub, inner] of Object.entries(value)) add(`${field}.${sub}`, inner);
+    else add(field, value);
+  }
+  return lines;
+}

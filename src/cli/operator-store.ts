@@ -1,0 +1,136 @@
+/**
+ * `coffer operator snapshot | restore | migrate-storage`: whole-store operations, run offline against the
+ * store the server's settings name (store/snapshot.ts).
+ */
+import { type FileHandle, open as openFile, rm } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { loadConfig } from '../config/load.js';
+import { sodiumReady } from '../crypto/aead.js';
+import { openKeyProvider } from '../keys/registry.js';
+import { SnapshotError, type SnapshotSummary } from '../store/snapshot.js';
+import { type StorageSettings, Store } from '../store/store.js';
+import { CliError } from './client.js';
+import { withKeyring } from './offline-store.js';
+import { type Out, progress } from './progress.js';
+
+export async function snapshot(file: string, out: Out): Promise<void> {
+  // The master key opens the keyring, whose snapshot key authenticates the file.
+  await withKeyring(loadConfig(), async (store, _records, holder) => {
+    let handle: FileHandle;
+    try {
+      // Owner-only, and never over an existing file.
+      handle = await openFile(file, 'wx', 0o600);
+    } catch (err) {
+      throw new CliError(
+        `--out ${file}: ${(err as NodeJS.ErrnoException).code ?? 'cannot create'}`,
+        2,
+      );
+    }
+    let summary: SnapshotSummary;
+    try {
+      summary = await store.snapshot(
+        handle,
+        Date.now(),
+        holder.current(),
+        progress(out, 'records'),
+      );
+    } catch (err) {
+      // The file is ours (created above, never over another): a snapshot that did not finish goes.
+      await handle.close();
+      await rm(file, { force: true });
+      throw err;
+    }
+    await handle.close();
+    out(
+      `snapshot written to ${file}: ${summary.records} records (${Object.entries(summary.kinds)
+        .map(([k, n]) => `${k} ${n}`)
+        .join(', ')}), sha256 ${summary.sha256}`,
+    );
+    out(
+      `keyring ${summary.keyring ?? '(none: an empty store)'}; authenticated under it: restoring it needs that keyring's master key, and refuses a changed file`,
+    );
+  });
+}
+
+export async function restore(
+  file: string,
+  acceptUnauthenticated: boolean,
+  out: Out,
+): Promise<void> {
+  const config = loadConfig();
+  await sodiumReady();
+  const { provider } = await openKeyProvider(config);
+  const store = await Store.open(config);
+  try {
+    const summary = await store.restore(
+      file,
+      { provider, acceptUnauthenticated },
+      progress(out, 'records'),
+    );
+    out(
+      `restored ${summary.records} records from ${file} (${summary.mac === null ? `sha256 ${summary.sha256} checked; not authenticated: a version made before snapshots were` : 'authenticated, and its sha256 checked'})`,
+    );
+  } catch (err) {
+    if (err instanceof SnapshotError) throw new CliError(err.message, 1);
+    throw err;
+  } finally {
+    await store.close();
+  }
+}
+
+export async function migrateStorage(to: string, resume: boolean, out: Out): Promise<void> {
+  const config = loadConfig();
+  let target: StorageSettings;
+  if (to === 'postgres' || to.startsWith('postgres:')) {
+    const url = to === 'postgres' ? config.pg_url : to.slice('postgres:'.length);
+    // A password on the command line shows in ps and in the shell's history.
+    if (to !== 'postgres' && passwordIn(url!))
+      throw new CliError(
+        '--to postgres:URL must not hold a password (it would show in ps and the shell history): give it in PGPASSWORD or ~/.pgpass, or use --to postgres with COFFER_PG_URL',
+        2,
+      );
+    target = { ...config, storage: 'postgres', ...(url === undefined ? {} : { pg_url: url }) };
+  } else if (to.startsWith('lmdb:') && to.length > 'lmdb:'.length) {
+    target = { ...config, storage: 'lmdb', data_dir: resolve(to.slice('lmdb:'.length)) };
+  } else throw new CliError('--to must be postgres, postgres:URL or lmdb:DIR', 2);
+  if (
+    target.storage === config.storage &&
+    target.storage === 'lmdb' &&
+    target.data_dir === config.data_dir
+  )
+    throw new CliError('--to names the store being copied', 2);
+  const source = await Store.open(config);
+  try {
+    const destination = await Store.open(target);
+    try {
+      const { records, resumedAfter } = await source.copyTo(destination, progress(out, 'records'), {
+        resume,
+      });
+      const where = target.storage === 'lmdb' ? target.data_dir : 'PostgreSQL';
+      out(
+        resumedAfter > 0
+          ? `resumed after the ${resumedAfter} records an earlier copy left (checked against the store), copied the other ${records - resumedAfter} to ${where}, and counted all ${records} there`
+          : `copied ${records} records to ${where} and counted them there`,
+      );
+      out(
+        'start the servers on the new store with the same master key (and keep the audit directories)',
+      );
+    } catch (err) {
+      if (err instanceof SnapshotError) throw new CliError(err.message, 1);
+      throw err;
+    } finally {
+      await destination.close();
+    }
+  } finally {
+    await source.close();
+  }
+}
+
+/** Whether a postgres:// URL holds a password (user:password@…). */
+function passwordIn(url: string): boolean {
+  try {
+    return new URL(url).password !== '';
+  } catch {
+    return /:[^/@]*@/.test(url);
+  }
+}

@@ -1,0 +1,57 @@
+/**
+ * What Node's HTTP parser refuses before a route sees it ('clientError'), answered as problem+json like
+ * everything else (Node would send a bare status line): 400 for what is not HTTP/1.1, 431 for headers
+ * over Node's limit, 408 for a request not received in time. A request whose headers arrived but whose
+ * body did not come in time is already a request: it is answered through the responder, so its audit
+ * entry records the 408 the client gets (it used to record the 400 of the body reader that failed after).
+ */
+import type { Duplex } from 'node:stream';
+import type { Response } from 'express';
+import { AppError, invalid } from '../errors.js';
+import { type Responder, socketProblem } from './respond.js';
+
+/** The response a connection is serving, if any (kept by the request listener, http-app.ts). */
+export type InFlight = Pick<WeakMap<Duplex, Response>, 'get'>;
+
+const NOT_HTTP = () =>
+  invalid(
+    'the request is not valid HTTP/1.1 (characters outside ASCII in the URL must be percent-encoded as UTF-8)',
+    [{ field: '', in: 'request', message: 'not valid HTTP/1.1' }],
+  );
+
+export function clientErrorListener(deps: {
+  readonly inFlight: InFlight;
+  readonly respond: Responder;
+  readonly tls: boolean;
+  /** How long a whole request may take (COFFER_REQUEST_TIMEOUT), for the 408's detail. */
+  readonly requestTimeoutSeconds: number;
+}): (err: NodeJS.ErrnoException, socket: Duplex) => void {
+  return (err, socket) => {
+    if (!socket.writable || err.code === 'ECONNRESET') return void socket.destroy();
+    const res = deps.inFlight.get(socket);
+    if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+      const detail = res
+        ? `the request was not received whole within ${deps.requestTimeoutSeconds} s`
+        : 'the request headers were not received in time';
+      // The connection cannot be used again: what is left of the body is never read.
+      const timeout = new AppError('request_timeout', detail, undefined, { Connection: 'close' });
+      if (res && !res.writableEnded && !deps.respond.answered(res)) {
+        deps.respond.problem(res, timeout);
+        return;
+      }
+      if (!res || res.writableEnded) return socketProblem(socket, timeout, deps.tls);
+    }
+    // A response still being written on this connection cannot be followed by another answer.
+    if (res && !res.writableEnded) return void socket.destroy();
+    socketProblem(
+      socket,
+      err.code === 'HPE_HEADER_OVERFLOW'
+        ? new AppError(
+            'headers_too_large',
+            'the request headers are larger than the server accepts (16 KiB)',
+          )
+        : NOT_HTTP(),
+      deps.tls,
+    );
+  };
+}

@@ -1,0 +1,104 @@
+/**
+ * The HTTP(S) server around the request listener (http-app.ts): its time limits, the answers to what Node
+ * cannot parse (client-errors.ts), and listening, with a port in use or a wrong address said in one line.
+ */
+import { readFileSync } from 'node:fs';
+import { createServer as createHttpServer, type Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import {
+  type AddressInfo,
+  createServer as createNetServer,
+  type Server as NetServer,
+} from 'node:net';
+import { ConfigError } from '../errors.js';
+import type { HttpApp } from './http-app.js';
+
+/** The settings it uses (config/schema.ts names them the same). */
+export interface ListenSettings {
+  readonly host: string;
+  readonly port: number;
+}
+
+export interface ServingHttp {
+  readonly server: Server;
+  /** e.g. http://127.0.0.1:8750 */
+  readonly url: string;
+}
+
+/** The TLS certificate and key, read before anything is created (a missing file stops start-up in one line). */
+export function readTls(config: {
+  readonly tls: { readonly cert: string | null; readonly key: string | null };
+}): { cert: Buffer; key: Buffer } | null {
+  if (config.tls.cert === null || config.tls.key === null) return null;
+  const read = (path: string, setting: string): Buffer => {
+    try {
+      return readFileSync(path);
+    } catch (err) {
+      throw new ConfigError(
+        setting,
+        `cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+      );
+    }
+  };
+  return {
+    cert: read(config.tls.cert, 'COFFER_TLS_CERT'),
+    key: read(config.tls.key, 'COFFER_TLS_KEY'),
+  };
+}
+
+export async function serveHttp(
+  app: HttpApp,
+  config: ListenSettings & { readonly request_timeout_seconds: number },
+  tls: { cert: Buffer; key: Buffer } | null,
+): Promise<ServingHttp> {
+  // Time limits are checked every second (Node's default: every 30 s).
+  const limits = { connectionsCheckingInterval: 1000 };
+  const server = tls
+    ? createHttpsServer({ ...limits, ...tls }, app.listener)
+    : createHttpServer(limits, app.listener);
+  // A slow client holds a connection at most this long (Node's default is five minutes).
+  server.requestTimeout = config.request_timeout_seconds * 1000;
+  server.headersTimeout = Math.min(10_000, server.requestTimeout);
+  server.on('clientError', app.onClientError);
+  await listen(server, config);
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return { server, url: `${tls ? 'https' : 'http'}://${host}:${address.port}` };
+}
+
+/** Listens, or throws a ConfigError naming COFFER_PORT or COFFER_HOST. */
+async function listen(server: Server | NetServer, config: ListenSettings): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EADDRINUSE')
+        reject(
+          new ConfigError(
+            'COFFER_PORT',
+            `port ${config.port} on ${config.host} is already in use; stop what uses it or choose another port`,
+          ),
+        );
+      else if (err.code === 'EACCES')
+        reject(
+          new ConfigError(
+            'COFFER_PORT',
+            `this user may not listen on port ${config.port} (ports below 1024 need privileges); choose a port from 1024`,
+          ),
+        );
+      else if (err.code === 'EADDRNOTAVAIL' || err.code === 'ENOTFOUND')
+        reject(new ConfigError('COFFER_HOST', `${config.host} is not an address of this machine`));
+      else reject(err);
+    });
+    server.listen(config.port, config.host, () => resolve());
+  });
+}
+
+/**
+ * Whether this process may listen on the configured address: checked before the store is prepared, so a
+ * port in use stops start-up with one line before anything is created. (Port 0 is always free.)
+ */
+export async function checkListenable(config: ListenSettings): Promise<void> {
+  if (config.port === 0) return;
+  const probe = createNetServer();
+  await listen(probe, config);
+  await new Promise((resolve) => probe.close(resolve));
+}

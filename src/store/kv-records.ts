@@ -1,0 +1,295 @@
+/**
+ * The key-value records: each key's index (`M`: latest version — its counter while it exists —, the
+ * latest type, the first version of its current life), a deleted key's counter (`C`) and the version
+ * records (`V`), as storage/layout.ts places them. The kv service reaches them only through here.
+ *
+ * Invariants kept here, for every backend alike:
+ * - An index or counter that fails its MAC is a RecordIntegrityError, never a changed answer.
+ * - Version numbers only grow, and a key's versions are contiguous from its first to its latest. So a
+ *   version record newer than the index promises means the index was put back to an older copy: a read
+ *   that meets it fails (RecordIntegrityError), and so does a write (which would otherwise overwrite it).
+ *   The read finds it by reading the index and the key's newest version record together, from one state.
+ */
+import type { KeyRange, StorageBackend, StorageWrite } from '../storage/backend.js';
+import {
+  counterKey,
+  descendantsRange,
+  keysRange,
+  metaKey,
+  parseMetaKey,
+  parseVersionKey,
+  subtreeRange,
+  VERSIONS_RANGE,
+  versionKey,
+  versionOf,
+  versionRange,
+} from '../storage/layout.js';
+import type { GenerationStamp, KeyringHolder } from './keyring-store.js';
+import { GENERATION_KEY } from './keyring-store.js';
+import {
+  type KeyMeta,
+  packCounter,
+  unpackCounter,
+  unpackMeta,
+  unpackVersion,
+  type VersionRecord,
+} from './kv-format.js';
+import { versionWrites } from './kv-version-writes.js';
+import { LastOpened } from './last-opened.js';
+import { printableKey, RecordIntegrityError, type RecordSeal } from './record-seal.js';
+
+/** A key: its namespace and name. */
+export interface KeyRef {
+  readonly namespace: string;
+  readonly key: string;
+}
+
+/** Writes another store's operation commits with a change (an audit intent's copy): opaque outside store/. */
+export type RecordWrite = StorageWrite;
+
+/** A key's index and, when it is the newest stored, its latest version's record (read with it). */
+export interface Latest {
+  readonly meta: KeyMeta;
+  /** undefined when the record could not be read with the index, or does not parse. */
+  readonly record: VersionRecord | undefined;
+}
+
+/** What a new version needs from the kv service: its type, its sealed bytes, and the rights to check. */
+export interface NewVersion {
+  readonly type: VersionRecord['type'];
+  readonly createdAt: number;
+  /** The keyring generation the value is sealed under: the write refuses another (StaleKeyringError). */
+  readonly stamp: GenerationStamp;
+  /** The version record for `version` (sealing binds the number). */
+  readonly seal: (version: number) => Buffer;
+  /** Throws unless the caller may replace the key's current latest version (of its type). */
+  readonly mayReplace: (meta: KeyMeta) => void;
+  /** Committed in the same transaction (the audit intent's copy). */
+  readonly alongside: readonly RecordWrite[];
+}
+
+/** One stored version record as a whole-store pass meets it; `cursor` continues a pass just after it. */
+export interface StoredVersion extends KeyRef {
+  readonly version: number;
+  readonly bytes: Uint8Array;
+  readonly cursor: Uint8Array;
+}
+
+const MAX_VERSION = 0xffff_ffff;
+
+export class KvRecords {
+  /** Key indexes last checked, by storage key: the same bytes carry the same index. */
+  private readonly checked = new LastOpened<KeyMeta>(10_000);
+
+  constructor(
+    private readonly storage: StorageBackend,
+    private readonly seal: RecordSeal,
+    private readonly keyring: Pick<KeyringHolder, 'checkCurrent' | 'guard'>,
+  ) {}
+
+  /** The key's index, or undefined when the key does not exist. */
+  async index(ref: KeyRef): Promise<KeyMeta | undefined> {
+    this.keyring.guard();
+    const mKey = metaKey(ref.namespace, ref.key);
+    const bytes = await this.storage.get(mKey);
+    return bytes && this.openMeta(mKey, bytes);
+  }
+
+  /**
+   * The key's index and its newest version record, read together from one state of the store (one
+   * statement on PostgreSQL); undefined when the key does not exist. A version newer than the index
+   * promises is a RecordIntegrityError: the index was put back to an older copy.
+   */
+  async latest(ref: KeyRef): Promise<Latest | undefined> {
+    this.keyring.guard();
+    const mKey = metaKey(ref.namespace, ref.key);
+    const { value, last } = await this.storage.getWithLast(
+      mKey,
+      versionRange(ref.namespace, ref.key),
+    );
+    if (!value) return undefined;
+    const meta = this.openMeta(mKey, value);
+    const newest = last && versionOf(last.key);
+    if (newest !== undefined && newest > meta.latest)
+      throw new RecordIntegrityError(
+        'kv-meta',
+        printableKey(mKey),
+        `is older than the versions stored (version ${newest} exists)`,
+      );
+    return { meta, record: newest === meta.latest ? unpackVersion(last!.value) : undefined };
+  }
+
+  /** Version `version` of the key; undefined when it is missing or does not parse. */
+  async version(ref: KeyRef, version: number): Promise<VersionRecord | undefined> {
+    this.keyring.guard();
+    const bytes = await this.storage.get(versionKey(ref.namespace, ref.key, version));
+    return bytes && unpackVersion(bytes);
+  }
+
+  /** Every version record of the key, oldest first (`record` undefined where one does not parse). */
+  async *versions(
+    ref: KeyRef,
+  ): AsyncIterable<{ version: number; record: VersionRecord | undefined }> {
+    this.keyring.guard();
+    for await (const entry of this.storage.scan(versionRange(ref.namespace, ref.key)))
+      yield { version: versionOf(entry.key), record: unpackVersion(entry.value) };
+  }
+
+  /**
+   * Stores the key's next version in one transaction: checks the keyring generation, assigns the next
+   * number, writes the record and the index. The value is sealed before the transaction for the number
+   * the index (or a deleted key's counter) promises now, so the shared write lock is not held while
+   * sealing; only if another write took that number meanwhile is it sealed again inside.
+   */
+  async append(ref: KeyRef, v: NewVersion): Promise<{ version: number; created: boolean }> {
+    this.keyring.guard();
+    const mKey = metaKey(ref.namespace, ref.key);
+    const cKey = counterKey(ref.namespace, ref.key);
+    // What the index and counter hold now (read together: one statement on a remote store); the
+    // transaction reads them again under its locks. The counter counts only where there is no index.
+    const [metaNow, counterRead] = await Promise.all([
+      this.storage.get(mKey),
+      this.storage.get(cKey),
+    ]);
+    const counterNow = metaNow ? undefined : counterRead;
+    const lastAssigned = (meta: KeyMeta | undefined, counter: Uint8Array | undefined): number =>
+      meta?.latest ?? unpackCounter(this.seal, cKey, counter);
+    const next = lastAssigned(metaNow && this.openMeta(mKey, metaNow), counterNow) + 1;
+    if (next > MAX_VERSION) throw new VersionsUsedUpError();
+    const sealedAhead = v.seal(next);
+    const promised = versionKey(ref.namespace, ref.key, next);
+    return this.storage.atomic(
+      [mKey, cKey, GENERATION_KEY, promised],
+      ([metaBytes, counterBytes, generationBytes, promisedBytes]) => {
+        this.keyring.checkCurrent(v.stamp, generationBytes);
+        const meta = metaBytes && this.openMeta(mKey, metaBytes);
+        if (meta) v.mayReplace(meta);
+        const version = lastAssigned(meta, counterBytes) + 1;
+        // A record already at the number promised, or a number below it: an older index or counter.
+        if (version < next || (version === next && promisedBytes !== undefined))
+          throw new RecordIntegrityError(
+            meta ? 'kv-meta' : 'kv-counter',
+            printableKey(meta ? mKey : cKey),
+            `is older than the versions stored (version ${version} exists)`,
+          );
+        if (version > MAX_VERSION) throw new VersionsUsedUpError();
+        const writes = versionWrites(
+          this.seal,
+          { ...ref, version, type: v.type, previous: meta },
+          version === next ? sealedAhead : v.seal(version),
+        );
+        return { writes: [...writes, ...v.alongside], result: { version, created: !meta } };
+      },
+      // Read just now; a remote store then need not read them again to learn what the plan writes.
+      [metaNow, counterNow, v.stamp.bytes, undefined],
+    );
+  }
+
+  /**
+   * Deletes the key and all its versions in one transaction; its last version number goes to its counter,
+   * so a new life of the key numbers on from it. `mayDelete` throws unless the caller may delete the key
+   * as it is then; false when there is no such key.
+   */
+  remove(
+    ref: KeyRef,
+    mayDelete: (meta: KeyMeta) => void,
+    alongside: readonly RecordWrite[],
+  ): Promise<boolean> {
+    this.keyring.guard();
+    const mKey = metaKey(ref.namespace, ref.key);
+    const cKey = counterKey(ref.namespace, ref.key);
+    return this.storage.atomic([mKey], ([metaBytes]) => {
+      if (!metaBytes) return { writes: [], result: false };
+      const meta = this.openMeta(mKey, metaBytes);
+      mayDelete(meta);
+      const writes: StorageWrite[] = [
+        { op: 'delete', key: mKey },
+        { op: 'put', key: cKey, value: packCounter(this.seal, cKey, meta.latest) },
+        ...alongside,
+      ];
+      for (let v = meta.first; v <= meta.latest; v++)
+        writes.push({ op: 'delete', key: versionKey(ref.namespace, ref.key, v) });
+      return { writes, result: true };
+    });
+  }
+
+  /** The keys directly in `namespace`, in code-point order, from just after `after`, with their indexes. */
+  async *keysIn(namespace: string, after?: string): AsyncIterable<{ key: string; meta: KeyMeta }> {
+    this.keyring.guard();
+    for await (const entry of this.storage.scan(keysRange(namespace, after)))
+      yield { key: parseMetaKey(entry.key).key, meta: this.openMeta(entry.key, entry.value) };
+  }
+
+  /** The next `limit` child namespaces of `namespace` after `after`, whatever lies in them: one storage call. */
+  async children(namespace: string, after: string | undefined, limit: number): Promise<string[]> {
+    this.keyring.guard();
+    const range: KeyRange & { limit: number } = { ...descendantsRange(namespace, after), limit };
+    const segments = await this.storage.segments(descendantsRange(namespace).start, range);
+    return segments.map((segment) => Buffer.from(segment).toString('latin1'));
+  }
+
+  /** Every key in `namespace` and beneath it, in order, with its index; stopping early stops reading. */
+  async *subtree(namespace: string): AsyncIterable<KeyRef & { meta: KeyMeta }> {
+    this.keyring.guard();
+    for await (const entry of this.storage.scan(subtreeRange(namespace)))
+      yield { ...parseMetaKey(entry.key), meta: this.openMeta(entry.key, entry.value) };
+  }
+
+  /** True when any key lies in `namespace` or beneath it. */
+  async namespaceExists(namespace: string): Promise<boolean> {
+    this.keyring.guard();
+    for await (const _ of this.storage.scan({ ...subtreeRange(namespace), limit: 1 })) return true;
+    return false;
+  }
+
+  /**
+   * Every version record of every key in key order, from just after `after` (a cursor this gave), at most
+   * `limit`: for the passes over the whole store (seal report, rewrap, audit coverage, keyring status).
+   */
+  async *everyVersion(
+    options: { readonly after?: Uint8Array | null; readonly limit?: number } = {},
+  ): AsyncIterable<StoredVersion> {
+    const start = options.after
+      ? Buffer.concat([options.after, Buffer.from([0])])
+      : VERSIONS_RANGE.start;
+    const range = {
+      start,
+      end: VERSIONS_RANGE.end,
+      ...(options.limit === undefined ? {} : { limit: options.limit }),
+    };
+    for await (const entry of this.storage.scan(range))
+      yield { ...parseVersionKey(entry.key), bytes: entry.value, cursor: entry.key };
+  }
+
+  /** The key's index as stored, without checking its MAC: only for reports made without the master key. */
+  async peekIndex(ref: KeyRef): Promise<Uint8Array | undefined> {
+    return this.storage.get(metaKey(ref.namespace, ref.key));
+  }
+
+  /**
+   * The error for version `version` of the key that failed to open, verify or parse (its value is sealed
+   * or MACed by the kv service, crypto/envelope.ts): `problem` names what, never the content.
+   */
+  versionError(ref: KeyRef, version: number, problem: string): RecordIntegrityError {
+    return new RecordIntegrityError(
+      'kv-version',
+      printableKey(versionKey(ref.namespace, ref.key, version)),
+      problem,
+    );
+  }
+
+  /** The index in `bytes` stored at `mKey`, MAC-checked unless they are the bytes last checked there. */
+  private openMeta(mKey: Uint8Array, bytes: Uint8Array): KeyMeta {
+    return this.checked.get(Buffer.from(mKey).toString('latin1'), bytes, () =>
+      unpackMeta(this.seal, mKey, bytes),
+    );
+  }
+}
+
+/** A key whose version numbers are used up (2^32 - 1 versions). */
+export class VersionsUsedUpError extends Error {
+  constructor() {
+    super('this key has used up its version numbers');
+    this.name = 'VersionsUsedUpError';
+  }
+}

@@ -1,0 +1,213 @@
+import { createHash } from 'node:crypto';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { AUDIT_CHAINS_RANGE, AUDIT_COUNT_KEY } from '../../src/storage/layout.js';
+import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
+import { type AuditLine, auditFiles, auditLines } from '../support/audit-lines.js';
+import { startTestCoffer } from '../support/harness.js';
+import { send } from '../support/http-client.js';
+import {
+  type CofferProcess,
+  killAll,
+  runCoffer,
+  serveSettings,
+  startProcess,
+} from '../support/process.js';
+
+/** Deletes records of `range` (and `keys`) from a stopped store, as someone who can write its files would. */
+async function deleteRecords(
+  lmdb: string,
+  range: { start: Uint8Array; end: Uint8Array },
+  keys: Uint8Array[] = [],
+): Promise<void> {
+  const storage = new LmdbBackend({ path: lmdb });
+  try {
+    const gone: Uint8Array[] = [...keys];
+    for await (const { key } of storage.scan(range)) gone.push(key);
+    await storage.atomic([], () => ({
+      writes: gone.map((key) => ({ op: 'delete' as const, key })),
+      result: undefined,
+    }));
+  } finally {
+    await storage.close();
+  }
+}
+
+/**
+ * The outside tester's rewrite: the chain's token.revoke and keyring.rotate entries, the requests that made
+ * them, the server.stop line and the final checkpoint deleted; seq renumbered; every prev recomputed as a
+ * plain SHA-256 (no key is needed for that).
+ */
+function rewriteWithoutKey(file: string): void {
+  const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean);
+  const parsed = lines.map((l) => JSON.parse(l) as AuditLine);
+  const gone = new Set(
+    parsed
+      .filter(
+        (e) =>
+          e.event === 'token.revoke' ||
+          e.event === 'keyring.rotate' ||
+          e.event === 'server.stop' ||
+          e.action === 'token.revoke' ||
+          e.action === 'keyring.rotate',
+      )
+      .map((e) => e.seq),
+  );
+  const last = parsed.at(-1)!;
+  if (last.kind === 'checkpoint') gone.add(last.seq);
+  const kept = parsed.filter((e) => !gone.has(e.seq));
+  let prev = '0'.repeat(64);
+  const out = kept.map((entry, i) => {
+    const text = JSON.stringify({ ...entry, seq: i + 1, prev });
+    prev = createHash('sha256').update(text).digest('hex');
+    return text;
+  });
+  writeFileSync(file, `${out.join('\n')}\n`);
+}
+
+describe('the audit log from outside: a rewrite, a deleted chain, a cut, a killed server', function () {
+  this.timeout(90_000);
+
+  /** A server that revoked a token and rotated the keyring, then stopped; its settings. */
+  async function auditedServer(): Promise<{ env: Record<string, string>; dir: string }> {
+    const settings = serveSettings(1);
+    const p = await startProcess(settings.env);
+    const { token } = (
+      await send(p.url, 'POST', '/v1/auth/token', settings.root, { role: 'reader' })
+    ).body;
+    expect(
+      (await send(p.url, 'PUT', '/v1/kv/t/k', settings.root, { value: 'v', type: 'config' }))
+        .status,
+    ).to.equal(201);
+    expect(
+      (await send(p.url, 'DELETE', `/v1/auth/token/${token.slice(4, 20)}`, settings.root)).status,
+    ).to.equal(204);
+    expect((await send(p.url, 'POST', '/v1/sys/keyring/rotate', settings.root)).status).to.equal(
+      200,
+    );
+    await p.stop();
+    return { env: { ...settings.env, COFFER_LOG_LEVEL: 'silent' }, dir: settings.dir };
+  }
+
+  const verify = (env: Record<string, string>, ...args: string[]) =>
+    runCoffer(['audit', 'verify', ...args], env);
+
+  it("finds the outside tester's rewrite (entries deleted, seq renumbered, every prev recomputed, the chain records deleted): not intact", async () => {
+    const { env, dir } = await auditedServer();
+    const clean = await verify(env);
+    expect(clean.code, clean.stdout).to.equal(0);
+    const files = auditFiles(join(dir, 'data', 'audit'));
+    for (const file of files) rewriteWithoutKey(file);
+    await deleteRecords(join(dir, 'data', 'lmdb'), AUDIT_CHAINS_RANGE);
+    const run = await verify(env);
+    expect(run.code).to.equal(1);
+    expect(run.stdout).to.match(
+      /^BROKEN: .*audit chain #1 of \d+ is missing: a chain was deleted/m,
+    );
+    // With the count deleted too, and this host's memory of it: the files' chains are unknown, and their
+    // first recomputed link fails.
+    await deleteRecords(join(dir, 'data', 'lmdb'), AUDIT_CHAINS_RANGE, [AUDIT_COUNT_KEY]);
+    rmSync(join(dir, 'data', 'high-water'), { recursive: true, force: true });
+    const again = await verify(env);
+    expect(again.code).to.equal(1);
+    expect(again.stdout).to.match(/^BROKEN: .*is not recorded in the store/m);
+    // An auditor with the public key alone finds it too: the signed checkpoints no longer cover the lines.
+    const key = /public key ([0-9a-f]{64})/.exec(clean.stdout)![1]!;
+    const auditor = await runCoffer(['audit', 'verify', '--public-key', key, ...files], {});
+    expect(auditor.code).to.equal(1);
+    expect(auditor.stdout).to.match(/^BROKEN: /m);
+  });
+
+  it('finds a tail cut off (the final checkpoint and server.stop deleted, links left as they are)', async () => {
+    const { env, dir } = await auditedServer();
+    const [file] = auditFiles(join(dir, 'data', 'audit')).slice(-1);
+    const lines = readFileSync(file!, 'utf8').split('\n').filter(Boolean);
+    writeFileSync(file!, `${lines.slice(0, -2).join('\n')}\n`);
+    const run = await verify(env);
+    expect(run.code).to.equal(1);
+    expect(run.stdout).to.match(
+      /^BROKEN: .*(ended at seq \d+, but its files end at seq \d+|the log was truncated)/m,
+    );
+  });
+
+  it("publishes the checkpoints' public key, with which an auditor verifies the files and nothing else", async () => {
+    const settings = serveSettings(1);
+    const p = await startProcess(settings.env);
+    let key: string;
+    try {
+      const published = await send(p.url, 'GET', '/v1/sys/audit/public-key', '');
+      expect(published.status).to.equal(200);
+      expect(published.body).to.include({ algorithm: 'Ed25519' });
+      key = published.body.public_key;
+      expect(key).to.match(/^[0-9a-f]{64}$/);
+      const verified = await send(p.url, 'GET', '/v1/sys/audit/verify', settings.root);
+      expect(verified.body).to.include({ intact: true, public_key: key });
+    } finally {
+      await p.stop();
+    }
+    const env = { ...settings.env, COFFER_LOG_LEVEL: 'silent' };
+    const printed = await verify(env);
+    expect(printed.stdout).to.include(`public key ${key}`);
+    const files = auditFiles(join(settings.dir, 'data', 'audit'));
+    const auditor = await runCoffer(['audit', 'verify', '--public-key', key, ...files], {});
+    expect(auditor.code, auditor.stdout + auditor.stderr).to.equal(0);
+    expect(auditor.stdout).to.match(/intact: /);
+    const other = await runCoffer(
+      ['audit', 'verify', '--public-key', 'ab'.repeat(32), ...files],
+      {},
+    );
+    expect(other.code).to.equal(1);
+    expect(other.stdout).to.match(/signature does not verify/);
+  });
+
+  it("reports a killed server's uncovered entries as not intact until a server starts on its host and closes its chain", async () => {
+    const settings = serveSettings(1, { COFFER_AUDIT_CHECKPOINT_EVERY: '100000' });
+    const env = { ...settings.env, COFFER_LOG_LEVEL: 'silent' };
+    let p: CofferProcess = await startProcess(settings.env);
+    for (let i = 0; i < 5; i++)
+      await send(p.url, 'PUT', `/v1/kv/killed/k${i}`, settings.root, {
+        value: 'v',
+        type: 'config',
+      });
+    await killAll(p);
+    const cut = await verify(env);
+    expect(cut.code).to.equal(1);
+    expect(cut.stdout).to.match(
+      /^BROKEN: .*entries of chain \S+ .* are not covered by a checkpoint, and its server has not made one since: it stopped without closing its log/m,
+    );
+    p = await startProcess(settings.env);
+    await p.stop();
+    const closed = await verify(env);
+    expect(closed.code, closed.stdout).to.equal(0);
+    const events = auditLines(join(settings.dir, 'data', 'audit')).filter(
+      (l) => l.event === 'audit.chain_closed',
+    );
+    expect(events).to.have.length(1);
+    expect(events[0]!.uncovered).to.be.at.least(1);
+  });
+
+  it('reports a revocation or a rotation in the store that no audit entry names', async () => {
+    const c = await startTestCoffer();
+    try {
+      const token = await c.token({ role: 'reader' });
+      const id = token.slice(4, 20);
+      // Changed in the store directly, as a process that writes no audit log would.
+      await c.app.records.tokens.revoke(id, Date.now());
+      await c.app.keyring.rotate(Date.now());
+      const coverage = (await c.call('GET', '/v1/sys/audit/verify')).body.coverage;
+      expect(coverage.changes.tokens_created).to.include({ count: 1, covered: 1 });
+      expect(coverage.changes.tokens_revoked.uncovered).to.deep.equal([id]);
+      expect(coverage.changes.keyring_rotations.uncovered).to.deep.equal([2]);
+      // Through the API, both are named by their events.
+      const other = (await c.call('POST', '/v1/auth/token', { json: { role: 'reader' } })).body.id;
+      expect((await c.call('DELETE', `/v1/auth/token/${other}`)).status).to.equal(204);
+      expect((await c.call('POST', '/v1/sys/keyring/rotate')).status).to.equal(200);
+      const after = (await c.call('GET', '/v1/sys/audit/verify')).body.coverage.changes;
+      expect(after.tokens_revoked).to.deep.include({ count: 2, covered: 1, uncovered: [id] });
+      expect(after.keyring_rotations).to.deep.include({ count: 2, covered: 1, uncovered: [2] });
+    } finally {
+      await c.close();
+    }
+  });
+});

@@ -1,0 +1,106 @@
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
+import { MAIN, runCoffer, runToExit, serveSettings } from '../support/process.js';
+import { seedStore } from '../support/seed.js';
+
+/** Runs `coffer args… | head -c 200` in a shell; resolves with coffer's own exit code and its stderr. */
+function pipedIntoHead(args: string[], env: Record<string, string>) {
+  const errFile = join(tempDir(), 'stderr');
+  const clean = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !name.startsWith('COFFER_')),
+  );
+  const line = `"${process.execPath}" "${MAIN}" ${args.join(' ')} 2>"${errFile}" | head -c 200; echo "exit:\${PIPESTATUS[0]}"`;
+  return new Promise<{ code: number; stderr: string; shown: string }>((resolve) => {
+    const child = spawn('bash', ['-c', line], { env: { ...clean, ...env } });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.on('close', () =>
+      resolve({
+        code: Number(/exit:(\d+)/.exec(out)?.[1]),
+        stderr: readFileSync(errFile, 'utf8'),
+        shown: out,
+      }),
+    );
+  });
+}
+
+describe('the coffer command, as a person at a shell uses it', function () {
+  this.timeout(60_000);
+  let c: TestCoffer;
+  let env: Record<string, string>;
+  before(async () => {
+    c = await startTestCoffer();
+    // Enough namespaces that the seal report is much larger than a pipe's buffer.
+    await seedStore(c.storage, c.app.keyring.current(), 3000, 3000);
+    env = {
+      COFFER_DATA_DIR: c.config.data_dir,
+      COFFER_MASTER_KEY_FILE: c.config.master_key_file,
+      COFFER_LOG_LEVEL: 'silent',
+    };
+  });
+  after(async () => {
+    await c.close();
+  });
+
+  it('stops quietly, with its own exit code, when the reader closes the pipe', async () => {
+    const run = await pipedIntoHead(['audit', 'seal-report'], env);
+    expect(run.shown.length).to.be.at.least(200);
+    expect(run.stderr).to.equal('');
+    expect(run.code).to.equal(0);
+  });
+
+  it('prints its version and the commit it was built from; its entry point is executable after a build', async () => {
+    const run = await runCoffer(['--version'], {});
+    expect(run.code).to.equal(0);
+    const head = execFileSync('git', ['rev-parse', 'HEAD']).toString().trim();
+    expect(run.stdout).to.match(
+      new RegExp(`^coffer \\d+\\.\\d+\\.\\d+ \\(commit ${head}( with uncommitted changes)?\\)\\n$`),
+    );
+    expect(statSync(MAIN).mode & 0o111).to.equal(0o111);
+  });
+
+  it('says in one line what is missing: the store, or its audit directory', async () => {
+    const missing = join(tempDir(), 'nothing-here');
+    const noStore = await runCoffer(['audit', 'verify'], { ...env, COFFER_DATA_DIR: missing });
+    expect(noStore.code).to.equal(2);
+    expect(noStore.stderr).to.equal(`coffer: no Coffer store at ${missing} (COFFER_DATA_DIR)\n`);
+    const bare = join(tempDir(), 'bare');
+    mkdirSync(bare);
+    const noAudit = await runCoffer(['audit', 'verify'], { ...env, COFFER_DATA_DIR: bare });
+    expect(noAudit.code).to.equal(2);
+    expect(noAudit.stderr).to.equal(
+      `coffer: no audit directory at ${join(bare, 'audit')} (COFFER_AUDIT_DIR)\n`,
+    );
+  });
+
+  it('warns of every COFFER_ variable it does not read, naming the closest real one', async () => {
+    const run = await runCoffer(['audit', 'seal-report'], {
+      ...env,
+      COFFER_PORTT: '9999',
+      COFFER_AUDIT_SYNC_EVERY: 'true',
+      COFFER_NOTHING_LIKE_IT: 'x',
+    });
+    expect(run.code).to.equal(0);
+    expect(run.stderr.split('\n').filter(Boolean)).to.deep.equal([
+      'coffer: warning: COFFER_AUDIT_SYNC_EVERY is not a Coffer setting and is ignored; did you mean COFFER_AUDIT_SYNC_EVERY_ENTRY?',
+      'coffer: warning: COFFER_NOTHING_LIKE_IT is not a Coffer setting and is ignored',
+      'coffer: warning: COFFER_PORTT is not a Coffer setting and is ignored; did you mean COFFER_PORT?',
+    ]);
+  });
+
+  it('refuses to start, creating nothing, when the TLS certificate file is missing: one line, exit 2', async () => {
+    const { dir, env: serveEnv } = serveSettings(1, {
+      COFFER_TLS_CERT: '/nonexistent/cert.pem',
+      COFFER_TLS_KEY: '/nonexistent/key.pem',
+    });
+    const run = await runToExit(serveEnv);
+    expect(run.code).to.equal(2);
+    expect(run.stderr).to.equal(
+      'coffer: COFFER_TLS_CERT: cannot read /nonexistent/cert.pem (ENOENT)\n',
+    );
+    expect(readdirSync(dir)).to.deep.equal([]);
+  });
+});

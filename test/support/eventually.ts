@@ -1,0 +1,26 @@
+/**
+ * Waiting for a condition instead of a time: `check` is tried until it holds (returns true, or resolves
+ * without throwing an assertion), then once more fails loudly with its own error when `timeout` passes.
+ * Generous by default: a two-core machine under the whole suite is slow, and a condition met early costs
+ * nothing.
+ */
+export async function eventually(
+  check: () => boolean | Promise<boolean>,
+  options: { readonly timeout?: number; readonly interval?: number; readonly what?: string } = {},
+): Promise<void> {
+  const { timeout = 10_000, interval = 25 } = options;
+  const until = Date.now() + timeout;
+  let last: unknown;
+  for (;;) {
+    try {
+      if (await check()) return;
+      last = undefined;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() >= until) break;
+    await new Promise((resolve) => setTimeout(resolve, interval));
+  }
+  if (last instanceof Error) throw last;
+  throw new Error(`${options.what ?? 'the condition'} did not hold within ${timeout} ms`);
+}
