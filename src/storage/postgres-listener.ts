@@ -22,6 +22,7 @@ export class PostgresListener {
   private closed = false;
   private retryMs = FIRST_RETRY_MS;
   private timer: NodeJS.Timeout | null = null;
+  private connecting = false;
 
   constructor(
     private readonly config: pg.ClientConfig,
@@ -31,7 +32,7 @@ export class PostgresListener {
   /** Adds a listener; the first one opens the connection. Returns the function that removes it. */
   add(listener: ChangeListener): () => void {
     this.listeners.add(listener);
-    if (this.client === null && this.timer === null && !this.closed) void this.connect();
+    if (this.client === null && this.timer === null && !this.closed) this.connect();
     return () => this.listeners.delete(listener);
   }
 
@@ -44,7 +45,16 @@ export class PostgresListener {
     await client?.end().catch(() => undefined);
   }
 
-  private async connect(): Promise<void> {
+  /** Opens the listening connection, unless one is being opened already (one connection, one gap). */
+  private connect(): void {
+    if (this.connecting) return;
+    this.connecting = true;
+    void this.open().finally(() => {
+      this.connecting = false;
+    });
+  }
+
+  private async open(): Promise<void> {
     const client = new pg.Client(this.config);
     // A lost connection is both an 'error' and an 'end' event; either starts the next attempt, once.
     let lost = false;
@@ -82,7 +92,7 @@ export class PostgresListener {
     if (this.closed || this.timer !== null) return;
     this.timer = setTimeout(() => {
       this.timer = null;
-      void this.connect();
+      this.connect();
     }, this.retryMs);
     this.timer.unref();
     this.retryMs = Math.min(MAX_RETRY_MS, this.retryMs * 2);

@@ -6,6 +6,7 @@ import { intentCopies } from '../../src/audit/intent-recovery.js';
 import { intentJournalKey } from '../../src/storage/layout.js';
 import { AuditRecords } from '../../src/store/audit-records.js';
 import { auditLines } from '../support/audit-lines.js';
+import { eventually } from '../support/eventually.js';
 import { startTestCoffer, tempDir } from '../support/harness.js';
 import { runCoffer } from '../support/process.js';
 import { withStoreSeal } from '../support/store-seal.js';
@@ -18,9 +19,11 @@ describe('coffer audit archive', function () {
     const first = await startTestCoffer({ dataDir: dir });
     for (let i = 0; i < 20; i++) await first.put(`arch/k${i % 3}`, `v${i}`);
     await first.close();
-    await new Promise((r) => setTimeout(r, 20));
+    // The cut falls strictly between the two servers' lines: the clock has moved on either side of it.
+    const closed = Date.now();
+    await eventually(() => Date.now() > closed, { interval: 1 });
     const cut = new Date().toISOString();
-    await new Promise((r) => setTimeout(r, 20));
+    await eventually(() => Date.now() > Date.parse(cut), { interval: 1 });
     const second = await startTestCoffer({ dataDir: dir, rootToken: first.rootToken });
     for (let i = 0; i < 5; i++) await second.put(`arch/k${i}`, `w${i}`);
     await second.close();

@@ -3,6 +3,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { type AuditLine, auditFiles, auditLines } from '../support/audit-lines.js';
+import { eventually } from '../support/eventually.js';
 import { type ApiResponse, startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
 
 type Entry = AuditLine;
@@ -130,8 +131,9 @@ describe('audit entries, operator events and GET /v1/sys/audit', function () {
       expect((await c.call('DELETE', `/v1/auth/token/${created.body.id}`)).status).to.equal(204);
       expect((await c.call('POST', '/v1/sys/keyring/rotate')).status).to.equal(200);
       expect((await c.call('POST', '/v1/sys/keyring/rewrap')).status).to.equal(202);
-      for (let i = 0; i < 100 && (await c.call('GET', '/v1/sys/keyring/rewrap')).body.running; i++)
-        await new Promise((r) => setTimeout(r, 50));
+      await eventually(async () => !(await c.call('GET', '/v1/sys/keyring/rewrap')).body.running, {
+        what: 'the rewrap finished',
+      });
       expect((await c.call('POST', '/v1/sys/keyring/retire')).body.retired).to.deep.equal([1]);
       writeFileSync(join(dir, 'keys', 'next.key'), randomBytes(32), { mode: 0o600 });
       const migrated = await c.call('POST', '/v1/sys/keyring/migrate', {

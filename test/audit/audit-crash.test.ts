@@ -5,6 +5,7 @@ import { parseVersionKey, VERSIONS_RANGE } from '../../src/storage/layout.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
 import { AuditRecords } from '../../src/store/audit-records.js';
 import { type AuditLine, auditLines } from '../support/audit-lines.js';
+import { eventually } from '../support/eventually.js';
 import { send } from '../support/http-client.js';
 import { killAll, runCoffer, serveSettings, startProcess } from '../support/process.js';
 import { withStoreSeal } from '../support/store-seal.js';
@@ -17,19 +18,23 @@ describe('every committed change has its audit entry, even after kill -9', funct
     for (let round = 0; round < 4; round++) {
       const p = await startProcess(env);
       let stop = false;
+      let answered = 0;
       const writers = Array.from({ length: 64 }, async (_, w) => {
         for (let i = 0; !stop; i++) {
           await send(p.url, 'PUT', `/v1/kv/crash/r${round}/k${(w + i) % 40}`, root, {
             value: `v${w}-${i}`,
             type: i % 2 ? 'secret' : 'config',
-          }).catch(() => (stop = true));
+          })
+            .then(() => answered++)
+            .catch(() => (stop = true));
           if (i % 25 === 24)
             await send(p.url, 'DELETE', `/v1/kv/crash/r${round}/k${w % 40}`, root).catch(
               () => (stop = true),
             );
         }
       });
-      await new Promise((r) => setTimeout(r, 700 + round * 300));
+      // Each round is killed further into its load (more writes answered).
+      await eventually(() => answered >= 200 * (round + 1), { timeout: 30_000, what: 'writes' });
       await killAll(p);
       stop = true;
       await Promise.all(writers);

@@ -6,6 +6,7 @@ import { expect } from 'chai';
 import { chainKeysOf, publicChainKeys } from '../../src/audit/chain-keys.js';
 import { type VerifyResult, verifyAudit } from '../../src/audit/verify.js';
 import { auditLines, auditFiles as filesIn } from '../support/audit-lines.js';
+import { eventually } from '../support/eventually.js';
 import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
 import { runCoffer as run } from '../support/process.js';
 
@@ -109,10 +110,13 @@ describe('audit log', function () {
       expect(health.body.code).to.equal('audit_unavailable');
       execFileSync('chattr', ['-i', file!]);
       let after = await c.call('GET', '/v1/kv/closed/k');
-      for (let i = 0; after.status === 503 && i < 20; i++) {
-        await new Promise((r) => setTimeout(r, 100));
-        after = await c.call('GET', '/v1/kv/closed/k');
-      }
+      await eventually(
+        async () => {
+          after = await c.call('GET', '/v1/kv/closed/k');
+          return after.status !== 503;
+        },
+        { timeout: 5000, interval: 100, what: 'the audit log open again' },
+      );
       expect(after.status).to.equal(200);
       expect(after.body.value).to.equal('before');
     } finally {

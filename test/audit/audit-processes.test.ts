@@ -3,6 +3,7 @@ import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { type AuditLine, auditLines } from '../support/audit-lines.js';
+import { eventually } from '../support/eventually.js';
 import { startTestCoffer, tempDir } from '../support/harness.js';
 import { type Reply, send } from '../support/http-client.js';
 import { runCoffer, serveSettings, startProcess } from '../support/process.js';
@@ -156,10 +157,13 @@ describe('audit across processes and sinks', function () {
 
       execFileSync('mount', ['-o', 'remount,size=4m', mount]);
       let after = await c.call('GET', '/v1/kv/full/k1');
-      for (let i = 0; after.status === 503 && i < 40; i++) {
-        await new Promise((r) => setTimeout(r, 100));
-        after = await c.call('GET', '/v1/kv/full/k1');
-      }
+      await eventually(
+        async () => {
+          after = await c.call('GET', '/v1/kv/full/k1');
+          return after.status !== 503;
+        },
+        { interval: 100, what: 'the audit log writable again' },
+      );
       expect(after.status).to.equal(200);
       expect((await c.call('GET', '/v1/kv/full/never')).status).to.equal(404);
       const env = {

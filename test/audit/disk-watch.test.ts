@@ -1,6 +1,7 @@
 import { Writable } from 'node:stream';
 import { expect } from 'chai';
 import { pino } from 'pino';
+import { eventually } from '../support/eventually.js';
 import { startTestCoffer } from '../support/harness.js';
 
 describe('free space for the audit log', () => {
@@ -19,8 +20,7 @@ describe('free space for the audit log', () => {
       start: { log: pino({ level: 'info' }, sink) },
     });
     try {
-      for (let i = 0; i < 50 && !lines.some((l) => l.event === 'disk.low'); i++)
-        await new Promise((r) => setTimeout(r, 20));
+      await eventually(() => lines.some((l) => l.event === 'disk.low'), { what: 'disk.low' });
       const low = lines.find((l) => l.event === 'disk.low');
       expect(low).to.include({ dir: c.config.audit.dir, min_free_bytes: 10 ** 14 });
       expect(low!.free_bytes).to.be.a('number');

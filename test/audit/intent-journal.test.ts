@@ -8,6 +8,7 @@ import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
 import { AuditRecords } from '../../src/store/audit-records.js';
 import { auditFiles, auditLines } from '../support/audit-lines.js';
 import { type DatasyncProbe, probeDatasyncs } from '../support/datasync-probe.js';
+import { eventually } from '../support/eventually.js';
 import { startTestCoffer, tempDir } from '../support/harness.js';
 import { send } from '../support/http-client.js';
 import { killAll, runCoffer, startProcess } from '../support/process.js';
@@ -86,16 +87,12 @@ describe('intents are committed with their changes: one sync for both', function
           (await intentCopies(new AuditRecords(coffer.storage, coffer.app.keyring.recordSeal)))
             .length,
         ).to.be.greaterThan(0);
-        const deadline = Date.now() + 5000;
-        while (
-          (await intentCopies(new AuditRecords(coffer.storage, coffer.app.keyring.recordSeal)))
-            .length > 0 &&
-          Date.now() < deadline
-        )
-          await new Promise((r) => setTimeout(r, 100));
-        expect(
-          await intentCopies(new AuditRecords(coffer.storage, coffer.app.keyring.recordSeal)),
-        ).to.deep.equal([]);
+        await eventually(
+          async () =>
+            (await intentCopies(new AuditRecords(coffer.storage, coffer.app.keyring.recordSeal)))
+              .length === 0,
+          { interval: 100, what: 'no intent copy left' },
+        );
       } finally {
         await coffer.close();
       }

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import pg from 'pg';
+import { eventually } from '../support/eventually.js';
 import type { TestCoffer } from '../support/harness.js';
 import { startTestCoffer } from '../support/harness.js';
 import { send } from '../support/http-client.js';
@@ -20,6 +21,17 @@ async function terminateBackends(): Promise<number> {
   } finally {
     await client.end();
   }
+}
+
+interface Load {
+  done: boolean;
+  written: number;
+}
+
+/** Waits for twenty more acknowledged writes of `load`. */
+async function writesGoOn(load: Load): Promise<void> {
+  const from = load.written;
+  await eventually(() => load.written >= from + 20, { timeout: 20_000, what: 'writes going on' });
 }
 
 describe("The audit log's copy in PostgreSQL through connection cuts", function () {
@@ -46,19 +58,34 @@ describe("The audit log's copy in PostgreSQL through connection cuts", function 
     await a?.close();
   });
 
-  /** Writers and readers on both servers until `stop` is set. */
-  function load(servers: readonly TestCoffer[], perServer: number, stop: { done: boolean }) {
-    return Promise.all(
+  /**
+   * Writers and readers on both servers while `during` runs (`load.written` counts acknowledged writes);
+   * the load ends with it, whether it succeeds or fails.
+   */
+  async function underLoad(
+    servers: readonly TestCoffer[],
+    perServer: number,
+    during: (load: Load) => Promise<void>,
+  ): Promise<void> {
+    const load: Load = { done: false, written: 0 };
+    const running = Promise.all(
       servers.flatMap((server, s) =>
         Array.from({ length: perServer }, async (_, w) => {
-          for (let i = 0; !stop.done; i++) {
+          for (let i = 0; !load.done; i++) {
             // Answers during a cut are 503: the load goes on regardless.
-            await server.put(`cuts/s${s}w${w}`, `v${i}`, 'config').catch(() => undefined);
+            const put = await server.put(`cuts/s${s}w${w}`, `v${i}`, 'config').catch(() => null);
+            if (put?.status === 200 || put?.status === 201) load.written++;
             await server.call('GET', `/v1/kv/cuts/s${s}w${w}`).catch(() => undefined);
           }
         }),
       ),
     );
+    try {
+      await during(load);
+    } finally {
+      load.done = true;
+      await running;
+    }
   }
 
   async function verifiedOnBoth(): Promise<void> {
@@ -70,36 +97,30 @@ describe("The audit log's copy in PostgreSQL through connection cuts", function 
   }
 
   it('verifies intact on both servers after ten cuts of every connection under load', async () => {
-    const stop = { done: false };
-    const running = load([a, b], 8, stop);
-    for (let cut = 0; cut < 10; cut++) {
-      await new Promise((r) => setTimeout(r, 250));
-      await terminateBackends();
-    }
-    await new Promise((r) => setTimeout(r, 250));
-    stop.done = true;
-    await running;
+    // Each cut lands once the servers have written again since the last one: always under load.
+    await underLoad([a, b], 8, async (load) => {
+      for (let cut = 0; cut < 10; cut++) {
+        await writesGoOn(load);
+        await terminateBackends();
+      }
+      await writesGoOn(load);
+    });
     // Once the database answers again, each server's copy catches up with its files.
     let last: unknown;
-    for (let i = 0; i < 50; i++) {
-      const [va, vb] = await Promise.all([a, b].map((s) => s.call('GET', '/v1/sys/audit/verify')));
-      last = [va!.body, vb!.body];
-      if (va!.body.intact === true && vb!.body.intact === true) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    expect(last, JSON.stringify(last)).to.satisfy((both: { intact: boolean }[]) =>
-      both.every((v) => v.intact),
-    );
+    await eventually(
+      async () => {
+        const both = await Promise.all([a, b].map((s) => s.call('GET', '/v1/sys/audit/verify')));
+        last = both.map((v) => v.body);
+        return both.every((v) => v.body.intact === true);
+      },
+      { interval: 100, what: 'both servers verify intact' },
+    ).catch(() => expect.fail(`not intact: ${JSON.stringify(last)}`));
     await verifiedOnBoth();
   });
 
   it('verifies intact offline on either host after writes alternating with restarts of both servers', async () => {
     for (let round = 0; round < 4; round++) {
-      const stop = { done: false };
-      const running = load([a, b], 4, stop);
-      await new Promise((r) => setTimeout(r, 300));
-      stop.done = true;
-      await running;
+      await underLoad([a, b], 4, writesGoOn);
       if (round % 2 === 0) a = await a.restart();
       else b = await b.restart();
     }

@@ -9,20 +9,12 @@ import { verifyAudit } from '../../src/audit/verify.js';
 import { auditLinesRange, intentJournalKey } from '../../src/storage/layout.js';
 import { AuditRecords } from '../../src/store/audit-records.js';
 import { auditLines } from '../support/audit-lines.js';
+import { eventually } from '../support/eventually.js';
 import type { TestCoffer } from '../support/harness.js';
 import { startTestCoffer, tempDir } from '../support/harness.js';
 import { dropTestSchemas, PG_TEST_URL, requirePostgres, testSchema } from '../support/postgres.js';
 import { runCoffer } from '../support/process.js';
 import { pgEnv, secondServer } from '../support/shared-servers.js';
-
-/** Waits until `check` holds (a read's audit entry reaches the store within audit.sync_ms). */
-async function eventually(check: () => Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 40; i++) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  expect.fail('the condition did not hold within 4 s');
-}
 
 describe('The audit log of several servers on one PostgreSQL database', function () {
   this.timeout(60_000);
@@ -155,7 +147,8 @@ describe('The audit log of several servers on one PostgreSQL database', function
     const oldChain = auditFilesIn(a.config.audit.dir!)[0]!.match(/audit-(.+)-1\.jsonl$/)![1]!;
     // A stops (its chain ends) and starts again: its first chain's files are finished.
     a = await a.restart();
-    await new Promise((r) => setTimeout(r, 20));
+    const restarted = Date.now(); // the cut falls after every line of the first chain
+    await eventually(() => Date.now() > restarted, { interval: 1 });
     const cut = new Date().toISOString();
     const runsOf = async (chain: string) => {
       let runs = 0;

@@ -9,6 +9,7 @@ import { AuditRecords } from '../../src/store/audit-records.js';
 import { RecordSeal } from '../../src/store/record-seal.js';
 import { testChainKeys } from '../support/chain-keys.js';
 import { type DatasyncProbe, probeDatasyncs } from '../support/datasync-probe.js';
+import { eventually } from '../support/eventually.js';
 import { tempDir } from '../support/harness.js';
 
 /** Record keys for this registry alone (the server derives its own from the keyring). */
@@ -55,7 +56,11 @@ describe('audit writer: when lines reach the disk', () => {
       await writer.append({ kind: 'request', action: 'read' }, 'written');
       const answeredAt = performance.now();
       expect(syncs.filter((t) => t >= started && t <= answeredAt)).to.have.length(0);
-      await new Promise((r) => setTimeout(r, 150));
+      await eventually(() => syncs.length > 0, {
+        timeout: 1000,
+        interval: 5,
+        what: 'a timed sync',
+      });
       expect(syncs).to.have.length(1);
       expect(syncs[0]! - answeredAt).to.be.within(0, 120);
 
@@ -77,7 +82,12 @@ describe('audit writer: when lines reach the disk', () => {
       probe.delayMs = 400;
       syncs.length = 0;
       await writer.append({ kind: 'request', action: 'read' }, 'written');
-      await new Promise((r) => setTimeout(r, 50)); // the timed sync has begun, and takes 400 ms
+      // The timed sync has begun, and takes 400 ms.
+      await eventually(() => syncs.length > 0, {
+        timeout: 1000,
+        interval: 5,
+        what: 'a timed sync',
+      });
       expect(syncs).to.have.length(1);
       const started = performance.now();
       await writer.append({ kind: 'request', action: 'read' }, 'written');

@@ -8,6 +8,7 @@ import type { RootRecord } from '../../src/auth/root-token.js';
 import { generateToken } from '../../src/auth/token-format.js';
 import { AppError } from '../../src/errors.js';
 import type { TokenRecord } from '../../src/model/tokens.js';
+import { eventually } from '../support/eventually.js';
 
 /** The real argon2 gate, counting how often it verifies. */
 class CountingGate extends Argon2Gate {
@@ -232,8 +233,7 @@ describe('authenticator', () => {
       spin();
     });
     expect(busy()).to.equal(true);
-    await new Promise((r) => setTimeout(r, 400));
-    expect(busy()).to.equal(false);
+    await eventually(() => !busy(), { timeout: 2000, what: 'the loop seen idle again' });
   });
 
   it('takes turns by client and token: a flood at a token from one address does not refuse its first use from another', async () => {

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { auditLines } from '../support/audit-lines.js';
+import { eventually } from '../support/eventually.js';
 import { startTestCoffer, type TestCoffer } from '../support/harness.js';
 
 const TOKEN_SHAPE = /^cfr_[0-9A-Za-z]{16}_[0-9A-Za-z]{43}$/;
@@ -186,9 +187,11 @@ describe('token API', () => {
       this.timeout(5000);
       const token = await c.token({ role: 'reader', expires_in: 1 });
       expect((await c.call('GET', '/v1/auth/me', { token })).status).to.equal(200);
-      await new Promise((r) => setTimeout(r, 1100));
-      const res = await c.call('GET', '/v1/auth/me', { token });
-      expect(res.status).to.equal(401);
+      await eventually(async () => (await c.call('GET', '/v1/auth/me', { token })).status === 401, {
+        timeout: 2000,
+        interval: 100,
+        what: 'the token expired',
+      });
       const all = await c.call('GET', '/v1/auth/tokens?all=true');
       expect(
         all.body.tokens.find((t: { id: string }) => t.id === token.slice(4, 20)).status,

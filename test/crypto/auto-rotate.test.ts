@@ -4,6 +4,7 @@ import { ConfigError } from '../../src/errors.js';
 import { LocalKeyProvider, loadOrCreateMasterKey } from '../../src/keys/local-provider.js';
 import { parseDuration } from '../../src/operator/auto-rotate.js';
 import { KeyringHolder } from '../../src/store/keyring-store.js';
+import { eventually } from '../support/eventually.js';
 import { startTestCoffer } from '../support/harness.js';
 
 describe('automatic rotation (keyring.rotate_after)', function () {
@@ -29,10 +30,13 @@ describe('automatic rotation (keyring.rotate_after)', function () {
       await c.put('auto/k', 'sealed under version 1');
       expect((await c.call('GET', '/v1/sys/keyring')).body.active_version).to.equal(1);
       let status = (await c.call('GET', '/v1/sys/keyring')).body;
-      for (let waited = 0; status.active_version === 1 && waited < 8000; waited += 200) {
-        await new Promise((r) => setTimeout(r, 200));
-        status = (await c.call('GET', '/v1/sys/keyring')).body;
-      }
+      await eventually(
+        async () => {
+          status = (await c.call('GET', '/v1/sys/keyring')).body;
+          return status.active_version !== 1;
+        },
+        { timeout: 8000, interval: 200, what: 'a rotation' },
+      );
       expect(status.active_version).to.be.at.least(2);
       const [v1, v2] = status.versions as { created_at: string }[];
       expect(Date.parse(v2!.created_at) - Date.parse(v1!.created_at)).to.be.at.least(2000);

@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { connect } from 'node:net';
 import { expect } from 'chai';
 import { type AuditLine, auditFiles, auditLines } from '../support/audit-lines.js';
+import { eventually } from '../support/eventually.js';
 import { startTestCoffer, type TestCoffer } from '../support/harness.js';
 
 /** Sends raw bytes on a new connection; resolves with all the server sends back before it closes. */
@@ -42,14 +43,17 @@ describe('the audit entry of a request records the answer the client got', funct
 
   /** The request entry of request `id`, once it is in the file. */
   async function entryOf(id: string): Promise<AuditLine> {
-    for (let i = 0; i < 50; i++) {
-      const entry = auditLines(c.config.audit.dir!).find(
-        (l) => l.kind === 'request' && l.request_id === id,
-      );
-      if (entry) return entry;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    throw new Error(`no audit entry for request ${id}`);
+    let entry: AuditLine | undefined;
+    await eventually(
+      () => {
+        entry = auditLines(c.config.audit.dir!).find(
+          (l) => l.kind === 'request' && l.request_id === id,
+        );
+        return entry !== undefined;
+      },
+      { what: `an audit entry for request ${id}` },
+    );
+    return entry!;
   }
 
   async function expectRecorded(res: { status: number; headers: Headers }): Promise<void> {
@@ -113,12 +117,15 @@ describe('the audit entry of a request records the answer the client got', funct
     const head = `PUT /v1/kv/o/gone HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${c.rootToken}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"value":`;
     await rawExchange(c.url, head, 100);
     let entry: AuditLine | undefined;
-    for (let i = 0; i < 50 && !entry; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-      entry = auditLines(c.config.audit.dir!).find(
-        (l) => l.kind === 'request' && !before.has(l.seq) && l.method === 'PUT',
-      );
-    }
+    await eventually(
+      () => {
+        entry = auditLines(c.config.audit.dir!).find(
+          (l) => l.kind === 'request' && !before.has(l.seq) && l.method === 'PUT',
+        );
+        return entry !== undefined;
+      },
+      { what: 'the request entry' },
+    );
     expect(entry?.outcome).to.deep.include({ delivered: false });
   });
 

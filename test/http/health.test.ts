@@ -2,7 +2,8 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { HealthCheck } from '../../src/operator/health.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
-import { auditLines } from '../support/audit-lines.js';
+import { type AuditLine, auditLines } from '../support/audit-lines.js';
+import { eventually } from '../support/eventually.js';
 import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
 
 describe('GET /v1/sys/health', () => {
@@ -34,12 +35,11 @@ describe('GET /v1/sys/health', () => {
   it('is recorded in the audit log like every request, with its own action', async () => {
     await c.call('GET', '/v1/sys/health', { token: null });
     const dir = c.config.audit.dir!;
-    let lines = auditLines(dir).filter((l) => l.route === '/v1/sys/health');
-    for (let i = 0; i < 20 && lines.length === 0; i++) {
-      await new Promise((r) => setTimeout(r, 100));
+    let lines: AuditLine[] = [];
+    await eventually(() => {
       lines = auditLines(dir).filter((l) => l.route === '/v1/sys/health');
-    }
-    expect(lines.length).to.be.greaterThan(0);
+      return lines.length > 0;
+    });
     expect(lines.at(-1)).to.include({ action: 'sys.health', token_id: null, method: 'GET' });
   });
 

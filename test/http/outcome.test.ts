@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import type { RequestOutcome } from '../../src/http/outcome.js';
+import { eventually } from '../support/eventually.js';
 import { startTestCoffer, type TestCoffer } from '../support/harness.js';
 
 describe('request outcomes (the seam the audit log plugs into)', () => {
@@ -20,7 +21,7 @@ describe('request outcomes (the seam the audit log plugs into)', () => {
     await c.call('PUT', '/v1/kv/o/k', { token, json: { value: 'v', type: 'secret' } });
     await c.call('DELETE', `/v1/auth/token/${token}`);
     await c.call('GET', '/v1/kv/o/k', { token: null });
-    await new Promise((r) => setTimeout(r, 20));
+    await eventually(() => outcomes.length >= 5, { what: 'five outcomes reported' });
     expect(outcomes.map((o) => [o.method, o.status, o.code, o.principalId])).to.deep.equal([
       ['PUT', 201, null, 'root'],
       ['GET', 200, null, token.slice(4, 20)],

@@ -1,15 +1,18 @@
 import { expect } from 'chai';
+import { eventually } from '../support/eventually.js';
 import { startTestCoffer, type TestCoffer } from '../support/harness.js';
 import { type SeededVersion, seedStore } from '../support/seed.js';
 
-async function waitForRewrap(c: TestCoffer, timeoutMs = 60_000): Promise<Record<string, unknown>> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await c.call('GET', '/v1/sys/keyring/rewrap');
-    if (res.body.finished_at !== null && !res.body.running) return res.body;
-    if (Date.now() > until) throw new Error(`rewrap did not finish: ${res.text}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+async function waitForRewrap(c: TestCoffer): Promise<Record<string, unknown>> {
+  let status: Record<string, unknown> = {};
+  await eventually(
+    async () => {
+      status = (await c.call('GET', '/v1/sys/keyring/rewrap')).body;
+      return status.finished_at !== null && !status.running;
+    },
+    { timeout: 60_000, interval: 50, what: 'the rewrap finished' },
+  );
+  return status;
 }
 
 async function expectAllReadBack(c: TestCoffer, seeded: readonly SeededVersion[]): Promise<void> {

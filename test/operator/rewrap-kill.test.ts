@@ -7,6 +7,7 @@ import { sodiumReady } from '../../src/crypto/aead.js';
 import { LocalKeyProvider, loadOrCreateMasterKey } from '../../src/keys/local-provider.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
 import { KeyringHolder } from '../../src/store/keyring-store.js';
+import { eventually } from '../support/eventually.js';
 import { send } from '../support/http-client.js';
 import { killAll, serveSettings, startProcess } from '../support/process.js';
 import { seedStore } from '../support/seed.js';
@@ -35,11 +36,13 @@ describe('rewrap killed with SIGKILL halfway', function () {
     expect(
       (await send(p.url, 'POST', '/v1/sys/keyring/rewrap', root, { batch_size: 20 })).status,
     ).to.equal(202);
-    let progress = (await send(p.url, 'GET', '/v1/sys/keyring/rewrap', root)).body;
-    while (progress.examined < progress.total / 3) {
-      await new Promise((r) => setTimeout(r, 10));
-      progress = (await send(p.url, 'GET', '/v1/sys/keyring/rewrap', root)).body;
-    }
+    await eventually(
+      async () => {
+        const progress = (await send(p.url, 'GET', '/v1/sys/keyring/rewrap', root)).body;
+        return progress.examined >= progress.total / 3;
+      },
+      { timeout: 60_000, interval: 10, what: 'a third of the rewrap done' },
+    );
     // Kill the supervisor and its worker without any chance to clean up.
     await killAll(p);
 
@@ -55,10 +58,13 @@ describe('rewrap killed with SIGKILL halfway', function () {
       ).body;
       expect(resumed.examined).to.equal(after.examined); // it continues; it does not start over
       let final = resumed;
-      while (final.finished_at === null || final.running) {
-        await new Promise((r) => setTimeout(r, 50));
-        final = (await send(p.url, 'GET', '/v1/sys/keyring/rewrap', root)).body;
-      }
+      await eventually(
+        async () => {
+          final = (await send(p.url, 'GET', '/v1/sys/keyring/rewrap', root)).body;
+          return final.finished_at !== null && !final.running;
+        },
+        { timeout: 60_000, what: 'the rewrap finished' },
+      );
       expect(final.failed).to.equal(0);
       const status = (await send(p.url, 'GET', '/v1/sys/keyring', root)).body;
       expect(status.versions.find((v: { version: number }) => v.version === 1)).to.include({

@@ -5,6 +5,7 @@ import { pino } from 'pino';
 import { loadConfig } from '../../src/config/load.js';
 import { snapshotName, startScheduledSnapshots } from '../../src/operator/scheduled-snapshots.js';
 import { checkSnapshot } from '../../src/store/snapshot.js';
+import { eventually } from '../support/eventually.js';
 import { startTestCoffer, tempDir } from '../support/harness.js';
 import { send } from '../support/http-client.js';
 import { dropTestSchemas, requirePostgres, testSchema } from '../support/postgres.js';
@@ -34,18 +35,12 @@ describe('scheduled snapshots (COFFER_SNAPSHOT_DIR, _EVERY, _KEEP)', function ()
       writeFileSync(join(snapshots, planted), 'cut short');
       const tenMinutesAgo = new Date(Date.now() - 600_000);
       utimesSync(join(snapshots, planted), tenMinutesAgo, tenMinutesAgo);
-      const deadline = Date.now() + 15_000;
-      let names: string[] = [];
-      while (Date.now() < deadline) {
-        names = readdirSync(snapshots);
-        if (names.filter((n) => SNAPSHOT.test(n)).length >= 2 && names.length === 2) {
-          // A third run has had time to prune: still two.
-          await new Promise((r) => setTimeout(r, 1500));
-          names = readdirSync(snapshots);
-          break;
-        }
-        await new Promise((r) => setTimeout(r, 200));
-      }
+      // Three runs written (each logs after it has pruned): the third has pruned to two.
+      await eventually(
+        () => ((p.stdout() + p.stderr()).match(/scheduled snapshot written/g) ?? []).length >= 3,
+        { timeout: 15_000, interval: 100, what: 'three scheduled snapshots' },
+      );
+      const names = readdirSync(snapshots);
       expect(names.filter((n) => SNAPSHOT.test(n))).to.have.length(2);
       expect(names).to.not.include(planted);
       expect(p.stdout() + p.stderr()).to.match(/scheduled snapshot written/);
@@ -105,7 +100,12 @@ describe('scheduled snapshots (COFFER_SNAPSHOT_DIR, _EVERY, _KEEP)', function ()
         COFFER_ROOT_TOKEN: first.root,
         COFFER_MASTER_KEY_FILE: first.env.COFFER_MASTER_KEY_FILE,
       });
-      await new Promise((r) => setTimeout(r, 4500));
+      await eventually(
+        () =>
+          readdirSync(snapshots).filter((n) => SNAPSHOT.test(n)).length >= 3 &&
+          /taken by another server/.test(a.stdout() + b!.stdout()),
+        { timeout: 20_000, interval: 100, what: 'three intervals, one skipped by a server' },
+      );
     } finally {
       ended = Date.now();
       await b?.stop();

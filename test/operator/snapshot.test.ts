@@ -6,6 +6,7 @@ import type { StorageEntry } from '../../src/storage/backend.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
 import { PostgresBackend } from '../../src/storage/postgres-backend.js';
 import { KEYRING_KEY } from '../../src/store/keyring-store.js';
+import { eventually } from '../support/eventually.js';
 import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
 import { Relay } from '../support/pg-relay.js';
 import { dropTestSchemas, PG_TEST_URL, requirePostgres, testSchema } from '../support/postgres.js';
@@ -365,10 +366,10 @@ describe('snapshots: coffer operator snapshot and restore (LMDB â†’ PostgreSQL â
         COFFER_PG_URL: relay.url(),
       });
       // Cut once the file holds records (past its header and a first chunk).
-      for (let i = 0; i < 400; i++) {
-        if (existsSync(file) && statSync(file).size > 4096) break;
-        await new Promise((r) => setTimeout(r, 5));
-      }
+      await eventually(() => existsSync(file) && statSync(file).size > 4096, {
+        interval: 5,
+        what: 'records in the snapshot file',
+      });
       await relay.cut();
       const taken = await taking;
       expect(taken.code, taken.stdout).to.not.equal(0);

@@ -6,17 +6,10 @@ import { versionKey } from '../../src/storage/layout.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
 import { KeyringHolder } from '../../src/store/keyring-store.js';
 import { unpackVersion } from '../../src/store/kv-format.js';
+import { eventually } from '../support/eventually.js';
 import { tempDir } from '../support/harness.js';
 import { send } from '../support/http-client.js';
 import { type CofferProcess, startProcess, workerPids } from '../support/process.js';
-
-async function waitFor(predicate: () => boolean, ms: number): Promise<void> {
-  const until = Date.now() + ms;
-  while (!predicate()) {
-    if (Date.now() > until) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe('several worker processes', function () {
   this.timeout(60_000);
@@ -122,14 +115,17 @@ describe('several worker processes', function () {
       }
     };
     const load = Promise.all(Array.from({ length: 16 }, client));
-    await new Promise((r) => setTimeout(r, 800));
+    await eventually(() => acknowledged.length >= 50, {
+      timeout: 20_000,
+      what: 'writes under way',
+    });
     process.kill(victim!, 'SIGKILL');
     await load;
     expect(acknowledged.length).to.be.greaterThan(100);
 
-    await waitFor(
+    await eventually(
       () => workerPids(p.child.pid!).length === 2 && !workerPids(p.child.pid!).includes(victim!),
-      15_000,
+      { timeout: 15_000, what: 'a replacement worker' },
     );
     expect(p.stdout()).to.include('worker exited; starting a replacement');
     // Read every acknowledged write back, 16 at a time.
@@ -157,7 +153,7 @@ describe('several worker processes', function () {
     expect(code).to.equal(0);
     const replies = await Promise.all(inFlight);
     for (const r of replies) if (r) expect(r.status).to.equal(201);
-    await waitFor(() => pids.every((pid) => !isAlive(pid)), 5000);
+    await eventually(() => pids.every((pid) => !isAlive(pid)), { what: 'every worker gone' });
 
     p = await startProcess(env);
     for (const [i, r] of replies.entries()) {

@@ -1,18 +1,9 @@
 import { expect } from 'chai';
+import { eventually } from '../support/eventually.js';
 import { startTestCoffer, type TestCoffer } from '../support/harness.js';
 import { Relay } from '../support/pg-relay.js';
 import { dropTestSchemas, PG_TEST_URL, requirePostgres, testSchema } from '../support/postgres.js';
 import { pgEnv } from '../support/shared-servers.js';
-
-/** Milliseconds until `check` holds, polling every 10 ms, or null after `withinMs`. */
-async function timeUntil(check: () => boolean, withinMs: number): Promise<number | null> {
-  const started = Date.now();
-  while (Date.now() - started < withinMs) {
-    if (check()) return Date.now() - started;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  return null;
-}
 
 describe('Changes reach the other servers at once (PostgreSQL LISTEN/NOTIFY)', function () {
   this.timeout(60_000);
@@ -42,9 +33,12 @@ describe('Changes reach the other servers at once (PostgreSQL LISTEN/NOTIFY)', f
       const rotated = await a.call('POST', '/v1/sys/keyring/rotate');
       expect(rotated.status).to.equal(200);
       const target = rotated.body.active_version as number;
-      const took = await timeUntil(() => b.app.keyring.current().activeVersion === target, 2000);
-      expect(took, 'B followed the rotation').to.not.equal(null);
-      expect(took!).to.be.lessThan(1000);
+      const took = await eventually(() => b.app.keyring.current().activeVersion === target, {
+        timeout: 2000,
+        interval: 10,
+        what: 'B following the rotation',
+      });
+      expect(took).to.be.lessThan(1000);
     } finally {
       await b.close();
       await a.close();
@@ -66,11 +60,10 @@ describe('Changes reach the other servers at once (PostgreSQL LISTEN/NOTIFY)', f
       await new Promise((r) => setTimeout(r, 300));
       expect(b.app.keyring.current().activeVersion).to.equal(before);
       await relay.start(port);
-      const took = await timeUntil(
+      await eventually(
         () => b.app.keyring.current().activeVersion === rotated.body.active_version,
-        10_000,
+        { interval: 10, what: 'B reading the keyring again after reconnecting' },
       );
-      expect(took, 'B read the keyring again after reconnecting').to.not.equal(null);
     } finally {
       await b.close();
       await a.close();

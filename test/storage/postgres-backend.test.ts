@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { type StorageBackend, StorageUnavailableError } from '../../src/storage/backend.js';
 import { PostgresBackend } from '../../src/storage/postgres-backend.js';
+import { eventually } from '../support/eventually.js';
 import { Relay } from '../support/pg-relay.js';
 import { dropTestSchemas, PG_TEST_URL, requirePostgres, testSchema } from '../support/postgres.js';
 import { storageConformance } from './conformance.js';
@@ -61,9 +62,11 @@ describe('PostgreSQL backend', function () {
       try {
         const heard: (string | undefined)[] = [];
         const stop = reader.onChange((key) => heard.push(key && Buffer.from(key).toString()));
+        // A second listener on the same handle: what it hears, the first would have heard.
+        const witness: (string | undefined)[] = [];
+        reader.onChange((key) => witness.push(key && Buffer.from(key).toString()));
         // Listening starts with a gap (anything announced before it was not heard).
-        for (let i = 0; i < 50 && heard.length === 0; i++)
-          await new Promise((r) => setTimeout(r, 20));
+        await eventually(() => heard.length > 0, { what: 'the gap' });
         expect(heard).to.deep.equal([undefined]);
         const put = (key: Buffer) =>
           writer.atomic([], () => ({
@@ -77,13 +80,14 @@ describe('PostgreSQL backend', function () {
           })
           .catch(() => undefined);
         await put(watched);
-        for (let i = 0; i < 50 && heard.length < 2; i++)
-          await new Promise((r) => setTimeout(r, 20));
-        await new Promise((r) => setTimeout(r, 100));
+        // Notifications come in commit order: had the other key or the refused plan been announced,
+        // it would have come before this one.
+        await eventually(() => heard.length >= 2, { what: 'the announced write' });
         expect(heard).to.deep.equal([undefined, 'Swatched']);
         stop();
         await put(watched);
-        await new Promise((r) => setTimeout(r, 200));
+        const announced = (w: (string | undefined)[]) => w.filter((k) => k === 'Swatched').length;
+        await eventually(() => announced(witness) === 2, { what: 'the write after stop()' });
         expect(heard).to.have.length(2);
       } finally {
         await writer.close();

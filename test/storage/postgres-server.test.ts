@@ -12,7 +12,9 @@ import { LocalKeyProvider, loadOrCreateMasterKey } from '../../src/keys/local-pr
 import { Rewrapper } from '../../src/operator/rewrap.js';
 import { metaKey } from '../../src/storage/layout.js';
 import { openStorage } from '../../src/storage/registry.js';
+import { AuditRecords } from '../../src/store/audit-records.js';
 import { KeyringHolder } from '../../src/store/keyring-store.js';
+import { eventually } from '../support/eventually.js';
 import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
 import { send } from '../support/http-client.js';
 import { Relay } from '../support/pg-relay.js';
@@ -52,7 +54,13 @@ describe('Coffer on PostgreSQL (COFFER_STORAGE=postgres)', function () {
       expect(existsSync(join(c.config.data_dir, 'lmdb'))).to.equal(false);
       // The reader's request is audited with its name; the store's copy of the log is sealed.
       expect((await c.call('GET', '/v1/auth/me', { token: reader })).status).to.equal(200);
-      await new Promise((r) => setTimeout(r, 300)); // a read's entry is stored within audit.sync_ms
+      // A read's entry reaches the store within audit.sync_ms.
+      const audit = new AuditRecords(c.storage, c.app.keyring.recordSeal);
+      await eventually(
+        async () =>
+          (await audit.storedRuns()).runs.some((r) => r.lines.includes('alice-ci-reader')),
+        { what: "the reader's entry in the store" },
+      );
 
       const bytes = Buffer.concat(await rowsOf(schema));
       for (const plain of ['hunter2-secret-value', 'alice-ci-reader', reader, c.rootToken])
@@ -154,12 +162,10 @@ describe('Coffer on PostgreSQL (COFFER_STORAGE=postgres)', function () {
         ownsDir: true,
         env: pgEnv(schema),
       });
-      let status = 0;
-      for (let i = 0; i < 40 && status !== 200; i++) {
-        await new Promise((r) => setTimeout(r, 100));
-        status = (await b.call('GET', '/v1/auth/tokens', { token: fresh })).status;
-      }
-      expect(status).to.equal(200);
+      await eventually(
+        async () => (await b.call('GET', '/v1/auth/tokens', { token: fresh })).status === 200,
+        { interval: 100, what: 'B taking the new root token' },
+      );
       expect((await b.call('GET', '/v1/auth/tokens', { token: old })).status).to.equal(401);
       expect((await a.call('GET', '/v1/auth/tokens', { token: old })).status).to.equal(401);
     } finally {
@@ -201,10 +207,13 @@ describe('Coffer on PostgreSQL (COFFER_STORAGE=postgres)', function () {
         (await send(a.url, 'POST', '/v1/sys/keyring/rewrap', root, { batch_size: 10 })).status,
       ).to.equal(202);
       let progress = (await send(b.url, 'GET', '/v1/sys/keyring/rewrap', root)).body;
-      while (progress.examined < progress.total / 4) {
-        await new Promise((r) => setTimeout(r, 10));
-        progress = (await send(b.url, 'GET', '/v1/sys/keyring/rewrap', root)).body;
-      }
+      await eventually(
+        async () => {
+          progress = (await send(b.url, 'GET', '/v1/sys/keyring/rewrap', root)).body;
+          return progress.examined >= progress.total / 4;
+        },
+        { timeout: 60_000, interval: 10, what: 'a quarter of the rewrap done' },
+      );
       // B sees A's run going on.
       expect(progress.running).to.equal(true);
       await killAll(a);
@@ -214,10 +223,13 @@ describe('Coffer on PostgreSQL (COFFER_STORAGE=postgres)', function () {
       ).body;
       expect(resumed.examined).to.be.at.least(progress.examined);
       let final = resumed;
-      while (final.finished_at === null || final.running) {
-        await new Promise((r) => setTimeout(r, 50));
-        final = (await send(b.url, 'GET', '/v1/sys/keyring/rewrap', root)).body;
-      }
+      await eventually(
+        async () => {
+          final = (await send(b.url, 'GET', '/v1/sys/keyring/rewrap', root)).body;
+          return final.finished_at !== null && !final.running;
+        },
+        { timeout: 60_000, interval: 50, what: 'the rewrap finished' },
+      );
       expect(final.failed).to.equal(0);
       const status = (await send(b.url, 'GET', '/v1/sys/keyring', root)).body;
       expect(status.versions.find((v: { version: number }) => v.version === 1)).to.include({
@@ -269,10 +281,13 @@ describe('Coffer on PostgreSQL (COFFER_STORAGE=postgres)', function () {
       const [ra, rb] = [rewrapperOf(a, 'a'), rewrapperOf(b, 'b')];
       await Promise.all([ra.start(5, 'test'), rb.start(5, 'test')]);
       let final = await ra.state();
-      while (final!.finishedAt === null) {
-        await new Promise((r) => setTimeout(r, 50));
-        final = await ra.state();
-      }
+      await eventually(
+        async () => {
+          final = await ra.state();
+          return final!.finishedAt !== null;
+        },
+        { timeout: 60_000, interval: 50, what: 'the rewrap finished' },
+      );
       await Promise.all([ra.stop(), rb.stop()]);
       expect(started).to.have.length(1);
       expect(final!.examined).to.equal(200);
@@ -314,10 +329,13 @@ describe('Coffer on PostgreSQL (COFFER_STORAGE=postgres)', function () {
 
       await relay.start(port);
       let after = await c.call('GET', '/v1/kv/outage/k');
-      for (let i = 0; i < 20 && after.status !== 200; i++) {
-        await new Promise((r) => setTimeout(r, 250));
-        after = await c.call('GET', '/v1/kv/outage/k');
-      }
+      await eventually(
+        async () => {
+          after = await c.call('GET', '/v1/kv/outage/k');
+          return after.status === 200;
+        },
+        { interval: 250, what: 'served again' },
+      );
       expect(after.status).to.equal(200);
       expect(after.body.value).to.equal('before');
       expect((await c.put('outage/k', 'after')).status).to.equal(200);
@@ -362,10 +380,13 @@ describe('Coffer on PostgreSQL (COFFER_STORAGE=postgres)', function () {
       // Back: the log's backlog is stored and requests are served again, without a restart.
       await relay.start(port);
       let after = await c.call('GET', '/v1/kv/outage/k', { token: reader });
-      for (let i = 0; i < 40 && after.status !== 200; i++) {
-        await new Promise((r) => setTimeout(r, 250));
-        after = await c.call('GET', '/v1/kv/outage/k', { token: reader });
-      }
+      await eventually(
+        async () => {
+          after = await c.call('GET', '/v1/kv/outage/k', { token: reader });
+          return after.status === 200;
+        },
+        { interval: 250, what: 'served again' },
+      );
       expect(after.status).to.equal(200);
       expect(after.body.value).to.equal('before');
     } finally {
@@ -397,9 +418,9 @@ describe('Coffer on PostgreSQL (COFFER_STORAGE=postgres)', function () {
         }
       });
       // The database goes away a little into the load and comes back a little later.
-      await new Promise((r) => setTimeout(r, 150));
+      await eventually(() => acknowledged.size >= 20, { what: 'writes acknowledged' });
       await relay.cut();
-      await new Promise((r) => setTimeout(r, 200));
+      await eventually(() => refused > 0, { what: 'a write refused' });
       await relay.start(port);
       await Promise.all(load);
       expect(acknowledged.size).to.be.greaterThan(0);
@@ -407,10 +428,13 @@ describe('Coffer on PostgreSQL (COFFER_STORAGE=postgres)', function () {
 
       for (const [key, value] of acknowledged) {
         let read = await a.call('GET', `/v1/kv/load/${key}`);
-        for (let i = 0; i < 20 && read.status === 503; i++) {
-          await new Promise((r) => setTimeout(r, 100));
-          read = await a.call('GET', `/v1/kv/load/${key}`);
-        }
+        await eventually(
+          async () => {
+            read = await a.call('GET', `/v1/kv/load/${key}`);
+            return read.status !== 503;
+          },
+          { interval: 100, what: `${key} readable` },
+        );
         expect(read.status, key).to.equal(200);
         expect(read.body.value, key).to.equal(value);
       }

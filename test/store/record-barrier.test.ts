@@ -21,6 +21,7 @@ import {
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
 import { KEYRING_KEY, type KeyringHolder } from '../../src/store/keyring-store.js';
 import { auditLines } from '../support/audit-lines.js';
+import { eventually } from '../support/eventually.js';
 import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
 
 /** As an attacker with write access to the storage would: the LMDB file opened directly, the server stopped. */
@@ -211,8 +212,11 @@ describe("the storage barrier: the store's records are sealed or MACed, bound to
       const before = Buffer.from((await storage.get(tokenKey(idOf(reader))))!);
       expect((await c.call('DELETE', `/v1/auth/token/${idOf(reader)}`)).status).to.equal(204);
       await put(storage, tokenKey(idOf(reader)), before);
-      await new Promise((r) => setTimeout(r, 1500));
-      expect((await other.call('GET', '/v1/auth/me', { token: reader })).status).to.equal(401);
+      const took = await eventually(
+        async () => (await other.call('GET', '/v1/auth/me', { token: reader })).status === 401,
+        { timeout: 3000, what: 'the replayed record refused' },
+      );
+      expect(took).to.be.below(1000);
       expect(await status(reader)).to.equal(401);
     } finally {
       await other.app.close();
@@ -532,12 +536,15 @@ describe("the storage barrier: the store's records are sealed or MACed, bound to
       c.call(method, '/v1/sys/keyring/rewrap', method === 'POST' ? { json: {} } : {});
     /** The progress once the run has finished. */
     const finished = async (): Promise<Record<string, unknown>> => {
-      for (let until = Date.now() + 20_000; ; ) {
-        const progress = (await rewrap('GET')).body;
-        if (progress.running === false && progress.finished_at !== null) return progress;
-        if (Date.now() > until) throw new Error('rewrap did not finish');
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      let progress: Record<string, unknown> = {};
+      await eventually(
+        async () => {
+          progress = (await rewrap('GET')).body;
+          return progress.running === false && progress.finished_at !== null;
+        },
+        { timeout: 20_000, interval: 50, what: 'the rewrap finished' },
+      );
+      return progress;
     };
 
     it('is MACed: a changed byte, a record from another key, or a cursor moved by hand is never used; a new run starts from the first record', async () => {
