@@ -7,6 +7,7 @@ import { auditCommand } from './cli/audit.js';
 import { CliError } from './cli/client.js';
 import { operatorCommand } from './cli/operator.js';
 import { ENV_SETTINGS, loadConfig } from './config/load.js';
+import { settingsHelp } from './config/settings-table.js';
 import { unknownSettingWarnings } from './config/unknown-env.js';
 import { ConfigError } from './errors.js';
 import { KeyProviderError } from './keys/key-provider.js';
@@ -14,9 +15,9 @@ import { runSupervisor } from './server/supervisor.js';
 import { runWorker } from './server/worker.js';
 import { versionText } from './version.js';
 
-const USAGE = `usage: coffer serve | coffer operator <command> | coffer audit <command> | coffer help [operator|audit] | coffer --version
+const USAGE = `usage: coffer serve | coffer operator <command> | coffer audit <command> | coffer help [operator|audit|settings] | coffer --version
 
-  serve       run the server; configuration: config/default.json, COFFER_CONFIG, COFFER_* variables (README)
+  serve       run the server; configured by COFFER_* variables and a COFFER_CONFIG file (coffer help settings)
   operator    key management against a running server: status, rotate, rewrap, migrate-key; snapshot and
               restore of the store's sealed records (coffer operator --help)
   audit       verify the audit log, report on sealed storage, offline (coffer audit --help)
@@ -86,10 +87,14 @@ async function main(argv: string[]): Promise<number | undefined> {
     process.stdout.write(`${versionText()}\n`);
     return 0;
   }
-  if (command === 'help' || (values.help && command === undefined)) {
+  if (command === 'help' || (values.help && (command === undefined || command === 'serve'))) {
     // `coffer help operator` is `coffer operator --help`.
     if (positionals[1] === 'operator') return operatorCommand(['--help']);
     if (positionals[1] === 'audit') return auditCommand(['--help']);
+    if (positionals[1] === 'settings' || (command === 'serve' && values.help)) {
+      process.stdout.write(settingsHelp());
+      return 0;
+    }
     process.stdout.write(USAGE);
     return 0;
   }

@@ -1,68 +1,34 @@
+/**
+ * Loads the configuration: the declared defaults (config/settings.ts), an optional JSON file named by
+ * COFFER_CONFIG laid over them, then the `COFFER_*` variables; checked against the schema and the rules
+ * a schema cannot say.
+ */
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Ajv } from 'ajv';
 import { checkRoleRules } from '../auth/roles.js';
 import { ConfigError } from '../errors.js';
-import { providerEnv, providerProblem } from '../keys/registry.js';
+import { providerProblem } from '../keys/registry.js';
 import { addressBlocks } from '../model/address-blocks.js';
-import { type CofferConfig, configSchema } from './schema.js';
+import {
+  type CofferConfig,
+  configDefaults,
+  configSchema,
+  ENV_ONLY,
+  ENV_SETTINGS,
+} from './schema.js';
+
+export { ENV_SETTINGS } from './schema.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
 /** How many different characters a chosen root token needs: 32 random base64 characters have about 25. */
 export const ROOT_TOKEN_MIN_DISTINCT = 16;
 
-const DEFAULT_FILE = fileURLToPath(new URL('../../../config/default.json', import.meta.url));
-
-/** Environment variables and the configuration field each one sets; the key providers' come from their plugins. */
-const CORE_ENV = [
-  { env: 'COFFER_HOST', field: 'host', kind: 'string' },
-  { env: 'COFFER_PORT', field: 'port', kind: 'integer' },
-  { env: 'COFFER_WORKERS', field: 'workers', kind: 'integer' },
-  { env: 'COFFER_DATA_DIR', field: 'data_dir', kind: 'string' },
-  { env: 'COFFER_STORAGE', field: 'storage', kind: 'string' },
-  { env: 'COFFER_PG_URL', field: 'pg_url', kind: 'string' },
-  { env: 'COFFER_PG_SCHEMA', field: 'postgres.schema', kind: 'string' },
-  { env: 'COFFER_PG_POOL_SIZE', field: 'postgres.pool_size', kind: 'integer' },
-  {
-    env: 'COFFER_PG_STATEMENT_TIMEOUT_MS',
-    field: 'postgres.statement_timeout_ms',
-    kind: 'integer',
-  },
-  { env: 'COFFER_ROOT_TOKEN', field: 'root_token', kind: 'string' },
-  { env: 'COFFER_KEY_PROVIDER', field: 'key_provider', kind: 'string' },
-  { env: 'COFFER_KEYRING_ROTATE_AFTER', field: 'keyring.rotate_after', kind: 'string' },
-  { env: 'COFFER_SNAPSHOT_DIR', field: 'snapshot.dir', kind: 'string' },
-  { env: 'COFFER_SNAPSHOT_EVERY', field: 'snapshot.every', kind: 'string' },
-  { env: 'COFFER_SNAPSHOT_KEEP', field: 'snapshot.keep', kind: 'integer' },
-  { env: 'COFFER_AUDIT_DIR', field: 'audit.dir', kind: 'string' },
-  { env: 'COFFER_AUDIT_STDOUT', field: 'audit.stdout', kind: 'boolean' },
-  { env: 'COFFER_AUDIT_FAIL_OPEN', field: 'audit.fail_open', kind: 'boolean' },
-  { env: 'COFFER_AUDIT_CHECKPOINT_EVERY', field: 'audit.checkpoint_every', kind: 'integer' },
-  { env: 'COFFER_AUDIT_MAX_FILE_BYTES', field: 'audit.max_file_bytes', kind: 'integer' },
-  { env: 'COFFER_AUDIT_MIN_FREE_BYTES', field: 'audit.min_free_bytes', kind: 'integer' },
-  { env: 'COFFER_AUDIT_SYNC_MS', field: 'audit.sync_ms', kind: 'integer' },
-  { env: 'COFFER_AUDIT_SYNC_EVERY_ENTRY', field: 'audit.sync_every_entry', kind: 'boolean' },
-  { env: 'COFFER_DEFAULT_TTL', field: 'default_ttl', kind: 'integer' },
-  { env: 'COFFER_MAX_TTL', field: 'max_ttl', kind: 'integer' },
-  { env: 'COFFER_MAX_VALUE_BYTES', field: 'max_value_bytes', kind: 'integer' },
-  { env: 'COFFER_TLS_CERT', field: 'tls.cert', kind: 'string' },
-  { env: 'COFFER_TLS_KEY', field: 'tls.key', kind: 'string' },
-  { env: 'COFFER_LOG_LEVEL', field: 'log_level', kind: 'string' },
-  { env: 'COFFER_AUTH_FAILURE_BURST', field: 'auth_failures.burst', kind: 'integer' },
-  { env: 'COFFER_AUTH_FAILURE_RATE', field: 'auth_failures.per_second', kind: 'number' },
-  { env: 'COFFER_AUTH_FLOOD_BURST', field: 'auth_failures.flood_burst', kind: 'integer' },
-  { env: 'COFFER_AUTH_FLOOD_RATE', field: 'auth_failures.flood_per_second', kind: 'number' },
-  { env: 'COFFER_REQUEST_TIMEOUT', field: 'request_timeout_seconds', kind: 'integer' },
-  { env: 'COFFER_TRUSTED_PROXIES', field: 'trusted_proxies', kind: 'list' },
-] as const;
-
-export const ENV_SETTINGS: readonly {
-  readonly env: string;
-  readonly field: string;
-  readonly kind: 'string' | 'integer' | 'number' | 'boolean' | 'list';
-}[] = [...CORE_ENV, ...providerEnv()];
+const validate = new Ajv({
+  allErrors: false,
+  keywords: ['env', 'envOnly', 'shownDefault'],
+}).compile(configSchema);
 
 function readJson(path: string, setting: string): Record<string, unknown> {
   let text: string;
@@ -116,21 +82,11 @@ function parseNumber(env: string, text: string): number {
  * Relative paths are resolved against `cwd`. Throws ConfigError naming the first bad setting.
  */
 export function loadConfig(env: Env = process.env, cwd = process.cwd()): CofferConfig {
-  const merged: Record<string, unknown> = readJson(DEFAULT_FILE, 'config/default.json');
+  const merged = configDefaults();
   if (env.COFFER_CONFIG) {
     const overlay = readJson(resolve(cwd, env.COFFER_CONFIG), 'COFFER_CONFIG');
-    if ('root_token' in overlay)
-      throw new ConfigError('COFFER_CONFIG', 'root_token may only come from COFFER_ROOT_TOKEN');
-    if ('pg_url' in overlay)
-      throw new ConfigError(
-        'COFFER_CONFIG',
-        'the PostgreSQL URL (it may hold a password) may only come from COFFER_PG_URL, or the PG* variables and a .pgpass file',
-      );
-    if ('pkcs11_pin' in overlay)
-      throw new ConfigError(
-        'COFFER_CONFIG',
-        'the PKCS#11 PIN may only come from COFFER_PKCS11_PIN or pkcs11.pin_file',
-      );
+    for (const [field, refusal] of ENV_ONLY)
+      if (field in overlay) throw new ConfigError('COFFER_CONFIG', refusal);
     Object.assign(merged, overlay);
   }
   const fromEnv = new Map<string, string>();
@@ -156,9 +112,8 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): CofferC
     fromEnv.set(field, name);
   }
 
-  const ajv = new Ajv({ allErrors: false });
-  if (!ajv.validate(configSchema, merged)) {
-    const error = ajv.errors![0]!;
+  if (!validate(merged)) {
+    const error = validate.errors![0]!;
     const field =
       error.instancePath.slice(1).replaceAll('/', '.') ||
       String((error.params as { additionalProperty?: string }).additionalProperty ?? 'config');

@@ -20,7 +20,7 @@ import { clientAddressOf } from './client-address.js';
 import { clientErrorListener } from './client-errors.js';
 import { dispatcher } from './dispatch.js';
 import { withOpenApiDocument } from './openapi.js';
-import { type OutcomeSink, recordOutcomes } from './outcome.js';
+import { type OutcomeSink, outcomeWatcher } from './outcome.js';
 import { type IntegrityReport, notFoundHandler, problemHandler } from './problem.js';
 import {
   intentRecorder,
@@ -116,10 +116,6 @@ export function buildHttpApp(deps: HttpAppDeps): HttpApp {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', false); // queries are read strictly by request-parts.ts
-  if (deps.onOutcome) {
-    app.use(recordOutcomes(deps.onOutcome));
-    app.use(dispatch);
-  }
   app.use(notFoundHandler);
   app.use(problems);
 
@@ -132,24 +128,18 @@ export function buildHttpApp(deps: HttpAppDeps): HttpApp {
     tls: deps.tls,
     requestTimeoutSeconds: deps.requestTimeoutSeconds,
   });
-  if (deps.onOutcome)
-    return {
-      listener: (req, res) => {
-        inFlight.set(req.socket, res as Response);
-        app(req, res);
-      },
-      onClientError,
-    };
-
   // Coffer's own routes are served straight from Node's request, without Express's per-request set-up (its
   // router walk, the prototype swaps of req and res): the dispatcher needs only originalUrl and locals.
-  // Whatever it does not serve (paths outside /v1/) goes on to Express, for the same 404.
+  // Whatever it does not serve (paths outside /v1/) goes on to Express, for the same 404. Tests that watch
+  // outcomes (deps.onOutcome) take this same path.
+  const watch = deps.onOutcome === undefined ? undefined : outcomeWatcher(deps.onOutcome);
   const listener: RequestListener = (req, res) => {
     const request = req as Request;
     const response = res as Response;
     request.originalUrl = req.url ?? '/';
     response.locals = Object.create(null) as Response['locals'];
     inFlight.set(req.socket, response);
+    watch?.(request, response);
     try {
       dispatch(request, response, () => app(req, res));
     } catch (err) {

@@ -1,9 +1,9 @@
 /**
- * The one place every request's outcome is known: who called, what route, what status and error code,
- * how long it took. The audit log (a later issue) plugs in here; today an optional sink receives each
- * outcome once the response is finished.
+ * Every request's outcome as one record: who called, what route, what status and error code, how long it
+ * took. An optional sink (the tests') receives each once the response is finished; the audit log keeps its
+ * own entry of the same request (http/request-audit.ts).
  */
-import type { NextFunction, Request, Response } from 'express';
+import type { Request, Response } from 'express';
 
 export interface RequestOutcome {
   readonly method: string;
@@ -17,8 +17,9 @@ export interface RequestOutcome {
 
 export type OutcomeSink = (outcome: RequestOutcome) => void;
 
-export function recordOutcomes(sink: OutcomeSink) {
-  return (req: Request, res: Response, next: NextFunction): void => {
+/** Watches one request: `sink` receives its outcome once its response is finished. */
+export function outcomeWatcher(sink: OutcomeSink) {
+  return (req: Request, res: Response): void => {
     const started = performance.now();
     res.on('finish', () => {
       sink({
@@ -30,6 +31,5 @@ export function recordOutcomes(sink: OutcomeSink) {
         durationMs: performance.now() - started,
       });
     });
-    next();
   };
 }

@@ -140,7 +140,7 @@ export const localPlugin: KeyProviderPlugin<'local', LocalSettings> = {
   fields: ['master_key_file', 'master_passphrase_file'],
   unset: { master_key_file: '', master_passphrase_file: null },
   configSchema: {
-    master_key_file: { type: 'string', minLength: 1 },
+    master_key_file: { type: 'string', minLength: 1, default: './keys/master.key' },
     master_passphrase_file: { type: ['string', 'null'], minLength: 1 },
   },
   requestSchema: { master_key_file: serverPath, master_passphrase_file: serverPath },

@@ -269,6 +269,11 @@ export const pkcs11Plugin: KeyProviderPlugin<'pkcs11', Pkcs11ProviderSettings> =
         pin_file: { type: ['string', 'null'], minLength: 1 },
       },
     },
+    pkcs11_pin: {
+      type: 'string',
+      minLength: 1,
+      envOnly: 'the PKCS#11 PIN may only come from COFFER_PKCS11_PIN or pkcs11.pin_file',
+    },
   },
   requestSchema: {
     pkcs11: {

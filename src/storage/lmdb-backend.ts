@@ -1,6 +1,8 @@
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { type Database, open, type RootDatabase } from 'lmdb';
 import type { KeyRange, Plan, StorageBackend, StorageEntry } from './backend.js';
+import type { StoragePlugin } from './plugin.js';
 
 export interface LmdbOptions {
   /** Directory holding data.mdb and lock.mdb. */
@@ -136,3 +138,11 @@ function asBuffer(bytes: Uint8Array): Buffer {
     ? bytes
     : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
+
+/** The embedded store: LMDB in `<data_dir>/lmdb`; it has no settings of its own. */
+export const lmdbStorage = {
+  name: 'lmdb',
+  settings: {},
+  open: async (settings) => new LmdbBackend({ path: join(settings.data_dir, 'lmdb') }),
+  mayExist: (settings) => existsSync(join(settings.data_dir, 'lmdb')),
+} satisfies StoragePlugin<'lmdb'>;

@@ -1,52 +1,41 @@
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+/**
+ * The storage backends, by configuration name. A new backend is one file exporting a StoragePlugin
+ * (storage/plugin.ts) and one entry in STORAGE_BACKENDS: its settings join the configuration, and the
+ * conformance suite (test/storage/conformance.ts) runs against it.
+ */
 import type { StorageBackend } from './backend.js';
-import { GENERATION_KEY } from './layout.js';
-import { LmdbBackend } from './lmdb-backend.js';
-import { PostgresBackend } from './postgres-backend.js';
+import { lmdbStorage } from './lmdb-backend.js';
+import type { StoragePlugin, StorageSettings } from './plugin.js';
+import { postgresStorage } from './postgres-backend.js';
 
-export const STORAGE_NAMES = ['lmdb', 'postgres'] as const;
-export type StorageName = (typeof STORAGE_NAMES)[number];
+export type { StorageSettings } from './plugin.js';
 
-export interface StorageSettings {
-  readonly storage: StorageName;
-  readonly data_dir: string;
-  readonly postgres: {
-    readonly schema: string;
-    readonly pool_size: number;
-    readonly statement_timeout_ms: number;
-  };
-  /** postgres://… from COFFER_PG_URL; without it, the PG* environment variables (and ~/.pgpass) apply. */
-  readonly pg_url?: string;
+export const STORAGE_BACKENDS = [lmdbStorage, postgresStorage] as const;
+
+export type StorageName = (typeof STORAGE_BACKENDS)[number]['name'];
+export const STORAGE_NAMES = STORAGE_BACKENDS.map((b) => b.name) as StorageName[];
+
+/** Every backend's settings, as top-level configuration properties. */
+export const STORAGE_SETTINGS = Object.assign(
+  {},
+  ...STORAGE_BACKENDS.map((b) => b.settings),
+) as Intersection<(typeof STORAGE_BACKENDS)[number]['settings']>;
+
+type Intersection<U> = (U extends unknown ? (u: U) => void : never) extends (i: infer I) => void
+  ? I
+  : never;
+
+function backendNamed(name: string): StoragePlugin {
+  const backend = STORAGE_BACKENDS.find((b) => b.name === name);
+  if (!backend) throw new Error(`no storage backend named ${name}`);
+  return backend;
 }
 
-/** Storage backends by configuration name. A new backend is one file plus one line here. */
-const BACKENDS: Record<StorageName, (settings: StorageSettings) => Promise<StorageBackend>> = {
-  lmdb: async (settings) => new LmdbBackend({ path: join(settings.data_dir, 'lmdb') }),
-  postgres: (settings) =>
-    PostgresBackend.open({
-      ...(settings.pg_url === undefined ? {} : { connectionString: settings.pg_url }),
-      schema: settings.postgres.schema,
-      poolSize: settings.postgres.pool_size,
-      statementTimeoutMs: settings.postgres.statement_timeout_ms,
-      // Every keyring change (rotation, revocation, a new root token, migration) writes the generation.
-      announce: [GENERATION_KEY],
-    }),
-};
-
-/**
- * Whether a store could be there without opening it (which may create it): LMDB's directory exists. A
- * database is not looked for here: opening it tells (a store there has a keyring).
- */
-const MAY_EXIST: Record<StorageName, (settings: StorageSettings) => boolean> = {
-  lmdb: (settings) => existsSync(join(settings.data_dir, 'lmdb')),
-  postgres: () => true,
-};
-
+/** Whether a store could be there without opening it (which may create it): LMDB's directory exists. */
 export function storeMayExist(settings: StorageSettings): boolean {
-  return MAY_EXIST[settings.storage](settings);
+  return backendNamed(settings.storage).mayExist(settings);
 }
 
 export function openStorage(settings: StorageSettings): Promise<StorageBackend> {
-  return BACKENDS[settings.storage](settings);
+  return backendNamed(settings.storage).open(settings);
 }

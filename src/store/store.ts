@@ -38,7 +38,12 @@ import {
 import { TokenRecords } from './token-records.js';
 import { type UpgradeResult, upgradeStore } from './upgrade.js';
 
-export { STORAGE_NAMES, type StorageName, type StorageSettings } from '../storage/registry.js';
+export {
+  STORAGE_NAMES,
+  STORAGE_SETTINGS,
+  type StorageName,
+  type StorageSettings,
+} from '../storage/registry.js';
 
 /** The typed record stores of a store whose keyring is open. */
 export interface Records {

@@ -5,20 +5,14 @@ import { PostgresBackend } from '../../src/storage/postgres-backend.js';
 import { eventually } from '../support/eventually.js';
 import { Relay } from '../support/pg-relay.js';
 import { dropTestSchemas, PG_TEST_URL, requirePostgres, testSchema } from '../support/postgres.js';
-import { storageConformance } from './conformance.js';
 
-const schemas = new Map<StorageBackend, string>();
-
-const open = async (schema: string): Promise<StorageBackend> => {
-  const backend = await PostgresBackend.open({
+const open = (schema: string): Promise<StorageBackend> =>
+  PostgresBackend.open({
     connectionString: PG_TEST_URL,
     schema,
     poolSize: 8,
     statementTimeoutMs: 10_000,
   });
-  schemas.set(backend, schema);
-  return backend;
-};
 
 /** A backend on a new schema whose connections go through a relay (which counts their statements). */
 async function throughRelay(
@@ -298,15 +292,5 @@ describe('PostgreSQL backend', function () {
         await relay.cut();
       }
     });
-  });
-
-  storageConformance('postgres', {
-    create: () => open(testSchema()),
-    async reopen(backend) {
-      const schema = schemas.get(backend)!;
-      await backend.close();
-      return open(schema);
-    },
-    another: (backend) => open(schemas.get(backend)!),
   });
 });

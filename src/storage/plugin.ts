@@ -1,0 +1,33 @@
+/**
+ * What a storage backend says about itself. A backend is one file exporting one of these (lmdb-backend.ts,
+ * postgres-backend.ts) and one line in storage/registry.ts; its settings (schemas with their `COFFER_*`
+ * variables and help) join the configuration (config/settings.ts), its checks run against the one
+ * conformance suite (test/storage/conformance.ts).
+ */
+import type { TSchema } from '@sinclair/typebox';
+import type { StorageBackend } from './backend.js';
+
+/**
+ * The settings a backend is opened with: the configuration, of which each backend reads its own settings
+ * (declared in `settings`) besides these.
+ */
+export interface StorageSettings {
+  readonly storage: string;
+  readonly data_dir: string;
+}
+
+export interface StoragePlugin<Name extends string = string> {
+  /** The configuration's `storage` value. */
+  readonly name: Name;
+  /**
+   * Its own settings: top-level configuration properties, each a schema with `env` (its variable),
+   * `description`, and `envOnly` for one that may not come from a file (a password).
+   */
+  readonly settings: Readonly<Record<string, TSchema>>;
+  open(settings: StorageSettings): Promise<StorageBackend>;
+  /**
+   * Whether a store could be there without opening it (which may create it). A database answers true:
+   * opening it tells (a store there has a keyring).
+   */
+  mayExist(settings: StorageSettings): boolean;
+}
