@@ -21,12 +21,11 @@
  *           predicate locks made concurrent writes of new, neighbouring keys fail as serialization
  *           conflicts and run again three times each on average; see docs/performance.md.)
  *
- * The schema is created and upgraded by numbered migrations (MIGRATIONS) when the backend opens, under an
- * advisory lock, so several servers starting together is safe.
+ * The schema is created and upgraded by numbered migrations (postgres-schema.ts) when the backend opens,
+ * under an advisory lock, so several servers starting together is safe; the SQL text of a group's
+ * transaction is made by postgres-group-sql.ts; what an error means, by postgres-errors.ts.
  */
-import { createHash } from 'node:crypto';
 import { userInfo } from 'node:os';
-import { Type } from '@sinclair/typebox';
 import pg from 'pg';
 import {
   type ChangeFeed,
@@ -37,9 +36,11 @@ import {
   StorageUnavailableError,
   type StorageWrite,
 } from './backend.js';
-import { GENERATION_KEY } from './layout.js';
-import type { StoragePlugin } from './plugin.js';
+import { isRetryable, unavailable } from './postgres-errors.js';
+import { GroupSql, type Locks, nameOf, want } from './postgres-group-sql.js';
 import { type ChangeListener, PostgresListener } from './postgres-listener.js';
+import { channelOf, migrate, SCHEMA_NAME } from './postgres-schema.js';
+import { type PreparedStatements, preparedStatements } from './postgres-statements.js';
 import { type Batch, type BatchAnswer, ReadBatcher } from './read-batch.js';
 import { WriteGroups } from './write-batch.js';
 
@@ -58,19 +59,6 @@ export interface PostgresOptions {
   readonly announce?: readonly Uint8Array[];
 }
 
-/** The migrations, in order; a migration is never changed once released, only new ones are added. */
-const MIGRATIONS: readonly { readonly version: number; readonly sql: string }[] = [
-  {
-    version: 1,
-    sql: 'CREATE TABLE records (k bytea PRIMARY KEY, v bytea NOT NULL)',
-  },
-];
-
-type Put = Extract<StorageWrite, { op: 'put' }>;
-
-/** The locks a transaction takes, by key (latin1): exclusive where it writes the key, shared otherwise. */
-type Locks = Map<string, { key: Uint8Array; exclusive: boolean }>;
-
 /** A write waiting for its group's transaction (write-batch.ts). */
 interface PendingWrite {
   readonly keys: readonly Uint8Array[];
@@ -88,21 +76,8 @@ type Outcome =
   | { readonly kind: 'failed'; readonly error: unknown }
   | { readonly kind: 'escalate'; readonly escalate: readonly Uint8Array[] };
 
-function nameOf(key: Uint8Array): string {
-  return Buffer.from(key.buffer, key.byteOffset, key.byteLength).toString('latin1');
-}
-
-/** Asks for `key`'s lock in `locks`, exclusive when `exclusive` (a lock once exclusive stays so). */
-function want(locks: Locks, key: Uint8Array, exclusive: boolean): void {
-  const name = nameOf(key);
-  locks.set(name, { key, exclusive: exclusive || (locks.get(name)?.exclusive ?? false) });
-}
-
-const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 /** Rows per page of a scan. */
 const PAGE = 500;
-/** PostgreSQL's codes for a transaction to run again: serialization_failure, deadlock_detected. */
-const RETRY_CODES = new Set(['40001', '40P01']);
 const MAX_ATTEMPTS = 50;
 
 export class PostgresBackend implements StorageBackend, ChangeFeed {
@@ -110,17 +85,10 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
   private closed = false;
   private readonly reads = new ReadBatcher((batch) => this.readBatch(batch));
   private readonly writes: WriteGroups<PendingWrite>;
-  /** The announced keys, as latin1 strings for lookup. */
-  private readonly announced: ReadonlySet<string>;
-  private readonly channel: string;
-
-  /** Mixed into every lock id, so that two schemas in one database never share locks. */
-  private readonly lockSalt: Buffer;
+  /** The SQL of a group's transaction. */
+  private readonly groupSql: GroupSql;
   /** Named (prepared) statements: parsed and planned once per connection, not per query. */
-  private readonly sql: Record<
-    'batch' | 'scanFirst' | 'scanNext' | 'upsert' | 'segments',
-    { name: string; text: string }
-  >;
+  private readonly sql: PreparedStatements;
 
   private constructor(
     private readonly pool: pg.Pool,
@@ -141,46 +109,8 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
       },
       (group) => this.commitGroup(group),
     );
-    this.announced = new Set(announce.map(nameOf));
-    // Named per table: two schemas on one connection's server never share a statement.
-    const tag = tableTag(table);
-    this.channel = channelOf(table);
-    this.lockSalt = Buffer.from(`coffer-lock:${table}\u0000`);
-    const named = (name: string, text: string) => ({ name: `coffer-${name}-${tag}`, text });
-    this.sql = {
-      // One statement, so every part reads the same snapshot: the keys, then each range's last entry.
-      batch: named(
-        'batch',
-        `SELECT 0 AS w, 0 AS i, k, v FROM ${table} WHERE k = ANY($1::bytea[])
-         UNION ALL
-         SELECT 1 AS w, r.i::int AS i, l.k, l.v
-           FROM unnest($2::bytea[], $3::bytea[]) WITH ORDINALITY AS r(lo, hi, i)
-           CROSS JOIN LATERAL (SELECT k, v FROM ${table} WHERE k >= r.lo AND k < r.hi ORDER BY k DESC LIMIT 1) l`,
-      ),
-      scanFirst: named(
-        'scan-first',
-        `SELECT k, v FROM ${table} WHERE k >= $1 AND k < $2 ORDER BY k LIMIT $3`,
-      ),
-      scanNext: named(
-        'scan-next',
-        `SELECT k, v FROM ${table} WHERE k > $1 AND k < $2 ORDER BY k LIMIT $3`,
-      ),
-      // A key's segment after the prefix ($3): up to its first 0x00 or 0x01 byte.
-      segments: named(
-        'segments',
-        `WITH RECURSIVE seg(s) AS (
-           (SELECT ${segmentOf('k')} FROM ${table} WHERE k >= $1 AND k < $2 ORDER BY k LIMIT 1)
-           UNION ALL
-           SELECT (SELECT ${segmentOf('r.k')} FROM ${table} r
-                   WHERE r.k >= $3::bytea || seg.s || '\\x02'::bytea AND r.k < $2 ORDER BY r.k LIMIT 1)
-           FROM seg WHERE seg.s IS NOT NULL)
-         SELECT s FROM seg WHERE s IS NOT NULL LIMIT $4`,
-      ),
-      upsert: named(
-        'upsert',
-        `INSERT INTO ${table} (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[]) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`,
-      ),
-    };
+    this.groupSql = new GroupSql(table, channelOf(table), new Set(announce.map(nameOf)));
+    this.sql = preparedStatements(table);
   }
 
   /** Connects, creates or upgrades the schema, and returns the backend. */
@@ -469,13 +399,9 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
     let broken = false;
     try {
       // One round trip: BEGIN, the locks and the read, as one simple query of several statements.
-      const opening = ['BEGIN'];
-      if (locks.size > 0) opening.push(this.lockStatement([...locks.values()]));
-      if (keys.size > 0)
-        opening.push(
-          `SELECT k, v FROM ${this.table} WHERE k = ANY(${byteaArray([...keys.values()])})`,
-        );
-      const opened = await client.query<{ k: Buffer; v: Buffer }>(opening.join(';\n'));
+      const opened = await client.query<{ k: Buffer; v: Buffer }>(
+        this.groupSql.opening(locks, [...keys.values()]),
+      );
       const state = new Map<string, Uint8Array | undefined>();
       if (keys.size > 0)
         for (const row of [opened].flat().at(-1)!.rows) state.set(row.k.toString('latin1'), row.v);
@@ -496,7 +422,7 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
         return { kind: 'done', result: decided.result };
       });
       // One round trip: the writes, the announcements and COMMIT.
-      await client.query([...this.writeStatements(writes), 'COMMIT'].join(';\n'));
+      await client.query([...this.groupSql.writeStatements(writes), 'COMMIT'].join(';\n'));
       return outcomes;
     } catch (err) {
       // A ROLLBACK that fails means the connection is gone: it is not given back to the pool.
@@ -508,162 +434,6 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
       release(broken);
     }
   }
-
-  /**
-   * The statements of a plan's writes, in order (the last write to a key decides what it holds), and a
-   * NOTIFY for each announced key they touch: PostgreSQL delivers it when (and if) the transaction commits.
-   */
-  private writeStatements(writes: readonly StorageWrite[]): string[] {
-    const final = new Map<string, StorageWrite>();
-    for (const write of writes) final.set(nameOf(write.key), write);
-    const puts = [...final.values()].filter((w): w is Put => w.op === 'put');
-    const deletes = [...final.values()].filter((w) => w.op === 'delete');
-    const statements: string[] = [];
-    if (deletes.length > 0)
-      statements.push(
-        `DELETE FROM ${this.table} WHERE k = ANY(${byteaArray(deletes.map((w) => w.key))})`,
-      );
-    if (puts.length > 0)
-      statements.push(
-        `INSERT INTO ${this.table} (k, v) VALUES ${puts
-          .map((w) => `(${bytea(w.key)}, ${bytea(w.value)})`)
-          .join(', ')} ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`,
-      );
-    for (const name of final.keys())
-      if (this.announced.has(name))
-        statements.push(
-          `SELECT pg_notify('${this.channel}', '${Buffer.from(name, 'latin1').toString('hex')}')`,
-        );
-    return statements;
-  }
-
-  /**
-   * The statement that takes the transaction's key locks, in ascending lock-id order (so transactions never
-   * wait for a lower id while holding a higher, and never deadlock); an id both modes ask for is exclusive.
-   */
-  private lockStatement(locks: readonly { key: Uint8Array; exclusive: boolean }[]): string {
-    const modes = new Map<bigint, boolean>();
-    for (const { key, exclusive } of locks) {
-      const id = this.lockId(key);
-      modes.set(id, (modes.get(id) ?? false) || exclusive);
-    }
-    const ordered = [...modes].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `SELECT count(CASE WHEN x THEN pg_advisory_xact_lock(id) ELSE pg_advisory_xact_lock_shared(id) END)
-      FROM unnest(ARRAY[${ordered.map(([id]) => id.toString()).join(',')}]::bigint[],
-                  ARRAY[${ordered.map(([, x]) => String(x)).join(',')}]::boolean[]) AS l(id, x)`;
-  }
-
-  /** A 64-bit advisory lock id for `key` in this table. */
-  private lockId(key: Uint8Array): bigint {
-    return createHash('sha256').update(this.lockSalt).update(key).digest().readBigInt64BE(0);
-  }
-}
-
-/** Creates the schema and applies the migrations it lacks, one server at a time. */
-async function migrate(pool: pg.Pool, schema: string): Promise<void> {
-  const client = await pool.connect();
-  // A connection lost while checked out is also an 'error' event, which must not end the process: the
-  // failing query reports it.
-  const ignore = (): void => undefined;
-  client.on('error', ignore);
-  try {
-    await client.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [`coffer:${schema}`]);
-    try {
-      await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
-      await client.query(
-        `CREATE TABLE IF NOT EXISTS "${schema}".migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`,
-      );
-      const { rows } = await client.query<{ version: number }>(
-        `SELECT version FROM "${schema}".migrations`,
-      );
-      const applied = new Set(rows.map((r) => r.version));
-      const newest = Math.max(0, ...applied);
-      const known = MIGRATIONS[MIGRATIONS.length - 1]!.version;
-      if (newest > known)
-        throw new Error(
-          `the PostgreSQL schema "${schema}" is at migration ${newest}, newer than this release knows (${known}): run a newer Coffer`,
-        );
-      for (const migration of MIGRATIONS) {
-        if (applied.has(migration.version)) continue;
-        await client.query('BEGIN');
-        try {
-          await client.query(`SET LOCAL search_path TO "${schema}"`);
-          await client.query(migration.sql);
-          await client.query(`INSERT INTO "${schema}".migrations (version) VALUES ($1)`, [
-            migration.version,
-          ]);
-          await client.query('COMMIT');
-        } catch (err) {
-          await client.query('ROLLBACK');
-          throw err;
-        }
-      }
-    } finally {
-      await client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [
-        `coffer:${schema}`,
-      ]);
-    }
-  } finally {
-    client.off('error', ignore);
-    client.release();
-  }
-}
-
-/**
- * SQLSTATE classes and codes of an unreachable or overloaded server: connection exceptions (08), the server
- * shutting down or starting (57P01-57P03), a statement cancelled by the timeout (57014), too many
- * connections (53300).
- */
-const UNAVAILABLE_CODE = /^(08...|57P0[1-3]|57014|53300)$/;
-/** node-postgres's own messages for a connection that could not be made or was lost. */
-const UNAVAILABLE_MESSAGE =
-  /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection ended/;
-
-/** `err` as StorageUnavailableError when it says the server cannot be reached; otherwise `err` itself. */
-function unavailable(err: unknown): unknown {
-  if (!(err instanceof Error) || err instanceof StorageUnavailableError) return err;
-  const code = (err as { code?: unknown }).code;
-  const network = typeof code === 'string' && /^E[A-Z]+$/.test(code); // ECONNREFUSED, ECONNRESET, …
-  if (
-    network ||
-    (typeof code === 'string' && UNAVAILABLE_CODE.test(code)) ||
-    UNAVAILABLE_MESSAGE.test(err.message)
-  )
-    return new StorageUnavailableError(typeof code === 'string' ? code : err.message.slice(0, 80));
-  return err;
-}
-
-/** SQL for the segment of `key` after the prefix $3: its bytes up to the first 0x00 or 0x01. */
-function segmentOf(key: string): string {
-  const rest = `substring(${key} from length($3::bytea) + 1)`;
-  const cut = `least(nullif(position('\\x00'::bytea in ${rest}), 0), nullif(position('\\x01'::bytea in ${rest}), 0))`;
-  return `CASE WHEN ${cut} IS NULL THEN ${rest} ELSE substring(${rest} from 1 for ${cut} - 1) END`;
-}
-
-/** The NOTIFY channel of a table: a plain identifier, one per schema. */
-function channelOf(table: string): string {
-  return `coffer_${tableTag(table)}`;
-}
-
-/** A short tag of a table, naming its prepared statements and its NOTIFY channel. */
-function tableTag(table: string): string {
-  return createHash('sha256').update(table).digest('hex').slice(0, 16);
-}
-
-function isRetryable(err: unknown): boolean {
-  return RETRY_CODES.has((err as { code?: unknown }).code as string);
-}
-
-/**
- * Bytes as an SQL expression, for statements sent with their values in the text (several statements in one
- * round trip take no parameters): decode of a hex string, which holds nothing but [0-9a-f].
- */
-function bytea(bytes: Uint8Array): string {
-  return `decode('${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex')}', 'hex')`;
-}
-
-function byteaArray(keys: readonly Uint8Array[]): string {
-  return `ARRAY[${keys.map(bytea).join(', ')}]::bytea[]`;
 }
 
 function asBuffer(bytes: Uint8Array): Buffer {
@@ -671,69 +441,3 @@ function asBuffer(bytes: Uint8Array): Buffer {
     ? bytes
     : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
-
-/** The settings a PostgreSQL store is opened with (storage/plugin.ts). */
-interface PostgresSettings {
-  readonly postgres: {
-    readonly schema: string;
-    readonly pool_size: number;
-    readonly statement_timeout_ms: number;
-  };
-  readonly pg_url?: string;
-}
-
-/** One database shared by several servers (docs/deployment.md). */
-export const postgresStorage = {
-  name: 'postgres',
-  settings: {
-    postgres: Type.Object(
-      {
-        schema: Type.String({
-          pattern: '^[a-z_][a-z0-9_]{0,62}$',
-          default: 'coffer',
-          env: 'COFFER_PG_SCHEMA',
-          description:
-            "for `postgres`: the schema holding Coffer's tables (created and upgraded at start-up)",
-        }),
-        pool_size: Type.Integer({
-          minimum: 1,
-          maximum: 1000,
-          default: 10,
-          env: 'COFFER_PG_POOL_SIZE',
-          description: 'for `postgres`: connections per server process',
-        }),
-        statement_timeout_ms: Type.Integer({
-          minimum: 100,
-          maximum: 600_000,
-          default: 5000,
-          env: 'COFFER_PG_STATEMENT_TIMEOUT_MS',
-          description:
-            'for `postgres`: how long a statement may run before the request answers 503 `storage_unavailable`',
-        }),
-      },
-      { additionalProperties: false },
-    ),
-    pg_url: Type.Optional(
-      Type.String({
-        minLength: 1,
-        env: 'COFFER_PG_URL',
-        envOnly:
-          'the PostgreSQL URL (it may hold a password) may only come from COFFER_PG_URL, or the PG* variables and a .pgpass file',
-        description:
-          'for `postgres`: `postgres://user@host:5432/db`; only from the environment (it may hold a password). Unset: the standard `PG*` variables and `~/.pgpass` (owner-only) apply',
-      }),
-    ),
-  },
-  open: (given) => {
-    const settings = given as unknown as PostgresSettings;
-    return PostgresBackend.open({
-      ...(settings.pg_url === undefined ? {} : { connectionString: settings.pg_url }),
-      schema: settings.postgres.schema,
-      poolSize: settings.postgres.pool_size,
-      statementTimeoutMs: settings.postgres.statement_timeout_ms,
-      // Every keyring change (rotation, revocation, a new root token, migration) writes the generation.
-      announce: [GENERATION_KEY],
-    });
-  },
-  mayExist: () => true,
-} satisfies StoragePlugin<'postgres'>;

@@ -6,7 +6,7 @@
 import type { StorageBackend } from './backend.js';
 import { lmdbStorage } from './lmdb-backend.js';
 import type { StoragePlugin, StorageSettings } from './plugin.js';
-import { postgresStorage } from './postgres-backend.js';
+import { postgresStorage } from './postgres-storage.js';
 
 export type { StorageSettings } from './plugin.js';
 

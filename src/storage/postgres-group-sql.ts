@@ -1,0 +1,106 @@
+/**
+ * The SQL text of a group commit's transaction (postgres-backend.ts): the statement that takes its key
+ * locks, the read of its keys, its writes and the NOTIFY of each announced key it touches. Its values are
+ * written into the text (several statements in one round trip take no parameters).
+ */
+import { createHash } from 'node:crypto';
+import type { StorageWrite } from './backend.js';
+
+type Put = Extract<StorageWrite, { op: 'put' }>;
+
+/** The locks a transaction takes, by key (latin1): exclusive where it writes the key, shared otherwise. */
+export type Locks = Map<string, { key: Uint8Array; exclusive: boolean }>;
+
+export function nameOf(key: Uint8Array): string {
+  return Buffer.from(key.buffer, key.byteOffset, key.byteLength).toString('latin1');
+}
+
+/** Asks for `key`'s lock in `locks`, exclusive when `exclusive` (a lock once exclusive stays so). */
+export function want(locks: Locks, key: Uint8Array, exclusive: boolean): void {
+  const name = nameOf(key);
+  locks.set(name, { key, exclusive: exclusive || (locks.get(name)?.exclusive ?? false) });
+}
+
+export class GroupSql {
+  /** Mixed into every lock id, so that two schemas in one database never share locks. */
+  private readonly lockSalt: Buffer;
+
+  constructor(
+    private readonly table: string,
+    private readonly channel: string,
+    /** The announced keys, as latin1 strings for lookup. */
+    private readonly announced: ReadonlySet<string>,
+  ) {
+    this.lockSalt = Buffer.from(`coffer-lock:${table}\u0000`);
+  }
+
+  /** BEGIN, the locks and the read of `keys`, as the statements of one round trip. */
+  opening(locks: Locks, keys: readonly Uint8Array[]): string {
+    const opening = ['BEGIN'];
+    if (locks.size > 0) opening.push(this.lockStatement([...locks.values()]));
+    if (keys.length > 0)
+      opening.push(`SELECT k, v FROM ${this.table} WHERE k = ANY(${byteaArray(keys)})`);
+    return opening.join(';\n');
+  }
+
+  /**
+   * The statements of a plan's writes, in order (the last write to a key decides what it holds), and a
+   * NOTIFY for each announced key they touch: PostgreSQL delivers it when (and if) the transaction commits.
+   */
+  writeStatements(writes: readonly StorageWrite[]): string[] {
+    const final = new Map<string, StorageWrite>();
+    for (const write of writes) final.set(nameOf(write.key), write);
+    const puts = [...final.values()].filter((w): w is Put => w.op === 'put');
+    const deletes = [...final.values()].filter((w) => w.op === 'delete');
+    const statements: string[] = [];
+    if (deletes.length > 0)
+      statements.push(
+        `DELETE FROM ${this.table} WHERE k = ANY(${byteaArray(deletes.map((w) => w.key))})`,
+      );
+    if (puts.length > 0)
+      statements.push(
+        `INSERT INTO ${this.table} (k, v) VALUES ${puts
+          .map((w) => `(${bytea(w.key)}, ${bytea(w.value)})`)
+          .join(', ')} ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`,
+      );
+    for (const name of final.keys())
+      if (this.announced.has(name))
+        statements.push(
+          `SELECT pg_notify('${this.channel}', '${Buffer.from(name, 'latin1').toString('hex')}')`,
+        );
+    return statements;
+  }
+
+  /**
+   * The statement that takes the transaction's key locks, in ascending lock-id order (so transactions never
+   * wait for a lower id while holding a higher, and never deadlock); an id both modes ask for is exclusive.
+   */
+  lockStatement(locks: readonly { key: Uint8Array; exclusive: boolean }[]): string {
+    const modes = new Map<bigint, boolean>();
+    for (const { key, exclusive } of locks) {
+      const id = this.lockId(key);
+      modes.set(id, (modes.get(id) ?? false) || exclusive);
+    }
+    const ordered = [...modes].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `SELECT count(CASE WHEN x THEN pg_advisory_xact_lock(id) ELSE pg_advisory_xact_lock_shared(id) END)
+      FROM unnest(ARRAY[${ordered.map(([id]) => id.toString()).join(',')}]::bigint[],
+                  ARRAY[${ordered.map(([, x]) => String(x)).join(',')}]::boolean[]) AS l(id, x)`;
+  }
+
+  /** A 64-bit advisory lock id for `key` in this table. */
+  private lockId(key: Uint8Array): bigint {
+    return createHash('sha256').update(this.lockSalt).update(key).digest().readBigInt64BE(0);
+  }
+}
+
+/**
+ * Bytes as an SQL expression, for statements sent with their values in the text (several statements in one
+ * round trip take no parameters): decode of a hex string, which holds nothing but [0-9a-f].
+ */
+function bytea(bytes: Uint8Array): string {
+  return `decode('${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex')}', 'hex')`;
+}
+
+function byteaArray(keys: readonly Uint8Array[]): string {
+  return `ARRAY[${keys.map(bytea).join(', ')}]::bytea[]`;
+}
