@@ -14,7 +14,7 @@
  * Format 1 (earlier chains): `prev` is the plain SHA-256 of the previous line, and a checkpoint carries
  *   `mac`, HMAC-SHA256 under the legacy key over the chain id, its seq and its prev.
  */
-import { createHmac, hash, timingSafeEqual } from 'node:crypto';
+import { createHmac, createSecretKey, hash, type KeyObject, timingSafeEqual } from 'node:crypto';
 import sodium from 'libsodium-wrappers';
 
 export const GENESIS = '0'.repeat(64);
@@ -62,9 +62,17 @@ export function entryLine(
   return head + JSON.stringify(fields).slice(1);
 }
 
+/** Link keys imported once: an HMAC over a raw key imports it again on every line. */
+const linkKeys = new WeakMap<Uint8Array, KeyObject>();
+
 /** Format 2: the `prev` of the line after `line`. */
 export function linkOf(key: Uint8Array, line: string): string {
-  return createHmac('sha256', key).update(line).digest('hex');
+  let imported = linkKeys.get(key);
+  if (imported === undefined) {
+    imported = createSecretKey(key);
+    linkKeys.set(key, imported);
+  }
+  return createHmac('sha256', imported).update(line).digest('hex');
 }
 
 /** The running digest after `line`, from `digest` (the digest before it). */

@@ -109,6 +109,30 @@ export interface ChangeFeed {
   onChange(listener: (key: Uint8Array | undefined) => void): () => void;
 }
 
+/**
+ * A store whose point reads are local and synchronous (LMDB): it reads a key, then the keys its value
+ * names, all from one consistent state and without a cursor — cheaper there than `getWithLast`'s range.
+ */
+export interface FollowingReads {
+  /**
+   * The value at `key` and, when there is one, the values at the keys `follow` names from it (in that
+   * order), all read from one state of the store. An error `follow` throws rejects the promise.
+   */
+  getFollowing(
+    key: Uint8Array,
+    follow: (value: Uint8Array) => readonly Uint8Array[],
+  ): Promise<{
+    readonly value: Uint8Array | undefined;
+    readonly followed: readonly (Uint8Array | undefined)[];
+  }>;
+}
+
+export function hasFollowingReads(
+  storage: StorageBackend,
+): storage is StorageBackend & FollowingReads {
+  return typeof (storage as Partial<FollowingReads>).getFollowing === 'function';
+}
+
 export function hasChangeFeed(storage: StorageBackend): storage is StorageBackend & ChangeFeed {
   return typeof (storage as Partial<ChangeFeed>).onChange === 'function';
 }

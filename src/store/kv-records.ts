@@ -10,7 +10,13 @@
  *   that meets it fails (RecordIntegrityError), and so does a write (which would otherwise overwrite it).
  *   The read finds it by reading the index and the key's newest version record together, from one state.
  */
-import type { KeyRange, StorageBackend, StorageWrite } from '../storage/backend.js';
+import {
+  type FollowingReads,
+  hasFollowingReads,
+  type KeyRange,
+  type StorageBackend,
+  type StorageWrite,
+} from '../storage/backend.js';
 import {
   counterKey,
   descendantsRange,
@@ -103,6 +109,7 @@ export class KvRecords {
   async latest(ref: KeyRef): Promise<Latest | undefined> {
     this.keyring.guard();
     const mKey = metaKey(ref.namespace, ref.key);
+    if (hasFollowingReads(this.storage)) return this.latestFollowing(ref, mKey, this.storage);
     const { value, last } = await this.storage.getWithLast(
       mKey,
       versionRange(ref.namespace, ref.key),
@@ -117,6 +124,39 @@ export class KvRecords {
         `is older than the versions stored (version ${newest} exists)`,
       );
     return { meta, record: newest === meta.latest ? unpackVersion(last!.value) : undefined };
+  }
+
+  /**
+   * `latest` on a store with local point reads (LMDB): the index, then its latest version and the one after
+   * it, from one state — a version after the index's latest means the index was put back. Versions are
+   * numbered without gaps (each is written with the index that counts it), so this finds what the range
+   * read finds, without a cursor (which cost a secret read about 13% on LMDB).
+   */
+  private async latestFollowing(
+    ref: KeyRef,
+    mKey: Buffer,
+    storage: FollowingReads,
+  ): Promise<Latest | undefined> {
+    let meta: KeyMeta | undefined;
+    const { followed } = await storage.getFollowing(mKey, (value) => {
+      meta = this.openMeta(mKey, value);
+      const { latest } = meta;
+      return latest < MAX_VERSION
+        ? [
+            versionKey(ref.namespace, ref.key, latest),
+            versionKey(ref.namespace, ref.key, latest + 1),
+          ]
+        : [versionKey(ref.namespace, ref.key, latest)];
+    });
+    if (meta === undefined) return undefined;
+    const [record, after] = followed;
+    if (after !== undefined)
+      throw new RecordIntegrityError(
+        'kv-meta',
+        printableKey(mKey),
+        `is older than the versions stored (version ${meta.latest + 1} exists)`,
+      );
+    return { meta, record: record === undefined ? undefined : unpackVersion(record) };
   }
 
   /** Version `version` of the key; undefined when it is missing or does not parse. */

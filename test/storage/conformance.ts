@@ -3,7 +3,11 @@
  * factory; the same suite runs against each backend.
  */
 import { expect } from 'chai';
-import type { StorageBackend, StorageWrite } from '../../src/storage/backend.js';
+import {
+  hasFollowingReads,
+  type StorageBackend,
+  type StorageWrite,
+} from '../../src/storage/backend.js';
 
 const b = (text: string): Buffer => Buffer.from(text, 'latin1');
 const str = (bytes: Uint8Array | undefined): string | undefined =>
@@ -107,6 +111,42 @@ export function storageConformance(name: string, factory: BackendFactory): void 
       expect(str(onlyStart.last?.key)).to.equal('r\x00');
       const empty = await storage.getWithLast(b('idx'), { start: b('s'), end: b('t') });
       expect(empty.last).to.equal(undefined);
+    });
+
+    it('where it reads a key and then the keys it names (FollowingReads), reads them from one state', async function () {
+      if (!hasFollowingReads(storage)) {
+        if (this.test) this.test.title += ' [pending: not a capability of this backend]';
+        this.skip();
+      }
+      await putAll(storage, { idx: 'v\x00b', 'v\x00b': 'newest' });
+      const read = await storage.getFollowing(b('idx'), (value) => [
+        Buffer.from(value),
+        Buffer.concat([Buffer.from(value), b('+')]),
+      ]);
+      expect(str(read.value)).to.equal('v\x00b');
+      expect(read.followed.map(str)).to.deep.equal(['newest', undefined]);
+      // Writes landing while the read runs are not seen by it: `follow` runs inside the one read.
+      const racing = storage.getFollowing(b('idx'), () => {
+        void putAll(storage, { 'v\x00b': 'later' });
+        return [b('v\x00b')];
+      });
+      expect((await racing).followed.map(str)).to.deep.equal(['newest']);
+      let called = false;
+      const none = await storage.getFollowing(b('missing'), () => {
+        called = true;
+        return [];
+      });
+      expect([none.value, none.followed, called]).to.deep.equal([undefined, [], false]);
+      const refused = new Error('refused by follow');
+      let caught: unknown;
+      await storage
+        .getFollowing(b('idx'), () => {
+          throw refused;
+        })
+        .catch((err: unknown) => {
+          caught = err;
+        });
+      expect(caught).to.equal(refused);
     });
 
     it('reads everything from one state of the store while writes go on', async () => {
