@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { auditLines } from '../support/audit-lines.js';
 import { startTestCoffer, type TestCoffer } from '../support/harness.js';
 
 describe('key-value API', () => {
@@ -8,6 +9,56 @@ describe('key-value API', () => {
   });
   after(async () => {
     await c.close();
+  });
+
+  describe('a namespace sent with its slashes encoded (%2F), as a generated client sends it', () => {
+    it('is the same namespace for every operation, authorization and the audit log', async () => {
+      const put = await c.call('PUT', '/v1/kv/enc%2Fprod/db', {
+        json: { value: 'one', type: 'secret' },
+      });
+      expect(put.status, put.text).to.equal(201);
+      expect((await c.put('enc/prod/db', 'two', 'secret')).status).to.equal(200);
+      for (const path of ['/v1/kv/enc%2Fprod/db', '/v1/kv/enc%2fprod/db', '/v1/kv/enc/prod/db']) {
+        const read = await c.call('GET', path);
+        expect([read.status, read.body.value], path).to.deep.equal([200, 'two']);
+      }
+      const versions = await c.call('GET', '/v1/kv/enc%2Fprod/db/versions');
+      expect(versions.status).to.equal(200);
+      expect(versions.body.versions.map((v: { version: number }) => v.version)).to.deep.equal([
+        1, 2,
+      ]);
+      // The namespace alone, in one segment: its listing, as /v1/kv/enc/prod/ lists it.
+      const listing = await c.call('GET', '/v1/kv/enc%2Fprod');
+      expect(listing.status).to.equal(200);
+      expect(listing.body).to.deep.equal((await c.call('GET', '/v1/kv/enc/prod/')).body);
+      expect(JSON.stringify(listing.body)).to.include('db');
+      // A token for enc/prod may use it encoded; one for enc/dev may not.
+      const prod = await c.token({ scopes: [{ namespace: 'enc/prod', read: true }] });
+      const dev = await c.token({ scopes: [{ namespace: 'enc/dev', read: true }] });
+      expect((await c.call('GET', '/v1/kv/enc%2Fprod/db', { token: prod })).status).to.equal(200);
+      expect((await c.call('GET', '/v1/kv/enc%2Fprod/db', { token: dev })).status).to.equal(403);
+      expect((await c.call('DELETE', '/v1/kv/enc%2Fprod/db')).status).to.equal(204);
+      expect((await c.call('GET', '/v1/kv/enc/prod/db')).status).to.equal(404);
+      const entries = auditLines(c.config.audit.dir!).filter(
+        (l) => l.kind === 'request' && l.namespace === 'enc/prod' && l.key === 'db',
+      );
+      expect(entries.map((l) => l.method)).to.include.members(['PUT', 'GET', 'DELETE']);
+      expect(JSON.stringify(auditLines(c.config.audit.dir!))).to.not.include('%2F');
+    });
+
+    it('never in the key: %2F in the segment that names the key is a 400', async () => {
+      for (const [method, path] of [
+        ['PUT', '/v1/kv/enc/a%2Fb'],
+        ['GET', '/v1/kv/enc%2Fprod/a%2Fb'],
+        ['DELETE', '/v1/kv/enc/a%2Fb'],
+      ] as const) {
+        const res = await c.call(method, path, {
+          ...(method === 'PUT' ? { json: { value: 'x', type: 'config' } } : {}),
+        });
+        expect(res.status, `${method} ${path}`).to.equal(400);
+        expect(res.body.detail, path).to.match(/key cannot hold %2F/);
+      }
+    });
   });
 
   describe('PUT', () => {
@@ -56,7 +107,10 @@ describe('key-value API', () => {
     it('refuses bad names: percent-encoding, dot segments, long segments, 17 namespace segments', async () => {
       const deep = Array.from({ length: 17 }, (_, i) => `n${i}`).join('/');
       for (const path of [
-        'a%2Fb/k',
+        'a/b%2Fk',
+        'a%2F..%2Fb/k',
+        'a%2F%2Fb/k',
+        'a%252Fb/k',
         'a/%2E%2E/k',
         'a/../k',
         'a/./k',

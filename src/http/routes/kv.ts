@@ -13,7 +13,7 @@ import { isNamespace, RESERVED_KEY } from '../../model/names.js';
 import type { ValueType } from '../../model/value-types.js';
 import { auditTarget } from '../audit-target.js';
 import { principalOf } from '../authenticate.js';
-import { namespaceOf, parseKvPath, splitKeyPath } from '../kv-path.js';
+import { keyUnencoded, namespaceOf, parseKvPath, splitKeyPath } from '../kv-path.js';
 import type { Operation } from '../operation.js';
 import type { RecordIntent } from '../request-audit.js';
 import { booleanFlag, positiveInteger, queryError, rawPath } from '../request-parts.js';
@@ -37,9 +37,9 @@ const namespaceParam = {
   name: 'namespace',
   in: 'path',
   required: true,
-  // Generated clients percent-encode path parameters; a '/' sent as %2F is refused (400), so say so.
+  // Generated clients percent-encode path parameters: a '/' sent as %2F is taken, in the namespace only.
   description:
-    "1 to 16 segments separated by /, sent as literal '/' characters in the path (payments/prod, not payments%2Fprod, which is refused with 400): a generated client must not encode the slashes, or must build this path itself",
+    "1 to 16 segments separated by /: payments/prod. Sent either as literal '/' characters or, as generated clients send a path parameter, with each '/' encoded as %2F (payments%2Fprod): the same namespace, decoded once. No other escape is taken, and a key never holds %2F (400)",
   schema: { type: 'string' },
 };
 const keyParam = {
@@ -61,6 +61,7 @@ function keyTarget(req: Request): { namespace: string; key: string } {
   const path = parseKvPath(rawPath(req));
   if (path.trailingSlash) throw invalid('a key path must not end with /');
   const target = splitKeyPath(path.segments);
+  keyUnencoded(path, path.segments.length - 1);
   if (target.key === RESERVED_KEY) {
     throw invalid(`"${RESERVED_KEY}" is a reserved key name`, [
       {
@@ -149,14 +150,16 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
     ],
     async handler(req, res, { query: q }) {
       const caller = principalOf(res);
-      const { segments, trailingSlash } = parseKvPath(rawPath(req));
+      const path = parseKvPath(rawPath(req));
+      const { segments, trailingSlash } = path;
       const list = booleanFlag('list', q.list);
       const limit =
         q.limit === undefined ? DEFAULT_LIMIT : positiveInteger('limit', q.limit, MAX_LIMIT);
       const version =
         q.version === undefined ? undefined : positiveInteger('version', q.version, MAX_VERSION);
       const last = segments[segments.length - 1]!;
-      const listingMarked = trailingSlash || list || segments.length === 1;
+      // One segment of the path names a namespace (`payments%2Fprod` too, as a generated client sends it).
+      const listingMarked = trailingSlash || list || path.rawSegments === 1;
       if (version !== undefined && q.cursor !== undefined)
         throw queryError('cursor', 'applies to a listing, not to reading a version');
       if (version !== undefined && q.limit !== undefined)
@@ -196,11 +199,13 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
             'does not apply to a version list',
           );
         const { namespace, key } = splitKeyPath(segments.slice(0, -1));
+        keyUnencoded(path, segments.length - 2);
         auditTarget(res, { action: 'versions', namespace, key });
         respond.json(res, 200, await kv.versions(caller, namespace, key));
         return;
       }
       const { namespace, key } = splitKeyPath(segments);
+      keyUnencoded(path, segments.length - 1);
       auditTarget(res, { namespace, key, ...(version === undefined ? {} : { version }) });
       const whole = segments.join('/');
       const result =
