@@ -51,6 +51,24 @@ function readJson(path: string, setting: string): Record<string, unknown> {
   return parsed as Record<string, unknown>;
 }
 
+const isGroup = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * Lays a configuration file over `base`: a group given in part (`{"audit": {"stdout": true}}`) keeps the
+ * rest of its defaults; any other value (a list included) replaces the default.
+ */
+function layOver(base: Record<string, unknown>, overlay: Record<string, unknown>): void {
+  for (const [name, value] of Object.entries(overlay)) {
+    const under = base[name];
+    if (isGroup(under) && isGroup(value)) {
+      const group = { ...under };
+      layOver(group, value);
+      base[name] = group;
+    } else base[name] = value;
+  }
+}
+
 function setField(target: Record<string, unknown>, field: string, value: unknown): void {
   const [head, tail] = field.split('.') as [string, string | undefined];
   if (tail === undefined) target[head] = value;
@@ -87,7 +105,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): CofferC
     const overlay = readJson(resolve(cwd, env.COFFER_CONFIG), 'COFFER_CONFIG');
     for (const [field, refusal] of ENV_ONLY)
       if (field in overlay) throw new ConfigError('COFFER_CONFIG', refusal);
-    Object.assign(merged, overlay);
+    layOver(merged, overlay);
   }
   const fromEnv = new Map<string, string>();
   for (const { env: name, field, kind } of ENV_SETTINGS) {

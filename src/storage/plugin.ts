@@ -1,6 +1,6 @@
 /**
  * What a storage backend says about itself. A backend is one file exporting one of these (lmdb-backend.ts,
- * postgres-backend.ts) and one line in storage/registry.ts; its settings (schemas with their `COFFER_*`
+ * postgres-storage.ts) and one line in storage/registry.ts; its settings (schemas with their `COFFER_*`
  * variables and help) join the configuration (config/settings.ts), its checks run against the one
  * conformance suite (test/storage/conformance.ts).
  */

@@ -81,6 +81,23 @@ describe('every setting declared once (src/config/settings.ts, the backends, the
     }
   });
 
+  it("keeps the rest of a group's defaults when a file gives part of it", async () => {
+    const dir = (await import('../support/harness.js')).tempDir();
+    const { writeFileSync } = await import('node:fs');
+    writeFileSync(
+      `${dir}/c.json`,
+      JSON.stringify({ audit: { stdout: true }, trusted_proxies: [] }),
+    );
+    const config = loadConfig({ COFFER_CONFIG: `${dir}/c.json` });
+    expect(config.audit.stdout).to.equal(true);
+    expect(config.audit.sync_ms).to.equal((configDefaults().audit as { sync_ms: number }).sync_ms);
+    expect(() =>
+      loadConfig({ COFFER_CONFIG: `${dir}/c.json`, COFFER_AUDIT_STDOUT: 'false' }),
+    ).to.not.throw();
+    writeFileSync(`${dir}/bad.json`, JSON.stringify({ audit: { stdoutt: true } }));
+    expect(() => loadConfig({ COFFER_CONFIG: `${dir}/bad.json` })).to.throw(/unknown setting/);
+  });
+
   it('refuses in a file what may come only from the environment, saying where it may come from', async () => {
     const dir = (await import('../support/harness.js')).tempDir();
     const { writeFileSync } = await import('node:fs');
