@@ -10,11 +10,58 @@ import type { Responder } from './respond.js';
 import { json } from './response-schemas.js';
 
 const problem = { $ref: '#/components/responses/Problem' };
-const tooMany = {
-  ...problem,
-  description:
-    'too_many_requests: wrong secrets for one token from one client address past the budget (Retry-After says when to try again)',
+/** The problem responses that carry a header of their own, by status. */
+const PROBLEM_WITH: Record<string, { $ref: string }> = {
+  '401': { $ref: '#/components/responses/Unauthorized' },
+  '405': { $ref: '#/components/responses/MethodNotAllowed' },
+  '429': { $ref: '#/components/responses/TooManyRequests' },
+  '503': { $ref: '#/components/responses/Unavailable' },
 };
+
+/** Headers on every answer. */
+const COMMON_HEADERS = {
+  'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' },
+  'Cache-Control': { $ref: '#/components/headers/Cache-Control' },
+};
+
+const headerSchemas = {
+  'X-Request-Id': {
+    description:
+      "the id of this request: its audit entry (and a change's intent entry) carry the same",
+    schema: { type: 'string' },
+  },
+  'Cache-Control': {
+    description: 'nothing Coffer answers is cached',
+    schema: { const: 'no-store' },
+  },
+  'Retry-After': {
+    description: 'seconds to wait before trying again',
+    schema: { type: 'integer' },
+  },
+  'WWW-Authenticate': {
+    description: 'the challenge: a bearer token (`Bearer realm="coffer", error="invalid_token"`)',
+    schema: { type: 'string' },
+  },
+  Allow: { description: 'the methods the path answers', schema: { type: 'string' } },
+};
+
+const ref = (name: keyof typeof headerSchemas) => ({ $ref: `#/components/headers/${name}` });
+
+/** A problem response with the common headers and `more`. */
+function problemResponse(description: string, more: Record<string, object> = {}): object {
+  return {
+    description,
+    headers: { ...COMMON_HEADERS, ...more },
+    content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
+  };
+}
+
+/** `response` with the headers every answer carries added to its own. */
+function withCommonHeaders(response: object): object {
+  if ('$ref' in response) return response;
+  const own = (response as { headers?: Record<string, object> }).headers ?? {};
+  return { ...response, headers: { ...COMMON_HEADERS, ...own } };
+}
 
 /**
  * The problems an operation answers: 400 (every operation refuses unknown query parameters); with a token
@@ -22,15 +69,13 @@ const tooMany = {
  * operation declares; and 503 audit_unavailable (its audit entry could not be written).
  */
 function problems(op: Operation, doc: OperationDoc): Record<string, object> {
-  const statuses = new Set([400, ...(doc.errors ?? [])]);
-  if (!op.public) statuses.add(401);
+  const statuses = new Set([400, 405, 503, ...(doc.errors ?? [])]);
+  if (!op.public) statuses.add(401).add(429);
   if (op.privilege) statuses.add(403);
   if (op.body) statuses.add(413).add(415);
-  return Object.fromEntries([
-    ...[...statuses].sort((a, b) => a - b).map((s) => [String(s), problem]),
-    ...(op.public ? [] : [['429', tooMany]]),
-    ['503', problem],
-  ]);
+  return Object.fromEntries(
+    [...statuses].sort((a, b) => a - b).map((s) => [String(s), PROBLEM_WITH[String(s)] ?? problem]),
+  );
 }
 
 function documented(op: Operation, doc: OperationDoc): object {
@@ -46,7 +91,15 @@ function documented(op: Operation, doc: OperationDoc): object {
     ...(op.public ? { security: [] } : {}),
     ...(parameters.length > 0 ? { parameters } : {}),
     ...(op.body ? { requestBody: { required: op.body.required, ...json(op.body.schema) } } : {}),
-    responses: { ...doc.responses, ...problems(op, doc) },
+    responses: {
+      ...Object.fromEntries(
+        Object.entries(doc.responses).map(([status, response]) => [
+          status,
+          withCommonHeaders(response),
+        ]),
+      ),
+      ...problems(op, doc),
+    },
     'x-coffer-action': op.action,
     ...(op.privilege ? { 'x-coffer-privilege': op.privilege } : {}),
   };
@@ -82,33 +135,43 @@ export function openApiDocument(operations: readonly Operation[]): object {
     servers: [{ url: '/', description: 'this Coffer server' }],
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
+      headers: headerSchemas,
       responses: {
+        Problem: problemResponse('RFC 9457 problem'),
+        Unauthorized: problemResponse('unauthorized: no token, or one that is not valid', {
+          'WWW-Authenticate': ref('WWW-Authenticate'),
+        }),
+        MethodNotAllowed: problemResponse(
+          'method_not_allowed: the path does not answer this method (Allow names those it does)',
+          { Allow: ref('Allow') },
+        ),
+        TooManyRequests: problemResponse(
+          'too_many_requests: wrong secrets for one token from one client address past the budget, or too many token verifications in progress (Retry-After says when to try again)',
+          { 'Retry-After': ref('Retry-After') },
+        ),
+        Unavailable: problemResponse(
+          'audit_unavailable or storage_unavailable: the request could not be recorded in the audit log, or the storage cannot be reached (Retry-After says when to try again)',
+          { 'Retry-After': ref('Retry-After') },
+        ),
+      },
+      schemas: {
         Problem: {
-          description: 'RFC 9457 problem',
-          content: {
-            'application/problem+json': {
-              schema: {
+          type: 'object',
+          required: ['type', 'title', 'status', 'detail', 'code'],
+          properties: {
+            type: { type: 'string' },
+            title: { type: 'string' },
+            status: { type: 'integer' },
+            detail: { type: 'string' },
+            code: { enum: ERROR_CODES },
+            errors: {
+              type: 'array',
+              items: {
                 type: 'object',
-                required: ['type', 'title', 'status', 'detail', 'code'],
                 properties: {
-                  type: { type: 'string' },
-                  title: { type: 'string' },
-                  status: { type: 'integer' },
-                  detail: { type: 'string' },
-                  code: {
-                    enum: ERROR_CODES,
-                  },
-                  errors: {
-                    type: 'array',
-                    items: {
-                      type: 'object',
-                      properties: {
-                        field: { type: 'string' },
-                        in: { type: 'string' },
-                        message: { type: 'string' },
-                      },
-                    },
-                  },
+                  field: { type: 'string' },
+                  in: { type: 'string' },
+                  message: { type: 'string' },
                 },
               },
             },

@@ -47,6 +47,22 @@ function operationsOf(doc: {
   );
 }
 
+/** The header names a documented response declares, its `$ref`s followed. */
+function declaredHeaders(doc: Record<string, unknown>, response: unknown): string[] {
+  const resolve = (value: unknown): Record<string, unknown> => {
+    const pointer = (value as { $ref?: string }).$ref;
+    if (pointer === undefined) return value as Record<string, unknown>;
+    return pointer
+      .slice(2)
+      .split('/')
+      .reduce<unknown>((at, part) => (at as Record<string, unknown>)[part], doc) as Record<
+      string,
+      unknown
+    >;
+  };
+  return Object.keys((resolve(response).headers ?? {}) as Record<string, unknown>);
+}
+
 describe('OpenAPI document', () => {
   let c: TestCoffer;
   before(async () => {
@@ -160,8 +176,39 @@ describe('OpenAPI document', () => {
         expect(Object.keys(operation.responses), `${method} ${template}`).to.include(
           String(res.status),
         );
+        // ETag comes with an entry, not with a listing: the same documented 200 of a read.
+        for (const name of declaredHeaders(doc, operation.responses[String(res.status)]))
+          if (name !== 'ETag')
+            expect(res.headers.get(name), `${method} ${template} ${res.status}: ${name}`).to.be.a(
+              'string',
+            );
       }
     }
+  });
+
+  it('declares the headers answers carry, and the server sends each: WWW-Authenticate on 401, Allow on 405, Retry-After on 429 and 503, ETag on a read, the request id and Cache-Control on all', async () => {
+    const doc = (await c.call('GET', '/v1/openapi.json', { token: null })).body;
+    const me = doc.paths['/v1/auth/me'].get;
+    const unauthorized = await c.call('GET', '/v1/auth/me', { token: null });
+    expect(unauthorized.status).to.equal(401);
+    expect(unauthorized.headers.get('www-authenticate')).to.match(/^Bearer realm="coffer"/);
+    expect(declaredHeaders(doc, me.responses['401'])).to.include.members([
+      'WWW-Authenticate',
+      'X-Request-Id',
+      'Cache-Control',
+    ]);
+    const wrongMethod = await c.call('DELETE', '/v1/auth/me');
+    expect(wrongMethod.status).to.equal(405);
+    expect(wrongMethod.headers.get('allow')).to.include('GET');
+    expect(declaredHeaders(doc, me.responses['405'])).to.include('Allow');
+    expect(declaredHeaders(doc, me.responses['429'])).to.include('Retry-After');
+    expect(declaredHeaders(doc, me.responses['503'])).to.include('Retry-After');
+    expect((await c.put('doc/etag', 'v')).status).to.be.oneOf([200, 201]);
+    const read = await c.call('GET', '/v1/kv/doc/etag');
+    expect(read.headers.get('etag')).to.match(/^"\d+"$/);
+    expect(
+      declaredHeaders(doc, doc.paths['/v1/kv/{namespace}/{key}'].get.responses['200']),
+    ).to.include('ETag');
   });
 
   it('is built from the operations the server enforces: a token without the stated privilege gets 403 naming it, without the body being read, and every request is audited under the stated action', async () => {

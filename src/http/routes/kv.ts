@@ -98,6 +98,12 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
         responses: {
           200: {
             description: 'The entry (with ETag: "<version>"), or a listing',
+            headers: {
+              ETag: {
+                description: 'the entry\'s version, quoted (`"3"`); not sent with a listing',
+                schema: { type: 'string' },
+              },
+            },
             ...json({
               // Told apart by their required fields: an entry has a key and a value, a listing keys.
               oneOf: [
