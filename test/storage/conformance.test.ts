@@ -19,10 +19,16 @@ const FRESH: Record<
   {
     readonly settings: () => StorageSettings;
     readonly needs?: (ctx: Mocha.Context) => Promise<void>;
+    /** Its optional capabilities (storage/backend.ts). */
+    readonly followingReads: boolean;
   }
 > = {
-  lmdb: { settings: () => ({ storage: 'lmdb', data_dir: tempDir('coffer-lmdb-') }) },
+  lmdb: {
+    settings: () => ({ storage: 'lmdb', data_dir: tempDir('coffer-lmdb-') }),
+    followingReads: true,
+  },
   postgres: {
+    followingReads: false,
     settings: () =>
       ({
         storage: 'postgres',
@@ -58,6 +64,7 @@ for (const backend of STORAGE_BACKENDS) {
         return open(settingsOf.get(storage)!);
       },
       another: (storage) => open(settingsOf.get(storage)!),
+      followingReads: fresh.followingReads,
     });
   });
 }
