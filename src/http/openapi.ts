@@ -64,9 +64,10 @@ function withCommonHeaders(response: object): object {
 }
 
 /**
- * The problems an operation answers: 400 (every operation refuses unknown query parameters); with a token
- * 401 and 429 (the budget of wrong secrets); 403 with a privilege; 413 and 415 with a body; what the
- * operation declares; and 503 audit_unavailable (its audit entry could not be written).
+ * The problems an operation answers: 400 (every operation refuses unknown query parameters); 405 (another
+ * method on its path); with a token 401 and 429 (the budget of wrong secrets, or verifications queued);
+ * 403 with a privilege; 413 and 415 with a body; what the operation declares; and 503 (its audit entry
+ * could not be written, or the storage cannot be reached).
  */
 function problems(op: Operation, doc: OperationDoc): Record<string, object> {
   const statuses = new Set([400, 405, 503, ...(doc.errors ?? [])]);
