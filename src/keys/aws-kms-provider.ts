@@ -1,4 +1,4 @@
-import { DecryptCommand, GenerateDataKeyCommand, KMSClient } from '@aws-sdk/client-kms';
+import type { KMSClient } from '@aws-sdk/client-kms';
 import { aeadOpen, aeadSeal, KEY_BYTES, NONCE_BYTES } from '../crypto/aead.js';
 import {
   contextBytes,
@@ -19,12 +19,16 @@ const FORMAT = 3;
  *
  * Wrapped data: [3][blob length u16][KMS ciphertext blob][nonce 24][ciphertext].
  */
+type KmsSdk = typeof import('@aws-sdk/client-kms');
+
 export class AwsKmsProvider implements KeyProvider {
   readonly name = 'aws-kms';
 
   readonly description: string;
 
   constructor(
+    /** The AWS SDK's KMS module, loaded when a provider is opened (it costs every process ~130 ms to load). */
+    private readonly sdk: KmsSdk,
     private readonly client: KMSClient,
     private readonly keyId: string,
     region: string | null = null,
@@ -35,7 +39,7 @@ export class AwsKmsProvider implements KeyProvider {
   async wrap(plaintext: Uint8Array, context: WrapContext): Promise<Uint8Array> {
     const out = await this.send(() =>
       this.client.send(
-        new GenerateDataKeyCommand({
+        new this.sdk.GenerateDataKeyCommand({
           KeyId: this.keyId,
           KeySpec: 'AES_256',
           EncryptionContext: { ...context },
@@ -67,7 +71,7 @@ export class AwsKmsProvider implements KeyProvider {
     const blob = bytes.subarray(3, blobEnd);
     const out = await this.send(() =>
       this.client.send(
-        new DecryptCommand({
+        new this.sdk.DecryptCommand({
           KeyId: this.keyId,
           CiphertextBlob: blob,
           EncryptionContext: { ...context },
@@ -179,15 +183,19 @@ export const awsKmsPlugin: KeyProviderPlugin<'aws-kms', AwsKmsSettings> = {
     kms.key_id === null
       ? { field: 'kms.key_id', message: 'the aws-kms provider needs a KMS key id, ARN or alias' }
       : null,
-  open: async ({ kms }) => ({
-    provider: new AwsKmsProvider(
-      new KMSClient({
-        ...(kms.region === null ? {} : { region: kms.region }),
-        ...(kms.endpoint === null ? {} : { endpoint: kms.endpoint }),
-        maxAttempts: 5,
-      }),
-      kms.key_id!,
-      kms.region,
-    ),
-  }),
+  open: async ({ kms }) => {
+    const sdk = await import('@aws-sdk/client-kms');
+    return {
+      provider: new AwsKmsProvider(
+        sdk,
+        new sdk.KMSClient({
+          ...(kms.region === null ? {} : { region: kms.region }),
+          ...(kms.endpoint === null ? {} : { endpoint: kms.endpoint }),
+          maxAttempts: 5,
+        }),
+        kms.key_id!,
+        kms.region,
+      ),
+    };
+  },
 };
