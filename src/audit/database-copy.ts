@@ -182,8 +182,8 @@ export async function storeMissingLines(
   files: readonly ChainFile[],
 ): Promise<number> {
   let last = 0;
-  for (const run of (await records.storedRuns()).runs)
-    if (run.chain === chain) last = Math.max(last, run.seq + run.lines.split('\n').length - 1);
+  for (const run of (await records.storedRuns(chain)).runs)
+    last = Math.max(last, run.seq + run.lines.split('\n').length - 1);
   const runs: { seq: number; file: number; lines: string }[] = [];
   for (const file of files) {
     const missing = chainFileText(file)

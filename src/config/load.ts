@@ -140,7 +140,8 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): CofferC
       error.keyword === 'enum'
         ? `must be one of: ${(error.params as { allowedValues: unknown[] }).allowedValues.join(', ')}`
         : (error.message ?? 'invalid');
-    const value = ['root_token', 'pkcs11_pin', 'pg_url'].includes(field) ? '' : ` (${allowed})`;
+    // What may come only from the environment is a secret: its refusal says nothing of the value.
+    const value = ENV_ONLY.has(field) ? '' : ` (${allowed})`;
     throw new ConfigError(
       setting,
       error.keyword === 'additionalProperties' ? 'unknown setting' : `invalid value${value}`,

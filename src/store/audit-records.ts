@@ -265,11 +265,15 @@ export class AuditRecords {
     );
   }
 
-  /** Every run of lines kept in the store, opened; those that fail to open are listed apart. */
-  async storedRuns(): Promise<StoredRuns> {
+  /**
+   * The runs of lines kept in the store (of chain `only` alone when given), opened; those that fail to open
+   * are listed apart.
+   */
+  async storedRuns(only?: string): Promise<StoredRuns> {
     const runs: LineRun[] = [];
     const damaged: StoredRuns['damaged'] = [];
-    for await (const { key, value } of this.storage.scan(AUDIT_LINES_RANGE)) {
+    const range = only === undefined ? AUDIT_LINES_RANGE : auditLinesRange(only);
+    for await (const { key, value } of this.storage.scan(range)) {
       const { chain, seq } = parseAuditLinesKey(key);
       try {
         const run = this.seal.open<{ file: number; lines: string }>('audit-lines', key, value);

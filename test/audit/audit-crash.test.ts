@@ -33,11 +33,15 @@ describe('every committed change has its audit entry, even after kill -9', funct
             );
         }
       });
-      // Each round is killed further into its load (more writes answered).
-      await eventually(() => answered >= 200 * (round + 1), { timeout: 30_000, what: 'writes' });
-      await killAll(p);
-      stop = true;
-      await Promise.all(writers);
+      try {
+        // Each round is killed further into its load (more writes answered).
+        await eventually(() => answered >= 200 * (round + 1), { timeout: 30_000, what: 'writes' });
+      } finally {
+        // Killed and its writers ended even when the wait fails: nothing is left running.
+        await killAll(p);
+        stop = true;
+        await Promise.all(writers);
+      }
     }
     // The next start cuts back a file a killed process left ending in part of a line (a write of several
     // pages cut short by the kill; audit/tail-repair.ts), then is stopped: the state an operator inspects.

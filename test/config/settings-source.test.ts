@@ -1,9 +1,10 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { loadConfig } from '../../src/config/load.js';
 import { configDefaults, ENV_SETTINGS } from '../../src/config/schema.js';
 import { defaultsFile, settingsTable } from '../../src/config/settings-table.js';
 import { withTable } from '../../src/config/write-settings-docs.js';
+import { tempDir } from '../support/harness.js';
 import { runCoffer } from '../support/process.js';
 
 const read = (path: string) => readFileSync(new URL(`../../../${path}`, import.meta.url), 'utf8');
@@ -81,9 +82,8 @@ describe('every setting declared once (src/config/settings.ts, the backends, the
     }
   });
 
-  it("keeps the rest of a group's defaults when a file gives part of it", async () => {
-    const dir = (await import('../support/harness.js')).tempDir();
-    const { writeFileSync } = await import('node:fs');
+  it("keeps the rest of a group's defaults when a file gives part of it", () => {
+    const dir = tempDir();
     writeFileSync(
       `${dir}/c.json`,
       JSON.stringify({ audit: { stdout: true }, trusted_proxies: [] }),
@@ -98,9 +98,8 @@ describe('every setting declared once (src/config/settings.ts, the backends, the
     expect(() => loadConfig({ COFFER_CONFIG: `${dir}/bad.json` })).to.throw(/unknown setting/);
   });
 
-  it('refuses in a file what may come only from the environment, saying where it may come from', async () => {
-    const dir = (await import('../support/harness.js')).tempDir();
-    const { writeFileSync } = await import('node:fs');
+  it('refuses in a file what may come only from the environment, saying where it may come from', () => {
+    const dir = tempDir();
     for (const [field, value, says] of [
       ['root_token', 'x'.repeat(40), /COFFER_ROOT_TOKEN/],
       ['pg_url', 'postgres://u:p@h/db', /COFFER_PG_URL/],

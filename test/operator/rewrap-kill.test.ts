@@ -36,15 +36,18 @@ describe('rewrap killed with SIGKILL halfway', function () {
     expect(
       (await send(p.url, 'POST', '/v1/sys/keyring/rewrap', root, { batch_size: 20 })).status,
     ).to.equal(202);
-    await eventually(
-      async () => {
-        const progress = (await send(p.url, 'GET', '/v1/sys/keyring/rewrap', root)).body;
-        return progress.examined >= progress.total / 3;
-      },
-      { timeout: 60_000, interval: 10, what: 'a third of the rewrap done' },
-    );
-    // Kill the supervisor and its worker without any chance to clean up.
-    await killAll(p);
+    try {
+      await eventually(
+        async () => {
+          const progress = (await send(p.url, 'GET', '/v1/sys/keyring/rewrap', root)).body;
+          return progress.examined >= progress.total / 3;
+        },
+        { timeout: 60_000, interval: 10, what: 'a third of the rewrap done' },
+      );
+    } finally {
+      // Kill the supervisor and its worker without any chance to clean up (also when the wait failed).
+      await killAll(p);
+    }
 
     p = await startProcess(env);
     try {
