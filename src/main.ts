@@ -15,12 +15,14 @@ import { runSupervisor } from './server/supervisor.js';
 import { runWorker } from './server/worker.js';
 import { versionText } from './version.js';
 
-const USAGE = `usage: coffer serve | coffer operator <command> | coffer audit <command> | coffer help [operator|audit|settings] | coffer --version
+const USAGE = `usage: coffer serve | coffer operator <command> | coffer audit <command> | coffer openapi | coffer help [operator|audit|settings] | coffer --version
 
   serve       run the server; configured by COFFER_* variables and a COFFER_CONFIG file (coffer help settings)
   operator    key management against a running server: status, rotate, rewrap, migrate-key; snapshot and
               restore of the store's sealed records (coffer operator --help)
   audit       verify the audit log, report on sealed storage, offline (coffer audit --help)
+  openapi     print the OpenAPI 3.1 document this server publishes at /v1/openapi.json, for generating a
+              client without a running server
 `;
 
 /** JSON lines for machines; on a terminal, the same lines made readable (pino-pretty). */
@@ -101,6 +103,12 @@ async function main(argv: string[]): Promise<number | undefined> {
   if (command === 'serve' && positionals.length === 1 && !values.help) {
     await serve();
     return undefined;
+  }
+  if (command === 'openapi' && positionals.length === 1 && !values.help) {
+    // Loaded only here: no other command needs the route table.
+    const { documentText } = await import('./http/api-document.js');
+    process.stdout.write(documentText(loadConfig(process.env).max_ttl));
+    return 0;
   }
   // Bare `coffer` (or anything unknown) prints usage; only `coffer serve` starts a server.
   process.stderr.write(USAGE);

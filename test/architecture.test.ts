@@ -34,7 +34,7 @@ const LAYERS: Readonly<Record<string, readonly string[]>> = {
   app: ['audit', 'auth', 'config', 'crypto', 'http', 'kv', 'model', 'operator', 'startup', 'store'],
   server: ['app', 'config', 'directories', 'http', 'operator'],
   cli: ['audit', 'config', 'crypto', 'directories', 'errors', 'keys', 'startup', 'store'],
-  main: ['cli', 'config', 'errors', 'keys', 'server', 'version'],
+  main: ['cli', 'config', 'errors', 'http', 'keys', 'server', 'version'],
 };
 
 /** A path pattern for part `name` of src/: the folder `name/`, or the file `name.ts`. */

@@ -88,7 +88,7 @@ function pathsOf(operations: readonly Operation[], deps: DispatcherDeps): Path[]
       prefix: templatePrefix(template),
       public: isPublic,
       methods: new Map(ops.map((o) => [o.method, compile(o, deps)])),
-      allow: (methods.includes('GET') ? [...methods, 'HEAD'] : methods).join(', '),
+      allow: methods.join(', '),
     };
   });
 }
@@ -107,7 +107,8 @@ export function dispatcher(operations: readonly Operation[], deps: DispatcherDep
     if (!path?.public) await deps.authenticate(req, res);
     if (!path) throw new AppError('not_found', 'no such endpoint');
     res.locals.route = path.template;
-    const runnable = path.methods.get((req.method === 'HEAD' ? 'GET' : req.method) as HttpMethod);
+    // HEAD is not served: the document lists GET only, and a HEAD of a key would open and audit it as a read.
+    const runnable = path.methods.get(req.method as HttpMethod);
     if (!runnable) {
       throw new AppError(
         'method_not_allowed',

@@ -12,14 +12,10 @@ import type { AuditLog } from '../audit/audit-log.js';
 import type { FailureSummary } from '../audit/failure-summary.js';
 import type { Authenticator } from '../auth/authenticator.js';
 import type { FailureRate } from '../auth/failure-rate.js';
-import type { TokenService } from '../auth/token-service.js';
-import type { KvService } from '../kv/kv-service.js';
-import type { AuditReview } from '../operator/audit-review.js';
 import { authenticate } from './authenticate.js';
 import { clientAddressOf } from './client-address.js';
 import { clientErrorListener } from './client-errors.js';
 import { dispatcher } from './dispatch.js';
-import { withOpenApiDocument } from './openapi.js';
 import { type OutcomeSink, outcomeWatcher } from './outcome.js';
 import { type IntegrityReport, notFoundHandler, problemHandler } from './problem.js';
 import {
@@ -30,31 +26,21 @@ import {
 } from './request-audit.js';
 import { jsonBodyReader } from './request-parts.js';
 import { createResponder } from './respond.js';
-import { auditOperations } from './routes/audit.js';
-import { authOperations } from './routes/auth.js';
-import { type HealthRouteDeps, healthOperations } from './routes/health.js';
-import { kvOperations } from './routes/kv.js';
-import { type SysRouteDeps, sysOperations } from './routes/sys.js';
+import { type RouteDeps, routeTable } from './route-table.js';
 import { Tarpit } from './tarpit.js';
 import { Validators } from './validate.js';
 
-export interface HttpAppDeps {
+/** The routes' collaborators (route-table.ts), and what the listener itself needs. */
+export interface HttpAppDeps extends Omit<RouteDeps, 'respond' | 'recordIntent'> {
   readonly authenticator: Authenticator;
-  readonly sys: Omit<SysRouteDeps, 'respond'>;
-  readonly health: HealthRouteDeps['health'];
-  readonly tokens: TokenService;
-  readonly kv: KvService;
   readonly log: Logger;
   readonly maxValueBytes: number;
-  readonly maxTtl: number;
   readonly onOutcome?: OutcomeSink;
   /** Told of every stored record that failed its check while serving (logged and audited). */
   readonly onIntegrityError: IntegrityReport;
   /** When set, every response waits for its audit entry to be durable (fail closed). */
   readonly audit?: AuditLog;
   readonly now: () => number;
-  /** Verify and the seal report, for the audit routes. */
-  readonly review: AuditReview;
   /** Tells a flood of failed authentications from ordinary ones. */
   readonly failureRate: FailureRate;
   /** Where failed authentications past the flood rate are counted, instead of a line each. */
@@ -87,17 +73,7 @@ export function buildHttpApp(deps: HttpAppDeps): HttpApp {
   );
   const recordIntent = intentRecorder(deps.audit, respond.requestId);
 
-  // Every operation Coffer serves, each declared once with its privilege, schemas and docs.
-  const operations = withOpenApiDocument(
-    [
-      ...kvOperations({ kv: deps.kv, respond, recordIntent }),
-      ...authOperations({ tokens: deps.tokens, maxTtl: deps.maxTtl, respond, recordIntent }),
-      ...sysOperations({ ...deps.sys, respond }),
-      ...healthOperations({ health: deps.health, respond }),
-      ...auditOperations({ review: deps.review, respond }),
-    ],
-    respond,
-  );
+  const operations = routeTable({ ...deps, respond, recordIntent });
 
   const problems = problemHandler(deps.log, respond, deps.onIntegrityError);
   const answerError = (err: unknown, req: Request, res: Response): void =>

@@ -4,16 +4,16 @@
  * object the server validates with) and the problems it can answer. test/http/openapi.test.ts checks every
  * documented operation against the running server.
  */
-import { ERROR_CODES } from '../errors.js';
 import type { Operation, OperationDoc } from './operation.js';
 import type { Responder } from './respond.js';
-import { json } from './response-schemas.js';
+import { json, NAMED_SCHEMAS, ok } from './response-schemas.js';
 
 const problem = { $ref: '#/components/responses/Problem' };
 /** The problem responses that carry a header of their own, by status. */
 const PROBLEM_WITH: Record<string, { $ref: string }> = {
   '401': { $ref: '#/components/responses/Unauthorized' },
   '405': { $ref: '#/components/responses/MethodNotAllowed' },
+  '500': { $ref: '#/components/responses/ServerError' },
   '429': { $ref: '#/components/responses/TooManyRequests' },
   '503': { $ref: '#/components/responses/Unavailable' },
 };
@@ -26,23 +26,31 @@ const COMMON_HEADERS = {
 
 const headerSchemas = {
   'X-Request-Id': {
+    required: true,
     description:
       "the id of this request: its audit entry (and a change's intent entry) carry the same",
     schema: { type: 'string' },
   },
   'Cache-Control': {
+    required: true,
     description: 'nothing Coffer answers is cached',
     schema: { const: 'no-store' },
   },
   'Retry-After': {
+    required: true,
     description: 'seconds to wait before trying again',
     schema: { type: 'integer' },
   },
   'WWW-Authenticate': {
+    required: true,
     description: 'the challenge: a bearer token (`Bearer realm="coffer", error="invalid_token"`)',
     schema: { type: 'string' },
   },
-  Allow: { description: 'the methods the path answers', schema: { type: 'string' } },
+  Allow: {
+    required: true,
+    description: 'the methods the path answers',
+    schema: { type: 'string' },
+  },
 };
 
 const ref = (name: keyof typeof headerSchemas) => ({ $ref: `#/components/headers/${name}` });
@@ -65,12 +73,12 @@ function withCommonHeaders(response: object): object {
 
 /**
  * The problems an operation answers: 400 (every operation refuses unknown query parameters); 405 (another
- * method on its path); with a token 401 and 429 (the budget of wrong secrets, or verifications queued);
+ * method on its path); 500 (a stored record failed its check, or a fault); with a token 401 and 429 (the budget of wrong secrets, or verifications queued);
  * 403 with a privilege; 413 and 415 with a body; what the operation declares; and 503 (its audit entry
  * could not be written, or the storage cannot be reached).
  */
 function problems(op: Operation, doc: OperationDoc): Record<string, object> {
-  const statuses = new Set([400, 405, 503, ...(doc.errors ?? [])]);
+  const statuses = new Set([400, 405, 500, 503, ...(doc.errors ?? [])]);
   if (!op.public) statuses.add(401).add(429);
   if (op.privilege) statuses.add(403);
   if (op.body) statuses.add(413).add(415);
@@ -104,6 +112,20 @@ function documented(op: Operation, doc: OperationDoc): object {
     'x-coffer-action': op.action,
     ...(op.privilege ? { 'x-coffer-privilege': op.privilege } : {}),
   };
+}
+
+const nameOf = new Map<object, string>(Object.entries(NAMED_SCHEMAS).map(([n, s]) => [s, n]));
+
+/**
+ * A plain copy of `value` (a schema, or a part of the document holding schemas) in which every named shape
+ * below the top is a $ref to its entry in components.schemas.
+ */
+function referenced(value: unknown, top = true): unknown {
+  if (typeof value !== 'object' || value === null) return value;
+  const name = nameOf.get(value);
+  if (name !== undefined && !top) return { $ref: `#/components/schemas/${name}` };
+  if (Array.isArray(value)) return value.map((v) => referenced(v, false));
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, referenced(v, false)]));
 }
 
 function paths(operations: readonly Operation[]): Record<string, Record<string, object>> {
@@ -146,6 +168,9 @@ export function openApiDocument(operations: readonly Operation[]): object {
           'method_not_allowed: the path does not answer this method (Allow names those it does)',
           { Allow: ref('Allow') },
         ),
+        ServerError: problemResponse(
+          'integrity_error: a stored record failed its check (the detail says which; nothing of it is served), or internal: a fault, whose detail says nothing more',
+        ),
         TooManyRequests: problemResponse(
           'too_many_requests: wrong secrets for one token from one client address past the budget, or too many token verifications in progress (Retry-After says when to try again)',
           { 'Retry-After': ref('Retry-After') },
@@ -155,33 +180,12 @@ export function openApiDocument(operations: readonly Operation[]): object {
           { 'Retry-After': ref('Retry-After') },
         ),
       },
-      schemas: {
-        Problem: {
-          type: 'object',
-          required: ['type', 'title', 'status', 'detail', 'code'],
-          properties: {
-            type: { type: 'string' },
-            title: { type: 'string' },
-            status: { type: 'integer' },
-            detail: { type: 'string' },
-            code: { enum: ERROR_CODES },
-            errors: {
-              type: 'array',
-              items: {
-                type: 'object',
-                properties: {
-                  field: { type: 'string' },
-                  in: { type: 'string' },
-                  message: { type: 'string' },
-                },
-              },
-            },
-          },
-        },
-      },
+      schemas: Object.fromEntries(
+        Object.entries(NAMED_SCHEMAS).map(([name, schema]) => [name, referenced(schema)]),
+      ),
     },
     security: [{ bearer: [] }],
-    paths: paths(operations),
+    paths: referenced(paths(operations)),
   };
 }
 
@@ -200,7 +204,19 @@ export function withOpenApiDocument(
       {
         operationId: 'getOpenApiDocument',
         summary: 'This document',
-        responses: { 200: { description: 'OpenAPI 3.1 document' } },
+        responses: {
+          200: ok('This OpenAPI 3.1 document', {
+            type: 'object',
+            required: ['openapi', 'info', 'paths', 'components'],
+            properties: {
+              openapi: { const: '3.1.0' },
+              info: { type: 'object' },
+              paths: { type: 'object' },
+              components: { type: 'object' },
+            },
+            additionalProperties: true,
+          }),
+        },
       },
     ],
     handler(_req, res) {

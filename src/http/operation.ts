@@ -39,7 +39,7 @@ export interface OperationDoc {
   readonly responses: Readonly<Record<string, object>>;
   /**
    * Problem statuses beyond those every such operation may give, which the document adds itself: 400 (query),
-   * 401 and 429 with a token, 403 with a privilege, 413 and 415 with a body, 503 (audit).
+   * 405, 500, 401 and 429 with a token, 403 with a privilege, 413 and 415 with a body, 503 (audit, storage).
    */
   readonly errors?: readonly number[];
 }

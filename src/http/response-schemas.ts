@@ -1,68 +1,370 @@
 /**
- * JSON Schemas of what the API answers, for the OpenAPI document (the routes declare which they give). The
- * schemas of what it accepts are in schemas.ts, where the server validates with them.
+ * What the API answers: one declaration per shape, with typebox, so that the JSON Schema the OpenAPI document
+ * publishes and the TypeScript type of the answer (`Static<typeof …>`, exported below as `Api…`) are the
+ * same object. Every object lists what is always there (`required`) and is closed
+ * (`additionalProperties: false`), except an audit entry, whose fields depend on what it records. A field
+ * sent only sometimes is optional and its description says when. The schemas of what the API accepts are in
+ * schemas.ts, where the server validates with them.
  */
+import { type Static, type TSchema, Type } from '@sinclair/typebox';
+import { PRIVILEGES } from '../auth/roles.js';
+import { ERROR_CODES } from '../errors.js';
+import { VALUE_TYPES } from '../model/value-types.js';
 
 export const json = (schema: object) => ({ content: { 'application/json': { schema } } });
 export const ok = (description: string, schema: object) => ({ description, ...json(schema) });
 
-export const timestamp = { type: 'string', format: 'date-time' };
-export const valueTypes = { enum: ['config', 'secret'] };
+/** A closed object: what `properties` names, no more. */
+const closed = <P extends Record<string, TSchema>>(properties: P, description?: string) =>
+  Type.Object(properties, {
+    additionalProperties: false,
+    ...(description === undefined ? {} : { description }),
+  });
+const nullable = <S extends TSchema>(schema: S) => Type.Union([schema, Type.Null()]);
+/** One of `values`, published as an enum (which client generators turn into a union or an enum type). */
+const literals = <T extends string>(values: readonly T[], description?: string) =>
+  Type.Unsafe<T>({
+    type: 'string',
+    enum: [...values],
+    ...(description === undefined ? {} : { description }),
+  });
 
-const scope = {
-  type: 'object',
-  properties: {
-    namespace: { type: 'string' },
-    read: { type: 'boolean' },
-    write: { type: 'boolean' },
+export const timestamp = Type.String({ format: 'date-time' });
+export const valueTypes = literals(VALUE_TYPES);
+const count = Type.Integer({ minimum: 0 });
+
+const scope = closed({ namespace: Type.String(), read: Type.Boolean(), write: Type.Boolean() });
+
+const metadata = closed(
+  {
+    name: Type.Optional(Type.String()),
+    description: Type.Optional(Type.String()),
   },
+  "What the token's creator said of it; each field only when it was given",
+);
+
+export const token = closed({
+  id: Type.String(),
+  role: nullable(Type.String()),
+  scopes: nullable(Type.Array(scope)),
+  metadata,
+  created_at: timestamp,
+  expires_at: timestamp,
+  status: Type.Optional(literals(['active', 'revoked', 'expired'] as const, 'in a listing only')),
+});
+
+export const createdToken = closed({
+  ...Type.Omit(token, ['status']).properties,
+  token: Type.String({ description: 'the token itself: shown only in this answer' }),
+  expires_in: Type.Integer({ description: 'seconds' }),
+});
+
+export const tokenList = closed({ tokens: Type.Array(token) });
+
+const capability = closed({
+  namespace: Type.String({ description: '*, a namespace, or a namespace followed by /*' }),
+  actions: Type.Array(literals(['read', 'list', 'write', 'delete', 'manage_tokens'] as const)),
+  types: Type.Array(valueTypes),
+});
+
+export const self = closed({
+  id: Type.String(),
+  is_root: Type.Boolean(),
+  role: nullable(Type.String()),
+  scopes: nullable(Type.Array(scope)),
+  metadata,
+  expires_at: nullable(timestamp),
+  capabilities: Type.Array(capability),
+  privileges: Type.Array(literals(PRIVILEGES)),
+});
+
+const entryFields = {
+  namespace: Type.String(),
+  key: Type.String(),
+  version: Type.Integer({ minimum: 1 }),
+  type: valueTypes,
+  created_at: timestamp,
 };
+export const entryInfo = closed(entryFields);
+export const entry = closed({ ...entryFields, value: Type.String() });
 
-export const token = {
-  type: 'object',
-  properties: {
-    id: { type: 'string' },
-    role: { type: ['string', 'null'] },
-    scopes: { type: ['array', 'null'], items: scope },
-    metadata: { type: 'object' },
-    created_at: timestamp,
-    expires_at: timestamp,
-    status: { enum: ['active', 'revoked', 'expired'] },
-  },
-};
+export const listing = closed({
+  namespace: Type.String(),
+  keys: Type.Array(Type.String()),
+  namespaces: Type.Array(Type.String()),
+  next_cursor: nullable(Type.String({ description: 'null on the last page' })),
+});
 
-export const entryInfo = {
-  type: 'object',
-  properties: {
-    namespace: { type: 'string' },
-    key: { type: 'string' },
-    version: { type: 'integer' },
-    type: valueTypes,
-    created_at: timestamp,
-  },
-};
+export const versionList = closed({
+  namespace: Type.String(),
+  key: Type.String(),
+  current_version: Type.Integer(),
+  versions: Type.Array(
+    closed({ version: Type.Integer(), type: valueTypes, created_at: timestamp }),
+  ),
+});
 
-export const listing = {
-  type: 'object',
-  properties: {
-    namespace: { type: 'string' },
-    keys: { type: 'array', items: { type: 'string' } },
-    namespaces: { type: 'array', items: { type: 'string' } },
-    next_cursor: { type: ['string', 'null'] },
-  },
-};
+const recordCounts = { secrets: count, configs: count };
 
-export const rewrapView = {
-  type: 'object',
-  properties: {
-    running: { type: 'boolean' },
-    target_version: { type: ['integer', 'null'] },
-    total: { type: 'integer' },
-    examined: { type: 'integer' },
-    rewrapped: { type: 'integer' },
-    failed: { type: 'integer' },
-    started_at: { type: ['string', 'null'] },
-    updated_at: { type: ['string', 'null'] },
-    finished_at: { type: ['string', 'null'] },
+export const keyringStatus = closed({
+  provider: Type.String(),
+  wrapped_by: Type.String({ description: 'the master key wrapping the keyring, in words' }),
+  migrations: count,
+  migrated_at: nullable(timestamp),
+  active_version: Type.Integer(),
+  generation: Type.Integer(),
+  versions: Type.Array(
+    closed({
+      version: Type.Integer(),
+      created_at: timestamp,
+      active: Type.Boolean(),
+      ...recordCounts,
+    }),
+  ),
+  unreadable: Type.Integer({
+    description: 'records whose keyring version is not in the keyring, or that do not parse',
+  }),
+});
+
+export const rotation = closed({
+  previous_version: Type.Integer(),
+  active_version: Type.Integer(),
+});
+export const retirement = closed({
+  retired: Type.Array(Type.Integer()),
+  versions: Type.Array(Type.Integer()),
+});
+export const migration = closed({
+  from: Type.String(),
+  to: Type.String(),
+  provider: Type.String(),
+  migrated_at: nullable(timestamp),
+});
+
+export const rewrapView = closed({
+  running: Type.Boolean(),
+  target_version: nullable(Type.Integer()),
+  total: count,
+  examined: count,
+  rewrapped: count,
+  failed: count,
+  started_at: nullable(timestamp),
+  updated_at: nullable(timestamp),
+  finished_at: nullable(timestamp),
+});
+
+/** An audit entry: its place in its chain, its kind, and what that kind records. */
+export const auditEntry = Type.Object(
+  {
+    seq: Type.Integer(),
+    chain: Type.String(),
+    ts: timestamp,
+    prev: Type.String(),
+    kind: literals(['request', 'intent', 'event'] as const),
   },
+  {
+    additionalProperties: true,
+    description:
+      "Open: besides its head, an entry holds what its kind records (docs/audit.md lists the fields: a request's request_id, token_id, role, client, method, route, namespace, key, version, action, outcome, status, duration_ms; an event's name and details). Never a value or a token",
+  },
+);
+
+export const auditPage = closed({
+  entries: Type.Array(auditEntry),
+  next_cursor: nullable(Type.String({ description: 'null on the last page' })),
+});
+
+const changeCoverage = <T extends TSchema>(item: T) =>
+  closed({
+    count,
+    covered: count,
+    before_log: count,
+    uncovered: Type.Array(item, { description: 'the first ones no entry names' }),
+  });
+
+const coverage = closed(
+  {
+    versions: count,
+    by_request: count,
+    by_intent: count,
+    before_log: count,
+    uncovered_count: count,
+    uncovered: Type.Array(
+      closed({ namespace: Type.String(), key: Type.String(), version: Type.Integer() }),
+    ),
+    changes: closed({
+      tokens_created: changeCoverage(Type.String()),
+      tokens_revoked: changeCoverage(Type.String()),
+      keyring_rotations: changeCoverage(Type.Integer()),
+    }),
+  },
+  'Which stored versions and changes the log names',
+);
+
+const archived = closed(
+  {
+    files: count,
+    entries: count,
+    chains: count,
+    last_ts: nullable(timestamp),
+    to: Type.Array(Type.String(), { description: 'where they went, as recorded' }),
+  },
+  'Files archived away (coffer audit archive), as the log records them',
+);
+
+const publicKeyHex = Type.String({ description: 'the key that signs the checkpoints (hex)' });
+
+export const verification = Type.Union(
+  [
+    closed(
+      {
+        intact: Type.Literal(true),
+        entries: count,
+        chains: count,
+        files: count,
+        first: nullable(timestamp),
+        last: nullable(timestamp),
+        uncheckpointed: Type.Integer({
+          description: 'entries of running servers not yet covered by a checkpoint',
+        }),
+        archived,
+        coverage,
+        public_key: publicKeyHex,
+      },
+      'The log is intact',
+    ),
+    closed(
+      {
+        intact: Type.Literal(false),
+        file: Type.String({ description: 'the file of the first broken entry, by name' }),
+        line: Type.Integer(),
+        seq: nullable(Type.Integer()),
+        reason: Type.String(),
+        public_key: publicKeyHex,
+      },
+      'The log is broken: where first, and why',
+    ),
+  ],
+  { description: 'Told apart by intact' },
+);
+
+export const auditPublicKey = closed({
+  algorithm: Type.Literal('Ed25519'),
+  public_key: Type.String({ description: '32 bytes, hex' }),
+  fingerprint: Type.String({
+    description: 'the first 16 hex digits of its SHA-256, to compare by eye',
+  }),
+});
+
+export const sealReport = closed({
+  generated_at: timestamp,
+  verified: Type.Boolean({ description: 'every record was also opened in memory (verify=true)' }),
+  totals: closed({
+    versions: count,
+    secrets: count,
+    configs: count,
+    sealed_secrets: count,
+    anomalies: count,
+    record_failures: count,
+  }),
+  keyring: closed({
+    active_version: nullable(Type.Integer()),
+    versions: Type.Array(
+      closed({
+        version: Type.Integer(),
+        created_at: nullable(timestamp),
+        active: nullable(Type.Boolean()),
+        ...recordCounts,
+      }),
+    ),
+  }),
+  namespaces: Type.Array(closed({ namespace: Type.String(), ...recordCounts })),
+  anomalies: Type.Array(
+    closed({
+      namespace: Type.String(),
+      key: Type.String(),
+      version: Type.Integer(),
+      problem: Type.String(),
+    }),
+    { description: 'the first 1000, in storage order; totals.anomalies counts them all' },
+  ),
+  records: Type.Array(closed({ kind: Type.String(), records: count, failed: count }), {
+    description:
+      "the store's own records by kind (root-token, token, audit-chain, intent-copy, ...) and how many failed their check",
+  }),
+});
+
+export const healthReport = closed({
+  status: literals(['ok', 'unavailable'] as const),
+  storage: closed({
+    backend: Type.String(),
+    reachable: Type.Boolean(),
+    latency_ms: nullable(Type.Number({ description: "the check's read; null when it failed" })),
+  }),
+  audit: closed({ writable: Type.Boolean(), disk_low: Type.Boolean() }),
+});
+
+export const problem = closed({
+  type: Type.String(),
+  title: Type.String(),
+  status: Type.Integer(),
+  detail: Type.String(),
+  code: literals(ERROR_CODES),
+  errors: Type.Optional(
+    Type.Array(closed({ field: Type.String(), in: Type.String(), message: Type.String() }), {
+      description: 'on a 400: what was wrong, field by field',
+    }),
+  ),
+  health: Type.Optional(healthReport),
+});
+
+export type ApiToken = Static<typeof token>;
+export type ApiCreatedToken = Static<typeof createdToken>;
+export type ApiTokenList = Static<typeof tokenList>;
+export type ApiSelf = Static<typeof self>;
+export type ApiEntry = Static<typeof entry>;
+export type ApiEntryInfo = Static<typeof entryInfo>;
+export type ApiListing = Static<typeof listing>;
+export type ApiVersionList = Static<typeof versionList>;
+export type ApiKeyringStatus = Static<typeof keyringStatus>;
+export type ApiRotation = Static<typeof rotation>;
+export type ApiRetirement = Static<typeof retirement>;
+export type ApiMigration = Static<typeof migration>;
+export type ApiRewrap = Static<typeof rewrapView>;
+export type ApiAuditPage = Static<typeof auditPage>;
+export type ApiVerification = Static<typeof verification>;
+export type ApiAuditPublicKey = Static<typeof auditPublicKey>;
+export type ApiSealReport = Static<typeof sealReport>;
+export type ApiHealth = Static<typeof healthReport>;
+export type ApiProblem = Static<typeof problem>;
+
+/**
+ * The shapes the OpenAPI document names in components.schemas (a generated client gets a type of each name),
+ * referenced by $ref wherever the same object appears in an answer.
+ */
+export const NAMED_SCHEMAS: Readonly<Record<string, object>> = {
+  Problem: problem,
+  Token: token,
+  CreatedToken: createdToken,
+  TokenList: tokenList,
+  TokenMetadata: metadata,
+  Scope: scope,
+  Capability: capability,
+  Self: self,
+  Entry: entry,
+  EntryInfo: entryInfo,
+  Listing: listing,
+  VersionList: versionList,
+  KeyringStatus: keyringStatus,
+  Rotation: rotation,
+  Retirement: retirement,
+  Migration: migration,
+  RewrapProgress: rewrapView,
+  AuditEntry: auditEntry,
+  AuditPage: auditPage,
+  AuditVerification: verification,
+  AuditCoverage: coverage,
+  AuditPublicKey: auditPublicKey,
+  SealReport: sealReport,
+  HealthReport: healthReport,
 };

@@ -17,6 +17,7 @@ import { KeyProviderError } from '../../src/keys/key-provider.js';
 import type { StorageBackend } from '../../src/storage/backend.js';
 import { backendOf } from '../../src/store/backend-of.js';
 import { KEYRING_KEY } from '../../src/store/keyring-store.js';
+import { checkAnswer } from './api-contract.js';
 import { tempDir } from './temp-dirs.js';
 
 export interface TestCoffer {
@@ -133,6 +134,13 @@ export async function startTestCoffer(options: HarnessOptions = {}): Promise<Tes
     } catch {
       parsed = undefined;
     }
+    checkAnswer({
+      method,
+      path,
+      status: res.status,
+      header: (name) => res.headers.get(name) ?? undefined,
+      text,
+    });
     return { status: res.status, headers: res.headers, body: parsed, text };
   }
 

@@ -1,5 +1,6 @@
 /** A minimal client for tests against a Coffer process: one fresh connection per request. */
 import { type IncomingHttpHeaders, request } from 'node:http';
+import { checkAnswer } from './api-contract.js';
 
 export interface Reply {
   readonly status: number;
@@ -35,13 +36,28 @@ export function sendText(
     const req = request(`${url}/`, { method, path, headers, agent: false }, (res) => {
       let text = '';
       res.on('data', (d: Buffer) => (text += d.toString()));
-      res.on('end', () =>
+      res.on('end', () => {
+        try {
+          checkAnswer({
+            method,
+            path,
+            status: res.statusCode ?? 0,
+            header: (name) => {
+              const value = res.headers[name];
+              return Array.isArray(value) ? value.join(', ') : value;
+            },
+            text,
+          });
+        } catch (err) {
+          reject(err);
+          return;
+        }
         resolve({
           status: res.statusCode ?? 0,
           body: text ? parsed(text) : undefined,
           headers: res.headers,
-        }),
-      );
+        });
+      });
       res.on('error', reject);
     });
     // A request that gets no answer is a failure, never a hang.

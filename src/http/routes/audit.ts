@@ -13,7 +13,14 @@ import type { AuditReview } from '../../operator/audit-review.js';
 import type { Operation } from '../operation.js';
 import { booleanFlag, positiveInteger, queryError } from '../request-parts.js';
 import type { Responder } from '../respond.js';
-import { ok, timestamp } from '../response-schemas.js';
+import {
+  auditPage,
+  auditPublicKey,
+  ok,
+  sealReport as sealReportSchema,
+  timestamp,
+  verification,
+} from '../response-schemas.js';
 
 const MAX_LIMIT = 1000;
 const DEFAULT_LIMIT = 100;
@@ -110,19 +117,7 @@ export function auditOperations(deps: AuditRouteDeps): Operation[] {
         summary:
           "The Ed25519 public key that signs the audit log's checkpoints (no token): `coffer audit verify --public-key` checks the log with it and no secret",
         responses: {
-          200: ok('The public key', {
-            type: 'object',
-            required: ['algorithm', 'public_key', 'fingerprint'],
-            additionalProperties: false,
-            properties: {
-              algorithm: { const: 'Ed25519' },
-              public_key: { type: 'string', description: '32 bytes, hex' },
-              fingerprint: {
-                type: 'string',
-                description: 'the first 16 hex digits of its SHA-256, to compare by eye',
-              },
-            },
-          }),
+          200: ok('The public key', auditPublicKey),
         },
       },
     ],
@@ -143,13 +138,7 @@ export function auditOperations(deps: AuditRouteDeps): Operation[] {
         summary:
           'Search the audit log (root and auditor), oldest first; entries never hold a value or a token',
         responses: {
-          200: ok('One page of entries', {
-            type: 'object',
-            properties: {
-              entries: { type: 'array', items: { type: 'object' } },
-              next_cursor: { type: ['string', 'null'] },
-            },
-          }),
+          200: ok('One page of entries', auditPage),
         },
       },
     ],
@@ -184,27 +173,7 @@ export function auditOperations(deps: AuditRouteDeps): Operation[] {
         responses: {
           200: ok(
             'intact: entries, chains, files, first and last time, coverage; or broken: the first broken entry (file, line, seq) and why',
-            {
-              type: 'object',
-              properties: {
-                intact: { type: 'boolean' },
-                entries: { type: 'integer' },
-                chains: { type: 'integer' },
-                files: { type: 'integer' },
-                first: { type: ['string', 'null'] },
-                last: { type: ['string', 'null'] },
-                uncheckpointed: { type: 'integer' },
-                public_key: {
-                  type: 'string',
-                  description: 'the key that signs the checkpoints (hex)',
-                },
-                coverage: { type: 'object' },
-                file: { type: 'string' },
-                line: { type: 'integer' },
-                seq: { type: ['integer', 'null'] },
-                reason: { type: 'string' },
-              },
-            },
+            verification,
           ),
         },
       },
@@ -240,41 +209,7 @@ export function auditOperations(deps: AuditRouteDeps): Operation[] {
         summary:
           'Whether every stored version is sealed, read from its structure without decrypting (root and auditor)',
         responses: {
-          200: ok('The report', {
-            type: 'object',
-            properties: {
-              generated_at: timestamp,
-              verified: { type: 'boolean' },
-              totals: { type: 'object' },
-              keyring: { type: 'object' },
-              namespaces: { type: 'array' },
-              anomalies: {
-                type: 'array',
-                items: {
-                  type: 'object',
-                  properties: {
-                    namespace: { type: 'string' },
-                    key: { type: 'string' },
-                    version: { type: 'integer' },
-                    problem: { type: 'string' },
-                  },
-                },
-              },
-              records: {
-                type: 'array',
-                description:
-                  "The store's own records by kind (root-token, token, audit-chain, intent-copy, ...) and how many failed their check",
-                items: {
-                  type: 'object',
-                  properties: {
-                    kind: { type: 'string' },
-                    records: { type: 'integer' },
-                    failed: { type: 'integer' },
-                  },
-                },
-              },
-            },
-          }),
+          200: ok('The report', sealReportSchema),
         },
       },
     ],

@@ -1,7 +1,6 @@
 /** /v1/auth/... operations: who am I, create, list and revoke tokens; errors go to the problem handler. */
 
 import type { Request } from 'express';
-import { PRIVILEGES } from '../../auth/roles.js';
 import { isTokenId, parseToken } from '../../auth/token-format.js';
 import type { CreateTokenInput, TokenService } from '../../auth/token-service.js';
 import { notFound } from '../../errors.js';
@@ -11,7 +10,7 @@ import type { Operation } from '../operation.js';
 import type { RecordIntent } from '../request-audit.js';
 import { booleanFlag, rawPath } from '../request-parts.js';
 import type { Responder } from '../respond.js';
-import { ok, token } from '../response-schemas.js';
+import { createdToken, ok, self, tokenList } from '../response-schemas.js';
 import { tokenCreateSchema } from '../schemas.js';
 
 export interface AuthRouteDeps {
@@ -51,19 +50,7 @@ export function authOperations({
         operationId: 'getSelf',
         summary: 'Identity, role and capabilities of the calling token',
         responses: {
-          200: ok('The caller', {
-            type: 'object',
-            properties: {
-              id: { type: 'string' },
-              is_root: { type: 'boolean' },
-              role: { type: ['string', 'null'] },
-              scopes: { type: ['array', 'null'] },
-              metadata: { type: 'object' },
-              expires_at: { type: ['string', 'null'] },
-              capabilities: { type: 'array' },
-              privileges: { type: 'array', items: { enum: [...PRIVILEGES] } },
-            },
-          }),
+          200: ok('The caller', self),
         },
       },
     ],
@@ -83,14 +70,7 @@ export function authOperations({
         operationId: 'createToken',
         summary: 'Create a token (root only)',
         responses: {
-          201: ok('The new token; its value is shown only here', {
-            ...token,
-            properties: {
-              ...token.properties,
-              token: { type: 'string' },
-              expires_in: { type: 'integer' },
-            },
-          }),
+          201: ok('The new token; its value is shown only here', createdToken),
         },
       },
     ],
@@ -114,10 +94,7 @@ export function authOperations({
         operationId: 'listTokens',
         summary: 'List tokens (root and auditor); active ones unless all=true',
         responses: {
-          200: ok('Tokens, without values or hashes', {
-            type: 'object',
-            properties: { tokens: { type: 'array', items: token } },
-          }),
+          200: ok('Tokens, without values or hashes', tokenList),
         },
       },
     ],

@@ -7,32 +7,12 @@ import { AppError } from '../../errors.js';
 import type { HealthCheck } from '../../operator/health.js';
 import type { Operation } from '../operation.js';
 import type { Responder } from '../respond.js';
-import { ok } from '../response-schemas.js';
+import { healthReport, ok } from '../response-schemas.js';
 
 export interface HealthRouteDeps {
   readonly health: HealthCheck;
   readonly respond: Responder;
 }
-
-export const healthReport = {
-  type: 'object',
-  required: ['status', 'storage', 'audit'],
-  properties: {
-    status: { enum: ['ok', 'unavailable'] },
-    storage: {
-      type: 'object',
-      properties: {
-        backend: { type: 'string' },
-        reachable: { type: 'boolean' },
-        latency_ms: { type: ['number', 'null'] },
-      },
-    },
-    audit: {
-      type: 'object',
-      properties: { writable: { type: 'boolean' }, disk_low: { type: 'boolean' } },
-    },
-  },
-};
 
 export function healthOperations({ health, respond }: HealthRouteDeps): Operation[] {
   const check: Operation = {

@@ -18,7 +18,7 @@ import type { Operation } from '../operation.js';
 import type { RecordIntent } from '../request-audit.js';
 import { booleanFlag, positiveInteger, queryError, rawPath } from '../request-parts.js';
 import type { Responder } from '../respond.js';
-import { entryInfo, json, listing, ok, timestamp, valueTypes } from '../response-schemas.js';
+import { entry, entryInfo, json, listing, ok, versionList } from '../response-schemas.js';
 import { kvPutSchema } from '../schemas.js';
 
 const MAX_VERSION = 0xffff_ffff;
@@ -106,19 +106,7 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
             },
             ...json({
               // Told apart by their required fields: an entry has a key and a value, a listing keys.
-              oneOf: [
-                {
-                  ...entryInfo,
-                  properties: { ...entryInfo.properties, value: { type: 'string' } },
-                  required: ['namespace', 'key', 'version', 'type', 'created_at', 'value'],
-                  additionalProperties: false,
-                },
-                {
-                  ...listing,
-                  required: ['namespace', 'keys', 'namespaces', 'next_cursor'],
-                  additionalProperties: false,
-                },
-              ],
+              oneOf: [entry, listing],
             }),
           },
         },
@@ -131,25 +119,7 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
         pathParams: [namespaceParam, keyParam],
         query: [],
         responses: {
-          200: ok('Versions', {
-            type: 'object',
-            properties: {
-              namespace: { type: 'string' },
-              key: { type: 'string' },
-              current_version: { type: 'integer' },
-              versions: {
-                type: 'array',
-                items: {
-                  type: 'object',
-                  properties: {
-                    version: { type: 'integer' },
-                    type: valueTypes,
-                    created_at: timestamp,
-                  },
-                },
-              },
-            },
-          }),
+          200: ok('Versions', versionList),
         },
         errors: [403, 404, 500],
       },

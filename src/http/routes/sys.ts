@@ -9,7 +9,14 @@ import type { Rewrapper, RewrapState } from '../../operator/rewrap.js';
 import { principalOf } from '../authenticate.js';
 import type { Operation } from '../operation.js';
 import type { Responder } from '../respond.js';
-import { ok, rewrapView, timestamp } from '../response-schemas.js';
+import {
+  keyringStatus,
+  migration,
+  ok,
+  retirement,
+  rewrapView,
+  rotation,
+} from '../response-schemas.js';
 import { migrateSchema, rewrapSchema } from '../schemas.js';
 
 export interface SysRouteDeps {
@@ -59,31 +66,7 @@ export function sysOperations(deps: SysRouteDeps): Operation[] {
         summary:
           'Keyring status (root and auditor): provider, versions, the active one, and how many records each wraps',
         responses: {
-          200: ok('Status', {
-            type: 'object',
-            properties: {
-              provider: { type: 'string' },
-              wrapped_by: { type: 'string' },
-              migrations: { type: 'integer' },
-              migrated_at: { type: ['string', 'null'] },
-              active_version: { type: 'integer' },
-              generation: { type: 'integer' },
-              versions: {
-                type: 'array',
-                items: {
-                  type: 'object',
-                  properties: {
-                    version: { type: 'integer' },
-                    created_at: timestamp,
-                    active: { type: 'boolean' },
-                    secrets: { type: 'integer' },
-                    configs: { type: 'integer' },
-                  },
-                },
-              },
-              unreadable: { type: 'integer' },
-            },
-          }),
+          200: ok('Status', keyringStatus),
         },
       },
     ],
@@ -102,13 +85,7 @@ export function sysOperations(deps: SysRouteDeps): Operation[] {
         operationId: 'rotateKeyring',
         summary: 'Add a keyring version and make it active for every process (root only)',
         responses: {
-          200: ok('Rotated', {
-            type: 'object',
-            properties: {
-              previous_version: { type: 'integer' },
-              active_version: { type: 'integer' },
-            },
-          }),
+          200: ok('Rotated', rotation),
         },
       },
     ],
@@ -166,13 +143,7 @@ export function sysOperations(deps: SysRouteDeps): Operation[] {
         operationId: 'retireKeyringVersions',
         summary: 'Remove keyring versions that no record uses any more (root only)',
         responses: {
-          200: ok('Retired', {
-            type: 'object',
-            properties: {
-              retired: { type: 'array', items: { type: 'integer' } },
-              versions: { type: 'array', items: { type: 'integer' } },
-            },
-          }),
+          200: ok('Retired', retirement),
         },
       },
     ],
@@ -193,15 +164,7 @@ export function sysOperations(deps: SysRouteDeps): Operation[] {
         summary:
           'Rewrap the keyring under another master key or provider, in one atomic write (root only); restart with the new key configured',
         responses: {
-          200: ok('Migrated', {
-            type: 'object',
-            properties: {
-              from: { type: 'string' },
-              to: { type: 'string' },
-              provider: { type: 'string' },
-              migrated_at: timestamp,
-            },
-          }),
+          200: ok('Migrated', migration),
         },
       },
     ],

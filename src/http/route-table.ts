@@ -1,0 +1,44 @@
+/**
+ * Every operation Coffer serves, each declared once with its privilege, schemas and documentation
+ * (routes/*.ts), with the operation that serves their OpenAPI document first. buildHttpApp serves this list;
+ * api-document.ts reads the same list for the document of a build.
+ */
+
+import type { TokenService } from '../auth/token-service.js';
+import type { KvService } from '../kv/kv-service.js';
+import type { AuditReview } from '../operator/audit-review.js';
+import { withOpenApiDocument } from './openapi.js';
+import type { Operation } from './operation.js';
+import type { RecordIntent } from './request-audit.js';
+import type { Responder } from './respond.js';
+import { auditOperations } from './routes/audit.js';
+import { authOperations } from './routes/auth.js';
+import { type HealthRouteDeps, healthOperations } from './routes/health.js';
+import { kvOperations } from './routes/kv.js';
+import { type SysRouteDeps, sysOperations } from './routes/sys.js';
+
+export interface RouteDeps {
+  readonly kv: KvService;
+  readonly tokens: TokenService;
+  readonly sys: Omit<SysRouteDeps, 'respond'>;
+  readonly health: HealthRouteDeps['health'];
+  readonly review: AuditReview;
+  /** The longest lifetime a token may be given (seconds), for the token-creation schema. */
+  readonly maxTtl: number;
+  readonly respond: Responder;
+  readonly recordIntent: RecordIntent;
+}
+
+export function routeTable(deps: RouteDeps): Operation[] {
+  const { respond, recordIntent } = deps;
+  return withOpenApiDocument(
+    [
+      ...kvOperations({ kv: deps.kv, respond, recordIntent }),
+      ...authOperations({ tokens: deps.tokens, maxTtl: deps.maxTtl, respond, recordIntent }),
+      ...sysOperations({ ...deps.sys, respond }),
+      ...healthOperations({ health: deps.health, respond }),
+      ...auditOperations({ review: deps.review, respond }),
+    ],
+    respond,
+  );
+}
