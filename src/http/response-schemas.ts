@@ -165,7 +165,7 @@ export const auditEntry = Type.Object(
   {
     additionalProperties: true,
     description:
-      "Open: besides its head, an entry holds what its kind records (docs/audit.md lists the fields: a request's request_id, token_id, role, client, method, route, namespace, key, version, action, outcome, status, duration_ms; an event's name and details). Never a value or a token",
+      "Open: besides its head, an entry holds what its kind records (docs/audit.md lists the fields: a request's request_id, token_id, role, client, method, route, namespace, key, version, action, outcome ({status, code}), duration_ms; an event's name and details). Never a value or a token",
   },
 );
 

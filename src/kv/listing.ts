@@ -1,6 +1,6 @@
 /**
  * Listing a namespace: the keys directly in it, then its child namespaces, each sorted by code point,
- * as one paged stream. Only what the caller may list is shown: a key whose latest type the caller may
+ * as one paged stream; the root ('', GET /v1/kv/) has only child namespaces: the top-level ones. Only what the caller may list is shown: a key whose latest type the caller may
  * not list is left out, and a child namespace appears only if the caller could list at least one key
  * in it or beneath it.
  *
@@ -27,7 +27,8 @@ export async function listNamespace(
   namespace: string,
   page: { limit: number; cursor?: string | undefined },
 ): Promise<Listing> {
-  if (!caller.access.mayBeneath('list', namespace))
+  // The root ('') holds no key; everyone may list it and sees the top-level namespaces they could list in.
+  if (namespace !== '' && !caller.access.mayBeneath('list', namespace))
     throw forbidden(`list in or beneath ${namespace}`);
   const start: Cursor | undefined =
     page.cursor === undefined ? undefined : decodeCursor(namespace, page.cursor);
@@ -35,7 +36,7 @@ export async function listNamespace(
   const keys: string[] = [];
   const namespaces: string[] = [];
 
-  if (start === undefined || start.phase === 'keys') {
+  if (namespace !== '' && (start === undefined || start.phase === 'keys')) {
     for await (const { key, meta } of records.keysIn(namespace, start?.after)) {
       if (caller.access.may('list', namespace, meta.type)) keys.push(key);
       if (keys.length === want) break;
@@ -46,7 +47,8 @@ export async function listNamespace(
     const wanted = want - keys.length - namespaces.length;
     const children = await records.children(namespace, after, wanted);
     for (const child of children)
-      if (await childVisible(records, caller, `${namespace}/${child}`)) namespaces.push(child);
+      if (await childVisible(records, caller, namespace === '' ? child : `${namespace}/${child}`))
+        namespaces.push(child);
     if (children.length < wanted) break;
     after = children[children.length - 1];
   }

@@ -82,12 +82,15 @@ export function keysRange(ns: string, after?: string): KeyRange {
   };
 }
 
-/** Meta entries beneath `ns` (in child namespaces), from just past the child named `after`. */
+/**
+ * Meta entries beneath `ns` (in child namespaces), from just past the child named `after`. Beneath the root
+ * (`ns` = '') lies every key: its children are the top-level namespaces.
+ */
 export function descendantsRange(ns: string, after?: string): KeyRange {
-  const base = `M${nsPart(ns)}\x01`;
+  const base = ns === '' ? 'M' : `M${nsPart(ns)}\x01`;
   return {
     start: bytes(after === undefined ? base : `${base}${after}\x02`),
-    end: bytes(`M${nsPart(ns)}\x02`),
+    end: bytes(ns === '' ? 'N' : `M${nsPart(ns)}\x02`),
   };
 }
 

@@ -194,9 +194,13 @@ describe('HTTP errors and limits', () => {
     expectProblem(await c.call('GET', '/elsewhere', { token: null }), 404, 'not_found');
   });
 
-  it('400 for an empty namespace path', async () => {
-    expectProblem(await c.call('GET', '/v1/kv/'), 400, 'invalid_request');
-    expectProblem(await c.call('GET', '/v1/kv'), 400, 'invalid_request');
+  it('400 for an empty namespace path (GET /v1/kv/ lists the top-level namespaces: test/kv/listing.test.ts)', async () => {
+    expectProblem(
+      await c.call('PUT', '/v1/kv/', { json: { value: 'v', type: 'config' } }),
+      400,
+      'invalid_request',
+    );
+    expectProblem(await c.call('GET', '/v1/kv/?version=1'), 400, 'invalid_request');
   });
 
   it('sends security headers and no-store on every response', async () => {

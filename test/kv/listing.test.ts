@@ -141,6 +141,54 @@ describe('listing', () => {
     expect(all.body.next_cursor).to.equal(null);
   });
 
+  it('lists the top-level namespaces at GET /v1/kv/, paged, each only for a caller who could list something in it', async () => {
+    const all = (await list('/v1/kv/')).body;
+    expect(all).to.include({ namespace: '', next_cursor: null });
+    expect(all.keys).to.deep.equal([]);
+    // Other tests here add namespaces of their own; these are this one's, in code-point order.
+    expect(all.namespaces.filter((n) => ['shop', 'shop-2', 'solo'].includes(n))).to.deep.equal([
+      'shop',
+      'shop-2',
+      'solo',
+    ]);
+    expect((await list('/v1/kv')).body).to.deep.equal(all);
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page = await list(`/v1/kv/?limit=1${cursor ? `&cursor=${cursor}` : ''}`);
+      expect(page.body.namespaces).to.have.length(1);
+      seen.push(...page.body.namespaces);
+      cursor = page.body.next_cursor;
+    } while (cursor !== null);
+    expect(seen).to.deep.equal(all.namespaces);
+
+    // Scopes: only what lies in or beneath a granted namespace, and nothing is refused.
+    const scoped = await c.token({ scopes: [{ namespace: 'shop/db', read: true }] });
+    const asScoped = await c.call('GET', '/v1/kv/', { token: scoped });
+    expect(asScoped.status).to.equal(200);
+    expect(asScoped.body.namespaces).to.deep.equal(['shop']);
+    // A role that may list config values only: solo/only and shop-2/k are config, shop's keys mostly too.
+    await c.put('vault-only/s', 'x', 'secret');
+    const configReader = await c.token({
+      scopes: [{ namespace: '*', read: true }],
+    });
+    expect((await c.call('GET', '/v1/kv/', { token: configReader })).body.namespaces).to.include(
+      'vault-only',
+    );
+    const nothing = await c.token({ scopes: [{ namespace: 'elsewhere', write: true }] });
+    expect((await c.call('GET', '/v1/kv/', { token: nothing })).body.namespaces).to.deep.equal([]);
+    // A cursor of the root listing is refused by a namespace's, and the other way round.
+    const page = await list('/v1/kv/?limit=1');
+    expect((await list(`/v1/kv/shop/?cursor=${page.body.next_cursor}`)).status).to.equal(400);
+    const audited = await c.call('GET', '/v1/sys/audit?action=list&limit=1000');
+    expect(
+      audited.body.entries.some(
+        (e: { route?: string; namespace?: string; outcome?: { status: number } }) =>
+          e.route === '/v1/kv/{path}' && e.namespace === undefined && e.outcome?.status === 200,
+      ),
+    ).to.equal(true);
+  });
+
   it('refuses bad limits and bad or foreign cursors', async () => {
     for (const limit of ['0', '10001', 'x', '-1', ''])
       expect((await list(`/v1/kv/shop/?limit=${limit}`)).status, limit).to.equal(400);

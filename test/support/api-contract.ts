@@ -119,7 +119,10 @@ export function checkAnswer(answer: Answer): void {
   if (!path.startsWith('/v1/')) return;
   const api = load();
   const { document } = api;
-  const matching = api.templates.filter((t) => t.pattern.test(path));
+  // A trailing slash marks a listing: /v1/kv/ is the document's /v1/kv.
+  let matching = api.templates.filter((t) => t.pattern.test(path));
+  if (matching.length === 0 && path.endsWith('/'))
+    matching = api.templates.filter((t) => t.pattern.test(path.slice(0, -1)));
   const template = matching.find((t) => t.methods.has(answer.method));
   if (template === undefined) {
     checkUnrouted(api, answer, path, matching);

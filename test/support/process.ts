@@ -52,15 +52,17 @@ process.once('exit', () => {
   for (const child of running) child.kill('SIGKILL');
 });
 
+/** `coffer args…` run as dist/src/main.js, or as the executable `bin` (an installed `coffer`). */
 function spawnCoffer(
   args: string[],
   env: NodeJS.ProcessEnv,
   cwd?: string,
+  bin?: string,
 ): ChildProcess & {
   stdout: NonNullable<ChildProcess['stdout']>;
   stderr: NonNullable<ChildProcess['stderr']>;
 } {
-  const child = spawn(process.execPath, [MAIN, ...args], {
+  const child = spawn(bin ?? process.execPath, bin ? args : [MAIN, ...args], {
     env,
     cwd,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -77,9 +79,13 @@ function baseEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   return { ...clean, COFFER_PORT: '0', ...env };
 }
 
-/** Starts coffer and resolves once it logs that it is listening. */
-export function startProcess(env: Record<string, string>, cwd?: string): Promise<CofferProcess> {
-  const child = spawnCoffer(['serve'], baseEnv(env), cwd);
+/** Starts coffer (or the installed `bin`) and resolves once it logs that it is listening. */
+export function startProcess(
+  env: Record<string, string>,
+  cwd?: string,
+  bin?: string,
+): Promise<CofferProcess> {
+  const child = spawnCoffer(['serve'], baseEnv(env), cwd, bin);
   let out = '';
   let err = '';
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));

@@ -32,6 +32,8 @@ export interface KvRouteDeps {
 }
 
 const TEMPLATE = '/v1/kv/{path}';
+/** GET here (with or without a trailing slash) lists the top-level namespaces the caller may see. */
+const ROOT = '/v1/kv';
 
 const namespaceParam = {
   name: 'namespace',
@@ -82,6 +84,14 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
     query: READ_QUERY,
     docs: [
       {
+        operationId: 'listTopNamespaces',
+        summary:
+          'List the top-level namespaces the caller could list something in (also at /v1/kv/; keys is always empty: a key needs a namespace)',
+        path: ROOT,
+        query: ['limit', 'cursor'],
+        responses: { 200: ok('The top-level namespaces the caller may see', listing) },
+      },
+      {
         operationId: 'listNamespace',
         summary: 'List a namespace (a one-segment path, a trailing slash, or list=true)',
         path: '/v1/kv/{namespace}',
@@ -126,13 +136,20 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
     ],
     async handler(req, res, { query: q }) {
       const caller = principalOf(res);
-      const path = parseKvPath(rawPath(req));
-      const { segments, trailingSlash } = path;
       const list = booleanFlag('list', q.list);
       const limit =
         q.limit === undefined ? DEFAULT_LIMIT : positiveInteger('limit', q.limit, MAX_LIMIT);
       const version =
         q.version === undefined ? undefined : positiveInteger('version', q.version, MAX_VERSION);
+      if (rawPath(req) === ROOT || rawPath(req) === `${ROOT}/`) {
+        if (version !== undefined)
+          throw queryError('version', 'applies to a key, not to a namespace listing');
+        auditTarget(res, { action: 'list' });
+        respond.json(res, 200, await kv.list(caller, '', { limit, cursor: q.cursor }));
+        return;
+      }
+      const path = parseKvPath(rawPath(req));
+      const { segments, trailingSlash } = path;
       const last = segments[segments.length - 1]!;
       // One segment of the path names a namespace (`payments%2Fprod` too, as a generated client sends it).
       const listingMarked = trailingSlash || list || path.rawSegments === 1;
