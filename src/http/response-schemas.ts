@@ -316,6 +316,11 @@ export const problem = closed({
     }),
   ),
   health: Type.Optional(healthReport),
+  current_version: Type.Optional(
+    Type.Integer({
+      description: "on a 412: the key's latest version now (0: it does not exist)",
+    }),
+  ),
 });
 
 export type ApiToken = Static<typeof token>;

@@ -66,6 +66,7 @@ export class KvService {
     value: string,
     type: ValueType,
     beforeCommit?: BeforeCommit,
+    ifVersion?: number,
   ): Promise<EntryInfo & { created: boolean }> {
     if (!caller.access.may('write', namespace, type))
       throw forbidden(`write ${type} values in ${namespace}`);
@@ -87,6 +88,7 @@ export class KvService {
           type,
           createdAt,
           alongside,
+          ifVersion,
         );
         return {
           namespace,
@@ -112,6 +114,7 @@ export class KvService {
     type: ValueType,
     createdAt: number,
     alongside: readonly RecordWrite[],
+    ifVersion: number | undefined,
   ): Promise<{ version: number; created: boolean }> {
     const keyring = this.deps.keyring.current();
     const ref = { namespace, key };
@@ -122,10 +125,11 @@ export class KvService {
         stamp: this.deps.keyring.stamp,
         seal: (version) =>
           packedVersionRecord(keyring, { ...ref, version, type, value, createdAt }),
-        // Replacing a key of another type also needs the right to write that type.
-        mayReplace: (meta) => {
-          if (!caller.access.may('write', namespace, meta.type))
+        check: (meta) => {
+          // Replacing a key of another type also needs the right to write that type.
+          if (meta && !caller.access.may('write', namespace, meta.type))
             throw forbidden(`replace a ${meta.type} value in ${namespace}`);
+          expectVersion(ifVersion, meta?.latest ?? 0);
         },
         alongside,
       });
@@ -200,11 +204,16 @@ export class KvService {
     namespace: string,
     key: string,
     beforeCommit?: BeforeCommit,
+    ifVersion?: number,
   ): Promise<void> {
     if (!caller.access.mayInNamespace('delete', namespace))
       throw forbidden(`delete in ${namespace}`);
     const meta = await this.meta(namespace, key);
-    if (!meta) throw notFound('no such key');
+    if (!meta) {
+      // A precondition on a key that is not there fails (RFC 9110, If-Match): 412, not 404.
+      if (ifVersion !== undefined) expectVersion(ifVersion, 0);
+      throw notFound('no such key');
+    }
     if (!caller.access.may('delete', namespace, meta.type))
       throw forbidden(`delete ${meta.type} keys in ${namespace}`);
     const alongside = (await beforeCommit?.()) ?? [];
@@ -213,10 +222,14 @@ export class KvService {
       (now) => {
         if (!caller.access.may('delete', namespace, now.type))
           throw forbidden(`delete ${now.type} keys in ${namespace}`);
+        expectVersion(ifVersion, now.latest);
       },
       alongside,
     );
-    if (!removed) throw notFound('no such key');
+    if (!removed) {
+      if (ifVersion !== undefined) expectVersion(ifVersion, 0);
+      throw notFound('no such key');
+    }
   }
 
   /** The key's index (a RecordIntegrityError, answered 500, when it fails its check). */
@@ -279,4 +292,23 @@ export class KvService {
     }
     return { namespace, key, version, type: record.type, value, created_at: iso(record.createdAt) };
   }
+}
+
+/**
+ * Check-and-set: refuses a change unless the key's latest version is `expected` (0: the key has no live
+ * version). Checked under the write's locks, so of two writers expecting the same version one wins.
+ */
+function expectVersion(expected: number | undefined, current: number): void {
+  if (expected === undefined || expected === current) return;
+  throw new AppError(
+    'precondition_failed',
+    current === 0
+      ? `the key does not exist (expected version ${expected})`
+      : expected === 0
+        ? `the key exists (its latest version is ${current})`
+        : `the key's latest version is ${current}, not ${expected}`,
+    undefined,
+    undefined,
+    { current_version: current },
+  );
 }

@@ -68,8 +68,12 @@ export interface NewVersion {
   readonly stamp: GenerationStamp;
   /** The version record for `version` (sealing binds the number). */
   readonly seal: (version: number) => Buffer;
-  /** Throws unless the caller may replace the key's current latest version (of its type). */
-  readonly mayReplace: (meta: KeyMeta) => void;
+  /**
+   * Called under the write's locks with the key's index (undefined when it has no live key); throws to
+   * refuse the write: the caller may not replace a version of that type, or the version is not the one the
+   * caller expected (check-and-set).
+   */
+  readonly check: (meta: KeyMeta | undefined) => void;
   /** Committed in the same transaction (the audit intent's copy). */
   readonly alongside: readonly RecordWrite[];
 }
@@ -203,7 +207,7 @@ export class KvRecords {
       ([metaBytes, counterBytes, generationBytes, promisedBytes]) => {
         this.keyring.checkCurrent(v.stamp, generationBytes);
         const meta = metaBytes && this.openMeta(mKey, metaBytes);
-        if (meta) v.mayReplace(meta);
+        v.check(meta);
         const version = lastAssigned(meta, counterBytes) + 1;
         // A record already at the number promised, or a number below it: an older index or counter.
         if (version < next || (version === next && promisedBytes !== undefined))

@@ -51,6 +51,54 @@ const keyParam = {
   schema: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,128}$' },
 };
 
+/** Check-and-set on a PUT or DELETE: the query form of If-Match. */
+const CAS_QUERY = {
+  cas: {
+    schema: { type: 'integer', minimum: 0, maximum: MAX_VERSION },
+    description:
+      'change only if the latest version is this one (0: only if the key does not exist); 412 otherwise',
+  },
+};
+
+const ifMatchParam = {
+  name: 'If-Match',
+  in: 'header',
+  required: false,
+  description:
+    'change only if the latest version is this one: its ETag, "<version>" (a read answers it); 412 otherwise. The same as ?cas=<version>',
+  schema: { type: 'string', pattern: '^"[0-9]+"$' },
+};
+
+/**
+ * The version a change expects (If-Match: "3", or ?cas=3; cas=0: the key must not exist), or undefined.
+ * `absentAllowed`: whether "must not exist" makes sense (a PUT; a DELETE of nothing does not).
+ */
+function expectedVersion(
+  req: Request,
+  cas: string | undefined,
+  absentAllowed: boolean,
+): number | undefined {
+  const header = req.headers['if-match'];
+  let fromHeader: number | undefined;
+  if (header !== undefined) {
+    const match = /^"(\d{1,10})"$/.exec(header.trim());
+    const version = match ? Number(match[1]) : NaN;
+    if (!(version >= 1 && version <= MAX_VERSION))
+      throw invalid('If-Match must be one version\'s ETag, such as "3"', [
+        { field: 'If-Match', in: 'header', message: 'must be "<version>", as a read\'s ETag' },
+      ]);
+    fromHeader = version;
+  }
+  const fromQuery =
+    cas === undefined ? undefined : cas === '0' ? 0 : positiveInteger('cas', cas, MAX_VERSION);
+  if (fromHeader !== undefined && fromQuery !== undefined && fromHeader !== fromQuery)
+    throw queryError('cas', 'names another version than If-Match');
+  const expected = fromHeader ?? fromQuery;
+  if (expected === 0 && !absentAllowed)
+    throw queryError('cas', 'cas=0 (only if absent) does not apply to a delete');
+  return expected;
+}
+
 const READ_QUERY = {
   version: { schema: { type: 'integer', minimum: 1, maximum: MAX_VERSION } },
   limit: { schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT } },
@@ -218,56 +266,72 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
     },
   };
 
-  const write: Operation<never, { value: string; type: ValueType }> = {
+  const write: Operation<'cas', { value: string; type: ValueType }> = {
     method: 'PUT',
     template: TEMPLATE,
     action: 'write',
+    query: CAS_QUERY,
     body: { schema: kvPutSchema, required: true },
     docs: [
       {
         operationId: 'writeKey',
-        summary: 'Store a new version; 201 when the key is created, 200 when a version is added',
+        summary:
+          'Store a new version; 201 when the key is created, 200 when a version is added; with If-Match or cas, only over the version named (412 otherwise)',
         path: '/v1/kv/{namespace}/{key}',
-        pathParams: [namespaceParam, keyParam],
+        pathParams: [namespaceParam, keyParam, ifMatchParam],
         responses: { 200: ok('Version added', entryInfo), 201: ok('Key created', entryInfo) },
-        errors: [403],
+        errors: [403, 412],
       },
     ],
     async handler(req, res, input) {
       const caller = principalOf(res);
       const { namespace, key } = keyTarget(req);
+      const ifVersion = expectedVersion(req, input.query.cas, true);
       auditTarget(res, { namespace, key });
       // Authorize what can be known before the body is read: a forbidden caller's body is never parsed.
       if (!caller.access.mayInNamespace('write', namespace))
         throw forbidden(`write in ${namespace}`);
       const body = await input.body();
-      const { created, ...info } = await kv.put(caller, namespace, key, body.value, body.type, () =>
-        recordIntent(res, { action: 'write', namespace, key }),
+      const { created, ...info } = await kv.put(
+        caller,
+        namespace,
+        key,
+        body.value,
+        body.type,
+        () => recordIntent(res, { action: 'write', namespace, key }),
+        ifVersion,
       );
       auditTarget(res, { version: info.version });
       respond.json(res, created ? 201 : 200, info);
     },
   };
 
-  const remove: Operation = {
+  const remove: Operation<'cas'> = {
     method: 'DELETE',
     template: TEMPLATE,
     action: 'delete',
+    query: CAS_QUERY,
     docs: [
       {
         operationId: 'deleteKey',
-        summary: 'Delete the key and all its versions (numbers are never reused)',
+        summary:
+          'Delete the key and all its versions (numbers are never reused); with If-Match or cas, only if the latest version is the one named (412 otherwise)',
         path: '/v1/kv/{namespace}/{key}',
-        pathParams: [namespaceParam, keyParam],
+        pathParams: [namespaceParam, keyParam, ifMatchParam],
         responses: { 204: { description: 'Deleted' } },
-        errors: [403, 404],
+        errors: [403, 404, 412],
       },
     ],
-    async handler(req, res) {
+    async handler(req, res, { query }) {
       const { namespace, key } = keyTarget(req);
+      const ifVersion = expectedVersion(req, query.cas, false);
       auditTarget(res, { namespace, key });
-      await kv.remove(principalOf(res), namespace, key, () =>
-        recordIntent(res, { action: 'delete', namespace, key }),
+      await kv.remove(
+        principalOf(res),
+        namespace,
+        key,
+        () => recordIntent(res, { action: 'delete', namespace, key }),
+        ifVersion,
       );
       respond.empty(res, 204);
     },
