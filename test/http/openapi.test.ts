@@ -2,6 +2,7 @@ import { createConfig, lintFromString } from '@redocly/openapi-core';
 import { expect } from 'chai';
 import { PRIVILEGES } from '../../src/auth/roles.js';
 import { kvPutSchema, tokenCreateSchema } from '../../src/http/schemas.js';
+import { resolve } from '../support/api-contract.js';
 import { auditLines } from '../support/audit-lines.js';
 import { startTestCoffer, type TestCoffer } from '../support/harness.js';
 
@@ -49,19 +50,8 @@ function operationsOf(doc: {
 }
 
 /** The header names a documented response declares, its `$ref`s followed. */
-function declaredHeaders(doc: Record<string, unknown>, response: unknown): string[] {
-  const resolve = (value: unknown): Record<string, unknown> => {
-    const pointer = (value as { $ref?: string }).$ref;
-    if (pointer === undefined) return value as Record<string, unknown>;
-    return pointer
-      .slice(2)
-      .split('/')
-      .reduce<unknown>((at, part) => (at as Record<string, unknown>)[part], doc) as Record<
-      string,
-      unknown
-    >;
-  };
-  return Object.keys((resolve(response).headers ?? {}) as Record<string, unknown>);
+function declaredHeaders(doc: object, response: unknown): string[] {
+  return Object.keys(resolve<{ headers?: object }>(doc, response).headers ?? {});
 }
 
 describe('OpenAPI document', () => {

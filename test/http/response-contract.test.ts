@@ -127,6 +127,24 @@ describe('the API contract: answers against the OpenAPI document', () => {
       );
     });
 
+    it('says what differs without the token a revocation path may hold', () => {
+      const value = 'cfr_NotARealTokenButShapedLikeOne_0123456789';
+      const revoke: Answer = {
+        method: 'DELETE',
+        path: `/v1/auth/token/${value}`,
+        status: 418,
+        header: () => undefined,
+        text: '',
+      };
+      expect(() => checkAnswer(revoke)).to.throw(
+        ContractError,
+        /DELETE \/v1\/auth\/token\/\{token\}/,
+      );
+      expect(() => checkAnswer(revoke))
+        .to.throw(ContractError)
+        .that.satisfies((err: Error) => !err.message.includes(value));
+    });
+
     it('a status, a content type or a header the document does not declare, and a required header missing', async () => {
       await c.put('contract/k', 'v', 'config');
       const read = await answer('GET', '/v1/kv/contract/k');

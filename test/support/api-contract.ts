@@ -98,7 +98,8 @@ function load(): Documented {
 const pointer = (parts: readonly string[]) =>
   `api#/${parts.map((p) => encodeURIComponent(p.replace(/~/g, '~0').replace(/\//g, '~1'))).join('/')}`;
 
-function resolve<T>(doc: ApiDocument, value: unknown): T {
+/** `value`, or what its `$ref` (a local pointer: #/components/...) names in `doc`. */
+export function resolve<T>(doc: object, value: unknown): T {
   const ref = (value as { $ref?: string }).$ref;
   if (ref === undefined) return value as T;
   return ref
@@ -108,8 +109,10 @@ function resolve<T>(doc: ApiDocument, value: unknown): T {
 }
 
 function fail(answer: Answer, why: string): never {
+  // A revocation's path may hold a whole token: never in a failure's message.
+  const path = answer.path.replace(/^\/v1\/auth\/token\/[^?]+/, '/v1/auth/token/{token}');
   throw new ContractError(
-    `${answer.method} ${answer.path} answered ${answer.status}, which the OpenAPI document does not allow: ${why}`,
+    `${answer.method} ${path} answered ${answer.status}, which the OpenAPI document does not allow: ${why}`,
   );
 }
 
