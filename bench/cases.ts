@@ -45,6 +45,14 @@ export function wrongTokenFlood(path: string, tokenId: string): string {
   );
 }
 
+/** GETs of `prefix` .. n for n = 0, 1, … count - 1, then again from 0. */
+export function cycleKeys(prefix: string, count: number, token: string): string {
+  return (
+    `local h = ${auth(token)}\n` +
+    `request = function() counter = counter + 1; return wrk.format("GET", ${lua(prefix)} .. (counter % ${count}), h) end\n`
+  );
+}
+
 /** GETs of random keys `ns<i>/k<j>` under `prefix`, i < namespaces, j < keys. */
 export function randomKeys(
   prefix: string,

@@ -5,7 +5,7 @@
  * by area). `supervised` instead measures what the supervisor costs: one worker under it against the plain
  * process, both pinned to core 0, alternated over three rounds, no profiler.
  *
- *   npm run build && node dist/bench/profile.js read|write|mix|token-create|unknown-id-flood|supervised [--seconds 10] [--top 15] [--no-audit]
+ *   npm run build && node dist/bench/profile.js read|write|mix|namespace-read|token-create|unknown-id-flood|supervised [--seconds 10] [--top 15] [--no-audit]
  *
  * `unknown-id-flood` sends tokens of an unknown id open loop (1,000 a second over 200 connections) instead of wrk.
  *
@@ -21,6 +21,7 @@ import { generateToken } from '../src/auth/token-format.js';
 import { api } from './api.js';
 import * as shape from './cases.js';
 import { describeMachine } from './machine.js';
+import { NAMESPACE_KEYS } from './namespace-read.js';
 import { openLoop, wrongSecretRequest } from './open-loop.js';
 import { type RunningServer, startCoffer, startDirectCoffer } from './servers.js';
 import { ensureTools, runWrk } from './wrk.js';
@@ -47,6 +48,9 @@ interface Seeded {
 
 async function seed(server: RunningServer, root: string): Promise<Seeded> {
   await api(server.url, root, 'PUT', '/v1/kv/bench/app/secret', { value: VALUE, type: 'secret' });
+  if (kind === 'namespace-read')
+    for (let i = 0; i < NAMESPACE_KEYS; i++)
+      await api(server.url, root, 'PUT', `/v1/kv/bench/ns/k${i}`, { value: VALUE, type: 'secret' });
   const reader = await api(server.url, root, 'POST', '/v1/auth/token', { role: 'reader' });
   const writer = await api(server.url, root, 'POST', '/v1/auth/token', { role: 'writer' });
   return { reader: String(reader.token), writer: String(writer.token) };
@@ -63,10 +67,14 @@ function caseFor(name: string, t: Seeded, root: string): string {
         value: VALUE,
         type: 'secret',
       });
+    case 'namespace-read':
+      return shape.get('/v1/kv/bench/ns/?values=true', t.reader);
     case 'token-create':
       return shape.post('/v1/auth/token', root, { role: 'reader', expires_in: 600 });
     default:
-      throw new Error(`unknown case ${name}: read, write, mix, token-create or supervised`);
+      throw new Error(
+        `unknown case ${name}: read, write, mix, namespace-read, token-create or supervised`,
+      );
   }
 }
 

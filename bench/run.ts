@@ -6,7 +6,7 @@
  * alike). Prints a table and the targets, and writes JSON to bench/results/. (`npm run bench:all` runs this
  * and the etcd comparison and writes one report of both: bench/all.ts.)
  *
- *   npm run bench -- [--seconds 10] [--connections 32] [--rounds 5] [--only all-workers|one-process|audit-cost|flood]
+ *   npm run bench -- [--seconds 10] [--connections 32] [--rounds 5] [--only all-workers|one-process|audit-cost|flood|namespace-read]
  *   npm run bench -- --storage postgres [--seconds 10] [--rounds 5]   (PostgreSQL beside LMDB: bench/storage.ts)
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -17,6 +17,11 @@ import { generateToken } from '../src/auth/token-format.js';
 import { api } from './api.js';
 import * as shape from './cases.js';
 import { describeMachine, machine, pinning } from './machine.js';
+import {
+  type NamespaceReadRound,
+  namespaceReadCost,
+  printNamespaceRead,
+} from './namespace-read.js';
 import { openLoopProcess } from './open-loop.js';
 import {
   median,
@@ -36,7 +41,7 @@ const { values: args } = parseArgs({
   options: {
     seconds: { type: 'string', default: '10' },
     connections: { type: 'string', default: '32' },
-    only: { type: 'string' }, // 'all-workers', 'one-process', 'audit-cost' or 'flood'
+    only: { type: 'string' }, // 'all-workers', 'one-process', 'audit-cost', 'flood' or 'namespace-read'
     rounds: { type: 'string', default: '5' },
     storage: { type: 'string' }, // 'postgres': bench/storage.ts instead
   },
@@ -92,6 +97,7 @@ async function seed(server: RunningServer, root: string): Promise<Seeded> {
 export interface BenchRun {
   readonly rows: Row[];
   readonly targets: Target[];
+  readonly namespaceRead?: readonly NamespaceReadRound[];
 }
 
 /** Runs every case (or the `only` group) and judges the targets. */
@@ -109,7 +115,14 @@ export async function runBench(only: string | undefined): Promise<BenchRun> {
   if (only === undefined || only === 'one-process') await oneProcess(rows, root);
   // 3. The audit log's cost on the read path.
   if (only === undefined || only === 'audit-cost') await auditCost(rows, root);
-  return { rows, targets: targetsOf(rows, workers) };
+  const targets = only === 'namespace-read' ? [] : targetsOf(rows, workers);
+  // 4. A namespace's values in one call against single reads, CPU per value.
+  if (only === undefined || only === 'namespace-read') {
+    const cost = await namespaceReadCost(root, { seconds, rounds, connections });
+    targets.push(cost.target);
+    return { rows, targets, namespaceRead: cost.rounds };
+  }
+  return { rows, targets };
 }
 
 async function main(): Promise<void> {
@@ -415,18 +428,27 @@ export function benchHeader(): string {
   return `wrk: ${connections} connections, ${seconds} s per case (after 1 s warm-up), ${pinning ? 'wrk pinned to core 1; "× 1" servers pinned to core 0' : 'nothing pinned'}`;
 }
 
-function report({ rows, targets }: BenchRun): void {
+function report({ rows, targets, namespaceRead }: BenchRun): void {
   printTable(
     `Coffer benchmark — ${new Date().toISOString()} — ${describeMachine()}\n${benchHeader()}`,
     rows,
   );
+  if (namespaceRead) printNamespaceRead(namespaceRead);
   printTargets(targets);
   mkdirSync(resultsDir, { recursive: true });
   const file = join(resultsDir, `bench-${new Date().toISOString().replaceAll(':', '-')}.json`);
   writeFileSync(
     file,
     JSON.stringify(
-      { date: new Date().toISOString(), machine: machine(), connections, seconds, rows, targets },
+      {
+        date: new Date().toISOString(),
+        machine: machine(),
+        connections,
+        seconds,
+        rows,
+        targets,
+        namespaceRead,
+      },
       null,
       2,
     ),

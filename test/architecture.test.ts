@@ -33,8 +33,11 @@ const LAYERS: Readonly<Record<string, readonly string[]>> = {
   startup: ['audit', 'auth', 'config', 'crypto', 'directories', 'errors', 'keys', 'store'],
   app: ['audit', 'auth', 'config', 'crypto', 'http', 'kv', 'model', 'operator', 'startup', 'store'],
   server: ['app', 'config', 'directories', 'http', 'operator'],
-  cli: ['audit', 'config', 'crypto', 'directories', 'errors', 'keys', 'startup', 'store'],
-  main: ['cli', 'config', 'errors', 'http', 'keys', 'server', 'version'],
+  // The client's imports of http/ are of types only (the declarations its answers are typed by):
+  // test/client/client.test.ts checks that the built client loads nothing but Node and itself.
+  client: ['http'],
+  cli: ['audit', 'client', 'config', 'crypto', 'directories', 'errors', 'keys', 'startup', 'store'],
+  main: ['cli', 'client', 'config', 'errors', 'http', 'keys', 'server', 'version'],
 };
 
 /** A path pattern for part `name` of src/: the folder `name/`, or the file `name.ts`. */

@@ -16,6 +16,10 @@ export interface AuditFilter {
   readonly to?: string;
   /** The caller's token id, the token acted on, or who ran an operator event (`by`). */
   readonly tokenId?: string;
+  /** The caller's token name (its metadata name), exactly. */
+  readonly tokenName?: string;
+  /** One request's entries (its X-Request-Id). */
+  readonly requestId?: string;
   /** Matches `namespace/key` (or the namespace of a listing) by string prefix. */
   readonly prefix?: string;
   /** Matches `namespace/key` exactly: one key, not the keys that start like it. */
@@ -65,6 +69,24 @@ function outcomeMatches(entry: Record<string, unknown>, wanted: string): boolean
   return outcome.code === wanted;
 }
 
+/**
+ * What an entry acted on, as `namespace/key` paths: its key, each key a namespace's values read returned
+ * (`reads`), or, with neither, its namespace (a listing's entry).
+ */
+function pathsOf(entry: Record<string, unknown>): string[] {
+  const { namespace, key, reads } = entry;
+  if (typeof namespace !== 'string') return [];
+  if (typeof key === 'string') return [`${namespace}/${key}`];
+  if (Array.isArray(reads)) {
+    const paths = reads.flatMap((r: { key?: unknown }) =>
+      typeof r?.key === 'string' ? [`${namespace}/${r.key}`] : [],
+    );
+    // The namespace itself too: a prefix that names it finds the call even when it returned nothing.
+    return [namespace, ...paths];
+  }
+  return [namespace];
+}
+
 function matches(entry: Record<string, unknown>, filter: AuditFilter): boolean {
   const ts = entry.ts as string;
   if (filter.from !== undefined && ts < filter.from) return false;
@@ -74,19 +96,14 @@ function matches(entry: Record<string, unknown>, filter: AuditFilter): boolean {
     ![entry.token_id, entry.subject_token_id, entry.by].includes(filter.tokenId)
   )
     return false;
-  if (filter.prefix !== undefined) {
-    if (typeof entry.namespace !== 'string') return false;
-    const path =
-      typeof entry.key === 'string' ? `${entry.namespace}/${entry.key}` : entry.namespace;
-    if (!path.startsWith(filter.prefix)) return false;
+  if (filter.tokenName !== undefined && entry.token_name !== filter.tokenName) return false;
+  if (filter.requestId !== undefined && entry.request_id !== filter.requestId) return false;
+  if (filter.prefix !== undefined || filter.key !== undefined) {
+    const paths = pathsOf(entry);
+    if (filter.prefix !== undefined && !paths.some((p) => p.startsWith(filter.prefix!)))
+      return false;
+    if (filter.key !== undefined && !paths.includes(filter.key)) return false;
   }
-  if (
-    filter.key !== undefined &&
-    (typeof entry.namespace !== 'string' ||
-      typeof entry.key !== 'string' ||
-      `${entry.namespace}/${entry.key}` !== filter.key)
-  )
-    return false;
   if (filter.action !== undefined) {
     const name = entry.kind === 'event' ? entry.event : entry.action;
     if (typeof name !== 'string') return false;

@@ -10,6 +10,8 @@ export interface AuditTarget {
   readonly namespace?: string;
   readonly key?: string;
   readonly version?: number;
+  /** A namespace's values read in one call (?values=true): each key and the version returned. */
+  readonly reads?: readonly { readonly key: string; readonly version: number }[];
   /** A token acted on (created, revoked), by id. */
   readonly subject_token_id?: string;
 }

@@ -1,7 +1,8 @@
 /**
  * Builds each request's audit entry at the moment its response is about to be written (respond.ts):
  * time, request id, the caller's token id and role (never the token), client address, method, route
- * template (never the raw URL), namespace, key, version, action, outcome and duration. No value, token or
+ * template (never the raw URL), namespace, key, version (or, for a namespace's values, each key and
+ * version read), action, outcome and duration. No value, token or
  * request body is ever part of it.
  */
 import type { Request, Response } from 'express';
@@ -115,6 +116,7 @@ export function requestAuditor(
       namespace: target.namespace,
       key: target.key,
       version: target.version,
+      reads: target.reads,
       subject_token_id: target.subject_token_id,
       outcome,
       duration_ms:

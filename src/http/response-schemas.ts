@@ -95,6 +95,17 @@ export const listing = closed({
   next_cursor: nullable(Type.String({ description: 'null on the last page' })),
 });
 
+const namespaceValue = closed({ ...Type.Omit(entry, ['namespace']).properties });
+
+export const namespaceValues = closed({
+  namespace: Type.String(),
+  values: Type.Array(namespaceValue, {
+    description:
+      'the latest value of each key directly in the namespace that the caller may read, in key order; keys of a type the caller may not read are left out without a word',
+  }),
+  next_cursor: nullable(Type.String({ description: 'null on the last page' })),
+});
+
 export const versionList = closed({
   namespace: Type.String(),
   key: Type.String(),
@@ -330,6 +341,7 @@ export type ApiSelf = Static<typeof self>;
 export type ApiEntry = Static<typeof entry>;
 export type ApiEntryInfo = Static<typeof entryInfo>;
 export type ApiListing = Static<typeof listing>;
+export type ApiNamespaceValues = Static<typeof namespaceValues>;
 export type ApiVersionList = Static<typeof versionList>;
 export type ApiKeyringStatus = Static<typeof keyringStatus>;
 export type ApiRotation = Static<typeof rotation>;
@@ -359,6 +371,8 @@ export const NAMED_SCHEMAS: Readonly<Record<string, object>> = {
   Entry: entry,
   EntryInfo: entryInfo,
   Listing: listing,
+  NamespaceValue: namespaceValue,
+  NamespaceValues: namespaceValues,
   VersionList: versionList,
   KeyringStatus: keyringStatus,
   Rotation: rotation,

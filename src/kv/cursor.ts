@@ -17,10 +17,15 @@ export function encodeCursor(namespace: string, cursor: Cursor): string {
   ).toString('base64url');
 }
 
-export function decodeCursor(namespace: string, text: string): Cursor {
-  const bad = invalid('invalid cursor', [
+/** 400: `cursor` is not one this listing gave. */
+export function invalidCursor() {
+  return invalid('invalid cursor', [
     { field: '/cursor', in: 'query', message: 'is not a cursor returned by this listing' },
   ]);
+}
+
+export function decodeCursor(namespace: string, text: string): Cursor {
+  const bad = invalidCursor();
   let data: unknown;
   try {
     data = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'));

@@ -17,6 +17,7 @@ import {
   VersionsUsedUpError,
 } from '../store/kv-records.js';
 import { packedVersionRecord } from '../store/kv-version-writes.js';
+import { decodeCursor, encodeCursor, invalidCursor } from './cursor.js';
 import { type Listing, listNamespace } from './listing.js';
 
 export interface KvServiceDeps {
@@ -45,6 +46,19 @@ export interface VersionList {
   readonly current_version: number;
   readonly versions: { version: number; type: ValueType; created_at: string }[];
 }
+
+/** One page of a namespace's values (GET /v1/kv/{ns}/?values=true). */
+export interface NamespaceValues {
+  readonly namespace: string;
+  readonly values: Omit<Entry, 'namespace'>[];
+  readonly next_cursor: string | null;
+}
+
+/**
+ * A page of values ends once it holds this many bytes of values (always at least one value), so that a
+ * namespace of large values is not answered in one body of up to `limit` × max_value_bytes.
+ */
+export const VALUES_PAGE_BYTES = 4 * 1024 * 1024;
 
 /** Runs just before a change (the audit intent); what it returns is committed in the change's transaction. */
 export type BeforeCommit = () => Promise<readonly RecordWrite[]>;
@@ -196,6 +210,60 @@ export class KvService {
     page: { limit: number; cursor?: string | undefined },
   ): Promise<Listing> {
     return listNamespace(this.deps.records, caller, namespace, page);
+  }
+
+  /**
+   * The latest values of the keys directly in `namespace` that the caller may read, in key order, a page at
+   * a time. A key whose type the caller may not read is left out, and the answer does not say that it was
+   * (a config reader learns nothing of the secrets beside its values). Each value is read as a single read
+   * reads it — its index and newest version together, opened and checked — and one that fails its check
+   * fails the whole call (500), never a page without it. The reads of a page are asked for together: on
+   * PostgreSQL they go as one statement (storage/read-batch.ts).
+   */
+  async values(
+    caller: Principal,
+    namespace: string,
+    page: { limit: number; cursor?: string | undefined },
+  ): Promise<NamespaceValues> {
+    if (!caller.access.mayInNamespace('read', namespace)) throw forbidden(`read in ${namespace}`);
+    let after: string | undefined;
+    if (page.cursor !== undefined) {
+      const cursor = decodeCursor(namespace, page.cursor);
+      if (cursor.phase !== 'keys') throw invalidCursor(); // a listing's cursor past its keys
+      after = cursor.after;
+    }
+    // One more than a page tells whether another page follows.
+    const candidates: string[] = [];
+    for await (const { key, meta } of this.deps.records.keysIn(namespace, after)) {
+      if (caller.access.may('read', namespace, meta.type)) candidates.push(key);
+      if (candidates.length > page.limit) break;
+    }
+    const inPage = candidates.slice(0, page.limit);
+    const found = await Promise.all(inPage.map((key) => this.latest(namespace, key)));
+    const values: NamespaceValues['values'] = [];
+    let bytes = 0;
+    let last: string | undefined = candidates.length > page.limit ? inPage.at(-1) : undefined;
+    for (const [i, key] of inPage.entries()) {
+      const latest = found[i];
+      // Deleted, or replaced by a type the caller may not read, since the scan: left out as well.
+      if (!latest || !caller.access.may('read', namespace, latest.meta.type)) continue;
+      const { namespace: _, ...entry } = await this.readExisting(
+        caller,
+        namespace,
+        key,
+        latest,
+        undefined,
+      );
+      values.push(entry);
+      bytes += Buffer.byteLength(entry.value, 'utf8');
+      if (bytes >= VALUES_PAGE_BYTES && i < inPage.length - 1) {
+        last = key;
+        break;
+      }
+    }
+    const next_cursor =
+      last === undefined ? null : encodeCursor(namespace, { phase: 'keys', after: last });
+    return { namespace, values, next_cursor };
   }
 
   /** Deletes the key and all its versions; its last version number stays in its counter, so numbers are never reused. */

@@ -306,6 +306,12 @@ describe('audit entries, operator events and GET /v1/sys/audit', function () {
       const reads = (await page(`?token_id=${readerId}&action=read&limit=1000`)).entries;
       expect(reads).to.have.length(5);
       expect(reads.every((e) => e.token_name === 'payments-api')).to.equal(true);
+      // ...and search finds them by it, or one request by its X-Request-Id.
+      const named = (await page('?token_name=payments-api&action=read&limit=1000')).entries;
+      expect(named.map((e) => e.seq)).to.deep.equal(reads.map((e) => e.seq));
+      expect((await page('?token_name=payments&limit=1000')).entries).to.deep.equal([]);
+      const one = (await page(`?request_id=${reads[2]!.request_id}`)).entries;
+      expect(one.map((e) => e.seq)).to.deep.equal([reads[2]!.seq]);
 
       const writes = (await page('?action=write&limit=1000')).entries;
       expect(writes.length).to.equal(12 + 1 + 6 + 3);
@@ -357,6 +363,8 @@ describe('audit entries, operator events and GET /v1/sys/audit', function () {
         ['?outcome=maybe!', 'outcome'],
         ['?action=DROP%20TABLE', 'action'],
         ['?prefix=', 'prefix'],
+        ['?token_name=', 'token_name'],
+        ['?request_id=a%20b', 'request_id'],
         ['?nosuch=1', 'nosuch'],
         ['?limit=5&limit=6', ''],
       ];

@@ -1,5 +1,13 @@
 import { execFileSync } from 'node:child_process';
-import { accessSync, constants, readdirSync, statSync } from 'node:fs';
+import {
+  accessSync,
+  constants,
+  mkdirSync,
+  readdirSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
@@ -52,6 +60,23 @@ describe('the coffer command, however it is installed', function () {
       const created = await send(server.url, 'POST', '/v1/auth/token', root, { role: 'reader' });
       // argon2's binding loaded from the installed package: the new token was hashed.
       expect(created.status).to.equal(201);
+      // The installed package's client, by its package name, from a program beside it.
+      const app = join(dir, 'app');
+      mkdirSync(join(app, 'node_modules'), { recursive: true });
+      symlinkSync(
+        join(prefix, 'lib', 'node_modules', 'coffer'),
+        join(app, 'node_modules', 'coffer'),
+      );
+      writeFileSync(
+        join(app, 'main.mjs'),
+        "import { Coffer } from 'coffer/client';\n" +
+          "const me = await new Coffer().self();\nconsole.log(me.is_root ? 'root' : 'other');\n",
+      );
+      const out = execFileSync(process.execPath, [join(app, 'main.mjs')], {
+        cwd: app,
+        env: { ...process.env, COFFER_ADDR: server.url, COFFER_TOKEN: root },
+      }).toString();
+      expect(out.trim()).to.equal('root');
     } finally {
       await server.stop();
     }
@@ -62,5 +87,6 @@ describe('the coffer command, however it is installed', function () {
     );
     expect(files.filter((f) => /^(dist\/(test|bench)|src|test|bench)\//.test(f))).to.deep.equal([]);
     expect(files).to.include('dist/src/main.js');
+    expect(files).to.include('dist/src/client/index.d.ts');
   });
 });

@@ -1,7 +1,6 @@
 import { expect } from 'chai';
-import { startTestCoffer, type TestCoffer } from '../support/harness.js';
-import { dropTestSchemas, requirePostgres, testSchema } from '../support/postgres.js';
-import { pgEnv } from '../support/shared-servers.js';
+import { onEachBackend } from '../support/each-backend.js';
+import type { TestCoffer } from '../support/harness.js';
 
 const ifMatch = (version: number | string) => ({
   headers: { 'if-match': typeof version === 'number' ? `"${version}"` : version },
@@ -92,19 +91,5 @@ function checkAndSet(start: () => Promise<TestCoffer>): void {
 }
 
 describe('check-and-set (If-Match, cas)', () => {
-  describe('on LMDB', () => {
-    checkAndSet(() => startTestCoffer());
-  });
-
-  describe('on PostgreSQL', function () {
-    this.timeout(60_000);
-    before(async function () {
-      await requirePostgres(this);
-    });
-    checkAndSet(() => startTestCoffer({ env: pgEnv(testSchema()) }));
-    // After the server's own after hook (hooks run in the order they are declared).
-    after(async () => {
-      await dropTestSchemas();
-    });
-  });
+  onEachBackend(checkAndSet);
 });

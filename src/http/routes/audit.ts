@@ -39,6 +39,14 @@ const SEARCH_QUERY = {
     schema: { type: 'string' },
     description: 'the caller, the token acted on, or who ran an operator event',
   },
+  token_name: {
+    schema: { type: 'string' },
+    description: "exactly this token name (the caller's metadata.name)",
+  },
+  request_id: {
+    schema: { type: 'string' },
+    description: "one request's entries: the X-Request-Id it was answered with",
+  },
   prefix: { schema: { type: 'string' }, description: 'prefix of namespace/key' },
   key: { schema: { type: 'string' }, description: 'exactly this namespace/key' },
   action: {
@@ -75,6 +83,16 @@ function filterOf(q: Partial<Record<SearchParam, string>>): AuditFilter {
     if (!/^[A-Za-z0-9]{1,64}$/.test(q.token_id))
       bad('token_id', 'must be a token id (never a token)');
     filter.tokenId = q.token_id;
+  }
+  if (q.token_name !== undefined) {
+    if (q.token_name === '' || q.token_name.length > 128)
+      bad('token_name', 'must be 1 to 128 characters, as a token name');
+    filter.tokenName = q.token_name;
+  }
+  if (q.request_id !== undefined) {
+    if (!/^[A-Za-z0-9._-]{1,128}$/.test(q.request_id))
+      bad('request_id', 'must be a request id, as X-Request-Id gives it');
+    filter.requestId = q.request_id;
   }
   if (q.prefix !== undefined) {
     if (q.prefix === '' || q.prefix.length > 1024) bad('prefix', 'must be 1 to 1024 characters');

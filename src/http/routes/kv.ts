@@ -8,7 +8,7 @@
  */
 import type { Request } from 'express';
 import { forbidden, invalid } from '../../errors.js';
-import type { KvService } from '../../kv/kv-service.js';
+import { type KvService, VALUES_PAGE_BYTES } from '../../kv/kv-service.js';
 import { isNamespace, RESERVED_KEY } from '../../model/names.js';
 import type { ValueType } from '../../model/value-types.js';
 import { auditTarget } from '../audit-target.js';
@@ -18,7 +18,15 @@ import type { Operation } from '../operation.js';
 import type { RecordIntent } from '../request-audit.js';
 import { booleanFlag, positiveInteger, queryError, rawPath } from '../request-parts.js';
 import type { Responder } from '../respond.js';
-import { entry, entryInfo, json, listing, ok, versionList } from '../response-schemas.js';
+import {
+  entry,
+  entryInfo,
+  json,
+  listing,
+  namespaceValues,
+  ok,
+  versionList,
+} from '../response-schemas.js';
 import { kvPutSchema } from '../schemas.js';
 
 const MAX_VERSION = 0xffff_ffff;
@@ -104,6 +112,10 @@ const READ_QUERY = {
   limit: { schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT } },
   cursor: { schema: { type: 'string' }, description: 'next_cursor from the previous page' },
   list: { schema: { type: 'boolean' }, description: 'list the path as a namespace' },
+  values: {
+    schema: { type: 'boolean' },
+    description: `the latest values of the keys directly in the namespace that the caller may read (NamespaceValues), paged by limit and cursor like a listing, and a page ends early once it holds ${VALUES_PAGE_BYTES / 1024 / 1024} MiB of values. Each value read is audited: the call's entry names every key and version it returned`,
+  },
 };
 type ReadParam = keyof typeof READ_QUERY;
 
@@ -144,15 +156,23 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
         summary: 'List a namespace (a one-segment path, a trailing slash, or list=true)',
         path: '/v1/kv/{namespace}',
         pathParams: [namespaceParam],
-        query: ['limit', 'cursor', 'list'],
-        responses: { 200: ok('Keys and child namespaces the caller may see', listing) },
-        errors: [403],
+        query: ['limit', 'cursor', 'list', 'values'],
+        responses: {
+          200: {
+            description:
+              'Keys and child namespaces the caller may see (a Listing), or with values=true the values it may read (NamespaceValues)',
+            // Told apart by their required fields: a listing has keys, the values form values.
+            ...json({ oneOf: [listing, namespaceValues] }),
+          },
+        },
+        errors: [403, 500],
       },
       {
         operationId: 'readKey',
         summary: 'Read a key (latest or ?version=n); a path naming no key but a namespace lists it',
         path: '/v1/kv/{namespace}/{key}',
         pathParams: [namespaceParam, keyParam],
+        query: ['version', 'limit', 'cursor', 'list'],
         responses: {
           200: {
             description: 'The entry (with ETag: "<version>"), or a listing',
@@ -185,6 +205,7 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
     async handler(req, res, { query: q }) {
       const caller = principalOf(res);
       const list = booleanFlag('list', q.list);
+      const values = booleanFlag('values', q.values);
       const limit =
         q.limit === undefined ? DEFAULT_LIMIT : positiveInteger('limit', q.limit, MAX_LIMIT);
       const version =
@@ -192,6 +213,7 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
       if (rawPath(req) === ROOT || rawPath(req) === `${ROOT}/`) {
         if (version !== undefined)
           throw queryError('version', 'applies to a key, not to a namespace listing');
+        if (values) throw queryError('values', 'a key needs a namespace: name one');
         auditTarget(res, { action: 'list' });
         respond.json(res, 200, await kv.list(caller, '', { limit, cursor: q.cursor }));
         return;
@@ -200,7 +222,7 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
       const { segments, trailingSlash } = path;
       const last = segments[segments.length - 1]!;
       // One segment of the path names a namespace (`payments%2Fprod` too, as a generated client sends it).
-      const listingMarked = trailingSlash || list || path.rawSegments === 1;
+      const listingMarked = trailingSlash || list || values || path.rawSegments === 1;
       if (version !== undefined && q.cursor !== undefined)
         throw queryError('cursor', 'applies to a listing, not to reading a version');
       if (version !== undefined && q.limit !== undefined)
@@ -212,6 +234,18 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
       ) {
         if (version !== undefined)
           throw queryError('version', 'applies to a key, not to a namespace listing');
+        if (values) {
+          const namespace = namespaceOf(segments);
+          auditTarget(res, { action: 'read', namespace });
+          const page = await kv.values(caller, namespace, {
+            limit,
+            cursor: q.cursor,
+          });
+          // One entry for the call names every key and version it returned.
+          auditTarget(res, { reads: page.values.map((v) => ({ key: v.key, version: v.version })) });
+          respond.json(res, 200, page);
+          return;
+        }
         auditTarget(res, { action: 'list', namespace: namespaceOf(segments) });
         respond.json(
           res,

@@ -1,0 +1,392 @@
+/**
+ * The TypeScript client: every endpoint of the API as a method, typed by the very declarations the server's
+ * OpenAPI document is made from (http/response-schemas.ts for answers, http/schemas.ts for bodies; type
+ * imports only, so the client loads nothing of the server). Only Node's own fetch; see transport.ts for
+ * timeouts and retries and errors.ts for the one error class.
+ *
+ *   import { Coffer } from 'coffer/client';
+ *   const coffer = new Coffer(); // COFFER_ADDR, and COFFER_TOKEN or COFFER_TOKEN_FILE
+ *   const { value } = await coffer.get('payments/prod', 'db_password');
+ */
+import { readFile } from 'node:fs/promises';
+import type {
+  ApiAuditPage,
+  ApiAuditPublicKey,
+  ApiCreatedToken,
+  ApiEntry,
+  ApiEntryInfo,
+  ApiHealth,
+  ApiKeyringStatus,
+  ApiListing,
+  ApiMigration,
+  ApiNamespaceValues,
+  ApiRetirement,
+  ApiRewrap,
+  ApiRotation,
+  ApiSealReport,
+  ApiSelf,
+  ApiTokenList,
+  ApiVerification,
+  ApiVersionList,
+} from '../http/response-schemas.js';
+import type { RewrapRequest, TokenCreateRequest } from '../http/schemas.js';
+import { CofferError } from './errors.js';
+import {
+  type Answer,
+  type Call,
+  type RetryPolicy,
+  send,
+  type TransportOptions,
+} from './transport.js';
+
+export type ValueType = ApiEntry['type'];
+export type NamespaceValue = ApiNamespaceValues['values'][number];
+
+export interface CofferOptions {
+  /** The server, http(s)://host:port; default COFFER_ADDR, else http://127.0.0.1:8750. */
+  readonly url?: string;
+  /**
+   * The token, or a function giving it (called before each call, so a token file that is renewed is read
+   * again); default COFFER_TOKEN, else the file COFFER_TOKEN_FILE names.
+   */
+  readonly token?: string | (() => string | Promise<string>);
+  /** Each attempt's time limit; default 10 s. */
+  readonly timeoutMs?: number;
+  /** Default: 3 retries, backoff from 100 ms doubling to 5 s, Retry-After waited for up to 30 s. */
+  readonly retry?: Partial<RetryPolicy>;
+  /** Another fetch (a proxy's dispatcher, say); default the global one. */
+  readonly fetch?: typeof fetch;
+}
+
+export interface PageOptions {
+  readonly limit?: number;
+  readonly cursor?: string;
+  readonly signal?: AbortSignal;
+}
+
+export interface AuditQuery extends PageOptions {
+  readonly from?: string;
+  readonly to?: string;
+  readonly token_id?: string;
+  readonly token_name?: string;
+  readonly request_id?: string;
+  readonly prefix?: string;
+  readonly key?: string;
+  readonly action?: string;
+  readonly outcome?: string;
+}
+
+const DEFAULT_ADDR = 'http://127.0.0.1:8750';
+
+/** 1 to 16 segments; each is sent as it is, encoded. */
+function namespacePath(namespace: string): string {
+  if (namespace === '' || namespace.startsWith('/') || namespace.endsWith('/'))
+    throw new TypeError(`"${namespace}" is not a namespace (segments separated by /)`);
+  return namespace.split('/').map(encodeURIComponent).join('/');
+}
+
+const keyPath = (namespace: string, key: string): string =>
+  `/v1/kv/${namespacePath(namespace)}/${encodeURIComponent(key)}`;
+
+function query(params: Record<string, string | number | boolean | undefined>): string {
+  const search = new URLSearchParams();
+  for (const [name, value] of Object.entries(params))
+    if (value !== undefined) search.set(name, String(value));
+  const text = search.toString();
+  return text === '' ? '' : `?${text}`;
+}
+
+function tokenFromEnv(env: NodeJS.ProcessEnv): () => Promise<string> {
+  if (env.COFFER_TOKEN) {
+    const token = env.COFFER_TOKEN;
+    return async () => token;
+  }
+  const file = env.COFFER_TOKEN_FILE;
+  if (file)
+    return async () => {
+      const token = (await readFile(file, 'utf8')).trim();
+      if (token === '')
+        throw new CofferError({ status: 0, code: 'no_token', detail: `${file} is empty` });
+      return token;
+    };
+  return async () => {
+    throw new CofferError({
+      status: 0,
+      code: 'no_token',
+      detail: 'no token: set COFFER_TOKEN, or COFFER_TOKEN_FILE to a file holding it',
+    });
+  };
+}
+
+export class Coffer {
+  readonly url: string;
+  private readonly transport: TransportOptions;
+
+  constructor(options: CofferOptions = {}, env: NodeJS.ProcessEnv = process.env) {
+    const url = (options.url ?? env.COFFER_ADDR ?? DEFAULT_ADDR).replace(/\/+$/, '');
+    if (!/^https?:\/\/[^/?#]+$/.test(url))
+      throw new TypeError(`the address must be http(s)://host:port, not "${url}"`);
+    this.url = url;
+    const token = options.token;
+    this.transport = {
+      url,
+      token:
+        token === undefined
+          ? tokenFromEnv(env)
+          : typeof token === 'string'
+            ? async () => token
+            : async () => token(),
+      timeoutMs: options.timeoutMs ?? 10_000,
+      retry: {
+        retries: 3,
+        baseDelayMs: 100,
+        maxDelayMs: 5_000,
+        maxRetryAfterMs: 30_000,
+        ...options.retry,
+      },
+      fetch: options.fetch ?? globalThis.fetch,
+      userAgent: 'coffer-client',
+    };
+  }
+
+  private async call<T>(call: Call): Promise<T> {
+    return (await send(this.transport, call)).body as T;
+  }
+
+  private answer(call: Call): Promise<Answer> {
+    return send(this.transport, call);
+  }
+
+  // --- key-value ---
+
+  /** The latest version of the key, or `version`. */
+  get(
+    namespace: string,
+    key: string,
+    options: { version?: number; signal?: AbortSignal } = {},
+  ): Promise<ApiEntry> {
+    return this.call({
+      method: 'GET',
+      path: keyPath(namespace, key) + query({ version: options.version }),
+      signal: options.signal,
+    });
+  }
+
+  /**
+   * Stores a new version (a secret unless `type` says config). `ifVersion`: only if the key's latest
+   * version is that one (0: only if it does not exist), else a CofferError 412 with `currentVersion`.
+   */
+  async put(
+    namespace: string,
+    key: string,
+    value: string,
+    options: { type?: ValueType; ifVersion?: number; signal?: AbortSignal } = {},
+  ): Promise<ApiEntryInfo & { created: boolean }> {
+    const answer = await this.answer({
+      method: 'PUT',
+      path: keyPath(namespace, key) + query({ cas: options.ifVersion }),
+      body: { value, type: options.type ?? 'secret' },
+      signal: options.signal,
+    });
+    return { ...(answer.body as ApiEntryInfo), created: answer.status === 201 };
+  }
+
+  /** Deletes the key and all its versions; `ifVersion`: only if its latest version is that one. */
+  async delete(
+    namespace: string,
+    key: string,
+    options: { ifVersion?: number; signal?: AbortSignal } = {},
+  ): Promise<void> {
+    await this.answer({
+      method: 'DELETE',
+      path: keyPath(namespace, key) + query({ cas: options.ifVersion }),
+      signal: options.signal,
+    });
+  }
+
+  /** The key's versions, oldest first. */
+  versions(
+    namespace: string,
+    key: string,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<ApiVersionList> {
+    return this.call({
+      method: 'GET',
+      path: `${keyPath(namespace, key)}/versions`,
+      signal: options.signal,
+    });
+  }
+
+  /** One page of a namespace's keys and child namespaces; '' lists the top-level namespaces. */
+  list(namespace: string, options: PageOptions = {}): Promise<ApiListing> {
+    const path = namespace === '' ? '/v1/kv/' : `/v1/kv/${namespacePath(namespace)}/`;
+    return this.call({
+      method: 'GET',
+      path: path + query({ limit: options.limit, cursor: options.cursor }),
+      signal: options.signal,
+    });
+  }
+
+  /** One page of the latest values the caller may read directly in the namespace (one call). */
+  valuesPage(namespace: string, options: PageOptions = {}): Promise<ApiNamespaceValues> {
+    return this.call({
+      method: 'GET',
+      path: `/v1/kv/${namespacePath(namespace)}/${query({ values: true, limit: options.limit, cursor: options.cursor })}`,
+      signal: options.signal,
+    });
+  }
+
+  /** Every latest value the caller may read directly in the namespace, following the pages. */
+  async values(
+    namespace: string,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<NamespaceValue[]> {
+    const all: NamespaceValue[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await this.valuesPage(namespace, {
+        ...(cursor === undefined ? {} : { cursor }),
+        ...(options.signal ? { signal: options.signal } : {}),
+      });
+      all.push(...page.values);
+      cursor = page.next_cursor ?? undefined;
+    } while (cursor !== undefined);
+    return all;
+  }
+
+  // --- tokens ---
+
+  /** Who the token is and what it may do. */
+  self(options: { signal?: AbortSignal } = {}): Promise<ApiSelf> {
+    return this.call({ method: 'GET', path: '/v1/auth/me', signal: options.signal });
+  }
+
+  /** A new token (exactly one of role and scopes); its value is in this answer only. */
+  createToken(
+    request: TokenCreateRequest,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<ApiCreatedToken> {
+    return this.call({
+      method: 'POST',
+      path: '/v1/auth/token',
+      body: request,
+      signal: options.signal,
+    });
+  }
+
+  /** The tokens (active ones unless `all`); never their values. */
+  listTokens(options: { all?: boolean; signal?: AbortSignal } = {}): Promise<ApiTokenList> {
+    return this.call({
+      method: 'GET',
+      path: `/v1/auth/tokens${query({ all: options.all })}`,
+      signal: options.signal,
+    });
+  }
+
+  /** Revokes a token by its id (or its value); revoking one already revoked succeeds. */
+  async revokeToken(idOrToken: string, options: { signal?: AbortSignal } = {}): Promise<void> {
+    await this.answer({
+      method: 'DELETE',
+      path: `/v1/auth/token/${encodeURIComponent(idOrToken)}`,
+      signal: options.signal,
+    });
+  }
+
+  // --- keyring (root) ---
+
+  keyringStatus(options: { signal?: AbortSignal } = {}): Promise<ApiKeyringStatus> {
+    return this.call({ method: 'GET', path: '/v1/sys/keyring', signal: options.signal });
+  }
+
+  rotateKeyring(options: { signal?: AbortSignal } = {}): Promise<ApiRotation> {
+    return this.call({ method: 'POST', path: '/v1/sys/keyring/rotate', signal: options.signal });
+  }
+
+  startRewrap(
+    request: RewrapRequest = {},
+    options: { signal?: AbortSignal } = {},
+  ): Promise<ApiRewrap> {
+    return this.call({
+      method: 'POST',
+      path: '/v1/sys/keyring/rewrap',
+      body: request,
+      signal: options.signal,
+    });
+  }
+
+  rewrapStatus(options: { signal?: AbortSignal } = {}): Promise<ApiRewrap> {
+    return this.call({ method: 'GET', path: '/v1/sys/keyring/rewrap', signal: options.signal });
+  }
+
+  retireKeyringVersions(options: { signal?: AbortSignal } = {}): Promise<ApiRetirement> {
+    return this.call({ method: 'POST', path: '/v1/sys/keyring/retire', signal: options.signal });
+  }
+
+  /** Rewraps the keyring under another master key: `{ key_provider, ...its settings }`. */
+  migrateKeyring(
+    request: { key_provider: string; [setting: string]: unknown },
+    options: { signal?: AbortSignal } = {},
+  ): Promise<ApiMigration> {
+    return this.call({
+      method: 'POST',
+      path: '/v1/sys/keyring/migrate',
+      body: request,
+      signal: options.signal,
+    });
+  }
+
+  // --- audit and health ---
+
+  /** One page of audit entries matching the filters. */
+  searchAudit(filters: AuditQuery = {}): Promise<ApiAuditPage> {
+    const { signal, ...params } = filters;
+    return this.call({ method: 'GET', path: `/v1/sys/audit${query({ ...params })}`, signal });
+  }
+
+  /** The server verifies the whole audit log (auditor or root). */
+  verifyAudit(options: { signal?: AbortSignal } = {}): Promise<ApiVerification> {
+    return this.call({ method: 'GET', path: '/v1/sys/audit/verify', signal: options.signal });
+  }
+
+  /** The public key the audit checkpoints are signed with (no token needed). */
+  auditPublicKey(options: { signal?: AbortSignal } = {}): Promise<ApiAuditPublicKey> {
+    return this.call({
+      method: 'GET',
+      path: '/v1/sys/audit/public-key',
+      authenticated: false,
+      signal: options.signal,
+    });
+  }
+
+  sealReport(options: { verify?: boolean; signal?: AbortSignal } = {}): Promise<ApiSealReport> {
+    return this.call({
+      method: 'GET',
+      path: `/v1/sys/seal-report${query({ verify: options.verify })}`,
+      signal: options.signal,
+    });
+  }
+
+  /** The server's health (no token needed); a 503 answer is returned, not thrown, with its report. */
+  async health(options: { signal?: AbortSignal } = {}): Promise<ApiHealth> {
+    const answer = await this.answer({
+      method: 'GET',
+      path: '/v1/sys/health',
+      authenticated: false,
+      accept: [503],
+      signal: options.signal,
+    });
+    return (
+      answer.status === 503 ? (answer.body as { health: ApiHealth }).health : answer.body
+    ) as ApiHealth;
+  }
+
+  /** The OpenAPI document the server publishes. */
+  openApiDocument(options: { signal?: AbortSignal } = {}): Promise<Record<string, unknown>> {
+    return this.call({
+      method: 'GET',
+      path: '/v1/openapi.json',
+      authenticated: false,
+      signal: options.signal,
+    });
+  }
+}
