@@ -1,32 +1,39 @@
 #!/usr/bin/env node
 /** The `coffer` command: parse argv, dispatch, set the exit code. */
-import cluster from 'node:cluster';
 import { parseArgs } from 'node:util';
-import { type Logger, pino } from 'pino';
-import { auditCommand } from './cli/audit.js';
-import { CliError } from './cli/client.js';
-import { operatorCommand } from './cli/operator.js';
-import { ENV_SETTINGS, loadConfig } from './config/load.js';
-import { settingsHelp } from './config/settings-table.js';
-import { unknownSettingWarnings } from './config/unknown-env.js';
+import type { Logger } from 'pino';
+import { CliError } from './cli/exit-codes.js';
 import { ConfigError } from './errors.js';
 import { KeyProviderError } from './keys/key-provider.js';
-import { runSupervisor } from './server/supervisor.js';
-import { runWorker } from './server/worker.js';
 import { versionText } from './version.js';
 
-const USAGE = `usage: coffer serve | coffer operator <command> | coffer audit <command> | coffer openapi | coffer help [operator|audit|settings] | coffer --version
+// Each command loads what it needs when it runs (import() below): `coffer run` starts an application, and
+// its start-up should cost no more than the client it uses.
 
+const USAGE = `usage: coffer <command> [options]     (coffer <command> --help for each)
+
+  run         run a program with a namespace's values as its environment: coffer run --ns payments/prod -- node app.js
+  export      write those variables to stdout as dotenv, json or shell
+  kv          get, put, ls, rm and versions of keys
+  token       create, ls and revoke tokens
+  whoami      the token's identity and what it may do
   serve       run the server; configured by COFFER_* variables and a COFFER_CONFIG file (coffer help settings)
   operator    key management against a running server: status, rotate, rewrap, migrate-key; snapshot and
               restore of the store's sealed records (coffer operator --help)
   audit       verify the audit log, report on sealed storage, offline (coffer audit --help)
   openapi     print the OpenAPI 3.1 document this server publishes at /v1/openapi.json, for generating a
               client without a running server
+  help [operator|audit|settings|<command>], --version
+
+The people commands reach the server at COFFER_ADDR (default http://127.0.0.1:8750) with the token in
+COFFER_TOKEN or in the file COFFER_TOKEN_FILE names (never an argument). Exit codes: 0 done, 1 failed,
+2 bad arguments or no token, 3 not found, 4 denied (401/403), 5 Coffer unreachable or unavailable,
+6 check-and-set conflict (412); coffer run exits with its command's code.
 `;
 
 /** JSON lines for machines; on a terminal, the same lines made readable (pino-pretty). */
-function logger(level: string): Logger {
+async function logger(level: string): Promise<Logger> {
+  const { pino } = await import('pino');
   if (!process.stdout.isTTY) return pino({ level });
   return pino(
     { level },
@@ -38,17 +45,27 @@ function logger(level: string): Logger {
 }
 
 /** The COFFER_* variables set that no setting reads, each with the closest real name. */
-const unknownSettings = (): string[] =>
-  unknownSettingWarnings(
+async function unknownSettings(): Promise<string[]> {
+  const { ENV_SETTINGS } = await import('./config/load.js');
+  const { unknownSettingWarnings } = await import('./config/unknown-env.js');
+  return unknownSettingWarnings(
     process.env,
     ENV_SETTINGS.map((s) => s.env),
   );
+}
 
 async function serve(): Promise<void> {
+  const { default: cluster } = await import('node:cluster');
+  const { loadConfig } = await import('./config/load.js');
   const config = loadConfig();
-  const log = logger(config.log_level);
-  if (cluster.isWorker) return runWorker(config, log);
-  for (const warning of unknownSettings()) log.warn({ event: 'config.unknown_variable' }, warning);
+  const log = await logger(config.log_level);
+  if (cluster.isWorker) {
+    const { runWorker } = await import('./server/worker.js');
+    return runWorker(config, log);
+  }
+  const { runSupervisor } = await import('./server/supervisor.js');
+  for (const warning of await unknownSettings())
+    log.warn({ event: 'config.unknown_variable' }, warning);
   await runSupervisor(config, log, {
     onGeneratedRootToken: (token) => {
       process.stderr.write(
@@ -70,15 +87,32 @@ function quietOnClosedPipe(stream: NodeJS.WriteStream): void {
   });
 }
 
+/** The commands for people and applications: each loads only the client and its own module. */
+const PEOPLE: Record<string, (args: string[]) => Promise<number>> = {
+  run: async (args) => (await import('./cli/run.js')).runCommand(args),
+  export: async (args) => (await import('./cli/export.js')).exportCommand(args),
+  kv: async (args) => (await import('./cli/kv.js')).kvCommand(args),
+  token: async (args) => (await import('./cli/tokens.js')).tokenCommand(args),
+  whoami: async (args) => (await import('./cli/tokens.js')).whoamiCommand(args),
+};
+
 async function main(argv: string[]): Promise<number | undefined> {
   quietOnClosedPipe(process.stdout);
   // Every file Coffer creates is 0600 and every directory 0700, whatever the umask it was started with
   // (LMDB, for one, creates its files with 0644 less the umask).
   process.umask(0o077);
   if (argv[0] === 'operator' || argv[0] === 'audit') {
-    for (const warning of unknownSettings()) process.stderr.write(`coffer: warning: ${warning}\n`);
-    return argv[0] === 'operator' ? operatorCommand(argv.slice(1)) : auditCommand(argv.slice(1));
+    for (const warning of await unknownSettings())
+      process.stderr.write(`coffer: warning: ${warning}\n`);
+    if (argv[0] === 'operator') {
+      const { operatorCommand } = await import('./cli/operator.js');
+      return operatorCommand(argv.slice(1));
+    }
+    const { auditCommand } = await import('./cli/audit.js');
+    return auditCommand(argv.slice(1));
   }
+  const people = PEOPLE[argv[0] ?? ''];
+  if (people) return people(argv.slice(1));
   const { positionals, values } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -91,9 +125,12 @@ async function main(argv: string[]): Promise<number | undefined> {
   }
   if (command === 'help' || (values.help && (command === undefined || command === 'serve'))) {
     // `coffer help operator` is `coffer operator --help`.
-    if (positionals[1] === 'operator') return operatorCommand(['--help']);
-    if (positionals[1] === 'audit') return auditCommand(['--help']);
+    if (positionals[1] === 'operator' || positionals[1] === 'audit')
+      return main([positionals[1], '--help']);
+    const people = PEOPLE[positionals[1] ?? ''];
+    if (people) return people(['--help']);
     if (positionals[1] === 'settings' || (command === 'serve' && values.help)) {
+      const { settingsHelp } = await import('./config/settings-table.js');
       process.stdout.write(settingsHelp());
       return 0;
     }
@@ -107,6 +144,7 @@ async function main(argv: string[]): Promise<number | undefined> {
   if (command === 'openapi' && positionals.length === 1 && !values.help) {
     // Loaded only here: no other command needs the route table.
     const { documentText } = await import('./http/api-document.js');
+    const { loadConfig } = await import('./config/load.js');
     process.stdout.write(documentText(loadConfig(process.env).max_ttl));
     return 0;
   }

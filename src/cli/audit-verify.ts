@@ -27,7 +27,7 @@ import { STORE_FORMAT } from '../crypto/keyring.js';
 import { ensureDirectory } from '../directories.js';
 import { openAuditLog } from '../startup/open-audit.js';
 import type { KeyringHolder } from '../store/keyring-store.js';
-import { CliError } from './client.js';
+import { CliError } from './exit-codes.js';
 import { withKeyring } from './offline-store.js';
 import type { Out } from './progress.js';
 

@@ -9,7 +9,7 @@ import { parseArgs } from 'node:util';
 import { auditTime } from '../audit/query.js';
 import { loadConfig } from '../config/load.js';
 import { archiveCommand, verifyCommand } from './audit-verify.js';
-import { CliError } from './client.js';
+import { CliError } from './exit-codes.js';
 import type { CommandIo } from './progress.js';
 import { sealReportCommand } from './seal-report.js';
 

@@ -8,7 +8,7 @@ import { sodiumReady } from '../crypto/aead.js';
 import { openKeyProvider, providerConfig } from '../keys/registry.js';
 import type { KeyringHolder } from '../store/keyring-store.js';
 import { type Records, Store } from '../store/store.js';
-import { CliError } from './client.js';
+import { CliError } from './exit-codes.js';
 
 /** The existing store, open; refused in one line when there is none. */
 async function openExisting(config: CofferConfig): Promise<Store> {

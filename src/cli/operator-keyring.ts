@@ -1,44 +1,19 @@
 /**
  * `coffer operator status | rotate | rewrap | migrate-key`: key management against a running server, through
- * its HTTP API (cli/client.ts). Rewrap shows a progress bar on a terminal and a line every few seconds
+ * its HTTP API (the client, client/coffer.ts). Rewrap shows a progress bar on a terminal and a line every few seconds
  * otherwise.
  */
 import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import cliProgress from 'cli-progress';
+import type { Coffer } from '../client/coffer.js';
 import { ENV_SETTINGS } from '../config/load.js';
 import { KEY_PROVIDERS } from '../keys/registry.js';
-import { type ApiClient, CliError } from './client.js';
+import { CliError } from './exit-codes.js';
 import type { Out } from './progress.js';
 
-interface KeyringStatus {
-  provider: string;
-  wrapped_by: string;
-  migrated_at: string | null;
-  active_version: number;
-  versions: {
-    version: number;
-    created_at: string;
-    active: boolean;
-    secrets: number;
-    configs: number;
-  }[];
-  unreadable: number;
-}
-
-interface RewrapView {
-  running: boolean;
-  target_version: number | null;
-  total: number;
-  examined: number;
-  rewrapped: number;
-  failed: number;
-  started_at: string | null;
-  finished_at: string | null;
-}
-
-export async function status(api: ApiClient, out: Out): Promise<void> {
-  const s = await api.call<KeyringStatus>('GET', '/v1/sys/keyring');
+export async function status(coffer: Coffer, out: Out): Promise<void> {
+  const s = await coffer.keyringStatus();
   out(`provider: ${s.provider}   active version: ${s.active_version}`);
   out(
     `master key: ${s.wrapped_by}${s.migrated_at === null ? '' : ` (migrated at ${s.migrated_at})`}`,
@@ -55,25 +30,20 @@ export async function status(api: ApiClient, out: Out): Promise<void> {
     out(`WARNING: ${s.unreadable} records name no keyring version or do not parse`);
 }
 
-export async function rotate(api: ApiClient, out: Out): Promise<void> {
-  const r = await api.call<{ previous_version: number; active_version: number }>(
-    'POST',
-    '/v1/sys/keyring/rotate',
-  );
+export async function rotate(coffer: Coffer, out: Out): Promise<void> {
+  const r = await coffer.rotateKeyring();
   out(
     `rotated: active keyring version ${r.previous_version} -> ${r.active_version}; run "coffer operator rewrap" to move existing records`,
   );
 }
 
 export async function rewrap(
-  api: ApiClient,
+  coffer: Coffer,
   out: Out,
   options: { batchSize?: number; retire: boolean; tty: boolean },
 ): Promise<void> {
-  let view = await api.call<RewrapView>(
-    'POST',
-    '/v1/sys/keyring/rewrap',
-    options.batchSize === undefined ? undefined : { batch_size: options.batchSize },
+  let view = await coffer.startRewrap(
+    options.batchSize === undefined ? {} : { batch_size: options.batchSize },
   );
   out(
     `rewrapping onto keyring version ${view.target_version}${view.examined > 0 ? ` (continuing at ${view.examined})` : ''}`,
@@ -93,7 +63,7 @@ export async function rewrap(
   let lastLine = 0;
   while (view.running || view.finished_at === null) {
     await new Promise((r) => setTimeout(r, 250));
-    view = await api.call<RewrapView>('GET', '/v1/sys/keyring/rewrap');
+    view = await coffer.rewrapStatus();
     const rate = Math.round(
       ((view.examined - firstExamined) * 1000) / Math.max(1, Date.now() - started),
     );
@@ -120,10 +90,7 @@ export async function rewrap(
       `${view.failed} records failed their integrity check and were left as they are; see the server log`,
     );
   if (options.retire) {
-    const r = await api.call<{ retired: number[]; versions: number[] }>(
-      'POST',
-      '/v1/sys/keyring/retire',
-    );
+    const r = await coffer.retireKeyringVersions();
     out(
       r.retired.length > 0
         ? `retired keyring version${r.retired.length > 1 ? 's' : ''} ${r.retired.join(', ')} (no record used ${r.retired.length > 1 ? 'them' : 'it'} any more); versions left in the keyring: ${r.versions.join(', ')}`
@@ -133,7 +100,7 @@ export async function rewrap(
 }
 
 /** Reads the new provider's settings; relative paths are taken from the current directory. */
-function readTarget(file: string): Record<string, unknown> {
+function readTarget(file: string): { key_provider: string; [setting: string]: unknown } {
   let target: unknown;
   try {
     target = JSON.parse(readFileSync(file, 'utf8'));
@@ -145,9 +112,12 @@ function readTarget(file: string): Record<string, unknown> {
   }
   if (typeof target !== 'object' || target === null || Array.isArray(target))
     throw new CliError(`--to ${file}: not a JSON object`, 2);
+  // The server names what is wrong with the settings; only their shape is checked here.
+  if (typeof (target as { key_provider?: unknown }).key_provider !== 'string')
+    throw new CliError(`--to ${file}: key_provider is missing`, 2);
   const absolute = (path: unknown): unknown =>
     typeof path === 'string' && !isAbsolute(path) ? resolve(path) : path;
-  const settings = { ...(target as Record<string, unknown>) };
+  const settings = { ...(target as { key_provider: string; [setting: string]: unknown }) };
   // The fields every provider says hold a path on the server (`pkcs11.library`: one level down).
   for (const path of KEY_PROVIDERS.flatMap((p) => p.paths)) {
     const [field, inner] = path.split('.') as [string, string | undefined];
@@ -162,13 +132,9 @@ function readTarget(file: string): Record<string, unknown> {
   return settings;
 }
 
-export async function migrate(api: ApiClient, out: Out, file: string): Promise<void> {
+export async function migrate(coffer: Coffer, out: Out, file: string): Promise<void> {
   const target = readTarget(file);
-  const r = await api.call<{ from: string; to: string; provider: string }>(
-    'POST',
-    '/v1/sys/keyring/migrate',
-    target,
-  );
+  const r = await coffer.migrateKeyring(target);
   out(`migrated: the keyring is now wrapped by ${r.to} (was ${r.from})`);
   out("before the next restart, configure every server with (and remove the old key's settings):");
   for (const line of settingLines(target)) out(`  ${line}`);

@@ -9,7 +9,7 @@ import { sodiumReady } from '../crypto/aead.js';
 import { openKeyProvider } from '../keys/registry.js';
 import { SnapshotError, type SnapshotSummary } from '../store/snapshot.js';
 import { type StorageSettings, Store } from '../store/store.js';
-import { CliError } from './client.js';
+import { CliError } from './exit-codes.js';
 import { withKeyring } from './offline-store.js';
 import { type Out, progress } from './progress.js';
 

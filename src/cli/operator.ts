@@ -3,11 +3,13 @@
  * whole-store operations run offline (cli/operator-store.ts).
  */
 import { parseArgs } from 'node:util';
-import { CliError, clientFromEnv } from './client.js';
+import type { Coffer } from '../client/coffer.js';
+import { CliError } from './exit-codes.js';
 import { COMMAND_HELP, OPERATOR_USAGE } from './operator-help.js';
 import { migrate, rewrap, rotate, status } from './operator-keyring.js';
 import { migrateStorage, restore, snapshot } from './operator-store.js';
 import type { Out } from './progress.js';
+import { connect, explain } from './session.js';
 
 export { OPERATOR_USAGE } from './operator-help.js';
 
@@ -54,7 +56,24 @@ export async function operatorCommand(
     await restore(values.from, values['accept-unauthenticated'] === true, out);
     return 0;
   }
-  const api = clientFromEnv();
+  const coffer = connect();
+  try {
+    return await keyringCommand(coffer, command, values, out);
+  } catch (err) {
+    throw explain(err, coffer, `operator ${command}`);
+  }
+}
+
+async function keyringCommand(
+  api: Coffer,
+  command: string,
+  values: {
+    'batch-size'?: string | undefined;
+    retire?: boolean | undefined;
+    to?: string | undefined;
+  },
+  out: Out,
+): Promise<number> {
   switch (command) {
     case 'status':
       await status(api, out);
@@ -68,7 +87,7 @@ export async function operatorCommand(
         throw new CliError('--batch-size must be a whole number from 1 to 10000', 2);
       await rewrap(api, out, {
         ...(batch === undefined ? {} : { batchSize: Number(batch) }),
-        retire: values.retire,
+        retire: values.retire === true,
         tty: process.stdout.isTTY === true,
       });
       return 0;

@@ -4,8 +4,17 @@
  */
 import { closestMatch } from 'leven';
 
-/** Variables read elsewhere than the settings: the CLI's server address and token, and the test suite's. */
-const READ_ELSEWHERE = ['COFFER_CONFIG', 'COFFER_ADDR', 'COFFER_TOKEN', 'COFFER_TOKEN_FILE'];
+/**
+ * Variables read elsewhere than the settings: the configuration file's path, and the client's and the
+ * commands' server address, token and fallback key (client/coffer.ts, cli/fallback.ts).
+ */
+export const READ_ELSEWHERE = [
+  'COFFER_CONFIG',
+  'COFFER_ADDR',
+  'COFFER_TOKEN',
+  'COFFER_TOKEN_FILE',
+  'COFFER_FALLBACK_KEY',
+];
 const TEST_PREFIX = 'COFFER_TEST_';
 
 /** One warning line for each `COFFER_*` name in `env` that Coffer does not read, naming the closest real one. */

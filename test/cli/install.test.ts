@@ -52,7 +52,7 @@ describe('the coffer command, however it is installed', function () {
     );
     const coffer = join(prefix, 'bin', 'coffer');
     const help = execFileSync(coffer, ['--help']).toString();
-    expect(help).to.match(/^usage: coffer serve/);
+    expect(help).to.match(/^usage: coffer <command>/);
 
     const { env, root } = serveSettings(1);
     const server = await startProcess(env, dir, coffer);

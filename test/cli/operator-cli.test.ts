@@ -46,12 +46,12 @@ describe('coffer operator (CLI)', function () {
   it('needs COFFER_TOKEN from the environment, never an argument, and says so', async () => {
     const run = await coffer(['operator', 'status'], { COFFER_ADDR: c.url });
     expect(run.code).to.equal(2);
-    expect(run.stderr).to.include('COFFER_TOKEN is not set');
+    expect(run.stderr).to.include('no token: set COFFER_TOKEN');
     const wrong = await coffer(['operator', 'status'], {
       ...env,
       COFFER_TOKEN: 'not-the-root-token',
     });
-    expect(wrong.code).to.equal(1);
+    expect(wrong.code, 'denied').to.equal(4);
     expect(wrong.stderr).to.include('401');
     expect(wrong.stderr).to.not.include('not-the-root-token');
   });
@@ -100,12 +100,12 @@ describe('coffer operator (CLI)', function () {
   it('prints usage instead of starting a server when run bare; help is exit 0; each command has its own --help', async () => {
     const bare = await coffer([], {});
     expect(bare.code).to.equal(2);
-    expect(bare.stderr).to.match(/^usage: coffer serve \|/);
+    expect(bare.stderr).to.match(/^usage: coffer <command>/);
     expect(bare.stdout).to.not.include('listening');
     for (const args of [['help'], ['--help'], ['-h']]) {
       const help = await coffer(args, {});
       expect(help.code, args.join(' ')).to.equal(0);
-      expect(help.stdout).to.match(/^usage: coffer serve/);
+      expect(help.stdout).to.match(/^usage: coffer <command>/);
     }
     const group = await coffer(['help', 'operator'], {});
     expect(group.code).to.equal(0);

@@ -3,6 +3,7 @@ import { expect } from 'chai';
 import { loadConfig } from '../../src/config/load.js';
 import { configDefaults, ENV_SETTINGS } from '../../src/config/schema.js';
 import { defaultsFile, settingsTable } from '../../src/config/settings-table.js';
+import { READ_ELSEWHERE } from '../../src/config/unknown-env.js';
 import { withTable } from '../../src/config/write-settings-docs.js';
 import { tempDir } from '../support/harness.js';
 import { runCoffer } from '../support/process.js';
@@ -57,15 +58,11 @@ describe('every setting declared once (src/config/settings.ts, the backends, the
     expect(new Set(names).size).to.equal(names.length);
     for (const s of ENV_SETTINGS) expect(s.description, s.env).to.have.length.above(10);
     // COFFER_PORTT: the misspelling the docs show being warned about.
-    const known = new Set([
-      ...names,
-      'COFFER_CONFIG',
-      'COFFER_ADDR',
-      'COFFER_TOKEN',
-      'COFFER_PORTT',
-    ]);
+    const known = new Set([...names, ...READ_ELSEWHERE, 'COFFER_PORTT']);
     for (const file of [
       'README.md',
+      'docs/cli.md',
+      'docs/clients.md',
       'SECURITY.md',
       'docs/configuration.md',
       'docs/deployment.md',

@@ -163,3 +163,52 @@ export function runCoffer(
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
 }
+
+/** A `coffer` command under way: its process, and its end with all it wrote. */
+export interface RunningCommand {
+  readonly child: ChildProcess;
+  /** What it has written to stdout so far. */
+  stdout(): string;
+  readonly done: Promise<Exited & { readonly signal: NodeJS.Signals | null }>;
+}
+
+/**
+ * Starts a `coffer` command (run, kv, …) with exactly the COFFER_* settings given and `input` on its stdin
+ * (closed at once when there is none).
+ */
+export function startCommand(
+  args: string[],
+  env: Record<string, string>,
+  input?: string | Buffer,
+): RunningCommand {
+  const clean = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !name.startsWith('COFFER_')),
+  );
+  const child = spawn(process.execPath, [MAIN, ...args], {
+    env: { ...clean, ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  running.add(child);
+  child.once('exit', () => running.delete(child));
+  child.stdin.end(input);
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  return {
+    child,
+    stdout: () => stdout,
+    done: new Promise((resolve) =>
+      child.once('close', (code, signal) => resolve({ code, signal, stdout, stderr })),
+    ),
+  };
+}
+
+/** Runs a `coffer` command to its end (see startCommand). */
+export function command(
+  args: string[],
+  env: Record<string, string>,
+  input?: string | Buffer,
+): Promise<Exited & { readonly signal: NodeJS.Signals | null }> {
+  return startCommand(args, env, input).done;
+}

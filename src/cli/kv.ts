@@ -1,0 +1,206 @@
+/**
+ * `coffer kv get|put|ls|rm|versions`: keys for people, through the client. A key is named by its path,
+ * NAMESPACE/KEY (payments/prod/db_password); the last segment is the key.
+ */
+import { readFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import type { Coffer } from '../client/coffer.js';
+import { CliError, EXIT } from './exit-codes.js';
+import { connect, explain } from './session.js';
+import { table } from './table.js';
+
+export const KV_HELP = `usage: coffer kv <command> [options]
+
+  get NS/KEY [--version N] [--json]     print the value (exactly its bytes; a newline added on a terminal)
+  put NS/KEY [VALUE | @FILE | -] [--type secret|config] [--if-version N] [--json]
+                                        store a new version (a secret unless --type config). The value
+                                        comes from the argument, from FILE (@FILE: its bytes exactly), or
+                                        from stdin (- or no value; its bytes exactly: printf %s, not echo).
+                                        An argument shows in ps and your shell's history: prefer @FILE or stdin
+                                        for secrets. --if-version N: only if the latest version is N (0: only
+                                        if the key does not exist), else exit 6
+  ls [NS] [--json]                      the keys and child namespaces of NS (without NS: the top-level ones)
+  rm NS/KEY [--if-version N]            delete the key and all its versions
+  versions NS/KEY [--json]              the key's versions, oldest first
+
+examples:
+  printf %s "$PASSWORD" | coffer kv put payments/prod/db_password
+  coffer kv put payments/prod/tls_cert @cert.pem
+  coffer kv put payments/prod/log_level info --type config
+  coffer kv get payments/prod/db_password --version 2
+  coffer kv ls payments --json | jq -r '.keys[]'
+`;
+
+export interface KvIo {
+  readonly env: NodeJS.ProcessEnv;
+  readonly write: (text: string) => void;
+  readonly tty: boolean;
+  readonly stdin: () => Promise<Buffer>;
+}
+
+async function readStdin(): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+const defaultIo = (): KvIo => ({
+  env: process.env,
+  write: (text) => process.stdout.write(text),
+  tty: process.stdout.isTTY === true,
+  stdin: readStdin,
+});
+
+/** NS/KEY: the namespace and the key. */
+function keyPath(path: string | undefined): { namespace: string; key: string } {
+  const at = path?.lastIndexOf('/') ?? -1;
+  if (path === undefined || at <= 0 || at === path.length - 1)
+    throw new CliError(
+      `expected NAMESPACE/KEY, such as payments/prod/db_password${path ? `, not ${path}` : ''}`,
+      EXIT.usage,
+    );
+  return { namespace: path.slice(0, at), key: path.slice(at + 1) };
+}
+
+function version(text: string | undefined, option: string, min = 1): number | undefined {
+  if (text === undefined) return undefined;
+  if (!/^\d{1,10}$/.test(text) || Number(text) < min)
+    throw new CliError(
+      `${option} ${text}: a version number${min === 0 ? ' (0: only if absent)' : ''}`,
+      EXIT.usage,
+    );
+  return Number(text);
+}
+
+const json = (value: unknown): string => `${JSON.stringify(value, null, 2)}\n`;
+
+export async function kvCommand(args: string[], io: KvIo = defaultIo()): Promise<number> {
+  let parsed: ReturnType<typeof parse>;
+  const parse = () =>
+    parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        json: { type: 'boolean' },
+        version: { type: 'string' },
+        type: { type: 'string' },
+        'if-version': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  try {
+    parsed = parse();
+  } catch (err) {
+    throw new CliError((err as Error).message, EXIT.usage);
+  }
+  const { positionals, values: o } = parsed;
+  const [command, path, ...rest] = positionals;
+  if (o.help || command === undefined) {
+    io.write(KV_HELP);
+    return o.help ? EXIT.ok : EXIT.usage;
+  }
+  const coffer = connect(io.env);
+  const what = path ?? 'the top-level namespaces';
+  try {
+    switch (command) {
+      case 'get':
+        return await get(coffer, io, path, o.version, o.json === true);
+      case 'put':
+        return await put(coffer, io, path, rest, o.type, o['if-version'], o.json === true);
+      case 'ls':
+        return await list(coffer, io, path, o.json === true);
+      case 'rm': {
+        const { namespace, key } = keyPath(path);
+        const ifVersion = version(o['if-version'], '--if-version');
+        await coffer.delete(namespace, key, ifVersion === undefined ? {} : { ifVersion });
+        return EXIT.ok;
+      }
+      case 'versions': {
+        const { namespace, key } = keyPath(path);
+        const list = await coffer.versions(namespace, key);
+        io.write(
+          o.json
+            ? json(list)
+            : `${table(
+                ['VERSION', 'TYPE', 'CREATED'],
+                list.versions.map((v) => [String(v.version), v.type, v.created_at]),
+              )}\n`,
+        );
+        return EXIT.ok;
+      }
+      default:
+        throw new CliError(`coffer kv ${command}: no such command (coffer kv --help)`, EXIT.usage);
+    }
+  } catch (err) {
+    throw explain(err, coffer, what);
+  }
+}
+
+async function get(
+  coffer: Coffer,
+  io: KvIo,
+  path: string | undefined,
+  v: string | undefined,
+  asJson: boolean,
+) {
+  const { namespace, key } = keyPath(path);
+  const wanted = version(v, '--version');
+  const entry = await coffer.get(namespace, key, wanted === undefined ? {} : { version: wanted });
+  io.write(asJson ? json(entry) : io.tty ? `${entry.value}\n` : entry.value);
+  return EXIT.ok;
+}
+
+async function put(
+  coffer: Coffer,
+  io: KvIo,
+  path: string | undefined,
+  rest: string[],
+  type: string | undefined,
+  ifVersionText: string | undefined,
+  asJson: boolean,
+) {
+  const { namespace, key } = keyPath(path);
+  if (rest.length > 1)
+    throw new CliError('put takes one value (quote it, or use @FILE or stdin)', EXIT.usage);
+  if (type !== undefined && type !== 'secret' && type !== 'config')
+    throw new CliError(`--type ${type}: secret or config`, EXIT.usage);
+  const ifVersion = version(ifVersionText, '--if-version', 0);
+  const source = rest[0];
+  let value: string;
+  if (source === undefined || source === '-') value = (await io.stdin()).toString('utf8');
+  else if (source.startsWith('@')) {
+    try {
+      value = await readFile(source.slice(1), 'utf8');
+    } catch (err) {
+      throw new CliError(
+        `${source.slice(1)}: cannot read it (${(err as NodeJS.ErrnoException).code})`,
+        EXIT.usage,
+      );
+    }
+  } else value = source;
+  const info = await coffer.put(namespace, key, value, {
+    type: (type as 'secret' | 'config' | undefined) ?? 'secret',
+    ...(ifVersion === undefined ? {} : { ifVersion }),
+  });
+  io.write(
+    asJson
+      ? json(info)
+      : `${info.created ? 'created' : 'stored'} ${namespace}/${key} version ${info.version} (${info.type})\n`,
+  );
+  return EXIT.ok;
+}
+
+async function list(coffer: Coffer, io: KvIo, namespace: string | undefined, asJson: boolean) {
+  const keys: string[] = [];
+  const namespaces: string[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await coffer.list(namespace ?? '', cursor === undefined ? {} : { cursor });
+    keys.push(...page.keys);
+    namespaces.push(...page.namespaces);
+    cursor = page.next_cursor ?? undefined;
+  } while (cursor !== undefined);
+  if (asJson) io.write(json({ namespace: namespace ?? '', keys, namespaces }));
+  else for (const name of [...keys, ...namespaces.map((n) => `${n}/`)]) io.write(`${name}\n`);
+  return EXIT.ok;
+}

@@ -1,0 +1,175 @@
+/** `coffer token create|ls|revoke` and `coffer whoami`, through the client. */
+import { parseArgs } from 'node:util';
+import type { TokenCreateRequest } from '../client/index.js';
+import { CliError, EXIT } from './exit-codes.js';
+import { parseDuration } from './fallback.js';
+import { connect, explain } from './session.js';
+import { table } from './table.js';
+
+export const TOKEN_HELP = `usage: coffer token <command> [options]
+
+  create --role ROLE | --scope NS[:r|w|rw] … [--ttl 1h] [--name NAME] [--description TEXT] [--json]
+                  a new token (root, or a token that may manage tokens). It is printed once, and never
+                  stored in clear: keep it. --scope payments/prod:r reads there, payments/*:rw reads and
+                  writes beneath payments; --ttl 90s, 30m, 24h or 7d (default: the server's)
+  ls [--all] [--json]
+                  the tokens (active ones; --all adds revoked and expired), never their values
+  revoke ID       revoke a token by its id (the part between the first two _ of the token). Never pass the
+                  token itself: it would show in ps and your shell's history
+
+examples:
+  coffer token create --role reader --name payments-api --ttl 30d
+  coffer token create --scope payments/prod:r --scope shared/*:r --json | jq -r .token > app.token
+  coffer token ls --all
+  coffer token revoke LCnrkdwISCNSmoLX
+`;
+
+export const WHOAMI_HELP = `usage: coffer whoami [--json]
+
+The token's id, role or scopes, expiry, and what it may do where (its capabilities).
+`;
+
+interface Io {
+  readonly env: NodeJS.ProcessEnv;
+  readonly write: (text: string) => void;
+}
+
+const defaultIo: Io = { env: process.env, write: (text) => process.stdout.write(text) };
+const json = (value: unknown): string => `${JSON.stringify(value, null, 2)}\n`;
+
+type Options = Record<string, { type: 'string' | 'boolean'; multiple?: boolean }>;
+
+function parse(
+  args: string[],
+  options: Options,
+): { positionals: string[]; values: Record<string, string | boolean | string[] | undefined> } {
+  try {
+    return parseArgs({
+      args,
+      allowPositionals: true,
+      options: { ...options, help: { type: 'boolean', short: 'h' } },
+    });
+  } catch (err) {
+    throw new CliError((err as Error).message, EXIT.usage);
+  }
+}
+
+function scopeOf(text: string): { namespace: string; read: boolean; write: boolean } {
+  const match = /^(.+?)(?::(r|w|rw))?$/.exec(text);
+  if (!match) throw new CliError(`--scope ${text}: NAMESPACE[:r|w|rw]`, EXIT.usage);
+  const rights = match[2] ?? 'r';
+  return { namespace: match[1]!, read: rights.includes('r'), write: rights.includes('w') };
+}
+
+export async function tokenCommand(args: string[], io: Io = defaultIo): Promise<number> {
+  const { positionals, values: o } = parse(args, {
+    role: { type: 'string' },
+    scope: { type: 'string', multiple: true },
+    ttl: { type: 'string' },
+    name: { type: 'string' },
+    description: { type: 'string' },
+    all: { type: 'boolean' },
+    json: { type: 'boolean' },
+  });
+  const [command, ...rest] = positionals;
+  if (o.help || command === undefined) {
+    io.write(TOKEN_HELP);
+    return o.help ? EXIT.ok : EXIT.usage;
+  }
+  const coffer = connect(io.env);
+  try {
+    switch (command) {
+      case 'create': {
+        const scopes = (o.scope as string[] | undefined)?.map(scopeOf);
+        if ((o.role === undefined) === (scopes === undefined))
+          throw new CliError('token create needs exactly one of --role and --scope', EXIT.usage);
+        const metadata = {
+          ...(o.name === undefined ? {} : { name: o.name as string }),
+          ...(o.description === undefined ? {} : { description: o.description as string }),
+        };
+        const request: TokenCreateRequest = {
+          ...(o.role === undefined ? {} : { role: o.role as string }),
+          ...(scopes === undefined ? {} : { scopes }),
+          ...(o.ttl === undefined
+            ? {}
+            : { expires_in: parseDuration(o.ttl as string, '--ttl') / 1000 }),
+          ...(Object.keys(metadata).length === 0 ? {} : { metadata }),
+        };
+        const created = await coffer.createToken(request);
+        io.write(
+          o.json
+            ? json(created)
+            : `${created.token}\n\nid ${created.id}, ${created.role === null ? 'scopes' : `role ${created.role}`}, expires ${created.expires_at}. It is shown this once: keep it.\n`,
+        );
+        return EXIT.ok;
+      }
+      case 'ls': {
+        const { tokens } = await coffer.listTokens({ all: o.all === true });
+        io.write(
+          o.json
+            ? json({ tokens })
+            : `${table(
+                ['ID', 'NAME', 'ROLE / SCOPES', 'STATUS', 'EXPIRES'],
+                tokens.map((t) => [
+                  t.id,
+                  t.metadata.name ?? '',
+                  t.role ??
+                    (t.scopes ?? [])
+                      .map((s) => `${s.namespace}:${s.read ? 'r' : ''}${s.write ? 'w' : ''}`)
+                      .join(' '),
+                  t.status ?? 'active',
+                  t.expires_at,
+                ]),
+              )}\n`,
+        );
+        return EXIT.ok;
+      }
+      case 'revoke': {
+        const id = rest[0];
+        if (id === undefined || rest.length > 1)
+          throw new CliError('token revoke takes one token id', EXIT.usage);
+        if (!/^[A-Za-z0-9]{1,64}$/.test(id))
+          throw new CliError(
+            'token revoke takes the token id (the part between the first two _), never the token itself',
+            EXIT.usage,
+          );
+        await coffer.revokeToken(id);
+        return EXIT.ok;
+      }
+      default:
+        throw new CliError(
+          `coffer token ${command}: no such command (coffer token --help)`,
+          EXIT.usage,
+        );
+    }
+  } catch (err) {
+    throw explain(err, coffer, command === 'revoke' ? `token ${rest[0]}` : 'token');
+  }
+}
+
+export async function whoamiCommand(args: string[], io: Io = defaultIo): Promise<number> {
+  const { positionals, values: o } = parse(args, { json: { type: 'boolean' } });
+  if (o.help) {
+    io.write(WHOAMI_HELP);
+    return EXIT.ok;
+  }
+  if (positionals.length > 0) throw new CliError('whoami takes no arguments', EXIT.usage);
+  const coffer = connect(io.env);
+  try {
+    const me = await coffer.self();
+    if (o.json) {
+      io.write(json(me));
+      return EXIT.ok;
+    }
+    const who = me.is_root ? 'root' : me.role !== null ? `role ${me.role}` : 'scoped';
+    io.write(
+      `${me.id}${me.metadata.name ? ` (${me.metadata.name})` : ''}: ${who}, expires ${me.expires_at ?? 'never'}\n\n${table(
+        ['NAMESPACE', 'ACTIONS', 'TYPES'],
+        me.capabilities.map((c) => [c.namespace, c.actions.join(','), c.types.join(',')]),
+      )}\n`,
+    );
+    return EXIT.ok;
+  } catch (err) {
+    throw explain(err, coffer, 'whoami');
+  }
+}

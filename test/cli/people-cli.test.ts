@@ -1,0 +1,325 @@
+import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseEnv } from 'node:util';
+import { expect } from 'chai';
+import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
+import { command } from '../support/process.js';
+
+/** Values that quoting gets wrong: quotes of each kind, $, backslashes, line breaks, non-ASCII. */
+const AWKWARD: Record<string, string> = {
+  plain: 'simple-value',
+  single: "it's",
+  double: 'say "hi"',
+  dollar: '$HOME and ${PATH} and `id`',
+  backslash: 'C:\\path\\n\\t',
+  lines: 'line one\nline two\nline three',
+  crlf: 'windows\r\nline',
+  unicode: 'pässwörd ✓ 𝄞',
+  empty: '',
+};
+
+describe('the coffer command for people: kv, token, whoami, export', function () {
+  this.timeout(60_000);
+  let c: TestCoffer;
+  let env: Record<string, string>;
+  let dir: string;
+
+  before(async () => {
+    c = await startTestCoffer();
+    env = { COFFER_ADDR: c.url, COFFER_TOKEN: c.rootToken };
+    dir = tempDir();
+  });
+  after(async () => {
+    await c.close();
+  });
+
+  describe('kv', () => {
+    it('puts a value from an argument, a file (@file, bytes exactly) and stdin, and gets each back exactly', async () => {
+      const fromArg = await command(
+        ['kv', 'put', 'team/app/log_level', 'debug', '--type', 'config'],
+        env,
+      );
+      expect(fromArg.code).to.equal(0);
+      expect(fromArg.stdout).to.equal('created team/app/log_level version 1 (config)\n');
+      const file = join(dir, 'cert.pem');
+      writeFileSync(file, '-----BEGIN-----\nabc\n-----END-----\n');
+      expect((await command(['kv', 'put', 'team/app/cert', `@${file}`], env)).code).to.equal(0);
+      const fromStdin = await command(['kv', 'put', 'team/app/db_password'], env, 'hunter2');
+      expect(fromStdin.stdout).to.equal('created team/app/db_password version 1 (secret)\n');
+      const again = await command(['kv', 'put', 'team/app/db_password', '-'], env, 'hunter3');
+      expect(again.stdout).to.equal('stored team/app/db_password version 2 (secret)\n');
+
+      expect((await command(['kv', 'get', 'team/app/log_level'], env)).stdout).to.equal('debug');
+      expect((await command(['kv', 'get', 'team/app/cert'], env)).stdout).to.equal(
+        '-----BEGIN-----\nabc\n-----END-----\n',
+      );
+      expect((await command(['kv', 'get', 'team/app/db_password'], env)).stdout).to.equal(
+        'hunter3',
+      );
+      expect(
+        (await command(['kv', 'get', 'team/app/db_password', '--version', '1'], env)).stdout,
+      ).to.equal('hunter2');
+    });
+
+    it('answers --json with the API objects', async () => {
+      const got = JSON.parse(
+        (await command(['kv', 'get', 'team/app/db_password', '--json'], env)).stdout,
+      );
+      expect(got).to.include({
+        namespace: 'team/app',
+        key: 'db_password',
+        version: 2,
+        value: 'hunter3',
+      });
+      const put = JSON.parse(
+        (await command(['kv', 'put', 'team/app/flag', 'on', '--type', 'config', '--json'], env))
+          .stdout,
+      );
+      expect(put).to.include({ key: 'flag', version: 1, type: 'config', created: true });
+      const listed = JSON.parse((await command(['kv', 'ls', 'team/app', '--json'], env)).stdout);
+      expect(listed).to.deep.equal({
+        namespace: 'team/app',
+        keys: ['cert', 'db_password', 'flag', 'log_level'],
+        namespaces: [],
+      });
+      const versions = JSON.parse(
+        (await command(['kv', 'versions', 'team/app/db_password', '--json'], env)).stdout,
+      );
+      expect(versions.versions.map((v: { version: number }) => v.version)).to.deep.equal([1, 2]);
+    });
+
+    it('lists and shows versions as text for people', async () => {
+      expect((await command(['kv', 'ls', 'team'], env)).stdout).to.equal('app/\n');
+      expect((await command(['kv', 'ls'], env)).stdout).to.include('team/\n');
+      expect((await command(['kv', 'ls', 'team/app'], env)).stdout).to.equal(
+        'cert\ndb_password\nflag\nlog_level\n',
+      );
+      const table = (await command(['kv', 'versions', 'team/app/db_password'], env)).stdout.split(
+        '\n',
+      );
+      expect(table[0]).to.match(/^VERSION\s+TYPE\s+CREATED$/);
+      expect(table[1]).to.match(/^1\s+secret\s+\d{4}-/);
+      expect(table[2]).to.match(/^2\s+secret\s+\d{4}-/);
+    });
+
+    it('check-and-set: --if-version writes only over that version, else exit 6 with the version there', async () => {
+      const stale = await command(
+        ['kv', 'put', 'team/app/db_password', 'x', '--if-version', '1'],
+        env,
+      );
+      expect(stale.code).to.equal(6);
+      expect(stale.stderr).to.match(
+        /^coffer: team\/app\/db_password: .*latest version is 2.*\(412\)\n$/,
+      );
+      expect(
+        (await command(['kv', 'put', 'team/app/db_password', 'x', '--if-version', '2'], env)).code,
+      ).to.equal(0);
+      expect(
+        (await command(['kv', 'put', 'team/app/new', 'x', '--if-version', '0'], env)).code,
+      ).to.equal(0);
+      expect((await command(['kv', 'rm', 'team/app/new', '--if-version', '2'], env)).code).to.equal(
+        6,
+      );
+      expect((await command(['kv', 'rm', 'team/app/new', '--if-version', '1'], env)).code).to.equal(
+        0,
+      );
+      const gone = await command(['kv', 'get', 'team/app/new'], env);
+      expect(gone.code).to.equal(3);
+      expect(gone.stderr).to.equal('coffer: team/app/new: not found (404)\n');
+    });
+
+    it('says each error in one line with its exit code: no token, 403, 404, unreachable, bad arguments', async () => {
+      const noToken = await command(['kv', 'get', 'team/app/flag'], { COFFER_ADDR: c.url });
+      expect([noToken.code, noToken.stderr]).to.deep.equal([
+        2,
+        'coffer: no token: set COFFER_TOKEN, or COFFER_TOKEN_FILE to a file holding it\n',
+      ]);
+      const reader = await c.token({ scopes: [{ namespace: 'elsewhere', read: true }] });
+      const denied = await command(['kv', 'get', 'team/app/flag'], {
+        COFFER_ADDR: c.url,
+        COFFER_TOKEN: reader,
+      });
+      expect(denied.code).to.equal(4);
+      expect(denied.stderr).to.match(/^coffer: forbidden \(403\): .+\n$/);
+      const missing = await command(['kv', 'get', 'team/app/nope'], env);
+      expect([missing.code, missing.stderr]).to.deep.equal([
+        3,
+        'coffer: team/app/nope: not found (404)\n',
+      ]);
+      const down = await command(['kv', 'get', 'team/app/flag'], {
+        ...env,
+        COFFER_ADDR: 'http://127.0.0.1:9',
+      });
+      expect(down.code).to.equal(5);
+      expect(down.stderr).to.match(
+        /^coffer: cannot reach Coffer at http:\/\/127\.0\.0\.1:9: .+\n$/,
+      );
+      const bad = await command(['kv', 'get', 'justakey'], env);
+      expect(bad.code).to.equal(2);
+      const revoked = await c.token({ role: 'reader' });
+      await c.call('DELETE', `/v1/auth/token/${revoked.split('_')[1]}`);
+      const refused = await command(['kv', 'get', 'team/app/flag'], {
+        COFFER_ADDR: c.url,
+        COFFER_TOKEN: revoked,
+      });
+      expect(refused.code).to.equal(4);
+      for (const r of [noToken, denied, missing, down, bad, refused]) {
+        expect(r.stderr.split('\n')).to.have.length(2);
+        expect(r.stderr)
+          .not.to.include(c.rootToken)
+          .and.not.to.include(reader)
+          .and.not.to.include(revoked);
+      }
+    });
+
+    it('reads the token from COFFER_TOKEN_FILE', async () => {
+      const file = join(dir, 'token');
+      writeFileSync(file, `${c.rootToken}\n`, { mode: 0o600 });
+      const got = await command(['kv', 'get', 'team/app/flag'], {
+        COFFER_ADDR: c.url,
+        COFFER_TOKEN_FILE: file,
+      });
+      expect(got.stdout).to.equal('on');
+    });
+  });
+
+  describe('token and whoami', () => {
+    it('creates a token (table and --json), lists it, shows whoami for it, and revokes it by id', async () => {
+      const made = await command(
+        ['token', 'create', '--scope', 'team/app:r', '--name', 'cli-test', '--ttl', '1h'],
+        env,
+      );
+      expect(made.code).to.equal(0);
+      const value = made.stdout.split('\n')[0]!;
+      expect(value).to.match(/^cfr_/);
+      expect(made.stdout).to.include('shown this once');
+      const id = value.split('_')[1]!;
+
+      const asJson = JSON.parse(
+        (await command(['token', 'create', '--role', 'reader', '--json'], env)).stdout,
+      );
+      expect(asJson).to.include({ role: 'reader' });
+      expect(asJson.token).to.match(/^cfr_/);
+
+      const listed = (await command(['token', 'ls'], env)).stdout.split('\n');
+      expect(listed[0]).to.match(/^ID\s+NAME\s+ROLE \/ SCOPES\s+STATUS\s+EXPIRES$/);
+      expect(listed.find((l) => l.startsWith(id))).to.match(/cli-test\s+team\/app:r\s+active/);
+      const listedJson = JSON.parse((await command(['token', 'ls', '--json'], env)).stdout);
+      expect(listedJson.tokens.map((t: { id: string }) => t.id)).to.include(id);
+      expect(JSON.stringify(listedJson)).not.to.include(value);
+
+      const who = await command(['whoami'], { COFFER_ADDR: c.url, COFFER_TOKEN: value });
+      expect(who.stdout).to.match(new RegExp(`^${id} \\(cli-test\\): scoped, expires \\d{4}-`));
+      expect(who.stdout).to.match(/team\/app\s+read,list\s+config,secret/);
+      const whoJson = JSON.parse(
+        (await command(['whoami', '--json'], { COFFER_ADDR: c.url, COFFER_TOKEN: value })).stdout,
+      );
+      expect(whoJson).to.include({ id, is_root: false });
+
+      expect((await command(['token', 'revoke', id], env)).code).to.equal(0);
+      const after = await command(['whoami'], { COFFER_ADDR: c.url, COFFER_TOKEN: value });
+      expect(after.code).to.equal(4);
+      const all = JSON.parse((await command(['token', 'ls', '--all', '--json'], env)).stdout);
+      expect(all.tokens.find((t: { id: string }) => t.id === id).status).to.equal('revoked');
+    });
+
+    it('refuses a token value as an argument to revoke, and a create without exactly one of --role and --scope', async () => {
+      const byValue = await command(['token', 'revoke', c.rootToken], env);
+      expect(byValue.code).to.equal(2);
+      expect(byValue.stderr).to.include('never the token itself').and.not.include(c.rootToken);
+      expect((await command(['token', 'create'], env)).code).to.equal(2);
+      expect(
+        (await command(['token', 'create', '--role', 'reader', '--scope', 'a:r'], env)).code,
+      ).to.equal(2);
+      expect(
+        (await command(['token', 'create', '--role', 'reader', '--ttl', 'soon'], env)).code,
+      ).to.equal(2);
+    });
+  });
+
+  describe('export', () => {
+    before(async () => {
+      for (const [key, value] of Object.entries(AWKWARD))
+        await c.put(`quoting/x/${key}`, value, 'secret');
+    });
+    const expected = Object.fromEntries(
+      Object.entries(AWKWARD).map(([k, v]) => [k.toUpperCase(), v]),
+    );
+
+    it('json: one object of the variables', async () => {
+      const out = await command(['export', '--ns', 'quoting/x', '--format', 'json'], env);
+      expect(out.code).to.equal(0);
+      expect(JSON.parse(out.stdout)).to.deep.equal(expected);
+    });
+
+    it('shell: read back exactly by sh', async () => {
+      const out = await command(['export', '--ns', 'quoting/x', '--format', 'shell'], env);
+      const script = `${out.stdout}\nnode -e 'process.stdout.write(JSON.stringify(Object.fromEntries(${JSON.stringify(Object.keys(expected))}.map((k) => [k, process.env[k]]))))'`;
+      const back = execFileSync('sh', ['-c', script], {
+        env: { PATH: process.env.PATH },
+      }).toString();
+      expect(JSON.parse(back)).to.deep.equal(expected);
+      expect(out.stdout).not.to.include('$(');
+    });
+
+    it("dotenv: read back exactly by Node's own parser, and refuses a value it cannot quote", async () => {
+      const out = await command(
+        [
+          'export',
+          '--ns',
+          'quoting/x',
+          '--format',
+          'dotenv',
+          '--only',
+          'plain',
+          '--only',
+          'single',
+          '--only',
+          'double',
+          '--only',
+          'dollar',
+          '--only',
+          'backslash',
+          '--only',
+          'lines',
+          '--only',
+          'unicode',
+          '--only',
+          'empty',
+        ],
+        env,
+      );
+      expect(out.stderr).to.equal('');
+      const { CRLF: _, ...readable } = expected;
+      expect(parseEnv(out.stdout)).to.deep.equal(readable);
+      const crlf = await command(['export', '--ns', 'quoting/x'], env);
+      expect(crlf.code).to.equal(1);
+      expect(crlf.stderr).to.include('CRLF').and.include('carriage return');
+      await c.put('quoting/y/all', `it's "all" \`three\``, 'secret');
+      const refused = await command(['export', '--ns', 'quoting/y'], env);
+      expect(refused.code).to.equal(1);
+      expect(refused.stderr).to.include('ALL').and.include('--format json');
+      expect(refused.stdout).to.equal('');
+    });
+  });
+
+  it('answers --help for every command, with examples', async () => {
+    for (const args of [
+      ['run', '--help'],
+      ['export', '--help'],
+      ['kv', '--help'],
+      ['token', '--help'],
+      ['whoami', '--help'],
+      ['help', 'kv'],
+    ]) {
+      const help = await command(args, {});
+      expect(help.code, args.join(' ')).to.equal(0);
+      expect(help.stdout, args.join(' ')).to.match(/^usage: coffer /);
+      if (args[0] !== 'whoami') expect(help.stdout, args.join(' ')).to.include('examples:');
+    }
+    const top = await command(['--help'], {});
+    for (const name of ['run', 'export', 'kv', 'token', 'whoami', 'serve', 'operator', 'audit'])
+      expect(top.stdout).to.include(`  ${name} `);
+  });
+});

@@ -1,0 +1,329 @@
+import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { eventually } from '../support/eventually.js';
+import { type FaultProxy, startFaultProxy } from '../support/fault-proxy.js';
+import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
+import { command, startCommand } from '../support/process.js';
+
+/** The program coffer run starts: prints what it was given, then exits as told, or waits for a signal. */
+const PROGRAM = `
+const given = Object.fromEntries(
+  Object.entries(process.env).filter(([k]) => /^(APP_|DB_|API_|LOG_|TLS_|PG|COFFER_)/.test(k) && k !== 'COFFER_ADDR'),
+);
+console.log(JSON.stringify({ env: given, argv: process.argv.slice(2) }));
+const how = process.argv[2];
+if (how === 'wait') {
+  process.on('SIGTERM', () => { console.log('got SIGTERM'); process.exit(42); });
+  process.on('SIGHUP', () => console.log('got SIGHUP'));
+  console.log('ready');
+  setInterval(() => {}, 1000);
+} else if (how === 'die') {
+  process.kill(process.pid, 'SIGTERM');
+} else process.exit(Number(how ?? 0));
+`;
+
+const SECRET = 'pw-!$`"\\\'-ünï-\n-line';
+
+describe('coffer run', function () {
+  this.timeout(60_000);
+  let c: TestCoffer;
+  let dir: string;
+  let program: string;
+  let token: string;
+  let env: Record<string, string>;
+  let proxy: FaultProxy | undefined;
+
+  before(async () => {
+    c = await startTestCoffer();
+    dir = tempDir();
+    program = join(dir, 'program.cjs');
+    writeFileSync(program, PROGRAM);
+    await c.put('shop/prod/db_password', SECRET, 'secret');
+    await c.put('shop/prod/api.url', 'https://api.example', 'config');
+    await c.put('shop/prod/log-level', 'info', 'config');
+    await c.put('shop/shared/tls_cert', 'CERT', 'config');
+    await c.put('shop/clash/db_password', 'one', 'secret');
+    await c.put('shop/clash/db-password', 'two', 'secret');
+    await c.put('shop/digits/2fa_seed', 'seed', 'secret');
+    token = await c.token({ role: 'reader' });
+    env = { COFFER_ADDR: c.url, COFFER_TOKEN: token };
+  });
+  afterEach(async () => {
+    await proxy?.close();
+    proxy = undefined;
+  });
+  after(async () => {
+    await c.close();
+  });
+
+  const given = (stdout: string) =>
+    JSON.parse(stdout.split('\n')[0]!) as { env: Record<string, string>; argv: string[] };
+
+  it('runs the command with every value it may read as variables, by the one rule, and passes its exit code', async () => {
+    const ran = await command(
+      ['run', '--ns', 'shop/prod', '--ns', 'shop/shared', '--', process.execPath, program, '7'],
+      env,
+    );
+    expect(ran.stderr).to.equal('');
+    expect(ran.code).to.equal(7);
+    expect(given(ran.stdout)).to.deep.equal({
+      env: {
+        DB_PASSWORD: SECRET,
+        API_URL: 'https://api.example',
+        LOG_LEVEL: 'info',
+        TLS_CERT: 'CERT',
+      },
+      argv: ['7'],
+    });
+  });
+
+  it('gives a config reader its config values only, and never passes the token on', async () => {
+    const reader = await c.token({ role: 'config-reader' });
+    const ran = await command(['run', '--ns', 'shop/prod', '--', process.execPath, program, '0'], {
+      COFFER_ADDR: c.url,
+      COFFER_TOKEN: reader,
+    });
+    expect(ran.code).to.equal(0);
+    expect(given(ran.stdout).env).to.deep.equal({
+      API_URL: 'https://api.example',
+      LOG_LEVEL: 'info',
+    });
+  });
+
+  it('takes --prefix, --only and --map', async () => {
+    const ran = await command(
+      [
+        'run',
+        '--ns',
+        'shop/prod',
+        '--prefix',
+        'APP_',
+        '--only',
+        'db_password',
+        '--only',
+        'api.url',
+        '--map',
+        'db_password=PGPASSWORD',
+        '--',
+        process.execPath,
+        program,
+      ],
+      env,
+    );
+    expect(ran.code).to.equal(0);
+    expect(given(ran.stdout).env).to.deep.equal({
+      PGPASSWORD: SECRET,
+      APP_API_URL: 'https://api.example',
+    });
+  });
+
+  it('refuses two keys that map to one variable, a key with no name, and an --only that finds nothing, naming them', async () => {
+    const clash = await command(
+      ['run', '--ns', 'shop/clash', '--', process.execPath, program],
+      env,
+    );
+    expect(clash.code).to.equal(2);
+    expect(clash.stderr).to.include('shop/clash/db-password').and.include('shop/clash/db_password');
+    expect(clash.stderr).to.include('DB_PASSWORD');
+    expect(clash.stdout, 'the command never ran').to.equal('');
+
+    const twice = await command(
+      [
+        'run',
+        '--ns',
+        'shop/prod',
+        '--ns',
+        'shop/clash',
+        '--only',
+        'db_password',
+        '--',
+        process.execPath,
+        program,
+      ],
+      env,
+    );
+    expect(twice.code).to.equal(2);
+    expect(twice.stderr).to.include('shop/prod/db_password').and.include('shop/clash/db_password');
+
+    const digits = await command(
+      ['run', '--ns', 'shop/digits', '--', process.execPath, program],
+      env,
+    );
+    expect(digits.code).to.equal(2);
+    expect(digits.stderr).to.include('shop/digits/2fa_seed').and.include('--map');
+    const mapped = await command(
+      ['run', '--ns', 'shop/digits', '--map', '2fa_seed=APP_SEED', '--', process.execPath, program],
+      env,
+    );
+    expect(given(mapped.stdout).env).to.deep.equal({ APP_SEED: 'seed' });
+
+    const missing = await command(
+      ['run', '--ns', 'shop/prod', '--only', 'nope', '--', process.execPath, program],
+      env,
+    );
+    expect(missing.code).to.equal(2);
+    expect(missing.stderr).to.include('nope');
+    for (const r of [clash, twice, digits, missing]) expect(r.stderr).not.to.include(SECRET);
+  });
+
+  it('passes signals on to the command and exits with its code', async () => {
+    const running = startCommand(
+      ['run', '--ns', 'shop/prod', '--', process.execPath, program, 'wait'],
+      env,
+    );
+    await eventually(() => running.stdout().includes('ready'));
+    running.child.kill('SIGHUP');
+    await eventually(() => running.stdout().includes('got SIGHUP'));
+    running.child.kill('SIGTERM');
+    const ended = await running.done;
+    expect(ended.stdout).to.include('got SIGTERM');
+    expect(ended.code).to.equal(42);
+  });
+
+  it('ends by the signal that ended the command, and says 127 for a command that does not exist', async () => {
+    const died = await command(
+      ['run', '--ns', 'shop/prod', '--', process.execPath, program, 'die'],
+      env,
+    );
+    expect(died.signal).to.equal('SIGTERM');
+    const nothing = await command(
+      ['run', '--ns', 'shop/prod', '--', join(dir, 'no-such-program')],
+      env,
+    );
+    expect(nothing.code).to.equal(127);
+    expect(nothing.stderr).to.include('command not found');
+  });
+
+  it('says what is wrong in one line: no token, a namespace it may not read, Coffer unreachable', async () => {
+    const noToken = await command(['run', '--ns', 'shop/prod', '--', process.execPath, program], {
+      COFFER_ADDR: c.url,
+    });
+    expect(noToken.code).to.equal(2);
+    expect(noToken.stderr).to.match(/^coffer: no token: set COFFER_TOKEN/);
+    const other = await c.token({ scopes: [{ namespace: 'elsewhere', read: true }] });
+    const denied = await command(['run', '--ns', 'shop/prod', '--', process.execPath, program], {
+      COFFER_ADDR: c.url,
+      COFFER_TOKEN: other,
+    });
+    expect(denied.code).to.equal(4);
+    expect(denied.stderr.trim().split('\n')).to.have.length(1);
+    proxy = await startFaultProxy(c.url, () => 'pass');
+    const url = proxy.url;
+    await proxy.close();
+    const down = await command(['run', '--ns', 'shop/prod', '--', process.execPath, program], {
+      ...env,
+      COFFER_ADDR: url,
+    });
+    expect(down.code).to.equal(5);
+    expect(down.stderr).to.include('cannot reach');
+    for (const r of [noToken, denied, down]) expect(r.stderr).not.to.include(token);
+  });
+
+  describe('with an encrypted fallback copy', () => {
+    let keyFile: string;
+    let copy: string;
+    let fallbackEnv: Record<string, string>;
+    const withFallback = (ns: string, extra: string[] = []) => [
+      'run',
+      '--ns',
+      ns,
+      '--fallback',
+      copy,
+      '--fallback-key-file',
+      keyFile,
+      ...extra,
+      '--',
+      process.execPath,
+      program,
+    ];
+
+    before(async () => {
+      keyFile = join(dir, 'fallback.key');
+      writeFileSync(keyFile, randomBytes(32), { mode: 0o600 });
+      copy = join(dir, 'copy.json');
+    });
+
+    it('writes the copy (0600, no value in plaintext) while Coffer answers, and starts from it when Coffer is down', async () => {
+      proxy = await startFaultProxy(c.url, () => 'pass');
+      fallbackEnv = { ...env, COFFER_ADDR: proxy.url };
+      const up = await command(withFallback('shop/prod'), fallbackEnv);
+      expect(up.code).to.equal(0);
+      expect(statSync(copy).mode & 0o777).to.equal(0o600);
+      await proxy.close();
+
+      const down = await command(withFallback('shop/prod'), fallbackEnv);
+      expect(down.code).to.equal(0);
+      expect(down.stderr).to.include('cannot reach').and.include('starting from the fallback copy');
+      expect(given(down.stdout).env).to.deep.equal(given(up.stdout).env);
+      expect(given(down.stdout).env.DB_PASSWORD).to.equal(SECRET);
+
+      // No value, in any form we know, in any file left behind.
+      for (const name of readdirSync(dir)) {
+        const bytes = readFileSync(join(dir, name));
+        for (const value of [SECRET, 'https://api.example', 'pw-!$'])
+          for (const form of [
+            value,
+            Buffer.from(value).toString('base64'),
+            Buffer.from(value).toString('hex'),
+          ])
+            expect(
+              bytes.includes(form),
+              `${name} holds ${form === value ? 'a value' : 'an encoding of a value'}`,
+            ).to.equal(false);
+      }
+    });
+
+    it('refuses the copy when it is older than --fallback-max-age', async () => {
+      await new Promise((resolve) => setTimeout(resolve, 1100));
+      const old = await command(
+        withFallback('shop/prod', ['--fallback-max-age', '1s']),
+        fallbackEnv,
+      );
+      expect(old.code).to.equal(5);
+      expect(old.stderr).to.include('--fallback-max-age').and.include('refused');
+      expect(old.stdout, 'the command never ran').to.equal('');
+    });
+
+    it('refuses the copy for another namespace', async () => {
+      const other = await command(withFallback('shop/shared'), fallbackEnv);
+      expect(other.code).to.equal(5);
+      expect(other.stderr).to.include('shop/prod').and.include('refused');
+      expect(other.stdout).to.equal('');
+    });
+
+    it('refuses a tampered copy: a changed byte of the ciphertext, or a changed time', async () => {
+      const original = readFileSync(copy, 'utf8');
+      const parsed = JSON.parse(original);
+      const bytes = Buffer.from(parsed.ciphertext, 'base64');
+      bytes[5] = bytes[5]! ^ 1;
+      writeFileSync(copy, JSON.stringify({ ...parsed, ciphertext: bytes.toString('base64') }));
+      const flipped = await command(withFallback('shop/prod'), fallbackEnv);
+      expect(flipped.code).to.equal(5);
+      expect(flipped.stderr).to.include('failed its check');
+
+      writeFileSync(copy, JSON.stringify({ ...parsed, written_at: new Date().toISOString() }));
+      const freshened = await command(withFallback('shop/prod'), fallbackEnv);
+      expect(freshened.code).to.equal(5);
+      expect(freshened.stderr).to.include('failed its check');
+      expect(freshened.stdout).to.equal('');
+      writeFileSync(copy, original);
+    });
+
+    it('never uses the copy when Coffer answers no (403)', async () => {
+      const other = await c.token({ scopes: [{ namespace: 'elsewhere', read: true }] });
+      proxy = await startFaultProxy(
+        c.url,
+        () => 'pass',
+        Number(new URL(fallbackEnv.COFFER_ADDR!).port),
+      );
+      const denied = await command(withFallback('shop/prod'), {
+        ...fallbackEnv,
+        COFFER_TOKEN: other,
+      });
+      expect(denied.code).to.equal(4);
+      expect(denied.stdout).to.equal('');
+    });
+  });
+});
