@@ -6,7 +6,7 @@
  * alike). Prints a table and the targets, and writes JSON to bench/results/. (`npm run bench:all` runs this
  * and the etcd comparison and writes one report of both: bench/all.ts.)
  *
- *   npm run bench -- [--seconds 10] [--connections 32] [--rounds 5] [--only all-workers|one-process|audit-cost|flood|namespace-read]
+ *   npm run bench -- [--seconds 10] [--connections 32] [--rounds 5] [--only all-workers|one-process|audit-cost|flood|namespace-read|waits|run-startup]
  *   npm run bench -- --storage postgres [--seconds 10] [--rounds 5]   (PostgreSQL beside LMDB: bench/storage.ts)
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -32,8 +32,10 @@ import {
   type Target,
   target,
 } from './report.js';
+import { printRunStartup, type RunStartup, runStartup } from './run-startup.js';
 import { type RunningServer, startBareExpress, startCoffer, startDirectCoffer } from './servers.js';
 import { storageBench } from './storage.js';
+import { printWaits, type WaitsRound, waitsCost } from './waits.js';
 import { ensureTools, type LoadResult, runWrk } from './wrk.js';
 
 const { values: args } = parseArgs({
@@ -41,7 +43,8 @@ const { values: args } = parseArgs({
   options: {
     seconds: { type: 'string', default: '10' },
     connections: { type: 'string', default: '32' },
-    only: { type: 'string' }, // 'all-workers', 'one-process', 'audit-cost', 'flood' or 'namespace-read'
+    // 'all-workers', 'one-process', 'audit-cost', 'flood', 'namespace-read', 'waits' or 'run-startup'
+    only: { type: 'string' },
     rounds: { type: 'string', default: '5' },
     storage: { type: 'string' }, // 'postgres': bench/storage.ts instead
   },
@@ -98,6 +101,8 @@ export interface BenchRun {
   readonly rows: Row[];
   readonly targets: Target[];
   readonly namespaceRead?: readonly NamespaceReadRound[];
+  readonly waits?: readonly WaitsRound[];
+  readonly runStartup?: RunStartup;
 }
 
 /** Runs every case (or the `only` group) and judges the targets. */
@@ -115,14 +120,25 @@ export async function runBench(only: string | undefined): Promise<BenchRun> {
   if (only === undefined || only === 'one-process') await oneProcess(rows, root);
   // 3. The audit log's cost on the read path.
   if (only === undefined || only === 'audit-cost') await auditCost(rows, root);
-  const targets = only === 'namespace-read' ? [] : targetsOf(rows, workers);
+  const applications = ['namespace-read', 'waits', 'run-startup'];
+  const targets = only !== undefined && applications.includes(only) ? [] : targetsOf(rows, workers);
+  const run: { -readonly [K in keyof BenchRun]: BenchRun[K] } = { rows, targets };
   // 4. A namespace's values in one call against single reads, CPU per value.
   if (only === undefined || only === 'namespace-read') {
     const cost = await namespaceReadCost(root, { seconds, rounds, connections });
     targets.push(cost.target);
-    return { rows, targets, namespaceRead: cost.rounds };
+    run.namespaceRead = cost.rounds;
   }
-  return { rows, targets };
+  // 5. Reads beside 500 held waits.
+  if (only === undefined || only === 'waits') {
+    const cost = await waitsCost(root, { seconds, rounds, connections });
+    targets.push(cost.target);
+    run.waits = cost.rounds;
+  }
+  // 6. coffer run's start-up beside node -e 0.
+  if (only === undefined || only === 'run-startup')
+    run.runStartup = await runStartup(root, rounds * 4);
+  return run;
 }
 
 async function main(): Promise<void> {
@@ -428,12 +444,14 @@ export function benchHeader(): string {
   return `wrk: ${connections} connections, ${seconds} s per case (after 1 s warm-up), ${pinning ? 'wrk pinned to core 1; "× 1" servers pinned to core 0' : 'nothing pinned'}`;
 }
 
-function report({ rows, targets, namespaceRead }: BenchRun): void {
+function report({ rows, targets, namespaceRead, waits, runStartup: startup }: BenchRun): void {
   printTable(
     `Coffer benchmark — ${new Date().toISOString()} — ${describeMachine()}\n${benchHeader()}`,
     rows,
   );
   if (namespaceRead) printNamespaceRead(namespaceRead);
+  if (waits) printWaits(waits);
+  if (startup) printRunStartup(startup);
   printTargets(targets);
   mkdirSync(resultsDir, { recursive: true });
   const file = join(resultsDir, `bench-${new Date().toISOString().replaceAll(':', '-')}.json`);
@@ -448,6 +466,8 @@ function report({ rows, targets, namespaceRead }: BenchRun): void {
         rows,
         targets,
         namespaceRead,
+        waits,
+        runStartup: startup,
       },
       null,
       2,

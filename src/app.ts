@@ -24,6 +24,7 @@ import { STORE_FORMAT } from './crypto/keyring.js';
 import { buildHttpApp } from './http/http-app.js';
 import { readTls, serveHttp } from './http/http-server.js';
 import type { OutcomeSink } from './http/outcome.js';
+import { KeyChanges, type KeyRef } from './kv/key-changes.js';
 import { KvService } from './kv/kv-service.js';
 import type { OperatorEvents } from './model/operator-events.js';
 import { AuditReview } from './operator/audit-review.js';
@@ -58,6 +59,17 @@ export interface StartOptions {
    * (bench/direct-server.ts); no configuration setting or variable reaches it.
    */
   readonly audit?: boolean;
+  /**
+   * The other processes of this server (the supervisor's workers): told of each key this process changes,
+   * and telling of theirs, to wake the requests waiting for them (kv/key-changes.ts).
+   */
+  readonly peers?: KeyPeers;
+}
+
+/** How a server process tells its siblings of a key it changed, and hears of theirs. */
+export interface KeyPeers {
+  publish(ref: KeyRef): void;
+  subscribe(listener: (ref: KeyRef) => void): void;
 }
 
 export interface RunningCoffer {
@@ -115,6 +127,12 @@ export async function startCoffer(
     // Logged and audited with the record's kind and storage key, never its bytes.
     const onIntegrityError = integrityReporter(events, now);
     const records = store.records(keyring, onIntegrityError);
+    // Who waits for which key; woken by this process's writes, its siblings' and (PostgreSQL) other servers'.
+    const changes = new KeyChanges(config.max_waits, (ref) => options.peers?.publish(ref));
+    options.peers?.subscribe((ref) => changes.heard(ref));
+    const stopHearing = records.kv.onChange((ref) =>
+      ref === undefined ? changes.heardAll() : changes.heard(ref),
+    );
     const argon2 = new Argon2Gate();
     const principals = new PrincipalFactory(roleTable(config.roles));
     const currentRoot = new CurrentRoot(opened.root, records.rootToken, keyring);
@@ -168,6 +186,7 @@ export async function startCoffer(
         keyring,
         maxValueBytes: config.max_value_bytes,
         now,
+        changes,
       }),
       log,
       audit,
@@ -223,6 +242,9 @@ export async function startCoffer(
       keyring,
       async close(drainMs = 10_000) {
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        // Held waits answer now (304: nothing changed yet), so their connections can drain.
+        changes.close();
+        stopHearing();
         server.closeIdleConnections();
         const deadline = setTimeout(() => server.closeAllConnections(), drainMs);
         await closed;

@@ -30,6 +30,80 @@ export interface AuditFilter {
   readonly outcome?: string;
 }
 
+const OUTCOME = /^(success|failure|[1-5][0-9][0-9]|[a-z_]{1,64})$/;
+const ACTION = /^[a-z][a-z._]{0,63}\*?$/;
+
+/** The search's filters as the API names them (GET /v1/sys/audit, coffer audit search). */
+export interface AuditQuery {
+  readonly from?: string | undefined;
+  readonly to?: string | undefined;
+  readonly token_id?: string | undefined;
+  readonly token_name?: string | undefined;
+  readonly request_id?: string | undefined;
+  readonly prefix?: string | undefined;
+  readonly key?: string | undefined;
+  readonly action?: string | undefined;
+  readonly outcome?: string | undefined;
+}
+
+/** The filter `q` asks for; `bad` refuses a malformed one, naming its parameter. */
+export function auditFilterOf(
+  q: AuditQuery,
+  bad: (name: string, message: string) => never,
+): AuditFilter {
+  const filter: { -readonly [K in keyof AuditFilter]: AuditFilter[K] } = {};
+  const time = (name: string, text: string | undefined): string | undefined =>
+    text === undefined
+      ? undefined
+      : (auditTime(text) ?? bad(name, 'must be an ISO 8601 time such as 2026-11-22T10:00:00Z'));
+  const from = time('from', q.from);
+  const to = time('to', q.to);
+  if (from !== undefined) filter.from = from;
+  if (to !== undefined) filter.to = to;
+  if (from !== undefined && to !== undefined && from >= to) bad('to', 'must be later than from');
+  if (q.token_id !== undefined) {
+    if (!/^[A-Za-z0-9]{1,64}$/.test(q.token_id))
+      bad('token_id', 'must be a token id (never a token)');
+    filter.tokenId = q.token_id;
+  }
+  if (q.token_name !== undefined) {
+    if (q.token_name === '' || q.token_name.length > 128)
+      bad('token_name', 'must be 1 to 128 characters, as a token name');
+    filter.tokenName = q.token_name;
+  }
+  if (q.request_id !== undefined) {
+    if (!/^[A-Za-z0-9._-]{1,128}$/.test(q.request_id))
+      bad('request_id', 'must be a request id, as X-Request-Id gives it');
+    filter.requestId = q.request_id;
+  }
+  if (q.prefix !== undefined) {
+    if (q.prefix === '' || q.prefix.length > 1024) bad('prefix', 'must be 1 to 1024 characters');
+    filter.prefix = q.prefix;
+  }
+  if (q.key !== undefined) {
+    if (!q.key.includes('/') || q.key.length > 4096)
+      bad('key', 'must be namespace/key, e.g. payments/prod/db_password');
+    filter.key = q.key;
+  }
+  if (q.action !== undefined) {
+    if (!ACTION.test(q.action))
+      bad(
+        'action',
+        'must be an action or event name such as read or keyring.rotate, optionally ending in *',
+      );
+    filter.action = q.action;
+  }
+  if (q.outcome !== undefined) {
+    if (!OUTCOME.test(q.outcome))
+      bad(
+        'outcome',
+        'must be success, failure, a status such as 403, or an error code such as forbidden',
+      );
+    filter.outcome = q.outcome;
+  }
+  return filter;
+}
+
 export interface AuditPosition {
   readonly ts: string;
   readonly chain: string;

@@ -121,8 +121,17 @@ async function verifyWithPublicKey(
   return printVerdict(result, files.length, out) ? 0 : 1;
 }
 
-/** Prints the verdict; true when intact. */
-function printVerdict(result: VerifyResult, files: number, out: Out): boolean {
+/** Prints the verdict (the same from the files and from GET /v1/sys/audit/verify); true when intact. */
+export function printVerdict(
+  result:
+    | Pick<
+        Extract<VerifyResult, { intact: true }>,
+        'intact' | 'entries' | 'first' | 'last' | 'chains' | 'archived' | 'uncheckpointed'
+      >
+    | Pick<Extract<VerifyResult, { intact: false }>, 'intact' | 'file' | 'line' | 'seq' | 'reason'>,
+  files: number,
+  out: Out,
+): boolean {
   if (!result.intact) {
     out(
       `BROKEN: ${result.file}${result.line > 0 ? `:${result.line}` : ''}${result.seq === null ? '' : ` (seq ${result.seq})`}: ${result.reason}`,
@@ -222,7 +231,8 @@ export async function archiveCommand(
   });
 }
 
-function printCoverage(c: Coverage, out: Out): number {
+/** Prints what the log names of the store's changes; 1 when something is not covered. */
+export function printCoverage(c: Coverage, out: Out): number {
   out(
     `covers: ${c.versions} stored versions: ${c.by_request} named by their write's entry, ${c.by_intent} by the intent entry of a write cut off before its own entry, ${c.before_log} created before the log begins`,
   );

@@ -8,6 +8,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { auditTime } from '../audit/query.js';
 import { loadConfig } from '../config/load.js';
+import { SEARCH_OPTIONS, searchCommand, verifyRemote } from './audit-remote.js';
 import { archiveCommand, verifyCommand } from './audit-verify.js';
 import { CliError } from './exit-codes.js';
 import type { CommandIo } from './progress.js';
@@ -28,12 +29,28 @@ export const AUDIT_USAGE = `usage: coffer audit <command>
                                move whole audit files whose entries are all older than DATE (ISO 8601)
                                to DIR, after checking the whole log; the move is recorded in the log, so
                                verify still passes and says what was archived
+  verify --remote              the same check, run by the server (GET /v1/sys/audit/verify): for an auditor
+                               with only a token (COFFER_ADDR, COFFER_TOKEN or COFFER_TOKEN_FILE); the same
+                               output and exit codes
+  search [filters] [--json] [--limit N] [--remote]
+                               the entries that match, oldest first, one a line (--json: each entry as
+                               the log holds it). Filters: --from TIME --to TIME --token-id ID
+                               --token-name NAME --request-id ID --prefix NS/KEY --key NS/KEY
+                               --action NAME (keyring.* for a family) --outcome success|failure|403|code.
+                               Offline it reads the audit directory (and shared storage's chains);
+                               --remote asks the server (GET /v1/sys/audit)
   seal-report [--verify] [--json]
                                check that every stored version is sealed, without decrypting anything
                                (needs no master key); --verify also opens each one in memory (needs the
                                key; no value is printed); exits 1 when it finds anomalies
 
-Reads the server's COFFER_* settings: the data directory, the master key, the audit directory.
+Offline, reads the server's COFFER_* settings: the data directory, the master key, the audit directory.
+
+examples:
+  coffer audit verify
+  coffer audit verify --remote
+  coffer audit search --remote --key payments/prod/db_password --from 2026-11-01
+  coffer audit search --token-name payments-api --outcome failure --json | jq .
 `;
 
 export async function auditCommand(
@@ -48,14 +65,28 @@ export async function auditCommand(
       verify: { type: 'boolean' },
       json: { type: 'boolean' },
       before: { type: 'string' },
-      to: { type: 'string' },
       'public-key': { type: 'string' },
+      // Their --to: a time for search, a directory for archive.
+      ...SEARCH_OPTIONS,
     },
   });
   const command = positionals[0];
-  if (values.help || (command !== 'verify' && command !== 'seal-report' && command !== 'archive')) {
+  const commands = ['verify', 'seal-report', 'archive', 'search'];
+  if (values.help || command === undefined || !commands.includes(command)) {
     io.out(AUDIT_USAGE);
     return values.help ? 0 : 2;
+  }
+  if (command === 'search') {
+    if (positionals.length > 1) throw new CliError('search takes options only', 2);
+    return searchCommand(() => loadConfig(), values, values.json === true, io.out);
+  }
+  if (command === 'verify' && values.remote) {
+    if (positionals.length > 1 || values['public-key'])
+      throw new CliError(
+        "verify --remote checks the server's whole log: no files, no --public-key",
+        2,
+      );
+    return verifyRemote(io.out);
   }
   const config = loadConfig();
   if (command === 'verify') {

@@ -6,13 +6,14 @@
  * environment only: never a file in plaintext, never a command line. The child does not inherit
  * COFFER_TOKEN, COFFER_TOKEN_FILE or COFFER_FALLBACK_KEY.
  */
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { constants } from 'node:os';
 import { parseArgs } from 'node:util';
-import { environmentOf, MappingError } from './env-names.js';
+import type { Coffer } from '../client/coffer.js';
+import { environmentOf, MappingError, type SourceValue } from './env-names.js';
 import { CliError, EXIT } from './exit-codes.js';
-import { fallbackKey, parseDuration } from './fallback.js';
-import { connect } from './session.js';
+import { fallbackKey, parseDuration, writeFallback } from './fallback.js';
+import { connect, explain } from './session.js';
 import { type FallbackOptions, valuesWithFallback } from './values-source.js';
 
 export const RUN_HELP = `usage: coffer run --ns NAMESPACE [--ns …] [options] -- COMMAND [ARGS…]
@@ -29,6 +30,11 @@ that come to one variable, or a key that gives no valid name, is an error naming
                             start from it when Coffer cannot be reached, saying so on stderr
   --fallback-max-age AGE    refuse a copy older than AGE (default 24h; 90s, 30m, 24h, 7d)
   --fallback-key-file FILE  the copy's key: 32 random bytes (or COFFER_FALLBACK_KEY, hex or base64)
+  --watch                   when a value the command was given changes (or a key is added or deleted),
+                            restart it: SIGTERM, up to 10 s to exit, then the new values. Coffer out of
+                            reach never stops the command; the watch tries again
+  --watch-signal SIGNAL     with --watch: send SIGNAL (HUP, USR1, …) instead of restarting (the command's
+                            environment cannot change while it runs: for programs that read Coffer again)
 
 The token comes from COFFER_TOKEN or COFFER_TOKEN_FILE, the server from COFFER_ADDR. The exit code is
 COMMAND's; before it starts: 2 bad arguments or no token, 3 a namespace not found, 4 denied,
@@ -38,6 +44,7 @@ examples:
   coffer run --ns payments/prod -- node server.js
   coffer run --ns payments/prod --ns shared/prod --prefix APP_ -- ./start.sh
   coffer run --ns payments/prod --only db_password --map db_password=PGPASSWORD -- psql
+  coffer run --ns payments/prod --watch -- node server.js
   coffer run --ns payments/prod --fallback /var/lib/app/coffer.fallback \\
       --fallback-key-file /etc/app/fallback.key --fallback-max-age 24h -- node server.js
 `;
@@ -112,6 +119,8 @@ export async function runCommand(args: string[], io: RunIo = defaultIo): Promise
     fallback: { type: 'string' },
     'fallback-max-age': { type: 'string' },
     'fallback-key-file': { type: 'string' },
+    watch: { type: 'boolean' },
+    'watch-signal': { type: 'string' },
   });
   if (options.help) {
     io.out(RUN_HELP);
@@ -125,6 +134,8 @@ export async function runCommand(args: string[], io: RunIo = defaultIo): Promise
       EXIT.usage,
     );
   const file = options.fallback as string | undefined;
+  if (options['watch-signal'] !== undefined && !options.watch)
+    throw new CliError('--watch-signal goes with --watch', EXIT.usage);
   if (file === undefined && (options['fallback-max-age'] || options['fallback-key-file']))
     throw new CliError(
       '--fallback-max-age and --fallback-key-file go with --fallback FILE',
@@ -143,47 +154,189 @@ export async function runCommand(args: string[], io: RunIo = defaultIo): Promise
         };
   const coffer = connect(io.env);
   const values = await valuesWithFallback(coffer, options.ns, fallback, io.warn);
-  let variables: Map<string, string>;
   try {
-    variables = environmentOf(values, options);
+    environmentOf(values, options);
   } catch (err) {
     if (err instanceof MappingError) throw new CliError(err.message, EXIT.usage);
     throw err;
   }
-  const env: NodeJS.ProcessEnv = { ...io.env };
-  for (const name of WITHHELD) delete env[name];
-  for (const [name, value] of variables) env[name] = value;
-  return runChild(command, env);
+  const environment = (from: SourceValue[]): NodeJS.ProcessEnv => {
+    const env: NodeJS.ProcessEnv = { ...io.env };
+    for (const name of WITHHELD) delete env[name];
+    for (const [name, value] of environmentOf(from, options)) env[name] = value;
+    return env;
+  };
+  const env = environment(values);
+  if (!options.watch) return runChild(command, env);
+  return runChild(command, env, {
+    coffer,
+    namespaces: options.ns,
+    environment,
+    signal: watchSignal(options['watch-signal'] as string | undefined),
+    fallback,
+    warn: io.warn,
+  });
 }
 
-/** Runs the command to its end, passing signals on; resolves with the exit code to exit with. */
-function runChild(command: string[], env: NodeJS.ProcessEnv): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command[0]!, command.slice(1), { env, stdio: 'inherit' });
-    const forward = (signal: NodeJS.Signals): void => {
-      child.kill(signal);
-    };
-    for (const signal of FORWARDED) process.on(signal, forward);
-    const stopForwarding = (): void => {
-      for (const signal of FORWARDED) process.off(signal, forward);
-    };
-    child.on('error', (err: NodeJS.ErrnoException) => {
-      stopForwarding();
-      if (err.code === 'ENOENT')
-        reject(new CliError(`${command[0]}: command not found`, EXIT.commandNotFound));
-      else if (err.code === 'EACCES')
-        reject(new CliError(`${command[0]}: permission denied`, EXIT.cannotExecute));
-      else reject(new CliError(`${command[0]}: ${err.message}`, EXIT.cannotExecute));
-    });
-    child.on('exit', (code, signal) => {
-      stopForwarding();
-      if (signal !== null) {
-        // Ended by a signal: end the same way, so whoever runs coffer sees what its child saw.
-        process.kill(process.pid, signal);
-        resolve(128 + (constants.signals[signal] ?? 0));
+function watchSignal(name: string | undefined): NodeJS.Signals | undefined {
+  if (name === undefined) return undefined;
+  const signal = (name.startsWith('SIG') ? name : `SIG${name}`).toUpperCase();
+  if (!(signal in constants.signals) || signal === 'SIGKILL' || signal === 'SIGSTOP')
+    throw new CliError(`--watch-signal ${name}: a signal such as HUP or USR1`, EXIT.usage);
+  return signal as NodeJS.Signals;
+}
+
+/** What `--watch` needs: where to watch, how to make the environment, and what to do on a change. */
+interface Watching {
+  readonly coffer: Coffer;
+  readonly namespaces: readonly string[];
+  readonly environment: (values: SourceValue[]) => NodeJS.ProcessEnv;
+  /** Sent to the command on a change; undefined: restart it. */
+  readonly signal: NodeJS.Signals | undefined;
+  readonly fallback: FallbackOptions | undefined;
+  readonly warn: (line: string) => void;
+}
+
+/** How long a stopped command may take to exit on SIGTERM before a restart kills it. */
+const RESTART_GRACE_MS = 10_000;
+
+/**
+ * Runs the command to its end, passing signals on; with `watching`, restarts it (or sends it the chosen
+ * signal) when the values it was given change. Resolves with the exit code to exit with.
+ */
+async function runChild(
+  command: string[],
+  env: NodeJS.ProcessEnv,
+  watching?: Watching,
+): Promise<number> {
+  let child = start(command, env);
+  const forward = (signal: NodeJS.Signals): void => {
+    child.process.kill(signal);
+  };
+  for (const signal of FORWARDED) process.on(signal, forward);
+  const stopWatching = new AbortController();
+  let restarting: Promise<void> | undefined;
+  if (watching)
+    void watchValues(watching, env, stopWatching.signal, async (next) => {
+      if (watching.signal) {
+        child.process.kill(watching.signal);
         return;
       }
-      resolve(code ?? EXIT.failure);
+      watching.warn('coffer: the values changed; restarting the command');
+      restarting = (async () => {
+        const old = child;
+        old.process.kill('SIGTERM');
+        const killer = setTimeout(() => old.process.kill('SIGKILL'), RESTART_GRACE_MS);
+        await old.ended;
+        clearTimeout(killer);
+        child = start(command, next);
+      })();
+      await restarting;
+      restarting = undefined;
     });
-  });
+  try {
+    for (;;) {
+      const current = child;
+      const ended = await current.ended;
+      if (restarting !== undefined || child !== current) {
+        await restarting;
+        continue; // stopped for a restart: wait for the new one
+      }
+      if (ended.signal !== null) {
+        for (const signal of FORWARDED) process.off(signal, forward);
+        // Ended by a signal: end the same way, so whoever runs coffer sees what its child saw.
+        process.kill(process.pid, ended.signal);
+        return 128 + (constants.signals[ended.signal] ?? 0);
+      }
+      return ended.code ?? EXIT.failure;
+    }
+  } finally {
+    stopWatching.abort();
+    for (const signal of FORWARDED) process.off(signal, forward);
+  }
+}
+
+interface Started {
+  readonly process: ChildProcess;
+  readonly ended: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+function start(command: string[], env: NodeJS.ProcessEnv): Started {
+  const child = spawn(command[0]!, command.slice(1), { env, stdio: 'inherit' });
+  const ended = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>(
+    (resolve, reject) => {
+      child.on('error', (err: NodeJS.ErrnoException) => {
+        if (err.code === 'ENOENT')
+          reject(new CliError(`${command[0]}: command not found`, EXIT.commandNotFound));
+        else if (err.code === 'EACCES')
+          reject(new CliError(`${command[0]}: permission denied`, EXIT.cannotExecute));
+        else reject(new CliError(`${command[0]}: ${err.message}`, EXIT.cannotExecute));
+      });
+      child.on('exit', (code, signal) => resolve({ code, signal }));
+    },
+  );
+  return { process: child, ended };
+}
+
+/**
+ * Follows each namespace's values (held requests: the server answers when a key there changes) and calls
+ * `changed` with the new environment when it differs from the last. Coffer out of reach only delays it: the
+ * command goes on running, and the watch tries again (up to every 30 s), saying so on stderr.
+ */
+async function watchValues(
+  watching: Watching,
+  first: NodeJS.ProcessEnv,
+  signal: AbortSignal,
+  changed: (env: NodeJS.ProcessEnv) => Promise<void>,
+): Promise<void> {
+  const latest = new Map<string, SourceValue[]>();
+  let current = JSON.stringify(first);
+  let settled = Promise.resolve();
+  await Promise.all(
+    watching.namespaces.map(async (namespace) => {
+      let delay = 1000;
+      while (!signal.aborted) {
+        try {
+          for await (const values of watching.coffer.watchValues(namespace, { signal })) {
+            delay = 1000;
+            latest.set(
+              namespace,
+              values.map((v) => ({ namespace, key: v.key, value: v.value })),
+            );
+            if (latest.size < watching.namespaces.length) continue;
+            const all = watching.namespaces.flatMap((ns) => latest.get(ns) ?? []);
+            let next: NodeJS.ProcessEnv;
+            try {
+              next = watching.environment(all);
+            } catch (err) {
+              watching.warn(
+                `coffer: the values changed, but ${(err as Error).message}; the command keeps the values it has`,
+              );
+              continue;
+            }
+            const text = JSON.stringify(next);
+            if (text === current) continue;
+            current = text;
+            if (watching.fallback)
+              await writeFallback(
+                watching.fallback.file,
+                watching.fallback.key,
+                watching.coffer.url,
+                watching.namespaces,
+                all,
+              );
+            settled = settled.then(() => changed(next));
+            await settled;
+          }
+        } catch (err) {
+          if (signal.aborted) return;
+          watching.warn(
+            `coffer: watching ${namespace}: ${(explain(err, watching.coffer, namespace) as Error).message}; trying again in ${delay / 1000}s`,
+          );
+          await new Promise((resolve) => setTimeout(resolve, delay).unref());
+          delay = Math.min(30_000, delay * 2);
+        }
+      }
+    }),
+  );
 }

@@ -157,6 +157,25 @@ export class Coffer {
     return send(this.transport, call);
   }
 
+  /** A request the server may hold up to `waitSeconds` (its 304 is an answer); undefined once aborted. */
+  private async held(
+    call: Pick<Call, 'method' | 'path' | 'headers'>,
+    waitSeconds: number,
+    signal: AbortSignal | undefined,
+  ): Promise<Answer | undefined> {
+    try {
+      return await this.answer({
+        ...call,
+        accept: [304],
+        timeoutMs: waitSeconds * 1000 + this.transport.timeoutMs,
+        signal,
+      });
+    } catch (err) {
+      if (signal?.aborted) return undefined;
+      throw err;
+    }
+  }
+
   // --- key-value ---
 
   /** The latest version of the key, or `version`. */
@@ -252,6 +271,86 @@ export class Coffer {
       cursor = page.next_cursor ?? undefined;
     } while (cursor !== undefined);
     return all;
+  }
+
+  /**
+   * The key's entry now (when it exists), then each newer version as it is written: one held request at a
+   * time (wait_after, up to `waitSeconds`, default 30, each), so a change arrives as soon as it is made. From
+   * `after` instead, when given (yielding only versions above it). A deleted key ends it with a CofferError
+   * 404; `signal` ends it quietly.
+   */
+  async *watch(
+    namespace: string,
+    key: string,
+    options: { after?: number; waitSeconds?: number; signal?: AbortSignal } = {},
+  ): AsyncGenerator<ApiEntry, void, undefined> {
+    const wait = options.waitSeconds ?? 30;
+    let after = options.after;
+    if (after === undefined) {
+      try {
+        const now = await this.get(namespace, key, {
+          ...(options.signal ? { signal: options.signal } : {}),
+        });
+        yield now;
+        after = now.version;
+      } catch (err) {
+        if (!(err instanceof CofferError && err.status === 404)) throw err;
+        after = 0; // wait for it to be created
+      }
+    }
+    while (!options.signal?.aborted) {
+      const answer = await this.held(
+        {
+          method: 'GET',
+          path: keyPath(namespace, key) + query({ wait_after: after, timeout: `${wait}s` }),
+        },
+        wait,
+        options.signal,
+      );
+      if (answer === undefined) return;
+      if (answer.status === 304) continue;
+      const entry = answer.body as ApiEntry;
+      after = entry.version;
+      yield entry;
+    }
+  }
+
+  /**
+   * Every value the caller may read directly in the namespace now, then again each time a key there is
+   * written, added or deleted (If-None-Match on the first page's ETag, held up to `waitSeconds` each time).
+   */
+  async *watchValues(
+    namespace: string,
+    options: { waitSeconds?: number; signal?: AbortSignal } = {},
+  ): AsyncGenerator<NamespaceValue[], void, undefined> {
+    const wait = options.waitSeconds ?? 30;
+    let etag: string | undefined;
+    while (!options.signal?.aborted) {
+      const answer = await this.held(
+        {
+          method: 'GET',
+          path: `/v1/kv/${namespacePath(namespace)}/${query({ values: true, timeout: etag === undefined ? undefined : `${wait}s` })}`,
+          ...(etag === undefined ? {} : { headers: { 'if-none-match': etag } }),
+        },
+        wait,
+        options.signal,
+      );
+      if (answer === undefined) return;
+      if (answer.status === 304) continue;
+      etag = answer.headers.get('etag') ?? undefined;
+      const first = answer.body as ApiNamespaceValues;
+      const values = [...first.values];
+      let cursor = first.next_cursor ?? undefined;
+      while (cursor !== undefined) {
+        const page = await this.valuesPage(namespace, {
+          cursor,
+          ...(options.signal ? { signal: options.signal } : {}),
+        });
+        values.push(...page.values);
+        cursor = page.next_cursor ?? undefined;
+      }
+      yield values;
+    }
   }
 
   // --- tokens ---

@@ -221,6 +221,14 @@ export const CoreSettings = Type.Object(
       env: 'COFFER_MAX_VALUE_BYTES',
       description: 'the largest value, in UTF-8 bytes (413 above it)',
     }),
+    max_waits: Type.Integer({
+      minimum: 0,
+      maximum: 100_000,
+      default: 1000,
+      env: 'COFFER_MAX_WAITS',
+      description:
+        'requests each server process holds while they wait for a change (`wait_after`, or `If-None-Match` with `timeout`); one more is 429 with Retry-After. 0: no waits',
+    }),
     request_timeout_seconds: Type.Integer({
       minimum: 1,
       maximum: 3600,

@@ -79,7 +79,7 @@ export interface Responder {
   requestId(res: Response): string;
   json(res: Response, status: number, body: unknown, headers?: HeaderList): void;
   /** A response with no body (204). */
-  empty(res: Response, status: number): void;
+  empty(res: Response, status: number, headers?: HeaderList): void;
   /** A raw body of the given media type. */
   raw(res: Response, status: number, contentType: string, body: string, headers?: HeaderList): void;
   /** The problem+json answer for `error`, with its headers. */
@@ -188,7 +188,7 @@ export function createResponder(
     requestId,
     json: (res, status, body, headers) =>
       write(res, status, 'application/json; charset=utf-8', JSON.stringify(body), headers),
-    empty: (res, status) => write(res, status, null, ''),
+    empty: (res, status, headers) => write(res, status, null, '', headers),
     raw: (res, status, contentType, body, headers) =>
       write(res, status, contentType, body, headers),
     problem: (res, error) => {

@@ -2,6 +2,7 @@
  * The key-value service: authorize → seal or open → storage. Every check that can answer "forbidden"
  * without looking at stored data runs first, so a forbidden caller learns nothing about what exists.
  */
+import { createHash } from 'node:crypto';
 import type { Principal } from '../auth/principal.js';
 import { SealedDataError } from '../crypto/aead.js';
 import { openSecret, type RecordIdentity, verifyConfig } from '../crypto/envelope.js';
@@ -18,6 +19,7 @@ import {
 } from '../store/kv-records.js';
 import { packedVersionRecord } from '../store/kv-version-writes.js';
 import { decodeCursor, encodeCursor, invalidCursor } from './cursor.js';
+import type { KeyChanges } from './key-changes.js';
 import { type Listing, listNamespace } from './listing.js';
 
 export interface KvServiceDeps {
@@ -26,6 +28,8 @@ export interface KvServiceDeps {
   readonly keyring: Pick<KeyringHolder, 'current' | 'stamp' | 'refresh'>;
   readonly maxValueBytes: number;
   readonly now: () => number;
+  /** Told of every change this service makes, to wake the requests waiting for it. */
+  readonly changes?: KeyChanges;
 }
 
 export interface EntryInfo {
@@ -52,6 +56,18 @@ export interface NamespaceValues {
   readonly namespace: string;
   readonly values: Omit<Entry, 'namespace'>[];
   readonly next_cursor: string | null;
+}
+
+/** A page of values and its tag: what changes when a key of the page is written, added or deleted. */
+export interface TaggedValues {
+  readonly page: NamespaceValues;
+  readonly tag: string;
+}
+
+/** Until when, and until what, a read waits for a change. */
+export interface WaitLimit {
+  readonly deadline: number;
+  readonly signal?: AbortSignal;
 }
 
 /**
@@ -104,6 +120,7 @@ export class KvService {
           alongside,
           ifVersion,
         );
+        this.deps.changes?.changed({ namespace, key });
         return {
           namespace,
           key,
@@ -224,26 +241,48 @@ export class KvService {
     caller: Principal,
     namespace: string,
     page: { limit: number; cursor?: string | undefined },
-  ): Promise<NamespaceValues> {
+  ): Promise<TaggedValues> {
     if (!caller.access.mayInNamespace('read', namespace)) throw forbidden(`read in ${namespace}`);
+    return this.valuesOf(caller, namespace, page, await this.readableKeys(caller, namespace, page));
+  }
+
+  /**
+   * The keys of the page whose latest type the caller may read, with their versions (one more than a page
+   * tells whether another page follows), and the page's tag: a digest of those keys and versions.
+   */
+  private async readableKeys(
+    caller: Principal,
+    namespace: string,
+    page: { limit: number; cursor?: string | undefined },
+  ): Promise<{ keys: { key: string; version: number }[]; tag: string }> {
     let after: string | undefined;
     if (page.cursor !== undefined) {
       const cursor = decodeCursor(namespace, page.cursor);
       if (cursor.phase !== 'keys') throw invalidCursor(); // a listing's cursor past its keys
       after = cursor.after;
     }
-    // One more than a page tells whether another page follows.
-    const candidates: string[] = [];
+    const keys: { key: string; version: number }[] = [];
     for await (const { key, meta } of this.deps.records.keysIn(namespace, after)) {
-      if (caller.access.may('read', namespace, meta.type)) candidates.push(key);
-      if (candidates.length > page.limit) break;
+      if (caller.access.may('read', namespace, meta.type)) keys.push({ key, version: meta.latest });
+      if (keys.length > page.limit) break;
     }
+    const digest = createHash('sha256');
+    for (const { key, version } of keys) digest.update(`${key}\u0000${version}\u0000`);
+    return { keys, tag: digest.digest('base64url').slice(0, 22) };
+  }
+
+  private async valuesOf(
+    caller: Principal,
+    namespace: string,
+    page: { limit: number },
+    { keys: candidates, tag }: { keys: { key: string }[]; tag: string },
+  ): Promise<TaggedValues> {
     const inPage = candidates.slice(0, page.limit);
-    const found = await Promise.all(inPage.map((key) => this.latest(namespace, key)));
+    const found = await Promise.all(inPage.map(({ key }) => this.latest(namespace, key)));
     const values: NamespaceValues['values'] = [];
     let bytes = 0;
-    let last: string | undefined = candidates.length > page.limit ? inPage.at(-1) : undefined;
-    for (const [i, key] of inPage.entries()) {
+    let last: string | undefined = candidates.length > page.limit ? inPage.at(-1)?.key : undefined;
+    for (const [i, { key }] of inPage.entries()) {
       const latest = found[i];
       // Deleted, or replaced by a type the caller may not read, since the scan: left out as well.
       if (!latest || !caller.access.may('read', namespace, latest.meta.type)) continue;
@@ -263,7 +302,7 @@ export class KvService {
     }
     const next_cursor =
       last === undefined ? null : encodeCursor(namespace, { phase: 'keys', after: last });
-    return { namespace, values, next_cursor };
+    return { page: { namespace, values, next_cursor }, tag };
   }
 
   /** Deletes the key and all its versions; its last version number stays in its counter, so numbers are never reused. */
@@ -298,6 +337,66 @@ export class KvService {
       if (ifVersion !== undefined) expectVersion(ifVersion, 0);
       throw notFound('no such key');
     }
+    this.deps.changes?.changed({ namespace, key });
+  }
+
+  /**
+   * The key's latest entry as soon as its version is above `after` — now, or when a write makes it so —, or
+   * 'unchanged' at the deadline. A key that does not exist is waited for when `after` is 0 (its creation),
+   * and is 404 otherwise (it was deleted: it will not come back at a version above `after` unnoticed).
+   */
+  async readAfter(
+    caller: Principal,
+    namespace: string,
+    key: string,
+    after: number,
+    limit: WaitLimit,
+  ): Promise<Entry | 'unchanged'> {
+    if (!caller.access.mayInNamespace('read', namespace)) throw forbidden(`read in ${namespace}`);
+    const hold = this.waits().hold(namespace, key);
+    try {
+      // Held before the first read: a write between that read and the wait still wakes it.
+      for (;;) {
+        const found = await this.latest(namespace, key);
+        if (found && found.meta.latest > after)
+          return await this.readExisting(caller, namespace, key, found, undefined);
+        if (found && !caller.access.may('read', namespace, found.meta.type))
+          throw forbidden(`read ${found.meta.type} values in ${namespace}`);
+        if (!found && after > 0) throw notFound('no such key');
+        if (!(await hold.next(limit.deadline, limit.signal))) return 'unchanged';
+      }
+    } finally {
+      hold.release();
+    }
+  }
+
+  /**
+   * A page of the namespace's values as soon as its tag is not `tag` — now, or when a key in the namespace
+   * is written, added or deleted —, or 'unchanged' at the deadline.
+   */
+  async valuesAfter(
+    caller: Principal,
+    namespace: string,
+    page: { limit: number; cursor?: string | undefined },
+    tag: string,
+    limit: WaitLimit,
+  ): Promise<TaggedValues | 'unchanged'> {
+    if (!caller.access.mayInNamespace('read', namespace)) throw forbidden(`read in ${namespace}`);
+    const hold = this.waits().hold(namespace, undefined);
+    try {
+      for (;;) {
+        const candidates = await this.readableKeys(caller, namespace, page);
+        if (candidates.tag !== tag) return await this.valuesOf(caller, namespace, page, candidates);
+        if (!(await hold.next(limit.deadline, limit.signal))) return 'unchanged';
+      }
+    } finally {
+      hold.release();
+    }
+  }
+
+  private waits(): KeyChanges {
+    if (!this.deps.changes) throw new AppError('internal', 'waiting for a change is not set up');
+    return this.deps.changes;
   }
 
   /** The key's index (a RecordIntegrityError, answered 500, when it fails its check). */

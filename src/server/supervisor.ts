@@ -53,6 +53,17 @@ export async function runSupervisor(
     const worker = cluster.fork();
     live.add(worker);
     const bornAt = Date.now();
+    // A key one worker changed wakes the waits of the others (kv/key-changes.ts).
+    worker.on('message', (message: WorkerMessage) => {
+      if (message?.type !== 'kv.changed') return;
+      for (const other of live)
+        if (other !== worker && other.isConnected())
+          other.send({
+            type: 'kv.changed',
+            namespace: message.namespace,
+            key: message.key,
+          } satisfies SupervisorMessage);
+    });
     worker.on('exit', (code, signal) => {
       live.delete(worker);
       if (stopping) return;

@@ -8,8 +8,16 @@ import type { CofferConfig } from '../config/schema.js';
 import type { SupervisorMessage, WorkerMessage } from './messages.js';
 
 export async function runWorker(config: CofferConfig, log: Logger): Promise<void> {
-  const app = await startCoffer(config, { log, prepare: false });
   const send = (message: WorkerMessage): void => void process.send?.(message);
+  const heard = new Set<(ref: { namespace: string; key: string }) => void>();
+  const app = await startCoffer(config, {
+    log,
+    prepare: false,
+    peers: {
+      publish: ({ namespace, key }) => send({ type: 'kv.changed', namespace, key }),
+      subscribe: (listener) => heard.add(listener),
+    },
+  });
   send({ type: 'ready', url: app.url });
 
   let stopping = false;
@@ -26,6 +34,8 @@ export async function runWorker(config: CofferConfig, log: Logger): Promise<void
   };
   process.on('message', (message: SupervisorMessage) => {
     if (message?.type === 'shutdown') stop();
+    else if (message?.type === 'kv.changed')
+      for (const listener of heard) listener({ namespace: message.namespace, key: message.key });
   });
   process.on('disconnect', stop);
   process.on('SIGTERM', stop);

@@ -57,6 +57,8 @@ export interface PostgresOptions {
    * commit) and heard through `onChange` (LISTEN, postgres-listener.ts).
    */
   readonly announce?: readonly Uint8Array[];
+  /** Keys announced as `announce`'s are: every key that starts with one of these. */
+  readonly announcePrefixes?: readonly Uint8Array[];
 }
 
 /** A write waiting for its group's transaction (write-batch.ts). */
@@ -93,7 +95,7 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
   private constructor(
     private readonly pool: pg.Pool,
     private readonly table: string,
-    announce: readonly Uint8Array[],
+    announce: { readonly keys: readonly Uint8Array[]; readonly prefixes: readonly Uint8Array[] },
     private readonly listener: PostgresListener,
     poolSize: number,
   ) {
@@ -109,7 +111,12 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
       },
       (group) => this.commitGroup(group),
     );
-    this.groupSql = new GroupSql(table, channelOf(table), new Set(announce.map(nameOf)));
+    this.groupSql = new GroupSql(
+      table,
+      channelOf(table),
+      new Set(announce.keys.map(nameOf)),
+      announce.prefixes.map(nameOf),
+    );
     this.sql = preparedStatements(table);
   }
 
@@ -146,7 +153,13 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
     }
     const table = `"${options.schema}".records`;
     const listener = new PostgresListener(connection, channelOf(table));
-    return new PostgresBackend(pool, table, options.announce ?? [], listener, options.poolSize);
+    return new PostgresBackend(
+      pool,
+      table,
+      { keys: options.announce ?? [], prefixes: options.announcePrefixes ?? [] },
+      listener,
+      options.poolSize,
+    );
   }
 
   get(key: Uint8Array): Promise<Uint8Array | undefined> {

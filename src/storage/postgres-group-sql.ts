@@ -30,6 +30,8 @@ export class GroupSql {
     private readonly channel: string,
     /** The announced keys, as latin1 strings for lookup. */
     private readonly announced: ReadonlySet<string>,
+    /** Every key starting with one of these is announced too (latin1). */
+    private readonly announcedPrefixes: readonly string[] = [],
   ) {
     this.lockSalt = Buffer.from(`coffer-lock:${table}\u0000`);
   }
@@ -64,7 +66,7 @@ export class GroupSql {
           .join(', ')} ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`,
       );
     for (const name of final.keys())
-      if (this.announced.has(name))
+      if (this.announced.has(name) || this.announcedPrefixes.some((p) => name.startsWith(p)))
         statements.push(
           `SELECT pg_notify('${this.channel}', '${Buffer.from(name, 'latin1').toString('hex')}')`,
         );

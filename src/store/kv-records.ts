@@ -12,6 +12,7 @@
  */
 import {
   type FollowingReads,
+  hasChangeFeed,
   hasFollowingReads,
   type KeyRange,
   type StorageBackend,
@@ -21,6 +22,7 @@ import {
   counterKey,
   descendantsRange,
   keysRange,
+  METAS_RANGE,
   metaKey,
   parseMetaKey,
   parseVersionKey,
@@ -277,6 +279,19 @@ export class KvRecords {
     this.keyring.guard();
     for await (const entry of this.storage.scan(subtreeRange(namespace)))
       yield { ...parseMetaKey(entry.key), meta: this.openMeta(entry.key, entry.value) };
+  }
+
+  /**
+   * Calls `listener` with each key another server writes or deletes (PostgreSQL announces every write of a
+   * key's index), and with undefined after a gap in which such news may have been lost; nothing where the
+   * storage cannot tell (LMDB: one host, whose processes tell each other). Returns the function that stops it.
+   */
+  onChange(listener: (ref: KeyRef | undefined) => void): () => void {
+    if (!hasChangeFeed(this.storage)) return () => undefined;
+    return this.storage.onChange((key) => {
+      if (key === undefined) listener(undefined);
+      else if (key[0] === METAS_RANGE.start[0]) listener(parseMetaKey(key));
+    });
   }
 
   /** True when any key lies in `namespace` or beneath it. */

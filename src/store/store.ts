@@ -145,7 +145,11 @@ export class Store {
    * host's LMDB, whose processes check every second). Returns the function that stops it.
    */
   onKeyringChange(listener: () => void): (() => void) | undefined {
-    return hasChangeFeed(this.storage) ? this.storage.onChange(() => listener()) : undefined;
+    if (!hasChangeFeed(this.storage)) return undefined;
+    // The feed also announces every key's index (for the waits): only the generation is the keyring's.
+    return this.storage.onChange((key) => {
+      if (key === undefined || Buffer.from(key).equals(GENERATION_KEY)) listener();
+    });
   }
 
   /** Resolves when the storage answers a read now (the health check: one read of a small record). */

@@ -221,6 +221,58 @@ describe('coffer run', function () {
     for (const r of [noToken, denied, down]) expect(r.stderr).not.to.include(token);
   });
 
+  it('--watch restarts the command with the new values when one changes, and --watch-signal sends a signal instead', async () => {
+    await c.put('watch/app/db_password', 'first', 'secret');
+    const running = startCommand(
+      ['run', '--ns', 'watch/app', '--watch', '--', process.execPath, program, 'wait'],
+      env,
+    );
+    await eventually(() => running.stdout().includes('ready'));
+    expect(given(running.stdout()).env).to.deep.equal({ DB_PASSWORD: 'first' });
+    await c.put('watch/app/db_password', 'second', 'secret');
+    // The first command gets SIGTERM (it says so and exits 42), then a new one starts with the new value.
+    await eventually(
+      () =>
+        running
+          .stdout()
+          .split('\n')
+          .filter((l) => l === 'ready').length === 2,
+    );
+    const lines = running.stdout().split('\n');
+    expect(lines).to.include('got SIGTERM');
+    const restarted = lines.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l).env);
+    expect(restarted).to.deep.equal([{ DB_PASSWORD: 'first' }, { DB_PASSWORD: 'second' }]);
+    running.child.kill('SIGTERM');
+    expect((await running.done).code).to.equal(42);
+
+    const signalled = startCommand(
+      [
+        'run',
+        '--ns',
+        'watch/app',
+        '--watch',
+        '--watch-signal',
+        'HUP',
+        '--',
+        process.execPath,
+        program,
+        'wait',
+      ],
+      env,
+    );
+    await eventually(() => signalled.stdout().includes('ready'));
+    await c.put('watch/app/new_key', 'added', 'secret');
+    await eventually(() => signalled.stdout().includes('got SIGHUP'));
+    expect(
+      signalled
+        .stdout()
+        .split('\n')
+        .filter((l) => l === 'ready'),
+    ).to.have.length(1);
+    signalled.child.kill('SIGTERM');
+    expect((await signalled.done).code).to.equal(42);
+  });
+
   describe('with an encrypted fallback copy', () => {
     let keyFile: string;
     let copy: string;

@@ -111,6 +111,35 @@ describe('the TypeScript client (coffer/client)', () => {
     expect(revoked.message).not.to.include(made.token);
   });
 
+  it('watch yields the entry now and each newer version as it is written; watchValues each change of the namespace', async () => {
+    const coffer = new Coffer({ url: c.url, token: c.rootToken });
+    await coffer.put('watched/app', 'flag', 'off', { type: 'config' });
+    const stop = new AbortController();
+    const seen: string[] = [];
+    const watching = (async () => {
+      for await (const entry of coffer.watch('watched/app', 'flag', { signal: stop.signal })) {
+        seen.push(`${entry.version}:${entry.value}`);
+        if (seen.length === 3) stop.abort();
+      }
+    })();
+    const valuesSeen: string[][] = [];
+    const stopValues = new AbortController();
+    const watchingValues = (async () => {
+      for await (const values of coffer.watchValues('watched/app', { signal: stopValues.signal })) {
+        valuesSeen.push(values.map((v) => `${v.key}=${v.value}`));
+        if (valuesSeen.length === 2) stopValues.abort();
+      }
+    })();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await coffer.put('watched/app', 'flag', 'on', { type: 'config' });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await coffer.put('watched/app', 'flag', 'auto', { type: 'config' });
+    await Promise.all([watching, watchingValues]);
+    expect(seen).to.deep.equal(['1:off', '2:on', '3:auto']);
+    expect(valuesSeen[0]).to.deep.equal(['flag=off']);
+    expect(valuesSeen[1]).to.deep.equal(['flag=on']);
+  });
+
   it('takes the token from COFFER_TOKEN, else from COFFER_TOKEN_FILE, and says so when there is neither', async () => {
     const file = join(tempDir(), 'token');
     writeFileSync(file, `${c.rootToken}\n`, { mode: 0o600 });

@@ -3,12 +3,7 @@
  * root token and the `auditor` role (privilege `read_audit`). Neither ever returns a value or a token.
  */
 import { basename } from 'node:path';
-import {
-  type AuditFilter,
-  auditTime,
-  decodeAuditCursor,
-  encodeAuditCursor,
-} from '../../audit/query.js';
+import { auditFilterOf, decodeAuditCursor, encodeAuditCursor } from '../../audit/query.js';
 import type { AuditReview } from '../../operator/audit-review.js';
 import type { Operation } from '../operation.js';
 import { booleanFlag, positiveInteger, queryError } from '../request-parts.js';
@@ -24,8 +19,6 @@ import {
 
 const MAX_LIMIT = 1000;
 const DEFAULT_LIMIT = 100;
-const OUTCOME = /^(success|failure|[1-5][0-9][0-9]|[a-z_]{1,64})$/;
-const ACTION = /^[a-z][a-z._]{0,63}\*?$/;
 
 export interface AuditRouteDeps {
   readonly review: AuditReview;
@@ -64,62 +57,6 @@ type SearchParam = keyof typeof SEARCH_QUERY;
 
 function bad(name: string, message: string): never {
   throw queryError(name, message);
-}
-
-/** An ISO 8601 time as the log writes it (UTC, milliseconds), so that times compare as strings. */
-function time(name: string, text: string | undefined): string | undefined {
-  if (text === undefined) return undefined;
-  return auditTime(text) ?? bad(name, 'must be an ISO 8601 time such as 2026-11-22T10:00:00Z');
-}
-
-function filterOf(q: Partial<Record<SearchParam, string>>): AuditFilter {
-  const filter: { -readonly [K in keyof AuditFilter]: AuditFilter[K] } = {};
-  const from = time('from', q.from);
-  const to = time('to', q.to);
-  if (from !== undefined) filter.from = from;
-  if (to !== undefined) filter.to = to;
-  if (from !== undefined && to !== undefined && from >= to) bad('to', 'must be later than from');
-  if (q.token_id !== undefined) {
-    if (!/^[A-Za-z0-9]{1,64}$/.test(q.token_id))
-      bad('token_id', 'must be a token id (never a token)');
-    filter.tokenId = q.token_id;
-  }
-  if (q.token_name !== undefined) {
-    if (q.token_name === '' || q.token_name.length > 128)
-      bad('token_name', 'must be 1 to 128 characters, as a token name');
-    filter.tokenName = q.token_name;
-  }
-  if (q.request_id !== undefined) {
-    if (!/^[A-Za-z0-9._-]{1,128}$/.test(q.request_id))
-      bad('request_id', 'must be a request id, as X-Request-Id gives it');
-    filter.requestId = q.request_id;
-  }
-  if (q.prefix !== undefined) {
-    if (q.prefix === '' || q.prefix.length > 1024) bad('prefix', 'must be 1 to 1024 characters');
-    filter.prefix = q.prefix;
-  }
-  if (q.key !== undefined) {
-    if (!q.key.includes('/') || q.key.length > 4096)
-      bad('key', 'must be namespace/key, e.g. payments/prod/db_password');
-    filter.key = q.key;
-  }
-  if (q.action !== undefined) {
-    if (!ACTION.test(q.action))
-      bad(
-        'action',
-        'must be an action or event name such as read or keyring.rotate, optionally ending in *',
-      );
-    filter.action = q.action;
-  }
-  if (q.outcome !== undefined) {
-    if (!OUTCOME.test(q.outcome))
-      bad(
-        'outcome',
-        'must be success, failure, a status such as 403, or an error code such as forbidden',
-      );
-    filter.outcome = q.outcome;
-  }
-  return filter;
 }
 
 export function auditOperations(deps: AuditRouteDeps): Operation[] {
@@ -161,7 +98,7 @@ export function auditOperations(deps: AuditRouteDeps): Operation[] {
       },
     ],
     async handler(_req, res, { query: q }) {
-      const filter = filterOf(q);
+      const filter = auditFilterOf(q, bad);
       const limit =
         q.limit === undefined ? DEFAULT_LIMIT : positiveInteger('limit', q.limit, MAX_LIMIT);
       const after =

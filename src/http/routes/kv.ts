@@ -28,6 +28,7 @@ import {
   versionList,
 } from '../response-schemas.js';
 import { kvPutSchema } from '../schemas.js';
+import { clientGone, conditionOf, heldVersion, ifNoneMatchParam, WAIT_QUERY } from './kv-waits.js';
 
 const MAX_VERSION = 0xffff_ffff;
 const MAX_LIMIT = 10_000;
@@ -114,8 +115,9 @@ const READ_QUERY = {
   list: { schema: { type: 'boolean' }, description: 'list the path as a namespace' },
   values: {
     schema: { type: 'boolean' },
-    description: `the latest values of the keys directly in the namespace that the caller may read (NamespaceValues), paged by limit and cursor like a listing, and a page ends early once it holds ${VALUES_PAGE_BYTES / 1024 / 1024} MiB of values. Each value read is audited: the call's entry names every key and version it returned`,
+    description: `the latest values of the keys directly in the namespace that the caller may read (NamespaceValues), paged by limit and cursor like a listing, and a page ends early once it holds ${VALUES_PAGE_BYTES / 1024 / 1024} MiB of values. Each value read is audited: the call's entry names every key and version it returned. The answer's ETag changes when a key of the page is written, added or deleted: If-None-Match with it answers 304 while it holds, and with timeout waits for a change`,
   },
+  ...WAIT_QUERY,
 };
 type ReadParam = keyof typeof READ_QUERY;
 
@@ -155,25 +157,44 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
         operationId: 'listNamespace',
         summary: 'List a namespace (a one-segment path, a trailing slash, or list=true)',
         path: '/v1/kv/{namespace}',
-        pathParams: [namespaceParam],
-        query: ['limit', 'cursor', 'list', 'values'],
+        query: ['limit', 'cursor', 'list', 'values', 'timeout'],
+        pathParams: [namespaceParam, ifNoneMatchParam],
         responses: {
           200: {
             description:
               'Keys and child namespaces the caller may see (a Listing), or with values=true the values it may read (NamespaceValues)',
+            headers: {
+              ETag: {
+                description: "with values=true: the page's tag (If-None-Match takes it)",
+                schema: { type: 'string' },
+              },
+            },
             // Told apart by their required fields: a listing has keys, the values form values.
             ...json({ oneOf: [listing, namespaceValues] }),
+          },
+          304: {
+            description:
+              'values=true with If-None-Match: the page is unchanged (at the timeout, if one was given)',
+            headers: { ETag: { description: "the page's tag", schema: { type: 'string' } } },
           },
         },
         errors: [403, 500],
       },
       {
         operationId: 'readKey',
-        summary: 'Read a key (latest or ?version=n); a path naming no key but a namespace lists it',
+        summary:
+          'Read a key (latest or ?version=n); a path naming no key but a namespace lists it. With wait_after (or If-None-Match and timeout), wait for a newer version',
         path: '/v1/kv/{namespace}/{key}',
-        pathParams: [namespaceParam, keyParam],
-        query: ['version', 'limit', 'cursor', 'list'],
+        pathParams: [namespaceParam, keyParam, ifNoneMatchParam],
+        query: ['version', 'limit', 'cursor', 'list', 'wait_after', 'timeout'],
         responses: {
+          304: {
+            description:
+              'If-None-Match or wait_after: the latest version is still the one named (at the timeout, if the read waited)',
+            headers: {
+              ETag: { description: 'the version named, quoted', schema: { type: 'string' } },
+            },
+          },
           200: {
             description: 'The entry (with ETag: "<version>"), or a listing',
             headers: {
@@ -210,10 +231,18 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
         q.limit === undefined ? DEFAULT_LIMIT : positiveInteger('limit', q.limit, MAX_LIMIT);
       const version =
         q.version === undefined ? undefined : positiveInteger('version', q.version, MAX_VERSION);
+      const condition = conditionOf(req, q);
+      if (condition && version !== undefined)
+        throw queryError(
+          'version',
+          'a version never changes: it does not go with a wait or If-None-Match',
+        );
       if (rawPath(req) === ROOT || rawPath(req) === `${ROOT}/`) {
         if (version !== undefined)
           throw queryError('version', 'applies to a key, not to a namespace listing');
         if (values) throw queryError('values', 'a key needs a namespace: name one');
+        if (condition)
+          throw queryError('timeout', "a wait applies to a key or a namespace's values");
         auditTarget(res, { action: 'list' });
         respond.json(res, 200, await kv.list(caller, '', { limit, cursor: q.cursor }));
         return;
@@ -237,15 +266,33 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
         if (values) {
           const namespace = namespaceOf(segments);
           auditTarget(res, { action: 'read', namespace });
-          const page = await kv.values(caller, namespace, {
-            limit,
-            cursor: q.cursor,
-          });
+          if (condition?.waitAfter)
+            throw queryError(
+              'wait_after',
+              "applies to a key; to wait on a namespace's values, send If-None-Match with their ETag",
+            );
+          const pageOf = { limit, cursor: q.cursor };
+          const answer =
+            condition?.waitMs === undefined
+              ? await kv.values(caller, namespace, pageOf)
+              : await kv.valuesAfter(caller, namespace, pageOf, condition.held, {
+                  deadline: Date.now() + condition.waitMs,
+                  signal: clientGone(res),
+                });
+          if (answer === 'unchanged' || answer.tag === condition?.held) {
+            auditTarget(res, { reads: [] });
+            respond.empty(res, 304, [['ETag', `"${condition!.held}"`]]);
+            return;
+          }
           // One entry for the call names every key and version it returned.
-          auditTarget(res, { reads: page.values.map((v) => ({ key: v.key, version: v.version })) });
-          respond.json(res, 200, page);
+          auditTarget(res, {
+            reads: answer.page.values.map((v) => ({ key: v.key, version: v.version })),
+          });
+          respond.json(res, 200, answer.page, [['ETag', `"${answer.tag}"`]]);
           return;
         }
+        if (condition)
+          throw queryError('timeout', "a wait applies to a key or a namespace's values");
         auditTarget(res, { action: 'list', namespace: namespaceOf(segments) });
         respond.json(
           res,
@@ -282,6 +329,24 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
       const { namespace, key } = splitKeyPath(segments);
       keyUnencoded(path, segments.length - 1);
       auditTarget(res, { namespace, key, ...(version === undefined ? {} : { version }) });
+      if (condition) {
+        const held = heldVersion(condition);
+        const entry =
+          condition.waitMs === undefined
+            ? await kv.read(caller, namespace, key)
+            : await kv.readAfter(caller, namespace, key, held, {
+                deadline: Date.now() + condition.waitMs,
+                signal: clientGone(res),
+              });
+        if (entry === 'unchanged' || entry.version === held) {
+          auditTarget(res, { version: held });
+          respond.empty(res, 304, [['ETag', `"${held}"`]]);
+          return;
+        }
+        auditTarget(res, { version: entry.version });
+        respond.json(res, 200, entry, [['ETag', `"${entry.version}"`]]);
+        return;
+      }
       const whole = segments.join('/');
       const result =
         version !== undefined

@@ -1,0 +1,163 @@
+/**
+ * `coffer audit verify --remote` and `coffer audit search [--remote]`: an auditor with only a token checks
+ * and searches the log through the server (GET /v1/sys/audit/verify, GET /v1/sys/audit), with the same output
+ * and exit codes as the offline commands; the offline search reads the audit directory (and, on shared
+ * storage, every server's chains in the store) as the server does.
+ */
+
+import type { Coverage } from '../audit/coverage.js';
+import { storedChains } from '../audit/database-copy.js';
+import {
+  type AuditEntry,
+  type AuditFilter,
+  type AuditPosition,
+  type AuditQuery,
+  auditFilterOf,
+  queryAudit,
+} from '../audit/query.js';
+import type { CofferConfig } from '../config/schema.js';
+import { printCoverage, printVerdict } from './audit-verify.js';
+import { CliError, EXIT } from './exit-codes.js';
+import { withKeyring } from './offline-store.js';
+import type { Out } from './progress.js';
+import { connect, explain } from './session.js';
+
+/** The server's verification, printed as the offline one prints it. */
+export async function verifyRemote(out: Out): Promise<number> {
+  const coffer = connect();
+  try {
+    const result = await coffer.verifyAudit();
+    if (!result.intact) {
+      printVerdict(result, 0, out);
+      return EXIT.failure;
+    }
+    printVerdict(result, result.files, out);
+    out(
+      `checkpoints signed by Ed25519 public key ${result.public_key} (GET /v1/sys/audit/public-key; coffer audit verify --public-key checks the files with it alone)`,
+    );
+    return printCoverage(result.coverage as unknown as Coverage, out);
+  } catch (err) {
+    throw explain(err, coffer, 'audit verify');
+  }
+}
+
+export const SEARCH_OPTIONS = {
+  from: { type: 'string' },
+  to: { type: 'string' },
+  'token-id': { type: 'string' },
+  'token-name': { type: 'string' },
+  'request-id': { type: 'string' },
+  prefix: { type: 'string' },
+  key: { type: 'string' },
+  action: { type: 'string' },
+  outcome: { type: 'string' },
+  limit: { type: 'string' },
+  remote: { type: 'boolean' },
+} as const;
+
+/** The filters as the API names them, from the command's options. */
+function queryOf(options: Record<string, unknown>): AuditQuery {
+  const text = (name: string): string | undefined => options[name] as string | undefined;
+  return {
+    from: text('from'),
+    to: text('to'),
+    token_id: text('token-id'),
+    token_name: text('token-name'),
+    request_id: text('request-id'),
+    prefix: text('prefix'),
+    key: text('key'),
+    action: text('action'),
+    outcome: text('outcome'),
+  };
+}
+
+/** One entry per line: time, action, what it named, outcome, who; `--json`: the entry itself. */
+function printEntry(entry: Record<string, unknown>, json: boolean, out: Out): void {
+  if (json) {
+    out(JSON.stringify(entry));
+    return;
+  }
+  const outcome = entry.outcome as { status?: number; code?: string | null } | undefined;
+  const reads = entry.reads as { key: string; version: number }[] | undefined;
+  const what =
+    typeof entry.namespace === 'string'
+      ? typeof entry.key === 'string'
+        ? `${entry.namespace}/${entry.key}${entry.version === undefined ? '' : ` v${entry.version}`}`
+        : reads
+          ? `${entry.namespace}/ [${reads.map((r) => `${r.key} v${r.version}`).join(', ')}]`
+          : `${entry.namespace}/`
+      : typeof entry.subject_token_id === 'string'
+        ? `token ${entry.subject_token_id}`
+        : '';
+  const who =
+    typeof entry.token_name === 'string'
+      ? `${entry.token_name} (${entry.token_id})`
+      : typeof entry.token_id === 'string'
+        ? String(entry.token_id)
+        : typeof entry.by === 'string'
+          ? `by ${entry.by}`
+          : '-';
+  const name = entry.kind === 'event' ? entry.event : entry.action;
+  const status =
+    outcome?.status === undefined
+      ? ''
+      : `${outcome.status}${outcome.code ? ` ${outcome.code}` : ''}`;
+  out([entry.ts, name, what, status, who].filter((part) => part !== '').join('  '));
+}
+
+export async function searchCommand(
+  config: () => CofferConfig,
+  options: Record<string, unknown>,
+  json: boolean,
+  out: Out,
+): Promise<number> {
+  const max = options.limit === undefined ? Number.POSITIVE_INFINITY : Number(options.limit);
+  if (
+    !(max >= 1) ||
+    (options.limit !== undefined && !/^[1-9][0-9]{0,6}$/.test(String(options.limit)))
+  )
+    throw new CliError('--limit must be a whole number from 1', EXIT.usage);
+  const query = queryOf(options);
+  // Refused here as the server refuses it, before anything is read.
+  const filter: AuditFilter = auditFilterOf(query, (name, message) => {
+    throw new CliError(`--${name.replace('_', '-')}: ${message}`, EXIT.usage);
+  });
+  let printed = 0;
+  if (options.remote) {
+    const coffer = connect();
+    try {
+      let cursor: string | undefined;
+      do {
+        const page = await coffer.searchAudit({
+          ...Object.fromEntries(Object.entries(query).filter(([, v]) => v !== undefined)),
+          limit: Math.min(1000, max - printed),
+          ...(cursor === undefined ? {} : { cursor }),
+        });
+        for (const entry of page.entries) printEntry(entry, json, out);
+        printed += page.entries.length;
+        cursor = page.next_cursor ?? undefined;
+      } while (cursor !== undefined && printed < max);
+    } catch (err) {
+      throw explain(err, coffer, 'audit search');
+    }
+    return EXIT.ok;
+  }
+  const settings = config();
+  return withKeyring(settings, async (_store, records) => {
+    const stored = await storedChains(records.audit);
+    let after: AuditPosition | null = null;
+    do {
+      const page = await queryAudit(
+        settings.audit.dir!,
+        filter,
+        Math.min(1000, max - printed),
+        after,
+        stored,
+      );
+      for (const entry of page.entries as AuditEntry[]) printEntry(entry, json, out);
+      printed += page.entries.length;
+      after = page.next;
+    } while (after !== null && printed < max);
+    return EXIT.ok;
+  });
+}

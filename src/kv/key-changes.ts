@@ -1,0 +1,132 @@
+/**
+ * Who is waiting for which key to change (GET …?wait_after=N, If-None-Match with a timeout), and waking them
+ * when it does: a write in this process (the kv service tells), in another worker of this server (the
+ * supervisor relays what each worker tells), or on another server sharing PostgreSQL (its NOTIFY of the key's
+ * index, heard by every server). A waiter is woken to read again, never told a value: what it answers is
+ * what its own read finds, with its own rights. No polling: a held request costs its entry here and its
+ * socket until a change or its timeout.
+ *
+ * Held requests are bounded per process (`max`): one more is refused with 429 and Retry-After, so that
+ * waiting clients cannot take a server's memory or sockets.
+ */
+import { AppError } from '../errors.js';
+
+export interface KeyRef {
+  readonly namespace: string;
+  readonly key: string;
+}
+
+/** One held request's registration. */
+export interface Hold {
+  /** Resolves true once woken (at once if woken since the last call), false at `deadline` or when aborted or closed. */
+  next(deadline: number, signal?: AbortSignal): Promise<boolean>;
+  release(): void;
+}
+
+/** Tells the other processes that a key changed here. */
+export type Publish = (ref: KeyRef) => void;
+
+interface Waiter {
+  woken: boolean;
+  wake: (() => void) | undefined;
+}
+
+const NAMESPACE = '\u0001ns';
+const id = (namespace: string, key: string): string => `${namespace}\u0000${key}`;
+
+export class KeyChanges {
+  private readonly waiters = new Map<string, Set<Waiter>>();
+  private held = 0;
+  private closed = false;
+
+  constructor(
+    private readonly max: number,
+    private readonly publish: Publish = () => undefined,
+  ) {}
+
+  /** How many requests are held now. */
+  get size(): number {
+    return this.held;
+  }
+
+  /** Registers a wait for `key` in `namespace`, or for any key directly in `namespace` (key undefined). */
+  hold(namespace: string, key: string | undefined): Hold {
+    if (this.held >= this.max)
+      throw new AppError(
+        'too_many_requests',
+        `this server holds as many waiting requests as it allows (${this.max}); try again shortly, or read without waiting`,
+        undefined,
+        { 'Retry-After': '1' },
+      );
+    this.held++;
+    const where = id(namespace, key ?? NAMESPACE);
+    const waiter: Waiter = { woken: false, wake: undefined };
+    const set = this.waiters.get(where) ?? new Set<Waiter>();
+    this.waiters.set(where, set);
+    set.add(waiter);
+    let released = false;
+    return {
+      next: (deadline, signal) => {
+        if (waiter.woken) {
+          waiter.woken = false;
+          return Promise.resolve(true);
+        }
+        if (this.closed || signal?.aborted || Date.now() >= deadline) return Promise.resolve(false);
+        return new Promise<boolean>((resolve) => {
+          const done = (woken: boolean): void => {
+            clearTimeout(timer);
+            signal?.removeEventListener('abort', onAbort);
+            waiter.wake = undefined;
+            waiter.woken = false;
+            resolve(woken);
+          };
+          const onAbort = (): void => done(false);
+          const timer = setTimeout(() => done(false), deadline - Date.now());
+          signal?.addEventListener('abort', onAbort, { once: true });
+          waiter.wake = () => done(!this.closed);
+        });
+      },
+      release: () => {
+        if (released) return;
+        released = true;
+        this.held--;
+        set.delete(waiter);
+        if (set.size === 0 && this.waiters.get(where) === set) this.waiters.delete(where);
+      },
+    };
+  }
+
+  /** A key changed here: wake its waiters and its namespace's, and tell the other processes. */
+  changed(ref: KeyRef): void {
+    this.wake(ref);
+    this.publish(ref);
+  }
+
+  /** A key changed elsewhere (another worker, another server): wake its waiters. */
+  heard(ref: KeyRef): void {
+    this.wake(ref);
+  }
+
+  /** News may have been lost (a change feed reconnected): every waiter reads again. */
+  heardAll(): void {
+    for (const set of this.waiters.values()) for (const waiter of set) this.signal(waiter);
+  }
+
+  /** The server is stopping: every held request answers now, and no new one waits. */
+  close(): void {
+    this.closed = true;
+    this.heardAll();
+  }
+
+  private wake({ namespace, key }: KeyRef): void {
+    for (const where of [id(namespace, key), id(namespace, NAMESPACE)]) {
+      const set = this.waiters.get(where);
+      if (set) for (const waiter of set) this.signal(waiter);
+    }
+  }
+
+  private signal(waiter: Waiter): void {
+    if (waiter.wake) waiter.wake();
+    else waiter.woken = true;
+  }
+}

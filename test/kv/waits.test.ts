@@ -1,0 +1,259 @@
+import { request } from 'node:http';
+import { expect } from 'chai';
+import { auditLines } from '../support/audit-lines.js';
+import { startTestCoffer, type TestCoffer } from '../support/harness.js';
+import { send } from '../support/http-client.js';
+import { dropTestSchemas, requirePostgres, testSchema } from '../support/postgres.js';
+import { serveSettings, startProcess } from '../support/process.js';
+import { pgEnv, secondServer } from '../support/shared-servers.js';
+
+/** The time (performance.now) at which `promise` settled, with its value. */
+async function timed<T>(promise: Promise<T>): Promise<{ at: number; value: T }> {
+  const value = await promise;
+  return { at: performance.now(), value };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('waiting for a change (wait_after, If-None-Match)', function () {
+  this.timeout(60_000);
+
+  describe('on one server', () => {
+    let c: TestCoffer;
+    before(async () => {
+      c = await startTestCoffer();
+    });
+    after(async () => {
+      await c?.close();
+    });
+
+    it('answers at once when the key is already past the version, and 304 with its ETag at the timeout', async () => {
+      await c.put('w/a/k', 'v1');
+      await c.put('w/a/k', 'v2');
+      const now = await c.call('GET', '/v1/kv/w/a/k?wait_after=1');
+      expect(now.status).to.equal(200);
+      expect(now.body).to.include({ version: 2, value: 'v2' });
+      expect(now.headers.get('etag')).to.equal('"2"');
+      const started = performance.now();
+      const unchanged = await c.call('GET', '/v1/kv/w/a/k?wait_after=2&timeout=300ms');
+      expect(unchanged.status).to.equal(304);
+      expect(unchanged.text).to.equal('');
+      expect(unchanged.headers.get('etag')).to.equal('"2"');
+      expect(performance.now() - started).to.be.at.least(290);
+    });
+
+    it('answers a held wait within 100 ms of the write that satisfies it', async () => {
+      await c.put('w/b/k', 'v1');
+      const waiting = timed(c.call('GET', '/v1/kv/w/b/k?wait_after=1&timeout=20s'));
+      await sleep(200);
+      const written = await timed(c.put('w/b/k', 'v2'));
+      const answered = await waiting;
+      expect(answered.value.status).to.equal(200);
+      expect(answered.value.body).to.include({ version: 2, value: 'v2' });
+      expect(answered.at - written.at).to.be.below(100);
+    });
+
+    it('If-None-Match: 304 while the version holds, the entry when it moved on, and with timeout it waits', async () => {
+      await c.put('w/c/k', 'v1');
+      const held = await c.call('GET', '/v1/kv/w/c/k', { headers: { 'if-none-match': '"1"' } });
+      expect(held.status).to.equal(304);
+      await c.put('w/c/k', 'v2');
+      const moved = await c.call('GET', '/v1/kv/w/c/k', { headers: { 'if-none-match': '"1"' } });
+      expect(moved.status).to.equal(200);
+      expect(moved.body.value).to.equal('v2');
+      const waiting = c.call('GET', '/v1/kv/w/c/k?timeout=20s', {
+        headers: { 'if-none-match': '"2"' },
+      });
+      await sleep(150);
+      await c.put('w/c/k', 'v3');
+      expect((await waiting).body.value).to.equal('v3');
+    });
+
+    it('waits for a key to be created (wait_after=0), and answers 404 when the key it waits on is deleted', async () => {
+      const created = c.call('GET', '/v1/kv/w/d/new?wait_after=0&timeout=20s');
+      await sleep(150);
+      await c.put('w/d/new', 'here');
+      expect((await created).body).to.include({ version: 1, value: 'here' });
+      const deleted = c.call('GET', '/v1/kv/w/d/new?wait_after=1&timeout=20s');
+      await sleep(150);
+      expect((await c.call('DELETE', '/v1/kv/w/d/new')).status).to.equal(204);
+      expect((await deleted).status).to.equal(404);
+    });
+
+    it('checks the caller before it waits: 403 at once, for the namespace and for the type', async () => {
+      await c.put('w/e/secret', 's');
+      const other = await c.token({ scopes: [{ namespace: 'elsewhere', read: true }] });
+      const started = performance.now();
+      expect(
+        (await c.call('GET', '/v1/kv/w/e/secret?wait_after=1&timeout=20s', { token: other }))
+          .status,
+      ).to.equal(403);
+      const configReader = await c.token({ role: 'config-reader' });
+      expect(
+        (await c.call('GET', '/v1/kv/w/e/secret?wait_after=1&timeout=20s', { token: configReader }))
+          .status,
+      ).to.equal(403);
+      expect(performance.now() - started).to.be.below(2000);
+    });
+
+    it('a namespace’s values: an ETag, 304 while it holds, and with timeout a wait woken by a write there', async () => {
+      await c.put('w/f/one', '1');
+      const first = await c.call('GET', '/v1/kv/w/f/?values=true');
+      const etag = first.headers.get('etag')!;
+      expect(etag).to.match(/^"[A-Za-z0-9_-]+"$/);
+      const same = await c.call('GET', '/v1/kv/w/f/?values=true', {
+        headers: { 'if-none-match': etag },
+      });
+      expect(same.status).to.equal(304);
+      const waiting = c.call('GET', '/v1/kv/w/f/?values=true&timeout=20s', {
+        headers: { 'if-none-match': etag },
+      });
+      await sleep(150);
+      await c.put('w/f/deeper/other', 'not in w/f itself');
+      await c.put('w/f/two', '2');
+      const changed = await waiting;
+      expect(changed.status).to.equal(200);
+      expect(changed.body.values.map((v: { key: string }) => v.key)).to.deep.equal(['one', 'two']);
+      expect(changed.headers.get('etag')).not.to.equal(etag);
+      const quiet = await c.call('GET', '/v1/kv/w/f/?values=true&timeout=200ms', {
+        headers: { 'if-none-match': changed.headers.get('etag')! },
+      });
+      expect(quiet.status).to.equal(304);
+    });
+
+    it('refuses what does not make sense: a bad timeout, a timeout without a wait, a version, a weak or listed ETag', async () => {
+      for (const [path, headers] of [
+        ['/v1/kv/w/a/k?wait_after=1&timeout=soon', {}],
+        ['/v1/kv/w/a/k?wait_after=1&timeout=301s', {}],
+        ['/v1/kv/w/a/k?timeout=5s', {}],
+        ['/v1/kv/w/a/k?wait_after=1&version=1', {}],
+        ['/v1/kv/w/a/k?wait_after=x', {}],
+        ['/v1/kv/w/a/k', { 'if-none-match': 'W/"1"' }],
+        ['/v1/kv/w/a/k', { 'if-none-match': '"1", "2"' }],
+        ['/v1/kv/w/a/k', { 'if-none-match': '"abc"' }],
+        ['/v1/kv/w/a/?wait_after=1', {}],
+        ['/v1/kv/w/a/?timeout=1s', {}],
+      ] as [string, Record<string, string>][]) {
+        const res = await c.call('GET', path, { headers });
+        expect(res.status, `${path} ${JSON.stringify(headers)}`).to.equal(400);
+      }
+    });
+
+    it('records a 304 in the audit log like any read', async () => {
+      const res = await c.call('GET', '/v1/kv/w/a/k?wait_after=2&timeout=10ms');
+      const line = auditLines(c.config.audit.dir!).find(
+        (l) => l.request_id === res.headers.get('x-request-id'),
+      );
+      expect(line).to.deep.include({ action: 'read', namespace: 'w/a', key: 'k', version: 2 });
+      expect(line?.outcome).to.deep.include({ status: 304 });
+    });
+  });
+
+  describe('bounded', () => {
+    let c: TestCoffer;
+    before(async () => {
+      c = await startTestCoffer({ env: { COFFER_MAX_WAITS: '3' } });
+      await c.put('b/a/k', 'v1');
+    });
+    after(async () => {
+      await c?.close();
+    });
+
+    /** A wait whose connection the test can cut. */
+    const heldWait = () => {
+      const req = request(`${c.url}/v1/kv/b/a/k?wait_after=1&timeout=30s`, {
+        headers: { authorization: `Bearer ${c.rootToken}` },
+        agent: false,
+      });
+      req.on('error', () => undefined);
+      req.end();
+      return req;
+    };
+
+    it('refuses a wait beyond the bound with 429 and Retry-After, and frees a place when a client goes away', async () => {
+      const held = [heldWait(), heldWait(), heldWait()];
+      await sleep(300);
+      const refused = await c.call('GET', '/v1/kv/b/a/k?wait_after=1&timeout=5s');
+      expect(refused.status).to.equal(429);
+      expect(refused.headers.get('retry-after')).to.equal('1');
+      expect(refused.body.detail).to.include('3');
+      // Reads that do not wait are not counted.
+      expect((await c.call('GET', '/v1/kv/b/a/k')).status).to.equal(200);
+      for (const req of held) req.destroy();
+      await sleep(300);
+      expect((await c.call('GET', '/v1/kv/b/a/k?wait_after=1&timeout=50ms')).status).to.equal(304);
+    });
+
+    it('answers held waits at once when the server stops', async () => {
+      const waiting = timed(c.call('GET', '/v1/kv/b/a/k?wait_after=1&timeout=60s'));
+      await sleep(200);
+      const stopping = performance.now();
+      const closed = c.close();
+      const answered = await waiting;
+      await closed;
+      expect(answered.value.status).to.equal(304);
+      expect(answered.at - stopping).to.be.below(2000);
+    });
+  });
+
+  describe('across the workers of one server', () => {
+    it('wakes waits held by every worker within 100 ms of a write taken by any of them', async () => {
+      const { env, root } = serveSettings(2);
+      const server = await startProcess(env);
+      try {
+        await send(server.url, 'PUT', '/v1/kv/x/a/k', root, { value: 'v1', type: 'secret' });
+        // Connections go to the workers in turn: six waits are held by both.
+        const waits = Array.from({ length: 6 }, () =>
+          timed(send(server.url, 'GET', '/v1/kv/x/a/k?wait_after=1&timeout=20s', root)),
+        );
+        await sleep(500);
+        const written = await timed(
+          send(server.url, 'PUT', '/v1/kv/x/a/k', root, { value: 'v2', type: 'secret' }),
+        );
+        for (const wait of await Promise.all(waits)) {
+          expect(wait.value.status).to.equal(200);
+          expect(wait.value.body.value).to.equal('v2');
+          expect(wait.at - written.at).to.be.below(100);
+        }
+      } finally {
+        await server.stop();
+      }
+    });
+  });
+
+  describe('across servers on PostgreSQL', () => {
+    let a: TestCoffer;
+    let b: TestCoffer;
+    before(async function () {
+      await requirePostgres(this);
+      const schema = testSchema();
+      a = await startTestCoffer({ env: pgEnv(schema) });
+      b = await secondServer(a, schema);
+    });
+    after(async () => {
+      await b?.close();
+      await a?.close();
+      await dropTestSchemas();
+    });
+
+    it('wakes a wait held by one server within 100 ms of a write taken by another', async () => {
+      await a.put('p/a/k', 'v1');
+      const waiting = timed(a.call('GET', '/v1/kv/p/a/k?wait_after=1&timeout=20s'));
+      const values = a.call('GET', '/v1/kv/p/a/?values=true&timeout=20s', {
+        headers: {
+          'if-none-match': (await a.call('GET', '/v1/kv/p/a/?values=true')).headers.get('etag')!,
+        },
+      });
+      await sleep(300);
+      const written = await timed(b.put('p/a/k', 'v2'));
+      const answered = await waiting;
+      expect(answered.value.body).to.include({ version: 2, value: 'v2' });
+      expect(answered.at - written.at).to.be.below(100);
+      expect((await values).body.values[0]).to.include({ key: 'k', version: 2 });
+      const deleted = a.call('GET', '/v1/kv/p/a/k?wait_after=2&timeout=20s');
+      await sleep(200);
+      expect((await b.call('DELETE', '/v1/kv/p/a/k')).status).to.equal(204);
+      expect((await deleted).status).to.equal(404);
+    });
+  });
+});
