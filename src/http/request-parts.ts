@@ -97,6 +97,22 @@ export function booleanFlag(name: string, text: string | undefined): boolean {
   ]);
 }
 
+/**
+ * The header `name` (lower case) from the raw list, its values joined with ", " when it was sent more than
+ * once, or undefined. For headers read on every request of a hot path: `req.headers` is built on first use,
+ * at a cost a read does not otherwise pay.
+ */
+export function rawHeader(req: Request, name: string): string | undefined {
+  const raw = req.rawHeaders;
+  let found: string | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    const header = raw[i]!;
+    if (header.length === name.length && header.toLowerCase() === name)
+      found = found === undefined ? raw[i + 1]! : `${found}, ${raw[i + 1]!}`;
+  }
+  return found;
+}
+
 /** Whether the request announces a body (a Content-Length above 0, or chunked transfer). */
 export function hasBody(req: Request): boolean {
   return (

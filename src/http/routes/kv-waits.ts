@@ -6,7 +6,7 @@
  */
 import type { Request, Response } from 'express';
 import { invalid } from '../../errors.js';
-import { queryError } from '../request-parts.js';
+import { queryError, rawHeader } from '../request-parts.js';
 
 const MAX_VERSION = 0xffff_ffff;
 /** How long a wait is held unless `timeout` says otherwise, and at most. */
@@ -57,7 +57,7 @@ export function conditionOf(
   req: Request,
   query: { wait_after?: string | undefined; timeout?: string | undefined },
 ): Condition | undefined {
-  const header = req.headers['if-none-match'];
+  const header = rawHeader(req, 'if-none-match');
   let tag: string | undefined;
   if (header !== undefined) {
     const match = /^"([A-Za-z0-9_-]{1,32})"$/.exec(header.trim());
