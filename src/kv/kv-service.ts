@@ -266,9 +266,9 @@ export class KvService {
       if (caller.access.may('read', namespace, meta.type)) keys.push({ key, version: meta.latest });
       if (keys.length > page.limit) break;
     }
-    const digest = createHash('sha256');
-    for (const { key, version } of keys) digest.update(`${key}\u0000${version}\u0000`);
-    return { keys, tag: digest.digest('base64url').slice(0, 22) };
+    let listed = '';
+    for (const { key, version } of keys) listed += `${key}\u0000${version}\u0000`;
+    return { keys, tag: createHash('sha256').update(listed).digest('base64url').slice(0, 22) };
   }
 
   private async valuesOf(
@@ -278,7 +278,10 @@ export class KvService {
     { keys: candidates, tag }: { keys: { key: string }[]; tag: string },
   ): Promise<TaggedValues> {
     const inPage = candidates.slice(0, page.limit);
-    const found = await Promise.all(inPage.map(({ key }) => this.latest(namespace, key)));
+    const found = await this.deps.records.latestMany(
+      namespace,
+      inPage.map(({ key }) => key),
+    );
     const values: NamespaceValues['values'] = [];
     let bytes = 0;
     let last: string | undefined = candidates.length > page.limit ? inPage.at(-1)?.key : undefined;
@@ -286,15 +289,25 @@ export class KvService {
       const latest = found[i];
       // Deleted, or replaced by a type the caller may not read, since the scan: left out as well.
       if (!latest || !caller.access.may('read', namespace, latest.meta.type)) continue;
-      const { namespace: _, ...entry } = await this.readExisting(
-        caller,
-        namespace,
+      const version = latest.meta.latest;
+      // The common case at once; an older keyring version or a record read apart, through open().
+      const { record, value } =
+        latest.record !== undefined &&
+        caller.access.may('read', namespace, latest.meta.type) &&
+        this.deps.keyring.current().has(keyVersionOf(latest.record))
+          ? {
+              record: latest.record,
+              value: this.openRecord(caller, namespace, key, version, latest.record),
+            }
+          : await this.open(caller, namespace, key, latest, version);
+      values.push({
         key,
-        latest,
-        undefined,
-      );
-      values.push(entry);
-      bytes += Buffer.byteLength(entry.value, 'utf8');
+        version,
+        type: record.type,
+        value,
+        created_at: iso(record.createdAt),
+      });
+      bytes += Buffer.byteLength(value, 'utf8');
       if (bytes >= VALUES_PAGE_BYTES && i < inPage.length - 1) {
         last = key;
         break;
@@ -416,14 +429,25 @@ export class KvService {
     caller: Principal,
     namespace: string,
     key: string,
-    { meta, record: latestRecord }: Latest,
+    latest: Latest,
     wanted: number | undefined,
   ): Promise<Entry> {
+    const version = wanted ?? latest.meta.latest;
+    const { record, value } = await this.open(caller, namespace, key, latest, version);
+    return { namespace, key, version, type: record.type, value, created_at: iso(record.createdAt) };
+  }
+
+  /** Version `version` of the key, opened (a secret) or checked (a config value), for this caller. */
+  private async open(
+    caller: Principal,
+    namespace: string,
+    key: string,
+    { meta, record: latestRecord }: Latest,
+    version: number,
+  ): Promise<{ record: VersionRecord; value: string }> {
     if (!caller.access.may('read', namespace, meta.type))
       throw forbidden(`read ${meta.type} values in ${namespace}`);
-    const version = wanted ?? meta.latest;
     if (version < meta.first || version > meta.latest) throw notFound('no such version');
-    const where = { namespace, key, version };
     const record: VersionRecord | undefined =
       version === meta.latest && latestRecord !== undefined
         ? latestRecord
@@ -434,20 +458,27 @@ export class KvService {
         version,
         'is missing or does not parse',
       );
+    // A record sealed under a keyring version this process has not loaded yet: another process rotated.
+    if (!this.deps.keyring.current().has(keyVersionOf(record))) await this.deps.keyring.refresh();
+    return { record, value: this.openRecord(caller, namespace, key, version, record) };
+  }
+
+  /** `record` (version `version` of the key) opened or checked, at once: its keyring version is loaded. */
+  private openRecord(
+    caller: Principal,
+    namespace: string,
+    key: string,
+    version: number,
+    record: VersionRecord,
+  ): string {
     if (!caller.access.may('read', namespace, record.type))
       throw forbidden(`read ${record.type} values in ${namespace}`);
-    const id: RecordIdentity = { ...where, type: record.type };
-    const keyVersion = record.type === 'secret' ? record.sealed.keyVersion : record.seal.keyVersion;
-    // A record sealed under a keyring version this process has not loaded yet: another process rotated.
-    if (!this.deps.keyring.current().has(keyVersion)) await this.deps.keyring.refresh();
+    const id: RecordIdentity = { namespace, key, version, type: record.type };
     const keyring = this.deps.keyring.current();
-    let value: string;
     try {
-      if (record.type === 'secret') value = openSecret(keyring, id, record.sealed);
-      else {
-        verifyConfig(keyring, id, record.value, record.seal);
-        value = record.value;
-      }
+      if (record.type === 'secret') return openSecret(keyring, id, record.sealed);
+      verifyConfig(keyring, id, record.value, record.seal);
+      return record.value;
     } catch (err) {
       if (err instanceof SealedDataError)
         throw this.deps.records.versionError(
@@ -457,9 +488,11 @@ export class KvService {
         );
       throw err;
     }
-    return { namespace, key, version, type: record.type, value, created_at: iso(record.createdAt) };
   }
 }
+
+const keyVersionOf = (record: VersionRecord): number =>
+  record.type === 'secret' ? record.sealed.keyVersion : record.seal.keyVersion;
 
 /**
  * Check-and-set: refuses a change unless the key's latest version is `expected` (0: the key has no live

@@ -125,6 +125,17 @@ export interface FollowingReads {
     readonly value: Uint8Array | undefined;
     readonly followed: readonly (Uint8Array | undefined)[];
   }>;
+
+  /** `getFollowing` for each of `keys`, all from one state of the store, in one call (a page of reads). */
+  getFollowingMany(
+    keys: readonly Uint8Array[],
+    follow: (value: Uint8Array, index: number) => readonly Uint8Array[],
+  ): Promise<
+    {
+      readonly value: Uint8Array | undefined;
+      readonly followed: readonly (Uint8Array | undefined)[];
+    }[]
+  >;
 }
 
 export function hasFollowingReads(

@@ -43,6 +43,21 @@ export class LmdbBackend implements StorageBackend, FollowingReads {
     return { value, followed: follow(value).map((next) => this.db.get(asBuffer(next))) };
   }
 
+  async getFollowingMany(
+    keys: readonly Uint8Array[],
+    follow: (value: Uint8Array, index: number) => readonly Uint8Array[],
+  ): Promise<{ value: Uint8Array | undefined; followed: (Uint8Array | undefined)[] }[]> {
+    // Synchronous reads in one turn of the event loop share lmdb-js's read transaction: one state.
+    return keys.map((key, index) => {
+      const value = this.db.get(asBuffer(key));
+      if (value === undefined) return { value, followed: [] };
+      return {
+        value,
+        followed: follow(value, index).map((next) => this.db.get(asBuffer(next))),
+      };
+    });
+  }
+
   async getWithLast(
     key: Uint8Array,
     range: KeyRange,

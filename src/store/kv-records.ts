@@ -89,6 +89,13 @@ export interface StoredVersion extends KeyRef {
 
 const MAX_VERSION = 0xffff_ffff;
 
+/** The keys `latest` reads after a key's index: its latest version, and the one after it. */
+function followingKeys(ref: KeyRef, latest: number): Buffer[] {
+  return latest < MAX_VERSION
+    ? [versionKey(ref.namespace, ref.key, latest), versionKey(ref.namespace, ref.key, latest + 1)]
+    : [versionKey(ref.namespace, ref.key, latest)];
+}
+
 export class KvRecords {
   /** Key indexes last checked, by storage key: the same bytes carry the same index. */
   private readonly checked = new LastOpened<KeyMeta>(10_000);
@@ -146,16 +153,38 @@ export class KvRecords {
     let meta: KeyMeta | undefined;
     const { followed } = await storage.getFollowing(mKey, (value) => {
       meta = this.openMeta(mKey, value);
-      const { latest } = meta;
-      return latest < MAX_VERSION
-        ? [
-            versionKey(ref.namespace, ref.key, latest),
-            versionKey(ref.namespace, ref.key, latest + 1),
-          ]
-        : [versionKey(ref.namespace, ref.key, latest)];
+      return followingKeys(ref, meta.latest);
     });
-    if (meta === undefined) return undefined;
-    const [record, after] = followed;
+    return meta && this.latestOf(mKey, meta, followed);
+  }
+
+  /**
+   * `latest` of each of the keys in `namespace`, read together: on LMDB in one call from one state, on
+   * PostgreSQL as one batch of statements (storage/read-batch.ts). Each is checked as `latest` checks it.
+   */
+  async latestMany(namespace: string, keys: readonly string[]): Promise<(Latest | undefined)[]> {
+    this.keyring.guard();
+    if (!hasFollowingReads(this.storage))
+      return Promise.all(keys.map((key) => this.latest({ namespace, key })));
+    const mKeys = keys.map((key) => metaKey(namespace, key));
+    const metas: (KeyMeta | undefined)[] = [];
+    const read = await this.storage.getFollowingMany(mKeys, (value, i) => {
+      const meta = this.openMeta(mKeys[i]!, value);
+      metas[i] = meta;
+      return followingKeys({ namespace, key: keys[i]! }, meta.latest);
+    });
+    return read.map(({ followed }, i) => {
+      const meta = metas[i];
+      return meta && this.latestOf(mKeys[i]!, meta, followed);
+    });
+  }
+
+  /** The index and what was read after it: its latest version, and the one after it that must not exist. */
+  private latestOf(
+    mKey: Buffer,
+    meta: KeyMeta,
+    [record, after]: readonly (Uint8Array | undefined)[],
+  ): Latest {
     if (after !== undefined)
       throw new RecordIntegrityError(
         'kv-meta',

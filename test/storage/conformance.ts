@@ -151,6 +151,21 @@ export function storageConformance(name: string, factory: BackendFactory): void 
             caught = err;
           });
         expect(caught).to.equal(refused);
+
+        // Several at once: each key and what it names, from one state, in order.
+        await putAll(storage, { idx2: 'v\x00c', 'v\x00c': 'third' });
+        const many = await storage.getFollowingMany(
+          [b('idx'), b('missing'), b('idx2')],
+          (value, index) => {
+            if (index === 0) void putAll(storage, { 'v\x00c': 'changed meanwhile' });
+            return [Buffer.from(value)];
+          },
+        );
+        expect(many.map((r) => [str(r.value), r.followed.map(str)])).to.deep.equal([
+          ['v\x00b', ['later']],
+          [undefined, []],
+          ['v\x00c', ['third']],
+        ]);
       });
 
     it('reads everything from one state of the store while writes go on', async () => {
