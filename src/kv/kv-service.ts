@@ -58,7 +58,7 @@ export interface NamespaceValues {
   readonly next_cursor: string | null;
 }
 
-/** A page of values and its tag: what changes when a key of the page is written, added or deleted. */
+/** A page of values and its tag: what changes when a key of the namespace is written, added or deleted. */
 export interface TaggedValues {
   readonly page: NamespaceValues;
   readonly tag: string;
@@ -266,9 +266,18 @@ export class KvService {
       if (caller.access.may('read', namespace, meta.type)) keys.push({ key, version: meta.latest });
       if (keys.length > page.limit) break;
     }
-    let listed = '';
-    for (const { key, version } of keys) listed += `${key}\u0000${version}\u0000`;
-    return { keys, tag: createHash('sha256').update(listed).digest('base64url').slice(0, 22) };
+    // The tag is the whole namespace's, whichever page this is: a watcher of the first page hears of a
+    // change on any other. A namespace that fits one page has it from this scan; a larger one pays another.
+    const whole = after === undefined && keys.length <= page.limit;
+    return { keys, tag: whole ? tagOf(keys) : await this.namespaceTag(caller, namespace) };
+  }
+
+  /** The tag of every key directly in `namespace` whose latest type the caller may read. */
+  private async namespaceTag(caller: Principal, namespace: string): Promise<string> {
+    const keys: { key: string; version: number }[] = [];
+    for await (const { key, meta } of this.deps.records.keysIn(namespace))
+      if (caller.access.may('read', namespace, meta.type)) keys.push({ key, version: meta.latest });
+    return tagOf(keys);
   }
 
   private async valuesOf(
@@ -489,6 +498,13 @@ export class KvService {
       throw err;
     }
   }
+}
+
+/** A digest of keys and their versions: what changes when one is written, added or deleted. */
+function tagOf(keys: readonly { key: string; version: number }[]): string {
+  let listed = '';
+  for (const { key, version } of keys) listed += `${key}\u0000${version}\u0000`;
+  return createHash('sha256').update(listed).digest('base64url').slice(0, 22);
 }
 
 const keyVersionOf = (record: VersionRecord): number =>

@@ -119,6 +119,23 @@ describe('waiting for a change (wait_after, If-None-Match)', function () {
         headers: { 'if-none-match': changed.headers.get('etag')! },
       });
       expect(quiet.status).to.equal(304);
+      // The tag is the namespace's, whichever page: a change on the second page wakes a watcher of the first.
+      const firstPage = await c.call('GET', '/v1/kv/w/f/?values=true&limit=1');
+      expect(firstPage.body.next_cursor).to.be.a('string');
+      const secondPage = await c.call(
+        'GET',
+        `/v1/kv/w/f/?values=true&limit=1&cursor=${firstPage.body.next_cursor}`,
+      );
+      expect(secondPage.headers.get('etag')).to.equal(firstPage.headers.get('etag'));
+      const watching = c.call('GET', '/v1/kv/w/f/?values=true&limit=1&timeout=20s', {
+        headers: { 'if-none-match': firstPage.headers.get('etag')! },
+      });
+      await sleep(150);
+      await c.put('w/f/two', '2 again');
+      const woke = await watching;
+      expect(woke.status).to.equal(200);
+      expect(woke.body.values.map((v: { key: string }) => v.key)).to.deep.equal(['one']);
+      expect((await c.call('GET', '/v1/kv/w/f/?values=true&limit=1001')).status).to.equal(400);
     });
 
     it('refuses what does not make sense: a bad timeout, a timeout without a wait, a version, a weak or listed ETag', async () => {

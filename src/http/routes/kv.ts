@@ -33,6 +33,8 @@ import { clientGone, conditionOf, heldVersion, ifNoneMatchParam, WAIT_QUERY } fr
 const MAX_VERSION = 0xffff_ffff;
 const MAX_LIMIT = 10_000;
 const DEFAULT_LIMIT = 1000;
+/** A page of values opens each one: at most this many a call, so that one call cannot hold a worker long. */
+const MAX_VALUES_LIMIT = 1000;
 
 export interface KvRouteDeps {
   readonly kv: KvService;
@@ -115,7 +117,7 @@ const READ_QUERY = {
   list: { schema: { type: 'boolean' }, description: 'list the path as a namespace' },
   values: {
     schema: { type: 'boolean' },
-    description: `the latest values of the keys directly in the namespace that the caller may read (NamespaceValues), paged by limit and cursor like a listing, and a page ends early once it holds ${VALUES_PAGE_BYTES / 1024 / 1024} MiB of values. Each value read is audited: the call's entry names every key and version it returned. The answer's ETag changes when a key of the page is written, added or deleted: If-None-Match with it answers 304 while it holds, and with timeout waits for a change`,
+    description: `the latest values of the keys directly in the namespace that the caller may read (NamespaceValues), paged by limit (at most ${MAX_VALUES_LIMIT} with values; default ${MAX_VALUES_LIMIT}) and cursor like a listing, and a page ends early once it holds ${VALUES_PAGE_BYTES / 1024 / 1024} MiB of values. Each value read is audited: the call's entry names every key and version it returned. The answer's ETag (the same on every page) changes when a key in the namespace that the caller may read is written, added or deleted: If-None-Match with it answers 304 while it holds, and with timeout waits for a change`,
   },
   ...WAIT_QUERY,
 };
@@ -271,6 +273,8 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
               'wait_after',
               "applies to a key; to wait on a namespace's values, send If-None-Match with their ETag",
             );
+          if (limit > MAX_VALUES_LIMIT)
+            throw queryError('limit', `with values=true must be from 1 to ${MAX_VALUES_LIMIT}`);
           const pageOf = { limit, cursor: q.cursor };
           const answer =
             condition?.waitMs === undefined
