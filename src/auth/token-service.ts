@@ -175,6 +175,26 @@ export class TokenService {
     return { id, changed: outcome === 'revoked' };
   }
 
+  /**
+   * The caller revokes its own token (any token may: one that has leaked, or that a program is done with).
+   * The root token cannot be revoked (400): it is replaced with COFFER_ROOT_TOKEN.
+   */
+  async revokeSelf(caller: Principal, beforeCommit?: BeforeTokenCommit): Promise<void> {
+    if (caller.isRoot)
+      throw invalid(
+        'the root token cannot be revoked; set COFFER_ROOT_TOKEN and restart to replace it',
+      );
+    const alongside = (await beforeCommit?.(caller.id)) ?? [];
+    const outcome = await this.deps.store.revoke(caller.id, this.deps.now(), alongside);
+    if (outcome === 'missing') throw notFound('no such token');
+    if (outcome === 'revoked')
+      await this.deps.events.record(
+        'token.revoke',
+        { by: caller.id, token_id: caller.id },
+        'token revoked by itself',
+      );
+  }
+
   describe(caller: Principal): {
     id: string;
     is_root: boolean;

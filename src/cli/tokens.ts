@@ -16,6 +16,7 @@ export const TOKEN_HELP = `usage: coffer token <command> [options]
                   the tokens (active ones; --all adds revoked and expired), never their values
   revoke ID       revoke a token by its id (the part between the first two _ of the token). Never pass the
                   token itself: it would show in ps and your shell's history
+  revoke-self     revoke the token in use (COFFER_TOKEN or COFFER_TOKEN_FILE): any token may, but root
 
 examples:
   coffer token create --role reader --name payments-api --ttl 30d
@@ -124,6 +125,10 @@ export async function tokenCommand(args: string[], io: Io = defaultIo): Promise<
         );
         return EXIT.ok;
       }
+      case 'revoke-self':
+        if (rest.length > 0) throw new CliError('token revoke-self takes no arguments', EXIT.usage);
+        await coffer.revokeSelf();
+        return EXIT.ok;
       case 'revoke': {
         const id = rest[0];
         if (id === undefined || rest.length > 1)

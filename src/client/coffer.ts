@@ -391,6 +391,15 @@ export class Coffer {
     });
   }
 
+  /** Revokes the calling token itself (not the root token); calls with it are refused from then on. */
+  async revokeSelf(options: { signal?: AbortSignal } = {}): Promise<void> {
+    await this.answer({
+      method: 'POST',
+      path: '/v1/auth/token/revoke-self',
+      signal: options.signal,
+    });
+  }
+
   // --- keyring (root) ---
 
   keyringStatus(options: { signal?: AbortSignal } = {}): Promise<ApiKeyringStatus> {

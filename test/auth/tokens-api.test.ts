@@ -171,6 +171,40 @@ describe('token API', () => {
       expect((await c.call('GET', '/v1/auth/me')).status).to.equal(200);
     });
 
+    it('lets any token revoke itself (POST /v1/auth/token/revoke-self), audited, but never the root token', async () => {
+      const scoped = await c.call('POST', '/v1/auth/token', {
+        json: { scopes: [{ namespace: 'mine', read: true }] },
+      });
+      const own = scoped.body.token as string;
+      const res = await c.call('POST', '/v1/auth/token/revoke-self', { token: own });
+      expect(res.status).to.equal(204);
+      expect((await c.call('GET', '/v1/auth/me', { token: own })).status).to.equal(401);
+      const tokens = (await c.call('GET', '/v1/auth/tokens?all=true')).body.tokens;
+      expect(tokens.find((t: { id: string }) => t.id === scoped.body.id).status).to.equal(
+        'revoked',
+      );
+      const line = auditLines(c.config.audit.dir!).find(
+        (l) => l.kind === 'request' && l.request_id === res.headers.get('x-request-id'),
+      );
+      expect(line).to.deep.include({
+        action: 'token.revoke',
+        token_id: scoped.body.id,
+        subject_token_id: scoped.body.id,
+      });
+      const event = auditLines(c.config.audit.dir!).find(
+        (l) => l.kind === 'event' && l.event === 'token.revoke' && l.token_id === scoped.body.id,
+      );
+      expect(event).to.deep.include({ by: scoped.body.id });
+
+      const root = await c.call('POST', '/v1/auth/token/revoke-self');
+      expect(root.status).to.equal(400);
+      expect(root.body.detail).to.match(/the root token cannot be revoked/);
+      expect((await c.call('GET', '/v1/auth/me')).status).to.equal(200);
+      expect((await c.call('POST', '/v1/auth/token/revoke-self', { token: null })).status).to.equal(
+        401,
+      );
+    });
+
     it('records one token.revoke event however often a token is revoked', async () => {
       const created = await c.call('POST', '/v1/auth/token', { json: { role: 'reader' } });
       for (let i = 0; i < 3; i++)

@@ -222,6 +222,18 @@ describe('the coffer command for people: kv, token, whoami, export', function ()
       expect(after.code).to.equal(4);
       const all = JSON.parse((await command(['token', 'ls', '--all', '--json'], env)).stdout);
       expect(all.tokens.find((t: { id: string }) => t.id === id).status).to.equal('revoked');
+
+      // Any token may revoke itself; the root token may not.
+      const own = asJson.token as string;
+      expect(
+        (await command(['token', 'revoke-self'], { COFFER_ADDR: c.url, COFFER_TOKEN: own })).code,
+      ).to.equal(0);
+      expect((await command(['whoami'], { COFFER_ADDR: c.url, COFFER_TOKEN: own })).code).to.equal(
+        4,
+      );
+      const rootSelf = await command(['token', 'revoke-self'], env);
+      expect(rootSelf.code).to.equal(1);
+      expect(rootSelf.stderr).to.include('root token cannot be revoked');
     });
 
     it('refuses a token value as an argument to revoke, and a create without exactly one of --role and --scope', async () => {

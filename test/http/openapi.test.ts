@@ -22,6 +22,7 @@ const EXAMPLES: Record<string, { path: string; json?: unknown }> = {
   createToken: { path: '/v1/auth/token', json: { role: 'reader' } },
   listTokens: { path: '/v1/auth/tokens' },
   revokeToken: { path: '/v1/auth/token/AAAAAAAAAAAAAAAA' },
+  revokeSelf: { path: '/v1/auth/token/revoke-self' },
   listTopNamespaces: { path: '/v1/kv' },
   listNamespace: { path: '/v1/kv/doc' },
   readKey: { path: '/v1/kv/doc/k' },
@@ -133,6 +134,8 @@ describe('OpenAPI document', () => {
       '/v1/auth/token': '/v1/auth/token',
       '/v1/auth/tokens': '/v1/auth/tokens',
       '/v1/auth/token/{token}': '/v1/auth/token/AAAAAAAAAAAAAAAA',
+      // As root: refused (400), and nothing revoked.
+      '/v1/auth/token/revoke-self': '/v1/auth/token/revoke-self',
       '/v1/kv': '/v1/kv',
       '/v1/kv/{namespace}': '/v1/kv/doc',
       '/v1/kv/{namespace}/{key}': '/v1/kv/doc/k',

@@ -130,5 +130,27 @@ export function authOperations({
     },
   };
 
-  return [me, create, list, revoke] as Operation[];
+  const revokeSelf: Operation = {
+    method: 'POST',
+    template: '/v1/auth/token/revoke-self',
+    action: 'token.revoke',
+    docs: [
+      {
+        operationId: 'revokeSelf',
+        summary:
+          'Revoke the calling token (any token; the root token cannot be revoked: 400). Later calls with it are 401',
+        responses: { 204: { description: 'Revoked' } },
+      },
+    ],
+    async handler(_req, res) {
+      const caller = principalOf(res);
+      if (!caller.isRoot) auditTarget(res, { subject_token_id: caller.id });
+      await tokens.revokeSelf(caller, (id) =>
+        recordIntent(res, { action: 'token.revoke', subject_token_id: id }),
+      );
+      respond.empty(res, 204);
+    },
+  };
+
+  return [me, create, list, revoke, revokeSelf] as Operation[];
 }
