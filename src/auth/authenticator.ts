@@ -45,7 +45,7 @@ export interface AuthenticatorDeps {
 
 export const INVALID_TOKEN = 'the bearer token is invalid, expired or revoked';
 
-function unauthorized(detail = INVALID_TOKEN): AppError {
+export function unauthorized(detail = INVALID_TOKEN): AppError {
   return new AppError('unauthorized', detail, undefined, {
     'WWW-Authenticate': 'Bearer realm="coffer", error="invalid_token"',
   });
@@ -69,7 +69,7 @@ export class Authenticator {
   async authenticate(value: string, address = ''): Promise<Principal> {
     const cacheKey = createHmac('sha256', this.hmacKey).update(value).digest('base64');
     const known = this.verified.get(cacheKey);
-    if (known) return known.isRoot ? known : this.ensureLive(known);
+    if (known) return known.isRoot ? known : this.ensureLive(known, cacheKey);
     return this.verify(value, cacheKey, address);
   }
 
@@ -117,10 +117,14 @@ export class Authenticator {
     return known !== undefined && !timingSafeEqual(Buffer.from(known), Buffer.from(cacheKey));
   }
 
-  private async ensureLive(principal: Principal): Promise<Principal> {
+  private async ensureLive(principal: Principal, cacheKey: string): Promise<Principal> {
     const record = await this.deps.tokens.get(principal.id);
     if (!record || statusOf(record, this.deps.now()) !== 'active') throw unauthorized();
-    return principal;
+    if (record.expiresAt === principal.expiresAt) return principal;
+    // Renewed (here or by another process): the principal says its new expiry.
+    const renewed = this.deps.principals.forToken(record);
+    this.verified.set(cacheKey, renewed);
+    return renewed;
   }
 
   /**

@@ -18,6 +18,7 @@ import type { RecordWrite } from '../store/kv-records.js';
 import type { TokenRecords } from '../store/token-records.js';
 import type { Capability, Scope } from './access.js';
 import type { Argon2Gate } from './argon2-gate.js';
+import { unauthorized } from './authenticator.js';
 import { parsePattern } from './patterns.js';
 import {
   type Principal,
@@ -105,6 +106,7 @@ export class TokenService {
         createdAt: now,
         expiresAt: now + expiresIn * 1000,
         revokedAt: null,
+        ttl: expiresIn,
       };
       // A clash of random 16-character ids is astronomically unlikely; if it happens, draw again.
       if (token.id === this.deps.root().id) continue;
@@ -173,6 +175,32 @@ export class TokenService {
       );
     }
     return { id, changed: outcome === 'revoked' };
+  }
+
+  /**
+   * The caller renews its own token: its expiry moves to now + the lifetime it was created with, but never
+   * past its creation + the server's max_ttl (a renewal there changes nothing). The root token does not
+   * expire (400).
+   */
+  async renewSelf(caller: Principal): Promise<TokenView> {
+    if (caller.isRoot) throw invalid('the root token does not expire: there is nothing to renew');
+    const now = this.deps.now();
+    const renewed = await this.deps.store.renew(caller.id, now, (current) =>
+      Math.min(
+        now + (current.ttl ?? (current.expiresAt - current.createdAt) / 1000) * 1000,
+        current.createdAt + this.deps.maxTtl * 1000,
+      ),
+    );
+    // Revoked or expired since it was checked a moment ago: refused as the token would be now.
+    if (renewed.outcome !== 'renewed') throw unauthorized();
+    const view_ = view(renewed.record);
+    if (renewed.record.expiresAt !== caller.expiresAt)
+      await this.deps.events.record(
+        'token.renew',
+        { by: caller.id, token_id: caller.id, expires_at: view_.expires_at },
+        'token renewed',
+      );
+    return view_;
   }
 
   /**

@@ -17,6 +17,8 @@ export const TOKEN_HELP = `usage: coffer token <command> [options]
   revoke ID       revoke a token by its id (the part between the first two _ of the token). Never pass the
                   token itself: it would show in ps and your shell's history
   revoke-self     revoke the token in use (COFFER_TOKEN or COFFER_TOKEN_FILE): any token may, but root
+  renew [--json]  renew the token in use: it expires its lifetime from now, never past its creation + the
+                  server's max TTL
 
 examples:
   coffer token create --role reader --name payments-api --ttl 30d
@@ -123,6 +125,12 @@ export async function tokenCommand(args: string[], io: Io = defaultIo): Promise<
                 ]),
               )}\n`,
         );
+        return EXIT.ok;
+      }
+      case 'renew': {
+        if (rest.length > 0) throw new CliError('token renew takes no arguments', EXIT.usage);
+        const renewed = await coffer.renewSelf();
+        io.write(o.json ? json(renewed) : `${renewed.id} now expires ${renewed.expires_at}\n`);
         return EXIT.ok;
       }
       case 'revoke-self':

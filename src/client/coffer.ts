@@ -25,6 +25,7 @@ import type {
   ApiRotation,
   ApiSealReport,
   ApiSelf,
+  ApiToken,
   ApiTokenList,
   ApiVerification,
   ApiVersionList,
@@ -389,6 +390,11 @@ export class Coffer {
       path: `/v1/auth/token/${encodeURIComponent(idOrToken)}`,
       signal: options.signal,
     });
+  }
+
+  /** Renews the calling token: it expires its lifetime from now, never past creation + the server's max TTL. */
+  renewSelf(options: { signal?: AbortSignal } = {}): Promise<ApiToken> {
+    return this.call({ method: 'POST', path: '/v1/auth/token/renew', signal: options.signal });
   }
 
   /** Revokes the calling token itself (not the root token); calls with it are refused from then on. */

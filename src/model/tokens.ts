@@ -24,6 +24,11 @@ export interface TokenRecord {
   readonly createdAt: number;
   readonly expiresAt: number;
   readonly revokedAt: number | null;
+  /**
+   * The lifetime it was created with, in seconds: what a renewal extends it by (POST /v1/auth/token/renew).
+   * Absent on tokens made before renewal existed, which never renewed: their lifetime is expiresAt − createdAt.
+   */
+  readonly ttl?: number;
 }
 
 export type TokenStatus = 'active' | 'revoked' | 'expired';

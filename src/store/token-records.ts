@@ -18,6 +18,11 @@ import type { KeyringHolder } from './keyring-store.js';
 import { LastOpened } from './last-opened.js';
 import { printableKey, RecordIntegrityError, type RecordSeal } from './record-seal.js';
 
+/** What a renewal came to (TokenRecords.renew). */
+export type Renewal =
+  | { readonly outcome: 'renewed'; readonly record: TokenRecord }
+  | { readonly outcome: 'missing' | 'revoked' | 'expired' };
+
 export class TokenRecords {
   private readonly lastOpened = new LastOpened<TokenRecord>(10_000);
 
@@ -109,6 +114,48 @@ export class TokenRecords {
     });
     if (failed) throw failed;
     if (revoked) await this.anchor(revoked);
+    return result;
+  }
+
+  /**
+   * Moves a live token's expiry to `expiresAt` (`until` decides it from the current record, or says why not):
+   * 'renewed' with the record as stored, or 'missing', 'revoked' or 'expired' and nothing written. A later
+   * expiry only: an older copy of the record put back can only make the token expire sooner.
+   */
+  async renew(id: string, now: number, until: (current: TokenRecord) => number): Promise<Renewal> {
+    this.revocations.guard();
+    const key = tokenKey(id);
+    let failed: RecordIntegrityError | undefined;
+    const result = await this.storage.atomic<Renewal>([key], ([current]) => {
+      if (!current) return { writes: [], result: { outcome: 'missing' as const } };
+      let record: TokenRecord;
+      try {
+        record = this.checkedAgainstKeyring(
+          key,
+          this.seal.open<TokenRecord>('token', key, current),
+        );
+      } catch (err) {
+        if (!(err instanceof RecordIntegrityError)) throw err;
+        failed = err;
+        return { writes: [], result: { outcome: 'missing' as const } };
+      }
+      if (record.revokedAt !== null) return { writes: [], result: { outcome: 'revoked' as const } };
+      if (record.expiresAt <= now) return { writes: [], result: { outcome: 'expired' as const } };
+      const expiresAt = Math.max(record.expiresAt, until(record));
+      if (expiresAt === record.expiresAt)
+        return { writes: [], result: { outcome: 'renewed' as const, record } };
+      // A token from before renewal existed keeps the lifetime it was made with, for its next renewal.
+      const renewed: TokenRecord = {
+        ...record,
+        expiresAt,
+        ttl: record.ttl ?? Math.round((record.expiresAt - record.createdAt) / 1000),
+      };
+      return {
+        writes: [{ op: 'put', key, value: this.seal.seal('token', key, renewed) }],
+        result: { outcome: 'renewed' as const, record: renewed },
+      };
+    });
+    if (failed) throw failed;
     return result;
   }
 

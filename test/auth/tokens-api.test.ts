@@ -205,6 +205,51 @@ describe('token API', () => {
       );
     });
 
+    it('renews the calling token by its lifetime, never past creation + max TTL, and the renewed token outlives its first expiry', async function () {
+      this.timeout(20_000);
+      const short = await startTestCoffer({
+        env: { COFFER_MAX_TTL: '4', COFFER_DEFAULT_TTL: '2' },
+      });
+      try {
+        const made = await short.call('POST', '/v1/auth/token', {
+          json: { role: 'reader', expires_in: 2 },
+        });
+        const own = made.body.token as string;
+        const created = Date.parse(made.body.created_at);
+        expect(Date.parse(made.body.expires_at) - created).to.equal(2000);
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        const renewed = await short.call('POST', '/v1/auth/token/renew', { token: own });
+        expect(renewed.status).to.equal(200);
+        expect(renewed.body.id).to.equal(made.body.id);
+        expect(renewed.body).not.to.have.property('token');
+        const until = Date.parse(renewed.body.expires_at);
+        expect(until - created).to.be.within(2900, 3300); // now (≈ +1 s) + its 2-s lifetime
+        expect((await short.call('GET', '/v1/auth/me', { token: own })).body.expires_at).to.equal(
+          renewed.body.expires_at,
+        );
+        // Past its first expiry it still works; renewed again, it stops at creation + max TTL (4 s).
+        await new Promise((resolve) => setTimeout(resolve, 1300));
+        expect((await short.call('GET', '/v1/auth/me', { token: own })).status).to.equal(200);
+        const capped = await short.call('POST', '/v1/auth/token/renew', { token: own });
+        expect(Date.parse(capped.body.expires_at) - created).to.equal(4000);
+        await eventually(
+          async () => (await short.call('GET', '/v1/auth/me', { token: own })).status === 401,
+          { timeout: 5000 },
+        );
+        expect((await short.call('POST', '/v1/auth/token/renew', { token: own })).status).to.equal(
+          401,
+        );
+        const events = auditLines(short.config.audit.dir!).filter(
+          (l) => l.kind === 'event' && l.event === 'token.renew' && l.token_id === made.body.id,
+        );
+        expect(events).to.have.length(2);
+        const root = await short.call('POST', '/v1/auth/token/renew');
+        expect(root.status).to.equal(400);
+      } finally {
+        await short.close();
+      }
+    });
+
     it('records one token.revoke event however often a token is revoked', async () => {
       const created = await c.call('POST', '/v1/auth/token', { json: { role: 'reader' } });
       for (let i = 0; i < 3; i++)

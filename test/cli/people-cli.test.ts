@@ -223,8 +223,14 @@ describe('the coffer command for people: kv, token, whoami, export', function ()
       const all = JSON.parse((await command(['token', 'ls', '--all', '--json'], env)).stdout);
       expect(all.tokens.find((t: { id: string }) => t.id === id).status).to.equal('revoked');
 
-      // Any token may revoke itself; the root token may not.
+      // Any token may renew itself, and revoke itself; the root token may do neither.
       const own = asJson.token as string;
+      const renewed = await command(['token', 'renew', '--json'], {
+        COFFER_ADDR: c.url,
+        COFFER_TOKEN: own,
+      });
+      expect(JSON.parse(renewed.stdout)).to.include({ id: asJson.id });
+      expect((await command(['token', 'renew'], env)).code).to.equal(1);
       expect(
         (await command(['token', 'revoke-self'], { COFFER_ADDR: c.url, COFFER_TOKEN: own })).code,
       ).to.equal(0);

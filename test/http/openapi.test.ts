@@ -23,6 +23,7 @@ const EXAMPLES: Record<string, { path: string; json?: unknown }> = {
   listTokens: { path: '/v1/auth/tokens' },
   revokeToken: { path: '/v1/auth/token/AAAAAAAAAAAAAAAA' },
   revokeSelf: { path: '/v1/auth/token/revoke-self' },
+  renewSelf: { path: '/v1/auth/token/renew' },
   listTopNamespaces: { path: '/v1/kv' },
   listNamespace: { path: '/v1/kv/doc' },
   readKey: { path: '/v1/kv/doc/k' },
@@ -136,6 +137,7 @@ describe('OpenAPI document', () => {
       '/v1/auth/token/{token}': '/v1/auth/token/AAAAAAAAAAAAAAAA',
       // As root: refused (400), and nothing revoked.
       '/v1/auth/token/revoke-self': '/v1/auth/token/revoke-self',
+      '/v1/auth/token/renew': '/v1/auth/token/renew',
       '/v1/kv': '/v1/kv',
       '/v1/kv/{namespace}': '/v1/kv/doc',
       '/v1/kv/{namespace}/{key}': '/v1/kv/doc/k',

@@ -10,7 +10,7 @@ import type { Operation } from '../operation.js';
 import type { RecordIntent } from '../request-audit.js';
 import { booleanFlag, rawPath } from '../request-parts.js';
 import type { Responder } from '../respond.js';
-import { createdToken, ok, self, tokenList } from '../response-schemas.js';
+import { createdToken, ok, self, token, tokenList } from '../response-schemas.js';
 import { tokenCreateSchema } from '../schemas.js';
 
 export interface AuthRouteDeps {
@@ -152,5 +152,24 @@ export function authOperations({
     },
   };
 
-  return [me, create, list, revoke, revokeSelf] as Operation[];
+  const renew: Operation = {
+    method: 'POST',
+    template: '/v1/auth/token/renew',
+    action: 'token.renew',
+    docs: [
+      {
+        operationId: 'renewSelf',
+        summary:
+          "Renew the calling token: it expires the lifetime it was created with from now, but never later than its creation + the server's max TTL (the root token does not expire: 400)",
+        responses: { 200: ok('The token, with its new expiry', token) },
+      },
+    ],
+    async handler(_req, res) {
+      const caller = principalOf(res);
+      if (!caller.isRoot) auditTarget(res, { subject_token_id: caller.id });
+      respond.json(res, 200, await tokens.renewSelf(caller));
+    },
+  };
+
+  return [me, create, list, revoke, revokeSelf, renew] as Operation[];
 }
