@@ -32,7 +32,8 @@ that come to one variable, or a key that gives no valid name, is an error naming
   --fallback-key-file FILE  the copy's key: 32 random bytes (or COFFER_FALLBACK_KEY, hex or base64)
   --watch                   when a value the command was given changes (or a key is added or deleted),
                             restart it: SIGTERM, up to 10 s to exit, then the new values. Coffer out of
-                            reach never stops the command; the watch tries again
+                            reach never stops the command; the watch tries again. The token is renewed
+                            before it expires, up to its maximum lifetime
   --watch-signal SIGNAL     with --watch: send SIGNAL (HUP, USR1, …) instead of restarting (the command's
                             environment cannot change while it runs: for programs that read Coffer again)
 
@@ -216,6 +217,14 @@ async function runChild(
   for (const signal of FORWARDED) process.on(signal, forward);
   const stopWatching = new AbortController();
   let restarting: Promise<void> | undefined;
+  // While it watches, its token is renewed before it expires (up to its maximum lifetime).
+  if (watching)
+    watching.coffer.keepRenewed({ signal: stopWatching.signal }).catch((err: unknown) => {
+      if (!stopWatching.signal.aborted)
+        watching.warn(
+          `coffer: renewing the token: ${(explain(err, watching.coffer, 'token') as Error).message}`,
+        );
+    });
   if (watching)
     void watchValues(watching, env, stopWatching.signal, async (next) => {
       if (watching.signal) {

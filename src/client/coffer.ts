@@ -397,6 +397,46 @@ export class Coffer {
     return this.call({ method: 'POST', path: '/v1/auth/token/renew', signal: options.signal });
   }
 
+  /**
+   * Keeps the calling token alive until `signal` aborts: renews it once two thirds of its remaining life have
+   * passed, again and again, until a renewal no longer extends it (its creation + the server's max TTL) or
+   * the token is refused. A renewal that fails for want of an answer is tried again with the client's retries
+   * and then at the next third. Resolves when it stops; `onRenewed` hears of each new expiry.
+   */
+  async keepRenewed(
+    options: { signal?: AbortSignal; onRenewed?: (expiresAt: string) => void } = {},
+  ): Promise<void> {
+    const signal = options.signal;
+    let expires = (await this.self(signal ? { signal } : {})).expires_at;
+    while (expires !== null && !signal?.aborted) {
+      const wait = Math.max(1000, ((Date.parse(expires) - Date.now()) * 2) / 3);
+      const woke = await new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => resolve(true), wait);
+        signal?.addEventListener(
+          'abort',
+          () => {
+            clearTimeout(timer);
+            resolve(false);
+          },
+          { once: true },
+        );
+      });
+      if (!woke) return;
+      let renewed: ApiToken;
+      try {
+        renewed = await this.renewSelf(signal ? { signal } : {});
+      } catch (err) {
+        if (signal?.aborted) return;
+        if (err instanceof CofferError && (err.status === 401 || err.status === 400)) return;
+        if (Date.parse(expires) <= Date.now()) return;
+        continue; // no answer this time: the next third
+      }
+      if (renewed.expires_at === expires) return; // at its maximum: nothing more to gain
+      expires = renewed.expires_at;
+      options.onRenewed?.(expires);
+    }
+  }
+
   /** Revokes the calling token itself (not the root token); calls with it are refused from then on. */
   async revokeSelf(options: { signal?: AbortSignal } = {}): Promise<void> {
     await this.answer({

@@ -273,6 +273,22 @@ describe('coffer run', function () {
     expect((await signalled.done).code).to.equal(42);
   });
 
+  it('--watch renews its token before it expires', async function () {
+    this.timeout(20_000);
+    const short = (
+      await c.call('POST', '/v1/auth/token', { json: { role: 'reader', expires_in: 2 } })
+    ).body.token as string;
+    const running = startCommand(
+      ['run', '--ns', 'watch/app', '--watch', '--', process.execPath, program, 'wait'],
+      { COFFER_ADDR: c.url, COFFER_TOKEN: short },
+    );
+    await eventually(() => running.stdout().includes('ready'));
+    await new Promise((resolve) => setTimeout(resolve, 3500));
+    expect((await c.call('GET', '/v1/auth/me', { token: short })).status).to.equal(200);
+    running.child.kill('SIGTERM');
+    expect((await running.done).code).to.equal(42);
+  });
+
   describe('with an encrypted fallback copy', () => {
     let keyFile: string;
     let copy: string;

@@ -140,6 +140,27 @@ describe('the TypeScript client (coffer/client)', () => {
     expect(valuesSeen[1]).to.deep.equal(['flag=on']);
   });
 
+  it('keepRenewed keeps a short-lived token alive past its first expiry, until stopped', async function () {
+    this.timeout(15_000);
+    const root = new Coffer({ url: c.url, token: c.rootToken });
+    const made = await root.createToken({ role: 'reader', expires_in: 2 });
+    const coffer = new Coffer({ url: c.url, token: made.token });
+    const stop = new AbortController();
+    const renewals: string[] = [];
+    const keeping = coffer.keepRenewed({
+      signal: stop.signal,
+      onRenewed: (at) => renewals.push(at),
+    });
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    expect((await coffer.self()).id).to.equal(made.id);
+    expect(renewals.length).to.be.at.least(1);
+    expect(Date.parse(renewals.at(-1)!)).to.be.greaterThan(Date.parse(made.expires_at));
+    stop.abort();
+    await keeping;
+    // Root's token does not expire: nothing to keep alive.
+    await root.keepRenewed();
+  });
+
   it('takes the token from COFFER_TOKEN, else from COFFER_TOKEN_FILE, and says so when there is neither', async () => {
     const file = join(tempDir(), 'token');
     writeFileSync(file, `${c.rootToken}\n`, { mode: 0o600 });
