@@ -36,7 +36,18 @@ const LAYERS: Readonly<Record<string, readonly string[]>> = {
   // The client's imports of http/ are of types only (the declarations its answers are typed by):
   // test/client/client.test.ts checks that the built client loads nothing but Node and itself.
   client: ['http'],
-  cli: ['audit', 'client', 'config', 'crypto', 'directories', 'errors', 'keys', 'startup', 'store'],
+  cli: [
+    'audit',
+    'client',
+    'config',
+    'crypto',
+    'directories',
+    'errors',
+    'keys',
+    'model',
+    'startup',
+    'store',
+  ],
   main: ['cli', 'client', 'config', 'errors', 'http', 'keys', 'server', 'version'],
 };
 

@@ -111,12 +111,9 @@ export async function searchCommand(
   json: boolean,
   out: Out,
 ): Promise<number> {
-  const max = options.limit === undefined ? Number.POSITIVE_INFINITY : Number(options.limit);
-  if (
-    !(max >= 1) ||
-    (options.limit !== undefined && !/^[1-9][0-9]{0,6}$/.test(String(options.limit)))
-  )
+  if (options.limit !== undefined && !/^[1-9][0-9]{0,6}$/.test(String(options.limit)))
     throw new CliError('--limit must be a whole number from 1', EXIT.usage);
+  const max = options.limit === undefined ? Number.POSITIVE_INFINITY : Number(options.limit);
   const query = queryOf(options);
   // Refused here as the server refuses it, before anything is read.
   const filter: AuditFilter = auditFilterOf(query, (name, message) => {

@@ -10,7 +10,6 @@
 import { hkdfSync, randomBytes } from 'node:crypto';
 import {
   closeSync,
-  fstatSync,
   fsyncSync,
   openSync,
   readFileSync,
@@ -19,6 +18,9 @@ import {
   writeSync,
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { KeyProviderError } from '../keys/key-provider.js';
+import { readOwnerOnlyFile } from '../keys/secret-file.js';
+import { parseDuration } from '../model/duration.js';
 import type { SourceValue } from './env-names.js';
 import { CliError, EXIT } from './exit-codes.js';
 
@@ -45,26 +47,17 @@ export function fallbackKey(file: string | undefined, env: NodeJS.ProcessEnv): B
   let where: string;
   if (file !== undefined) {
     where = `--fallback-key-file ${file}`;
-    let fd: number;
+    // Checked as the master key file is: a regular file only its owner can read, opened once.
+    let read: Buffer | undefined;
     try {
-      fd = openSync(file, 'r');
+      read = readOwnerOnlyFile(file, '--fallback-key-file', 1024);
     } catch (err) {
-      throw new CliError(
-        `${where}: cannot open it (${(err as NodeJS.ErrnoException).code})`,
-        EXIT.usage,
-      );
+      if (err instanceof KeyProviderError)
+        throw new CliError(`${where}: ${err.message}`, EXIT.usage);
+      throw err;
     }
-    try {
-      const stat = fstatSync(fd);
-      if ((stat.mode & 0o077) !== 0)
-        throw new CliError(
-          `${where}: group or others may read it; run chmod 600 ${file}`,
-          EXIT.usage,
-        );
-      text = readFileSync(fd);
-    } finally {
-      closeSync(fd);
-    }
+    if (read === undefined) throw new CliError(`${where}: no such file`, EXIT.usage);
+    text = read;
   } else if (env.COFFER_FALLBACK_KEY) {
     where = 'COFFER_FALLBACK_KEY';
     text = Buffer.from(env.COFFER_FALLBACK_KEY);
@@ -202,13 +195,12 @@ export async function readFallback(
   };
 }
 
-/** A duration such as 90s, 30m, 24h or 7d, in milliseconds. */
-export function parseDuration(text: string, option: string): number {
-  const match = /^(\d{1,9})(s|m|h|d)$/.exec(text);
-  if (!match)
+/** A duration such as 90s, 30m, 24h or 7d, in milliseconds (the settings' grammar, model/duration.ts). */
+export function durationOption(text: string, option: string): number {
+  const ms = parseDuration(text);
+  if (ms === undefined)
     throw new CliError(`${option} ${text}: a duration such as 90s, 30m, 24h or 7d`, EXIT.usage);
-  const unit = { s: 1, m: 60, h: 3600, d: 86_400 }[match[2] as 's' | 'm' | 'h' | 'd'];
-  return Number(match[1]) * unit * 1000;
+  return ms;
 }
 
 export function formatAge(ms: number): string {

@@ -12,7 +12,7 @@ import { parseArgs } from 'node:util';
 import type { Coffer } from '../client/coffer.js';
 import { environmentOf, MappingError, type SourceValue } from './env-names.js';
 import { CliError, EXIT } from './exit-codes.js';
-import { fallbackKey, parseDuration, writeFallback } from './fallback.js';
+import { durationOption, fallbackKey, writeFallback } from './fallback.js';
 import { connect, explain } from './session.js';
 import { type FallbackOptions, valuesWithFallback } from './values-source.js';
 
@@ -148,7 +148,7 @@ export async function runCommand(args: string[], io: RunIo = defaultIo): Promise
       : {
           file,
           key: fallbackKey(options['fallback-key-file'] as string | undefined, io.env),
-          maxAgeMs: parseDuration(
+          maxAgeMs: durationOption(
             (options['fallback-max-age'] as string | undefined) ?? '24h',
             '--fallback-max-age',
           ),

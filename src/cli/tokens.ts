@@ -2,7 +2,7 @@
 import { parseArgs } from 'node:util';
 import type { TokenCreateRequest } from '../client/index.js';
 import { CliError, EXIT } from './exit-codes.js';
-import { parseDuration } from './fallback.js';
+import { durationOption } from './fallback.js';
 import { connect, explain } from './session.js';
 import { table } from './table.js';
 
@@ -95,7 +95,7 @@ export async function tokenCommand(args: string[], io: Io = defaultIo): Promise<
           ...(scopes === undefined ? {} : { scopes }),
           ...(o.ttl === undefined
             ? {}
-            : { expires_in: parseDuration(o.ttl as string, '--ttl') / 1000 }),
+            : { expires_in: durationOption(o.ttl as string, '--ttl') / 1000 }),
           ...(Object.keys(metadata).length === 0 ? {} : { metadata }),
         };
         const created = await coffer.createToken(request);

@@ -7,13 +7,7 @@
 import type { OperatorEvents } from '../model/operator-events.js';
 import type { KeyringHolder } from '../store/keyring-store.js';
 
-const UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-
-/** `90d`, `12h`, `30m`, `45s` in milliseconds; undefined when `text` is not such a duration. */
-export function parseDuration(text: string): number | undefined {
-  const match = /^([1-9][0-9]{0,5})([smhd])$/.exec(text);
-  return match ? Number(match[1]) * UNITS[match[2]!]! : undefined;
-}
+export { parseDuration } from '../model/duration.js';
 
 export interface AutoRotation {
   /** Stops the timer and waits for a check in progress. */

@@ -130,16 +130,16 @@ export class TokenRecords {
       if (!current) return { writes: [], result: { outcome: 'missing' as const } };
       let record: TokenRecord;
       try {
-        record = this.checkedAgainstKeyring(
-          key,
-          this.seal.open<TokenRecord>('token', key, current),
-        );
+        record = this.seal.open<TokenRecord>('token', key, current);
       } catch (err) {
         if (!(err instanceof RecordIntegrityError)) throw err;
         failed = err;
         return { writes: [], result: { outcome: 'missing' as const } };
       }
-      if (record.revokedAt !== null) return { writes: [], result: { outcome: 'revoked' as const } };
+      // Revoked by its record or by the keyring (a record put back from before its revocation): the plan
+      // may run more than once, so it only decides; the caller's next use reports a replayed record.
+      if (record.revokedAt !== null || this.revocations.revocationOf(id))
+        return { writes: [], result: { outcome: 'revoked' as const } };
       if (record.expiresAt <= now) return { writes: [], result: { outcome: 'expired' as const } };
       const expiresAt = Math.max(record.expiresAt, until(record));
       if (expiresAt === record.expiresAt)

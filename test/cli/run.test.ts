@@ -18,7 +18,9 @@ if (how === 'wait') {
   process.on('SIGTERM', () => { console.log('got SIGTERM'); process.exit(42); });
   process.on('SIGHUP', () => console.log('got SIGHUP'));
   console.log('ready');
-  setInterval(() => {}, 1000);
+  // Never outlives coffer run: a test that fails before stopping it leaves no program behind.
+  const parent = process.ppid;
+  setInterval(() => { if (process.ppid !== parent) process.exit(3); }, 200);
 } else if (how === 'die') {
   process.kill(process.pid, 'SIGTERM');
 } else process.exit(Number(how ?? 0));
