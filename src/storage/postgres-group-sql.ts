@@ -21,6 +21,9 @@ export function want(locks: Locks, key: Uint8Array, exclusive: boolean): void {
   locks.set(name, { key, exclusive: exclusive || (locks.get(name)?.exclusive ?? false) });
 }
 
+/** The longest NOTIFY payload sent (PostgreSQL's limit is 8000 bytes). */
+const NOTIFY_PAYLOAD = 7900;
+
 export class GroupSql {
   /** Mixed into every lock id, so that two schemas in one database never share locks. */
   private readonly lockSalt: Buffer;
@@ -65,11 +68,20 @@ export class GroupSql {
           .map((w) => `(${bytea(w.key)}, ${bytea(w.value)})`)
           .join(', ')} ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`,
       );
-    for (const name of final.keys())
-      if (this.announced.has(name) || this.announcedPrefixes.some((p) => name.startsWith(p)))
-        statements.push(
-          `SELECT pg_notify('${this.channel}', '${Buffer.from(name, 'latin1').toString('hex')}')`,
-        );
+    // The announced keys in as few NOTIFYs as their payload limit allows (8000 bytes): a key's hex, comma
+    // separated. NOTIFY answers no rows, so the client parses nothing more per write.
+    let payload = '';
+    for (const name of final.keys()) {
+      if (!this.announced.has(name) && !this.announcedPrefixes.some((p) => name.startsWith(p)))
+        continue;
+      const hex = Buffer.from(name, 'latin1').toString('hex');
+      if (payload !== '' && payload.length + 1 + hex.length > NOTIFY_PAYLOAD) {
+        statements.push(`NOTIFY "${this.channel}", '${payload}'`);
+        payload = '';
+      }
+      payload = payload === '' ? hex : `${payload},${hex}`;
+    }
+    if (payload !== '') statements.push(`NOTIFY "${this.channel}", '${payload}'`);
     return statements;
   }
 

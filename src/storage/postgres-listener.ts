@@ -68,7 +68,8 @@ export class PostgresListener {
     client.on('end', onLost);
     client.on('notification', (message) => {
       if (message.channel !== this.channel || message.payload === undefined) return;
-      this.tell(Buffer.from(message.payload, 'hex'));
+      // One NOTIFY names every announced key of a transaction, comma separated.
+      for (const hex of message.payload.split(',')) this.tell(Buffer.from(hex, 'hex'));
     });
     try {
       await client.connect();

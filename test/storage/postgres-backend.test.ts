@@ -88,6 +88,50 @@ describe('PostgreSQL backend', function () {
         await reader.close();
       }
     });
+
+    it('tells of every key under an announced prefix, however many one transaction writes (NOTIFYs split at the payload limit)', async () => {
+      const schema = testSchema();
+      const open = () =>
+        PostgresBackend.open({
+          connectionString: PG_TEST_URL,
+          schema,
+          poolSize: 4,
+          statementTimeoutMs: 10_000,
+          announcePrefixes: [Buffer.from('P')],
+        });
+      const [writer, reader] = [await open(), await open()];
+      try {
+        const heard = new Set<string>();
+        reader.onChange((key) => {
+          if (key) heard.add(Buffer.from(key).toString());
+        });
+        await eventually(async () => {
+          await writer.atomic([], () => ({
+            writes: [{ op: 'put' as const, key: Buffer.from('Pprobe'), value: Buffer.from('1') }],
+            result: undefined,
+          }));
+          return heard.has('Pprobe');
+        });
+        // 300 keys of 60 bytes in one plan: 36,000 hex characters, several NOTIFYs.
+        const keys = Array.from({ length: 300 }, (_, i) => `P${String(i).padStart(59, '0')}`);
+        await writer.atomic([], () => ({
+          writes: [
+            ...keys.map((k) => ({
+              op: 'put' as const,
+              key: Buffer.from(k),
+              value: Buffer.from('1'),
+            })),
+            { op: 'put' as const, key: Buffer.from('Qunannounced'), value: Buffer.from('1') },
+          ],
+          result: undefined,
+        }));
+        await eventually(() => keys.every((k) => heard.has(k)), { what: 'every key' });
+        expect(heard.has('Qunannounced')).to.equal(false);
+      } finally {
+        await writer.close();
+        await reader.close();
+      }
+    });
   });
 
   describe('writes asked together (group commit)', () => {
