@@ -48,24 +48,37 @@ export async function runSupervisor(
   let started = false;
   let restartDelay = 0;
   const live = new Set<Worker>();
+  /** The live workers that have said they are ready: only they listen for messages. */
+  const serving = new Set<Worker>();
+  // A message to a worker that has just died fails; its 'exit' is handled below, the failure is no news.
+  const tell = (worker: Worker, message: SupervisorMessage): void =>
+    void worker.send(message, undefined, undefined, () => undefined);
 
   const fork = (): Worker => {
     const worker = cluster.fork();
     live.add(worker);
     const bornAt = Date.now();
-    // A key one worker changed wakes the waits of the others (kv/key-changes.ts).
+    // Never let an error emitted on a worker (its channel) end the supervisor.
+    worker.on('error', (err: Error) =>
+      log.warn({ pid: worker.process.pid, err: { message: err.message } }, 'worker channel error'),
+    );
     worker.on('message', (message: WorkerMessage) => {
-      if (message?.type !== 'kv.changed') return;
-      for (const other of live)
-        if (other !== worker && other.isConnected())
-          other.send({
-            type: 'kv.changed',
-            namespace: message.namespace,
-            key: message.key,
-          } satisfies SupervisorMessage);
+      if (message?.type === 'ready') {
+        serving.add(worker);
+        // A worker that was still starting when the shutdown began is told now: told earlier, before
+        // it listened, it would not have heard.
+        if (stopping) tell(worker, { type: 'shutdown' });
+      } else if (message?.type === 'kv.changed') {
+        // A key one worker changed wakes the waits of the others (kv/key-changes.ts).
+        const { namespace, key } = message;
+        for (const other of serving)
+          if (other !== worker && other.isConnected())
+            tell(other, { type: 'kv.changed', namespace, key });
+      }
     });
     worker.on('exit', (code, signal) => {
       live.delete(worker);
+      serving.delete(worker);
       if (stopping) return;
       if (!started) {
         log.fatal({ code, signal }, 'a worker failed to start; stopping');
@@ -98,7 +111,7 @@ export async function runSupervisor(
       (w) =>
         new Promise<void>((resolve) => (w.isDead() ? resolve() : w.once('exit', () => resolve()))),
     );
-    for (const worker of live) worker.send({ type: 'shutdown' } satisfies SupervisorMessage);
+    for (const worker of serving) tell(worker, { type: 'shutdown' });
     const timer = setTimeout(() => {
       for (const worker of live) worker.process.kill('SIGKILL');
     }, SHUTDOWN_GRACE_MS);

@@ -1,30 +1,23 @@
 /**
  * A server process under the supervisor. It serves until the supervisor asks it to stop (or goes away),
- * then drains: no new connections, requests in flight finish, storage closes, exit 0.
+ * then drains: no new connections, requests in flight finish, storage closes, exit 0. Asked to stop while
+ * it is still starting (a replacement worker as the server shuts down), it stops as soon as it has started.
  */
 import type { Logger } from 'pino';
-import { startCoffer } from '../app.js';
+import { type RunningCoffer, startCoffer } from '../app.js';
 import type { CofferConfig } from '../config/schema.js';
 import type { SupervisorMessage, WorkerMessage } from './messages.js';
 
 export async function runWorker(config: CofferConfig, log: Logger): Promise<void> {
-  const send = (message: WorkerMessage): void => void process.send?.(message);
+  // A supervisor gone away ends this worker through 'disconnect'; a message that cannot reach it is no news.
+  const send = (message: WorkerMessage): void =>
+    void process.send?.(message, undefined, undefined, () => undefined);
   const heard = new Set<(ref: { namespace: string; key: string }) => void>();
-  const app = await startCoffer(config, {
-    log,
-    prepare: false,
-    peers: {
-      publish: ({ namespace, key }) => send({ type: 'kv.changed', namespace, key }),
-      subscribe: (listener) => heard.add(listener),
-    },
-  });
-  send({ type: 'ready', url: app.url });
 
+  let app: RunningCoffer | undefined;
   let stopping = false;
-  const stop = (): void => {
-    if (stopping) return;
-    stopping = true;
-    app.close().then(
+  const close = (running: RunningCoffer): void => {
+    running.close().then(
       () => process.exit(0),
       (err: unknown) => {
         log.error({ err: { message: (err as Error).message } }, 'worker failed to close cleanly');
@@ -32,6 +25,12 @@ export async function runWorker(config: CofferConfig, log: Logger): Promise<void
       },
     );
   };
+  const stop = (): void => {
+    if (stopping) return;
+    stopping = true;
+    if (app) close(app);
+  };
+  // Listening before starting, so that a shutdown asked for during the start is not lost.
   process.on('message', (message: SupervisorMessage) => {
     if (message?.type === 'shutdown') stop();
     else if (message?.type === 'kv.changed')
@@ -41,4 +40,15 @@ export async function runWorker(config: CofferConfig, log: Logger): Promise<void
   process.on('SIGTERM', stop);
   // Ctrl-C reaches the whole process group; the supervisor coordinates the shutdown.
   process.on('SIGINT', () => undefined);
+
+  app = await startCoffer(config, {
+    log,
+    prepare: false,
+    peers: {
+      publish: ({ namespace, key }) => send({ type: 'kv.changed', namespace, key }),
+      subscribe: (listener) => heard.add(listener),
+    },
+  });
+  if (stopping) close(app);
+  else send({ type: 'ready', url: app.url });
 }

@@ -126,7 +126,9 @@ describe('several worker processes', function () {
     await eventually(
       () => workerPids(p.child.pid!).length === 2 && !workerPids(p.child.pid!).includes(victim!),
       { timeout: 15_000, what: 'a replacement worker' },
-    );
+    ).catch((err: Error) => {
+      throw new Error(`${err.message}; ${supervisorState(p)}`);
+    });
     expect(p.stdout()).to.include('worker exited; starting a replacement');
     // Read every acknowledged write back, 16 at a time.
     for (let i = 0; i < acknowledged.length; i += 16) {
@@ -160,7 +162,29 @@ describe('several worker processes', function () {
       if (r) expect((await send(p.url, 'GET', `/v1/kv/drain/k${i}`, root)).status).to.equal(200);
     }
   });
+
+  it('stops at once when SIGTERM comes while a replacement worker is still starting', async () => {
+    const [victim] = workerPids(p.child.pid!);
+    process.kill(victim!, 'SIGKILL');
+    await eventually(
+      () => workerPids(p.child.pid!).length === 2 && !workerPids(p.child.pid!).includes(victim!),
+      { interval: 5, what: 'a replacement worker' },
+    );
+    const asked = Date.now();
+    expect(await p.stop()).to.equal(0);
+    // A shutdown told to a worker before it listened went unheard: the supervisor waited out its 15 s grace.
+    expect(Date.now() - asked).to.be.lessThan(5000);
+  });
 });
+
+/** What the supervisor and its workers were doing, for a failure's message (the supervisor's log is the test's own store). */
+function supervisorState(p: CofferProcess): string {
+  const exited =
+    p.child.exitCode === null && p.child.signalCode === null
+      ? `supervisor running, workers ${JSON.stringify(workerPids(p.child.pid!))}`
+      : `supervisor exited (${p.child.exitCode ?? p.child.signalCode})`;
+  return `${exited}; stderr: ${p.stderr().slice(-1500)}; log: ${p.stdout().slice(-1500)}`;
+}
 
 function isAlive(pid: number): boolean {
   try {

@@ -109,6 +109,10 @@ export function startProcess(
           stderr: () => err,
           stop: () =>
             new Promise((done) => {
+              if (child.exitCode !== null || child.signalCode !== null) {
+                done(child.exitCode);
+                return;
+              }
               child.once('exit', (code) => done(code));
               child.kill('SIGTERM');
             }),
