@@ -37,6 +37,11 @@ export function post(path: string, token: string, body: unknown): string {
   return `local h = ${jsonAuth(token)}\nlocal b = ${lua(JSON.stringify(body))}\nrequest = function() return wrk.format("POST", ${lua(path)}, h, b) end\n`;
 }
 
+/** The same JSON body POSTed to `path` without a token (a login). */
+export function postPublic(path: string, body: unknown): string {
+  return `local h = {["Content-Type"] = "application/json"}\nlocal b = ${lua(JSON.stringify(body))}\nrequest = function() return wrk.format("POST", ${lua(path)}, h, b) end\n`;
+}
+
 /** Reads with a different wrong secret for a real token id every time: each one is argon2 work unless limited. */
 export function wrongTokenFlood(path: string, tokenId: string): string {
   return (

@@ -87,11 +87,22 @@ export function wrongSecretRequest(path: string, tokenId: string): OpenLoop['req
  * The open-loop flood in a process of its own on `core`, like wrk: load generators are kept off the core
  * they are not pinned to, so that what is measured is the server, not the client.
  */
-/** What the generator process sends: wrong secrets of `tokenId`, or, with `token`, that correct token. */
+/** The same JSON body POSTed to `path` every time, without a token (a login: bench/jwt-login.ts). */
+export function postRequest(path: string, body: string): OpenLoop['request'] {
+  const length = Buffer.byteLength(body);
+  return (_, host) =>
+    `POST ${path} HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n${body}`;
+}
+
+/**
+ * What the generator process sends: wrong secrets of `tokenId`, or, with `token`, that correct token, or
+ * with `body`, that body POSTed to `path`.
+ */
 type Sent = Omit<OpenLoop, 'request'> & {
   readonly path: string;
   readonly tokenId: string;
   readonly token?: string;
+  readonly body?: string;
 };
 
 export function openLoopProcess(load: Sent, core: number): Promise<OpenLoopResult> {
@@ -117,9 +128,11 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const result = await openLoop({
     ...load,
     request:
-      load.token === undefined
-        ? wrongSecretRequest(load.path, load.tokenId)
-        : goodRequest(load.path, load.token),
+      load.body !== undefined
+        ? postRequest(load.path, load.body)
+        : load.token === undefined
+          ? wrongSecretRequest(load.path, load.tokenId)
+          : goodRequest(load.path, load.token),
   });
   process.stdout.write(JSON.stringify(result));
 }

@@ -6,7 +6,7 @@
  * alike). Prints a table and the targets, and writes JSON to bench/results/. (`npm run bench:all` runs this
  * and the etcd comparison and writes one report of both: bench/all.ts.)
  *
- *   npm run bench -- [--seconds 10] [--connections 32] [--rounds 5] [--only all-workers|one-process|audit-cost|flood|namespace-read|waits|run-startup]
+ *   npm run bench -- [--seconds 10] [--connections 32] [--rounds 5] [--only all-workers|one-process|audit-cost|flood|namespace-read|waits|run-startup|jwt-login]
  *   npm run bench -- --storage postgres [--seconds 10] [--rounds 5]   (PostgreSQL beside LMDB: bench/storage.ts)
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -16,6 +16,7 @@ import { parseArgs } from 'node:util';
 import { generateToken } from '../src/auth/token-format.js';
 import { api } from './api.js';
 import * as shape from './cases.js';
+import { type JwtLoginRound, jwtLoginCost, printJwtLogin } from './jwt-login.js';
 import { describeMachine, machine, pinning } from './machine.js';
 import {
   type NamespaceReadRound,
@@ -43,7 +44,7 @@ const { values: args } = parseArgs({
   options: {
     seconds: { type: 'string', default: '10' },
     connections: { type: 'string', default: '32' },
-    // 'all-workers', 'one-process', 'audit-cost', 'flood', 'namespace-read', 'waits' or 'run-startup'
+    // 'all-workers', 'one-process', 'audit-cost', 'flood', 'namespace-read', 'waits', 'run-startup' or 'jwt-login'
     only: { type: 'string' },
     rounds: { type: 'string', default: '5' },
     storage: { type: 'string' }, // 'postgres': bench/storage.ts instead
@@ -103,6 +104,7 @@ export interface BenchRun {
   readonly namespaceRead?: readonly NamespaceReadRound[];
   readonly waits?: readonly WaitsRound[];
   readonly runStartup?: RunStartup;
+  readonly jwtLogin?: readonly JwtLoginRound[];
 }
 
 /** Runs every case (or the `only` group) and judges the targets. */
@@ -120,7 +122,7 @@ export async function runBench(only: string | undefined): Promise<BenchRun> {
   if (only === undefined || only === 'one-process') await oneProcess(rows, root);
   // 3. The audit log's cost on the read path.
   if (only === undefined || only === 'audit-cost') await auditCost(rows, root);
-  const applications = ['namespace-read', 'waits', 'run-startup'];
+  const applications = ['namespace-read', 'waits', 'run-startup', 'jwt-login'];
   const targets = only !== undefined && applications.includes(only) ? [] : targetsOf(rows, workers);
   const run: { -readonly [K in keyof BenchRun]: BenchRun[K] } = { rows, targets };
   // 4. A namespace's values in one call against single reads, CPU per value.
@@ -138,6 +140,12 @@ export async function runBench(only: string | undefined): Promise<BenchRun> {
   // 6. coffer run's start-up beside node -e 0.
   if (only === undefined || only === 'run-startup')
     run.runStartup = await runStartup(root, rounds * 4);
+  // 7. JWT logins against token creations; reads during a flood of bad JWTs against the control.
+  if (only === undefined || only === 'jwt-login') {
+    const cost = await jwtLoginCost(root, { seconds, rounds, connections });
+    targets.push(...cost.targets);
+    run.jwtLogin = cost.rounds;
+  }
   return run;
 }
 
@@ -444,7 +452,14 @@ export function benchHeader(): string {
   return `wrk: ${connections} connections, ${seconds} s per case (after 1 s warm-up), ${pinning ? 'wrk pinned to core 1; "× 1" servers pinned to core 0' : 'nothing pinned'}`;
 }
 
-function report({ rows, targets, namespaceRead, waits, runStartup: startup }: BenchRun): void {
+function report({
+  rows,
+  targets,
+  namespaceRead,
+  waits,
+  runStartup: startup,
+  jwtLogin,
+}: BenchRun): void {
   printTable(
     `Coffer benchmark — ${new Date().toISOString()} — ${describeMachine()}\n${benchHeader()}`,
     rows,
@@ -452,6 +467,7 @@ function report({ rows, targets, namespaceRead, waits, runStartup: startup }: Be
   if (namespaceRead) printNamespaceRead(namespaceRead);
   if (waits) printWaits(waits);
   if (startup) printRunStartup(startup);
+  if (jwtLogin) printJwtLogin(jwtLogin);
   printTargets(targets);
   mkdirSync(resultsDir, { recursive: true });
   const file = join(resultsDir, `bench-${new Date().toISOString().replaceAll(':', '-')}.json`);
@@ -468,6 +484,7 @@ function report({ rows, targets, namespaceRead, waits, runStartup: startup }: Be
         namespaceRead,
         waits,
         runStartup: startup,
+        jwtLogin,
       },
       null,
       2,

@@ -15,8 +15,10 @@ import { Argon2Gate } from './auth/argon2-gate.js';
 import { Authenticator } from './auth/authenticator.js';
 import { FailureLimiter } from './auth/failure-limiter.js';
 import { FailureRate } from './auth/failure-rate.js';
+import { JwtLogin } from './auth/jwt-login.js';
+import { KeySets } from './auth/key-sets.js';
 import { PrincipalFactory } from './auth/principal.js';
-import { roleTable } from './auth/roles.js';
+import { RoleAdmin } from './auth/role-admin.js';
 import { CurrentRoot } from './auth/root-token.js';
 import { TokenService } from './auth/token-service.js';
 import type { CofferConfig } from './config/schema.js';
@@ -32,6 +34,7 @@ import { parseDuration, startAutoRotation } from './operator/auto-rotate.js';
 import { HealthCheck } from './operator/health.js';
 import { KeyringOperations } from './operator/keyring-operations.js';
 import { Rewrapper } from './operator/rewrap.js';
+import { followChanges } from './startup/follow-changes.js';
 import { followKeyring } from './startup/keyring-follower.js';
 import { type AuditOpening, openAuditLog, recoverAuditLog } from './startup/open-audit.js';
 import { type OpenedStore, openStore } from './startup/open-store.js';
@@ -134,7 +137,17 @@ export async function startCoffer(
       ref === undefined ? changes.heardAll() : changes.heard(ref),
     );
     const argon2 = new Argon2Gate();
-    const principals = new PrincipalFactory(roleTable(config.roles));
+    const principals = new PrincipalFactory(config.roles, await records.policies.current());
+    const roles = new RoleAdmin({
+      policies: records.policies,
+      tokens: records.tokens,
+      principals,
+      events,
+      defaultTtl: config.default_ttl,
+      maxTtl: config.max_ttl,
+      now,
+    });
+    const refreshPolicies = () => roles.refresh();
     const currentRoot = new CurrentRoot(opened.root, records.rootToken, keyring);
     const authenticator = new Authenticator({
       tokens: records.tokens,
@@ -142,6 +155,7 @@ export async function startCoffer(
       principals,
       root: () => currentRoot.get(),
       now,
+      refreshPolicies,
       limiter: new FailureLimiter({
         burst: config.auth_failures.burst,
         perSecond: config.auth_failures.per_second,
@@ -164,6 +178,25 @@ export async function startCoffer(
       });
     disk = audit ? watchDisk(config.audit.dir!, config.audit.min_free_bytes, log) : undefined;
     const { flood_burst: burst, flood_per_second: perSecond } = config.auth_failures;
+    const tokens = new TokenService({
+      store: records.tokens,
+      argon2,
+      principals,
+      root: () => currentRoot.get(),
+      defaultTtl: config.default_ttl,
+      maxTtl: config.max_ttl,
+      now,
+      events,
+      refreshPolicies,
+    });
+    // Roles changed by another worker or server apply here within a quarter second (at once on PostgreSQL).
+    const policyFollower = followChanges({
+      read: refreshPolicies,
+      onChange: (listener) => store.onPoliciesChange(listener),
+      everyMs: 250,
+      log,
+      what: 'the roles',
+    });
     const app = buildHttpApp({
       failureRate: new FailureRate(
         { burst, perSecond },
@@ -171,16 +204,23 @@ export async function startCoffer(
       ),
       ...(failureSummary ? { failureSummary } : {}),
       authenticator,
-      tokens: new TokenService({
-        store: records.tokens,
-        argon2,
+      tokens,
+      login: new JwtLogin({
         principals,
-        root: () => currentRoot.get(),
-        defaultTtl: config.default_ttl,
-        maxTtl: config.max_ttl,
+        keySets: new KeySets({
+          refreshMs: config.login.jwks_refresh_seconds * 1000,
+          minRefreshMs: config.login.jwks_min_refresh_seconds * 1000,
+          maxStaleMs: config.login.jwks_max_stale_seconds * 1000,
+          timeoutMs: config.login.fetch_timeout_ms,
+          maxBytes: 1024 * 1024,
+          now,
+        }),
+        tokens,
+        maxJwtBytes: config.login.max_jwt_bytes,
+        leewaySeconds: config.login.leeway_seconds,
         now,
-        events,
       }),
+      roles,
       kv: new KvService({
         records: records.kv,
         keyring,
@@ -250,6 +290,7 @@ export async function startCoffer(
         await closed;
         clearTimeout(deadline);
         follower.stop();
+        policyFollower.stop();
         await autoRotation?.stop();
         disk?.stop();
         // A rewrap in progress stops at its next batch boundary; its state is saved for a later run.

@@ -17,6 +17,7 @@ const ERRORS = {
   not_found: { status: 404, title: 'Not found', showDetail: true },
   method_not_allowed: { status: 405, title: 'Method not allowed', showDetail: true },
   request_timeout: { status: 408, title: 'Request timeout', showDetail: true },
+  conflict: { status: 409, title: 'Conflict', showDetail: true },
   precondition_failed: { status: 412, title: 'Precondition failed', showDetail: true },
   payload_too_large: { status: 413, title: 'Payload too large', showDetail: true },
   unsupported_media_type: { status: 415, title: 'Unsupported media type', showDetail: true },

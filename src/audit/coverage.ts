@@ -71,6 +71,7 @@ interface Entry {
   readonly version?: number;
   readonly token_id?: string;
   readonly subject_token_id?: string;
+  readonly also_revoked?: unknown;
   readonly active_version?: number;
 }
 
@@ -105,6 +106,8 @@ export async function auditCoverage(
       named.created.add(entry.subject_token_id);
     if (entry.action === 'token.revoke' && entry.subject_token_id !== undefined)
       named.revoked.add(entry.subject_token_id);
+    if (entry.action === 'token.revoke' && Array.isArray(entry.also_revoked))
+      for (const id of entry.also_revoked) if (typeof id === 'string') named.revoked.add(id);
   };
   const addEvent = (entry: Entry): void => {
     if (entry.kind !== 'event') return;

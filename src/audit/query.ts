@@ -7,6 +7,7 @@
  */
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
+import { ROLE_NAME } from '../model/policies.js';
 import type { StoredChains } from './database-copy.js';
 import { auditFilesIn, type ChainFile, chainFiles } from './files.js';
 
@@ -20,6 +21,10 @@ export interface AuditFilter {
   readonly tokenName?: string;
   /** One request's entries (its X-Request-Id). */
   readonly requestId?: string;
+  /** A JWT login's login role, issuer and verified subject, exactly (in its entry and its token.create event). */
+  readonly loginRole?: string;
+  readonly issuer?: string;
+  readonly subject?: string;
   /** Matches `namespace/key` (or the namespace of a listing) by string prefix. */
   readonly prefix?: string;
   /** Matches `namespace/key` exactly: one key, not the keys that start like it. */
@@ -40,6 +45,9 @@ export interface AuditQuery {
   readonly token_id?: string | undefined;
   readonly token_name?: string | undefined;
   readonly request_id?: string | undefined;
+  readonly login_role?: string | undefined;
+  readonly issuer?: string | undefined;
+  readonly subject?: string | undefined;
   readonly prefix?: string | undefined;
   readonly key?: string | undefined;
   readonly action?: string | undefined;
@@ -75,6 +83,18 @@ export function auditFilterOf(
     if (!/^[A-Za-z0-9._-]{1,128}$/.test(q.request_id))
       bad('request_id', 'must be a request id, as X-Request-Id gives it');
     filter.requestId = q.request_id;
+  }
+  if (q.login_role !== undefined) {
+    if (!ROLE_NAME.test(q.login_role)) bad('login_role', 'must be a login role name');
+    filter.loginRole = q.login_role;
+  }
+  if (q.issuer !== undefined) {
+    if (q.issuer === '' || q.issuer.length > 1024) bad('issuer', 'must be 1 to 1024 characters');
+    filter.issuer = q.issuer;
+  }
+  if (q.subject !== undefined) {
+    if (q.subject === '' || q.subject.length > 1024) bad('subject', 'must be 1 to 1024 characters');
+    filter.subject = q.subject;
   }
   if (q.prefix !== undefined) {
     if (q.prefix === '' || q.prefix.length > 1024) bad('prefix', 'must be 1 to 1024 characters');
@@ -172,6 +192,9 @@ function matches(entry: Record<string, unknown>, filter: AuditFilter): boolean {
     return false;
   if (filter.tokenName !== undefined && entry.token_name !== filter.tokenName) return false;
   if (filter.requestId !== undefined && entry.request_id !== filter.requestId) return false;
+  if (filter.loginRole !== undefined && entry.login_role !== filter.loginRole) return false;
+  if (filter.issuer !== undefined && entry.issuer !== filter.issuer) return false;
+  if (filter.subject !== undefined && entry.subject !== filter.subject) return false;
   if (filter.prefix !== undefined || filter.key !== undefined) {
     const paths = pathsOf(entry);
     if (filter.prefix !== undefined && !paths.some((p) => p.startsWith(filter.prefix!)))

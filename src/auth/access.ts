@@ -11,6 +11,7 @@ import { VALUE_TYPES, type ValueType } from '../model/value-types.js';
 import {
   type NamespacePattern,
   parsePattern,
+  patternCovers,
   patternCoversSubtree,
   patternMatches,
   patternReachesInto,
@@ -56,6 +57,22 @@ export class AccessPolicy {
     return VALUE_TYPES.every((type) =>
       this.grants.some(
         (g) => g.actions.has(action) && g.types.has(type) && patternCoversSubtree(g.pattern, ns),
+      ),
+    );
+  }
+
+  /**
+   * Whether everything `other` allows, this allows too: each of its grants lies within one grant of this
+   * (namespaces, actions and types). A grant spread over several of this policy's grants is not seen as
+   * covered: the check may refuse such a grant, never pass a wider one.
+   */
+  covers(other: AccessPolicy): boolean {
+    return other.grants.every((inner) =>
+      this.grants.some(
+        (outer) =>
+          patternCovers(outer.pattern, inner.pattern) &&
+          [...inner.actions].every((a) => outer.actions.has(a)) &&
+          [...inner.types].every((t) => outer.types.has(t)),
       ),
     );
   }

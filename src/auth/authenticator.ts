@@ -4,7 +4,9 @@
  * - argon2id runs at most once per token value per process: verified values are remembered in a bounded
  *   cache keyed by HMAC-SHA256(per-process random key, value), so the cache never holds a token.
  *   Concurrent first uses of one value share a single verification.
- * - Every request still reads the token's record, so revocation and expiry apply on the very next request.
+ * - Every request still reads the token's record, so revocation and expiry apply on the very next request;
+ *   a principal is made again when the roles in force changed (a runtime role edited or deleted, a login
+ *   role deleted: PrincipalFactory), so a role's change applies as soon as this process has read it.
  * - A value of the token shape whose id is unknown, expired or revoked fails without argon2; so does a
  *   value of another shape unless the root token itself has another shape.
  * - Values that failed verification go to a separate bounded cache, so a flood of wrong tokens can
@@ -24,7 +26,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { BoundedCache } from '../bounded-cache.js';
 import { randomBytes } from '../crypto/random.js';
 import { AppError } from '../errors.js';
-import { statusOf } from '../model/tokens.js';
+import { statusOf, type TokenRecord } from '../model/tokens.js';
 import type { TokenRecords } from '../store/token-records.js';
 import type { Argon2Gate } from './argon2-gate.js';
 import type { FailureLimiter } from './failure-limiter.js';
@@ -41,6 +43,11 @@ export interface AuthenticatorDeps {
   readonly now: () => number;
   readonly limiter?: FailureLimiter;
   readonly cacheSize?: number;
+  /**
+   * Reads the roles again (RoleAdmin.refresh): a token whose role or login role this process does not know
+   * may have been given one another process made a moment ago.
+   */
+  readonly refreshPolicies?: () => Promise<unknown>;
 }
 
 export const INVALID_TOKEN = 'the bearer token is invalid, expired or revoked';
@@ -53,7 +60,8 @@ export function unauthorized(detail = INVALID_TOKEN): AppError {
 
 export class Authenticator {
   private readonly hmacKey = randomBytes(32);
-  private verified: BoundedCache<string, Principal>;
+  /** Verified values' principals, with the policy generation each was made under. */
+  private verified: BoundedCache<string, { principal: Principal; generation: number }>;
   private rejected: BoundedCache<string, true>;
   /** Token id → the cache key (keyed HMAC) of its one verified value. */
   private knownValue: BoundedCache<string, string>;
@@ -69,7 +77,7 @@ export class Authenticator {
   async authenticate(value: string, address = ''): Promise<Principal> {
     const cacheKey = createHmac('sha256', this.hmacKey).update(value).digest('base64');
     const known = this.verified.get(cacheKey);
-    if (known) return known.isRoot ? known : this.ensureLive(known, cacheKey);
+    if (known) return known.principal.isRoot ? known.principal : this.ensureLive(known, cacheKey);
     return this.verify(value, cacheKey, address);
   }
 
@@ -99,16 +107,29 @@ export class Authenticator {
       if (!record || statusOf(record, this.deps.now()) !== 'active') throw unauthorized();
       if (!(await this.verifyOnce(cacheKey, record.hash, parts.secret, address, parts.id)))
         throw unauthorized();
-      const principal = this.deps.principals.forToken(record);
-      this.verified.set(cacheKey, principal);
+      const { principals } = this.deps;
+      const principal = await this.principalOf(record);
+      this.verified.set(cacheKey, { principal, generation: principals.generation });
       this.knownValue.set(parts.id, cacheKey);
       return principal;
     }
     const rootCandidate = parts ? parts.id === root.id : root.id === null;
     if (!rootCandidate) throw unauthorized();
     if (!(await this.verifyOnce(cacheKey, root.hash, value, address, 'root'))) throw unauthorized();
-    this.verified.set(cacheKey, ROOT_PRINCIPAL);
+    this.verified.set(cacheKey, { principal: ROOT_PRINCIPAL, generation: 0 });
     return ROOT_PRINCIPAL;
+  }
+
+  /** The principal of a live record; 401 when its role or login role is gone (after reading them again). */
+  private async principalOf(record: TokenRecord): Promise<Principal> {
+    const { principals, refreshPolicies } = this.deps;
+    let principal = principals.forToken(record);
+    if (!principal && refreshPolicies) {
+      await refreshPolicies();
+      principal = principals.forToken(record);
+    }
+    if (!principal) throw unauthorized();
+    return principal;
   }
 
   /** True when token `id`'s one value has been verified here and `cacheKey` is not its key. */
@@ -117,14 +138,22 @@ export class Authenticator {
     return known !== undefined && !timingSafeEqual(Buffer.from(known), Buffer.from(cacheKey));
   }
 
-  private async ensureLive(principal: Principal, cacheKey: string): Promise<Principal> {
-    const record = await this.deps.tokens.get(principal.id);
+  private async ensureLive(
+    known: { principal: Principal; generation: number },
+    cacheKey: string,
+  ): Promise<Principal> {
+    const record = await this.deps.tokens.get(known.principal.id);
     if (!record || statusOf(record, this.deps.now()) !== 'active') throw unauthorized();
-    if (record.expiresAt === principal.expiresAt) return principal;
-    // Renewed (here or by another process): the principal says its new expiry.
-    const renewed = this.deps.principals.forToken(record);
-    this.verified.set(cacheKey, renewed);
-    return renewed;
+    const { principals } = this.deps;
+    if (
+      record.expiresAt === known.principal.expiresAt &&
+      known.generation === principals.generation
+    )
+      return known.principal;
+    // Renewed (here or by another process), or its role changed: made again from the record.
+    const principal = await this.principalOf(record);
+    this.verified.set(cacheKey, { principal, generation: principals.generation });
+    return principal;
   }
 
   /**

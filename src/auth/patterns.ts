@@ -42,6 +42,20 @@ export function patternReachesInto(pattern: NamespacePattern, ns: string): boole
   }
 }
 
+/** True when every namespace `inner` matches, `outer` matches too. */
+export function patternCovers(outer: NamespacePattern, inner: NamespacePattern): boolean {
+  switch (outer.kind) {
+    case 'all':
+      return true;
+    case 'subtree':
+      return (
+        inner.kind !== 'all' && isWithin(inner.kind === 'exact' ? inner.ns : inner.root, outer.root)
+      );
+    case 'exact':
+      return inner.kind === 'exact' && inner.ns === outer.ns;
+  }
+}
+
 /** True when the pattern matches `ns` and every namespace beneath it. */
 export function patternCoversSubtree(pattern: NamespacePattern, ns: string): boolean {
   // An exact pattern never covers the namespaces beneath its own; the others match all of a subtree.

@@ -1,18 +1,28 @@
 /**
  * Roles: named sets of rules. The built-in roles are fixed; custom roles come from the configuration
- * (`roles`) and are validated at start-up (config/load.ts) with `checkRoleRules`.
+ * (`roles`, validated at start-up by config/load.ts with `checkRoleRules`) or are managed at runtime
+ * (PUT /v1/sys/roles/{name}, checked the same way).
  */
-import type { ValueType } from '../model/value-types.js';
+import {
+  ACTIONS,
+  type Action,
+  GRANTABLE_PRIVILEGES,
+  PRIVILEGES,
+  type Privilege,
+  ROLE_NAME,
+  type RoleRule,
+} from '../model/policies.js';
 import { parsePattern } from './patterns.js';
 
-export const ACTIONS = ['read', 'list', 'write', 'delete'] as const;
-export type Action = (typeof ACTIONS)[number];
-
-export interface RoleRule {
-  readonly namespaces: readonly string[];
-  readonly actions: readonly Action[];
-  readonly types: readonly ValueType[];
-}
+export {
+  ACTIONS,
+  type Action,
+  GRANTABLE_PRIVILEGES,
+  PRIVILEGES,
+  type Privilege,
+  ROLE_NAME,
+  type RoleRule,
+};
 
 export type RoleTable = Readonly<Record<string, readonly RoleRule[]>>;
 
@@ -32,29 +42,21 @@ export const BUILT_IN_ROLES: RoleTable = {
 };
 
 /**
- * What a principal may do beyond namespaces: the system endpoints. Root holds all of them; a built-in role
- * may hold some (custom roles hold none: their rules only reach key-value data).
- *   manage_tokens   create and revoke tokens          list_tokens     list tokens (metadata only)
- *   manage_keyring  rotate, rewrap, retire, migrate    read_keyring    keyring status and rewrap progress
- *   read_audit      the audit log and the seal report
+ * What a principal may do beyond namespaces: the system endpoints (model/policies.ts lists them). Root holds
+ * all of them; a built-in role may hold some; a custom role those it is given from GRANTABLE_PRIVILEGES.
+ *   manage_tokens   create and revoke any token       create_tokens   create tokens with at most its own
+ *                                                                     rights, listed as its children
+ *   list_tokens     list tokens (metadata only)       manage_keyring  rotate, rewrap, retire, migrate
+ *   read_keyring    keyring status, rewrap progress   read_audit      the audit log and the seal report
+ *   manage_roles    custom roles and login roles
  */
-export const PRIVILEGES = [
-  'manage_tokens',
-  'list_tokens',
-  'manage_keyring',
-  'read_keyring',
-  'read_audit',
-] as const;
-export type Privilege = (typeof PRIVILEGES)[number];
-
 export const ROLE_PRIVILEGES: Readonly<Record<string, readonly Privilege[]>> = {
   auditor: ['list_tokens', 'read_keyring', 'read_audit'],
+  admin: ['create_tokens'],
 };
 
 /** `root` names the root token's identity; it is never a role a token can be given. */
 export const ROOT_ROLE = 'root';
-
-export const ROLE_NAME = /^[a-z][a-z0-9_-]{0,63}$/;
 
 /** Problems with one custom role, as sentences; empty when the role is valid. */
 export function checkRoleRules(name: string, rules: readonly RoleRule[]): string[] {

@@ -1,22 +1,26 @@
 /**
- * Token management: create and revoke (root only), list (root and auditor: metadata only), and describing
- * the caller (`/auth/me`). A create and a revocation that changed something are operator events
- * (`token.create`, `token.revoke`), recorded here.
+ * Token management: create and revoke (root: any token; a token with create_tokens: tokens with at most its
+ * own rights, its children, revoked with it), list (root and auditor: every token; a creator: its
+ * descendants), issue for a login (auth/jwt-login.ts), renew and revoke itself, and describing the caller
+ * (`/auth/me`). A create and a revocation that changed something are operator events (`token.create`,
+ * `token.revoke`), recorded here.
  * The request body has already passed its JSON schema (http/schemas.ts); this checks what a schema
- * cannot: role names, namespace patterns, the TTL bounds from the configuration.
+ * cannot: role names, namespace patterns, metadata bounds, the TTL bounds from the configuration.
  */
 
-import { type FieldIssue, invalid, notFound } from '../errors.js';
+import { type FieldIssue, forbidden, invalid, notFound } from '../errors.js';
 import type { OperatorEvents } from '../model/operator-events.js';
 import {
+  METADATA_LIMITS,
   statusOf,
+  type TokenLogin,
   type TokenMetadata,
   type TokenRecord,
   type TokenStatus,
 } from '../model/tokens.js';
 import type { RecordWrite } from '../store/kv-records.js';
 import type { TokenRecords } from '../store/token-records.js';
-import type { Capability, Scope } from './access.js';
+import { type Capability, policyFromScopes, type Scope } from './access.js';
 import type { Argon2Gate } from './argon2-gate.js';
 import { unauthorized } from './authenticator.js';
 import { parsePattern } from './patterns.js';
@@ -45,6 +49,10 @@ export interface TokenView {
   readonly created_at: string;
   readonly expires_at: string;
   readonly status?: TokenStatus;
+  /** The token that created it, when one did (create_tokens). */
+  readonly parent?: string;
+  /** The login role, issuer and subject, when a login bought it. */
+  readonly login?: TokenLogin;
 }
 
 export interface TokenServiceDeps {
@@ -57,6 +65,8 @@ export interface TokenServiceDeps {
   readonly maxTtl: number;
   readonly now: () => number;
   readonly events: OperatorEvents;
+  /** Reads the roles again: a role another process made a moment ago may not be known here yet. */
+  readonly refreshPolicies?: () => Promise<unknown>;
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();
@@ -69,70 +79,245 @@ function view(record: TokenRecord): TokenView {
     metadata: record.metadata,
     created_at: iso(record.createdAt),
     expires_at: iso(record.expiresAt),
+    ...(record.parent === undefined ? {} : { parent: record.parent }),
+    ...(record.login === undefined
+      ? {}
+      : {
+          login: {
+            role: record.login.role,
+            issuer: record.login.issuer,
+            subject: record.login.subject,
+          },
+        }),
   };
 }
 
-/** The audit intent of a token change, given the token's id; its writes are committed with the change. */
-export type BeforeTokenCommit = (id: string) => Promise<readonly RecordWrite[]>;
+/**
+ * The audit intent of a token change, given the token's id (and, for a revocation, the tokens revoked with
+ * it); its writes are committed with the change.
+ */
+export type BeforeTokenCommit = (
+  id: string,
+  alsoRevoked?: readonly string[],
+) => Promise<readonly RecordWrite[]>;
+
+/** The ids of the tokens `id` created, and theirs, among `records`. */
+function descendantsOf(id: string, records: readonly TokenRecord[]): string[] {
+  const children = new Map<string, string[]>();
+  for (const r of records)
+    if (r.parent !== undefined) children.set(r.parent, [...(children.get(r.parent) ?? []), r.id]);
+  const out: string[] = [];
+  const seen = new Set([id]);
+  const queue = [id];
+  while (queue.length > 0)
+    for (const child of children.get(queue.shift()!) ?? [])
+      if (!seen.has(child)) {
+        seen.add(child);
+        out.push(child);
+        queue.push(child);
+      }
+  return out;
+}
+
+/** The metadata as given, when it is within bounds (METADATA_LIMITS). */
+function checkMetadata(metadata: TokenMetadata): TokenMetadata {
+  const entries = Object.entries(metadata);
+  const issues: FieldIssue[] = [];
+  if (entries.length > METADATA_LIMITS.fields)
+    issues.push({
+      field: '/metadata',
+      in: 'body',
+      message: `at most ${METADATA_LIMITS.fields} fields`,
+    });
+  for (const [field, value] of entries) {
+    if (!METADATA_LIMITS.field.test(field))
+      issues.push({
+        field: `/metadata/${field}`,
+        in: 'body',
+        message: `field names must match ${METADATA_LIMITS.field.source}`,
+      });
+    const most = field === 'name' ? METADATA_LIMITS.name : METADATA_LIMITS.value;
+    if (typeof value !== 'string' || value.length > most)
+      issues.push({
+        field: `/metadata/${field}`,
+        in: 'body',
+        message: `a string of at most ${most} characters`,
+      });
+  }
+  if (Buffer.byteLength(JSON.stringify(metadata)) > METADATA_LIMITS.bytes)
+    issues.push({
+      field: '/metadata',
+      in: 'body',
+      message: `at most ${METADATA_LIMITS.bytes} bytes as JSON`,
+    });
+  if (issues.length > 0) throw invalid('invalid metadata', issues);
+  return metadata;
+}
 
 export class TokenService {
   constructor(private readonly deps: TokenServiceDeps) {}
 
   /**
    * Creates a token; `beforeCommit` (the audit intent) runs once its id is known, before it is stored, and
-   * what it returns is committed with the token.
+   * what it returns is committed with the token. Root (manage_tokens) may give any role or scopes; a token
+   * with create_tokens only what it holds itself (rights, privileges, and an expiry no later than its own),
+   * and the new token is its child.
    */
   async create(
     caller: Principal,
     input: CreateTokenInput,
     beforeCommit?: BeforeTokenCommit,
   ): Promise<TokenView & { token: string; expires_in: number }> {
-    requirePrivilege(caller, 'manage_tokens');
+    const delegated = !caller.privileges.has('manage_tokens');
+    if (delegated) requirePrivilege(caller, 'create_tokens');
+    if (input.role !== undefined && !this.deps.principals.hasRole(input.role))
+      await this.deps.refreshPolicies?.();
     const grant = this.checkGrant(input);
-    const expiresIn = input.expires_in ?? this.deps.defaultTtl;
+    const metadata = checkMetadata(input.metadata ?? {});
+    const now = this.deps.now();
+    const callerExpiry = caller.expiresAt ?? Number.POSITIVE_INFINITY;
+    // A delegated token's default lifetime is cut to what the creating token has left.
+    const expiresIn =
+      input.expires_in ??
+      (delegated
+        ? Math.max(1, Math.min(this.deps.defaultTtl, Math.floor((callerExpiry - now) / 1000)))
+        : this.deps.defaultTtl);
     if (expiresIn > this.deps.maxTtl) {
       throw invalid('expires_in is too large', [
         { field: '/expires_in', in: 'body', message: `must be at most ${this.deps.maxTtl}` },
       ]);
     }
+    if (!delegated)
+      return this.issue(caller.id, { ...grant, metadata, ttl: expiresIn }, now, beforeCommit);
+    this.checkWithinCaller(caller, grant);
+    if (now + expiresIn * 1000 > callerExpiry) {
+      const left = Math.max(0, Math.floor((callerExpiry - now) / 1000));
+      throw invalid('expires_in is past the expiry of the token creating it', [
+        { field: '/expires_in', in: 'body', message: `must be at most ${left}` },
+      ]);
+    }
+    return this.issue(
+      caller.id,
+      { ...grant, metadata, ttl: expiresIn, parent: caller.id, expiryCap: callerExpiry },
+      now,
+      beforeCommit,
+    );
+  }
+
+  /**
+   * Stores a new token for what a login granted (auth/jwt-login.ts): `by` is the login's description for
+   * the event. The grant has been checked by the login role's own checks.
+   */
+  issueForLogin(
+    grant: {
+      readonly role: string | null;
+      readonly scopes: readonly Scope[] | null;
+      readonly metadata: TokenMetadata;
+      readonly ttl: number;
+      readonly maxTtl: number;
+      readonly login: TokenLogin;
+    },
+    beforeCommit?: BeforeTokenCommit,
+  ): Promise<TokenView & { token: string; expires_in: number }> {
+    const now = this.deps.now();
+    const ttl = Math.min(grant.ttl, this.deps.maxTtl);
+    return this.issue(
+      `login:${grant.login.role}`,
+      {
+        role: grant.role,
+        scopes: grant.scopes,
+        metadata: grant.metadata,
+        ttl,
+        login: grant.login,
+        expiryCap: now + Math.min(grant.maxTtl, this.deps.maxTtl) * 1000,
+      },
+      now,
+      beforeCommit,
+    );
+  }
+
+  private async issue(
+    by: string,
+    shape: Pick<TokenRecord, 'role' | 'scopes' | 'metadata' | 'parent' | 'login' | 'expiryCap'> & {
+      readonly ttl: number;
+    },
+    now: number,
+    beforeCommit?: BeforeTokenCommit,
+  ): Promise<TokenView & { token: string; expires_in: number }> {
     for (;;) {
       const token = generateToken();
-      const now = this.deps.now();
+      // A clash of random 16-character ids is astronomically unlikely; if it happens, draw again.
+      if (token.id === this.deps.root().id) continue;
+      const roleId = shape.role === null ? undefined : this.deps.principals.roleId(shape.role);
       const record: TokenRecord = {
         id: token.id,
         hash: await this.deps.argon2.hash(token.secret),
-        ...grant,
-        metadata: input.metadata ?? {},
+        role: shape.role,
+        ...(roleId === undefined ? {} : { roleId }),
+        scopes: shape.scopes,
+        metadata: shape.metadata,
         createdAt: now,
-        expiresAt: now + expiresIn * 1000,
+        expiresAt: now + shape.ttl * 1000,
         revokedAt: null,
-        ttl: expiresIn,
+        ttl: shape.ttl,
+        ...(shape.parent === undefined ? {} : { parent: shape.parent }),
+        ...(shape.login === undefined ? {} : { login: shape.login }),
+        ...(shape.expiryCap === undefined ? {} : { expiryCap: shape.expiryCap }),
       };
-      // A clash of random 16-character ids is astronomically unlikely; if it happens, draw again.
-      if (token.id === this.deps.root().id) continue;
       const alongside = (await beforeCommit?.(token.id)) ?? [];
-      if (await this.deps.store.create(record, alongside)) {
-        const created = view(record);
-        await this.deps.events.record(
-          'token.create',
-          {
-            by: caller.id,
-            token_id: created.id,
-            role: created.role,
-            scopes: created.scopes,
-            expires_at: created.expires_at,
-          },
-          'token created',
-        );
-        return { token: token.value, ...created, expires_in: expiresIn };
-      }
+      const outcome = await this.deps.store.create(record, alongside, this.deps.now());
+      if (outcome === 'taken') continue;
+      // The creating token was revoked (or expired) while this one was being made.
+      if (outcome === 'parent-gone') throw unauthorized();
+      const created = view(record);
+      await this.deps.events.record(
+        'token.create',
+        {
+          by,
+          token_id: created.id,
+          role: created.role,
+          scopes: created.scopes,
+          expires_at: created.expires_at,
+          ...(record.parent === undefined ? {} : { parent: record.parent }),
+          ...(record.login === undefined
+            ? {}
+            : {
+                login_role: record.login.role,
+                issuer: record.login.issuer,
+                subject: record.login.subject,
+              }),
+        },
+        'token created',
+      );
+      return { token: token.value, ...created, expires_in: shape.ttl };
     }
   }
 
+  /** A delegated grant must lie within the caller's own rights and privileges. */
+  private checkWithinCaller(
+    caller: Principal,
+    grant: { role: string | null; scopes: Scope[] | null },
+  ): void {
+    const given = grant.role !== null ? this.deps.principals.roleGrant(grant.role) : undefined;
+    const policy = given?.policy ?? policyFromScopes(grant.scopes ?? []);
+    const privileges = given?.privileges ?? new Set<Privilege>();
+    const field = grant.role !== null ? '/role' : '/scopes';
+    if (!caller.access.covers(policy) || [...privileges].some((p) => !caller.privileges.has(p)))
+      throw forbidden(
+        `give a token more than the creating token holds (${field.slice(1)} must lie within its own rights)`,
+      );
+  }
+
+  /** Every token for list_tokens; for a token with create_tokens only, the tokens it created and theirs. */
   async list(caller: Principal, all: boolean): Promise<TokenView[]> {
-    requirePrivilege(caller, 'list_tokens');
+    const everyToken = caller.privileges.has('list_tokens');
+    if (!everyToken) requirePrivilege(caller, 'create_tokens');
     const now = this.deps.now();
-    const records = await this.deps.store.list();
+    let records = await this.deps.store.list();
+    if (!everyToken) {
+      const mine = new Set(descendantsOf(caller.id, records));
+      records = records.filter((r) => mine.has(r.id));
+    }
     return records
       .map((record) => ({ ...view(record), status: statusOf(record, now) }))
       .filter((token) => all || token.status === 'active')
@@ -149,7 +334,8 @@ export class TokenService {
     tokenOrId: string,
     beforeCommit?: BeforeTokenCommit,
   ): Promise<{ id: string; changed: boolean }> {
-    requirePrivilege(caller, 'manage_tokens');
+    const delegated = !caller.privileges.has('manage_tokens');
+    if (delegated) requirePrivilege(caller, 'create_tokens');
     const id = isTokenId(tokenOrId) ? tokenOrId : parseToken(tokenOrId)?.id;
     // `root` is the id /v1/auth/me reports for the root token.
     if (tokenOrId === ROOT_PRINCIPAL.id || (id !== undefined && id === this.deps.root().id)) {
@@ -159,22 +345,47 @@ export class TokenService {
     }
     const current = id === undefined ? undefined : await this.deps.store.read(id);
     if (id === undefined || !current) throw notFound('no such token');
+    const records = await this.deps.store.list();
+    const below = descendantsOf(id, records);
+    if (delegated && !descendantsOf(caller.id, records).includes(id))
+      throw forbidden('revoke a token it did not create (nor a token it created did)');
     if (current.revokedAt !== null) {
       await this.deps.store.anchor(current); // a revocation a crash left unanchored
       return { id, changed: false };
     }
-    const alongside = (await beforeCommit?.(id)) ?? [];
-    const outcome = await this.deps.store.revoke(id, this.deps.now(), alongside);
+    return {
+      id,
+      changed: await this.revokeWithDescendants(caller.id, id, below, records, beforeCommit),
+    };
+  }
+
+  /**
+   * Revokes `id` and the live tokens below it in one transaction, and records each; false when `id` was
+   * revoked already (nothing then changes).
+   */
+  private async revokeWithDescendants(
+    by: string,
+    id: string,
+    below: readonly string[],
+    records: readonly TokenRecord[],
+    beforeCommit?: BeforeTokenCommit,
+  ): Promise<boolean> {
+    const now = this.deps.now();
+    const live = new Set(records.filter((r) => r.revokedAt === null).map((r) => r.id));
+    const alsoRevoked = below.filter((child) => live.has(child));
+    const alongside = (await beforeCommit?.(id, alsoRevoked)) ?? [];
+    const outcome = await this.deps.store.revoke(id, now, alongside, alsoRevoked);
     if (outcome === 'missing') throw notFound('no such token');
     // Revoking a revoked token again answers the same, and changes and records nothing.
-    if (outcome === 'revoked') {
+    if (outcome !== 'revoked') return false;
+    await this.deps.events.record('token.revoke', { by, token_id: id }, 'token revoked');
+    for (const child of alsoRevoked)
       await this.deps.events.record(
         'token.revoke',
-        { by: caller.id, token_id: id },
-        'token revoked',
+        { by, token_id: child, with_parent: id },
+        'token revoked with the token that created it',
       );
-    }
-    return { id, changed: outcome === 'revoked' };
+    return true;
   }
 
   /**
@@ -189,6 +400,7 @@ export class TokenService {
       Math.min(
         now + (current.ttl ?? (current.expiresAt - current.createdAt) / 1000) * 1000,
         current.createdAt + this.deps.maxTtl * 1000,
+        current.expiryCap ?? Number.POSITIVE_INFINITY,
       ),
     );
     // Revoked or expired since it was checked a moment ago: refused as the token would be now.
@@ -212,15 +424,15 @@ export class TokenService {
       throw invalid(
         'the root token cannot be revoked; set COFFER_ROOT_TOKEN and restart to replace it',
       );
-    const alongside = (await beforeCommit?.(caller.id)) ?? [];
-    const outcome = await this.deps.store.revoke(caller.id, this.deps.now(), alongside);
-    if (outcome === 'missing') throw notFound('no such token');
-    if (outcome === 'revoked')
-      await this.deps.events.record(
-        'token.revoke',
-        { by: caller.id, token_id: caller.id },
-        'token revoked by itself',
-      );
+    const records = await this.deps.store.list();
+    if (!records.some((r) => r.id === caller.id)) throw notFound('no such token');
+    await this.revokeWithDescendants(
+      caller.id,
+      caller.id,
+      descendantsOf(caller.id, records),
+      records,
+      beforeCommit,
+    );
   }
 
   describe(caller: Principal): {

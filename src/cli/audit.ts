@@ -36,6 +36,7 @@ export const AUDIT_USAGE = `usage: coffer audit <command>
                                the entries that match, oldest first, one a line (--json: each entry as
                                the log holds it). Filters: --from TIME --to TIME --token-id ID
                                --token-name NAME --request-id ID --prefix NS/KEY --key NS/KEY
+                               --login-role NAME --issuer ISS --subject SUB (JWT logins)
                                --action NAME (keyring.* for a family) --outcome success|failure|403|code.
                                Offline it reads the audit directory (and shared storage's chains);
                                --remote asks the server (GET /v1/sys/audit)

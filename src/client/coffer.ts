@@ -71,6 +71,9 @@ export interface AuditQuery extends PageOptions {
   readonly token_id?: string;
   readonly token_name?: string;
   readonly request_id?: string;
+  readonly login_role?: string;
+  readonly issuer?: string;
+  readonly subject?: string;
   readonly prefix?: string;
   readonly key?: string;
   readonly action?: string;

@@ -284,6 +284,55 @@ export const CoreSettings = Type.Object(
         description: 'failed authentications per second after the flood burst',
       }),
     }),
+    login: group({
+      max_jwt_bytes: Type.Integer({
+        minimum: 1024,
+        maximum: 1_048_576,
+        default: 16_384,
+        env: 'COFFER_LOGIN_MAX_JWT_BYTES',
+        description:
+          'the largest JWT POST /v1/auth/login/jwt looks at; a larger one is refused (401) before it is parsed',
+      }),
+      leeway_seconds: Type.Integer({
+        minimum: 0,
+        maximum: 300,
+        default: 60,
+        env: 'COFFER_LOGIN_LEEWAY',
+        description:
+          "clock skew allowed when checking a JWT's exp, nbf and iat (seconds, at most 300)",
+      }),
+      jwks_refresh_seconds: Type.Integer({
+        minimum: 1,
+        maximum: 86_400,
+        default: 300,
+        env: 'COFFER_LOGIN_JWKS_REFRESH',
+        description:
+          "how old an issuer's key set may grow before a login fetches it again (in the background)",
+      }),
+      jwks_min_refresh_seconds: Type.Integer({
+        minimum: 0,
+        maximum: 3600,
+        default: 10,
+        env: 'COFFER_LOGIN_JWKS_MIN_REFRESH',
+        description:
+          "the least time between two fetches of one issuer's key set: a JWT with an unknown kid fetches it again at most this often",
+      }),
+      jwks_max_stale_seconds: Type.Integer({
+        minimum: 1,
+        maximum: 604_800,
+        default: 86_400,
+        env: 'COFFER_LOGIN_JWKS_MAX_STALE',
+        description:
+          'how long the last key set fetched from an issuer is used while the issuer cannot be reached; after that its logins are refused',
+      }),
+      fetch_timeout_ms: Type.Integer({
+        minimum: 100,
+        maximum: 60_000,
+        default: 5000,
+        env: 'COFFER_LOGIN_FETCH_TIMEOUT_MS',
+        description: "how long a fetch of an issuer's keys or discovery document may take",
+      }),
+    }),
     trusted_proxies: Type.Array(Type.String({ minLength: 1, maxLength: 64 }), {
       maxItems: 1000,
       default: [],

@@ -22,6 +22,9 @@ export function apiDocument(maxTtl: number): object {
   const deps: RouteDeps = {
     kv: nothingServed,
     tokens: nothingServed,
+    login: nothingServed,
+    roles: nothingServed,
+    loginRefused: nothingServed,
     sys: { rewrapper: nothingServed, operations: nothingServed },
     health: nothingServed,
     review: nothingServed,

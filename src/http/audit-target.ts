@@ -14,6 +14,12 @@ export interface AuditTarget {
   readonly reads?: readonly { readonly key: string; readonly version: number }[];
   /** A token acted on (created, revoked), by id. */
   readonly subject_token_id?: string;
+  /** A JWT login: its login role, the issuer, the verified subject, and why it was refused (never the JWT). */
+  readonly login_role?: string;
+  readonly issuer?: string;
+  readonly subject?: string;
+  readonly reason?: string;
+  readonly claim?: string;
 }
 
 export function auditTarget(res: Response, target: AuditTarget): void {

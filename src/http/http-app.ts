@@ -31,7 +31,7 @@ import { Tarpit } from './tarpit.js';
 import { Validators } from './validate.js';
 
 /** The routes' collaborators (route-table.ts), and what the listener itself needs. */
-export interface HttpAppDeps extends Omit<RouteDeps, 'respond' | 'recordIntent'> {
+export interface HttpAppDeps extends Omit<RouteDeps, 'respond' | 'recordIntent' | 'loginRefused'> {
   readonly authenticator: Authenticator;
   readonly log: Logger;
   readonly maxValueBytes: number;
@@ -73,13 +73,21 @@ export function buildHttpApp(deps: HttpAppDeps): HttpApp {
   );
   const recordIntent = intentRecorder(deps.audit, respond.requestId);
 
-  const operations = routeTable({ ...deps, respond, recordIntent });
+  const tarpit = new Tarpit();
+  // A refused login past the failure rate of its address is held back and summarized, as a refused token is.
+  const loginRefused = async (req: Request, res: Response): Promise<void> => {
+    const address = res.locals.client ?? req.socket.remoteAddress ?? '';
+    if (deps.failureRate.admit(address, deps.now())) return;
+    res.locals.summarized = true;
+    await tarpit.hold();
+  };
+  const operations = routeTable({ ...deps, respond, recordIntent, loginRefused });
 
   const problems = problemHandler(deps.log, respond, deps.onIntegrityError);
   const answerError = (err: unknown, req: Request, res: Response): void =>
     problems(err, req, res, () => undefined);
   const dispatch = dispatcher(operations, {
-    authenticate: authenticate(deps.authenticator, new Tarpit(), deps.failureRate, deps.now),
+    authenticate: authenticate(deps.authenticator, tarpit, deps.failureRate, deps.now),
     protectedPrefix: '/v1/',
     clientAddress: clientAddressOf(deps.trustedProxies),
     onError: answerError,

@@ -25,6 +25,7 @@ const RECORDS_IN_WORDS: Record<RecordKind, string> = {
   keyring: 'keyring',
   'rewrap-state': 'rewrap state',
   'audit-count': 'audit chain count',
+  policies: 'roles record',
 };
 
 /** Told of every stored record that failed its check while a request was served (logged and audited). */

@@ -45,6 +45,8 @@ export interface Change {
   readonly namespace?: string;
   readonly key?: string;
   readonly subject_token_id?: string;
+  /** The tokens a revocation takes with it: those the revoked token created, and theirs. */
+  readonly also_revoked?: readonly string[] | undefined;
 }
 
 /**
@@ -118,6 +120,11 @@ export function requestAuditor(
       version: target.version,
       reads: target.reads,
       subject_token_id: target.subject_token_id,
+      login_role: target.login_role,
+      issuer: target.issuer,
+      subject: target.subject,
+      reason: target.reason,
+      claim: target.claim,
       outcome,
       duration_ms:
         startedAt === undefined ? null : Math.round((performance.now() - startedAt) * 1000) / 1000,

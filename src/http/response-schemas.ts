@@ -35,12 +35,21 @@ const count = Type.Integer({ minimum: 0 });
 
 const scope = closed({ namespace: Type.String(), read: Type.Boolean(), write: Type.Boolean() });
 
-const metadata = closed(
+const metadata = Type.Object(
   {
     name: Type.Optional(Type.String()),
     description: Type.Optional(Type.String()),
   },
-  "What the token's creator said of it; each field only when it was given",
+  {
+    additionalProperties: Type.String(),
+    description:
+      "Map: what the token's creator said of it (free string fields; a login's claims_to_metadata); each field only when it was given",
+  },
+);
+
+const tokenLogin = closed(
+  { role: Type.String(), issuer: Type.String(), subject: Type.String() },
+  'The login role, issuer and subject of the JWT login that bought the token',
 );
 
 export const token = closed({
@@ -51,6 +60,10 @@ export const token = closed({
   created_at: timestamp,
   expires_at: timestamp,
   status: Type.Optional(literals(['active', 'revoked', 'expired'] as const, 'in a listing only')),
+  parent: Type.Optional(
+    Type.String({ description: 'the token that created it (create_tokens); revoked with it' }),
+  ),
+  login: Type.Optional(tokenLogin),
 });
 
 export const createdToken = closed({
@@ -339,6 +352,61 @@ export type ApiCreatedToken = Static<typeof createdToken>;
 export type ApiTokenList = Static<typeof tokenList>;
 export type ApiSelf = Static<typeof self>;
 export type ApiEntry = Static<typeof entry>;
+const roleRule = closed({
+  namespaces: Type.Array(Type.String()),
+  actions: Type.Array(literals(['read', 'list', 'write', 'delete'] as const)),
+  types: Type.Array(valueTypes),
+});
+
+export const roleView = closed({
+  name: Type.String(),
+  source: literals(
+    ['built-in', 'configuration', 'runtime'] as const,
+    'where the role is defined; only runtime roles change through the API',
+  ),
+  rules: Type.Array(roleRule),
+  privileges: Type.Array(literals(PRIVILEGES)),
+  updated_at: Type.Optional(timestamp),
+});
+
+export const roleList = closed({ roles: Type.Array(roleView) });
+
+const claimValues = Type.Union([Type.String(), Type.Array(Type.String())]);
+/** A string-keyed map of `values`; `description` starts with "Map:". */
+const map = <S extends TSchema>(values: S, description: string) =>
+  Type.Object({}, { additionalProperties: values, description: `Map: ${description}` });
+
+export const loginRole = closed({
+  id: Type.String({
+    description:
+      'drawn when the login role is created, kept when it is replaced: one deleted and made again is another, and the tokens of the first stay refused',
+  }),
+  issuer: Type.String(),
+  jwks_url: Type.Optional(Type.String()),
+  discovery: Type.Optional(Type.Boolean()),
+  public_keys: Type.Optional(Type.Array(Type.String())),
+  ca_pem: Type.Optional(Type.String()),
+  bound_audiences: Type.Array(Type.String()),
+  bound_subject: Type.Optional(Type.String()),
+  bound_claims: Type.Optional(
+    map(claimValues, 'claim path → accepted value(s), exact or globs with *'),
+  ),
+  role: Type.Optional(Type.String()),
+  scopes: Type.Optional(Type.Array(scope)),
+  ttl: Type.Integer({ description: 'seconds' }),
+  max_ttl: Type.Integer({ description: 'seconds' }),
+  claims_to_metadata: Type.Optional(map(Type.String(), 'claim path → token metadata field')),
+  updated_at: timestamp,
+});
+
+export const loginRoleList = closed({
+  login_roles: Type.Array(closed({ name: Type.String(), login_role: loginRole })),
+});
+
+export type ApiRole = Static<typeof roleView>;
+export type ApiRoleList = Static<typeof roleList>;
+export type ApiLoginRole = Static<typeof loginRole>;
+export type ApiLoginRoleList = Static<typeof loginRoleList>;
 export type ApiEntryInfo = Static<typeof entryInfo>;
 export type ApiListing = Static<typeof listing>;
 export type ApiNamespaceValues = Static<typeof namespaceValues>;
@@ -386,4 +454,8 @@ export const NAMED_SCHEMAS: Readonly<Record<string, object>> = {
   AuditPublicKey: auditPublicKey,
   SealReport: sealReport,
   HealthReport: healthReport,
+  Role: roleView,
+  RoleList: roleList,
+  LoginRole: loginRole,
+  LoginRoleList: loginRoleList,
 };

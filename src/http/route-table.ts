@@ -4,6 +4,9 @@
  * api-document.ts reads the same list for the document of a build.
  */
 
+import type { Request, Response } from 'express';
+import type { JwtLogin } from '../auth/jwt-login.js';
+import type { RoleAdmin } from '../auth/role-admin.js';
 import type { TokenService } from '../auth/token-service.js';
 import type { KvService } from '../kv/kv-service.js';
 import type { AuditReview } from '../operator/audit-review.js';
@@ -15,11 +18,16 @@ import { auditOperations } from './routes/audit.js';
 import { authOperations } from './routes/auth.js';
 import { type HealthRouteDeps, healthOperations } from './routes/health.js';
 import { kvOperations } from './routes/kv.js';
+import { roleOperations } from './routes/roles.js';
 import { type SysRouteDeps, sysOperations } from './routes/sys.js';
 
 export interface RouteDeps {
   readonly kv: KvService;
   readonly tokens: TokenService;
+  readonly login: JwtLogin;
+  readonly roles: RoleAdmin;
+  /** Holds back a refused login past the failure rate. */
+  readonly loginRefused: (req: Request, res: Response) => Promise<void>;
   readonly sys: Omit<SysRouteDeps, 'respond'>;
   readonly health: HealthRouteDeps['health'];
   readonly review: AuditReview;
@@ -34,8 +42,16 @@ export function routeTable(deps: RouteDeps): Operation[] {
   return withOpenApiDocument(
     [
       ...kvOperations({ kv: deps.kv, respond, recordIntent }),
-      ...authOperations({ tokens: deps.tokens, maxTtl: deps.maxTtl, respond, recordIntent }),
+      ...authOperations({
+        tokens: deps.tokens,
+        login: deps.login,
+        loginRefused: deps.loginRefused,
+        maxTtl: deps.maxTtl,
+        respond,
+        recordIntent,
+      }),
       ...sysOperations({ ...deps.sys, respond }),
+      ...roleOperations({ roles: deps.roles, maxTtl: deps.maxTtl, respond }),
       ...healthOperations({ health: deps.health, respond }),
       ...auditOperations({ review: deps.review, respond }),
     ],

@@ -5,6 +5,8 @@
 
 import { type Static, Type } from '@sinclair/typebox';
 import { PROVIDER_NAMES, providerRequestProperties } from '../keys/registry.js';
+import { ACTIONS, GRANTABLE_PRIVILEGES, type Privilege } from '../model/policies.js';
+import { METADATA_LIMITS } from '../model/tokens.js';
 import { VALUE_TYPES, type ValueType } from '../model/value-types.js';
 
 export const kvPutSchema = Type.Object(
@@ -51,11 +53,16 @@ export function tokenCreateSchema(maxTtl: number) {
       ),
       metadata: Type.Optional(
         Type.Object(
+          {},
           {
-            name: Type.Optional(Type.String({ maxLength: 128 })),
-            description: Type.Optional(Type.String({ maxLength: 1024 })),
+            maxProperties: 32,
+            patternProperties: {
+              [METADATA_LIMITS.field.source]: Type.String({ maxLength: METADATA_LIMITS.value }),
+            },
+            additionalProperties: false,
+            description:
+              'Free string fields (at most 32, names of letters, digits, _ . -, values up to 1024 characters, 4 KiB in all), shown in listings; `name` (up to 128) also in each audit entry of its requests.',
           },
-          { additionalProperties: false },
         ),
       ),
     },
@@ -90,3 +97,115 @@ export const migrateSchema = {
   required: ['key_provider'],
   properties: { key_provider: { enum: PROVIDER_NAMES }, ...providerRequestProperties() },
 } as const;
+
+/** POST /v1/auth/login/jwt: the JWT's size is checked by the login (a 401), not here. */
+export const loginJwtSchema = Type.Object(
+  {
+    role: Type.String({ minLength: 1, maxLength: 64, description: 'The login role.' }),
+    jwt: Type.String({
+      minLength: 1,
+      description: 'The JWT (compact form); refused above COFFER_LOGIN_MAX_JWT_BYTES.',
+    }),
+  },
+  { additionalProperties: false },
+);
+
+export type LoginJwtRequest = Static<typeof loginJwtSchema>;
+
+const roleRuleSchema = Type.Object(
+  {
+    namespaces: Type.Array(Type.String({ minLength: 1, maxLength: 2200 }), {
+      minItems: 1,
+      maxItems: 256,
+      description: '*, namespaces, or namespaces followed by /*',
+    }),
+    actions: Type.Array(Type.Unsafe<(typeof ACTIONS)[number]>({ enum: [...ACTIONS] }), {
+      minItems: 1,
+      uniqueItems: true,
+    }),
+    types: Type.Array(Type.Unsafe<ValueType>({ enum: [...VALUE_TYPES] }), {
+      minItems: 1,
+      uniqueItems: true,
+    }),
+  },
+  { additionalProperties: false },
+);
+
+/** PUT /v1/sys/roles/{name}: a custom role's rules, as in the configuration file's `roles`. */
+export const rolePutSchema = Type.Object(
+  {
+    rules: Type.Array(roleRuleSchema, { minItems: 1, maxItems: 256 }),
+    privileges: Type.Optional(
+      Type.Array(Type.Unsafe<Privilege>({ enum: [...GRANTABLE_PRIVILEGES] }), {
+        uniqueItems: true,
+        description:
+          'System privileges beyond the rules: create_tokens, list_tokens, read_keyring, read_audit.',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export type RolePutRequest = Static<typeof rolePutSchema>;
+
+const claimValues = Type.Union([
+  Type.String({ minLength: 1, maxLength: 1024 }),
+  Type.Array(Type.String({ minLength: 1, maxLength: 1024 }), { minItems: 1, maxItems: 64 }),
+]);
+
+/** PUT /v1/sys/login-roles/{name} (docs/identity.md). */
+export function loginRolePutSchema(maxTtl: number) {
+  return Type.Object(
+    {
+      issuer: Type.String({
+        minLength: 1,
+        maxLength: 1024,
+        description: 'The `iss` to expect, exactly.',
+      }),
+      jwks_url: Type.Optional(Type.String({ minLength: 1, maxLength: 2048 })),
+      discovery: Type.Optional(
+        Type.Boolean({
+          description: "Keys from {issuer}/.well-known/openid-configuration's jwks_uri.",
+        }),
+      ),
+      public_keys: Type.Optional(
+        Type.Array(Type.String({ minLength: 1, maxLength: 16384 }), {
+          minItems: 1,
+          maxItems: 16,
+          description: 'PEM public keys or certificates, or public JWKs as JSON text.',
+        }),
+      ),
+      ca_pem: Type.Optional(Type.String({ minLength: 1, maxLength: 65536 })),
+      bound_audiences: Type.Array(Type.String({ minLength: 1, maxLength: 1024 }), {
+        minItems: 1,
+        maxItems: 32,
+      }),
+      bound_subject: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
+      bound_claims: Type.Optional(
+        Type.Record(Type.String({ minLength: 1, maxLength: 256 }), claimValues, {
+          maxProperties: 32,
+        }),
+      ),
+      role: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+      scopes: Type.Optional(Type.Array(scopeRequest, { minItems: 1, maxItems: 256 })),
+      ttl: Type.Optional(Type.Integer({ minimum: 1, maximum: maxTtl, description: 'seconds' })),
+      max_ttl: Type.Optional(Type.Integer({ minimum: 1, maximum: maxTtl, description: 'seconds' })),
+      claims_to_metadata: Type.Optional(
+        Type.Record(
+          Type.String({ minLength: 1, maxLength: 256 }),
+          Type.String({ minLength: 1, maxLength: 64 }),
+          {
+            maxProperties: 16,
+          },
+        ),
+      ),
+    },
+    {
+      additionalProperties: false,
+      description:
+        'Exactly one of jwks_url, discovery and public_keys; exactly one of role and scopes.',
+    },
+  );
+}
+
+export type LoginRolePutRequest = Static<ReturnType<typeof loginRolePutSchema>>;

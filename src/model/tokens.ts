@@ -10,9 +10,32 @@ export interface Scope {
   readonly write: boolean;
 }
 
+/**
+ * Free metadata set when a token is created (POST /v1/auth/token's `metadata`, a login role's
+ * `claims_to_metadata`): string fields, bounded (see METADATA_LIMITS). `name` is also written into every
+ * audit entry of the token's requests (`token_name`).
+ */
 export interface TokenMetadata {
   readonly name?: string;
   readonly description?: string;
+  readonly [field: string]: string | undefined;
+}
+
+export const METADATA_LIMITS = {
+  fields: 32,
+  field: /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/,
+  name: 128,
+  value: 1024,
+  bytes: 4096,
+} as const;
+
+/** Where a token came from when it was bought with a JWT (POST /v1/auth/login/jwt). */
+export interface TokenLogin {
+  /** The login role, and its id (model/policies.ts). */
+  readonly role: string;
+  readonly roleId?: string;
+  readonly issuer: string;
+  readonly subject: string;
 }
 
 export interface TokenRecord {
@@ -29,6 +52,17 @@ export interface TokenRecord {
    * Absent on tokens made before renewal existed, which never renewed: their lifetime is expiresAt − createdAt.
    */
   readonly ttl?: number;
+  /** The id of the runtime role it was given (model/policies.ts), when it was given one. */
+  readonly roleId?: string;
+  /** The token that created it (a token with create_tokens); revoked with it. */
+  readonly parent?: string;
+  /** The login that bought it. */
+  readonly login?: TokenLogin;
+  /**
+   * The latest expiry a renewal may give it (ms), below the server's max TTL from creation: a login role's
+   * max_ttl, or the creating token's own expiry.
+   */
+  readonly expiryCap?: number;
 }
 
 export type TokenStatus = 'active' | 'revoked' | 'expired';

@@ -1,12 +1,12 @@
 /**
  * Following keyring changes made by other processes (rotations, revocations, a new root token): loaded at
  * once where the storage announces them (PostgreSQL's NOTIFY), and within `everyMs` in any case — one
- * read of the generation record when nothing changed. One check at a time: a notification arriving during
- * a check makes one more check after it.
+ * read of the generation record when nothing changed (follow-changes.ts).
  */
 import type { Logger } from 'pino';
 import type { KeyringHolder } from '../store/keyring-store.js';
 import type { Store } from '../store/store.js';
+import { followChanges } from './follow-changes.js';
 
 export interface KeyringFollower {
   stop(): void;
@@ -20,37 +20,11 @@ export function followKeyring(deps: {
   readonly everyMs: number;
   readonly log: Logger;
 }): KeyringFollower {
-  let following: Promise<void> | null = null;
-  let again = false;
-  const check = (): void => {
-    if (following) {
-      again = true;
-      return;
-    }
-    following = deps.keyring
-      .refresh()
-      .then(deps.afterRefresh)
-      .catch((err: unknown) =>
-        deps.log.error(
-          { err: { message: (err as Error).message } },
-          'could not reload the keyring',
-        ),
-      )
-      .finally(() => {
-        following = null;
-        if (again) {
-          again = false;
-          check();
-        }
-      });
-  };
-  const timer = setInterval(check, deps.everyMs);
-  timer.unref();
-  const unwatch = deps.store.onKeyringChange(check);
-  return {
-    stop() {
-      clearInterval(timer);
-      unwatch?.();
-    },
-  };
+  return followChanges({
+    read: () => deps.keyring.refresh().then(deps.afterRefresh),
+    onChange: (listener) => deps.store.onKeyringChange(listener),
+    everyMs: deps.everyMs,
+    log: deps.log,
+    what: 'the keyring',
+  });
 }

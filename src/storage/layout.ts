@@ -7,7 +7,7 @@
  *                                     latest version is its counter), so numbering goes on after a delete
  *   V <ns> 0x00 <key> 0x00 <u32 BE>   one version record
  *   T <id>                            one token record
- *   S <name>                          system records (root token hash, wrapped keyring)
+ *   S <name>                          system records (root token hash, wrapped keyring, runtime roles)
  *   A <chain id>                      one audit chain: its files and last checkpoint (audit/registry.ts)
  *   J <chain id> 0x00 <u32 BE seq>    an intent entry's copy, committed with its change (audit/intent-journal.ts)
  *   L <chain id> 0x00 <u32 BE seq>    a run of an audit chain's lines from seq on, on shared storage
@@ -117,7 +117,7 @@ export function tokenKey(id: string): Buffer {
 export const TOKENS_RANGE: KeyRange = { start: bytes('T'), end: bytes('U') };
 
 export function systemKey(
-  name: 'root-token' | 'keyring' | 'keyring-generation' | 'rewrap' | 'audit-chains',
+  name: 'root-token' | 'keyring' | 'keyring-generation' | 'rewrap' | 'audit-chains' | 'policies',
 ): Buffer {
   return bytes(`S${name}`);
 }
@@ -126,6 +126,8 @@ export function systemKey(
 export const ROOT_TOKEN_KEY = systemKey('root-token');
 export const GENERATION_KEY = systemKey('keyring-generation');
 export const REWRAP_STATE_KEY = systemKey('rewrap');
+/** The runtime roles and login roles (store/policy-records.ts). */
+export const POLICIES_KEY = systemKey('policies');
 /** How many audit chains the store has started: each chain's record holds its ordinal (1, 2, …). */
 export const AUDIT_COUNT_KEY = systemKey('audit-chains');
 

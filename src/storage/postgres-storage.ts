@@ -3,7 +3,7 @@
  * `COFFER_PG_*` variables, and how it opens (postgres-backend.ts).
  */
 import { Type } from '@sinclair/typebox';
-import { GENERATION_KEY, METAS_RANGE } from './layout.js';
+import { GENERATION_KEY, METAS_RANGE, POLICIES_KEY } from './layout.js';
 import type { StoragePlugin } from './plugin.js';
 import { PostgresBackend } from './postgres-backend.js';
 
@@ -66,8 +66,9 @@ export const postgresStorage = {
       schema: settings.postgres.schema,
       poolSize: settings.postgres.pool_size,
       statementTimeoutMs: settings.postgres.statement_timeout_ms,
-      // Every keyring change (rotation, revocation, a new root token, migration) writes the generation.
-      announce: [GENERATION_KEY],
+      // Every keyring change (rotation, revocation, a new root token, migration) writes the generation;
+      // every change of a runtime role or login role writes the policy document.
+      announce: [GENERATION_KEY, POLICIES_KEY],
       // Every write or delete of a key writes its index: the waits (GET …?wait_after) of every server hear it.
       announcePrefixes: [METAS_RANGE.start],
     });

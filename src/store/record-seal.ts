@@ -26,6 +26,7 @@ import {
   GENERATION_KEY,
   INTENT_JOURNAL_RANGE,
   METAS_RANGE,
+  POLICIES_KEY,
   REWRAP_STATE_KEY,
   ROOT_TOKEN_KEY,
   TOKENS_RANGE,
@@ -52,6 +53,7 @@ export type RecordKind =
   | 'keyring-generation'
   | 'rewrap-state'
   | 'audit-count'
+  | 'policies'
   | 'keyring';
 
 /** The range holding the one key `key`. */
@@ -78,6 +80,7 @@ export const RECORD_KINDS: readonly {
   { kind: 'keyring-generation', range: only(GENERATION_KEY), protection: 'mac' },
   { kind: 'rewrap-state', range: only(REWRAP_STATE_KEY), protection: 'mac' },
   { kind: 'audit-count', range: only(AUDIT_COUNT_KEY), protection: 'mac' },
+  { kind: 'policies', range: only(POLICIES_KEY), protection: 'seal' },
 ];
 
 /** The nonce and ciphertext of bytes in the sealed form, or null when they are not in it (nothing is opened). */

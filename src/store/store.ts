@@ -1,6 +1,6 @@
 /**
  * The store: the one door to storage. Everything above it reaches records through the typed record stores
- * it hands out (kv, tokens, the root token, the audit log's records, a rewrap's), each of which seals,
+ * it hands out (kv, tokens, the root token, the audit log's records, a rewrap's, the runtime roles), each of which seals,
  * opens and checks its own kind; and the whole-store operations (snapshot, restore, copy, upgrade, the
  * seal report) through here. Nothing outside store/ and storage/ holds a StorageBackend, knows a key's
  * layout, or runs a transaction (test/architecture.test.ts).
@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import type { Keyring } from '../crypto/keyring.js';
 import type { KeyProvider } from '../keys/key-provider.js';
 import { hasChangeFeed, type StorageBackend } from '../storage/backend.js';
-import { GENERATION_KEY } from '../storage/layout.js';
+import { GENERATION_KEY, POLICIES_KEY } from '../storage/layout.js';
 import { openStorage, type StorageSettings, storeMayExist } from '../storage/registry.js';
 import { AuditRecords } from './audit-records.js';
 import { setBackend } from './backend-of.js';
@@ -24,6 +24,7 @@ import {
   type WrappingKey,
 } from './keyring-store.js';
 import { KvRecords } from './kv-records.js';
+import { PolicyRecords } from './policy-records.js';
 import type { RecordIntegrityError } from './record-seal.js';
 import { RewrapRecords } from './rewrap-records.js';
 import { RootTokenRecord } from './root-token-record.js';
@@ -53,6 +54,7 @@ export interface Records {
   readonly rootToken: RootTokenRecord;
   readonly audit: AuditRecords;
   readonly rewrap: RewrapRecords;
+  readonly policies: PolicyRecords;
 }
 
 export class Store {
@@ -126,6 +128,7 @@ export class Store {
         ),
       ),
       rewrap: new RewrapRecords(this.storage, seal, keyring),
+      policies: new PolicyRecords(this.storage, seal, onIntegrityError),
     };
   }
 
@@ -149,6 +152,18 @@ export class Store {
     // The feed also announces every key's index (for the waits): only the generation is the keyring's.
     return this.storage.onChange((key) => {
       if (key === undefined || Buffer.from(key).equals(GENERATION_KEY)) listener();
+    });
+  }
+
+  /**
+   * Calls `listener` when another server changes the runtime roles or login roles (PostgreSQL's NOTIFY), and
+   * after a gap in which such news may have been lost; undefined where the storage cannot tell (LMDB, whose
+   * processes check often). Returns the function that stops it.
+   */
+  onPoliciesChange(listener: () => void): (() => void) | undefined {
+    if (!hasChangeFeed(this.storage)) return undefined;
+    return this.storage.onChange((key) => {
+      if (key === undefined || Buffer.from(key).equals(POLICIES_KEY)) listener();
     });
   }
 

@@ -11,7 +11,7 @@
  * other processes' revocations by reloading the keyring when they open a record they have not opened
  * before, and at least once a second (app.ts).
  */
-import type { TokenRecord } from '../model/tokens.js';
+import { statusOf, type TokenRecord } from '../model/tokens.js';
 import type { StorageBackend, StorageWrite } from '../storage/backend.js';
 import { TOKENS_RANGE, tokenKey } from '../storage/layout.js';
 import type { KeyringHolder } from './keyring-store.js';
@@ -70,50 +70,89 @@ export class TokenRecords {
     return this.checkedAgainstKeyring(key, this.seal.open<TokenRecord>('token', key, bytes));
   }
 
-  /** Stores a new record, with `alongside` in the same transaction; false when the id is already taken. */
-  create(record: TokenRecord, alongside: readonly StorageWrite[] = []): Promise<boolean> {
+  /**
+   * Stores a new record, with `alongside` in the same transaction: 'created', or 'taken' when the id is
+   * already taken. A record with a parent is stored only while the parent is live, checked in the same
+   * transaction ('parent-gone'), so a child never outlives a revocation of its parent that it raced.
+   */
+  async create(
+    record: TokenRecord,
+    alongside: readonly StorageWrite[] = [],
+    now = Date.now(),
+  ): Promise<'created' | 'taken' | 'parent-gone'> {
     this.revocations.guard();
     const key = tokenKey(record.id);
     const value = this.seal.seal('token', key, record);
-    return this.storage.atomic([key], ([current]) =>
-      current
-        ? { writes: [], result: false }
-        : { writes: [{ op: 'put', key, value }, ...alongside], result: true },
-    );
+    const parent = record.parent;
+    let failed: RecordIntegrityError | undefined;
+    const keys = parent === undefined ? [key] : [key, tokenKey(parent)];
+    const result = await this.storage.atomic(keys, ([current, parentBytes]) => {
+      failed = undefined;
+      if (current) return { writes: [], result: 'taken' as const };
+      if (parent !== undefined) {
+        if (!parentBytes || this.revocations.revocationOf(parent))
+          return { writes: [], result: 'parent-gone' as const };
+        try {
+          const held = this.seal.open<TokenRecord>('token', tokenKey(parent), parentBytes);
+          if (statusOf(held, now) !== 'active')
+            return { writes: [], result: 'parent-gone' as const };
+        } catch (err) {
+          if (!(err instanceof RecordIntegrityError)) throw err;
+          failed = err;
+          return { writes: [], result: 'parent-gone' as const };
+        }
+      }
+      return { writes: [{ op: 'put', key, value }, ...alongside], result: 'created' as const };
+    });
+    if (failed) throw failed;
+    return result;
   }
 
   /**
-   * Marks a token revoked, with `alongside` in the same transaction; 'missing' when there is none,
-   * 'already' when it was revoked before (and nothing is written).
+   * Marks a token revoked, with `alongside` and the revocation of `descendants` (the tokens it created, and
+   * theirs) in the same transaction; 'missing' when there is none, 'already' when it was revoked before
+   * (and nothing is written but its descendants' revocations, if one was left live).
    */
   async revoke(
     id: string,
     now: number,
     alongside: readonly StorageWrite[] = [],
+    descendants: readonly string[] = [],
   ): Promise<'revoked' | 'already' | 'missing'> {
     this.revocations.guard();
     const key = tokenKey(id);
+    const keys = [key, ...descendants.map(tokenKey)];
     let failed: RecordIntegrityError | undefined;
-    let revoked: TokenRecord | undefined;
-    const result = await this.storage.atomic([key], ([current]) => {
-      if (!current) return { writes: [], result: 'missing' as const };
-      let record: TokenRecord;
-      try {
-        record = this.seal.open<TokenRecord>('token', key, current);
-      } catch (err) {
-        if (!(err instanceof RecordIntegrityError)) throw err;
-        failed = err;
-        return { writes: [], result: 'missing' as const };
+    let revoked: TokenRecord[] = [];
+    const result = await this.storage.atomic(keys, (current) => {
+      failed = undefined;
+      revoked = [];
+      const writes: StorageWrite[] = [];
+      let outcome: 'revoked' | 'already' | 'missing' = 'missing';
+      for (const [i, bytes] of current.entries()) {
+        if (!bytes) continue;
+        let record: TokenRecord;
+        try {
+          record = this.seal.open<TokenRecord>('token', keys[i]!, bytes);
+        } catch (err) {
+          if (!(err instanceof RecordIntegrityError)) throw err;
+          if (i === 0) {
+            failed = err;
+            return { writes: [], result: 'missing' as const };
+          }
+          continue; // a damaged descendant is refused at its every use anyway
+        }
+        if (i === 0) outcome = record.revokedAt === null ? 'revoked' : 'already';
+        if (record.revokedAt !== null) continue;
+        const marked = { ...record, revokedAt: now };
+        revoked.push(marked);
+        writes.push({ op: 'put', key: keys[i]!, value: this.seal.seal('token', keys[i]!, marked) });
       }
-      if (record.revokedAt !== null) return { writes: [], result: 'already' as const };
-      revoked = { ...record, revokedAt: now };
-      return {
-        writes: [{ op: 'put', key, value: this.seal.seal('token', key, revoked) }, ...alongside],
-        result: 'revoked' as const,
-      };
+      if (outcome === 'missing') return { writes: [], result: outcome };
+      return { writes: writes.length > 0 ? [...writes, ...alongside] : [], result: outcome };
     });
     if (failed) throw failed;
-    if (revoked) await this.anchor(revoked);
+    for (const record of revoked) await this.anchor(record);
     return result;
   }
 

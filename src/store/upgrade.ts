@@ -127,6 +127,8 @@ const PLAIN_DECODERS: Record<Exclude<RecordKind, 'keyring' | 'kv-version'>, Plai
   'rewrap-state': (bytes) => (isRecordWith(unpackPlain<unknown>(bytes), 'owner') ? bytes : null),
   // Format 1 did not count audit chains: there is nothing to seal.
   'audit-count': () => null,
+  // Format 1 had no runtime roles: there is nothing to seal.
+  policies: () => null,
 };
 
 const FORMAT_1: readonly PlainKind[] = RECORD_KINDS.map((k) => ({

@@ -58,7 +58,12 @@ describe('token API', () => {
         fractionTtl: { role: 'reader', expires_in: 1.5 },
         stringTtl: { role: 'reader', expires_in: '60' },
         unknownField: { role: 'reader', colour: 'red' },
-        unknownMetadata: { role: 'reader', metadata: { owner: 'me' } },
+        badMetadataField: { role: 'reader', metadata: { '1owner': 'me' } },
+        nonTextMetadata: { role: 'reader', metadata: { owner: 5 } },
+        tooManyMetadata: {
+          role: 'reader',
+          metadata: Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`f${i}`, 'x'])),
+        },
         longName: { role: 'reader', metadata: { name: 'n'.repeat(129) } },
         longDescription: { role: 'reader', metadata: { description: 'd'.repeat(1025) } },
         emptyScopes: { scopes: [] },
@@ -93,18 +98,42 @@ describe('token API', () => {
       expect(res.status).to.equal(201);
     });
 
-    it('is for the root token only', async () => {
-      const admin = await c.token({ role: 'admin' });
+    it('is for root and for tokens whose role grants create_tokens: a writer may not', async () => {
+      const writer = await c.token({ role: 'writer' });
       const res = await c.call('POST', '/v1/auth/token', {
-        token: admin,
+        token: writer,
         json: { role: 'reader' },
       });
       expect(res.status).to.equal(403);
       expect(res.body.code).to.equal('forbidden');
-      expect((await c.call('GET', '/v1/auth/tokens', { token: admin })).status).to.equal(403);
-      expect((await c.call('DELETE', `/v1/auth/token/${admin}`, { token: admin })).status).to.equal(
-        403,
+      expect((await c.call('GET', '/v1/auth/tokens', { token: writer })).status).to.equal(403);
+      expect(
+        (await c.call('DELETE', `/v1/auth/token/${writer}`, { token: writer })).status,
+      ).to.equal(403);
+    });
+
+    it('takes free metadata fields, shown in listings; the total is bounded', async () => {
+      const res = await c.call('POST', '/v1/auth/token', {
+        json: { role: 'reader', metadata: { name: 'ci', team: 'payments', 'cost.centre': '42' } },
+      });
+      expect(res.status).to.equal(201);
+      expect(res.body.metadata).to.deep.equal({
+        name: 'ci',
+        team: 'payments',
+        'cost.centre': '42',
+      });
+      const listed = (await c.call('GET', '/v1/auth/tokens')).body.tokens.find(
+        (t: { id: string }) => t.id === res.body.id,
       );
+      expect(listed.metadata.team).to.equal('payments');
+      const big = Object.fromEntries(
+        Array.from({ length: 8 }, (_, i) => [`f${i}`, 'x'.repeat(1000)]),
+      );
+      const tooBig = await c.call('POST', '/v1/auth/token', {
+        json: { role: 'reader', metadata: big },
+      });
+      expect(tooBig.status).to.equal(400);
+      expect(tooBig.body.errors.map((e: { field: string }) => e.field)).to.include('/metadata');
     });
   });
 
@@ -301,10 +330,12 @@ describe('token API', () => {
         ],
         privileges: [
           'manage_tokens',
+          'create_tokens',
           'list_tokens',
           'manage_keyring',
           'read_keyring',
           'read_audit',
+          'manage_roles',
         ],
       });
     });

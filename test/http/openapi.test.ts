@@ -15,6 +15,16 @@ interface DocumentedOperation {
   'x-coffer-privilege'?: string;
 }
 
+const DOC_ROLE = {
+  rules: [{ namespaces: ['doc'], actions: ['read'], types: ['config'] }],
+};
+const DOC_LOGIN_ROLE = {
+  issuer: 'https://issuer.example.com',
+  jwks_url: 'https://issuer.example.com/jwks',
+  bound_audiences: ['coffer'],
+  role: 'reader',
+};
+
 /** A request that reaches each documented operation, by operationId. */
 const EXAMPLES: Record<string, { path: string; json?: unknown }> = {
   getOpenApiDocument: { path: '/v1/openapi.json' },
@@ -41,6 +51,15 @@ const EXAMPLES: Record<string, { path: string; json?: unknown }> = {
   getSealReport: { path: '/v1/sys/seal-report' },
   getHealth: { path: '/v1/sys/health' },
   getAuditPublicKey: { path: '/v1/sys/audit/public-key' },
+  loginJwt: { path: '/v1/auth/login/jwt', json: { role: 'doc', jwt: 'a.b.c' } },
+  listRoles: { path: '/v1/sys/roles' },
+  getRole: { path: '/v1/sys/roles/admin' },
+  putRole: { path: '/v1/sys/roles/doc-role', json: DOC_ROLE },
+  deleteRole: { path: '/v1/sys/roles/doc-gone' },
+  listLoginRoles: { path: '/v1/sys/login-roles' },
+  getLoginRole: { path: '/v1/sys/login-roles/doc' },
+  putLoginRole: { path: '/v1/sys/login-roles/doc', json: DOC_LOGIN_ROLE },
+  deleteLoginRole: { path: '/v1/sys/login-roles/doc-gone' },
 };
 
 function operationsOf(doc: {
@@ -62,6 +81,9 @@ describe('OpenAPI document', () => {
     c = await startTestCoffer();
     await c.put('doc/k', 'v', 'config');
     await c.put('doc/v', 'v', 'config');
+    expect(
+      (await c.call('PUT', '/v1/sys/login-roles/doc', { json: DOC_LOGIN_ROLE })).status,
+    ).to.equal(201);
   });
   after(async () => {
     await c.close();
@@ -152,6 +174,11 @@ describe('OpenAPI document', () => {
       '/v1/sys/seal-report': '/v1/sys/seal-report',
       '/v1/sys/health': '/v1/sys/health',
       '/v1/sys/audit/public-key': '/v1/sys/audit/public-key',
+      '/v1/auth/login/jwt': '/v1/auth/login/jwt',
+      '/v1/sys/roles': '/v1/sys/roles',
+      '/v1/sys/roles/{name}': '/v1/sys/roles/admin',
+      '/v1/sys/login-roles': '/v1/sys/login-roles',
+      '/v1/sys/login-roles/{name}': '/v1/sys/login-roles/doc',
     };
     expect(Object.keys(doc.paths).sort()).to.deep.equal(Object.keys(concrete).sort());
     for (const [template, operations] of Object.entries(

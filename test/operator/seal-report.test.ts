@@ -73,6 +73,7 @@ describe('the seal report', function () {
       'keyring-generation',
       'rewrap-state',
       'audit-count',
+      'policies',
     ]);
     expect(r.records.find((k: { kind: string }) => k.kind === 'keyring-generation')).to.deep.equal({
       kind: 'keyring-generation',

@@ -66,6 +66,37 @@ describe('several worker processes', function () {
     expect(after.map((r) => r.status)).to.deep.equal(Array(10).fill(401));
   });
 
+  it('enforces a role changed at runtime on every worker within a second', async () => {
+    const rules = (namespaces: string[]) => ({
+      rules: [{ namespaces, actions: ['read', 'list'], types: ['config', 'secret'] }],
+    });
+    await send(p.url, 'PUT', '/v1/kv/team/k', root, { value: 'v', type: 'secret' });
+    expect((await send(p.url, 'PUT', '/v1/sys/roles/team', root, rules(['team']))).status).to.equal(
+      201,
+    );
+    const token = (await send(p.url, 'POST', '/v1/auth/token', root, { role: 'team' })).body
+      .token as string;
+    await eventually(async () => {
+      const reads = await Promise.all(
+        Array.from({ length: 6 }, () => send(p.url, 'GET', '/v1/kv/team/k', token)),
+      );
+      return reads.every((r) => r.status === 200);
+    });
+    expect(
+      (await send(p.url, 'PUT', '/v1/sys/roles/team', root, rules(['elsewhere']))).status,
+    ).to.equal(200);
+    const took = await eventually(
+      async () => {
+        const reads = await Promise.all(
+          Array.from({ length: 6 }, () => send(p.url, 'GET', '/v1/kv/team/k', token)),
+        );
+        return reads.every((r) => r.status === 403);
+      },
+      { timeout: 3000, interval: 10, what: 'every worker enforcing the changed role' },
+    );
+    expect(took).to.be.lessThan(1000);
+  });
+
   it('seals every new write under a keyring version rotated by another process', async () => {
     await send(p.url, 'PUT', '/v1/kv/rot/before', root, { value: 'old', type: 'secret' });
     // Another process sharing the LMDB environment rotates the keyring.

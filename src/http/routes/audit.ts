@@ -40,6 +40,18 @@ const SEARCH_QUERY = {
     schema: { type: 'string' },
     description: "one request's entries: the X-Request-Id it was answered with",
   },
+  login_role: {
+    schema: { type: 'string' },
+    description: "JWT logins (and their tokens' creations) with this login role",
+  },
+  issuer: {
+    schema: { type: 'string' },
+    description: "JWT logins with this issuer (the JWT's iss)",
+  },
+  subject: {
+    schema: { type: 'string' },
+    description: "JWT logins with this verified subject (the JWT's sub)",
+  },
   prefix: { schema: { type: 'string' }, description: 'prefix of namespace/key' },
   key: { schema: { type: 'string' }, description: 'exactly this namespace/key' },
   action: {

@@ -1,8 +1,14 @@
 /** /v1/auth/... operations: who am I, create, list and revoke tokens; errors go to the problem handler. */
 
-import type { Request } from 'express';
+import type { Request, Response } from 'express';
+import { type JwtLogin, type LoginFacts, LoginRefused } from '../../auth/jwt-login.js';
+import { ROLE_NAME } from '../../auth/roles.js';
 import { isTokenId, parseToken } from '../../auth/token-format.js';
-import type { CreateTokenInput, TokenService } from '../../auth/token-service.js';
+import type {
+  BeforeTokenCommit,
+  CreateTokenInput,
+  TokenService,
+} from '../../auth/token-service.js';
 import { notFound } from '../../errors.js';
 import { auditTarget } from '../audit-target.js';
 import { principalOf } from '../authenticate.js';
@@ -11,10 +17,13 @@ import type { RecordIntent } from '../request-audit.js';
 import { booleanFlag, rawPath } from '../request-parts.js';
 import type { Responder } from '../respond.js';
 import { createdToken, ok, self, token, tokenList } from '../response-schemas.js';
-import { tokenCreateSchema } from '../schemas.js';
+import { type LoginJwtRequest, loginJwtSchema, tokenCreateSchema } from '../schemas.js';
 
 export interface AuthRouteDeps {
   readonly tokens: TokenService;
+  readonly login: JwtLogin;
+  /** Holds back a refused login past the failure rate (as a refused token is: authenticate.ts). */
+  readonly loginRefused: (req: Request, res: Response) => Promise<void>;
   /** The longest lifetime a token may be given (seconds), for the create schema. */
   readonly maxTtl: number;
   readonly respond: Responder;
@@ -37,10 +46,62 @@ function tokenInPath(req: Request): string {
 
 export function authOperations({
   tokens,
+  login,
+  loginRefused,
   maxTtl,
   respond,
   recordIntent,
 }: AuthRouteDeps): Operation[] {
+  /** The intent of a revocation: the token, and the tokens it created that go with it. */
+  const revokeIntent =
+    (res: Response): BeforeTokenCommit =>
+    (id, also) =>
+      recordIntent(res, {
+        action: 'token.revoke',
+        subject_token_id: id,
+        also_revoked: also?.length ? also : undefined,
+      });
+
+  const loginJwt: Operation<never, LoginJwtRequest> = {
+    method: 'POST',
+    template: '/v1/auth/login/jwt',
+    action: 'login.jwt',
+    public: true,
+    body: { schema: loginJwtSchema, required: true },
+    docs: [
+      {
+        operationId: 'loginJwt',
+        summary:
+          "Trade a JWT from a workload's platform (Kubernetes, GitHub Actions, any OIDC issuer) for a token, as a login role says. Every refusal is the same 401; the audit entry of the request says why",
+        responses: {
+          201: ok('The new token; its value is shown only here', createdToken),
+        },
+        errors: [401],
+      },
+    ],
+    async handler(req, res, input) {
+      const body = await input.body();
+      const facts: LoginFacts = {};
+      if (ROLE_NAME.test(body.role)) facts.login_role = body.role;
+      try {
+        const created = await login.login(body.role, body.jwt, facts, (id) =>
+          recordIntent(res, { action: 'token.create', subject_token_id: id }),
+        );
+        auditTarget(res, { ...facts, subject_token_id: created.id });
+        respond.json(res, 201, created);
+      } catch (err) {
+        auditTarget(res, {
+          ...facts,
+          ...(err instanceof LoginRefused
+            ? { reason: err.reason, ...(err.claim === undefined ? {} : { claim: err.claim }) }
+            : {}),
+        });
+        if (err instanceof LoginRefused) await loginRefused(req, res);
+        throw err;
+      }
+    },
+  };
+
   const me: Operation = {
     method: 'GET',
     template: '/v1/auth/me',
@@ -63,15 +124,16 @@ export function authOperations({
     method: 'POST',
     template: '/v1/auth/token',
     action: 'token.create',
-    privilege: 'manage_tokens',
     body: { schema: tokenCreateSchema(maxTtl), required: true },
     docs: [
       {
         operationId: 'createToken',
-        summary: 'Create a token (root only)',
+        summary:
+          'Create a token: root any; a token whose role grants create_tokens (admin) one with at most its own rights and expiry, listed as its child and revoked with it',
         responses: {
           201: ok('The new token; its value is shown only here', createdToken),
         },
+        errors: [403],
       },
     ],
     async handler(_req, res, input) {
@@ -87,15 +149,16 @@ export function authOperations({
     method: 'GET',
     template: '/v1/auth/tokens',
     action: 'token.list',
-    privilege: 'list_tokens',
     query: { all: { schema: { type: 'boolean' }, description: 'also revoked and expired tokens' } },
     docs: [
       {
         operationId: 'listTokens',
-        summary: 'List tokens (root and auditor); active ones unless all=true',
+        summary:
+          'List tokens: every token for root and auditor (list_tokens), the tokens it created and theirs for a token with create_tokens; active ones unless all=true',
         responses: {
           200: ok('Tokens, without values or hashes', tokenList),
         },
+        errors: [403],
       },
     ],
     async handler(_req, res, { query }) {
@@ -108,14 +171,14 @@ export function authOperations({
     method: 'DELETE',
     template: '/v1/auth/token/{token}',
     action: 'token.revoke',
-    privilege: 'manage_tokens',
     docs: [
       {
         operationId: 'revokeToken',
-        summary: 'Revoke a token by value or id (root only)',
+        summary:
+          'Revoke a token by value or id, and the tokens it created (root any; a token with create_tokens those it created)',
         pathParams: [{ name: 'token', in: 'path', required: true, schema: { type: 'string' } }],
         responses: { 204: { description: 'Revoked (also when it already was)' } },
-        errors: [404],
+        errors: [403, 404],
       },
     ],
     async handler(req, res) {
@@ -123,9 +186,7 @@ export function authOperations({
       // Only ever the id: the path may hold a whole token value.
       const id = parseToken(subject)?.id ?? (isTokenId(subject) ? subject : undefined);
       if (id !== undefined) auditTarget(res, { subject_token_id: id });
-      await tokens.revoke(principalOf(res), subject, (id) =>
-        recordIntent(res, { action: 'token.revoke', subject_token_id: id }),
-      );
+      await tokens.revoke(principalOf(res), subject, revokeIntent(res));
       respond.empty(res, 204);
     },
   };
@@ -145,9 +206,7 @@ export function authOperations({
     async handler(_req, res) {
       const caller = principalOf(res);
       if (!caller.isRoot) auditTarget(res, { subject_token_id: caller.id });
-      await tokens.revokeSelf(caller, (id) =>
-        recordIntent(res, { action: 'token.revoke', subject_token_id: id }),
-      );
+      await tokens.revokeSelf(caller, revokeIntent(res));
       respond.empty(res, 204);
     },
   };
@@ -171,5 +230,5 @@ export function authOperations({
     },
   };
 
-  return [me, create, list, revoke, revokeSelf, renew] as Operation[];
+  return [me, create, list, revoke, revokeSelf, renew, loginJwt] as Operation[];
 }
