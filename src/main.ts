@@ -16,6 +16,7 @@ const USAGE = `usage: coffer <command> [options]     (coffer <command> --help fo
   export      write those variables to stdout as dotenv, json or shell
   kv          get, put, ls, rm and versions of keys
   token       create, ls and revoke tokens
+  role        the runtime roles and login roles: ls, show, put, rm (coffer role login …)
   whoami      the token's identity and what it may do
   serve       run the server; configured by COFFER_* variables and a COFFER_CONFIG file (coffer help settings)
   operator    key management against a running server: status, rotate, rewrap, migrate-key; snapshot and
@@ -26,7 +27,8 @@ const USAGE = `usage: coffer <command> [options]     (coffer <command> --help fo
   help [operator|audit|settings|<command>], --version
 
 The people commands reach the server at COFFER_ADDR (default http://127.0.0.1:8750) with the token in
-COFFER_TOKEN or in the file COFFER_TOKEN_FILE names (never an argument). Exit codes: 0 done, 1 failed,
+COFFER_TOKEN or in the file COFFER_TOKEN_FILE names (never an argument), or log in with the JWT in the file
+COFFER_JWT_FILE names under the login role COFFER_LOGIN_ROLE. Exit codes: 0 done, 1 failed,
 2 bad arguments or no token, 3 not found, 4 denied (401/403), 5 Coffer unreachable or unavailable,
 6 check-and-set conflict (412); coffer run exits with its command's code.
 `;
@@ -94,6 +96,7 @@ const PEOPLE: Record<string, (args: string[]) => Promise<number>> = {
   kv: async (args) => (await import('./cli/kv.js')).kvCommand(args),
   token: async (args) => (await import('./cli/tokens.js')).tokenCommand(args),
   whoami: async (args) => (await import('./cli/tokens.js')).whoamiCommand(args),
+  role: async (args) => (await import('./cli/roles.js')).roleCommand(args),
 };
 
 async function main(argv: string[]): Promise<number | undefined> {

@@ -13,14 +13,15 @@
  */
 import { environmentOf, MappingError } from './env-names.js';
 import { CliError, EXIT } from './exit-codes.js';
-import { parseValueOptions } from './run.js';
+import { loginEnvironment, parseValueOptions } from './run.js';
 import { connect, explain } from './session.js';
 import { fetchValues } from './values-source.js';
 
 export const EXPORT_HELP = `usage: coffer export --ns NAMESPACE [--ns …] [--format dotenv|json|shell] [--prefix P] [--only KEY] [--map KEY=VAR]
 
 Writes the variables coffer run would set to stdout, quoted for the format (default dotenv). The values
-are in plaintext in the output: send it where it is needed, not to a file you keep.
+are in plaintext in the output: send it where it is needed, not to a file you keep. --jwt-file FILE
+--login-role NAME log in with a JWT instead of a token, as for coffer run.
 
 examples:
   coffer export --ns payments/prod --format json | jq 'keys'
@@ -77,7 +78,7 @@ export async function exportCommand(
   const format = (options.format as string | undefined) ?? 'dotenv';
   if (!(FORMATS as readonly string[]).includes(format))
     throw new CliError(`--format ${format}: dotenv, json or shell`, EXIT.usage);
-  const coffer = connect(io.env);
+  const coffer = connect(loginEnvironment(options, io.env));
   let values: Awaited<ReturnType<typeof fetchValues>>;
   try {
     values = await fetchValues(coffer, options.ns);

@@ -37,6 +37,12 @@ that come to one variable, or a key that gives no valid name, is an error naming
   --watch-signal SIGNAL     with --watch: send SIGNAL (HUP, USR1, …) instead of restarting (the command's
                             environment cannot change while it runs: for programs that read Coffer again)
 
+  --jwt-file FILE           no token handed over: log in with the JWT in FILE (a Kubernetes service-account
+                            token, a CI job's OIDC token; read again at each login, as the platform
+                            rotates it) under the login role given by
+  --login-role NAME         (also COFFER_JWT_FILE and COFFER_LOGIN_ROLE); logged in again before the token
+                            expires or when it is refused (docs/identity.md)
+
 The token comes from COFFER_TOKEN or COFFER_TOKEN_FILE, the server from COFFER_ADDR. The exit code is
 COMMAND's; before it starts: 2 bad arguments or no token, 3 a namespace not found, 4 denied,
 5 Coffer unreachable (and no usable fallback copy), 126/127 COMMAND not executable / not found.
@@ -51,7 +57,13 @@ examples:
 `;
 
 /** Variables the child never inherits: they would let it read more than it was given. */
-const WITHHELD = ['COFFER_TOKEN', 'COFFER_TOKEN_FILE', 'COFFER_FALLBACK_KEY'];
+const WITHHELD = [
+  'COFFER_TOKEN',
+  'COFFER_TOKEN_FILE',
+  'COFFER_JWT_FILE',
+  'COFFER_LOGIN_ROLE',
+  'COFFER_FALLBACK_KEY',
+];
 
 /** The signals passed on to the child (SIGKILL and SIGSTOP cannot be caught). */
 const FORWARDED: NodeJS.Signals[] = [
@@ -98,6 +110,8 @@ export function parseValueOptions(
         prefix: { type: 'string' },
         only: { type: 'string', multiple: true },
         map: { type: 'string', multiple: true },
+        'jwt-file': { type: 'string' },
+        'login-role': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
         ...extra,
       },
@@ -106,12 +120,35 @@ export function parseValueOptions(
       prefix?: string;
       only?: string[];
       map?: string[];
+      'jwt-file'?: string;
+      'login-role'?: string;
       help?: boolean;
       [more: string]: unknown;
     };
   } catch (err) {
     throw new CliError((err as Error).message, EXIT.usage);
   }
+}
+
+/**
+ * The environment the client is made from: --jwt-file and --login-role stand for COFFER_JWT_FILE and
+ * COFFER_LOGIN_ROLE (a JWT login instead of a token handed over), the one without the other an error.
+ */
+export function loginEnvironment(
+  options: { 'jwt-file'?: string; 'login-role'?: string },
+  env: NodeJS.ProcessEnv,
+): NodeJS.ProcessEnv {
+  const file = options['jwt-file'];
+  const role = options['login-role'];
+  if (file === undefined && role === undefined) return env;
+  if (file === undefined || role === undefined)
+    throw new CliError('--jwt-file and --login-role go together', EXIT.usage);
+  if (env.COFFER_TOKEN || env.COFFER_TOKEN_FILE)
+    throw new CliError(
+      '--jwt-file logs in instead of a token: unset COFFER_TOKEN and COFFER_TOKEN_FILE',
+      EXIT.usage,
+    );
+  return { ...env, COFFER_JWT_FILE: file, COFFER_LOGIN_ROLE: role };
 }
 
 export async function runCommand(args: string[], io: RunIo = defaultIo): Promise<number> {
@@ -153,7 +190,7 @@ export async function runCommand(args: string[], io: RunIo = defaultIo): Promise
             '--fallback-max-age',
           ),
         };
-  const coffer = connect(io.env);
+  const coffer = connect(loginEnvironment(options, io.env));
   const values = await valuesWithFallback(coffer, options.ns, fallback, io.warn);
   try {
     environmentOf(values, options);

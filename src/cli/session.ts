@@ -40,8 +40,13 @@ export function explain(err: unknown, coffer: Coffer, what: string): unknown {
         `Coffer at ${coffer.url} is unavailable (${err.status} ${err.code}): ${detail}${err.mayHaveApplied ? ' (the change may have been applied: check before repeating it)' : ''}`,
         EXIT.unavailable,
       );
-    default:
-      return new CliError(`${what}: ${err.status} ${err.code}: ${detail}`, EXIT.failure);
+    default: {
+      // A 400's fields at fault, as the server named them.
+      const fields = err.errors?.length
+        ? ` (${err.errors.map((e) => (e.field ? `${e.field}: ${e.message}` : e.message)).join('; ')})`
+        : '';
+      return new CliError(`${what}: ${err.status} ${err.code}: ${detail}${fields}`, EXIT.failure);
+    }
   }
 }
 

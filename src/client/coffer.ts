@@ -5,7 +5,8 @@
  * timeouts and retries and errors.ts for the one error class.
  *
  *   import { Coffer } from 'coffer/client';
- *   const coffer = new Coffer(); // COFFER_ADDR, and COFFER_TOKEN or COFFER_TOKEN_FILE
+ *   const coffer = new Coffer(); // COFFER_ADDR, and COFFER_TOKEN, COFFER_TOKEN_FILE, or a JWT login
+ *                                // (COFFER_JWT_FILE with COFFER_LOGIN_ROLE, jwt-session.ts)
  *   const { value } = await coffer.get('payments/prod', 'db_password');
  */
 import { readFile } from 'node:fs/promises';
@@ -18,10 +19,14 @@ import type {
   ApiHealth,
   ApiKeyringStatus,
   ApiListing,
+  ApiLoginRole,
+  ApiLoginRoleList,
   ApiMigration,
   ApiNamespaceValues,
   ApiRetirement,
   ApiRewrap,
+  ApiRole,
+  ApiRoleList,
   ApiRotation,
   ApiSealReport,
   ApiSelf,
@@ -30,8 +35,14 @@ import type {
   ApiVerification,
   ApiVersionList,
 } from '../http/response-schemas.js';
-import type { RewrapRequest, TokenCreateRequest } from '../http/schemas.js';
+import type {
+  LoginRolePutRequest,
+  RewrapRequest,
+  RolePutRequest,
+  TokenCreateRequest,
+} from '../http/schemas.js';
 import { CofferError } from './errors.js';
+import { type JwtLogin, JwtSession } from './jwt-session.js';
 import {
   type Answer,
   type Call,
@@ -51,6 +62,11 @@ export interface CofferOptions {
    * again); default COFFER_TOKEN, else the file COFFER_TOKEN_FILE names.
    */
   readonly token?: string | (() => string | Promise<string>);
+  /**
+   * No token handed over: log in with the JWT in `jwtFile` under the login role `role`, and again before the
+   * token expires or when it is refused (jwt-session.ts); default COFFER_JWT_FILE with COFFER_LOGIN_ROLE.
+   */
+  readonly jwtLogin?: JwtLogin;
   /** Each attempt's time limit; default 10 s. */
   readonly timeoutMs?: number;
   /** Default: 3 retries, backoff from 100 ms doubling to 5 s, Retry-After waited for up to 30 s. */
@@ -89,6 +105,9 @@ function namespacePath(namespace: string): string {
   return namespace.split('/').map(encodeURIComponent).join('/');
 }
 
+const rolePath = (kind: 'roles' | 'login-roles', name: string): string =>
+  `/v1/sys/${kind}/${encodeURIComponent(name)}`;
+
 const keyPath = (namespace: string, key: string): string =>
   `/v1/kv/${namespacePath(namespace)}/${encodeURIComponent(key)}`;
 
@@ -122,9 +141,27 @@ function tokenFromEnv(env: NodeJS.ProcessEnv): () => Promise<string> {
   };
 }
 
+/** The JWT login the options or the environment ask for, if any; one of the two settings alone is an error. */
+function jwtLoginOf(options: CofferOptions, env: NodeJS.ProcessEnv): JwtLogin | undefined {
+  if (options.jwtLogin) return options.jwtLogin;
+  if (options.token !== undefined) return undefined;
+  const jwtFile = env.COFFER_JWT_FILE;
+  const role = env.COFFER_LOGIN_ROLE;
+  if (!jwtFile && !role) return undefined;
+  if (!jwtFile || !role)
+    throw new TypeError('a JWT login needs both COFFER_JWT_FILE and COFFER_LOGIN_ROLE');
+  if (env.COFFER_TOKEN || env.COFFER_TOKEN_FILE)
+    throw new TypeError(
+      'set either a token (COFFER_TOKEN, COFFER_TOKEN_FILE) or a JWT login (COFFER_JWT_FILE), not both',
+    );
+  return { jwtFile, role };
+}
+
 export class Coffer {
   readonly url: string;
   private readonly transport: TransportOptions;
+  /** The JWT login session, when the client logs in itself instead of being given a token. */
+  readonly session: JwtSession | undefined;
 
   constructor(options: CofferOptions = {}, env: NodeJS.ProcessEnv = process.env) {
     const url = (options.url ?? env.COFFER_ADDR ?? DEFAULT_ADDR).replace(/\/+$/, '');
@@ -132,14 +169,21 @@ export class Coffer {
       throw new TypeError(`the address must be http(s)://host:port, not "${url}"`);
     this.url = url;
     const token = options.token;
+    const jwtLogin = jwtLoginOf(options, env);
+    this.session = jwtLogin
+      ? new JwtSession(jwtLogin, (role, jwt) => this.loginWithJwt(role, jwt))
+      : undefined;
+    const session = this.session;
     this.transport = {
       url,
-      token:
-        token === undefined
+      token: session
+        ? () => session.token()
+        : token === undefined
           ? tokenFromEnv(env)
           : typeof token === 'string'
             ? async () => token
             : async () => token(),
+      ...(session ? { tokenRefused: (refused: string) => session.refused(refused) } : {}),
       timeoutMs: options.timeoutMs ?? 10_000,
       retry: {
         retries: 3,
@@ -359,6 +403,24 @@ export class Coffer {
 
   // --- tokens ---
 
+  /**
+   * Trades a JWT for a token under a login role (no token needed); the client's own JWT login (`jwtLogin`)
+   * calls this for itself.
+   */
+  loginWithJwt(
+    role: string,
+    jwt: string,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<ApiCreatedToken> {
+    return this.call({
+      method: 'POST',
+      path: '/v1/auth/login/jwt',
+      body: { role, jwt },
+      authenticated: false,
+      signal: options.signal,
+    });
+  }
+
   /** Who the token is and what it may do. */
   self(options: { signal?: AbortSignal } = {}): Promise<ApiSelf> {
     return this.call({ method: 'GET', path: '/v1/auth/me', signal: options.signal });
@@ -409,6 +471,7 @@ export class Coffer {
   async keepRenewed(
     options: { signal?: AbortSignal; onRenewed?: (expiresAt: string) => void } = {},
   ): Promise<void> {
+    if (this.session) return; // a JWT login session logs in again by itself
     const signal = options.signal;
     let expires = (await this.self(signal ? { signal } : {})).expires_at;
     while (expires !== null && !signal?.aborted) {
@@ -445,6 +508,75 @@ export class Coffer {
     await this.answer({
       method: 'POST',
       path: '/v1/auth/token/revoke-self',
+      signal: options.signal,
+    });
+  }
+
+  // --- roles and login roles (root, or a token with manage_roles) ---
+
+  listRoles(options: { signal?: AbortSignal } = {}): Promise<ApiRoleList> {
+    return this.call({ method: 'GET', path: '/v1/sys/roles', signal: options.signal });
+  }
+
+  getRole(name: string, options: { signal?: AbortSignal } = {}): Promise<ApiRole> {
+    return this.call({ method: 'GET', path: rolePath('roles', name), signal: options.signal });
+  }
+
+  /** Creates or replaces a runtime role; effective on every worker and server within a second. */
+  putRole(
+    name: string,
+    role: RolePutRequest,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<ApiRole> {
+    return this.call({
+      method: 'PUT',
+      path: rolePath('roles', name),
+      body: role,
+      signal: options.signal,
+    });
+  }
+
+  /** Refused (409) while live tokens or login roles name it, unless `force` (its tokens are refused then). */
+  async deleteRole(
+    name: string,
+    options: { force?: boolean; signal?: AbortSignal } = {},
+  ): Promise<void> {
+    await this.answer({
+      method: 'DELETE',
+      path: `${rolePath('roles', name)}${query({ force: options.force || undefined })}`,
+      signal: options.signal,
+    });
+  }
+
+  listLoginRoles(options: { signal?: AbortSignal } = {}): Promise<ApiLoginRoleList> {
+    return this.call({ method: 'GET', path: '/v1/sys/login-roles', signal: options.signal });
+  }
+
+  getLoginRole(name: string, options: { signal?: AbortSignal } = {}): Promise<ApiLoginRole> {
+    return this.call({
+      method: 'GET',
+      path: rolePath('login-roles', name),
+      signal: options.signal,
+    });
+  }
+
+  putLoginRole(
+    name: string,
+    loginRole: LoginRolePutRequest,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<ApiLoginRole> {
+    return this.call({
+      method: 'PUT',
+      path: rolePath('login-roles', name),
+      body: loginRole,
+      signal: options.signal,
+    });
+  }
+
+  async deleteLoginRole(name: string, options: { signal?: AbortSignal } = {}): Promise<void> {
+    await this.answer({
+      method: 'DELETE',
+      path: rolePath('login-roles', name),
       signal: options.signal,
     });
   }

@@ -8,13 +8,21 @@ export type {
   ApiHealth as Health,
   ApiKeyringStatus as KeyringStatus,
   ApiListing as Listing,
+  ApiLoginRole as LoginRole,
+  ApiLoginRoleList as LoginRoleList,
   ApiNamespaceValues as NamespaceValues,
+  ApiRole as Role,
+  ApiRoleList as RoleList,
   ApiSelf as Self,
   ApiToken as Token,
   ApiVerification as AuditVerification,
   ApiVersionList as VersionList,
 } from '../http/response-schemas.js';
-export type { TokenCreateRequest } from '../http/schemas.js';
+export type {
+  LoginRolePutRequest,
+  RolePutRequest,
+  TokenCreateRequest,
+} from '../http/schemas.js';
 export type {
   AuditQuery,
   CofferOptions,
@@ -24,4 +32,5 @@ export type {
 } from './coffer.js';
 export { Coffer } from './coffer.js';
 export { CofferError } from './errors.js';
+export type { JwtLogin } from './jwt-session.js';
 export type { RetryPolicy } from './transport.js';

@@ -26,6 +26,11 @@ export interface RetryPolicy {
 export interface TransportOptions {
   readonly url: string;
   readonly token: () => Promise<string>;
+  /**
+   * The server refused `token` (401): true when another token is on hand to send the call once more with
+   * (a JWT login session logs in again); absent for a fixed token.
+   */
+  readonly tokenRefused?: (token: string) => boolean;
   readonly timeoutMs: number;
   readonly retry: RetryPolicy;
   readonly fetch: typeof fetch;
@@ -132,13 +137,17 @@ function problemOf(answer: Answer, method: string): CofferError {
   });
 }
 
-async function attempt(options: TransportOptions, call: Call): Promise<Answer> {
+async function attempt(
+  options: TransportOptions,
+  call: Call,
+  token: string | undefined,
+): Promise<Answer> {
   const headers: Record<string, string> = {
     accept: 'application/json',
     'user-agent': options.userAgent,
     ...call.headers,
   };
-  if (call.authenticated !== false) headers.authorization = `Bearer ${await options.token()}`;
+  if (token !== undefined) headers.authorization = `Bearer ${token}`;
   if (call.body !== undefined) headers['content-type'] = 'application/json';
   const timeout = AbortSignal.timeout(call.timeoutMs ?? options.timeoutMs);
   const signal = call.signal ? AbortSignal.any([call.signal, timeout]) : timeout;
@@ -163,11 +172,14 @@ async function attempt(options: TransportOptions, call: Call): Promise<Answer> {
 /** Sends `call`, retrying what is safe to retry; resolves with a 2xx, a 304 or an accepted status. */
 export async function send(options: TransportOptions, call: Call): Promise<Answer> {
   const idempotent = call.method === 'GET';
+  let sentAgainForRefusal = false;
   for (let tries = 0; ; tries++) {
     const more = tries < options.retry.retries;
     let answer: Answer;
+    let token: string | undefined;
     try {
-      answer = await attempt(options, call);
+      token = call.authenticated === false ? undefined : await options.token();
+      answer = await attempt(options, call, token);
     } catch (err) {
       if (call.signal?.aborted) throw call.signal.reason;
       if (err instanceof CofferError) throw err; // no token: nothing was sent
@@ -191,6 +203,17 @@ export async function send(options: TransportOptions, call: Call): Promise<Answe
       });
     }
     if (answer.status < 400 || call.accept?.includes(answer.status)) return answer;
+    // A refused token acknowledges nothing (the server refuses before doing anything): once more with a new one.
+    if (
+      answer.status === 401 &&
+      token !== undefined &&
+      !sentAgainForRefusal &&
+      options.tokenRefused?.(token)
+    ) {
+      sentAgainForRefusal = true;
+      tries--;
+      continue;
+    }
     const retryable = answer.status === 429 || (answer.status === 503 && idempotent);
     if (more && retryable) {
       const after = retryAfterMs(answer.headers);

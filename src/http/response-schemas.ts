@@ -35,16 +35,23 @@ const count = Type.Integer({ minimum: 0 });
 
 const scope = closed({ namespace: Type.String(), read: Type.Boolean(), write: Type.Boolean() });
 
-const metadata = Type.Object(
-  {
-    name: Type.Optional(Type.String()),
-    description: Type.Optional(Type.String()),
-  },
-  {
-    additionalProperties: Type.String(),
-    description:
-      "Map: what the token's creator said of it (free string fields; a login's claims_to_metadata); each field only when it was given",
-  },
+// Typed as the map it is: TypeBox's static type would drop the free fields.
+const metadata = Type.Unsafe<{
+  name?: string;
+  description?: string;
+  [field: string]: string | undefined;
+}>(
+  Type.Object(
+    {
+      name: Type.Optional(Type.String()),
+      description: Type.Optional(Type.String()),
+    },
+    {
+      additionalProperties: Type.String(),
+      description:
+        "Map: what the token's creator said of it (free string fields; a login's claims_to_metadata); each field only when it was given",
+    },
+  ),
 );
 
 const tokenLogin = closed(
