@@ -97,14 +97,20 @@ export async function jwtLoginCost(
         path: '/v1/auth/login/jwt',
         tokenId: '',
       };
-      const [control] = await Promise.all([
-        runWrk({ url, lua: read, connections, seconds }),
-        openLoopProcess({ ...flood, path: '/v1/kv/bench/app/secret', token: reader }, 1),
-      ]);
-      const [during, sent] = await Promise.all([
-        runWrk({ url, lua: read, connections, seconds }),
-        openLoopProcess({ ...flood, body: bad }, 1),
-      ]);
+      const controlRun = () =>
+        Promise.all([
+          runWrk({ url, lua: read, connections, seconds }),
+          openLoopProcess({ ...flood, path: '/v1/kv/bench/app/secret', token: reader }, 1),
+        ]);
+      const floodRun = () =>
+        Promise.all([
+          runWrk({ url, lua: read, connections, seconds }),
+          openLoopProcess({ ...flood, body: bad }, 1),
+        ]);
+      // The control and the flood alternate which goes first too.
+      const flooded = r % 2 === 0 ? undefined : await floodRun();
+      const [control] = await controlRun();
+      const [during, sent] = flooded ?? (await floodRun());
       rounds.push({
         tokenCreates,
         jwtLogins: logins.requestsPerSecond,

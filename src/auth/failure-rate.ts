@@ -43,6 +43,20 @@ export class FailureRate {
     this.overall = { tokens: all.burst, updated: 0 };
   }
 
+  /**
+   * Seconds until `address` is back within its own rate, without counting anything; 0 while it is within.
+   * A login from an address past it is refused before its JWT is looked at (routes/auth.ts).
+   */
+  floodingFor(address: string, now: number): number {
+    const bucket = this.addresses.get(address);
+    if (!bucket) return 0;
+    const tokens = Math.min(
+      this.perAddress.burst,
+      bucket.tokens + ((now - bucket.updated) / 1000) * this.perAddress.perSecond,
+    );
+    return tokens >= 1 ? 0 : Math.ceil((1 - tokens) / this.perAddress.perSecond);
+  }
+
   /** Counts one failure from `address`; true while within the rate, false for a flood. */
   admit(address: string, now: number): boolean {
     let bucket = this.addresses.get(address);

@@ -274,7 +274,7 @@ export const CoreSettings = Type.Object(
         default: 20,
         env: 'COFFER_AUTH_FLOOD_BURST',
         description:
-          'failed authentications per client address and worker (ten times that over all addresses) past which they are a flood: each still answers 401 (or 429), held back a second, and they are audited as one `auth.failures` entry per address every 10 s',
+          'failed authentications per client address and worker (ten times that over all addresses) past which they are a flood: each still answers 401 (or 429), held back a second, and they are audited as one `auth.failures` entry per address every 10 s; a JWT login from an address past it is answered 429 before its JWT is read',
       }),
       flood_per_second: Type.Number({
         exclusiveMinimum: 0,

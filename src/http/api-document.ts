@@ -24,7 +24,7 @@ export function apiDocument(maxTtl: number): object {
     tokens: nothingServed,
     login: nothingServed,
     roles: nothingServed,
-    loginRefused: nothingServed,
+    loginGate: nothingServed,
     sys: { rewrapper: nothingServed, operations: nothingServed },
     health: nothingServed,
     review: nothingServed,

@@ -12,6 +12,7 @@ import type { AuditLog } from '../audit/audit-log.js';
 import type { FailureSummary } from '../audit/failure-summary.js';
 import type { Authenticator } from '../auth/authenticator.js';
 import type { FailureRate } from '../auth/failure-rate.js';
+import { AppError } from '../errors.js';
 import { authenticate } from './authenticate.js';
 import { clientAddressOf } from './client-address.js';
 import { clientErrorListener } from './client-errors.js';
@@ -31,7 +32,7 @@ import { Tarpit } from './tarpit.js';
 import { Validators } from './validate.js';
 
 /** The routes' collaborators (route-table.ts), and what the listener itself needs. */
-export interface HttpAppDeps extends Omit<RouteDeps, 'respond' | 'recordIntent' | 'loginRefused'> {
+export interface HttpAppDeps extends Omit<RouteDeps, 'respond' | 'recordIntent' | 'loginGate'> {
   readonly authenticator: Authenticator;
   readonly log: Logger;
   readonly maxValueBytes: number;
@@ -74,14 +75,31 @@ export function buildHttpApp(deps: HttpAppDeps): HttpApp {
   const recordIntent = intentRecorder(deps.audit, respond.requestId);
 
   const tarpit = new Tarpit();
-  // A refused login past the failure rate of its address is held back and summarized, as a refused token is.
-  const loginRefused = async (req: Request, res: Response): Promise<void> => {
-    const address = res.locals.client ?? req.socket.remoteAddress ?? '';
-    if (deps.failureRate.admit(address, deps.now())) return;
-    res.locals.summarized = true;
-    await tarpit.hold();
+  const addressOf = (req: Request, res: Response): string =>
+    res.locals.client ?? req.socket.remoteAddress ?? '';
+  const loginGate = {
+    // A refused login past the failure rate of its address is held back and summarized, as a refused token is.
+    async refused(req: Request, res: Response): Promise<void> {
+      if (deps.failureRate.admit(addressOf(req, res), deps.now())) return;
+      res.locals.summarized = true;
+      await tarpit.hold();
+    },
+    // While the address is past that rate, a login is refused (429) before its JWT is even parsed: a flood of
+    // bad JWTs costs the server no verification, and the address's well-behaved logins retry after a while.
+    async before(req: Request, res: Response): Promise<void> {
+      const wait = deps.failureRate.floodingFor(addressOf(req, res), deps.now());
+      if (wait === 0) return;
+      res.locals.summarized = true;
+      await tarpit.hold();
+      throw new AppError(
+        'too_many_requests',
+        'too many refused logins from this address; retry later',
+        undefined,
+        { 'Retry-After': String(wait) },
+      );
+    },
   };
-  const operations = routeTable({ ...deps, respond, recordIntent, loginRefused });
+  const operations = routeTable({ ...deps, respond, recordIntent, loginGate });
 
   const problems = problemHandler(deps.log, respond, deps.onIntegrityError);
   const answerError = (err: unknown, req: Request, res: Response): void =>

@@ -4,7 +4,6 @@
  * api-document.ts reads the same list for the document of a build.
  */
 
-import type { Request, Response } from 'express';
 import type { JwtLogin } from '../auth/jwt-login.js';
 import type { RoleAdmin } from '../auth/role-admin.js';
 import type { TokenService } from '../auth/token-service.js';
@@ -15,7 +14,7 @@ import type { Operation } from './operation.js';
 import type { RecordIntent } from './request-audit.js';
 import type { Responder } from './respond.js';
 import { auditOperations } from './routes/audit.js';
-import { authOperations } from './routes/auth.js';
+import { authOperations, type LoginGate } from './routes/auth.js';
 import { type HealthRouteDeps, healthOperations } from './routes/health.js';
 import { kvOperations } from './routes/kv.js';
 import { roleOperations } from './routes/roles.js';
@@ -26,8 +25,8 @@ export interface RouteDeps {
   readonly tokens: TokenService;
   readonly login: JwtLogin;
   readonly roles: RoleAdmin;
-  /** Holds back a refused login past the failure rate. */
-  readonly loginRefused: (req: Request, res: Response) => Promise<void>;
+  /** Refuses logins from an address past its failure rate, and holds back refused ones. */
+  readonly loginGate: LoginGate;
   readonly sys: Omit<SysRouteDeps, 'respond'>;
   readonly health: HealthRouteDeps['health'];
   readonly review: AuditReview;
@@ -45,7 +44,7 @@ export function routeTable(deps: RouteDeps): Operation[] {
       ...authOperations({
         tokens: deps.tokens,
         login: deps.login,
-        loginRefused: deps.loginRefused,
+        loginGate: deps.loginGate,
         maxTtl: deps.maxTtl,
         respond,
         recordIntent,

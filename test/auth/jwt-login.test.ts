@@ -515,3 +515,50 @@ describe('login roles (/v1/sys/login-roles)', function () {
     );
   });
 });
+
+describe('JWT login: a flood of refused logins from one address', function () {
+  this.timeout(30_000);
+  let c: TestCoffer;
+  let issuer: TestIssuer;
+
+  before(async () => {
+    issuer = await TestIssuer.start('RS256');
+    c = await startTestCoffer({
+      env: { COFFER_AUTH_FLOOD_BURST: '3', COFFER_AUTH_FLOOD_RATE: '0.25' },
+    });
+    const res = await c.call('PUT', '/v1/sys/login-roles/pods', {
+      json: {
+        issuer: issuer.url,
+        jwks_url: issuer.jwksUrl,
+        bound_audiences: ['coffer'],
+        role: 'reader',
+      },
+    });
+    expect(res.status, res.text).to.equal(201);
+  });
+  after(async () => {
+    await c?.close();
+    await issuer?.close();
+  });
+
+  it('is answered 429 with Retry-After past the address’s rate, good JWTs too, without looking at them; then logins work again', async () => {
+    const good = await issuer.sign(issuer.kubernetesClaims('payments', 'api'));
+    const bad = await issuer.sign({ ...issuer.kubernetesClaims('payments', 'api'), aud: 'other' });
+    // Within the burst: each refusal its own 401.
+    for (let i = 0; i < 3; i++) expect((await login(c, 'pods', bad)).status).to.equal(401);
+    // Past it (the rate refills one every 4 s, so on a slow machine one more may be looked at): 429.
+    let more = 0;
+    while ((await login(c, 'pods', bad)).status === 401) expect(++more).to.be.below(3);
+    const held = Date.now();
+    const refused = await login(c, 'pods', good);
+    expect(refused.status).to.equal(429);
+    expect(Number(refused.headers.get('retry-after'))).to.be.within(1, 4);
+    expect(Date.now() - held).to.be.at.least(900); // held back in the tarpit
+    // Not even parsed: a body that is not JSON is refused the same way, before the 400 it would get.
+    const junk = await c.call('POST', '/v1/auth/login/jwt', { token: null, body: 'not json' });
+    expect(junk.status).to.equal(429);
+    // Once the rate allows one more failure (one every 4 s), the address's logins are looked at again.
+    await new Promise((r) => setTimeout(r, Number(refused.headers.get('retry-after')) * 1000));
+    expect((await login(c, 'pods', good)).status).to.equal(201);
+  });
+});

@@ -19,11 +19,18 @@ import type { Responder } from '../respond.js';
 import { createdToken, ok, self, token, tokenList } from '../response-schemas.js';
 import { type LoginJwtRequest, loginJwtSchema, tokenCreateSchema } from '../schemas.js';
 
+/** The failure rate of logins, per client address (http-app.ts), as for refused tokens (authenticate.ts). */
+export interface LoginGate {
+  /** Refuses (429, held back) a login from an address past its failure rate, before its body is read. */
+  before(req: Request, res: Response): Promise<void>;
+  /** Holds back a refused login past the failure rate, and has it summarized in the audit log. */
+  refused(req: Request, res: Response): Promise<void>;
+}
+
 export interface AuthRouteDeps {
   readonly tokens: TokenService;
   readonly login: JwtLogin;
-  /** Holds back a refused login past the failure rate (as a refused token is: authenticate.ts). */
-  readonly loginRefused: (req: Request, res: Response) => Promise<void>;
+  readonly loginGate: LoginGate;
   /** The longest lifetime a token may be given (seconds), for the create schema. */
   readonly maxTtl: number;
   readonly respond: Responder;
@@ -47,7 +54,7 @@ function tokenInPath(req: Request): string {
 export function authOperations({
   tokens,
   login,
-  loginRefused,
+  loginGate,
   maxTtl,
   respond,
   recordIntent,
@@ -72,14 +79,15 @@ export function authOperations({
       {
         operationId: 'loginJwt',
         summary:
-          "Trade a JWT from a workload's platform (Kubernetes, GitHub Actions, any OIDC issuer) for a token, as a login role says. Every refusal is the same 401; the audit entry of the request says why",
+          "Trade a JWT from a workload's platform (Kubernetes, GitHub Actions, any OIDC issuer) for a token, as a login role says. Every refusal is the same 401; the audit entry of the request says why. An address past its rate of refusals gets 429 (Retry-After) until it slows down",
         responses: {
           201: ok('The new token; its value is shown only here', createdToken),
         },
-        errors: [401],
+        errors: [401, 429],
       },
     ],
     async handler(req, res, input) {
+      await loginGate.before(req, res);
       const body = await input.body();
       const facts: LoginFacts = {};
       if (ROLE_NAME.test(body.role)) facts.login_role = body.role;
@@ -96,7 +104,7 @@ export function authOperations({
             ? { reason: err.reason, ...(err.claim === undefined ? {} : { claim: err.claim }) }
             : {}),
         });
-        if (err instanceof LoginRefused) await loginRefused(req, res);
+        if (err instanceof LoginRefused) await loginGate.refused(req, res);
         throw err;
       }
     },
