@@ -9,7 +9,7 @@ import { table } from './table.js';
 export const ROLE_HELP = `usage: coffer role <command> [options]      (root, or a token with manage_roles)
 
   ls [--json]           every role: built-in, from the configuration file, and runtime
-  show NAME [--json]    one role's rules and privileges
+  show NAME             one role's rules and privileges, as JSON
   put NAME (--rule NAMESPACES:ACTIONS:TYPES … [--privilege P …] | --file FILE)
                         create or replace a runtime role; every worker and server enforces it within a
                         second. --rule 'payments/*,shared:read,list:config,secret' (namespaces, actions
@@ -20,7 +20,7 @@ export const ROLE_HELP = `usage: coffer role <command> [options]      (root, or 
                         --force, after which those tokens are refused
 
   login ls [--json]             the login roles (which JWTs buy which token: docs/identity.md)
-  login show NAME [--json]      one login role
+  login show NAME               one login role, as JSON
   login put NAME --file FILE    create or replace one from the JSON of PUT /v1/sys/login-roles/NAME
   login rm NAME                 delete one: no more logins with it, and its tokens are refused
 
