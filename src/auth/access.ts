@@ -6,6 +6,7 @@
  * namespace-level questions (`mayInNamespace`, `mayBeneath`), and only then look at stored types.
  */
 
+import type { Action, RoleRule } from '../model/policies.js';
 import type { Scope } from '../model/tokens.js';
 import { VALUE_TYPES, type ValueType } from '../model/value-types.js';
 import {
@@ -16,7 +17,6 @@ import {
   patternMatches,
   patternReachesInto,
 } from './patterns.js';
-import type { Action, RoleRule } from './roles.js';
 
 export interface Grant {
   readonly pattern: NamespacePattern;

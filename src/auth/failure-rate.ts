@@ -21,11 +21,13 @@ export interface Rate {
   readonly perSecond: number;
 }
 
+/** What `bucket` holds at `now`, refilled at the rate since its last update. */
+function refilled(bucket: Bucket, rate: Rate, now: number): number {
+  return Math.min(rate.burst, bucket.tokens + ((now - bucket.updated) / 1000) * rate.perSecond);
+}
+
 function take(bucket: Bucket, rate: Rate, now: number): boolean {
-  bucket.tokens = Math.min(
-    rate.burst,
-    bucket.tokens + ((now - bucket.updated) / 1000) * rate.perSecond,
-  );
+  bucket.tokens = refilled(bucket, rate, now);
   bucket.updated = now;
   if (bucket.tokens < 1) return false;
   bucket.tokens -= 1;
@@ -50,10 +52,7 @@ export class FailureRate {
   floodingFor(address: string, now: number): number {
     const bucket = this.addresses.get(address);
     if (!bucket) return 0;
-    const tokens = Math.min(
-      this.perAddress.burst,
-      bucket.tokens + ((now - bucket.updated) / 1000) * this.perAddress.perSecond,
-    );
+    const tokens = refilled(bucket, this.perAddress, now);
     return tokens >= 1 ? 0 : Math.ceil((1 - tokens) / this.perAddress.perSecond);
   }
 

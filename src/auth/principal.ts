@@ -1,5 +1,12 @@
 import { forbidden } from '../errors.js';
-import { EMPTY_POLICIES, type LoginRole, type PolicyDocument } from '../model/policies.js';
+import {
+  EMPTY_POLICIES,
+  type LoginRole,
+  type PolicyDocument,
+  PRIVILEGES,
+  type Privilege,
+  type RoleRule,
+} from '../model/policies.js';
 import type { TokenMetadata, TokenRecord } from '../model/tokens.js';
 import {
   type AccessPolicy,
@@ -8,15 +15,7 @@ import {
   ROOT_POLICY,
   type Scope,
 } from './access.js';
-import {
-  BUILT_IN_ROLES,
-  PRIVILEGES,
-  type Privilege,
-  ROLE_PRIVILEGES,
-  ROOT_ROLE,
-  type RoleRule,
-  type RoleTable,
-} from './roles.js';
+import { BUILT_IN_ROLES, ROLE_PRIVILEGES, ROOT_ROLE, type RoleTable } from './roles.js';
 
 /** Who is making a request, and what they may do. */
 export interface Principal {

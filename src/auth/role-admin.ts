@@ -15,6 +15,7 @@ import {
   type LoginRole,
   type PolicyDocument,
   type Privilege,
+  ROLE_NAME,
   type RoleRule,
   type StoredRole,
 } from '../model/policies.js';
@@ -23,7 +24,7 @@ import type { PolicyChange, PolicyRecords } from '../store/policy-records.js';
 import type { TokenRecords } from '../store/token-records.js';
 import { checkLoginRole, type LoginRoleInput } from './login-roles.js';
 import type { PrincipalFactory } from './principal.js';
-import { checkRoleRules, ROLE_NAME } from './roles.js';
+import { checkRoleRules } from './roles.js';
 
 export interface RoleAdminDeps {
   readonly policies: Pick<PolicyRecords, 'current' | 'update'>;

@@ -3,26 +3,8 @@
  * (`roles`, validated at start-up by config/load.ts with `checkRoleRules`) or are managed at runtime
  * (PUT /v1/sys/roles/{name}, checked the same way).
  */
-import {
-  ACTIONS,
-  type Action,
-  GRANTABLE_PRIVILEGES,
-  PRIVILEGES,
-  type Privilege,
-  ROLE_NAME,
-  type RoleRule,
-} from '../model/policies.js';
+import { type Privilege, ROLE_NAME, type RoleRule } from '../model/policies.js';
 import { parsePattern } from './patterns.js';
-
-export {
-  ACTIONS,
-  type Action,
-  GRANTABLE_PRIVILEGES,
-  PRIVILEGES,
-  type Privilege,
-  ROLE_NAME,
-  type RoleRule,
-};
 
 export type RoleTable = Readonly<Record<string, readonly RoleRule[]>>;
 

@@ -10,6 +10,7 @@
 
 import { type FieldIssue, forbidden, invalid, notFound } from '../errors.js';
 import type { OperatorEvents } from '../model/operator-events.js';
+import { PRIVILEGES, type Privilege } from '../model/policies.js';
 import {
   METADATA_LIMITS,
   statusOf,
@@ -30,7 +31,7 @@ import {
   ROOT_PRINCIPAL,
   requirePrivilege,
 } from './principal.js';
-import { PRIVILEGES, type Privilege, ROOT_ROLE } from './roles.js';
+import { ROOT_ROLE } from './roles.js';
 import type { RootRecord } from './root-token.js';
 import { generateToken, isTokenId, parseToken } from './token-format.js';
 

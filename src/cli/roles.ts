@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import type { Coffer, LoginRolePutRequest, RolePutRequest } from '../client/index.js';
 import { CliError, EXIT } from './exit-codes.js';
 import { connect, explain } from './session.js';
-import { table } from './table.js';
+import { scopesText, table } from './table.js';
 
 export const ROLE_HELP = `usage: coffer role <command> [options]      (root, or a token with manage_roles)
 
@@ -155,11 +155,7 @@ async function loginRoles(coffer: Coffer, io: Io, command: string, rest: string[
               login_roles.map(({ name, login_role: l }) => [
                 name,
                 l.issuer,
-                l.role !== undefined
-                  ? `role ${l.role}`
-                  : (l.scopes ?? [])
-                      .map((s) => `${s.namespace}:${s.read ? 'r' : ''}${s.write ? 'w' : ''}`)
-                      .join(' '),
+                l.role !== undefined ? `role ${l.role}` : scopesText(l.scopes ?? []),
                 `${l.ttl}s (max ${l.max_ttl}s)`,
               ]),
             )}\n`,

@@ -1,3 +1,10 @@
+/** Scopes as people read them: `payments/prod:r shared/*:rw`. */
+export function scopesText(
+  scopes: readonly { namespace: string; read: boolean; write: boolean }[],
+): string {
+  return scopes.map((s) => `${s.namespace}:${s.read ? 'r' : ''}${s.write ? 'w' : ''}`).join(' ');
+}
+
 /** Plain text tables for people: a header row and columns padded to their widest cell. */
 export function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));

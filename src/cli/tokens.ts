@@ -4,7 +4,7 @@ import type { TokenCreateRequest } from '../client/index.js';
 import { CliError, EXIT } from './exit-codes.js';
 import { durationOption } from './fallback.js';
 import { connect, explain } from './session.js';
-import { table } from './table.js';
+import { scopesText, table } from './table.js';
 
 export const TOKEN_HELP = `usage: coffer token <command> [options]
 
@@ -116,10 +116,7 @@ export async function tokenCommand(args: string[], io: Io = defaultIo): Promise<
                 tokens.map((t) => [
                   t.id,
                   t.metadata.name ?? '',
-                  t.role ??
-                    (t.scopes ?? [])
-                      .map((s) => `${s.namespace}:${s.read ? 'r' : ''}${s.write ? 'w' : ''}`)
-                      .join(' '),
+                  t.role ?? scopesText(t.scopes ?? []),
                   t.status ?? 'active',
                   t.expires_at,
                 ]),

@@ -8,8 +8,9 @@
  * A leaf's `env` names its variable; `envOnly` says it may not come from a configuration file, and why.
  */
 import { type Static, type TProperties, type TSchema, Type } from '@sinclair/typebox';
-import { ACTIONS, type RoleTable } from '../auth/roles.js';
+import type { RoleTable } from '../auth/roles.js';
 import { type KeyProviderSettings, PROVIDER_NAMES } from '../keys/registry.js';
+import { ACTIONS } from '../model/policies.js';
 import { VALUE_TYPES } from '../model/value-types.js';
 import { STORAGE_NAMES, STORAGE_SETTINGS, type StorageName } from '../store/store.js';
 

@@ -5,7 +5,7 @@
  * takes its action name from it; the OpenAPI document (openapi.ts) is built from it.
  */
 import type { Request, Response } from 'express';
-import type { Privilege } from '../auth/roles.js';
+import type { Privilege } from '../model/policies.js';
 
 export type HttpMethod = 'GET' | 'PUT' | 'POST' | 'DELETE';
 

@@ -7,8 +7,8 @@
  * schemas.ts, where the server validates with them.
  */
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
-import { PRIVILEGES } from '../auth/roles.js';
 import { ERROR_CODES } from '../errors.js';
+import { PRIVILEGES } from '../model/policies.js';
 import { VALUE_TYPES } from '../model/value-types.js';
 
 export const json = (schema: object) => ({ content: { 'application/json': { schema } } });

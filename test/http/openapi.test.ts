@@ -1,7 +1,7 @@
 import { createConfig, lintFromString } from '@redocly/openapi-core';
 import { expect } from 'chai';
-import { PRIVILEGES } from '../../src/auth/roles.js';
 import { kvPutSchema, tokenCreateSchema } from '../../src/http/schemas.js';
+import { PRIVILEGES } from '../../src/model/policies.js';
 import { resolve } from '../support/api-contract.js';
 import { auditLines } from '../support/audit-lines.js';
 import { startTestCoffer, type TestCoffer } from '../support/harness.js';

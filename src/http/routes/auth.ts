@@ -2,7 +2,6 @@
 
 import type { Request, Response } from 'express';
 import { type JwtLogin, type LoginFacts, LoginRefused } from '../../auth/jwt-login.js';
-import { ROLE_NAME } from '../../auth/roles.js';
 import { isTokenId, parseToken } from '../../auth/token-format.js';
 import type {
   BeforeTokenCommit,
@@ -10,6 +9,7 @@ import type {
   TokenService,
 } from '../../auth/token-service.js';
 import { notFound } from '../../errors.js';
+import { ROLE_NAME } from '../../model/policies.js';
 import { auditTarget } from '../audit-target.js';
 import { principalOf } from '../authenticate.js';
 import type { Operation } from '../operation.js';

@@ -6,8 +6,8 @@
 import type { Request } from 'express';
 import type { LoginRoleInput } from '../../auth/login-roles.js';
 import type { RoleAdmin, RoleInput } from '../../auth/role-admin.js';
-import { ROLE_NAME as NAME } from '../../auth/roles.js';
 import { invalid, notFound } from '../../errors.js';
+import { ROLE_NAME as NAME } from '../../model/policies.js';
 import { principalOf } from '../authenticate.js';
 import type { Operation } from '../operation.js';
 import { booleanFlag, rawPath } from '../request-parts.js';
