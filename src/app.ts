@@ -17,6 +17,7 @@ import { FailureLimiter } from './auth/failure-limiter.js';
 import { FailureRate } from './auth/failure-rate.js';
 import { JwtLogin } from './auth/jwt-login.js';
 import { KeySets } from './auth/key-sets.js';
+import { OidcLogin } from './auth/oidc-login.js';
 import { PrincipalFactory } from './auth/principal.js';
 import { RoleAdmin } from './auth/role-admin.js';
 import { CurrentRoot } from './auth/root-token.js';
@@ -197,6 +198,21 @@ export async function startCoffer(
       log,
       what: 'the roles',
     });
+    const login = new JwtLogin({
+      principals,
+      keySets: new KeySets({
+        refreshMs: config.login.jwks_refresh_seconds * 1000,
+        minRefreshMs: config.login.jwks_min_refresh_seconds * 1000,
+        maxStaleMs: config.login.jwks_max_stale_seconds * 1000,
+        timeoutMs: config.login.fetch_timeout_ms,
+        maxBytes: 1024 * 1024,
+        now,
+      }),
+      tokens,
+      maxJwtBytes: config.login.max_jwt_bytes,
+      leewaySeconds: config.login.leeway_seconds,
+      now,
+    });
     const app = buildHttpApp({
       failureRate: new FailureRate(
         { burst, perSecond },
@@ -205,19 +221,13 @@ export async function startCoffer(
       ...(failureSummary ? { failureSummary } : {}),
       authenticator,
       tokens,
-      login: new JwtLogin({
+      login,
+      oidc: new OidcLogin({
         principals,
-        keySets: new KeySets({
-          refreshMs: config.login.jwks_refresh_seconds * 1000,
-          minRefreshMs: config.login.jwks_min_refresh_seconds * 1000,
-          maxStaleMs: config.login.jwks_max_stale_seconds * 1000,
-          timeoutMs: config.login.fetch_timeout_ms,
-          maxBytes: 1024 * 1024,
-          now,
-        }),
-        tokens,
-        maxJwtBytes: config.login.max_jwt_bytes,
-        leewaySeconds: config.login.leeway_seconds,
+        jwtLogin: login,
+        timeoutMs: config.login.fetch_timeout_ms,
+        maxBytes: 1024 * 1024,
+        refreshMs: config.login.jwks_refresh_seconds * 1000,
         now,
       }),
       roles,

@@ -18,6 +18,7 @@ const USAGE = `usage: coffer <command> [options]     (coffer <command> --help fo
   token       create, ls and revoke tokens
   role        the runtime roles and login roles: ls, show, put, rm (coffer role login …)
   whoami      the token's identity and what it may do
+  login       sign in through your identity provider (--oidc); logout revokes that sign-in
   serve       run the server; configured by COFFER_* variables and a COFFER_CONFIG file (coffer help settings)
   operator    key management against a running server: status, rotate, rewrap, migrate-key; snapshot and
               restore of the store's sealed records (coffer operator --help)
@@ -28,7 +29,8 @@ const USAGE = `usage: coffer <command> [options]     (coffer <command> --help fo
 
 The people commands reach the server at COFFER_ADDR (default http://127.0.0.1:8750) with the token in
 COFFER_TOKEN or in the file COFFER_TOKEN_FILE names (never an argument), or log in with the JWT in the file
-COFFER_JWT_FILE names under the login role COFFER_LOGIN_ROLE. Exit codes: 0 done, 1 failed,
+COFFER_JWT_FILE names under the login role COFFER_LOGIN_ROLE, or else with the token \`coffer login --oidc\`
+stored for that server. Exit codes: 0 done, 1 failed,
 2 bad arguments or no token, 3 not found, 4 denied (401/403), 5 Coffer unreachable or unavailable,
 6 check-and-set conflict (412); coffer run exits with its command's code.
 `;
@@ -97,6 +99,8 @@ const PEOPLE: Record<string, (args: string[]) => Promise<number>> = {
   token: async (args) => (await import('./cli/tokens.js')).tokenCommand(args),
   whoami: async (args) => (await import('./cli/tokens.js')).whoamiCommand(args),
   role: async (args) => (await import('./cli/roles.js')).roleCommand(args),
+  login: async (args) => (await import('./cli/login.js')).loginCommand(args),
+  logout: async (args) => (await import('./cli/login.js')).logoutCommand(args),
 };
 
 async function main(argv: string[]): Promise<number | undefined> {

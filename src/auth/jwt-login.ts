@@ -16,6 +16,11 @@
  *   subject_mismatch, claim_mismatch (bound_subject, bound_claims)
  *   claim_widens_scope a templated scope's claim is not one namespace segment
  *   role_missing       the login role's role no longer exists
+ *   no_group_role      with group_roles: the caller's groups name no role, and the login role gives none
+ *                      beside them
+ * With group_roles, a caller whose groups name several roles chooses one (`token_role`); not choosing, or
+ * choosing one they do not hold, is a 400 naming the roles they may choose (role_choice_needed,
+ * role_not_granted in the audit entry): the JWT was good, so this is theirs to know.
  */
 import type { KeyObject } from 'node:crypto';
 import {
@@ -25,7 +30,7 @@ import {
   type JWTVerifyOptions,
   jwtVerify,
 } from 'jose';
-import { AppError } from '../errors.js';
+import { AppError, invalid } from '../errors.js';
 import type { LoginRole } from '../model/policies.js';
 import { METADATA_LIMITS, type TokenMetadata } from '../model/tokens.js';
 import type { Scope } from './access.js';
@@ -69,7 +74,14 @@ export type RefusalReason =
   | 'subject_mismatch'
   | 'claim_mismatch'
   | 'claim_widens_scope'
-  | 'role_missing';
+  | 'role_missing'
+  | 'no_group_role'
+  | 'role_choice_needed'
+  | 'role_not_granted'
+  | 'oidc_not_enabled'
+  | 'code_refused'
+  | 'client_refused'
+  | 'id_token_invalid';
 
 /** What the audit entry of a login says: never the JWT. */
 export interface LoginFacts {
@@ -121,6 +133,7 @@ export class JwtLogin {
     jwt: string,
     facts: LoginFacts,
     beforeCommit?: BeforeTokenCommit,
+    tokenRole?: string,
   ): Promise<TokenView & { token: string; expires_in: number }> {
     const { deps } = this;
     if (jwt.length > deps.maxJwtBytes) throw new LoginRefused('too_large');
@@ -135,7 +148,7 @@ export class JwtLogin {
       throw new LoginRefused('subject_mismatch', 'sub');
     for (const [path, accepted] of Object.entries(role.bound_claims ?? {}))
       if (!claimMatches(claims, path, accepted)) throw new LoginRefused('claim_mismatch', path);
-    const grant = this.grantOf(role, claims);
+    const grant = this.grantOf(role, claims, facts, tokenRole);
     return deps.tokens.issueForLogin(
       {
         ...grant,
@@ -184,6 +197,11 @@ export class JwtLogin {
     return payload;
   }
 
+  private givenRole(name: string): { role: string; scopes: null } {
+    if (!this.deps.principals.hasRole(name)) throw new LoginRefused('role_missing');
+    return { role: name, scopes: null };
+  }
+
   private keysOf(role: LoginRole): JWTVerifyGetKey {
     const source =
       role.jwks_url !== undefined ? { jwksUrl: role.jwks_url } : { issuer: role.issuer };
@@ -193,11 +211,35 @@ export class JwtLogin {
   private grantOf(
     role: LoginRole,
     claims: Claims,
+    facts: LoginFacts,
+    tokenRole: string | undefined,
   ): { role: string | null; scopes: Scope[] | null } {
-    if (role.role !== undefined) {
-      if (!this.deps.principals.hasRole(role.role)) throw new LoginRefused('role_missing');
-      return { role: role.role, scopes: null };
+    const named = groupRolesOf(role, claims);
+    const choices = named.length > 0 ? named : role.role !== undefined ? [role.role] : [];
+    if (tokenRole !== undefined || choices.length > 1) {
+      const chosen = tokenRole !== undefined && choices.includes(tokenRole) ? tokenRole : undefined;
+      if (chosen === undefined) {
+        facts.reason = tokenRole === undefined ? 'role_choice_needed' : 'role_not_granted';
+        throw invalid(
+          tokenRole === undefined
+            ? 'your groups give you several roles: choose one (token_role)'
+            : 'token_role is not a role this login gives you',
+          [
+            {
+              field: '/token_role',
+              in: 'body',
+              message:
+                choices.length > 0
+                  ? `one of: ${choices.join(', ')}`
+                  : 'this login gives scopes, not a role: leave token_role out',
+            },
+          ],
+        );
+      }
+      return this.givenRole(chosen);
     }
+    if (choices.length === 1) return this.givenRole(choices[0]!);
+    if (role.scopes === undefined) throw new LoginRefused('no_group_role');
     const scopes = (role.scopes ?? []).map((scope) => {
       const filled = fillTemplate(scope.namespace, claims);
       if ('refused' in filled) throw new LoginRefused('claim_widens_scope', filled.refused);
@@ -207,6 +249,23 @@ export class JwtLogin {
     });
     return { role: null, scopes };
   }
+}
+
+/** The roles a login role's group_roles give for the groups in the claims, in the order of group_roles. */
+function groupRolesOf(role: LoginRole, claims: Claims): string[] {
+  if (role.group_roles === undefined) return [];
+  const value = claimAt(claims, role.groups_claim ?? 'groups');
+  const groups = new Set(
+    typeof value === 'string'
+      ? [value]
+      : Array.isArray(value)
+        ? value.filter((g): g is string => typeof g === 'string')
+        : [],
+  );
+  const roles = Object.entries(role.group_roles)
+    .filter(([group]) => groups.has(group))
+    .map(([, name]) => name);
+  return [...new Set(roles)];
 }
 
 /** A login role's public key, imported once per process (with its kid when it is a JWK that has one). */

@@ -9,12 +9,10 @@
  *   fetched; after that, logins against it are refused until it answers.
  * With `discovery`, the set's address comes from `{issuer}/.well-known/openid-configuration` (its `issuer`
  * must be the login role's, exactly), fetched and kept the same way.
- * Answers are bounded (`maxBytes`) and time-limited (`timeoutMs`); redirects are not followed.
+ * Answers are bounded (`maxBytes`) and time-limited (`timeoutMs`); redirects are not followed (issuer-http.ts).
  */
-import { request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
-import { rootCertificates } from 'node:tls';
 import { createLocalJWKSet, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose';
+import { fetchJson, isKeyAddress } from './issuer-http.js';
 
 export interface KeySetOptions {
   readonly refreshMs: number;
@@ -42,73 +40,6 @@ interface Held {
   triedAt: number;
   fetching: Promise<void> | undefined;
   lastError: string | undefined;
-}
-
-/** GETs `url` and parses its JSON, within the size and time bounds. */
-export function fetchJson(
-  url: string,
-  options: { readonly timeoutMs: number; readonly maxBytes: number; readonly ca?: string },
-): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    const target = new URL(url);
-    const request = target.protocol === 'https:' ? httpsRequest : httpRequest;
-    const req = request(
-      target,
-      {
-        method: 'GET',
-        headers: { accept: 'application/json' },
-        timeout: options.timeoutMs,
-        // Node's `ca` replaces the trusted roots: the system's are kept beside the login role's.
-        ...(options.ca === undefined ? {} : { ca: [...rootCertificates, options.ca] }),
-      },
-      (res) => {
-        if (res.statusCode !== 200) {
-          res.resume();
-          reject(new Error(`${target.origin} answered ${res.statusCode}`));
-          return;
-        }
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on('data', (chunk: Buffer) => {
-          size += chunk.length;
-          if (size > options.maxBytes) {
-            req.destroy(new Error(`${target.origin} answered more than ${options.maxBytes} bytes`));
-            return;
-          }
-          chunks.push(chunk);
-        });
-        res.on('end', () => {
-          try {
-            resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')));
-          } catch {
-            reject(new Error(`${target.origin} did not answer JSON`));
-          }
-        });
-        res.on('error', reject);
-      },
-    );
-    req.on('timeout', () =>
-      req.destroy(new Error(`${target.origin} did not answer within ${options.timeoutMs} ms`)),
-    );
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
-
-/** Whether keys may be fetched from `url`: HTTPS, or plain HTTP to this host's loopback only. */
-export function isKeyAddress(url: string): boolean {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return false;
-  }
-  if (parsed.username !== '' || parsed.password !== '') return false;
-  return (
-    parsed.protocol === 'https:' || (parsed.protocol === 'http:' && LOOPBACK.has(parsed.hostname))
-  );
 }
 
 function isKeySet(value: unknown): value is JSONWebKeySet {

@@ -7,19 +7,45 @@
  */
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import { type FieldIssue, invalid } from '../errors.js';
-import type { LoginRole } from '../model/policies.js';
+import type { LoginRole, OidcClientSettings } from '../model/policies.js';
 import { METADATA_LIMITS } from '../model/tokens.js';
 import { hasStrayBraces, sampleOf } from './claims.js';
-import { isKeyAddress } from './key-sets.js';
+import { isKeyAddress } from './issuer-http.js';
 import { parsePattern } from './patterns.js';
 import { ROOT_ROLE } from './roles.js';
 
 /** A login role as PUT sends it: the stored form without its id and time, its defaults not yet filled. */
-export type LoginRoleInput = Omit<LoginRole, 'id' | 'updated_at' | 'ttl' | 'max_ttl' | 'scopes'> & {
+export type LoginRoleInput = Omit<
+  LoginRole,
+  'id' | 'updated_at' | 'ttl' | 'max_ttl' | 'scopes' | 'oidc'
+> & {
   readonly ttl?: number;
   readonly max_ttl?: number;
   readonly scopes?: readonly { namespace: string; read?: boolean; write?: boolean }[];
+  readonly oidc?: Omit<OidcClientSettings, 'scopes'> & { readonly scopes?: readonly string[] };
 };
+
+/** What an OIDC sign-in asks for when the login role does not say. */
+export const DEFAULT_OIDC_SCOPES = ['openid', 'profile', 'email'] as const;
+
+/** A login role as GET shows it: the client secret never leaves the server. */
+export type LoginRoleView = Omit<LoginRole, 'oidc'> & {
+  readonly oidc?: Omit<OidcClientSettings, 'client_secret'> & {
+    readonly client_secret_set: boolean;
+  };
+};
+
+export function loginRoleView(role: LoginRole): LoginRoleView {
+  const { oidc, ...rest } = role;
+  if (!oidc) return rest;
+  const { client_secret, ...shown } = oidc;
+  return { ...rest, oidc: { ...shown, client_secret_set: client_secret !== undefined } };
+}
+
+/** Whether `url` is an address an OIDC provider may send a person back to, as a login role lists them. */
+function isRedirectAddress(url: string): boolean {
+  return isKeyAddress(url) && new URL(url).hash === '';
+}
 
 const CLAIM_PATH = /^[A-Za-z0-9_:$@-]+(\.[A-Za-z0-9_:$@-]+)*$/;
 
@@ -76,10 +102,32 @@ export function checkLoginRole(
   });
   if (input.ca_pem !== undefined && !/-----BEGIN CERTIFICATE-----/.test(input.ca_pem))
     issue('/ca_pem', 'must hold PEM certificates');
-  if ((input.role === undefined) === (input.scopes === undefined))
-    issue('', 'give exactly one of role and scopes');
-  if (input.role !== undefined && (input.role === ROOT_ROLE || !server.hasRole(input.role)))
+  if (input.group_roles === undefined) {
+    if ((input.role === undefined) === (input.scopes === undefined))
+      issue('', 'give exactly one of role and scopes (or group_roles)');
+  } else if (input.role !== undefined && input.scopes !== undefined)
+    issue('', 'give at most one of role and scopes beside group_roles');
+  const givable = (name: string) => name !== ROOT_ROLE && server.hasRole(name);
+  if (input.role !== undefined && !givable(input.role))
     issue('/role', 'must name a role that can be given to a token');
+  for (const [group, name] of Object.entries(input.group_roles ?? {}))
+    if (!givable(name))
+      issue(`/group_roles/${group}`, 'must name a role that can be given to a token');
+  if (input.groups_claim !== undefined && !CLAIM_PATH.test(input.groups_claim))
+    issue('/groups_claim', 'must be a dotted claim path');
+  if (input.oidc !== undefined) {
+    if (input.discovery !== true)
+      issue('/oidc', "needs discovery: true (the provider's endpoints come from it)");
+    if (!input.bound_audiences.includes(input.oidc.client_id))
+      issue('/bound_audiences', 'must hold oidc.client_id (the audience of its ID tokens)');
+    input.oidc.redirect_uris?.forEach((uri, i) => {
+      if (!isRedirectAddress(uri))
+        issue(
+          `/oidc/redirect_uris/${i}`,
+          'must be an https:// address (http:// only to localhost), without a fragment',
+        );
+    });
+  }
   input.scopes?.forEach((scope, i) => {
     if (hasStrayBraces(scope.namespace) || !parsePattern(sampleOf(scope.namespace)))
       issue(
@@ -123,6 +171,16 @@ export function checkLoginRole(
             read: s.read ?? false,
             write: s.write ?? false,
           })),
+        }),
+    ...(input.groups_claim === undefined ? {} : { groups_claim: input.groups_claim }),
+    ...(input.group_roles === undefined ? {} : { group_roles: input.group_roles }),
+    ...(input.oidc === undefined
+      ? {}
+      : {
+          oidc: {
+            ...input.oidc,
+            scopes: [...new Set(['openid', ...(input.oidc.scopes ?? DEFAULT_OIDC_SCOPES)])],
+          },
         }),
     ttl,
     max_ttl: maxTtl,

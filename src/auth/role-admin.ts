@@ -12,7 +12,7 @@ import { AppError, type FieldIssue, invalid, notFound } from '../errors.js';
 import type { OperatorEvents } from '../model/operator-events.js';
 import {
   GRANTABLE_PRIVILEGES,
-  type LoginRole,
+  type OidcClientSettings,
   type PolicyDocument,
   type Privilege,
   ROLE_NAME,
@@ -22,7 +22,12 @@ import {
 import { statusOf } from '../model/tokens.js';
 import type { PolicyChange, PolicyRecords } from '../store/policy-records.js';
 import type { TokenRecords } from '../store/token-records.js';
-import { checkLoginRole, type LoginRoleInput } from './login-roles.js';
+import {
+  checkLoginRole,
+  type LoginRoleInput,
+  type LoginRoleView,
+  loginRoleView,
+} from './login-roles.js';
 import type { PrincipalFactory } from './principal.js';
 import { checkRoleRules } from './roles.js';
 
@@ -52,6 +57,15 @@ export interface RoleView {
 }
 
 /** An in-use role's delete, refused: 409 with what still names it. */
+function keptSecret(
+  given: OidcClientSettings | undefined,
+  stored: OidcClientSettings | undefined,
+): string | undefined {
+  return given && given.client_secret === undefined && stored?.client_id === given.client_id
+    ? stored.client_secret
+    : undefined;
+}
+
 function inUse(name: string, tokens: number, loginRoles: readonly string[]): AppError {
   const named =
     loginRoles.length > 0 ? ` and login role(s) ${loginRoles.map((n) => `"${n}"`).join(', ')}` : '';
@@ -146,7 +160,7 @@ export class RoleAdmin {
     await this.update<undefined>((doc) => {
       if (!Object.hasOwn(doc.roles, name)) return { refused: notFound(`no role "${name}"`) };
       const namedBy = Object.entries(doc.loginRoles)
-        .filter(([, l]) => l.role === name)
+        .filter(([, l]) => l.role === name || Object.values(l.group_roles ?? {}).includes(name))
         .map(([n]) => n);
       if (!force && (holders > 0 || namedBy.length > 0))
         return { refused: inUse(name, holders, namedBy) };
@@ -160,17 +174,17 @@ export class RoleAdmin {
     );
   }
 
-  async listLoginRoles(): Promise<{ name: string; login_role: LoginRole }[]> {
+  async listLoginRoles(): Promise<{ name: string; login_role: LoginRoleView }[]> {
     const document = await this.refresh();
     return Object.keys(document.loginRoles)
       .sort()
-      .map((name) => ({ name, login_role: document.loginRoles[name]! }));
+      .map((name) => ({ name, login_role: loginRoleView(document.loginRoles[name]!) }));
   }
 
-  async getLoginRole(name: string): Promise<LoginRole> {
+  async getLoginRole(name: string): Promise<LoginRoleView> {
     const document = await this.refresh();
     if (!Object.hasOwn(document.loginRoles, name)) throw notFound(`no login role "${name}"`);
-    return document.loginRoles[name]!;
+    return loginRoleView(document.loginRoles[name]!);
   }
 
   async putLoginRole(name: string, input: LoginRoleInput, by: string): Promise<boolean> {
@@ -187,9 +201,22 @@ export class RoleAdmin {
     const created = await this.update<boolean>((doc) => {
       if (!Object.hasOwn(doc.loginRoles, name) && Object.keys(doc.loginRoles).length >= this.most)
         return { refused: invalid(`at most ${this.most} login roles`) };
-      const id = Object.hasOwn(doc.loginRoles, name) ? doc.loginRoles[name]!.id : randomBase62(16);
+      const stored = Object.hasOwn(doc.loginRoles, name) ? doc.loginRoles[name] : undefined;
+      const id = stored?.id ?? randomBase62(16);
+      // What GET shows can be put back: a secret left out is kept while the client stays the same.
+      const kept = keptSecret(role.oidc, stored?.oidc);
       return {
-        document: { ...doc, loginRoles: { ...doc.loginRoles, [name]: { ...role, id } } },
+        document: {
+          ...doc,
+          loginRoles: {
+            ...doc.loginRoles,
+            [name]: {
+              ...role,
+              ...(kept ? { oidc: { ...role.oidc!, client_secret: kept } } : {}),
+              id,
+            },
+          },
+        },
         result: !Object.hasOwn(doc.loginRoles, name),
       };
     });

@@ -1,7 +1,7 @@
 /** `coffer role …` and `coffer role login …`: the runtime roles and login roles, through the client. */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import type { Coffer, LoginRolePutRequest, RolePutRequest } from '../client/index.js';
+import type { Coffer, LoginRole, LoginRolePutRequest, RolePutRequest } from '../client/index.js';
 import { CliError, EXIT } from './exit-codes.js';
 import { connect, explain } from './session.js';
 import { scopesText, table } from './table.js';
@@ -143,6 +143,22 @@ async function roles(coffer: Coffer, io: Io, command: string, rest: string[], o:
   }
 }
 
+/** What a login role gives, in one cell: its groups' roles first, then what anyone else gets. */
+function givesText(l: LoginRole): string {
+  const groups = Object.entries(l.group_roles ?? {}).map(([group, role]) => `${group}→${role}`);
+  const rest =
+    l.role !== undefined
+      ? `role ${l.role}`
+      : l.scopes !== undefined
+        ? scopesText(l.scopes)
+        : undefined;
+  const gives = [
+    ...(groups.length > 0 ? [`groups ${groups.join(',')}`] : []),
+    ...(rest === undefined ? [] : [groups.length > 0 ? `else ${rest}` : rest]),
+  ].join('; ');
+  return l.oidc ? `${gives} (people: oidc)` : gives;
+}
+
 async function loginRoles(coffer: Coffer, io: Io, command: string, rest: string[], o: Values) {
   switch (command) {
     case 'ls': {
@@ -155,7 +171,7 @@ async function loginRoles(coffer: Coffer, io: Io, command: string, rest: string[
               login_roles.map(({ name, login_role: l }) => [
                 name,
                 l.issuer,
-                l.role !== undefined ? `role ${l.role}` : scopesText(l.scopes ?? []),
+                givesText(l),
                 `${l.ttl}s (max ${l.max_ttl}s)`,
               ]),
             )}\n`,

@@ -1,14 +1,39 @@
 /**
  * What the people commands share: the client made from COFFER_ADDR and COFFER_TOKEN / COFFER_TOKEN_FILE (a
- * token is never an argument: it would show in `ps` and the shell's history), and the one-line message and
- * exit code for each way a call fails.
+ * token is never an argument: it would show in `ps` and the shell's history), a JWT login, or else the
+ * token `coffer login --oidc` stored for that server (stored-login.ts); and the one-line message and exit
+ * code for each way a call fails.
  */
 import { Coffer } from '../client/coffer.js';
 import { CofferError } from '../client/errors.js';
 import { CliError, EXIT } from './exit-codes.js';
+import { readStoredLogin, sameServer } from './stored-login.js';
+
+/** The clients that use a stored sign-in: their 401 says to sign in again. */
+const signedIn = new WeakSet<Coffer>();
+
+const OWN_CREDENTIALS = [
+  'COFFER_TOKEN',
+  'COFFER_TOKEN_FILE',
+  'COFFER_JWT_FILE',
+  'COFFER_LOGIN_ROLE',
+];
 
 export function connect(env: NodeJS.ProcessEnv = process.env): Coffer {
+  const stored = OWN_CREDENTIALS.some((name) => env[name]) ? undefined : readStoredLogin(env);
+  // A stored sign-in goes only to the server it came from.
+  const usable = stored && (!env.COFFER_ADDR || sameServer(env.COFFER_ADDR, stored.addr));
+  if (stored && usable && stored.expires_at !== null && Date.parse(stored.expires_at) <= Date.now())
+    throw new CliError(
+      `your sign-in to ${stored.addr} ended at ${stored.expires_at}: sign in again (coffer login --oidc)`,
+      EXIT.denied,
+    );
   try {
+    if (stored && usable) {
+      const coffer = new Coffer({ url: env.COFFER_ADDR || stored.addr, token: stored.token }, env);
+      signedIn.add(coffer);
+      return coffer;
+    }
     return new Coffer({}, env);
   } catch (err) {
     throw new CliError(`COFFER_ADDR: ${(err as Error).message}`, EXIT.usage);
@@ -19,7 +44,11 @@ export function connect(env: NodeJS.ProcessEnv = process.env): Coffer {
 export function explain(err: unknown, coffer: Coffer, what: string): unknown {
   if (!(err instanceof CofferError)) return err;
   const detail = err.detail;
-  if (err.code === 'no_token') return new CliError(detail, EXIT.usage);
+  if (err.code === 'no_token')
+    return new CliError(
+      detail.startsWith('no token:') ? `${detail}, or sign in (coffer login --oidc)` : detail,
+      EXIT.usage,
+    );
   if (err.status === 0)
     return new CliError(
       `cannot reach Coffer at ${coffer.url}: ${detail}${err.mayHaveApplied ? ' (the change may have been applied: check before repeating it)' : ''}`,
@@ -27,7 +56,12 @@ export function explain(err: unknown, coffer: Coffer, what: string): unknown {
     );
   switch (err.status) {
     case 401:
-      return new CliError(`the token was refused (401): ${detail}`, EXIT.denied);
+      return new CliError(
+        signedIn.has(coffer)
+          ? `your sign-in was refused (401: revoked or expired): sign in again (coffer login --oidc)`
+          : `the token was refused (401): ${detail}`,
+        EXIT.denied,
+      );
     case 403:
       return new CliError(`forbidden (403): ${detail}`, EXIT.denied);
     case 404:

@@ -23,6 +23,7 @@ import type {
   ApiLoginRoleList,
   ApiMigration,
   ApiNamespaceValues,
+  ApiOidcStart,
   ApiRetirement,
   ApiRewrap,
   ApiRole,
@@ -36,6 +37,8 @@ import type {
   ApiVersionList,
 } from '../http/response-schemas.js';
 import type {
+  LoginOidcCallbackRequest,
+  LoginOidcStartRequest,
   LoginRolePutRequest,
   RewrapRequest,
   RolePutRequest,
@@ -410,12 +413,47 @@ export class Coffer {
   loginWithJwt(
     role: string,
     jwt: string,
-    options: { signal?: AbortSignal } = {},
+    options: { tokenRole?: string; signal?: AbortSignal } = {},
   ): Promise<ApiCreatedToken> {
     return this.call({
       method: 'POST',
       path: '/v1/auth/login/jwt',
-      body: { role, jwt },
+      body: {
+        role,
+        jwt,
+        ...(options.tokenRole === undefined ? {} : { token_role: options.tokenRole }),
+      },
+      authenticated: false,
+      signal: options.signal,
+    });
+  }
+
+  /**
+   * A person's sign-in at the login role's OpenID Provider, step one (no token needed): the caller keeps
+   * the PKCE verifier, state and nonce it drew, and opens the answer's `auth_url` in the person's browser.
+   */
+  oidcStart(
+    request: LoginOidcStartRequest,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<ApiOidcStart> {
+    return this.call({
+      method: 'POST',
+      path: '/v1/auth/login/oidc/start',
+      body: request,
+      authenticated: false,
+      signal: options.signal,
+    });
+  }
+
+  /** Step two: what the provider sent back to the redirect address, with the checks; the token it buys. */
+  oidcCallback(
+    request: LoginOidcCallbackRequest,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<ApiCreatedToken> {
+    return this.call({
+      method: 'POST',
+      path: '/v1/auth/login/oidc/callback',
+      body: request,
       authenticated: false,
       signal: options.signal,
     });

@@ -11,6 +11,7 @@ export type {
   ApiLoginRole as LoginRole,
   ApiLoginRoleList as LoginRoleList,
   ApiNamespaceValues as NamespaceValues,
+  ApiOidcStart as OidcStart,
   ApiRole as Role,
   ApiRoleList as RoleList,
   ApiSelf as Self,
@@ -19,6 +20,8 @@ export type {
   ApiVersionList as VersionList,
 } from '../http/response-schemas.js';
 export type {
+  LoginOidcCallbackRequest,
+  LoginOidcStartRequest,
   LoginRolePutRequest,
   RolePutRequest,
   TokenCreateRequest,

@@ -23,6 +23,7 @@ export function apiDocument(maxTtl: number): object {
     kv: nothingServed,
     tokens: nothingServed,
     login: nothingServed,
+    oidc: nothingServed,
     roles: nothingServed,
     loginGate: nothingServed,
     sys: { rewrapper: nothingServed, operations: nothingServed },

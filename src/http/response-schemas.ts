@@ -81,6 +81,15 @@ export const createdToken = closed({
 
 export const tokenList = closed({ tokens: Type.Array(token) });
 
+export const oidcStart = closed({
+  auth_url: Type.String({
+    description:
+      "the provider's authorization address, for the person's browser; it comes back to redirect_uri with code and state",
+  }),
+});
+
+export type ApiOidcStart = Static<typeof oidcStart>;
+
 const capability = closed({
   namespace: Type.String({ description: '*, a namespace, or a namespace followed by /*' }),
   actions: Type.Array(literals(['read', 'list', 'write', 'delete', 'manage_tokens'] as const)),
@@ -400,6 +409,18 @@ export const loginRole = closed({
   ),
   role: Type.Optional(Type.String()),
   scopes: Type.Optional(Type.Array(scope)),
+  groups_claim: Type.Optional(Type.String()),
+  group_roles: Type.Optional(map(Type.String(), 'group → role')),
+  oidc: Type.Optional(
+    closed({
+      client_id: Type.String(),
+      client_secret_set: Type.Boolean({
+        description: 'whether a client secret is kept (it is never shown)',
+      }),
+      scopes: Type.Array(Type.String()),
+      redirect_uris: Type.Optional(Type.Array(Type.String())),
+    }),
+  ),
   ttl: Type.Integer({ description: 'seconds' }),
   max_ttl: Type.Integer({ description: 'seconds' }),
   claims_to_metadata: Type.Optional(map(Type.String(), 'claim path → token metadata field')),
@@ -465,4 +486,5 @@ export const NAMED_SCHEMAS: Readonly<Record<string, object>> = {
   RoleList: roleList,
   LoginRole: loginRole,
   LoginRoleList: loginRoleList,
+  OidcStart: oidcStart,
 };

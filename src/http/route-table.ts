@@ -5,6 +5,7 @@
  */
 
 import type { JwtLogin } from '../auth/jwt-login.js';
+import type { OidcLogin } from '../auth/oidc-login.js';
 import type { RoleAdmin } from '../auth/role-admin.js';
 import type { TokenService } from '../auth/token-service.js';
 import type { KvService } from '../kv/kv-service.js';
@@ -14,9 +15,10 @@ import type { Operation } from './operation.js';
 import type { RecordIntent } from './request-audit.js';
 import type { Responder } from './respond.js';
 import { auditOperations } from './routes/audit.js';
-import { authOperations, type LoginGate } from './routes/auth.js';
+import { authOperations } from './routes/auth.js';
 import { type HealthRouteDeps, healthOperations } from './routes/health.js';
 import { kvOperations } from './routes/kv.js';
+import { type LoginGate, loginOperations } from './routes/login.js';
 import { roleOperations } from './routes/roles.js';
 import { type SysRouteDeps, sysOperations } from './routes/sys.js';
 
@@ -24,6 +26,7 @@ export interface RouteDeps {
   readonly kv: KvService;
   readonly tokens: TokenService;
   readonly login: JwtLogin;
+  readonly oidc: OidcLogin;
   readonly roles: RoleAdmin;
   /** Refuses logins from an address past its failure rate, and holds back refused ones. */
   readonly loginGate: LoginGate;
@@ -43,9 +46,14 @@ export function routeTable(deps: RouteDeps): Operation[] {
       ...kvOperations({ kv: deps.kv, respond, recordIntent }),
       ...authOperations({
         tokens: deps.tokens,
-        login: deps.login,
-        loginGate: deps.loginGate,
         maxTtl: deps.maxTtl,
+        respond,
+        recordIntent,
+      }),
+      ...loginOperations({
+        login: deps.login,
+        oidc: deps.oidc,
+        loginGate: deps.loginGate,
         respond,
         recordIntent,
       }),

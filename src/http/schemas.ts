@@ -99,6 +99,15 @@ export const migrateSchema = {
 } as const;
 
 /** POST /v1/auth/login/jwt: the JWT's size is checked by the login (a 401), not here. */
+const tokenRoleField = Type.Optional(
+  Type.String({
+    minLength: 1,
+    maxLength: 64,
+    description:
+      "With a login role's group_roles: which of the roles the caller's groups name the token gets (needed when they name several).",
+  }),
+);
+
 export const loginJwtSchema = Type.Object(
   {
     role: Type.String({ minLength: 1, maxLength: 64, description: 'The login role.' }),
@@ -106,11 +115,51 @@ export const loginJwtSchema = Type.Object(
       minLength: 1,
       description: 'The JWT (compact form); refused above COFFER_LOGIN_MAX_JWT_BYTES.',
     }),
+    token_role: tokenRoleField,
   },
   { additionalProperties: false },
 );
 
 export type LoginJwtRequest = Static<typeof loginJwtSchema>;
+
+const loopbackNote =
+  'http://127.0.0.1:PORT/…, http://localhost:PORT/… or http://[::1]:PORT/… (any port), or one of the login role’s oidc.redirect_uris';
+
+/** POST /v1/auth/login/oidc/start: the CLI (or the console) keeps the PKCE verifier, state and nonce. */
+export const loginOidcStartSchema = Type.Object(
+  {
+    role: Type.String({ minLength: 1, maxLength: 64, description: 'The login role.' }),
+    redirect_uri: Type.String({ minLength: 1, maxLength: 2048, description: loopbackNote }),
+    code_challenge: Type.String({
+      pattern: '^[A-Za-z0-9_-]{43}$',
+      description: 'BASE64URL(SHA-256(code_verifier)), RFC 7636 S256.',
+    }),
+    state: Type.String({ pattern: '^[A-Za-z0-9_-]{22,128}$' }),
+    nonce: Type.String({ pattern: '^[A-Za-z0-9_-]{22,128}$' }),
+  },
+  { additionalProperties: false },
+);
+
+export type LoginOidcStartRequest = Static<typeof loginOidcStartSchema>;
+
+/** POST /v1/auth/login/oidc/callback: what the provider sent to the redirect address, and the PKCE verifier. */
+export const loginOidcCallbackSchema = Type.Object(
+  {
+    role: Type.String({ minLength: 1, maxLength: 64, description: 'The login role.' }),
+    redirect_uri: Type.String({ minLength: 1, maxLength: 2048, description: loopbackNote }),
+    code: Type.String({ minLength: 1, maxLength: 4096 }),
+    state: Type.String({ pattern: '^[A-Za-z0-9_-]{22,128}$' }),
+    iss: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 1024, description: 'as the provider sent it' }),
+    ),
+    code_verifier: Type.String({ pattern: '^[A-Za-z0-9._~-]{43,128}$' }),
+    nonce: Type.String({ pattern: '^[A-Za-z0-9_-]{22,128}$' }),
+    token_role: tokenRoleField,
+  },
+  { additionalProperties: false },
+);
+
+export type LoginOidcCallbackRequest = Static<typeof loginOidcCallbackSchema>;
 
 const roleRuleSchema = Type.Object(
   {
@@ -188,6 +237,60 @@ export function loginRolePutSchema(maxTtl: number) {
       ),
       role: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
       scopes: Type.Optional(Type.Array(scopeRequest, { minItems: 1, maxItems: 256 })),
+      groups_claim: Type.Optional(
+        Type.String({
+          minLength: 1,
+          maxLength: 256,
+          description: "The claim holding the caller's groups; default groups.",
+        }),
+      ),
+      group_roles: Type.Optional(
+        Type.Record(
+          Type.String({ minLength: 1, maxLength: 256 }),
+          Type.String({ minLength: 1, maxLength: 64 }),
+          {
+            minProperties: 1,
+            maxProperties: 128,
+            description:
+              'Group → role. With it, role or scopes (at most one) is what a login whose groups name none gets; without either, such a login is refused.',
+          },
+        ),
+      ),
+      oidc: Type.Optional(
+        Type.Object(
+          {
+            client_id: Type.String({ minLength: 1, maxLength: 256 }),
+            client_secret: Type.Optional(
+              Type.String({
+                minLength: 1,
+                maxLength: 1024,
+                description:
+                  'Kept sealed, never shown. Left out when the login role is replaced with the same client_id: the stored one is kept.',
+              }),
+            ),
+            scopes: Type.Optional(
+              Type.Array(Type.String({ pattern: '^[\\x21\\x23-\\x5B\\x5D-\\x7E]{1,128}$' }), {
+                minItems: 1,
+                maxItems: 32,
+                description: 'Default openid, profile, email; openid is always asked for.',
+              }),
+            ),
+            redirect_uris: Type.Optional(
+              Type.Array(Type.String({ minLength: 1, maxLength: 2048 }), {
+                minItems: 1,
+                maxItems: 16,
+                description:
+                  'Redirect addresses allowed besides the loopback ones (any port), exactly as given.',
+              }),
+            ),
+          },
+          {
+            additionalProperties: false,
+            description:
+              'People sign in through the issuer (authorization code with PKCE); needs discovery: true, and client_id among bound_audiences.',
+          },
+        ),
+      ),
       ttl: Type.Optional(Type.Integer({ minimum: 1, maximum: maxTtl, description: 'seconds' })),
       max_ttl: Type.Optional(Type.Integer({ minimum: 1, maximum: maxTtl, description: 'seconds' })),
       claims_to_metadata: Type.Optional(
@@ -203,7 +306,7 @@ export function loginRolePutSchema(maxTtl: number) {
     {
       additionalProperties: false,
       description:
-        'Exactly one of jwks_url, discovery and public_keys; exactly one of role and scopes.',
+        'Exactly one of jwks_url, discovery and public_keys; exactly one of role and scopes, or group_roles with at most one of them.',
     },
   );
 }

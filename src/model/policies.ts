@@ -85,9 +85,21 @@ export interface LoginRole {
   readonly bound_subject?: string;
   /** Claim (dotted path) → accepted values: exact, or globs with `*`; a list accepts any of them. */
   readonly bound_claims?: Readonly<Record<string, string | readonly string[]>>;
-  /** Exactly one of role and scopes: what the token may do. */
+  /**
+   * What the token may do: at most one of role and scopes — exactly one without `group_roles`; with it, what
+   * a login whose groups name no role gets (none: refused).
+   */
   readonly role?: string;
   readonly scopes?: readonly ScopeTemplate[];
+  /** The claim (dotted path) holding the caller's groups; default `groups`. */
+  readonly groups_claim?: string;
+  /**
+   * Group → role: a login whose groups name one of these roles gets it; naming several, the one the caller
+   * chose among them (`token_role`).
+   */
+  readonly group_roles?: Readonly<Record<string, string>>;
+  /** People sign in through the issuer's authorization-code flow with PKCE (auth/oidc-login.ts). */
+  readonly oidc?: OidcClientSettings;
   /** The token's lifetime (seconds) and the longest renewals may take it to from its creation. */
   readonly ttl: number;
   readonly max_ttl: number;
@@ -95,6 +107,17 @@ export interface LoginRole {
   readonly claims_to_metadata?: Readonly<Record<string, string>>;
   /** ISO time of its last change. */
   readonly updated_at: string;
+}
+
+/** Coffer as a client of an OpenID Provider: the login role's `discovery` gives the endpoints. */
+export interface OidcClientSettings {
+  readonly client_id: string;
+  /** Kept sealed with the login role; never shown (GET says `client_secret_set`). None: a public client. */
+  readonly client_secret?: string;
+  /** Asked for; default openid, profile, email. */
+  readonly scopes: readonly string[];
+  /** Redirect addresses besides the loopback ones (http://127.0.0.1:PORT/…, any port) always allowed. */
+  readonly redirect_uris?: readonly string[];
 }
 
 /** The runtime roles and login roles, as one sealed record. */

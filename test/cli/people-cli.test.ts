@@ -133,7 +133,7 @@ describe('the coffer command for people: kv, token, whoami, export', function ()
       const noToken = await command(['kv', 'get', 'team/app/flag'], { COFFER_ADDR: c.url });
       expect([noToken.code, noToken.stderr]).to.deep.equal([
         2,
-        'coffer: no token: set COFFER_TOKEN, or COFFER_TOKEN_FILE to a file holding it\n',
+        'coffer: no token: set COFFER_TOKEN, or COFFER_TOKEN_FILE to a file holding it, or sign in (coffer login --oidc)\n',
       ]);
       const reader = await c.token({ scopes: [{ namespace: 'elsewhere', read: true }] });
       const denied = await command(['kv', 'get', 'team/app/flag'], {

@@ -52,6 +52,27 @@ const EXAMPLES: Record<string, { path: string; json?: unknown }> = {
   getHealth: { path: '/v1/sys/health' },
   getAuditPublicKey: { path: '/v1/sys/audit/public-key' },
   loginJwt: { path: '/v1/auth/login/jwt', json: { role: 'doc', jwt: 'a.b.c' } },
+  loginOidcStart: {
+    path: '/v1/auth/login/oidc/start',
+    json: {
+      role: 'doc',
+      redirect_uri: 'http://127.0.0.1:9/oidc/callback',
+      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+      state: 'aaaaaaaaaaaaaaaaaaaaaaaaaa',
+      nonce: 'bbbbbbbbbbbbbbbbbbbbbbbbbb',
+    },
+  },
+  loginOidcCallback: {
+    path: '/v1/auth/login/oidc/callback',
+    json: {
+      role: 'doc',
+      redirect_uri: 'http://127.0.0.1:9/oidc/callback',
+      code: 'c',
+      state: 'aaaaaaaaaaaaaaaaaaaaaaaaaa',
+      code_verifier: 'dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk',
+      nonce: 'bbbbbbbbbbbbbbbbbbbbbbbbbb',
+    },
+  },
   listRoles: { path: '/v1/sys/roles' },
   getRole: { path: '/v1/sys/roles/admin' },
   putRole: { path: '/v1/sys/roles/doc-role', json: DOC_ROLE },
@@ -134,8 +155,8 @@ describe('OpenAPI document', () => {
     )) {
       for (const [method, op] of Object.entries(item)) {
         const public_ = Array.isArray(op.security) && op.security.length === 0;
-        // A login from an address past its failure rate is refused 429 (routes/auth.ts).
-        const limited = !public_ || path === '/v1/auth/login/jwt';
+        // A login from an address past its failure rate is refused 429 (routes/login.ts).
+        const limited = !public_ || path.startsWith('/v1/auth/login/');
         expect(Object.keys(op.responses).includes('429'), `${method} ${path}`).to.equal(limited);
       }
     }
@@ -177,6 +198,8 @@ describe('OpenAPI document', () => {
       '/v1/sys/health': '/v1/sys/health',
       '/v1/sys/audit/public-key': '/v1/sys/audit/public-key',
       '/v1/auth/login/jwt': '/v1/auth/login/jwt',
+      '/v1/auth/login/oidc/start': '/v1/auth/login/oidc/start',
+      '/v1/auth/login/oidc/callback': '/v1/auth/login/oidc/callback',
       '/v1/sys/roles': '/v1/sys/roles',
       '/v1/sys/roles/{name}': '/v1/sys/roles/admin',
       '/v1/sys/login-roles': '/v1/sys/login-roles',

@@ -1,5 +1,6 @@
 /** Runs the real `coffer` command (dist/src/main.js) as a child process, for start-up tests. */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { childPids } from '../../bench/servers.js';
@@ -168,11 +169,16 @@ export function runCoffer(
   return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
 }
 
+/** A configuration directory that does not exist. */
+const NO_CONFIG = join(tmpdir(), `coffer-test-no-config-${process.pid}`);
+
 /** A `coffer` command under way: its process, and its end with all it wrote. */
 export interface RunningCommand {
   readonly child: ChildProcess;
   /** What it has written to stdout so far. */
   stdout(): string;
+  /** What it has written to stderr so far. */
+  stderr(): string;
   readonly done: Promise<Exited & { readonly signal: NodeJS.Signals | null }>;
 }
 
@@ -189,7 +195,8 @@ export function startCommand(
     Object.entries(process.env).filter(([name]) => !name.startsWith('COFFER_')),
   );
   const child = spawn(process.execPath, [MAIN, ...args], {
-    env: { ...clean, ...env },
+    // No one's own stored sign-in (~/.config/coffer) reaches a test's command unless the test puts one.
+    env: { ...clean, XDG_CONFIG_HOME: NO_CONFIG, ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   running.add(child);
@@ -202,6 +209,7 @@ export function startCommand(
   return {
     child,
     stdout: () => stdout,
+    stderr: () => stderr,
     done: new Promise((resolve) =>
       child.once('close', (code, signal) => resolve({ code, signal, stdout, stderr })),
     ),

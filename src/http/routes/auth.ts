@@ -1,7 +1,6 @@
-/** /v1/auth/... operations: who am I, create, list and revoke tokens; errors go to the problem handler. */
+/** /v1/auth/... token operations: who am I, create, list, renew and revoke tokens (logins: login.ts). */
 
 import type { Request, Response } from 'express';
-import { type JwtLogin, type LoginFacts, LoginRefused } from '../../auth/jwt-login.js';
 import { isTokenId, parseToken } from '../../auth/token-format.js';
 import type {
   BeforeTokenCommit,
@@ -9,7 +8,6 @@ import type {
   TokenService,
 } from '../../auth/token-service.js';
 import { notFound } from '../../errors.js';
-import { ROLE_NAME } from '../../model/policies.js';
 import { auditTarget } from '../audit-target.js';
 import { principalOf } from '../authenticate.js';
 import type { Operation } from '../operation.js';
@@ -17,20 +15,10 @@ import type { RecordIntent } from '../request-audit.js';
 import { booleanFlag, rawPath } from '../request-parts.js';
 import type { Responder } from '../respond.js';
 import { createdToken, ok, self, token, tokenList } from '../response-schemas.js';
-import { type LoginJwtRequest, loginJwtSchema, tokenCreateSchema } from '../schemas.js';
-
-/** The failure rate of logins, per client address (http-app.ts), as for refused tokens (authenticate.ts). */
-export interface LoginGate {
-  /** Refuses (429, held back) a login from an address past its failure rate, before its body is read. */
-  before(req: Request, res: Response): Promise<void>;
-  /** Holds back a refused login past the failure rate, and has it summarized in the audit log. */
-  refused(req: Request, res: Response): Promise<void>;
-}
+import { tokenCreateSchema } from '../schemas.js';
 
 export interface AuthRouteDeps {
   readonly tokens: TokenService;
-  readonly login: JwtLogin;
-  readonly loginGate: LoginGate;
   /** The longest lifetime a token may be given (seconds), for the create schema. */
   readonly maxTtl: number;
   readonly respond: Responder;
@@ -53,8 +41,6 @@ function tokenInPath(req: Request): string {
 
 export function authOperations({
   tokens,
-  login,
-  loginGate,
   maxTtl,
   respond,
   recordIntent,
@@ -68,47 +54,6 @@ export function authOperations({
         subject_token_id: id,
         also_revoked: also?.length ? also : undefined,
       });
-
-  const loginJwt: Operation<never, LoginJwtRequest> = {
-    method: 'POST',
-    template: '/v1/auth/login/jwt',
-    action: 'login.jwt',
-    public: true,
-    body: { schema: loginJwtSchema, required: true },
-    docs: [
-      {
-        operationId: 'loginJwt',
-        summary:
-          "Trade a JWT from a workload's platform (Kubernetes, GitHub Actions, any OIDC issuer) for a token, as a login role says. Every refusal is the same 401; the audit entry of the request says why. An address past its rate of refusals gets 429 (Retry-After) until it slows down",
-        responses: {
-          201: ok('The new token; its value is shown only here', createdToken),
-        },
-        errors: [401, 429],
-      },
-    ],
-    async handler(req, res, input) {
-      await loginGate.before(req, res);
-      const body = await input.body();
-      const facts: LoginFacts = {};
-      if (ROLE_NAME.test(body.role)) facts.login_role = body.role;
-      try {
-        const created = await login.login(body.role, body.jwt, facts, (id) =>
-          recordIntent(res, { action: 'token.create', subject_token_id: id }),
-        );
-        auditTarget(res, { ...facts, subject_token_id: created.id });
-        respond.json(res, 201, created);
-      } catch (err) {
-        auditTarget(res, {
-          ...facts,
-          ...(err instanceof LoginRefused
-            ? { reason: err.reason, ...(err.claim === undefined ? {} : { claim: err.claim }) }
-            : {}),
-        });
-        if (err instanceof LoginRefused) await loginGate.refused(req, res);
-        throw err;
-      }
-    },
-  };
 
   const me: Operation = {
     method: 'GET',
@@ -238,5 +183,5 @@ export function authOperations({
     },
   };
 
-  return [me, create, list, revoke, revokeSelf, renew, loginJwt] as Operation[];
+  return [me, create, list, revoke, revokeSelf, renew] as Operation[];
 }

@@ -1,0 +1,168 @@
+/**
+ * /v1/auth/login/...: trading a proof of who the caller is for a token, without a token. A workload's JWT
+ * (jwt), or a person's sign-in at an OpenID Provider (oidc/start, then oidc/callback). Every refusal is one
+ * 401 whose reason goes to the audit entry only; an address past its rate of refusals gets 429.
+ */
+import type { TSchema } from '@sinclair/typebox';
+import type { Request, Response } from 'express';
+import { type JwtLogin, type LoginFacts, LoginRefused } from '../../auth/jwt-login.js';
+import type { OidcLogin } from '../../auth/oidc-login.js';
+import type { BeforeTokenCommit, TokenView } from '../../auth/token-service.js';
+import { ROLE_NAME } from '../../model/policies.js';
+import { auditTarget } from '../audit-target.js';
+import type { Operation } from '../operation.js';
+import type { RecordIntent } from '../request-audit.js';
+import type { Responder } from '../respond.js';
+import { createdToken, oidcStart, ok } from '../response-schemas.js';
+import {
+  type LoginJwtRequest,
+  type LoginOidcCallbackRequest,
+  type LoginOidcStartRequest,
+  loginJwtSchema,
+  loginOidcCallbackSchema,
+  loginOidcStartSchema,
+} from '../schemas.js';
+
+/** The failure rate of logins, per client address (http-app.ts), as for refused tokens (authenticate.ts). */
+export interface LoginGate {
+  /** Refuses (429, held back) a login from an address past its failure rate, before its body is read. */
+  before(req: Request, res: Response): Promise<void>;
+  /** Holds back a refused login past the failure rate, and has it summarized in the audit log. */
+  refused(req: Request, res: Response): Promise<void>;
+}
+
+export interface LoginRouteDeps {
+  readonly login: JwtLogin;
+  readonly oidc: OidcLogin;
+  readonly loginGate: LoginGate;
+  readonly respond: Responder;
+  readonly recordIntent: RecordIntent;
+}
+
+export function loginOperations({
+  login,
+  oidc,
+  loginGate,
+  respond,
+  recordIntent,
+}: LoginRouteDeps): Operation[] {
+  /**
+   * Runs one login: the gate first, then `attempt`; its facts (login role, issuer, subject, and why it was
+   * refused) go to the audit entry, and a refusal past the address's rate is held back.
+   */
+  async function audited<T>(
+    req: Request,
+    res: Response,
+    role: string,
+    attempt: (facts: LoginFacts) => Promise<T>,
+  ): Promise<T> {
+    const facts: LoginFacts = {};
+    if (ROLE_NAME.test(role)) facts.login_role = role;
+    try {
+      const result = await attempt(facts);
+      auditTarget(res, {
+        ...facts,
+        ...((result as Partial<TokenView>).id === undefined
+          ? {}
+          : { subject_token_id: (result as TokenView).id }),
+      });
+      return result;
+    } catch (err) {
+      auditTarget(res, {
+        ...facts,
+        ...(err instanceof LoginRefused
+          ? { reason: err.reason, ...(err.claim === undefined ? {} : { claim: err.claim }) }
+          : {}),
+      });
+      if (err instanceof LoginRefused) await loginGate.refused(req, res);
+      throw err;
+    }
+  }
+
+  const intentOf =
+    (res: Response): BeforeTokenCommit =>
+    (id) =>
+      recordIntent(res, { action: 'token.create', subject_token_id: id });
+
+  /** A public login operation: the gate before its body is read, then `attempt`, audited. */
+  function loginOperation<B extends { role: string }, T extends object>(spec: {
+    readonly template: string;
+    readonly action: string;
+    readonly schema: TSchema;
+    readonly operationId: string;
+    readonly summary: string;
+    readonly status: 200 | 201;
+    readonly answer: { readonly description: string; readonly schema: object };
+    readonly attempt: (body: B, facts: LoginFacts, res: Response) => Promise<T>;
+  }): Operation<never, B> {
+    return {
+      method: 'POST',
+      template: spec.template,
+      action: spec.action,
+      public: true,
+      body: { schema: spec.schema, required: true },
+      docs: [
+        {
+          operationId: spec.operationId,
+          summary: spec.summary,
+          responses: { [spec.status]: ok(spec.answer.description, spec.answer.schema) },
+          errors: [400, 401, 429],
+        },
+      ],
+      async handler(req, res, input) {
+        await loginGate.before(req, res);
+        const body = await input.body();
+        const answer = await audited(req, res, body.role, (facts) =>
+          spec.attempt(body, facts, res),
+        );
+        // Never kept by a cache: a token, or an address bound to this sign-in's checks.
+        res.setHeader('Cache-Control', 'no-store');
+        respond.json(res, spec.status, answer);
+      },
+    };
+  }
+
+  const newToken = {
+    description: 'The new token; its value is shown only here',
+    schema: createdToken,
+  };
+
+  const loginJwt = loginOperation<LoginJwtRequest, object>({
+    template: '/v1/auth/login/jwt',
+    action: 'login.jwt',
+    schema: loginJwtSchema,
+    operationId: 'loginJwt',
+    summary:
+      "Trade a JWT from a workload's platform (Kubernetes, GitHub Actions, any OIDC issuer) for a token, as a login role says. Every refusal is the same 401; the audit entry of the request says why. An address past its rate of refusals gets 429 (Retry-After) until it slows down",
+    status: 201,
+    answer: newToken,
+    attempt: (body, facts, res) =>
+      login.login(body.role, body.jwt, facts, intentOf(res), body.token_role),
+  });
+
+  const oidcStartOperation = loginOperation<LoginOidcStartRequest, object>({
+    template: '/v1/auth/login/oidc/start',
+    action: 'login.oidc_start',
+    schema: loginOidcStartSchema,
+    operationId: 'loginOidcStart',
+    summary:
+      "A person's sign-in through the login role's OpenID Provider, step one: the caller draws a PKCE verifier, a state and a nonce and keeps them; the answer is the provider's address to open in the person's browser. The server keeps nothing",
+    status: 200,
+    answer: { description: "The provider's authorization address", schema: oidcStart },
+    attempt: (body, facts) => oidc.start(body.role, body, facts),
+  });
+
+  const oidcCallback = loginOperation<LoginOidcCallbackRequest, object>({
+    template: '/v1/auth/login/oidc/callback',
+    action: 'login.oidc',
+    schema: loginOidcCallbackSchema,
+    operationId: 'loginOidcCallback',
+    summary:
+      "Step two: what the provider sent to the redirect address (code, state, iss) with the PKCE verifier and the nonce. Coffer trades the code at the provider and checks the ID token as a JWT login's (the login role's bounds, groups to roles); the token it buys is answered as POST /v1/auth/token's. A person whose groups give several roles chooses one (token_role), else 400 naming them",
+    status: 201,
+    answer: newToken,
+    attempt: (body, facts, res) => oidc.callback(body.role, body, facts, intentOf(res)),
+  });
+
+  return [loginJwt, oidcStartOperation, oidcCallback] as Operation[];
+}
