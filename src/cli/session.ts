@@ -22,12 +22,8 @@ const OWN_CREDENTIALS = [
 export function connect(env: NodeJS.ProcessEnv = process.env): Coffer {
   const stored = OWN_CREDENTIALS.some((name) => env[name]) ? undefined : readStoredLogin(env);
   // A stored sign-in goes only to the server it came from.
+  // Its expiry is the server's to judge: `coffer token renew` moves it past the one stored.
   const usable = stored && (!env.COFFER_ADDR || sameServer(env.COFFER_ADDR, stored.addr));
-  if (stored && usable && stored.expires_at !== null && Date.parse(stored.expires_at) <= Date.now())
-    throw new CliError(
-      `your sign-in to ${stored.addr} ended at ${stored.expires_at}: sign in again (coffer login --oidc)`,
-      EXIT.denied,
-    );
   try {
     if (stored && usable) {
       const coffer = new Coffer({ url: env.COFFER_ADDR || stored.addr, token: stored.token }, env);
