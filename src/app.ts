@@ -13,6 +13,7 @@ import { FailureSummary } from './audit/failure-summary.js';
 import { integrityReporter } from './audit/integrity-reports.js';
 import { Argon2Gate } from './auth/argon2-gate.js';
 import { Authenticator } from './auth/authenticator.js';
+import { ConsoleSessions } from './auth/console-sessions.js';
 import { FailureLimiter } from './auth/failure-limiter.js';
 import { FailureRate } from './auth/failure-rate.js';
 import { JwtLogin } from './auth/jwt-login.js';
@@ -24,6 +25,7 @@ import { CurrentRoot } from './auth/root-token.js';
 import { TokenService } from './auth/token-service.js';
 import type { CofferConfig } from './config/schema.js';
 import { STORE_FORMAT } from './crypto/keyring.js';
+import { ConsoleCookies } from './http/console-cookie.js';
 import { buildHttpApp } from './http/http-app.js';
 import { readTls, serveHttp } from './http/http-server.js';
 import type { OutcomeSink } from './http/outcome.js';
@@ -231,6 +233,18 @@ export async function startCoffer(
         now,
       }),
       roles,
+      consoleCookies: new ConsoleCookies(
+        new ConsoleSessions({
+          records: records.consoleSessions,
+          authenticator,
+          root: () => currentRoot.get(),
+          idleMs: config.console.idle_timeout_seconds * 1000,
+          maxLifetimeMs: config.console.max_lifetime_seconds * 1000,
+          now,
+        }),
+        tls !== null,
+      ),
+      consoleIdleTimeoutSeconds: config.console.idle_timeout_seconds,
       kv: new KvService({
         records: records.kv,
         keyring,

@@ -92,6 +92,16 @@ export class Authenticator {
     this.knownValue = new BoundedCache(size);
   }
 
+  /**
+   * The principal of token `id` as it stands now, without its secret: for a web console session, whose
+   * token was verified at sign-in. 401 when it is gone, revoked or expired, or its role is.
+   */
+  async principalForId(id: string): Promise<Principal> {
+    const record = await this.deps.tokens.get(id);
+    if (!record || statusOf(record, this.deps.now()) !== 'active') throw unauthorized();
+    return this.principalOf(record);
+  }
+
   /** The 401 for a request without a well-formed bearer token (never limited: it costs no argon2). */
   reject(detail: string): AppError {
     return unauthorized(detail);

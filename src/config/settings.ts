@@ -334,6 +334,24 @@ export const CoreSettings = Type.Object(
         description: "how long a fetch of an issuer's keys or discovery document may take",
       }),
     }),
+    console: group({
+      idle_timeout_seconds: Type.Integer({
+        minimum: 60,
+        maximum: 86_400,
+        default: 900,
+        env: 'COFFER_CONSOLE_IDLE_TIMEOUT',
+        description:
+          'a web console session unused for this long (seconds) has ended: its cookie is refused from then on',
+      }),
+      max_lifetime_seconds: Type.Integer({
+        minimum: 300,
+        maximum: 604_800,
+        default: 28_800,
+        env: 'COFFER_CONSOLE_MAX_LIFETIME',
+        description:
+          'a web console session ends this long (seconds) after sign-in however much it is used, and never outlives the token behind it',
+      }),
+    }),
     trusted_proxies: Type.Array(Type.String({ minLength: 1, maxLength: 64 }), {
       maxItems: 1000,
       default: [],

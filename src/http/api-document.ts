@@ -24,6 +24,8 @@ export function apiDocument(maxTtl: number): object {
     tokens: nothingServed,
     login: nothingServed,
     oidc: nothingServed,
+    consoleCookies: nothingServed,
+    consoleIdleTimeoutSeconds: 900,
     roles: nothingServed,
     loginGate: nothingServed,
     sys: { rewrapper: nothingServed, operations: nothingServed },

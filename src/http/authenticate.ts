@@ -8,6 +8,14 @@ import type { Tarpit } from './tarpit.js';
 
 const BEARER = /^Bearer +(\S+) *$/i;
 
+/** A web console session's cookie as a credential (console-cookie.ts), used when no Authorization is sent. */
+export interface ConsoleCookie {
+  /** The session id the request's cookie holds, if any. */
+  sessionOf(req: Request): string | undefined;
+  /** Puts the session's principal in `res.locals`; 401 once it has ended, 403 without its CSRF header. */
+  authenticate(req: Request, res: Response, sessionId: string): Promise<void>;
+}
+
 /**
  * Requires exactly one `Authorization: Bearer <token>` header and puts the caller's Principal in
  * `res.locals.principal`; rejects with 401, with 400 for a repeated Authorization header (which of two
@@ -21,12 +29,18 @@ export function authenticate(
   tarpit: Tarpit,
   failures: FailureRate,
   now: () => number,
+  console?: ConsoleCookie,
 ) {
   return async (req: Request, res: Response): Promise<void> => {
     const address = res.locals.client ?? req.socket.remoteAddress ?? '';
     try {
       if (repeatedAuthorization(req)) throw invalid('send one Authorization header, not several');
       const header = req.headers.authorization;
+      const sessionId = header === undefined ? console?.sessionOf(req) : undefined;
+      if (sessionId !== undefined && console) {
+        await console.authenticate(req, res, sessionId);
+        return;
+      }
       if (header === undefined)
         throw authenticator.reject('a bearer token is required (Authorization: Bearer <token>)');
       const value = BEARER.exec(header)?.[1];

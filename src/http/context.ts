@@ -2,6 +2,7 @@
  * What the HTTP layer learns about a request as it goes, kept on `res.locals` and typed here once (Express's
  * `Locals`, merged), so no handler casts it.
  */
+import type { ConsoleSession } from '../auth/console-sessions.js';
 import type { Principal } from '../auth/principal.js';
 import type { ErrorCode } from '../errors.js';
 import type { AuditTarget } from './audit-target.js';
@@ -21,6 +22,8 @@ declare global {
       client?: string;
       /** Who is calling, once authenticated. */
       principal?: Principal;
+      /** The web console session it came through, when it came with the session cookie. */
+      console?: ConsoleSession;
       /** The error code it was answered with, if any. */
       outcomeCode?: ErrorCode;
       /** What it acts on, for its audit entry. */

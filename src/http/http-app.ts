@@ -105,7 +105,13 @@ export function buildHttpApp(deps: HttpAppDeps): HttpApp {
   const answerError = (err: unknown, req: Request, res: Response): void =>
     problems(err, req, res, () => undefined);
   const dispatch = dispatcher(operations, {
-    authenticate: authenticate(deps.authenticator, tarpit, deps.failureRate, deps.now),
+    authenticate: authenticate(
+      deps.authenticator,
+      tarpit,
+      deps.failureRate,
+      deps.now,
+      deps.consoleCookies,
+    ),
     protectedPrefix: '/v1/',
     clientAddress: clientAddressOf(deps.trustedProxies),
     onError: answerError,

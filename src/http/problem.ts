@@ -26,6 +26,7 @@ const RECORDS_IN_WORDS: Record<RecordKind, string> = {
   'rewrap-state': 'rewrap state',
   'audit-count': 'audit chain count',
   policies: 'roles record',
+  'console-session': 'console session',
 };
 
 /** Told of every stored record that failed its check while a request was served (logged and audited). */

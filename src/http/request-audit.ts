@@ -66,6 +66,7 @@ export function intentRecorder(
       request_id: requestId(res),
       token_id: principal?.id ?? null,
       token_name: principal?.metadata.name,
+      ...(res.locals.console ? { via: 'console' } : {}),
       ...change,
     });
     if (!copies) throw unrecorded(audit);
@@ -111,6 +112,8 @@ export function requestAuditor(
       // The token's metadata name, so "who read X" needs no second lookup (absent when it has none).
       token_name: principal?.metadata.name,
       role: principal ? roleOf(principal) : null,
+      // A web console session's requests are its token's, marked as the console's.
+      via: res.locals.console ? 'console' : undefined,
       client: res.locals.client ?? req.socket.remoteAddress ?? null,
       method: req.method,
       route,

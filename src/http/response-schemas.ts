@@ -90,6 +90,24 @@ export const oidcStart = closed({
 
 export type ApiOidcStart = Static<typeof oidcStart>;
 
+export const consoleSession = closed({
+  csrf: Type.String({
+    description: 'send it as X-Coffer-CSRF with every call that changes something',
+  }),
+  token_id: Type.String({ description: 'the token the session acts as (root for the root token)' }),
+  role: Type.String({ description: 'root, the role, or scoped' }),
+  is_root: Type.Boolean(),
+  via: literals(['token', 'oidc'] as const),
+  expires_at: Type.String({
+    format: 'date-time',
+    description:
+      'the latest the session lasts (sign-in + COFFER_CONSOLE_MAX_LIFETIME, never past its token)',
+  }),
+  idle_timeout_seconds: Type.Integer({ description: 'it ends after this long unused' }),
+});
+
+export type ApiConsoleSession = Static<typeof consoleSession>;
+
 const capability = closed({
   namespace: Type.String({ description: '*, a namespace, or a namespace followed by /*' }),
   actions: Type.Array(literals(['read', 'list', 'write', 'delete', 'manage_tokens'] as const)),
@@ -487,4 +505,5 @@ export const NAMED_SCHEMAS: Readonly<Record<string, object>> = {
   LoginRole: loginRole,
   LoginRoleList: loginRoleList,
   OidcStart: oidcStart,
+  ConsoleSession: consoleSession,
 };

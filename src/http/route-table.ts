@@ -10,12 +10,14 @@ import type { RoleAdmin } from '../auth/role-admin.js';
 import type { TokenService } from '../auth/token-service.js';
 import type { KvService } from '../kv/kv-service.js';
 import type { AuditReview } from '../operator/audit-review.js';
+import type { ConsoleCookies } from './console-cookie.js';
 import { withOpenApiDocument } from './openapi.js';
 import type { Operation } from './operation.js';
 import type { RecordIntent } from './request-audit.js';
 import type { Responder } from './respond.js';
 import { auditOperations } from './routes/audit.js';
 import { authOperations } from './routes/auth.js';
+import { consoleOperations } from './routes/console.js';
 import { type HealthRouteDeps, healthOperations } from './routes/health.js';
 import { kvOperations } from './routes/kv.js';
 import { type LoginGate, loginOperations } from './routes/login.js';
@@ -27,6 +29,9 @@ export interface RouteDeps {
   readonly tokens: TokenService;
   readonly login: JwtLogin;
   readonly oidc: OidcLogin;
+  /** The web console's sessions and their cookie. */
+  readonly consoleCookies: ConsoleCookies;
+  readonly consoleIdleTimeoutSeconds: number;
   readonly roles: RoleAdmin;
   /** Refuses logins from an address past its failure rate, and holds back refused ones. */
   readonly loginGate: LoginGate;
@@ -56,6 +61,12 @@ export function routeTable(deps: RouteDeps): Operation[] {
         loginGate: deps.loginGate,
         respond,
         recordIntent,
+      }),
+      ...consoleOperations({
+        cookies: deps.consoleCookies,
+        loginGate: deps.loginGate,
+        idleTimeoutSeconds: deps.consoleIdleTimeoutSeconds,
+        respond,
       }),
       ...sysOperations({ ...deps.sys, respond }),
       ...roleOperations({ roles: deps.roles, maxTtl: deps.maxTtl, respond }),

@@ -122,6 +122,20 @@ export const loginJwtSchema = Type.Object(
 
 export type LoginJwtRequest = Static<typeof loginJwtSchema>;
 
+/** POST /v1/console/session: the token a person signs in to the web console with. */
+export const consoleSignInSchema = Type.Object(
+  {
+    token: Type.String({
+      minLength: 1,
+      maxLength: 4096,
+      description: 'A Coffer token (the root token, or one made for the person).',
+    }),
+  },
+  { additionalProperties: false },
+);
+
+export type ConsoleSignInRequest = Static<typeof consoleSignInSchema>;
+
 const loopbackNote =
   'http://127.0.0.1:PORT/…, http://localhost:PORT/… or http://[::1]:PORT/… (any port), or one of the login role’s oidc.redirect_uris';
 

@@ -7,6 +7,7 @@
  *                                     latest version is its counter), so numbering goes on after a delete
  *   V <ns> 0x00 <key> 0x00 <u32 BE>   one version record
  *   T <id>                            one token record
+ *   U <sha256 of a session id, hex>   one web console session (auth/console-sessions.ts)
  *   S <name>                          system records (root token hash, wrapped keyring, runtime roles)
  *   A <chain id>                      one audit chain: its files and last checkpoint (audit/registry.ts)
  *   J <chain id> 0x00 <u32 BE seq>    an intent entry's copy, committed with its change (audit/intent-journal.ts)
@@ -115,6 +116,13 @@ export function tokenKey(id: string): Buffer {
 }
 
 export const TOKENS_RANGE: KeyRange = { start: bytes('T'), end: bytes('U') };
+
+/** A web console session, by the SHA-256 of its cookie's value (hex): the cookie itself is never stored. */
+export function consoleSessionKey(idHash: string): Buffer {
+  return bytes(`U${idHash}`);
+}
+
+export const CONSOLE_SESSIONS_RANGE: KeyRange = { start: bytes('U'), end: bytes('V') };
 
 export function systemKey(
   name: 'root-token' | 'keyring' | 'keyring-generation' | 'rewrap' | 'audit-chains' | 'policies',

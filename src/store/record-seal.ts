@@ -22,6 +22,7 @@ import {
   AUDIT_CHAINS_RANGE,
   AUDIT_COUNT_KEY,
   AUDIT_LINES_RANGE,
+  CONSOLE_SESSIONS_RANGE,
   COUNTERS_RANGE,
   GENERATION_KEY,
   INTENT_JOURNAL_RANGE,
@@ -54,6 +55,7 @@ export type RecordKind =
   | 'rewrap-state'
   | 'audit-count'
   | 'policies'
+  | 'console-session'
   | 'keyring';
 
 /** The range holding the one key `key`. */
@@ -81,6 +83,7 @@ export const RECORD_KINDS: readonly {
   { kind: 'rewrap-state', range: only(REWRAP_STATE_KEY), protection: 'mac' },
   { kind: 'audit-count', range: only(AUDIT_COUNT_KEY), protection: 'mac' },
   { kind: 'policies', range: only(POLICIES_KEY), protection: 'seal' },
+  { kind: 'console-session', range: CONSOLE_SESSIONS_RANGE, protection: 'seal' },
 ];
 
 /** The nonce and ciphertext of bytes in the sealed form, or null when they are not in it (nothing is opened). */

@@ -15,6 +15,7 @@ import { GENERATION_KEY, POLICIES_KEY } from '../storage/layout.js';
 import { openStorage, type StorageSettings, storeMayExist } from '../storage/registry.js';
 import { AuditRecords } from './audit-records.js';
 import { setBackend } from './backend-of.js';
+import { ConsoleSessionRecords } from './console-session-records.js';
 import { HighWater } from './high-water.js';
 import {
   type HolderOptions,
@@ -55,6 +56,7 @@ export interface Records {
   readonly audit: AuditRecords;
   readonly rewrap: RewrapRecords;
   readonly policies: PolicyRecords;
+  readonly consoleSessions: ConsoleSessionRecords;
 }
 
 export class Store {
@@ -129,6 +131,7 @@ export class Store {
       ),
       rewrap: new RewrapRecords(this.storage, seal, keyring),
       policies: new PolicyRecords(this.storage, seal, onIntegrityError),
+      consoleSessions: new ConsoleSessionRecords(this.storage, seal, onIntegrityError),
     };
   }
 

@@ -129,6 +129,8 @@ const PLAIN_DECODERS: Record<Exclude<RecordKind, 'keyring' | 'kv-version'>, Plai
   'audit-count': () => null,
   // Format 1 had no runtime roles: there is nothing to seal.
   policies: () => null,
+  // Nor a web console.
+  'console-session': () => null,
 };
 
 const FORMAT_1: readonly PlainKind[] = RECORD_KINDS.map((k) => ({

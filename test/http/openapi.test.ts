@@ -52,6 +52,9 @@ const EXAMPLES: Record<string, { path: string; json?: unknown }> = {
   getHealth: { path: '/v1/sys/health' },
   getAuditPublicKey: { path: '/v1/sys/audit/public-key' },
   loginJwt: { path: '/v1/auth/login/jwt', json: { role: 'doc', jwt: 'a.b.c' } },
+  consoleSignIn: { path: '/v1/console/sign-in', json: { token: 'not-a-token' } },
+  consoleSession: { path: '/v1/console/session' },
+  consoleSignOut: { path: '/v1/console/session' },
   loginOidcStart: {
     path: '/v1/auth/login/oidc/start',
     json: {
@@ -156,7 +159,8 @@ describe('OpenAPI document', () => {
       for (const [method, op] of Object.entries(item)) {
         const public_ = Array.isArray(op.security) && op.security.length === 0;
         // A login from an address past its failure rate is refused 429 (routes/login.ts).
-        const limited = !public_ || path.startsWith('/v1/auth/login/');
+        const limited =
+          !public_ || path.startsWith('/v1/auth/login/') || path === '/v1/console/sign-in';
         expect(Object.keys(op.responses).includes('429'), `${method} ${path}`).to.equal(limited);
       }
     }
@@ -200,6 +204,8 @@ describe('OpenAPI document', () => {
       '/v1/auth/login/jwt': '/v1/auth/login/jwt',
       '/v1/auth/login/oidc/start': '/v1/auth/login/oidc/start',
       '/v1/auth/login/oidc/callback': '/v1/auth/login/oidc/callback',
+      '/v1/console/sign-in': '/v1/console/sign-in',
+      '/v1/console/session': '/v1/console/session',
       '/v1/sys/roles': '/v1/sys/roles',
       '/v1/sys/roles/{name}': '/v1/sys/roles/admin',
       '/v1/sys/login-roles': '/v1/sys/login-roles',

@@ -3,9 +3,8 @@ import { expect } from 'chai';
 import { auditLines } from '../support/audit-lines.js';
 import { startTestCoffer, type TestCoffer } from '../support/harness.js';
 import { send } from '../support/http-client.js';
-import { dropTestSchemas, requirePostgres, testSchema } from '../support/postgres.js';
 import { serveSettings, startProcess } from '../support/process.js';
-import { pgEnv, secondServer } from '../support/shared-servers.js';
+import { twoServersOnPostgres } from '../support/shared-servers.js';
 
 /** The time (performance.now) at which `promise` settled, with its value. */
 async function timed<T>(promise: Promise<T>): Promise<{ at: number; value: T }> {
@@ -239,18 +238,12 @@ describe('waiting for a change (wait_after, If-None-Match)', function () {
   });
 
   describe('across servers on PostgreSQL', () => {
+    const servers = twoServersOnPostgres();
     let a: TestCoffer;
     let b: TestCoffer;
-    before(async function () {
-      await requirePostgres(this);
-      const schema = testSchema();
-      a = await startTestCoffer({ env: pgEnv(schema) });
-      b = await secondServer(a, schema);
-    });
-    after(async () => {
-      await b?.close();
-      await a?.close();
-      await dropTestSchemas();
+    before(() => {
+      a = servers.a();
+      b = servers.b();
     });
 
     it('wakes a wait held by one server within 100 ms of a write taken by another', async () => {

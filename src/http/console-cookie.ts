@@ -1,0 +1,77 @@
+/**
+ * The web console's session cookie: an HttpOnly, SameSite=Strict cookie holding the session id (Secure and
+ * named `__Host-coffer_session` under TLS, so no other path or subdomain can set it), never the token. A
+ * request with the cookie and no Authorization header acts as the session's token (auth/console-sessions.ts);
+ * one that changes something must also carry the session's CSRF token in X-Coffer-CSRF.
+ */
+import { parseCookie, stringifySetCookie } from 'cookie';
+import type { Request, Response } from 'express';
+import { ConsoleSessions } from '../auth/console-sessions.js';
+import { AppError } from '../errors.js';
+import type { ConsoleCookie } from './authenticate.js';
+
+/** Methods that change nothing: no CSRF token needed. */
+const SAFE = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+export const CSRF_HEADER = 'x-coffer-csrf';
+
+export class ConsoleCookies implements ConsoleCookie {
+  readonly name: string;
+
+  constructor(
+    readonly sessions: ConsoleSessions,
+    private readonly secure: boolean,
+  ) {
+    this.name = secure ? '__Host-coffer_session' : 'coffer_session';
+  }
+
+  sessionOf(req: Request): string | undefined {
+    const header = req.headers.cookie;
+    return header === undefined ? undefined : parseCookie(header)[this.name];
+  }
+
+  async authenticate(req: Request, res: Response, sessionId: string): Promise<void> {
+    const session = await this.sessions.resolve(sessionId);
+    const presented = req.headers[CSRF_HEADER];
+    if (
+      !SAFE.has(req.method) &&
+      !ConsoleSessions.csrfMatches(
+        session.record,
+        typeof presented === 'string' ? presented : undefined,
+      )
+    )
+      throw new AppError(
+        'forbidden',
+        "a console call that changes something must carry the session's X-Coffer-CSRF header",
+      );
+    res.locals.principal = session.principal;
+    res.locals.console = session;
+  }
+
+  /** Hands the browser its session's cookie. */
+  set(res: Response, sessionId: string): void {
+    res.setHeader(
+      'Set-Cookie',
+      stringifySetCookie(this.name, sessionId, {
+        httpOnly: true,
+        sameSite: 'strict',
+        path: '/',
+        secure: this.secure,
+      }),
+    );
+  }
+
+  /** Has the browser forget it. */
+  clear(res: Response): void {
+    res.setHeader(
+      'Set-Cookie',
+      stringifySetCookie(this.name, '', {
+        httpOnly: true,
+        sameSite: 'strict',
+        path: '/',
+        secure: this.secure,
+        expires: new Date(0),
+      }),
+    );
+  }
+}

@@ -1,0 +1,126 @@
+/**
+ * /v1/console/sign-in and /v1/console/session: the web console's sign-in, its session, and its sign-out (auth/console-sessions.ts,
+ * http/console-cookie.ts). The token a person signs in with is sent once, in the body; from then on the
+ * browser holds only the session cookie, and the page's script only the session's CSRF token.
+ */
+import type { Response } from 'express';
+import type { Principal } from '../../auth/principal.js';
+import { invalid } from '../../errors.js';
+import type { ConsoleSessionRecord } from '../../store/console-session-records.js';
+import type { ConsoleCookies } from '../console-cookie.js';
+import type { Operation } from '../operation.js';
+import { roleOf } from '../request-audit.js';
+import type { Responder } from '../respond.js';
+import { consoleSession, ok } from '../response-schemas.js';
+import { type ConsoleSignInRequest, consoleSignInSchema } from '../schemas.js';
+import type { LoginGate } from './login.js';
+
+export interface ConsoleRouteDeps {
+  readonly cookies: ConsoleCookies;
+  readonly loginGate: LoginGate;
+  /** Seconds of disuse after which a session ends. */
+  readonly idleTimeoutSeconds: number;
+  readonly respond: Responder;
+}
+
+export function consoleOperations({
+  cookies,
+  loginGate,
+  idleTimeoutSeconds,
+  respond,
+}: ConsoleRouteDeps): Operation[] {
+  const view = (principal: Principal, record: ConsoleSessionRecord) => ({
+    csrf: record.csrf,
+    token_id: principal.id,
+    role: roleOf(principal),
+    is_root: principal.isRoot,
+    via: record.via,
+    expires_at: new Date(record.expires_at).toISOString(),
+    idle_timeout_seconds: idleTimeoutSeconds,
+  });
+
+  const sessionOf = (res: Response) => {
+    const session = res.locals.console;
+    if (!session)
+      throw invalid('this call is for a console session (its cookie), not a bearer token');
+    return session;
+  };
+
+  const signIn: Operation<never, ConsoleSignInRequest> = {
+    method: 'POST',
+    template: '/v1/console/sign-in',
+    action: 'console.sign_in',
+    public: true,
+    body: { schema: consoleSignInSchema, required: true },
+    docs: [
+      {
+        operationId: 'consoleSignIn',
+        summary:
+          "The web console's sign-in with a token: the answer sets the session cookie (HttpOnly, SameSite=Strict; the token never reaches the page again) and gives the session's CSRF token, which every call that changes something must carry in X-Coffer-CSRF. A refused token is 401, as in Authorization",
+        responses: { 201: ok('The session (its id is in the cookie only)', consoleSession) },
+        errors: [401, 429],
+      },
+    ],
+    async handler(req, res, input) {
+      await loginGate.before(req, res);
+      const { token } = await input.body();
+      let signedIn: Awaited<ReturnType<ConsoleCookies['sessions']['signIn']>>;
+      try {
+        signedIn = await cookies.sessions.signIn(token, res.locals.client ?? '', 'token');
+      } catch (err) {
+        await loginGate.refused(req, res);
+        throw err;
+      }
+      // Audited as the token that signed in, marked as the console's.
+      res.locals.principal = signedIn.principal;
+      res.locals.console = signedIn;
+      cookies.set(res, signedIn.sessionId);
+      res.setHeader('Cache-Control', 'no-store');
+      respond.json(res, 201, view(signedIn.principal, signedIn.record));
+    },
+  };
+
+  const current: Operation = {
+    method: 'GET',
+    template: '/v1/console/session',
+    action: 'console.session',
+    docs: [
+      {
+        operationId: 'consoleSession',
+        summary:
+          'The console session the cookie names, with its CSRF token (the page asks for it when it loads); 401 once the session has ended, 400 for a bearer token',
+        responses: { 200: ok('The session', consoleSession) },
+        errors: [400],
+      },
+    ],
+    handler(_req, res) {
+      const session = sessionOf(res);
+      res.setHeader('Cache-Control', 'no-store');
+      respond.json(res, 200, view(session.principal, session.record));
+    },
+  };
+
+  const signOut: Operation = {
+    method: 'DELETE',
+    template: '/v1/console/session',
+    action: 'console.sign_out',
+    docs: [
+      {
+        operationId: 'consoleSignOut',
+        summary:
+          'Sign out of the console: the session ends on every worker and server at once, and its cookie is cleared (needs X-Coffer-CSRF)',
+        responses: { 204: { description: 'Signed out' } },
+        errors: [400],
+      },
+    ],
+    async handler(req, res) {
+      sessionOf(res);
+      const sessionId = cookies.sessionOf(req);
+      if (sessionId !== undefined) await cookies.sessions.signOut(sessionId);
+      cookies.clear(res);
+      respond.empty(res, 204);
+    },
+  };
+
+  return [signIn, current, signOut] as Operation[];
+}
