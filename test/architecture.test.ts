@@ -19,6 +19,10 @@ const LAYERS: Readonly<Record<string, readonly string[]>> = {
   processes: [],
   version: [],
   'build-stamp': [],
+  // The build step that bundles the web console; the console itself (src/ui) runs in the browser and
+  // reaches the server through its API only.
+  'build-ui': [],
+  ui: [],
   directories: ['errors'],
   storage: [],
   crypto: ['model'],

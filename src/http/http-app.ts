@@ -16,6 +16,7 @@ import { AppError } from '../errors.js';
 import { authenticate } from './authenticate.js';
 import { clientAddressOf } from './client-address.js';
 import { clientErrorListener } from './client-errors.js';
+import { consoleFiles } from './console-static.js';
 import { dispatcher } from './dispatch.js';
 import { type OutcomeSink, outcomeWatcher } from './outcome.js';
 import { type IntegrityReport, notFoundHandler, problemHandler } from './problem.js';
@@ -124,6 +125,7 @@ export function buildHttpApp(deps: HttpAppDeps): HttpApp {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', false); // queries are read strictly by request-parts.ts
+  app.use('/ui', consoleFiles(deps.tls));
   app.use(notFoundHandler);
   app.use(problems);
 

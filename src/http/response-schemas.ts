@@ -91,19 +91,26 @@ export const oidcStart = closed({
 export type ApiOidcStart = Static<typeof oidcStart>;
 
 export const consoleSession = closed({
-  csrf: Type.String({
-    description: 'send it as X-Coffer-CSRF with every call that changes something',
-  }),
-  token_id: Type.String({ description: 'the token the session acts as (root for the root token)' }),
-  role: Type.String({ description: 'root, the role, or scoped' }),
-  is_root: Type.Boolean(),
-  via: literals(['token', 'oidc'] as const),
-  expires_at: Type.String({
-    format: 'date-time',
-    description:
-      'the latest the session lasts (sign-in + COFFER_CONSOLE_MAX_LIFETIME, never past its token)',
-  }),
-  idle_timeout_seconds: Type.Integer({ description: 'it ends after this long unused' }),
+  signed_in: Type.Boolean({ description: 'false: no live session (the other fields are absent)' }),
+  csrf: Type.Optional(
+    Type.String({ description: 'send it as X-Coffer-CSRF with every call that changes something' }),
+  ),
+  token_id: Type.Optional(
+    Type.String({ description: 'the token the session acts as (root for the root token)' }),
+  ),
+  role: Type.Optional(Type.String({ description: 'root, the role, or scoped' })),
+  is_root: Type.Optional(Type.Boolean()),
+  via: Type.Optional(literals(['token', 'oidc'] as const)),
+  expires_at: Type.Optional(
+    Type.String({
+      format: 'date-time',
+      description:
+        'the latest the session lasts (sign-in + COFFER_CONSOLE_MAX_LIFETIME, never past its token)',
+    }),
+  ),
+  idle_timeout_seconds: Type.Optional(
+    Type.Integer({ description: 'it ends after this long unused' }),
+  ),
 });
 
 export type ApiConsoleSession = Static<typeof consoleSession>;

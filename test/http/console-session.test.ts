@@ -126,7 +126,7 @@ describe('web console sessions (/v1/console/sign-in, /v1/console/session)', func
 
   it('ends at sign-out: the cookie is cleared and refused from then on', async () => {
     const session = await signIn(c, writer);
-    const out = await asConsole(c, 'DELETE', '/v1/console/session', session);
+    const out = await asConsole(c, 'POST', '/v1/console/sign-out', session);
     expect(out.status).to.equal(204);
     expect(out.headers.getSetCookie()[0]).to.match(/^coffer_session=; .*Expires=Thu, 01 Jan 1970/);
     const after = await asConsole(c, 'GET', '/v1/auth/me', session);
@@ -168,9 +168,18 @@ describe('web console sessions (/v1/console/sign-in, /v1/console/session)', func
     expect(created.status, created.text).to.equal(201);
   });
 
-  it('answers 400 to a bearer token asking for its console session', async () => {
-    const res = await c.call('GET', '/v1/console/session');
-    expect(res.status).to.equal(400);
+  it('tells a page whether it has a live session, always with 200 (a signed-out page logs no error)', async () => {
+    const none = await c.call('GET', '/v1/console/session', { token: null });
+    expect([none.status, none.body]).to.deep.equal([200, { signed_in: false }]);
+    const session = await signIn(c, writer);
+    const live = await asConsole(c, 'GET', '/v1/console/session', session);
+    expect(live.body).to.include({ signed_in: true, csrf: session.csrf });
+    expect((await asConsole(c, 'POST', '/v1/console/sign-out', session)).status).to.equal(204);
+    const ended = await asConsole(c, 'GET', '/v1/console/session', session);
+    expect([ended.status, ended.body]).to.deep.equal([200, { signed_in: false }]);
+    expect(ended.headers.getSetCookie()[0]).to.match(/^coffer_session=; /);
+    // A bearer token is no session: the sign-out is for a session.
+    expect((await c.call('POST', '/v1/console/sign-out')).status).to.equal(400);
   });
 });
 
@@ -183,7 +192,7 @@ describe('web console sessions on two servers sharing PostgreSQL', function () {
     const token = await a.token({ role: 'reader' });
     const session = await signIn(a, token);
     expect((await asConsole(b, 'GET', '/v1/auth/me', session)).status).to.equal(200);
-    expect((await asConsole(b, 'DELETE', '/v1/console/session', session)).status).to.equal(204);
+    expect((await asConsole(b, 'POST', '/v1/console/sign-out', session)).status).to.equal(204);
     expect((await asConsole(a, 'GET', '/v1/auth/me', session)).status).to.equal(401);
     expect((await asConsole(b, 'GET', '/v1/auth/me', session)).status).to.equal(401);
   });

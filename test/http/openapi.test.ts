@@ -54,7 +54,7 @@ const EXAMPLES: Record<string, { path: string; json?: unknown }> = {
   loginJwt: { path: '/v1/auth/login/jwt', json: { role: 'doc', jwt: 'a.b.c' } },
   consoleSignIn: { path: '/v1/console/sign-in', json: { token: 'not-a-token' } },
   consoleSession: { path: '/v1/console/session' },
-  consoleSignOut: { path: '/v1/console/session' },
+  consoleSignOut: { path: '/v1/console/sign-out' },
   loginOidcStart: {
     path: '/v1/auth/login/oidc/start',
     json: {
@@ -206,6 +206,7 @@ describe('OpenAPI document', () => {
       '/v1/auth/login/oidc/callback': '/v1/auth/login/oidc/callback',
       '/v1/console/sign-in': '/v1/console/sign-in',
       '/v1/console/session': '/v1/console/session',
+      '/v1/console/sign-out': '/v1/console/sign-out',
       '/v1/sys/roles': '/v1/sys/roles',
       '/v1/sys/roles/{name}': '/v1/sys/roles/admin',
       '/v1/sys/login-roles': '/v1/sys/login-roles',

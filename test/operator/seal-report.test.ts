@@ -74,6 +74,7 @@ describe('the seal report', function () {
       'rewrap-state',
       'audit-count',
       'policies',
+      'console-session',
     ]);
     expect(r.records.find((k: { kind: string }) => k.kind === 'keyring-generation')).to.deep.equal({
       kind: 'keyring-generation',

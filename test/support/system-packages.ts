@@ -1,5 +1,5 @@
 /**
- * System packages some tests need (SoftHSM2 today). The suite's global set-up installs a missing one
+ * System packages some tests need (SoftHSM2, Chromium). The suite's global set-up installs a missing one
  * when it can (Debian's apt-get, as root), saying so in one line; when it cannot, the tests that need it
  * are reported as pending with the reason instead of failing. With COFFER_TEST_REQUIRE_SYSTEM_PACKAGES=1
  * (`.ci/run` sets it) a missing package fails those tests, so CI cannot pass without running them.
@@ -28,7 +28,15 @@ const PACKAGES = {
     installed: () =>
       commandExists('softhsm2-util') && SOFTHSM_LIBRARIES.some((path) => existsSync(path)),
   },
+  chromium: {
+    debian: 'chromium',
+    purpose: 'the web console browser tests',
+    installed: () => existsSync(CHROMIUM),
+  },
 } satisfies Record<string, SystemPackage>;
+
+/** Debian's Chromium, driven by playwright-core (never a browser download). */
+export const CHROMIUM = '/usr/bin/chromium';
 
 export type PackageName = keyof typeof PACKAGES;
 

@@ -1,11 +1,12 @@
 /**
- * /v1/console/sign-in and /v1/console/session: the web console's sign-in, its session, and its sign-out (auth/console-sessions.ts,
+ * /v1/console/sign-in, /v1/console/session and /v1/console/sign-out: the web console's sign-in, its
+ * session, and its sign-out (auth/console-sessions.ts,
  * http/console-cookie.ts). The token a person signs in with is sent once, in the body; from then on the
  * browser holds only the session cookie, and the page's script only the session's CSRF token.
  */
 import type { Response } from 'express';
 import type { Principal } from '../../auth/principal.js';
-import { invalid } from '../../errors.js';
+import { AppError, invalid } from '../../errors.js';
 import type { ConsoleSessionRecord } from '../../store/console-session-records.js';
 import type { ConsoleCookies } from '../console-cookie.js';
 import type { Operation } from '../operation.js';
@@ -30,6 +31,7 @@ export function consoleOperations({
   respond,
 }: ConsoleRouteDeps): Operation[] {
   const view = (principal: Principal, record: ConsoleSessionRecord) => ({
+    signed_in: true,
     csrf: record.csrf,
     token_id: principal.id,
     role: roleOf(principal),
@@ -84,25 +86,38 @@ export function consoleOperations({
     method: 'GET',
     template: '/v1/console/session',
     action: 'console.session',
+    public: true,
     docs: [
       {
         operationId: 'consoleSession',
         summary:
-          'The console session the cookie names, with its CSRF token (the page asks for it when it loads); 401 once the session has ended, 400 for a bearer token',
-        responses: { 200: ok('The session', consoleSession) },
-        errors: [400],
+          'Whether the request carries a live console session, and if so the session with its CSRF token (the page asks when it loads). Always 200, so a signed-out page logs no error',
+        responses: { 200: ok('The session, or signed_in: false', consoleSession) },
       },
     ],
-    handler(_req, res) {
-      const session = sessionOf(res);
+    async handler(req, res) {
       res.setHeader('Cache-Control', 'no-store');
+      const sessionId = cookies.sessionOf(req);
+      let session: Awaited<ReturnType<ConsoleCookies['sessions']['resolve']>> | undefined;
+      if (sessionId !== undefined)
+        session = await cookies.sessions.resolve(sessionId).catch((err: unknown) => {
+          if (err instanceof AppError && err.code === 'unauthorized') return undefined;
+          throw err;
+        });
+      if (!session) {
+        if (sessionId !== undefined) cookies.clear(res);
+        respond.json(res, 200, { signed_in: false });
+        return;
+      }
+      res.locals.principal = session.principal;
+      res.locals.console = session;
       respond.json(res, 200, view(session.principal, session.record));
     },
   };
 
   const signOut: Operation = {
-    method: 'DELETE',
-    template: '/v1/console/session',
+    method: 'POST',
+    template: '/v1/console/sign-out',
     action: 'console.sign_out',
     docs: [
       {

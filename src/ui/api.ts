@@ -1,0 +1,69 @@
+/**
+ * The console's one way to the API: same-origin fetch with the session cookie (the browser sends it; the
+ * page never sees it) and, on every call that changes something, the session's CSRF token. Answers are
+ * never cached. A failed call is an ApiError carrying the problem's code, detail and fields.
+ */
+
+export interface FieldError {
+  readonly field: string;
+  readonly message: string;
+}
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly errors: readonly FieldError[] = [],
+  ) {
+    super(message);
+  }
+}
+
+let csrf: string | undefined;
+
+/** The session's CSRF token, sent with every call that changes something; undefined at sign-out. */
+export function useCsrf(token: string | undefined): void {
+  csrf = token;
+}
+
+export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  if (method !== 'GET' && csrf !== undefined) headers['x-coffer-csrf'] = csrf;
+  const res = await fetch(path, {
+    method,
+    credentials: 'same-origin',
+    cache: 'no-store',
+    headers,
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  if (res.status === 204) return undefined as T;
+  const answer = (await res.json().catch(() => undefined)) as
+    | { code?: string; detail?: string; errors?: FieldError[] }
+    | undefined;
+  if (!res.ok)
+    throw new ApiError(
+      res.status,
+      answer?.code ?? 'error',
+      answer?.detail ?? res.statusText,
+      answer?.errors ?? [],
+    );
+  return answer as T;
+}
+
+/** A namespace or key in a path: each segment encoded. */
+export const pathOf = (namespace: string, key?: string): string =>
+  `/v1/kv/${namespace.split('/').map(encodeURIComponent).join('/')}${key === undefined ? '' : `/${encodeURIComponent(key)}`}`;
+
+/** What an error says to a person. */
+export function messageOf(err: unknown): string {
+  if (err instanceof ApiError) {
+    const fields = err.errors
+      .filter((e) => e.field !== '')
+      .map((e) => `${e.field}: ${e.message}`)
+      .join('; ');
+    return `${err.message}${fields ? ` (${fields})` : ''}`;
+  }
+  return err instanceof Error ? err.message : String(err);
+}

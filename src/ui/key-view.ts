@@ -1,0 +1,166 @@
+/**
+ * One key: its versions (type and time, never a value), the value of the chosen version hidden until the
+ * person reveals it (each reveal is one read, audited as the session's token; the value is never in the
+ * page before that), a copy button, a form for a new version, and deletion behind a confirmation that names
+ * the key.
+ */
+import { useEffect, useState } from 'preact/hooks';
+import { api, messageOf, pathOf } from './api.js';
+import { html } from './html.js';
+import { namespaceHref } from './routes.js';
+
+interface Version {
+  readonly version: number;
+  readonly type: 'config' | 'secret';
+  readonly created_at: string;
+}
+
+interface Entry extends Version {
+  readonly value: string;
+}
+
+export function KeyView({ namespace, keyName }: { namespace: string; keyName: string }) {
+  const [versions, setVersions] = useState<Version[] | undefined>(undefined);
+  const [current, setCurrent] = useState(0);
+  const [revealed, setRevealed] = useState<Entry | undefined>(undefined);
+  const [error, setError] = useState<string | undefined>(undefined);
+  const [notice, setNotice] = useState<string | undefined>(undefined);
+  const [confirming, setConfirming] = useState(false);
+  const [deleted, setDeleted] = useState(false);
+  const path = pathOf(namespace, keyName);
+
+  async function load(): Promise<void> {
+    try {
+      const list = await api<{ current_version: number; versions: Version[] }>(
+        'GET',
+        `${path}/versions`,
+      );
+      setVersions([...list.versions].reverse());
+      setCurrent(list.current_version);
+      setError(undefined);
+    } catch (err) {
+      setError(messageOf(err));
+    }
+  }
+
+  useEffect(() => {
+    setRevealed(undefined);
+    void load();
+  }, [namespace, keyName]);
+
+  async function reveal(version: number): Promise<void> {
+    try {
+      setRevealed(await api<Entry>('GET', `${path}?version=${version}`));
+      setError(undefined);
+    } catch (err) {
+      setError(messageOf(err));
+    }
+  }
+
+  async function copy(): Promise<void> {
+    if (!revealed) return;
+    try {
+      await navigator.clipboard.writeText(revealed.value);
+      setNotice('Copied to the clipboard.');
+    } catch {
+      setNotice('The browser did not allow copying: select the value instead.');
+    }
+  }
+
+  async function addVersion(event: Event): Promise<void> {
+    event.preventDefault();
+    const form = event.currentTarget as HTMLFormElement;
+    const value = (form.elements.namedItem('value') as HTMLTextAreaElement).value;
+    const type = (form.elements.namedItem('type') as HTMLSelectElement).value;
+    try {
+      const saved = await api<Version>('PUT', path, { value, type });
+      form.reset();
+      setRevealed(undefined);
+      setNotice(`Version ${saved.version} saved.`);
+      await load();
+    } catch (err) {
+      setError(messageOf(err));
+    }
+  }
+
+  async function remove(): Promise<void> {
+    try {
+      await api('DELETE', path);
+      setDeleted(true);
+      setConfirming(false);
+    } catch (err) {
+      setError(messageOf(err));
+    }
+  }
+
+  if (deleted)
+    return html`<section>
+      <h1>${keyName}</h1>
+      <p role="status">Deleted ${keyName} from ${namespace}, with all its versions.</p>
+      <a href=${namespaceHref(namespace)}>Back to ${namespace}</a>
+    </section>`;
+
+  return html`
+    <section aria-labelledby="key-title">
+      <nav aria-label="Breadcrumb" class="crumbs">
+        <a href="#/">All namespaces</a> / <a href=${namespaceHref(namespace)}>${namespace}</a>
+      </nav>
+      <h1 id="key-title">${keyName}</h1>
+      ${error && html`<p class="error" role="alert">${error}</p>`}
+      ${notice && html`<p class="notice" role="status">${notice}</p>`}
+      ${
+        revealed &&
+        html`<div class="value" aria-label="Revealed value">
+          <h2>Version ${revealed.version} (${revealed.type})</h2>
+          <pre tabindex="0">${revealed.value}</pre>
+          <button type="button" onClick=${copy}>Copy</button>
+          <button type="button" onClick=${() => setRevealed(undefined)}>Hide</button>
+        </div>`
+      }
+      <h2>Versions</h2>
+      ${
+        versions === undefined
+          ? !error && html`<p class="loading" role="status">Loading…</p>`
+          : html`<table class="versions">
+              <thead><tr><th scope="col">Version</th><th scope="col">Type</th><th scope="col">Created</th><th scope="col"><span class="visually-hidden">Value</span></th></tr></thead>
+              <tbody>
+                ${versions.map(
+                  (v) => html`<tr>
+                    <td>${v.version}${v.version === current ? ' (latest)' : ''}</td>
+                    <td>${v.type}</td>
+                    <td>${new Date(v.created_at).toLocaleString()}</td>
+                    <td><button type="button" onClick=${() => reveal(v.version)} aria-label=${`Reveal version ${v.version}`}>Reveal</button></td>
+                  </tr>`,
+                )}
+              </tbody>
+            </table>`
+      }
+      <h2>Add a version</h2>
+      <form class="add" onSubmit=${addVersion}>
+        <label for="new-value">New value</label>
+        <textarea id="new-value" name="value" rows="4" required spellcheck=${false}></textarea>
+        <label for="new-type">Type</label>
+        <select id="new-type" name="type" aria-describedby="type-hint">
+          <option value="secret">secret</option>
+          <option value="config">config</option>
+        </select>
+        <p class="hint" id="type-hint">
+          A secret is encrypted with its own data key and read only by roles that may read secrets; a
+          config value is stored readable and any role that reads the namespace may read it. A key
+          may change type from one version to the next.
+        </p>
+        <button type="submit">Save a new version</button>
+      </form>
+      <h2>Delete</h2>
+      ${
+        confirming
+          ? html`<div class="confirm" role="group" aria-labelledby="confirm-text">
+              <p id="confirm-text">Delete <strong>${keyName}</strong> from <strong>${namespace}</strong>, with all its versions? This cannot be undone.</p>
+              <button type="button" class="danger" onClick=${remove}>Delete ${keyName}</button>
+              <button type="button" onClick=${() => setConfirming(false)}>Cancel</button>
+            </div>`
+          : html`<button type="button" class="danger" onClick=${() => setConfirming(true)}>Delete this key…</button>`
+      }
+    </section>
+  `;
+}

@@ -1,0 +1,217 @@
+import { readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
+import { expect } from 'chai';
+import type { Browser, Page } from 'playwright-core';
+import { LAPTOP, launchChromium, PHONE, watchedPage } from '../support/browser.js';
+import { startTestCoffer, type TestCoffer } from '../support/harness.js';
+import { requirePackage } from '../support/system-packages.js';
+
+const SECRET = 'pg-password-9f3a71c2';
+const CONFIG = 'https://payments.internal:8443';
+
+/** Where screenshots go when COFFER_TEST_SCREENSHOTS names a folder (docs/console.md shows them). */
+const SHOTS = process.env.COFFER_TEST_SCREENSHOTS;
+
+const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/** axe-core's serious and critical findings on the page as it is now. */
+async function accessibilityViolations(page: Page): Promise<string[]> {
+  await page.evaluate(AXE);
+  const result = (await page.evaluate(() =>
+    (
+      globalThis as unknown as {
+        axe: { run: () => Promise<{ violations: { id: string; impact: string; help: string }[] }> };
+      }
+    ).axe.run(),
+  )) as { violations: { id: string; impact: string; help: string; nodes: unknown[] }[] };
+  return result.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id} (${v.impact}): ${v.help}`);
+}
+
+async function signIn(page: Page, url: string, token: string): Promise<void> {
+  await page.goto(`${url}/ui/`);
+  await page.getByLabel('Token').fill(token);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign out' }).waitFor();
+}
+
+describe('the web console in Chromium', function () {
+  this.timeout(90_000);
+  let c: TestCoffer;
+  let browser: Browser;
+  let admin: string;
+  let writer: string;
+  let configReader: string;
+
+  before(async function () {
+    requirePackage(this, 'chromium');
+    c = await startTestCoffer();
+    admin = await c.token({ role: 'admin' });
+    writer = await c.token({ role: 'writer' });
+    configReader = await c.token({ role: 'config-reader' });
+    await c.put('payments/prod/db_password', SECRET, 'secret');
+    await c.put('payments/prod/api_url', CONFIG, 'config');
+    await c.put('payments/staging/db_password', 'staging-secret', 'secret');
+    browser = await launchChromium();
+  });
+
+  after(async () => {
+    await browser?.close();
+    await c?.close();
+  });
+
+  it('signs in with a token, browses, reveals, adds a version, deletes and signs out, under its CSP without an error', async () => {
+    const context = await browser.newContext({ viewport: LAPTOP });
+    const { page, errors } = await watchedPage(context);
+    const main = await page.goto(`${c.url}/ui/`);
+    expect(main!.headers()['content-security-policy']).to.include("script-src 'self'");
+    await signIn(page, c.url, admin);
+    // The token is in no storage the page's script can reach, and the cookie is HttpOnly.
+    const cookies = await context.cookies();
+    expect(cookies.map((k) => [k.name, k.httpOnly, k.sameSite])).to.deep.equal([
+      ['coffer_session', true, 'Strict'],
+    ]);
+    expect(cookies[0]!.value).to.not.include(admin);
+    const storage = await page.evaluate(() =>
+      JSON.stringify({ ...localStorage, ...sessionStorage }),
+    );
+    expect(storage).to.not.include(admin);
+    expect(await page.evaluate(() => document.cookie)).to.equal('');
+
+    await page.getByRole('link', { name: 'payments/' }).click();
+    await page.getByRole('link', { name: 'prod/' }).click();
+    const rows = page.locator('table.keys tbody tr');
+    await rows.first().waitFor();
+    const cells = async (i: number) =>
+      (await rows.nth(i).locator('td').allInnerTexts()).slice(0, 3);
+    expect([await cells(0), await cells(1)]).to.deep.equal([
+      ['api_url', 'config', '1'],
+      ['db_password', 'secret', '1'],
+    ]);
+    await page.getByLabel('Filter by name prefix').fill('db');
+    expect(await rows.count()).to.equal(1);
+
+    await page.getByRole('link', { name: 'db_password' }).click();
+    await page.getByRole('heading', { name: 'Versions' }).waitFor();
+    // The value is nowhere in the page until it is revealed.
+    expect(await page.content()).to.not.include(SECRET);
+    await page.getByRole('button', { name: 'Reveal version 1' }).click();
+    await page.getByText(SECRET).waitFor();
+    const reads = await c.call('GET', '/v1/sys/audit?action=read&key=payments/prod/db_password');
+    expect(
+      reads.body.entries.some(
+        (e: { via?: string; version?: number }) => e.via === 'console' && e.version === 1,
+      ),
+    ).to.equal(true);
+
+    await page.getByLabel('New value').fill('rotated-password');
+    await page.getByLabel('Type').selectOption('secret');
+    await page.getByRole('button', { name: 'Save a new version' }).click();
+    await page.getByText('Version 2 saved.').waitFor();
+    expect((await c.call('GET', '/v1/kv/payments/prod/db_password')).body.value).to.equal(
+      'rotated-password',
+    );
+
+    await page.getByRole('button', { name: 'Delete this key…' }).click();
+    await page.getByText('Delete db_password from payments/prod, with all its versions?').waitFor();
+    await page.getByRole('button', { name: 'Delete db_password' }).click();
+    await page.getByText('Deleted db_password from payments/prod').waitFor();
+    expect((await c.call('GET', '/v1/kv/payments/prod/db_password')).status).to.equal(404);
+
+    const session = cookies[0]!.value;
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('Token').waitFor();
+    const after = await c.call('GET', '/v1/auth/me', {
+      token: null,
+      headers: { cookie: `coffer_session=${session}` },
+    });
+    expect(after.status).to.equal(401);
+    expect(errors).to.deep.equal([]);
+    await context.close();
+  });
+
+  it('shows a config-reader no secret value, and refuses an inline script', async () => {
+    const context = await browser.newContext({ viewport: LAPTOP });
+    const { page } = await watchedPage(context);
+    await signIn(page, c.url, configReader);
+    await page.goto(`${c.url}/ui/#/key/db_password/in/payments/staging`);
+    const reveal = page.getByRole('button', { name: 'Reveal version 1' });
+    const refused = page.getByRole('alert');
+    await Promise.race([reveal.waitFor(), refused.waitFor()]);
+    if (await reveal.isVisible()) {
+      await reveal.click();
+      await refused.waitFor();
+    }
+    expect(await page.content()).to.not.include('staging-secret');
+    // The CSP refuses script the page did not load from its own origin.
+    const ran = await page
+      .addScriptTag({ content: 'window.injected = true' })
+      .then(() => page.evaluate(() => (window as unknown as { injected?: boolean }).injected))
+      .catch(() => false);
+    expect(ran ?? false).to.equal(false);
+    await context.close();
+  });
+
+  it('sends no session cookie with a cross-site form, which is refused', async () => {
+    const context = await browser.newContext({ viewport: LAPTOP });
+    const { page } = await watchedPage(context);
+    await signIn(page, c.url, writer);
+    // Another site (localhost is not 127.0.0.1's site) posts a form to Coffer.
+    const port = new URL(c.url).port;
+    const evil: Server = createServer((_req, res) => {
+      res.setHeader('content-type', 'text/html');
+      res.end(
+        `<form id="f" method="post" action="http://127.0.0.1:${port}/v1/auth/token"><input name="role" value="admin"></form>`,
+      );
+    });
+    await new Promise<void>((resolve) => evil.listen(0, '127.0.0.1', resolve));
+    try {
+      await page.goto(`http://localhost:${(evil.address() as AddressInfo).port}/`);
+      const [answer] = await Promise.all([
+        page.waitForResponse((r) => r.url().endsWith('/v1/auth/token')),
+        page.evaluate(() => (document.getElementById('f') as HTMLFormElement).submit()),
+      ]);
+      expect(answer.status()).to.equal(401);
+    } finally {
+      evil.close();
+      await context.close();
+    }
+  });
+
+  it('has no serious or critical accessibility violation on any screen, at laptop and phone width', async () => {
+    for (const [width, viewport] of [
+      ['laptop', LAPTOP],
+      ['phone', PHONE],
+    ] as const) {
+      // axe is injected through the DevTools protocol's evaluate, which the CSP does not govern.
+      const context = await browser.newContext({ viewport });
+      const { page, errors } = await watchedPage(context);
+      await page.goto(`${c.url}/ui/`);
+      await page.getByLabel('Token').waitFor();
+      const screens: [string, string[]][] = [['sign-in', await accessibilityViolations(page)]];
+      if (SHOTS) await page.screenshot({ path: `${SHOTS}/sign-in-${width}.png`, fullPage: true });
+      await signIn(page, c.url, writer);
+      await page.getByRole('link', { name: 'payments/' }).waitFor();
+      screens.push(['namespaces', await accessibilityViolations(page)]);
+      if (SHOTS)
+        await page.screenshot({ path: `${SHOTS}/namespaces-${width}.png`, fullPage: true });
+      await page.goto(`${c.url}/ui/#/ns/payments/prod`);
+      await page.locator('table.keys tbody tr').first().waitFor();
+      screens.push(['keys', await accessibilityViolations(page)]);
+      if (SHOTS) await page.screenshot({ path: `${SHOTS}/keys-${width}.png`, fullPage: true });
+      await page.getByRole('link', { name: 'api_url' }).click();
+      await page.getByRole('button', { name: 'Reveal version 1' }).click();
+      await page.getByText(CONFIG).waitFor();
+      await page.getByRole('button', { name: 'Delete this key…' }).click();
+      screens.push(['key', await accessibilityViolations(page)]);
+      if (SHOTS) await page.screenshot({ path: `${SHOTS}/key-${width}.png`, fullPage: true });
+      for (const [screen, violations] of screens)
+        expect(violations, `${screen} at ${width} width`).to.deep.equal([]);
+      expect(errors).to.deep.equal([]);
+      await context.close();
+    }
+  });
+});
