@@ -1,4 +1,4 @@
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import {
   chmodSync,
   existsSync,
@@ -84,25 +84,33 @@ describe('start-up (the coffer process)', function () {
     await b.stop();
   });
 
-  it('logs readable lines on a terminal and JSON lines otherwise', () => {
+  it('logs readable lines on a terminal and JSON lines otherwise', async () => {
     const dir = tempDir();
     const env = `COFFER_DATA_DIR=${join(dir, 'data')} COFFER_MASTER_KEY_FILE=${join(dir, 'k')} COFFER_PORT=0 COFFER_WORKERS=1`;
-    // `script` runs the server on a pseudo-terminal; it is stopped after a few seconds.
-    const run = spawnSync(
+    // `script` runs the server on a pseudo-terminal; it is stopped once it says it listens (or after 40 s).
+    const run = spawn(
       'timeout',
       [
         '-s',
         'INT',
-        '5',
+        '40',
         'script',
         '-qec',
         `env ${env} ${process.execPath} ${MAIN} serve`,
         '/dev/null',
       ],
-      { encoding: 'utf8' },
+      { stdio: ['ignore', 'pipe', 'ignore'] },
     );
-    expect(run.stdout).to.match(/INFO.*coffer listening/);
-    expect(run.stdout).to.not.match(/^\{"level"/m);
+    let stdout = '';
+    await new Promise<void>((resolve) => {
+      run.stdout.on('data', (d: Buffer) => {
+        stdout += d.toString();
+        if (/coffer listening/.test(stdout)) run.kill('SIGINT');
+      });
+      run.once('close', () => resolve());
+    });
+    expect(stdout).to.match(/INFO.*coffer listening/);
+    expect(stdout).to.not.match(/^\{"level"/m);
   });
 
   it('creates every file 0600 and every directory 0700, whatever the umask', async () => {

@@ -26,6 +26,8 @@ export function apiDocument(maxTtl: number): object {
     oidc: nothingServed,
     consoleCookies: nothingServed,
     consoleIdleTimeoutSeconds: 900,
+    tls: false,
+    now: Date.now,
     roles: nothingServed,
     loginGate: nothingServed,
     sys: { rewrapper: nothingServed, operations: nothingServed },

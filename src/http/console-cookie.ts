@@ -48,17 +48,19 @@ export class ConsoleCookies implements ConsoleCookie {
     res.locals.console = session;
   }
 
+  /** The Set-Cookie value that hands the browser its session's cookie. */
+  cookieFor(sessionId: string): string {
+    return stringifySetCookie(this.name, sessionId, {
+      httpOnly: true,
+      sameSite: 'strict',
+      path: '/',
+      secure: this.secure,
+    });
+  }
+
   /** Hands the browser its session's cookie. */
   set(res: Response, sessionId: string): void {
-    res.setHeader(
-      'Set-Cookie',
-      stringifySetCookie(this.name, sessionId, {
-        httpOnly: true,
-        sameSite: 'strict',
-        path: '/',
-        secure: this.secure,
-      }),
-    );
+    res.setHeader('Set-Cookie', this.cookieFor(sessionId));
   }
 
   /** Has the browser forget it. */

@@ -18,6 +18,7 @@ import type { Responder } from './respond.js';
 import { auditOperations } from './routes/audit.js';
 import { authOperations } from './routes/auth.js';
 import { consoleOperations } from './routes/console.js';
+import { consoleOidcOperations } from './routes/console-oidc.js';
 import { type HealthRouteDeps, healthOperations } from './routes/health.js';
 import { kvOperations } from './routes/kv.js';
 import { type LoginGate, loginOperations } from './routes/login.js';
@@ -32,6 +33,9 @@ export interface RouteDeps {
   /** The web console's sessions and their cookie. */
   readonly consoleCookies: ConsoleCookies;
   readonly consoleIdleTimeoutSeconds: number;
+  /** Served over TLS (the console's cookies are Secure then). */
+  readonly tls: boolean;
+  readonly now: () => number;
   readonly roles: RoleAdmin;
   /** Refuses logins from an address past its failure rate, and holds back refused ones. */
   readonly loginGate: LoginGate;
@@ -66,7 +70,18 @@ export function routeTable(deps: RouteDeps): Operation[] {
         cookies: deps.consoleCookies,
         loginGate: deps.loginGate,
         idleTimeoutSeconds: deps.consoleIdleTimeoutSeconds,
+        tokens: deps.tokens,
         respond,
+        recordIntent,
+      }),
+      ...consoleOidcOperations({
+        cookies: deps.consoleCookies,
+        oidc: deps.oidc,
+        loginGate: deps.loginGate,
+        respond,
+        recordIntent,
+        tls: deps.tls,
+        now: deps.now,
       }),
       ...sysOperations({ ...deps.sys, respond }),
       ...roleOperations({ roles: deps.roles, maxTtl: deps.maxTtl, respond }),

@@ -52,7 +52,11 @@ function App() {
   }
 
   if (session === undefined) return html`<p class="loading" role="status">Loading…</p>`;
-  if (session === null) return html`<${SignIn} onSignedIn=${signedIn} />`;
+  if (session === null)
+    return html`<${SignIn}
+      onSignedIn=${signedIn}
+      failure=${route.page === 'sign-in-failed' ? route.reason : undefined}
+    />`;
   return html`
     <header class="bar">
       <a class="brand" href="#/">Coffer</a>
@@ -66,7 +70,7 @@ function App() {
       ${
         route.page === 'key'
           ? html`<${KeyView} namespace=${route.namespace} keyName=${route.key} />`
-          : html`<${Browse} namespace=${route.namespace} />`
+          : html`<${Browse} namespace=${route.page === 'browse' ? route.namespace : undefined} />`
       }
     </main>
   `;

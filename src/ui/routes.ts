@@ -2,6 +2,7 @@
 
 export type Route =
   | { readonly page: 'browse'; readonly namespace?: string }
+  | { readonly page: 'sign-in-failed'; readonly reason: string }
   | { readonly page: 'key'; readonly namespace: string; readonly key: string };
 
 export const namespaceHref = (namespace: string): string =>
@@ -20,6 +21,8 @@ export function routeOf(hash: string): Route {
         key: decodeURIComponent(key[1]!),
         namespace: key[2]!.split('/').map(decodeURIComponent).join('/'),
       };
+    const failed = /^sign-in-failed\/(.+)$/.exec(path);
+    if (failed) return { page: 'sign-in-failed', reason: decodeURIComponent(failed[1]!) };
     const ns = /^ns\/(.+)$/.exec(path);
     if (ns)
       return { page: 'browse', namespace: ns[1]!.split('/').map(decodeURIComponent).join('/') };

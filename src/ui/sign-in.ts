@@ -1,15 +1,61 @@
 /**
- * Sign-in: a token pasted once. It goes to POST /v1/console/sign-in and is forgotten: the form is cleared,
- * the browser keeps only the HttpOnly session cookie the answer sets.
+ * Sign-in: through the company's identity provider (a plain form to /v1/console/oidc/start: the browser goes
+ * to the provider and comes back signed in), or with a token pasted once, which goes to
+ * POST /v1/console/sign-in and is forgotten: the form is cleared, the browser keeps only the HttpOnly
+ * session cookie the answer sets. A sign-in through the provider that failed comes back here saying why.
  */
 import { useState } from 'preact/hooks';
 import { api, messageOf } from './api.js';
 import { html } from './html.js';
 import type { Session } from './session.js';
 
-export function SignIn({ onSignedIn }: { onSignedIn: (session: Session) => void }) {
+/** What a failed sign-in through the provider means, in words. */
+function failureText(reason: string): string {
+  if (reason.startsWith('choose-role:'))
+    return 'Your groups give you several roles in Coffer: choose one below and sign in again.';
+  switch (reason) {
+    case 'state_mismatch':
+      return 'The sign-in came back without this browser’s own request (it took over ten minutes, or began in another browser). Sign in again.';
+    case 'provider_refused':
+      return 'The identity provider did not sign you in.';
+    case 'unknown_role':
+    case 'oidc_not_enabled':
+      return 'There is no login role by that name for people signing in through an identity provider.';
+    case 'redirect_not_allowed':
+      return 'This console’s address is not among the login role’s redirect addresses (oidc.redirect_uris).';
+    case 'no_group_role':
+      return 'Your groups give you no role in Coffer.';
+    case 'too_many_requests':
+      return 'Too many refused sign-ins from this address: wait a moment and try again.';
+    default:
+      return `The sign-in was refused (${reason}); the server’s audit log says more.`;
+  }
+}
+
+export function SignIn({
+  onSignedIn,
+  failure,
+}: {
+  onSignedIn: (session: Session) => void;
+  failure: string | undefined;
+}) {
+  const choices = failure?.startsWith('choose-role:')
+    ? failure.slice('choose-role:'.length).split(', ')
+    : [];
   const [error, setError] = useState<string | undefined>(undefined);
   const [busy, setBusy] = useState(false);
+
+  /**
+   * To the provider, by navigation (the CSP's form-action would stop a form whose answer redirects to
+   * another origin).
+   */
+  function toProvider(event: Event): void {
+    event.preventDefault();
+    const form = event.currentTarget as HTMLFormElement;
+    const query = new URLSearchParams();
+    for (const [name, value] of new FormData(form)) query.set(name, String(value));
+    location.assign(`/v1/console/oidc/start?${query}`);
+  }
 
   async function submit(event: Event): Promise<void> {
     event.preventDefault();
@@ -31,6 +77,21 @@ export function SignIn({ onSignedIn }: { onSignedIn: (session: Session) => void 
   return html`
     <main class="sign-in">
       <h1>Sign in to Coffer</h1>
+      ${failure && html`<p class="error" role="alert">${failureText(failure)}</p>`}
+      <form onSubmit=${toProvider}>
+        <label for="login-role">Login role</label>
+        <p class="hint" id="login-role-hint">The login role your administrator set up for people (usually oidc).</p>
+        <input id="login-role" name="role" value="oidc" required aria-describedby="login-role-hint" />
+        ${
+          choices.length > 0 &&
+          html`<label for="token-role">Role</label>
+            <select id="token-role" name="token_role">
+              ${choices.map((c) => html`<option value=${c}>${c}</option>`)}
+            </select>`
+        }
+        <button type="submit">Sign in with your identity provider</button>
+      </form>
+      <h2>Or with a token</h2>
       <form onSubmit=${submit}>
         <label for="token">Token</label>
         <p class="hint" id="token-hint">
@@ -47,7 +108,7 @@ export function SignIn({ onSignedIn }: { onSignedIn: (session: Session) => void 
           required
           aria-describedby="token-hint"
         />
-        <button type="submit" disabled=${busy}>Sign in</button>
+        <button type="submit" disabled=${busy}>Sign in with the token</button>
         ${error && html`<p class="error" role="alert">${error}</p>`}
       </form>
     </main>

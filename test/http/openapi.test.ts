@@ -55,6 +55,8 @@ const EXAMPLES: Record<string, { path: string; json?: unknown }> = {
   consoleSignIn: { path: '/v1/console/sign-in', json: { token: 'not-a-token' } },
   consoleSession: { path: '/v1/console/session' },
   consoleSignOut: { path: '/v1/console/sign-out' },
+  consoleOidcStart: { path: '/v1/console/oidc/start' },
+  consoleOidcCallback: { path: '/v1/console/oidc/callback' },
   loginOidcStart: {
     path: '/v1/auth/login/oidc/start',
     json: {
@@ -143,8 +145,19 @@ describe('OpenAPI document', () => {
       absoluteRef: 'openapi.json',
       config,
     });
+    // The console's sign-in through a provider is two browser navigations: their answer is a 303, by
+    // design never a 2xx. Every other operation must have one.
+    const navigations = ['~1v1~1console~1oidc~1start', '~1v1~1console~1oidc~1callback'];
     expect(
-      problems.map((p) => `${p.severity} ${p.ruleId}: ${p.message} (${p.location[0]?.pointer})`),
+      problems
+        .filter(
+          (p) =>
+            !(
+              p.ruleId === 'operation-2xx-response' &&
+              navigations.some((n) => p.location[0]?.pointer?.includes(n))
+            ),
+        )
+        .map((p) => `${p.severity} ${p.ruleId}: ${p.message} (${p.location[0]?.pointer})`),
     ).to.deep.equal([]);
   });
 
@@ -207,6 +220,8 @@ describe('OpenAPI document', () => {
       '/v1/console/sign-in': '/v1/console/sign-in',
       '/v1/console/session': '/v1/console/session',
       '/v1/console/sign-out': '/v1/console/sign-out',
+      '/v1/console/oidc/start': '/v1/console/oidc/start',
+      '/v1/console/oidc/callback': '/v1/console/oidc/callback',
       '/v1/sys/roles': '/v1/sys/roles',
       '/v1/sys/roles/{name}': '/v1/sys/roles/admin',
       '/v1/sys/login-roles': '/v1/sys/login-roles',

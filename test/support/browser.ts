@@ -25,15 +25,15 @@ export function launchChromium(): Promise<Browser> {
 export const LAPTOP = { width: 1280, height: 800 } as const;
 export const PHONE = { width: 390, height: 844 } as const;
 
-/** A page whose console errors and uncaught errors are collected in `errors`. */
+/** A page whose console errors and uncaught errors are collected in `errors`, each after the page's address. */
 export async function watchedPage(
   context: BrowserContext,
 ): Promise<{ page: Page; errors: string[] }> {
   const page = await context.newPage();
   const errors: string[] = [];
   page.on('console', (message) => {
-    if (message.type() === 'error') errors.push(message.text());
+    if (message.type() === 'error') errors.push(`${page.url()}: ${message.text()}`);
   });
-  page.on('pageerror', (err) => errors.push(err.message));
+  page.on('pageerror', (err) => errors.push(`${page.url()}: ${err.message}`));
   return { page, errors };
 }

@@ -45,7 +45,11 @@ export class TestOidcProvider {
           client_id: clientId,
           client_secret: clientSecret,
           application_type: 'native',
-          redirect_uris: ['http://127.0.0.1/callback', 'http://127.0.0.1/oidc/callback'],
+          redirect_uris: [
+            'http://127.0.0.1/callback',
+            'http://127.0.0.1/oidc/callback',
+            'http://127.0.0.1/v1/console/oidc/callback',
+          ],
           grant_types: ['authorization_code'],
           response_types: ['code'],
           token_endpoint_auth_method: 'client_secret_basic',

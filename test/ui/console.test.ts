@@ -6,6 +6,7 @@ import { expect } from 'chai';
 import type { Browser, Page } from 'playwright-core';
 import { LAPTOP, launchChromium, PHONE, watchedPage } from '../support/browser.js';
 import { startTestCoffer, type TestCoffer } from '../support/harness.js';
+import { putPeopleLoginRole, TestOidcProvider } from '../support/oidc-provider.js';
 import { requirePackage } from '../support/system-packages.js';
 
 const SECRET = 'pg-password-9f3a71c2';
@@ -34,7 +35,7 @@ async function accessibilityViolations(page: Page): Promise<string[]> {
 async function signIn(page: Page, url: string, token: string): Promise<void> {
   await page.goto(`${url}/ui/`);
   await page.getByLabel('Token').fill(token);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign in with the token' }).click();
   await page.getByRole('button', { name: 'Sign out' }).waitFor();
 }
 
@@ -213,5 +214,96 @@ describe('the web console in Chromium', function () {
       expect(errors).to.deep.equal([]);
       await context.close();
     }
+  });
+});
+
+describe('the web console signed in through an OpenID Provider, in Chromium', function () {
+  this.timeout(90_000);
+  let c: TestCoffer;
+  let idp: TestOidcProvider;
+  let browser: Browser;
+
+  before(async function () {
+    requirePackage(this, 'chromium');
+    idp = await TestOidcProvider.start();
+    idp.addAccount('alice', { groups: ['payments-team'] });
+    idp.addAccount('bob', { groups: ['payments-team', 'coffer-admins'] });
+    c = await startTestCoffer();
+    await putPeopleLoginRole(c, idp, 'oidc');
+    await c.put('payments/prod/api_url', CONFIG, 'config');
+    browser = await launchChromium();
+  });
+
+  after(async () => {
+    await browser?.close();
+    await c?.close();
+    await idp?.close();
+  });
+
+  /** Goes through the provider's own pages (sign-in with any password, consent) until it sends the browser back. */
+  async function atProvider(page: Page, sub: string): Promise<void> {
+    await page.waitForURL(`${idp.url}/**`, { waitUntil: 'commit' });
+    for (let step = 0; step < 4 && page.url().startsWith(idp.url); step++) {
+      const submit = page.locator('button[type="submit"]');
+      await submit.waitFor();
+      const login = page.locator('input[name="login"]');
+      if ((await login.count()) > 0) {
+        await login.fill(sub);
+        await page.locator('input[name="password"]').fill('any');
+      }
+      const at = page.url();
+      await submit.click();
+      await page.waitForURL((url) => url.href !== at, { waitUntil: 'commit' });
+    }
+  }
+
+  it('signs in through the provider with PKCE, the groups giving the role; sign-out revokes the token', async () => {
+    const context = await browser.newContext({ viewport: LAPTOP });
+    const { page, errors } = await watchedPage(context);
+    await page.goto(`${c.url}/ui/`);
+    await page.getByRole('button', { name: 'Sign in with your identity provider' }).click();
+    await atProvider(page, 'alice');
+    await page.getByRole('button', { name: 'Sign out' }).waitFor();
+    expect(await page.getByText('Signed in as payments-reader').count()).to.equal(1);
+    await page.getByRole('link', { name: 'payments/' }).click();
+    await page.getByRole('link', { name: 'prod/' }).click();
+    await page.getByRole('link', { name: 'api_url' }).waitFor();
+    const tokens = await c.call('GET', '/v1/auth/tokens');
+    const mine = tokens.body.tokens.find(
+      (t: { login?: { subject: string } }) => t.login?.subject === 'alice',
+    );
+    expect(mine).to.include({ role: 'payments-reader', status: 'active' });
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('Token').waitFor();
+    const after = await c.call('GET', '/v1/auth/tokens?all=true');
+    expect(after.body.tokens.find((t: { id: string }) => t.id === mine.id).status).to.equal(
+      'revoked',
+    );
+    // Coffer's pages raise no console error (the provider's own pages are not Coffer's).
+    expect(errors.filter((e) => e.startsWith(c.url))).to.deep.equal([]);
+    await context.close();
+  });
+
+  it('asks a person whose groups give several roles to choose, and refuses a callback that is not this browser’s', async () => {
+    const context = await browser.newContext({ viewport: LAPTOP });
+    const { page } = await watchedPage(context);
+    await page.goto(`${c.url}/ui/`);
+    await page.getByRole('button', { name: 'Sign in with your identity provider' }).click();
+    await atProvider(page, 'bob');
+    await page.getByText('Your groups give you several roles in Coffer').waitFor();
+    await page.getByLabel('Role', { exact: true }).selectOption('admin');
+    await page.getByRole('button', { name: 'Sign in with your identity provider' }).click();
+    await atProvider(page, 'bob');
+    await page.getByRole('button', { name: 'Sign out' }).waitFor();
+    expect(await page.getByText('Signed in as admin').count()).to.equal(1);
+
+    // A callback forged into another browser: no pending sign-in of its own, so no session.
+    const other = await browser.newContext();
+    const { page: victim } = await watchedPage(other);
+    await victim.goto(`${c.url}/v1/console/oidc/callback?code=stolen&state=${'A'.repeat(43)}`);
+    await victim.getByText('without this browser’s own request').waitFor();
+    expect(await other.cookies()).to.deep.equal([]);
+    await other.close();
+    await context.close();
   });
 });

@@ -6,11 +6,13 @@
  */
 import type { Response } from 'express';
 import type { Principal } from '../../auth/principal.js';
+import type { TokenService } from '../../auth/token-service.js';
 import { AppError, invalid } from '../../errors.js';
 import type { ConsoleSessionRecord } from '../../store/console-session-records.js';
+import { auditTarget } from '../audit-target.js';
 import type { ConsoleCookies } from '../console-cookie.js';
 import type { Operation } from '../operation.js';
-import { roleOf } from '../request-audit.js';
+import { type RecordIntent, roleOf } from '../request-audit.js';
 import type { Responder } from '../respond.js';
 import { consoleSession, ok } from '../response-schemas.js';
 import { type ConsoleSignInRequest, consoleSignInSchema } from '../schemas.js';
@@ -18,6 +20,9 @@ import type { LoginGate } from './login.js';
 
 export interface ConsoleRouteDeps {
   readonly cookies: ConsoleCookies;
+  /** An OIDC sign-in's token is revoked at sign-out. */
+  readonly tokens: Pick<TokenService, 'revokeSelf'>;
+  readonly recordIntent: RecordIntent;
   readonly loginGate: LoginGate;
   /** Seconds of disuse after which a session ends. */
   readonly idleTimeoutSeconds: number;
@@ -28,7 +33,9 @@ export function consoleOperations({
   cookies,
   loginGate,
   idleTimeoutSeconds,
+  tokens,
   respond,
+  recordIntent,
 }: ConsoleRouteDeps): Operation[] {
   const view = (principal: Principal, record: ConsoleSessionRecord) => ({
     signed_in: true,
@@ -123,15 +130,26 @@ export function consoleOperations({
       {
         operationId: 'consoleSignOut',
         summary:
-          'Sign out of the console: the session ends on every worker and server at once, and its cookie is cleared (needs X-Coffer-CSRF)',
+          'Sign out of the console: the session ends on every worker and server at once, its cookie is cleared, and the token of an OIDC sign-in is revoked (needs X-Coffer-CSRF)',
         responses: { 204: { description: 'Signed out' } },
         errors: [400],
       },
     ],
     async handler(req, res) {
-      sessionOf(res);
+      const session = sessionOf(res);
       const sessionId = cookies.sessionOf(req);
       if (sessionId !== undefined) await cookies.sessions.signOut(sessionId);
+      // The token an OIDC sign-in bought was the session's alone: it goes with it.
+      if (session.record.via === 'oidc') {
+        auditTarget(res, { subject_token_id: session.principal.id });
+        await tokens.revokeSelf(session.principal, (id, also) =>
+          recordIntent(res, {
+            action: 'token.revoke',
+            subject_token_id: id,
+            also_revoked: also?.length ? also : undefined,
+          }),
+        );
+      }
       cookies.clear(res);
       respond.empty(res, 204);
     },
