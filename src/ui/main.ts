@@ -6,12 +6,50 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, messageOf, useCsrf } from './api.js';
+import { AuditView, SealReportView } from './audit.js';
 import { Browse } from './browse.js';
 import { html } from './html.js';
 import { KeyView } from './key-view.js';
+import { KeyringView } from './keyring.js';
 import { type Route, routeOf } from './routes.js';
 import type { Session } from './session.js';
 import { SignIn } from './sign-in.js';
+import { RolesView, TokensView } from './tokens.js';
+
+/** The system privileges of the session's token (GET /v1/auth/me): which screens it may use. */
+function usePrivileges(session: Session | null | undefined): ReadonlySet<string> {
+  const [privileges, setPrivileges] = useState<ReadonlySet<string>>(new Set());
+  useEffect(() => {
+    if (!session) return;
+    api<{ privileges: string[] }>('GET', '/v1/auth/me').then(
+      (me) => setPrivileges(new Set(me.privileges)),
+      () => setPrivileges(new Set()),
+    );
+  }, [session]);
+  return privileges;
+}
+
+/** The page a route names. */
+function page(route: Route, privileges: ReadonlySet<string>) {
+  switch (route.page) {
+    case 'key':
+      return html`<${KeyView} namespace=${route.namespace} keyName=${route.key} />`;
+    case 'tokens':
+      return html`<${TokensView} />`;
+    case 'roles':
+      return html`<${RolesView} />`;
+    case 'keyring':
+      return html`<${KeyringView} manage=${privileges.has('manage_keyring')} />`;
+    case 'audit':
+      return html`<${AuditView} />`;
+    case 'seal-report':
+      return html`<${SealReportView} />`;
+    case 'browse':
+      return html`<${Browse} namespace=${route.namespace} />`;
+    default:
+      return html`<${Browse} namespace=${undefined} />`;
+  }
+}
 
 function useRoute(): Route {
   const [route, setRoute] = useState(routeOf(location.hash));
@@ -28,6 +66,8 @@ function App() {
   const [session, setSession] = useState<Session | null | undefined>(undefined);
   const [error, setError] = useState<string | undefined>(undefined);
   const route = useRoute();
+  const privileges = usePrivileges(session);
+  const may = (...any: string[]) => any.some((p) => privileges.has(p));
 
   const signedIn = (s: Session | null) => {
     useCsrf(s?.csrf);
@@ -65,14 +105,15 @@ function App() {
       </span>
       <button type="button" onClick=${signOut}>Sign out</button>
     </header>
+    <nav class="sections" aria-label="Sections">
+      <a href="#/">Browse</a>
+      ${may('manage_tokens', 'create_tokens', 'list_tokens') && html`<a href="#/tokens">Tokens</a>`}
+      ${may('manage_roles') && html`<a href="#/roles">Roles</a>`}
+      ${may('read_keyring', 'manage_keyring') && html`<a href="#/keyring">Keyring</a>`}
+      ${may('read_audit') && html`<a href="#/audit">Audit log</a>`}
+    </nav>
     ${error && html`<p class="error" role="alert">${error}</p>`}
-    <main>
-      ${
-        route.page === 'key'
-          ? html`<${KeyView} namespace=${route.namespace} keyName=${route.key} />`
-          : html`<${Browse} namespace=${route.page === 'browse' ? route.namespace : undefined} />`
-      }
-    </main>
+    <main>${page(route, privileges)}</main>
   `;
 }
 

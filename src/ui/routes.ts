@@ -2,6 +2,7 @@
 
 export type Route =
   | { readonly page: 'browse'; readonly namespace?: string }
+  | { readonly page: 'tokens' | 'roles' | 'keyring' | 'audit' | 'seal-report' }
   | { readonly page: 'sign-in-failed'; readonly reason: string }
   | { readonly page: 'key'; readonly namespace: string; readonly key: string };
 
@@ -21,6 +22,8 @@ export function routeOf(hash: string): Route {
         key: decodeURIComponent(key[1]!),
         namespace: key[2]!.split('/').map(decodeURIComponent).join('/'),
       };
+    for (const page of ['tokens', 'roles', 'keyring', 'audit', 'seal-report'] as const)
+      if (path === page) return { page };
     const failed = /^sign-in-failed\/(.+)$/.exec(path);
     if (failed) return { page: 'sign-in-failed', reason: decodeURIComponent(failed[1]!) };
     const ns = /^ns\/(.+)$/.exec(path);

@@ -1,0 +1,196 @@
+/**
+ * Auditors: the audit log with the API's filters and paging (each entry's details on demand), the log's
+ * verification (intact, or where it first broke and why), and the seal report of the stored records.
+ */
+import { useEffect, useState } from 'preact/hooks';
+import { api, messageOf } from './api.js';
+import { html } from './html.js';
+
+interface Entry {
+  readonly seq: number;
+  readonly chain: string;
+  readonly ts: string;
+  readonly kind: string;
+  readonly action?: string;
+  readonly event?: string;
+  readonly token_id?: string | null;
+  readonly token_name?: string;
+  readonly namespace?: string;
+  readonly key?: string;
+  readonly version?: number;
+  readonly outcome?: { status: number; code: string | null };
+  readonly [field: string]: unknown;
+}
+
+const FILTERS = [
+  ['from', 'From (ISO time)'],
+  ['to', 'To (ISO time)'],
+  ['action', 'Action'],
+  ['token_id', 'Token id'],
+  ['key', 'Key (namespace/key)'],
+  ['prefix', 'Namespace or key prefix'],
+  ['outcome', 'Outcome (success, error, or a status)'],
+  ['login_role', 'Login role'],
+] as const;
+
+export function AuditView() {
+  const [entries, setEntries] = useState<Entry[]>([]);
+  const [cursor, setCursor] = useState<string | null>(null);
+  const [query, setQuery] = useState('');
+  const [open, setOpen] = useState<string | undefined>(undefined);
+  const [error, setError] = useState<string | undefined>(undefined);
+  const [verdict, setVerdict] = useState<string | undefined>(undefined);
+
+  async function load(search: string, after: string | null): Promise<void> {
+    try {
+      const page = await api<{ entries: Entry[]; next_cursor: string | null }>(
+        'GET',
+        `/v1/sys/audit?limit=50${search ? `&${search}` : ''}${after ? `&cursor=${encodeURIComponent(after)}` : ''}`,
+      );
+      setEntries((before) => (after ? [...before, ...page.entries] : page.entries));
+      setCursor(page.next_cursor);
+      setError(undefined);
+    } catch (err) {
+      setError(messageOf(err));
+    }
+  }
+
+  useEffect(() => {
+    void load('', null);
+  }, []);
+
+  function filter(event: Event): void {
+    event.preventDefault();
+    const form = new FormData(event.currentTarget as HTMLFormElement);
+    const search = new URLSearchParams();
+    for (const [name, value] of form)
+      if (String(value).trim() !== '') search.set(name, String(value).trim());
+    setQuery(search.toString());
+    setOpen(undefined);
+    void load(search.toString(), null);
+  }
+
+  async function verify(): Promise<void> {
+    setVerdict('Verifying…');
+    try {
+      const v = await api<
+        | { intact: true; entries: number; chains: number; files: number }
+        | { intact: false; file: string; line: number; seq: number | null; reason: string }
+      >('GET', '/v1/sys/audit/verify');
+      setVerdict(
+        v.intact
+          ? `Intact: ${v.entries} entries in ${v.chains} chain(s), ${v.files} file(s).`
+          : `Broken: first at ${v.file} line ${v.line}${v.seq === null ? '' : ` (seq ${v.seq})`}: ${v.reason}`,
+      );
+    } catch (err) {
+      setVerdict(undefined);
+      setError(messageOf(err));
+    }
+  }
+
+  const what = (e: Entry): string =>
+    [e.namespace, e.key, e.version === undefined ? undefined : `v${e.version}`]
+      .filter((x) => x !== undefined)
+      .join(' ');
+
+  return html`
+    <section aria-labelledby="audit-title">
+      <h1 id="audit-title">Audit log</h1>
+      <p>
+        <button type="button" onClick=${verify}>Verify the log</button>
+        <a href="#/seal-report">Seal report</a>
+      </p>
+      ${verdict && html`<p role="status" class=${verdict.startsWith('Broken') ? 'error' : 'notice'}>${verdict}</p>`}
+      <form class="filters" onSubmit=${filter}>
+        ${FILTERS.map(
+          ([name, label]) => html`<div>
+            <label for=${`f-${name}`}>${label}</label>
+            <input id=${`f-${name}`} name=${name} />
+          </div>`,
+        )}
+        <button type="submit">Search</button>
+      </form>
+      ${error && html`<p class="error" role="alert">${error}</p>`}
+      <table class="audit">
+        <thead><tr><th scope="col">Time</th><th scope="col">Action</th><th scope="col">Token</th><th scope="col">On</th><th scope="col">Outcome</th><th scope="col"><span class="visually-hidden">Details</span></th></tr></thead>
+        <tbody>
+          ${entries.map((e) => {
+            const id = `${e.chain}:${e.seq}`;
+            return html`<tr>
+                <td>${new Date(e.ts).toLocaleString()}</td>
+                <td>${e.action ?? e.event ?? e.kind}</td>
+                <td>${e.token_name ?? e.token_id ?? '—'}</td>
+                <td>${what(e)}</td>
+                <td>${e.outcome ? e.outcome.status : ''}</td>
+                <td><button type="button" aria-expanded=${open === id} onClick=${() => setOpen(open === id ? undefined : id)}>Details</button></td>
+              </tr>
+              ${open === id && html`<tr><td colspan="6"><pre tabindex="0">${JSON.stringify(e, null, 2)}</pre></td></tr>`}`;
+          })}
+        </tbody>
+      </table>
+      ${entries.length === 0 && !error && html`<p>No entries.</p>`}
+      ${cursor && html`<button type="button" onClick=${() => load(query, cursor)}>Show more</button>`}
+    </section>
+  `;
+}
+
+interface SealReport {
+  readonly generated_at: string;
+  readonly totals: {
+    versions: number;
+    secrets: number;
+    configs: number;
+    sealed_secrets: number;
+    anomalies: number;
+    record_failures: number;
+  };
+  readonly namespaces: { namespace: string; secrets: number; configs: number }[];
+  readonly anomalies: { namespace: string; key: string; version: number; problem: string }[];
+  readonly records: { kind: string; records: number; failed: number }[];
+}
+
+export function SealReportView() {
+  const [report, setReport] = useState<SealReport | undefined>(undefined);
+  const [error, setError] = useState<string | undefined>(undefined);
+
+  useEffect(() => {
+    api<SealReport>('GET', '/v1/sys/seal-report').then(setReport, (err: unknown) =>
+      setError(messageOf(err)),
+    );
+  }, []);
+
+  return html`
+    <section aria-labelledby="seal-title">
+      <h1 id="seal-title">Seal report</h1>
+      ${error && html`<p class="error" role="alert">${error}</p>`}
+      ${!report && !error && html`<p class="loading" role="status">Reading every stored record…</p>`}
+      ${
+        report &&
+        html`<p role="status" class=${report.totals.anomalies + report.totals.record_failures > 0 ? 'error' : 'notice'}>
+            ${report.totals.versions} versions (${report.totals.secrets} secrets, ${report.totals.configs} configs);
+            ${report.totals.sealed_secrets} secrets sealed; ${report.totals.anomalies} anomalies;
+            ${report.totals.record_failures} records failed their check.
+          </p>
+          <h2>Namespaces</h2>
+          <table>
+            <thead><tr><th scope="col">Namespace</th><th scope="col">Secrets</th><th scope="col">Configs</th></tr></thead>
+            <tbody>${report.namespaces.map((n) => html`<tr><td>${n.namespace}</td><td>${n.secrets}</td><td>${n.configs}</td></tr>`)}</tbody>
+          </table>
+          <h2>Anomalies</h2>
+          ${
+            report.anomalies.length === 0
+              ? html`<p>None: every secret version is sealed.</p>`
+              : html`<table>
+                  <thead><tr><th scope="col">Namespace</th><th scope="col">Key</th><th scope="col">Version</th><th scope="col">Problem</th></tr></thead>
+                  <tbody>${report.anomalies.map((a) => html`<tr><td>${a.namespace}</td><td>${a.key}</td><td>${a.version}</td><td>${a.problem}</td></tr>`)}</tbody>
+                </table>`
+          }
+          <h2>The store's own records</h2>
+          <table>
+            <thead><tr><th scope="col">Kind</th><th scope="col">Records</th><th scope="col">Failed</th></tr></thead>
+            <tbody>${report.records.map((r) => html`<tr><td>${r.kind}</td><td>${r.records}</td><td>${r.failed}</td></tr>`)}</tbody>
+          </table>`
+      }
+    </section>
+  `;
+}

@@ -1,0 +1,155 @@
+/**
+ * Admins: the keyring — its versions and how many records each seals, rotation, the rewrap of older records
+ * to the active version with its progress followed live (once a second while it runs), and the retirement of
+ * versions no record uses any more. Each action asks once more before it runs.
+ */
+import { useEffect, useState } from 'preact/hooks';
+import { api, messageOf } from './api.js';
+import { html } from './html.js';
+
+interface KeyringStatus {
+  readonly provider: string;
+  readonly wrapped_by: string;
+  readonly active_version: number;
+  readonly versions: {
+    version: number;
+    created_at: string;
+    active: boolean;
+    secrets: number;
+    configs: number;
+  }[];
+  readonly unreadable: number;
+}
+
+interface Rewrap {
+  readonly running: boolean;
+  readonly target_version: number | null;
+  readonly total: number;
+  readonly examined: number;
+  readonly rewrapped: number;
+  readonly failed: number;
+  readonly finished_at: string | null;
+}
+
+export function KeyringView({ manage }: { manage: boolean }) {
+  const [status, setStatus] = useState<KeyringStatus | undefined>(undefined);
+  const [rewrap, setRewrap] = useState<Rewrap | undefined>(undefined);
+  const [error, setError] = useState<string | undefined>(undefined);
+  const [notice, setNotice] = useState<string | undefined>(undefined);
+  const [asking, setAsking] = useState<'rotate' | 'rewrap' | 'retire' | undefined>(undefined);
+
+  async function load(): Promise<void> {
+    try {
+      const [s, r] = await Promise.all([
+        api<KeyringStatus>('GET', '/v1/sys/keyring'),
+        api<Rewrap>('GET', '/v1/sys/keyring/rewrap'),
+      ]);
+      setStatus(s);
+      setRewrap(r);
+      setError(undefined);
+    } catch (err) {
+      setError(messageOf(err));
+    }
+  }
+
+  useEffect(() => {
+    void load();
+  }, []);
+
+  // While a rewrap runs, its progress is read once a second.
+  useEffect(() => {
+    if (!rewrap?.running) return;
+    const timer = setTimeout(() => void load(), 1000);
+    return () => clearTimeout(timer);
+  }, [rewrap]);
+
+  async function act(what: 'rotate' | 'rewrap' | 'retire'): Promise<void> {
+    setAsking(undefined);
+    try {
+      if (what === 'rotate') {
+        const r = await api<{ previous_version: number; active_version: number }>(
+          'POST',
+          '/v1/sys/keyring/rotate',
+        );
+        setNotice(`Rotated: version ${r.active_version} is active (was ${r.previous_version}).`);
+      } else if (what === 'rewrap') {
+        await api('POST', '/v1/sys/keyring/rewrap', {});
+        setNotice('Rewrap started.');
+      } else {
+        const r = await api<{ retired: number[] }>('POST', '/v1/sys/keyring/retire');
+        setNotice(
+          r.retired.length > 0
+            ? `Retired version(s) ${r.retired.join(', ')}.`
+            : 'No version could be retired: each still seals records.',
+        );
+      }
+      await load();
+    } catch (err) {
+      setError(messageOf(err));
+    }
+  }
+
+  const ask = (what: 'rotate' | 'rewrap' | 'retire', text: string, label: string) =>
+    asking === what
+      ? html`<div class="confirm" role="group" aria-label=${label}>
+          <p>${text}</p>
+          <button type="button" class="danger" onClick=${() => act(what)}>${label}</button>
+          <button type="button" onClick=${() => setAsking(undefined)}>Cancel</button>
+        </div>`
+      : html`<button type="button" onClick=${() => setAsking(what)}>${label}…</button>`;
+
+  const progress =
+    rewrap && rewrap.total > 0 ? Math.round((rewrap.examined / rewrap.total) * 100) : 0;
+
+  return html`
+    <section aria-labelledby="keyring-title">
+      <h1 id="keyring-title">Keyring</h1>
+      ${error && html`<p class="error" role="alert">${error}</p>`}
+      ${notice && html`<p class="notice" role="status">${notice}</p>`}
+      ${
+        status &&
+        html`<p>
+            Key provider <strong>${status.provider}</strong>, wrapped by ${status.wrapped_by}.
+            ${' '}Active version <strong>${status.active_version}</strong>.
+            ${status.unreadable > 0 && html` <span class="error">${status.unreadable} record(s) unreadable.</span>`}
+          </p>
+          <table class="keyring">
+            <thead><tr><th scope="col">Version</th><th scope="col">Created</th><th scope="col">Secrets</th><th scope="col">Configs</th></tr></thead>
+            <tbody>
+              ${status.versions.map(
+                (v) => html`<tr>
+                  <td>${v.version}${v.active ? ' (active)' : ''}</td>
+                  <td>${new Date(v.created_at).toLocaleString()}</td>
+                  <td>${v.secrets}</td>
+                  <td>${v.configs}</td>
+                </tr>`,
+              )}
+            </tbody>
+          </table>`
+      }
+      <h2>Rewrap</h2>
+      ${
+        rewrap &&
+        html`<p role="status">
+            ${
+              rewrap.running
+                ? `Rewrapping to version ${rewrap.target_version}: ${rewrap.examined} of ${rewrap.total} examined, ${rewrap.rewrapped} rewrapped, ${rewrap.failed} failed.`
+                : rewrap.finished_at
+                  ? `The last rewrap finished at ${new Date(rewrap.finished_at).toLocaleString()}: ${rewrap.rewrapped} rewrapped, ${rewrap.failed} failed.`
+                  : 'No rewrap has run.'
+            }
+          </p>
+          ${rewrap.running && html`<progress max="100" value=${progress} aria-label="Rewrap progress">${progress}%</progress>`}`
+      }
+      ${
+        manage
+          ? html`<h2>Change</h2>
+              <p class="hint">Rotate makes a new active version for new records; rewrap moves older records to it; retire removes versions no record uses any more.</p>
+              ${ask('rotate', 'Make a new keyring version the active one? New records are sealed with it at once.', 'Rotate')}
+              ${ask('rewrap', 'Rewrap every record sealed with an older version to the active one? It runs in the background.', 'Start rewrap')}
+              ${ask('retire', 'Remove every keyring version that no record uses any more? A retired version cannot come back.', 'Retire unused versions')}`
+          : html`<p class="hint">Changing the keyring needs the manage_keyring privilege (root).</p>`
+      }
+    </section>
+  `;
+}
