@@ -21,12 +21,15 @@ export function hasCommit(commit: string): boolean {
   }
 }
 
-/** Extracts `commit`'s src, bench, config and build files into `into` and compiles them there (into/dist). */
+/**
+ * Extracts `commit`'s src, bench, test, config and build files into `into` and compiles them there
+ * (into/dist). The tests come too: benchmarks use their support (test/support: a JWT issuer, say).
+ */
 export function buildCommit(commit: string, into: string): void {
   mkdirSync(into, { recursive: true });
   const archive = execFileSync(
     'git',
-    ['archive', commit, 'src', 'bench', 'config', 'package.json', 'tsconfig.json'],
+    ['archive', commit, 'src', 'bench', 'test', 'config', 'package.json', 'tsconfig.json'],
     { cwd: REPO, maxBuffer: 64 << 20 },
   );
   execFileSync('tar', ['-x', '-C', into], { input: archive });

@@ -32,6 +32,7 @@ import type { OutcomeSink } from './http/outcome.js';
 import { KeyChanges, type KeyRef } from './kv/key-changes.js';
 import { KvService } from './kv/kv-service.js';
 import type { OperatorEvents } from './model/operator-events.js';
+import { CofferMetrics } from './observe/metrics.js';
 import { AuditReview } from './operator/audit-review.js';
 import { parseDuration, startAutoRotation } from './operator/auto-rotate.js';
 import { HealthCheck } from './operator/health.js';
@@ -70,6 +71,11 @@ export interface StartOptions {
    * and telling of theirs, to wake the requests waiting for them (kv/key-changes.ts).
    */
   readonly peers?: KeyPeers;
+  /**
+   * Given this process's metrics once they exist, how the server's are read as Prometheus text (a worker asks
+   * its supervisor for every worker's, summed: server/metrics-cluster.ts); default this process's alone.
+   */
+  readonly serverMetrics?: (metrics: CofferMetrics) => () => Promise<string>;
 }
 
 /** How a server process tells its siblings of a key it changed, and hears of theirs. */
@@ -215,7 +221,21 @@ export async function startCoffer(
       leewaySeconds: config.login.leeway_seconds,
       now,
     });
+    const metrics = new CofferMetrics();
+    metrics.sources.kvWaitsHeld = () => changes.size;
+    metrics.sources.keyring = () => ({
+      generation: keyring.generation,
+      activeVersion: keyring.current().activeVersion,
+    });
+    metrics.sources.rewrap = async () => {
+      const state = await rewrapper.state().catch(() => null);
+      return state
+        ? { running: rewrapper.running(state), examined: state.examined, total: state.total }
+        : undefined;
+    };
     const app = buildHttpApp({
+      metrics,
+      metricsText: options.serverMetrics?.(metrics) ?? (() => metrics.text()),
       failureRate: new FailureRate(
         { burst, perSecond },
         { burst: burst * 10, perSecond: perSecond * 10 },

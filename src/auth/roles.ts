@@ -21,6 +21,8 @@ export const BUILT_IN_ROLES: RoleTable = {
   writer: [{ namespaces: ['*'], actions: ['read', 'list', 'write'], types: ['config', 'secret'] }],
   reader: [{ namespaces: ['*'], actions: ['read', 'list'], types: ['config', 'secret'] }],
   'config-reader': [{ namespaces: ['*'], actions: ['read', 'list'], types: ['config'] }],
+  // For Prometheus: the metrics (GET /v1/sys/metrics), and nothing of any namespace.
+  metrics: [],
 };
 
 /**
@@ -30,11 +32,12 @@ export const BUILT_IN_ROLES: RoleTable = {
  *                                                                     rights, listed as its children
  *   list_tokens     list tokens (metadata only)       manage_keyring  rotate, rewrap, retire, migrate
  *   read_keyring    keyring status, rewrap progress   read_audit      the audit log and the seal report
- *   manage_roles    custom roles and login roles
+ *   manage_roles    custom roles and login roles       read_metrics    GET /v1/sys/metrics
  */
 export const ROLE_PRIVILEGES: Readonly<Record<string, readonly Privilege[]>> = {
   auditor: ['list_tokens', 'read_keyring', 'read_audit'],
   admin: ['create_tokens'],
+  metrics: ['read_metrics'],
 };
 
 /** `root` names the root token's identity; it is never a role a token can be given. */

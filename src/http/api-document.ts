@@ -28,6 +28,7 @@ export function apiDocument(maxTtl: number): object {
     consoleIdleTimeoutSeconds: 900,
     tls: false,
     now: Date.now,
+    metricsText: nothingServed,
     roles: nothingServed,
     loginGate: nothingServed,
     sys: { rewrapper: nothingServed, operations: nothingServed },

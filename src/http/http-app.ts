@@ -13,6 +13,7 @@ import type { FailureSummary } from '../audit/failure-summary.js';
 import type { Authenticator } from '../auth/authenticator.js';
 import type { FailureRate } from '../auth/failure-rate.js';
 import { AppError } from '../errors.js';
+import type { CofferMetrics } from '../observe/metrics.js';
 import { authenticate } from './authenticate.js';
 import { clientAddressOf } from './client-address.js';
 import { clientErrorListener } from './client-errors.js';
@@ -53,6 +54,8 @@ export interface HttpAppDeps extends Omit<RouteDeps, 'respond' | 'recordIntent' 
   readonly trustedProxies: readonly string[];
   /** How long a whole request may take (COFFER_REQUEST_TIMEOUT), for the 408's detail. */
   readonly requestTimeoutSeconds: number;
+  /** Where every answer and every audit entry's write time is counted. */
+  readonly metrics?: CofferMetrics;
 }
 
 /** What the HTTP server is given: the request listener, and the answers to what Node cannot parse. */
@@ -68,10 +71,22 @@ export function bodyLimit(maxValueBytes: number): number {
 
 export function buildHttpApp(deps: HttpAppDeps): HttpApp {
   const { audit } = deps;
+  const { metrics } = deps;
   const respond = createResponder(
     audit ? requestAuditor(audit, deps.failureSummary, deps.now) : undefined,
     deps.tls,
     audit ? () => unrecorded(audit) : undefined,
+    metrics && {
+      sent(res, status) {
+        const started = res.locals.startedAt;
+        metrics.answered(
+          res.locals.audit?.action ?? res.locals.action ?? 'none',
+          status,
+          started === undefined ? 0 : (performance.now() - started) / 1000,
+        );
+      },
+      audited: (seconds) => metrics.auditWrite.observe(seconds),
+    },
   );
   const recordIntent = intentRecorder(deps.audit, respond.requestId);
 

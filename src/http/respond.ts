@@ -127,10 +127,17 @@ const UNAVAILABLE = new AppError(
  * failed was storing the log's copy in the database. (A write the handler already committed stays
  * committed: its entry is written as soon as the audit log can be written again.)
  */
+/** Told of every answer sent, and of how long each audit entry took to be durable (the metrics). */
+export interface ResponseObserver {
+  sent(res: Response, status: number): void;
+  audited(seconds: number): void;
+}
+
 export function createResponder(
   auditor?: ResponseAuditor,
   tls = false,
   refusal: () => AppError = () => UNAVAILABLE,
+  observer?: ResponseObserver,
 ): Responder {
   const common = securityHeaders(tls);
   const requestIds = new PooledIds(16);
@@ -149,6 +156,7 @@ export function createResponder(
     if (extra) for (const [name, value] of extra) headers.push(name, value);
     res.writeHead(status, headers);
     res.end(body);
+    observer?.sent(res, status);
   };
   const requestId = (res: Response): string => {
     res.locals.requestId ??= requestIds.next();
@@ -179,10 +187,12 @@ export function createResponder(
         id,
       );
     };
-    auditor(res, status, id).then(
-      (recorded) => (recorded ? send(res, status, contentType, body, extra, id) : refuse()),
-      refuse,
-    );
+    const asked = observer ? performance.now() : 0;
+    auditor(res, status, id).then((recorded) => {
+      observer?.audited((performance.now() - asked) / 1000);
+      if (recorded) send(res, status, contentType, body, extra, id);
+      else refuse();
+    }, refuse);
   };
   return {
     requestId,

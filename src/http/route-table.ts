@@ -22,6 +22,7 @@ import { consoleOidcOperations } from './routes/console-oidc.js';
 import { type HealthRouteDeps, healthOperations } from './routes/health.js';
 import { kvOperations } from './routes/kv.js';
 import { type LoginGate, loginOperations } from './routes/login.js';
+import { metricsOperations } from './routes/metrics.js';
 import { roleOperations } from './routes/roles.js';
 import { type SysRouteDeps, sysOperations } from './routes/sys.js';
 
@@ -33,6 +34,8 @@ export interface RouteDeps {
   /** The web console's sessions and their cookie. */
   readonly consoleCookies: ConsoleCookies;
   readonly consoleIdleTimeoutSeconds: number;
+  /** The server's metrics as Prometheus text (summed over its workers). */
+  readonly metricsText: () => Promise<string>;
   /** Served over TLS (the console's cookies are Secure then). */
   readonly tls: boolean;
   readonly now: () => number;
@@ -85,6 +88,7 @@ export function routeTable(deps: RouteDeps): Operation[] {
       }),
       ...sysOperations({ ...deps.sys, respond }),
       ...roleOperations({ roles: deps.roles, maxTtl: deps.maxTtl, respond }),
+      ...metricsOperations({ metricsText: deps.metricsText, respond }),
       ...healthOperations({ health: deps.health, respond }),
       ...auditOperations({ review: deps.review, respond }),
     ],

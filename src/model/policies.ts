@@ -27,6 +27,7 @@ export const PRIVILEGES = [
   'read_keyring',
   'read_audit',
   'manage_roles',
+  'read_metrics',
 ] as const;
 export type Privilege = (typeof PRIVILEGES)[number];
 
@@ -36,6 +37,7 @@ export const GRANTABLE_PRIVILEGES = [
   'list_tokens',
   'read_keyring',
   'read_audit',
+  'read_metrics',
 ] as const satisfies readonly Privilege[];
 
 /** What a role's or a login role's name may be. */

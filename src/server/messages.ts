@@ -5,5 +5,16 @@ export type KeyChanged = {
   readonly namespace: string;
   readonly key: string;
 };
-export type WorkerMessage = { readonly type: 'ready'; readonly url: string } | KeyChanged;
-export type SupervisorMessage = { readonly type: 'shutdown' } | KeyChanged;
+/** The server's metrics, asked for by a worker (for GET /v1/sys/metrics) and answered by the supervisor. */
+export type MetricsRequest = { readonly type: 'metrics.request'; readonly id: number };
+export type MetricsAnswer = {
+  readonly type: 'metrics.answer';
+  readonly id: number;
+  readonly text?: string;
+  readonly error?: string;
+};
+export type WorkerMessage =
+  | { readonly type: 'ready'; readonly url: string }
+  | KeyChanged
+  | MetricsRequest;
+export type SupervisorMessage = { readonly type: 'shutdown' } | KeyChanged | MetricsAnswer;

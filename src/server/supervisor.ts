@@ -19,6 +19,7 @@ import {
   startScheduledSnapshots,
 } from '../operator/scheduled-snapshots.js';
 import type { SupervisorMessage, WorkerMessage } from './messages.js';
+import { clusterMetrics } from './metrics-cluster.js';
 
 const SHUTDOWN_GRACE_MS = 15_000;
 const MAX_RESTART_DELAY_MS = 10_000;
@@ -54,6 +55,7 @@ export async function runSupervisor(
   const tell = (worker: Worker, message: SupervisorMessage): void =>
     void worker.send(message, undefined, undefined, () => undefined);
 
+  const metricsText = clusterMetrics();
   const fork = (): Worker => {
     const worker = cluster.fork();
     live.add(worker);
@@ -68,6 +70,13 @@ export async function runSupervisor(
         // A worker that was still starting when the shutdown began is told now: told earlier, before
         // it listened, it would not have heard.
         if (stopping) tell(worker, { type: 'shutdown' });
+      } else if (message?.type === 'metrics.request') {
+        const { id } = message;
+        metricsText().then(
+          (text) => tell(worker, { type: 'metrics.answer', id, text }),
+          (err: unknown) =>
+            tell(worker, { type: 'metrics.answer', id, error: (err as Error).message }),
+        );
       } else if (message?.type === 'kv.changed') {
         // A key one worker changed wakes the waits of the others (kv/key-changes.ts).
         const { namespace, key } = message;

@@ -6,13 +6,15 @@
 import type { Logger } from 'pino';
 import { type RunningCoffer, startCoffer } from '../app.js';
 import type { CofferConfig } from '../config/schema.js';
-import type { SupervisorMessage, WorkerMessage } from './messages.js';
+import type { MetricsAnswer, SupervisorMessage, WorkerMessage } from './messages.js';
+import { workerMetrics } from './metrics-cluster.js';
 
 export async function runWorker(config: CofferConfig, log: Logger): Promise<void> {
   // A supervisor gone away ends this worker through 'disconnect'; a message that cannot reach it is no news.
   const send = (message: WorkerMessage): void =>
     void process.send?.(message, undefined, undefined, () => undefined);
   const heard = new Set<(ref: { namespace: string; key: string }) => void>();
+  const metricsAnswers = new Set<(answer: MetricsAnswer) => void>();
 
   let app: RunningCoffer | undefined;
   let stopping = false;
@@ -35,6 +37,8 @@ export async function runWorker(config: CofferConfig, log: Logger): Promise<void
     if (message?.type === 'shutdown') stop();
     else if (message?.type === 'kv.changed')
       for (const listener of heard) listener({ namespace: message.namespace, key: message.key });
+    else if (message?.type === 'metrics.answer')
+      for (const listener of metricsAnswers) listener(message);
   });
   process.on('disconnect', stop);
   process.on('SIGTERM', stop);
@@ -48,6 +52,7 @@ export async function runWorker(config: CofferConfig, log: Logger): Promise<void
       publish: ({ namespace, key }) => send({ type: 'kv.changed', namespace, key }),
       subscribe: (listener) => heard.add(listener),
     },
+    serverMetrics: workerMetrics(send, metricsAnswers),
   });
   if (stopping) close(app);
   else send({ type: 'ready', url: app.url });

@@ -218,11 +218,14 @@ function checkBody(
       `content type "${type}" where the document declares ${Object.keys(content).join(', ')}`,
     );
   let body: unknown;
-  try {
-    body = JSON.parse(answer.text);
-  } catch {
-    fail(answer, 'a body that is not JSON');
-  }
+  // A text answer (Prometheus' metrics) is its text, checked against a string schema.
+  if (type === 'text/plain') body = answer.text;
+  else
+    try {
+      body = JSON.parse(answer.text);
+    } catch {
+      fail(answer, 'a body that is not JSON');
+    }
   const ref = pointer([...at, 'content', type, 'schema']);
   let validate = api.validators.get(ref);
   if (validate === undefined) {
