@@ -336,6 +336,7 @@ describe('token API', () => {
           'read_keyring',
           'read_audit',
           'manage_roles',
+          'read_metrics',
         ],
       });
     });

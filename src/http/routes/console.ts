@@ -1,8 +1,8 @@
 /**
- * /v1/console/sign-in, /v1/console/session and /v1/console/sign-out: the web console's sign-in, its
- * session, and its sign-out (auth/console-sessions.ts,
- * http/console-cookie.ts). The token a person signs in with is sent once, in the body; from then on the
- * browser holds only the session cookie, and the page's script only the session's CSRF token.
+ * /v1/console/sign-in, /v1/console/session and /v1/console/sign-out: the web console's sign-in with a token,
+ * its session, and its sign-out (auth/console-sessions.ts, http/console-cookie.ts; the sign-in through an
+ * OpenID Provider is console-oidc.ts). The token a person signs in with is sent once, in the body; from then
+ * on the browser holds only the session cookie, and the page's script only the session's CSRF token.
  */
 import type { Response } from 'express';
 import type { Principal } from '../../auth/principal.js';
