@@ -35,7 +35,7 @@ function page(route: Route, privileges: ReadonlySet<string>) {
     case 'key':
       return html`<${KeyView} namespace=${route.namespace} keyName=${route.key} />`;
     case 'tokens':
-      return html`<${TokensView} />`;
+      return html`<${TokensView} listRoles=${privileges.has('manage_roles')} />`;
     case 'roles':
       return html`<${RolesView} />`;
     case 'keyring':

@@ -39,7 +39,7 @@ function scopesOf(text: string) {
   return scopes.every((s) => s !== undefined) ? scopes : undefined;
 }
 
-export function TokensView() {
+export function TokensView({ listRoles }: { listRoles: boolean }) {
   const [tokens, setTokens] = useState<Token[]>([]);
   const [roles, setRoles] = useState<string[]>([]);
   const [made, setMade] = useState<{ token: string; id: string } | undefined>(undefined);
@@ -51,8 +51,16 @@ export function TokensView() {
   async function load(): Promise<void> {
     try {
       setTokens((await api<{ tokens: Token[] }>('GET', '/v1/auth/tokens')).tokens);
-      const list = await api<{ roles: Role[] }>('GET', '/v1/sys/roles').catch(() => undefined);
-      if (list) setRoles(list.roles.map((r) => r.name).filter((n) => n !== 'root'));
+      // Listing roles needs manage_roles; a token that may only create tokens is offered the built-in ones
+      // (without asking: a refused request would log an error in the browser's console).
+      const list = listRoles
+        ? await api<{ roles: Role[] }>('GET', '/v1/sys/roles').catch(() => undefined)
+        : undefined;
+      setRoles(
+        list
+          ? list.roles.map((r) => r.name).filter((n) => n !== 'root')
+          : ['admin', 'writer', 'reader', 'config-reader', 'auditor', 'metrics'],
+      );
       setError(undefined);
     } catch (err) {
       setError(messageOf(err));

@@ -81,6 +81,10 @@ describe('the web console in Chromium', function () {
     );
     expect(storage).to.not.include(admin);
     expect(await page.evaluate(() => document.cookie)).to.equal('');
+    // An admin may create tokens but not list roles: it is offered the built-in ones.
+    await page.getByRole('link', { name: 'Tokens' }).click();
+    await page.getByRole('option', { name: 'reader', exact: true }).waitFor({ state: 'attached' });
+    await page.getByRole('link', { name: 'Browse' }).click();
 
     await page.getByRole('link', { name: 'payments/' }).click();
     await page.getByRole('link', { name: 'prod/' }).click();
