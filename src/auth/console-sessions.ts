@@ -11,7 +11,8 @@
  *   compared in constant time, beside the SameSite=Strict cookie.
  * - Use is written back at most once per tenth of the idle timeout, so a busy page costs few writes.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { sameText } from '../crypto/constant-time.js';
 import { randomBytes } from '../crypto/random.js';
 import type { RootRecord } from '../model/tokens.js';
 import type {
@@ -54,8 +55,25 @@ export class ConsoleSessions {
     address: string,
     via: ConsoleSessionRecord['via'],
   ): Promise<ConsoleSession & { readonly sessionId: string }> {
-    const { authenticator, now, maxLifetimeMs, records, root } = this.deps;
-    const principal = await authenticator.authenticate(value, address);
+    return this.open(await this.deps.authenticator.authenticate(value, address), via);
+  }
+
+  /**
+   * A new session acting as token `id`, which this server has just made (an OIDC sign-in's): its secret
+   * needs no second verification.
+   */
+  async signInAs(
+    id: string,
+    via: ConsoleSessionRecord['via'],
+  ): Promise<ConsoleSession & { readonly sessionId: string }> {
+    return this.open(await this.deps.authenticator.principalForId(id), via);
+  }
+
+  private async open(
+    principal: Principal,
+    via: ConsoleSessionRecord['via'],
+  ): Promise<ConsoleSession & { readonly sessionId: string }> {
+    const { now, maxLifetimeMs, records, root } = this.deps;
     const sessionId = randomBytes(32).toString('base64url');
     const at = now();
     const record: ConsoleSessionRecord = {
@@ -103,10 +121,7 @@ export class ConsoleSessions {
 
   /** Whether `presented` is the session's CSRF token (constant time). */
   static csrfMatches(record: ConsoleSessionRecord, presented: string | undefined): boolean {
-    if (presented === undefined) return false;
-    const a = Buffer.from(record.csrf);
-    const b = Buffer.from(presented);
-    return a.length === b.length && timingSafeEqual(a, b);
+    return presented !== undefined && sameText(record.csrf, presented);
   }
 
   private async principalOf(record: ConsoleSessionRecord): Promise<Principal> {

@@ -7,13 +7,14 @@
  * `coffer logout` revokes it and removes it.
  */
 import { spawn } from 'node:child_process';
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 import { Coffer } from '../client/coffer.js';
 import { CofferError } from '../client/errors.js';
 import type { CreatedToken } from '../client/index.js';
+import { sameText } from '../crypto/constant-time.js';
 import { CliError, EXIT } from './exit-codes.js';
 import { durationOption } from './fallback.js';
 import { explain } from './session.js';
@@ -87,12 +88,6 @@ function openBrowser(url: string): boolean {
 }
 
 const random = (): string => randomBytes(32).toString('base64url');
-
-function sameText(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
-}
 
 const escapeHtml = (text: string): string =>
   text.replace(

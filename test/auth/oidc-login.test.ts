@@ -214,6 +214,12 @@ describe('OIDC sign-in for people (POST /v1/auth/login/oidc/start, /callback)', 
     expect(await entryOf(c, refused)).to.include({ reason: 'role_not_granted' });
   });
 
+  it('refuses to delete a role a login role’s group_roles names, unless forced', async () => {
+    const res = await c.call('DELETE', '/v1/sys/roles/payments-reader');
+    expect(res.status, res.text).to.equal(409);
+    expect(res.body.detail).to.include('"people"');
+  });
+
   it('refuses a person whose groups give no role when the login role gives none beside them', async () => {
     const { checks, url } = await signedIn('people', 'carol');
     const res = await callback('people', checks, url);

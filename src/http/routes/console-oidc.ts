@@ -13,11 +13,12 @@
  * Any failure goes back to the console (/ui/#/sign-in-failed/<reason>), which says what to do; the reason
  * is also in the audit entry.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { parseCookie, stringifySetCookie } from 'cookie';
 import type { Request, Response } from 'express';
 import { LoginRefused } from '../../auth/jwt-login.js';
 import type { OidcLogin } from '../../auth/oidc-login.js';
+import { sameText } from '../../crypto/constant-time.js';
 import { randomBytes } from '../../crypto/random.js';
 import { AppError } from '../../errors.js';
 import { ROLE_NAME } from '../../model/policies.js';
@@ -58,15 +59,12 @@ const LOCATION = {
 
 const random = (): string => randomBytes(32).toString('base64url');
 
-function sameText(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
-}
-
 export function consoleOidcOperations(deps: ConsoleOidcDeps): Operation[] {
   const { cookies, oidc, loginGate, respond, recordIntent, tls, now } = deps;
   const pendingName = tls ? '__Secure-coffer_oidc' : 'coffer_oidc';
+  /** Where the provider sends the person back: this server as the browser reached it. */
+  const callbackOf = (req: Request): string =>
+    `${tls ? 'https' : 'http'}://${req.headers.host ?? ''}${CALLBACK}`;
 
   const setPending = (res: Response, value: string, maxAge: number) =>
     res.setHeader(
@@ -166,7 +164,7 @@ export function consoleOidcOperations(deps: ConsoleOidcDeps): Operation[] {
         const { auth_url } = await oidc.start(
           role,
           {
-            redirect_uri: `${tls ? 'https' : 'http'}://${req.headers.host ?? ''}${CALLBACK}`,
+            redirect_uri: callbackOf(req),
             code_challenge: createHash('sha256').update(pending.verifier).digest('base64url'),
             state: pending.state,
             nonce: pending.nonce,
@@ -228,7 +226,7 @@ export function consoleOidcOperations(deps: ConsoleOidcDeps): Operation[] {
         const created = await oidc.callback(
           pending.role,
           {
-            redirect_uri: `${tls ? 'https' : 'http'}://${req.headers.host ?? ''}${CALLBACK}`,
+            redirect_uri: callbackOf(req),
             code: query.code,
             state: pending.state,
             ...(query.iss === undefined ? {} : { iss: query.iss }),
@@ -239,11 +237,7 @@ export function consoleOidcOperations(deps: ConsoleOidcDeps): Operation[] {
           facts,
           (id) => recordIntent(res, { action: 'token.create', subject_token_id: id }),
         );
-        const signedIn = await cookies.sessions.signIn(
-          created.token,
-          res.locals.client ?? '',
-          'oidc',
-        );
+        const signedIn = await cookies.sessions.signInAs(created.id, 'oidc');
         auditTarget(res, { ...facts, subject_token_id: created.id });
         res.locals.principal = signedIn.principal;
         res.locals.console = signedIn;
