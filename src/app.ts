@@ -38,6 +38,7 @@ import { parseDuration, startAutoRotation } from './operator/auto-rotate.js';
 import { HealthCheck } from './operator/health.js';
 import { KeyringOperations } from './operator/keyring-operations.js';
 import { Rewrapper } from './operator/rewrap.js';
+import { listSnapshots } from './operator/scheduled-snapshots.js';
 import { followChanges } from './startup/follow-changes.js';
 import { followKeyring } from './startup/keyring-follower.js';
 import { type AuditOpening, openAuditLog, recoverAuditLog } from './startup/open-audit.js';
@@ -221,7 +222,19 @@ export async function startCoffer(
       leewaySeconds: config.login.leeway_seconds,
       now,
     });
-    const metrics = new CofferMetrics();
+    const { dir: snapshotDir, every: snapshotEvery, keep } = config.snapshot;
+    const snapshots =
+      snapshotDir !== null && snapshotEvery !== null
+        ? { dir: snapshotDir, every: snapshotEvery, everyMs: parseDuration(snapshotEvery)!, keep }
+        : null;
+    const metrics = new CofferMetrics({ postgres: store.shared, snapshots: snapshots !== null });
+    if (snapshots)
+      metrics.sources.newestSnapshot = async () => (await listSnapshots(snapshots.dir))[0]?.takenAt;
+    store.observeWrites({
+      written: (seconds) => metrics.storageWrite.observe(seconds),
+      committed: (writes) => metrics.commitWrites.observe(writes),
+    });
+    metrics.sources.storage = () => store.storageGauges();
     metrics.sources.kvWaitsHeld = () => changes.size;
     metrics.sources.keyring = () => ({
       generation: keyring.generation,
@@ -285,6 +298,7 @@ export async function startCoffer(
         ...(audit ? { audit } : {}),
         ...(disk ? { disk } : {}),
       }),
+      snapshots,
       sys: {
         rewrapper,
         operations: new KeyringOperations({

@@ -352,6 +352,24 @@ export const CoreSettings = Type.Object(
           'a web console session ends this long (seconds) after sign-in however much it is used, and never outlives the token behind it',
       }),
     }),
+    metrics: group({
+      port: Type.Unsafe<number | null>({
+        type: ['integer', 'null'],
+        minimum: 0,
+        maximum: 65535,
+        default: null,
+        env: 'COFFER_METRICS_PORT',
+        description:
+          'also serve the metrics at `http://<metrics host>:<port>/metrics`, without a token, for a Prometheus on a private network (0 = any free port). Unset: only `GET /v1/sys/metrics`, with a token that may `read_metrics` ([operations](operations.md))',
+      }),
+      host: Type.String({
+        minLength: 1,
+        default: '127.0.0.1',
+        env: 'COFFER_METRICS_HOST',
+        description:
+          'the address the metrics port listens on: anyone who reaches it reads the metrics, so keep it private',
+      }),
+    }),
     trusted_proxies: Type.Array(Type.String({ minLength: 1, maxLength: 64 }), {
       maxItems: 1000,
       default: [],

@@ -32,6 +32,7 @@ export function apiDocument(maxTtl: number): object {
     roles: nothingServed,
     loginGate: nothingServed,
     sys: { rewrapper: nothingServed, operations: nothingServed },
+    snapshots: null,
     health: nothingServed,
     review: nothingServed,
     maxTtl,

@@ -218,6 +218,27 @@ export const rewrapView = closed({
   finished_at: nullable(timestamp),
 });
 
+/** The scheduled snapshots: the schedule, and the snapshots its directory holds, newest first. */
+export const snapshotList = closed({
+  scheduled: Type.Boolean({
+    description: 'whether the server takes scheduled snapshots (COFFER_SNAPSHOT_DIR, _EVERY)',
+  }),
+  every: nullable(Type.String({ description: 'the interval, as configured (`6h`)' })),
+  keep: nullable(count),
+  next_at: nullable(timestamp),
+  snapshots: Type.Array(
+    closed({
+      name: Type.String(),
+      taken_at: Type.String({
+        format: 'date-time',
+        description: "the state it holds: its interval's start",
+      }),
+      written_at: timestamp,
+      bytes: count,
+    }),
+  ),
+});
+
 /** An audit entry: its place in its chain, its kind, and what that kind records. */
 export const auditEntry = Type.Object(
   {
@@ -469,6 +490,7 @@ export type ApiRotation = Static<typeof rotation>;
 export type ApiRetirement = Static<typeof retirement>;
 export type ApiMigration = Static<typeof migration>;
 export type ApiRewrap = Static<typeof rewrapView>;
+export type ApiSnapshotList = Static<typeof snapshotList>;
 export type ApiAuditPage = Static<typeof auditPage>;
 export type ApiVerification = Static<typeof verification>;
 export type ApiAuditPublicKey = Static<typeof auditPublicKey>;
@@ -500,6 +522,7 @@ export const NAMED_SCHEMAS: Readonly<Record<string, object>> = {
   Retirement: retirement,
   Migration: migration,
   RewrapProgress: rewrapView,
+  SnapshotList: snapshotList,
   AuditEntry: auditEntry,
   AuditPage: auditPage,
   AuditVerification: verification,

@@ -24,6 +24,7 @@ import { kvOperations } from './routes/kv.js';
 import { type LoginGate, loginOperations } from './routes/login.js';
 import { metricsOperations } from './routes/metrics.js';
 import { roleOperations } from './routes/roles.js';
+import { type SnapshotRouteDeps, snapshotOperations } from './routes/snapshots.js';
 import { type SysRouteDeps, sysOperations } from './routes/sys.js';
 
 export interface RouteDeps {
@@ -43,6 +44,8 @@ export interface RouteDeps {
   /** Refuses logins from an address past its failure rate, and holds back refused ones. */
   readonly loginGate: LoginGate;
   readonly sys: Omit<SysRouteDeps, 'respond'>;
+  /** The scheduled snapshots, when the server takes them. */
+  readonly snapshots: SnapshotRouteDeps['schedule'];
   readonly health: HealthRouteDeps['health'];
   readonly review: AuditReview;
   /** The longest lifetime a token may be given (seconds), for the token-creation schema. */
@@ -88,6 +91,7 @@ export function routeTable(deps: RouteDeps): Operation[] {
       }),
       ...sysOperations({ ...deps.sys, respond }),
       ...roleOperations({ roles: deps.roles, maxTtl: deps.maxTtl, respond }),
+      ...snapshotOperations({ schedule: deps.snapshots, now: deps.now, respond }),
       ...metricsOperations({ metricsText: deps.metricsText, respond }),
       ...healthOperations({ health: deps.health, respond }),
       ...auditOperations({ review: deps.review, respond }),

@@ -60,16 +60,16 @@ export class LabelledHistogram {
     private readonly label?: string,
   ) {}
 
-  observe(seconds: number, value = ''): void {
+  observe(amount: number, value = ''): void {
     let s = this.series.get(value);
     if (s === undefined) {
       s = { buckets: new Array<number>(this.bounds.length + 1).fill(0), sum: 0, count: 0 };
       this.series.set(value, s);
     }
     let i = 0;
-    while (i < this.bounds.length && seconds > this.bounds[i]!) i++;
+    while (i < this.bounds.length && amount > this.bounds[i]!) i++;
     s.buckets[i]! += 1;
-    s.sum += seconds;
+    s.sum += amount;
     s.count += 1;
   }
 

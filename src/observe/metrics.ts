@@ -7,6 +7,13 @@
  *   coffer_http_request_duration_seconds{operation}          their latency
  *   coffer_auth_failures_total                              refused authentications (401 and 429)
  *   coffer_audit_write_duration_seconds                     a request's audit entry until it is durable
+ *   coffer_storage_write_duration_seconds                   a storage write, asked for until durable
+ *   coffer_storage_commit_writes                            writes made durable by one commit (group commit)
+ *   coffer_snapshot_newest_timestamp_seconds                 with scheduled snapshots: the newest one's time
+ * and on PostgreSQL
+ *   coffer_storage_writes_queued                            writes waiting for a group commit
+ *   coffer_pg_pool_connections{state}, coffer_pg_pool_max, coffer_pg_pool_waiting
+ *   coffer_pg_notification_lag_seconds                      a probe notification, sent until heard
  *   coffer_kv_waits_held                                    reads held waiting for a change
  *   coffer_keyring_generation, coffer_keyring_active_version
  *   coffer_rewrap_running, coffer_rewrap_examined, coffer_rewrap_total
@@ -22,8 +29,26 @@ export interface RewrapFacts {
   readonly total: number;
 }
 
+/**
+ * The storage's state when scraped: what store/store.ts's storageGauges answers (storage/backend.ts's
+ * StorageGauges, the same shape; observe/ imports nothing of the server's, so it states what it reads).
+ */
+export interface StorageFacts {
+  readonly pool?: {
+    readonly max: number;
+    readonly busy: number;
+    readonly idle: number;
+    readonly waiting: number;
+  };
+  readonly writesQueued?: number;
+  readonly notificationLagSeconds?: number;
+}
+
 /** What the gauges read when scraped (each optional: a process that has no such part says nothing). */
 export interface MetricSources {
+  storage?: () => StorageFacts;
+  /** When the newest scheduled snapshot's state was taken (ms since the epoch); undefined: none yet. */
+  newestSnapshot?: () => Promise<number | undefined>;
   kvWaitsHeld?: () => number;
   keyring?: () => { generation: number; activeVersion: number };
   rewrap?: () => Promise<RewrapFacts | undefined>;
@@ -32,6 +57,8 @@ export interface MetricSources {
 const LATENCY_BUCKETS = [
   0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
 ];
+/** Writes per commit: a group holds at most 64 (storage/postgres-backend.ts); LMDB's may hold more. */
+const GROUP_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128];
 
 export class CofferMetrics {
   readonly registry = new Registry();
@@ -39,10 +66,15 @@ export class CofferMetrics {
   private readonly durations: LabelledHistogram;
   private readonly authFailures: Counter;
   readonly auditWrite: LabelledHistogram;
+  /** A storage write from asked for to durable; and the writes each commit made durable together. */
+  readonly storageWrite: LabelledHistogram;
+  readonly commitWrites: LabelledHistogram;
   /** The sources the gauges read; filled in by the parts that have them, as they start. */
   readonly sources: MetricSources = {};
 
-  constructor() {
+  /** `postgres`: the storage is PostgreSQL, whose pool, queue and notifications have gauges of their own. */
+  /** `snapshots`: the server takes scheduled snapshots, whose newest has a gauge. */
+  constructor(options: { readonly postgres?: boolean; readonly snapshots?: boolean } = {}) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry, prefix: 'coffer_' });
     this.requests = new StatusCounter(
@@ -61,7 +93,23 @@ export class CofferMetrics {
       "A request's audit entry, from written to durable",
       LATENCY_BUCKETS,
     );
-    for (const metric of [this.requests, this.durations, this.auditWrite])
+    this.storageWrite = new LabelledHistogram(
+      'coffer_storage_write_duration_seconds',
+      'A write to the storage, from asked for to durable (a group commit included)',
+      LATENCY_BUCKETS,
+    );
+    this.commitWrites = new LabelledHistogram(
+      'coffer_storage_commit_writes',
+      'Writes made durable by one commit: group commit shares a commit (one flush) among the writes asked for together',
+      GROUP_BUCKETS,
+    );
+    for (const metric of [
+      this.requests,
+      this.durations,
+      this.auditWrite,
+      this.storageWrite,
+      this.commitWrites,
+    ])
       this.registry.registerMetric(metric as never);
     this.authFailures = new Counter({
       name: 'coffer_auth_failures_total',
@@ -77,6 +125,18 @@ export class CofferMetrics {
         this.set(sources.kvWaitsHeld?.() ?? 0);
       },
     });
+    if (options.postgres) this.postgresGauges(registers);
+    if (options.snapshots)
+      new Gauge({
+        name: 'coffer_snapshot_newest_timestamp_seconds',
+        help: 'The state the newest scheduled snapshot holds (its interval start), in seconds since the epoch; 0 while there is none',
+        registers,
+        aggregator: 'max',
+        async collect() {
+          const newest = await sources.newestSnapshot?.().catch(() => undefined);
+          this.set(newest === undefined ? 0 : newest / 1000);
+        },
+      });
     new Gauge({
       name: 'coffer_keyring_generation',
       help: "The keyring's generation (grows with every change to it)",
@@ -112,6 +172,60 @@ export class CofferMetrics {
           if (r) this.set(read(r));
         },
       });
+  }
+
+  /** PostgreSQL's gauges: its pool, the writes waiting for a group, its notifications' lag. */
+  private postgresGauges(registers: Registry[]): void {
+    const sources = this.sources;
+    new Gauge({
+      name: 'coffer_storage_writes_queued',
+      help: 'Writes waiting for a group commit to take them (PostgreSQL)',
+      registers,
+      collect() {
+        const n = sources.storage?.().writesQueued;
+        if (n !== undefined) this.set(n);
+      },
+    });
+    new Gauge({
+      name: 'coffer_pg_pool_connections',
+      help: "PostgreSQL connections of the server's pools, by state (busy: checked out; idle: open, free)",
+      labelNames: ['state'],
+      registers,
+      collect() {
+        const pool = sources.storage?.().pool;
+        if (!pool) return;
+        this.set({ state: 'busy' }, pool.busy);
+        this.set({ state: 'idle' }, pool.idle);
+      },
+    });
+    new Gauge({
+      name: 'coffer_pg_pool_max',
+      help: "The most connections the server's pools open (COFFER_PG_POOL_SIZE per worker)",
+      registers,
+      collect() {
+        const pool = sources.storage?.().pool;
+        if (pool) this.set(pool.max);
+      },
+    });
+    new Gauge({
+      name: 'coffer_pg_pool_waiting',
+      help: 'Queries waiting for a free PostgreSQL connection',
+      registers,
+      collect() {
+        const pool = sources.storage?.().pool;
+        if (pool) this.set(pool.waiting);
+      },
+    });
+    new Gauge({
+      name: 'coffer_pg_notification_lag_seconds',
+      help: "A probe notification (sent every 10 s), from sent to heard on this server's listening connection; while one is unheard, how long it has been, if longer. The slowest worker's",
+      registers,
+      aggregator: 'max',
+      collect() {
+        const lag = sources.storage?.().notificationLagSeconds;
+        if (lag !== undefined) this.set(lag);
+      },
+    });
   }
 
   /** One answered request. */

@@ -119,6 +119,56 @@ export async function takeScheduledSnapshot(
   return { taken: true, file, summary, removed: await prune(options.dir, options.keep, now) };
 }
 
+/** A scheduled snapshot's file as the directory shows it. */
+export interface SnapshotFile {
+  readonly name: string;
+  /** The state it holds: the start of its interval (its name says it). */
+  readonly takenAt: number;
+  /** When its file was written whole. */
+  readonly writtenAt: number;
+  readonly bytes: number;
+}
+
+/**
+ * The scheduled snapshots in `dir`, newest first: files named as they are, never a `.partial` (a snapshot
+ * being written, or one whose run was killed). A directory not there yet holds none.
+ */
+export async function listSnapshots(dir: string): Promise<SnapshotFile[]> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
+  const files: SnapshotFile[] = [];
+  for (const name of names
+    .filter((n) => NAME.test(n))
+    .sort()
+    .reverse()) {
+    const facts = await stat(join(dir, name)).catch(() => undefined);
+    // Removed between the listing and now (pruned by a run): not there any more.
+    if (facts?.isFile())
+      files.push({ name, takenAt: timeOfName(name), writtenAt: facts.mtimeMs, bytes: facts.size });
+  }
+  return files;
+}
+
+/** The interval start a snapshot's name holds (`coffer-snapshot-20261125T060000000Z.snap`). */
+function timeOfName(name: string): number {
+  const d = /(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})(\d{3})Z/.exec(name)!;
+  const [y, mo, day, h, mi, s, ms] = d.slice(1).map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  return Date.UTC(y, mo - 1, day, h, mi, s, ms);
+}
+
 async function exists(path: string): Promise<boolean> {
   try {
     await stat(path);

@@ -20,6 +20,7 @@ import {
 } from '../operator/scheduled-snapshots.js';
 import type { SupervisorMessage, WorkerMessage } from './messages.js';
 import { clusterMetrics } from './metrics-cluster.js';
+import { listenForMetrics, type MetricsListener } from './metrics-listener.js';
 
 const SHUTDOWN_GRACE_MS = 15_000;
 const MAX_RESTART_DELAY_MS = 10_000;
@@ -37,6 +38,8 @@ export async function runSupervisor(
   readTls(config);
   await checkListenable(config);
   if (config.snapshot.dir !== null) ensureDirectory(config.snapshot.dir, 'COFFER_SNAPSHOT_DIR');
+  const metricsText = clusterMetrics();
+  const metricsListener = await listenOwnMetrics(config, metricsText, log);
   await prepareStore(config, { log, onGeneratedRootToken: options.onGeneratedRootToken });
   // Workers accept connections from the shared socket themselves. With node's default round-robin the
   // primary accepts and hands connections over, and those handed to a worker as it dies hang forever;
@@ -55,7 +58,6 @@ export async function runSupervisor(
   const tell = (worker: Worker, message: SupervisorMessage): void =>
     void worker.send(message, undefined, undefined, () => undefined);
 
-  const metricsText = clusterMetrics();
   const fork = (): Worker => {
     const worker = cluster.fork();
     live.add(worker);
@@ -127,6 +129,7 @@ export async function runSupervisor(
     await Promise.all(exited);
     clearTimeout(timer);
     await snapshotsStopped;
+    await metricsListener?.close();
     process.exit(exitCode);
   };
   process.on('SIGTERM', () => void shutdown(0));
@@ -160,4 +163,29 @@ export async function runSupervisor(
       keep,
     );
   }
+}
+
+/** The metrics' own address, when configured: bound before anything else starts, so a taken port refuses the start. */
+async function listenOwnMetrics(
+  config: CofferConfig,
+  metricsText: () => Promise<string>,
+  log: Logger,
+): Promise<MetricsListener | undefined> {
+  const { port, host } = config.metrics;
+  if (port === null) return undefined;
+  let listener: MetricsListener;
+  try {
+    listener = await listenForMetrics({ host, port }, metricsText, (err) =>
+      log.warn(
+        { event: 'metrics.failed', reason: err.message },
+        'the metrics could not be gathered',
+      ),
+    );
+  } catch (err) {
+    throw new Error(
+      `cannot listen for the metrics on ${host}:${port} (COFFER_METRICS_HOST, COFFER_METRICS_PORT): ${(err as Error).message}`,
+    );
+  }
+  log.info({ metrics_url: listener.url }, 'metrics listening (no token needed there)');
+  return listener;
 }

@@ -92,7 +92,43 @@ export interface StorageBackend {
    */
   putOwn(entries: readonly StorageEntry[]): Promise<void>;
 
+  /**
+   * Tells `observer` of every write from now on (for the metrics, observe/metrics.ts). Optional: a backend
+   * without it is simply not measured.
+   */
+  observeWrites?(observer: WriteObserver): void;
+
+  /** What a backend that has them can tell of its connections and notifications, when scraped. */
+  gauges?(): StorageGauges;
+
   close(): Promise<void>;
+}
+
+/** What a backend tells of its writes as they happen. */
+export interface WriteObserver {
+  /** A write (`atomic` or `putOwn`) that became durable, `seconds` after it was asked for. */
+  written(seconds: number): void;
+  /** One commit, and how many writes it made durable together (group commit: one flush for them all). */
+  committed(writes: number): void;
+}
+
+/** A backend's state as a scrape sees it (PostgreSQL's: its pool and its notifications). */
+export interface StorageGauges {
+  /** Its connection pool: the most it opens, in use, idle, and requests waiting for one. */
+  readonly pool?: {
+    readonly max: number;
+    readonly busy: number;
+    readonly idle: number;
+    readonly waiting: number;
+  };
+  /** Writes waiting for a group to take them (group commit), not yet sent to the database. */
+  readonly writesQueued?: number;
+  /**
+   * How long this server's last probe notification took from sent to heard on its listening connection
+   * (or, while one is unheard, how long it has been, if longer): how late other servers' changes arrive.
+   * Undefined before the first probe.
+   */
+  readonly notificationLagSeconds?: number;
 }
 
 /**

@@ -1,7 +1,14 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Database, open, type RootDatabase } from 'lmdb';
-import type { FollowingReads, KeyRange, Plan, StorageBackend, StorageEntry } from './backend.js';
+import type {
+  FollowingReads,
+  KeyRange,
+  Plan,
+  StorageBackend,
+  StorageEntry,
+  WriteObserver,
+} from './backend.js';
 import type { StoragePlugin } from './plugin.js';
 
 export interface LmdbOptions {
@@ -13,11 +20,16 @@ export interface LmdbOptions {
  * StorageBackend on an LMDB environment (lmdb-js). Writes go through lmdb-js's batched transactions,
  * so concurrent writes share one commit; with overlappingSync (lmdb-js's default on Linux) a commit's
  * promise resolves before its flush, so `atomic` also awaits `flushed` before reporting success.
+ * Observed (observeWrites), a commit's size is the number of writes whose flush completed in the same
+ * turn of the event loop: those lmdb-js committed and flushed together.
  */
 export class LmdbBackend implements StorageBackend, FollowingReads {
   readonly remote = false;
   private readonly root: RootDatabase;
   private readonly db: Database<Buffer, Buffer>;
+  private observer: WriteObserver | undefined;
+  /** Writes made durable in this turn of the event loop, so far (one flush's, observed). */
+  private flushedTogether = 0;
 
   constructor(options: LmdbOptions) {
     mkdirSync(options.path, { recursive: true, mode: 0o700 });
@@ -120,6 +132,7 @@ export class LmdbBackend implements StorageBackend, FollowingReads {
     keys: readonly Uint8Array[],
     plan: (current: readonly (Uint8Array | undefined)[]) => Plan<T>,
   ): Promise<T> {
+    const started = this.observer && performance.now();
     // The callback runs inside lmdb-js's write transaction. lmdb-js does not roll back a plain
     // transaction on a throw, so the plan runs to completion before the first write.
     const result = await this.db.transaction(() => {
@@ -131,7 +144,23 @@ export class LmdbBackend implements StorageBackend, FollowingReads {
       return decided.result;
     });
     await this.root.flushed;
+    if (started !== undefined) this.durable(started);
     return result;
+  }
+
+  observeWrites(observer: WriteObserver): void {
+    this.observer = observer;
+  }
+
+  /** One write durable: its time, and its share of the flush that made it so. */
+  private durable(started: number): void {
+    const observer = this.observer!;
+    observer.written((performance.now() - started) / 1000);
+    if (this.flushedTogether++ === 0)
+      setImmediate(() => {
+        observer.committed(this.flushedTogether);
+        this.flushedTogether = 0;
+      });
   }
 
   async putOwn(entries: readonly StorageEntry[]): Promise<void> {

@@ -33,8 +33,10 @@ import {
   type Plan,
   type StorageBackend,
   type StorageEntry,
+  type StorageGauges,
   StorageUnavailableError,
   type StorageWrite,
+  type WriteObserver,
 } from './backend.js';
 import { isRetryable, unavailable } from './postgres-errors.js';
 import { GroupSql, type Locks, nameOf, want } from './postgres-group-sql.js';
@@ -91,13 +93,14 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
   private readonly groupSql: GroupSql;
   /** Named (prepared) statements: parsed and planned once per connection, not per query. */
   private readonly sql: PreparedStatements;
+  private observer: WriteObserver | undefined;
 
   private constructor(
     private readonly pool: pg.Pool,
     private readonly table: string,
     announce: { readonly keys: readonly Uint8Array[]; readonly prefixes: readonly Uint8Array[] },
     private readonly listener: PostgresListener,
-    poolSize: number,
+    private readonly poolSize: number,
   ) {
     // Half the pool for transactions, the rest kept for reads; a group waits while that many are out.
     // Its keys are bounded too: each is an advisory lock in PostgreSQL's shared lock table (about
@@ -152,7 +155,9 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
       throw err;
     }
     const table = `"${options.schema}".records`;
-    const listener = new PostgresListener(connection, channelOf(table));
+    const listener = new PostgresListener(connection, channelOf(table), (channel, payload) =>
+      pool.query('SELECT pg_notify($1, $2)', [channel, payload]),
+    );
     return new PostgresBackend(
       pool,
       table,
@@ -278,6 +283,7 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
     plan: (current: readonly (Uint8Array | undefined)[]) => Plan<T>,
     expected?: readonly (Uint8Array | undefined)[],
   ): Promise<T> {
+    const started = this.observer && performance.now();
     const locks: Locks = new Map();
     let bytes = 0;
     try {
@@ -304,7 +310,13 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
         locks,
         size: locks.size,
         bytes,
-        resolve: resolve as (result: unknown) => void,
+        resolve:
+          started === undefined
+            ? (resolve as (result: unknown) => void)
+            : (result) => {
+                this.observer?.written((performance.now() - started) / 1000);
+                resolve(result as T);
+              },
         reject,
       }),
     );
@@ -336,6 +348,7 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
         for (const member of group) member.reject(cause);
         return;
       }
+      this.observer?.committed(outcomes.filter((o) => o.kind === 'done').length);
       outcomes.forEach((outcome, i) => {
         const member = group[i]!;
         if (outcome.kind === 'done') member.resolve(outcome.result);
@@ -352,10 +365,32 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
   /** One upsert outside a transaction block: PostgreSQL commits it on its own, durably, all or nothing. */
   async putOwn(entries: readonly StorageEntry[]): Promise<void> {
     if (entries.length === 0) return;
+    const started = this.observer && performance.now();
     await this.query(this.sql.upsert, [
       entries.map((e) => asBuffer(e.key)),
       entries.map((e) => asBuffer(e.value)),
     ]);
+    if (started === undefined) return;
+    this.observer?.written((performance.now() - started) / 1000);
+    this.observer?.committed(1);
+  }
+
+  observeWrites(observer: WriteObserver): void {
+    this.observer = observer;
+  }
+
+  gauges(): StorageGauges {
+    const lag = this.listener.lagSeconds();
+    return {
+      pool: {
+        max: this.poolSize,
+        busy: this.pool.totalCount - this.pool.idleCount,
+        idle: this.pool.idleCount,
+        waiting: this.pool.waitingCount,
+      },
+      writesQueued: this.writes.queued,
+      ...(lag === undefined ? {} : { notificationLagSeconds: lag }),
+    };
   }
 
   onChange(listener: ChangeListener): () => void {

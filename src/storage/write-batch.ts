@@ -35,6 +35,11 @@ export class WriteGroups<W extends Groupable> {
     private readonly run: (group: W[]) => Promise<void>,
   ) {}
 
+  /** Writes waiting for a group to take them. */
+  get queued(): number {
+    return this.waiting.length;
+  }
+
   add(write: W): void {
     this.waiting.push(write);
     if (!this.scheduled) {

@@ -10,7 +10,12 @@ import type { FileHandle } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import type { Keyring } from '../crypto/keyring.js';
 import type { KeyProvider } from '../keys/key-provider.js';
-import { hasChangeFeed, type StorageBackend } from '../storage/backend.js';
+import {
+  hasChangeFeed,
+  type StorageBackend,
+  type StorageGauges,
+  type WriteObserver,
+} from '../storage/backend.js';
 import { GENERATION_KEY, POLICIES_KEY } from '../storage/layout.js';
 import { openStorage, type StorageSettings, storeMayExist } from '../storage/registry.js';
 import { AuditRecords } from './audit-records.js';
@@ -76,6 +81,16 @@ export class Store {
   /** Opens the configured storage (creating nothing but what the backend needs to open). */
   static async open(settings: StorageSettings): Promise<Store> {
     return new Store(await openStorage(settings), settings.data_dir);
+  }
+
+  /** Tells `observer` of every write to the storage from now on (the metrics). */
+  observeWrites(observer: WriteObserver): void {
+    this.storage.observeWrites?.(observer);
+  }
+
+  /** The storage's pool and notifications, where it has them (PostgreSQL), as a scrape reads them. */
+  storageGauges(): StorageGauges {
+    return this.storage.gauges?.() ?? {};
   }
 
   /**

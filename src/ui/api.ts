@@ -52,6 +52,18 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
   return answer as T;
 }
 
+/** A GET whose answer is text (the metrics), not JSON. */
+export async function apiText(path: string): Promise<string> {
+  const res = await fetch(path, { credentials: 'same-origin', cache: 'no-store' });
+  if (!res.ok) {
+    const answer = (await res.json().catch(() => undefined)) as
+      | { code?: string; detail?: string }
+      | undefined;
+    throw new ApiError(res.status, answer?.code ?? 'error', answer?.detail ?? res.statusText);
+  }
+  return res.text();
+}
+
 /** A namespace or key in a path: each segment encoded. */
 export const pathOf = (namespace: string, key?: string): string =>
   `/v1/kv/${namespace.split('/').map(encodeURIComponent).join('/')}${key === undefined ? '' : `/${encodeURIComponent(key)}`}`;

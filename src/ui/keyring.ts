@@ -1,11 +1,14 @@
 /**
  * Admins: the keyring — its versions and how many records each seals, rotation, the rewrap of older records
  * to the active version with its progress followed live (once a second while it runs), and the retirement of
- * versions no record uses any more. Each action asks once more before it runs.
+ * versions no record uses any more. Each action asks once more before it runs. Below, the scheduled
+ * snapshots (snapshots.ts) and, for a session that may read the metrics, a few of them (server-figures.ts).
  */
 import { useEffect, useState } from 'preact/hooks';
 import { api, messageOf } from './api.js';
 import { html } from './html.js';
+import { ServerFigures } from './server-figures.js';
+import { Snapshots } from './snapshots.js';
 
 interface KeyringStatus {
   readonly provider: string;
@@ -31,7 +34,7 @@ interface Rewrap {
   readonly finished_at: string | null;
 }
 
-export function KeyringView({ manage }: { manage: boolean }) {
+export function KeyringView({ manage, metrics }: { manage: boolean; metrics: boolean }) {
   const [status, setStatus] = useState<KeyringStatus | undefined>(undefined);
   const [rewrap, setRewrap] = useState<Rewrap | undefined>(undefined);
   const [error, setError] = useState<string | undefined>(undefined);
@@ -150,6 +153,8 @@ export function KeyringView({ manage }: { manage: boolean }) {
               ${ask('retire', 'Remove every keyring version that no record uses any more? A retired version cannot come back.', 'Retire unused versions')}`
           : html`<p class="hint">Changing the keyring needs the manage_keyring privilege (root).</p>`
       }
+      <${Snapshots} />
+      ${metrics && html`<${ServerFigures} />`}
     </section>
   `;
 }

@@ -39,7 +39,10 @@ function page(route: Route, privileges: ReadonlySet<string>) {
     case 'roles':
       return html`<${RolesView} />`;
     case 'keyring':
-      return html`<${KeyringView} manage=${privileges.has('manage_keyring')} />`;
+      return html`<${KeyringView}
+        manage=${privileges.has('manage_keyring')}
+        metrics=${privileges.has('read_metrics')}
+      />`;
     case 'audit':
       return html`<${AuditView} />`;
     case 'seal-report':

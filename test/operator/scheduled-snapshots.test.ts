@@ -52,6 +52,28 @@ describe('scheduled snapshots (COFFER_SNAPSHOT_DIR, _EVERY, _KEEP)', function ()
           .at(-1)!,
       );
       expect(statSync(newest).mode & 0o777).to.equal(0o600);
+
+      // The API lists them, newest first (the console's keyring screen shows this), never a .partial.
+      const listed = await send(p.url, 'GET', '/v1/sys/snapshots', root);
+      expect(listed.status).to.equal(200);
+      expect(listed.body).to.include({ scheduled: true, every: '1s', keep: 2 });
+      expect(Date.parse(listed.body.next_at)).to.be.above(Date.now() - 1000);
+      const shown = listed.body.snapshots as { name: string; taken_at: string; bytes: number }[];
+      // A run may be between writing its snapshot and pruning: two or three.
+      expect(shown.length).to.be.within(2, 3);
+      for (const s of shown) {
+        expect(s.name).to.match(SNAPSHOT);
+        expect(s.bytes).to.be.above(0);
+      }
+      const taken = shown.map((s) => Date.parse(s.taken_at));
+      expect(taken).to.deep.equal([...taken].sort((x, y) => y - x));
+      expect(snapshotName(taken[0]!)).to.equal(shown[0]!.name);
+      const metrics = await send(p.url, 'GET', '/v1/sys/metrics', root);
+      const newestGauge = /^coffer_snapshot_newest_timestamp_seconds (\S+)$/m.exec(
+        metrics.body as string,
+      )?.[1];
+      expect(Number(newestGauge)).to.be.at.least(taken[0]! / 1000);
+
       const summary = await checkSnapshot(newest);
       expect(summary.records).to.be.greaterThan(0);
 
@@ -75,6 +97,32 @@ describe('scheduled snapshots (COFFER_SNAPSHOT_DIR, _EVERY, _KEEP)', function ()
       }
     } finally {
       await p.stop();
+    }
+  });
+
+  it('says when none are scheduled; listing them takes read_keyring', async () => {
+    const c = await startTestCoffer();
+    try {
+      const none = await c.call('GET', '/v1/sys/snapshots');
+      expect(none.status).to.equal(200);
+      expect(none.body).to.deep.equal({
+        scheduled: false,
+        every: null,
+        keep: null,
+        next_at: null,
+        snapshots: [],
+      });
+      expect(
+        (await c.call('GET', '/v1/sys/snapshots', { token: await c.token({ role: 'auditor' }) }))
+          .status,
+      ).to.equal(200);
+      expect(
+        (await c.call('GET', '/v1/sys/snapshots', { token: await c.token({ role: 'writer' }) }))
+          .status,
+      ).to.equal(403);
+      expect((await c.call('GET', '/v1/sys/metrics')).text).to.not.include('coffer_snapshot_');
+    } finally {
+      await c.close();
     }
   });
 

@@ -45,7 +45,18 @@ describe('Changes reach the other servers at once (PostgreSQL LISTEN/NOTIFY)', f
     }
   });
 
-  it('a change made while a server had lost its connection reaches it once the connection is back', async () => {
+  /**
+   * Servers A and B on one schema, B's connections through a relay that `cut` breaks (and `reconnect` lets
+   * through again); all three stopped after `test`.
+   */
+  async function withRelayedB(
+    test: (servers: {
+      a: TestCoffer;
+      b: TestCoffer;
+      cut: () => Promise<void>;
+      reconnect: () => Promise<void>;
+    }) => Promise<void>,
+  ): Promise<void> {
     const schema = testSchema();
     const relay = new Relay(new URL(PG_TEST_URL));
     await relay.start();
@@ -53,21 +64,45 @@ describe('Changes reach the other servers at once (PostgreSQL LISTEN/NOTIFY)', f
     const a = await startTestCoffer({ env: pgEnv(schema) });
     const b = await serverB(a, schema, relay.url());
     try {
-      const before = b.app.keyring.current().activeVersion;
-      await relay.cut();
-      const rotated = await a.call('POST', '/v1/sys/keyring/rotate');
-      expect(rotated.status).to.equal(200);
-      await new Promise((r) => setTimeout(r, 300));
-      expect(b.app.keyring.current().activeVersion).to.equal(before);
-      await relay.start(port);
-      await eventually(
-        () => b.app.keyring.current().activeVersion === rotated.body.active_version,
-        { interval: 10, what: 'B reading the keyring again after reconnecting' },
-      );
+      await test({ a, b, cut: () => relay.cut(), reconnect: () => relay.start(port) });
     } finally {
       await b.close();
       await a.close();
       await relay.cut();
     }
-  });
+  }
+
+  it('a change made while a server had lost its connection reaches it once the connection is back', () =>
+    withRelayedB(async ({ a, b, cut, reconnect }) => {
+      const before = b.app.keyring.current().activeVersion;
+      await cut();
+      const rotated = await a.call('POST', '/v1/sys/keyring/rotate');
+      expect(rotated.status).to.equal(200);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(b.app.keyring.current().activeVersion).to.equal(before);
+      await reconnect();
+      await eventually(
+        () => b.app.keyring.current().activeVersion === rotated.body.active_version,
+        { interval: 10, what: 'B reading the keyring again after reconnecting' },
+      );
+    }));
+
+  it("the metrics' notification lag grows while the listening connection is lost, and falls once it is back", () =>
+    withRelayedB(async ({ b, cut, reconnect }) => {
+      const lag = async (): Promise<number | undefined> => {
+        const text = (await b.call('GET', '/v1/sys/metrics')).text;
+        const line = text
+          .split('\n')
+          .find((l) => l.startsWith('coffer_pg_notification_lag_seconds '));
+        return line === undefined ? undefined : Number(line.split(' ')[1]);
+      };
+      await eventually(async () => ((await lag()) ?? 1) < 0.5, { what: 'a first probe heard' });
+      await cut();
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(await lag()).to.be.at.least(1.2);
+      await reconnect();
+      await eventually(async () => (await lag())! < 0.5, {
+        what: 'the lag falling after reconnecting',
+      });
+    }));
 });

@@ -1,11 +1,13 @@
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { expect } from 'chai';
 import type { Browser, Page } from 'playwright-core';
+import { snapshotName } from '../../src/operator/scheduled-snapshots.js';
 import { LAPTOP, launchChromium, PHONE, watchedPage } from '../support/browser.js';
-import { startTestCoffer, type TestCoffer } from '../support/harness.js';
+import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
 import { putPeopleLoginRole, TestOidcProvider } from '../support/oidc-provider.js';
 import { requirePackage } from '../support/system-packages.js';
 
@@ -317,10 +319,18 @@ describe('the web console’s tokens, roles, keyring and audit screens, in Chrom
   let c: TestCoffer;
   let browser: Browser;
   let auditor: string;
+  let snapshot: string;
 
   before(async function () {
     requirePackage(this, 'chromium');
-    c = await startTestCoffer();
+    // Scheduled snapshots: the keyring screen lists what the directory holds (a file named as one is).
+    const snapshots = join(tempDir(), 'snapshots');
+    mkdirSync(snapshots);
+    snapshot = snapshotName(Date.UTC(2026, 10, 24, 18));
+    writeFileSync(join(snapshots, snapshot), Buffer.alloc(3 * 1024));
+    c = await startTestCoffer({
+      env: { COFFER_SNAPSHOT_DIR: snapshots, COFFER_SNAPSHOT_EVERY: '6h' },
+    });
     auditor = await c.token({ role: 'auditor', metadata: { name: 'the-auditor' } });
     for (let i = 0; i < 30; i++) await c.put(`payments/prod/key_${i}`, `value-${i}`, 'secret');
     await c.call('PUT', '/v1/sys/roles/payments-reader', {
@@ -401,6 +411,16 @@ describe('the web console’s tokens, roles, keyring and audit screens, in Chrom
     await page.getByRole('button', { name: 'Start rewrap', exact: true }).click();
     // The progress is followed live until the rewrap says it finished.
     await page.getByText(/The last rewrap finished at .*: 30 rewrapped, 0 failed/).waitFor();
+    // The scheduled snapshots, and a few of the server's metrics (root may read them).
+    await page.getByText('One every 6h, the newest 7 kept').waitFor();
+    await page.getByRole('cell', { name: snapshot }).waitFor();
+    await page.getByRole('cell', { name: '3.0 KiB' }).waitFor();
+    const figures = page.getByRole('definition');
+    await page.getByRole('heading', { name: 'Server' }).waitFor();
+    await page.getByText('Storage write, mean').waitFor();
+    expect(await figures.allTextContents()).to.satisfy((all: string[]) =>
+      all.some((t) => /^\d+(\.\d+)? ms$/.test(t)),
+    );
     await check(page, 'keyring');
     const keyring = await c.call('GET', '/v1/sys/keyring');
     expect(
@@ -430,6 +450,10 @@ describe('the web console’s tokens, roles, keyring and audit screens, in Chrom
       await page.getByRole('link', { name: 'Seal report' }).click();
       await page.getByText('30 secrets sealed; 0 anomalies').waitFor();
       await check(page, 'seal-report');
+      // The keyring screen: status and snapshots, but not the metrics (an auditor may not read them).
+      await page.getByRole('link', { name: 'Keyring' }).click();
+      await page.getByRole('cell', { name: snapshot }).waitFor();
+      expect(await page.getByRole('heading', { name: 'Server' }).count()).to.equal(0);
       expect(errors.filter((e) => e.startsWith(c.url))).to.deep.equal([]);
       await context.close();
     }
