@@ -19,7 +19,8 @@ export const KV_HELP = `usage: coffer kv <command> [options]
                                         An argument shows in ps and your shell's history: prefer @FILE or stdin
                                         for secrets. --if-version N: only if the latest version is N (0: only
                                         if the key does not exist), else exit 6
-  ls [NS] [--json]                      the keys and child namespaces of NS (without NS: the top-level ones)
+  ls [NS] [--prefix P] [--json]         the keys and child namespaces of NS (without NS: the top-level ones);
+                                        --prefix P: only those whose names start with P
   rm NS/KEY [--if-version N]            delete the key and all its versions
   versions NS/KEY [--json]              the key's versions, oldest first
 
@@ -29,6 +30,7 @@ examples:
   coffer kv put payments/prod/log_level info --type config
   coffer kv get payments/prod/db_password --version 2
   coffer kv ls payments --json | jq -r '.keys[]'
+  coffer kv ls payments/prod --prefix db_
 `;
 
 export interface KvIo {
@@ -85,6 +87,7 @@ export async function kvCommand(args: string[], io: KvIo = defaultIo()): Promise
         version: { type: 'string' },
         type: { type: 'string' },
         'if-version': { type: 'string' },
+        prefix: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -108,7 +111,7 @@ export async function kvCommand(args: string[], io: KvIo = defaultIo()): Promise
       case 'put':
         return await put(coffer, io, path, rest, o.type, o['if-version'], o.json === true);
       case 'ls':
-        return await list(coffer, io, path, o.json === true);
+        return await list(coffer, io, path, o.prefix, o.json === true);
       case 'rm': {
         const { namespace, key } = keyPath(path);
         const ifVersion = version(o['if-version'], '--if-version');
@@ -190,12 +193,21 @@ async function put(
   return EXIT.ok;
 }
 
-async function list(coffer: Coffer, io: KvIo, namespace: string | undefined, asJson: boolean) {
+async function list(
+  coffer: Coffer,
+  io: KvIo,
+  namespace: string | undefined,
+  prefix: string | undefined,
+  asJson: boolean,
+) {
   const keys: string[] = [];
   const namespaces: string[] = [];
   let cursor: string | undefined;
   do {
-    const page = await coffer.list(namespace ?? '', cursor === undefined ? {} : { cursor });
+    const page = await coffer.list(namespace ?? '', {
+      ...(cursor === undefined ? {} : { cursor }),
+      ...(prefix === undefined ? {} : { prefix }),
+    });
     keys.push(...page.keys);
     namespaces.push(...page.namespaces);
     cursor = page.next_cursor ?? undefined;

@@ -84,6 +84,11 @@ export interface PageOptions {
   readonly signal?: AbortSignal;
 }
 
+export interface ListOptions extends PageOptions {
+  /** Only the keys and child namespaces whose names start with this (case-sensitive). */
+  readonly prefix?: string;
+}
+
 export interface AuditQuery extends PageOptions {
   readonly from?: string;
   readonly to?: string;
@@ -287,12 +292,15 @@ export class Coffer {
     });
   }
 
-  /** One page of a namespace's keys and child namespaces; '' lists the top-level namespaces. */
-  list(namespace: string, options: PageOptions = {}): Promise<ApiListing> {
+  /**
+   * One page of a namespace's keys and child namespaces ('' lists the top-level namespaces); with `prefix`,
+   * only those whose names start with it.
+   */
+  list(namespace: string, options: ListOptions = {}): Promise<ApiListing> {
     const path = namespace === '' ? '/v1/kv/' : `/v1/kv/${namespacePath(namespace)}/`;
     return this.call({
       method: 'GET',
-      path: path + query({ limit: options.limit, cursor: options.cursor }),
+      path: path + query({ limit: options.limit, cursor: options.cursor, prefix: options.prefix }),
       signal: options.signal,
     });
   }

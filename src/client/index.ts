@@ -29,6 +29,7 @@ export type {
 export type {
   AuditQuery,
   CofferOptions,
+  ListOptions,
   NamespaceValue,
   PageOptions,
   ValueType,

@@ -1,7 +1,7 @@
 /**
- * Listing cursors: opaque to clients, base64url of the namespace listed, the phase (keys, then child
- * namespaces) and the last name returned. A cursor for another namespace, or one that does not decode,
- * is refused with 400.
+ * Listing cursors: opaque to clients, base64url of the namespace listed, the name prefix asked for (when
+ * one was), the phase (keys, then child namespaces) and the last name returned. A cursor for another
+ * namespace or another prefix, or one that does not decode, is refused with 400.
  */
 import { invalid } from '../errors.js';
 import { isSegment } from '../model/names.js';
@@ -11,9 +11,14 @@ export interface Cursor {
   readonly after: string;
 }
 
-export function encodeCursor(namespace: string, cursor: Cursor): string {
+export function encodeCursor(namespace: string, cursor: Cursor, prefix = ''): string {
   return Buffer.from(
-    JSON.stringify({ n: namespace, p: cursor.phase === 'keys' ? 'k' : 'n', a: cursor.after }),
+    JSON.stringify({
+      n: namespace,
+      ...(prefix === '' ? {} : { x: prefix }),
+      p: cursor.phase === 'keys' ? 'k' : 'n',
+      a: cursor.after,
+    }),
   ).toString('base64url');
 }
 
@@ -24,7 +29,7 @@ export function invalidCursor() {
   ]);
 }
 
-export function decodeCursor(namespace: string, text: string): Cursor {
+export function decodeCursor(namespace: string, text: string, prefix = ''): Cursor {
   const bad = invalidCursor();
   let data: unknown;
   try {
@@ -32,14 +37,16 @@ export function decodeCursor(namespace: string, text: string): Cursor {
   } catch {
     throw bad;
   }
-  const d = data as { n?: unknown; p?: unknown; a?: unknown };
+  const d = data as { n?: unknown; x?: unknown; p?: unknown; a?: unknown };
   if (
     typeof d !== 'object' ||
     d === null ||
     d.n !== namespace ||
+    (d.x ?? '') !== prefix ||
     (d.p !== 'k' && d.p !== 'n') ||
     typeof d.a !== 'string' ||
-    !isSegment(d.a)
+    !isSegment(d.a) ||
+    !d.a.startsWith(prefix)
   ) {
     throw bad;
   }

@@ -224,7 +224,7 @@ export class KvService {
   list(
     caller: Principal,
     namespace: string,
-    page: { limit: number; cursor?: string | undefined },
+    page: { limit: number; cursor?: string | undefined; prefix?: string | undefined },
   ): Promise<Listing> {
     return listNamespace(this.deps.records, caller, namespace, page);
   }

@@ -1,6 +1,7 @@
 /**
  * Listing a namespace: the keys directly in it, then its child namespaces, each sorted by code point,
- * as one paged stream; the root ('', GET /v1/kv/) has only child namespaces: the top-level ones. Only what the caller may list is shown: a key whose latest type the caller may
+ * as one paged stream (only the names that start with `prefix`, when one is given: a range of the store,
+ * not a filter of what was read); the root ('', GET /v1/kv/) has only child namespaces: the top-level ones. Only what the caller may list is shown: a key whose latest type the caller may
  * not list is left out, and a child namespace appears only if the caller could list at least one key
  * in it or beneath it.
  *
@@ -25,19 +26,20 @@ export async function listNamespace(
   records: KvRecords,
   caller: Principal,
   namespace: string,
-  page: { limit: number; cursor?: string | undefined },
+  page: { limit: number; cursor?: string | undefined; prefix?: string | undefined },
 ): Promise<Listing> {
+  const prefix = page.prefix ?? '';
   // The root ('') holds no key; everyone may list it and sees the top-level namespaces they could list in.
   if (namespace !== '' && !caller.access.mayBeneath('list', namespace))
     throw forbidden(`list in or beneath ${namespace}`);
   const start: Cursor | undefined =
-    page.cursor === undefined ? undefined : decodeCursor(namespace, page.cursor);
+    page.cursor === undefined ? undefined : decodeCursor(namespace, page.cursor, prefix);
   const want = page.limit + 1; // one more than a page tells whether another page follows
   const keys: string[] = [];
   const namespaces: string[] = [];
 
   if (namespace !== '' && (start === undefined || start.phase === 'keys')) {
-    for await (const { key, meta } of records.keysIn(namespace, start?.after)) {
+    for await (const { key, meta } of records.keysIn(namespace, start?.after, prefix)) {
       if (caller.access.may('list', namespace, meta.type)) keys.push(key);
       if (keys.length === want) break;
     }
@@ -45,7 +47,7 @@ export async function listNamespace(
   let after = start?.phase === 'namespaces' ? start.after : undefined;
   while (keys.length + namespaces.length < want) {
     const wanted = want - keys.length - namespaces.length;
-    const children = await records.children(namespace, after, wanted);
+    const children = await records.children(namespace, after, wanted, prefix);
     for (const child of children)
       if (await childVisible(records, caller, namespace === '' ? child : `${namespace}/${child}`))
         namespaces.push(child);
@@ -62,7 +64,12 @@ export async function listNamespace(
         ? { phase: 'namespaces', after: namespaces[namespaces.length - 1]! }
         : { phase: 'keys', after: keys[keys.length - 1]! };
   }
-  return { namespace, keys, namespaces, next_cursor: next && encodeCursor(namespace, next) };
+  return {
+    namespace,
+    keys,
+    namespaces,
+    next_cursor: next && encodeCursor(namespace, next, prefix),
+  };
 }
 
 async function childVisible(

@@ -74,24 +74,34 @@ export function versionOf(storageKey: Uint8Array): number {
   );
 }
 
-/** Meta entries of the keys directly in `ns`, from just after the key named `after`. */
-export function keysRange(ns: string, after?: string): KeyRange {
+/**
+ * Past every name that starts with a prefix: names are of [A-Za-z0-9._-] (model/names.ts), all below 0x7f.
+ */
+const PAST_PREFIX = '\x7f';
+
+/**
+ * Meta entries of the keys directly in `ns` whose names start with `prefix` (every key when it is ''), from
+ * just after the key named `after`.
+ */
+export function keysRange(ns: string, after?: string, prefix = ''): KeyRange {
   const base = `M${nsPart(ns)}`;
   return {
-    start: bytes(after === undefined ? `${base}\0` : `${base}\0${after}\0`),
-    end: bytes(`${base}\x01`),
+    start: bytes(after === undefined ? `${base}\0${prefix}` : `${base}\0${after}\0`),
+    end: bytes(prefix === '' ? `${base}\x01` : `${base}\0${prefix}${PAST_PREFIX}`),
   };
 }
 
 /**
- * Meta entries beneath `ns` (in child namespaces), from just past the child named `after`. Beneath the root
- * (`ns` = '') lies every key: its children are the top-level namespaces.
+ * Meta entries beneath `ns` (in child namespaces whose names start with `prefix`), from just past the child
+ * named `after`. Beneath the root (`ns` = '') lies every key: its children are the top-level namespaces.
  */
-export function descendantsRange(ns: string, after?: string): KeyRange {
+export function descendantsRange(ns: string, after?: string, prefix = ''): KeyRange {
   const base = ns === '' ? 'M' : `M${nsPart(ns)}\x01`;
   return {
-    start: bytes(after === undefined ? base : `${base}${after}\x02`),
-    end: bytes(ns === '' ? 'N' : `M${nsPart(ns)}\x02`),
+    start: bytes(after === undefined ? `${base}${prefix}` : `${base}${after}\x02`),
+    end: bytes(
+      prefix !== '' ? `${base}${prefix}${PAST_PREFIX}` : ns === '' ? 'N' : `M${nsPart(ns)}\x02`,
+    ),
   };
 }
 

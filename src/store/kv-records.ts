@@ -288,17 +288,35 @@ export class KvRecords {
     });
   }
 
-  /** The keys directly in `namespace`, in code-point order, from just after `after`, with their indexes. */
-  async *keysIn(namespace: string, after?: string): AsyncIterable<{ key: string; meta: KeyMeta }> {
+  /**
+   * The keys directly in `namespace` (those whose names start with `prefix`), in code-point order, from
+   * just after `after`, with their indexes.
+   */
+  async *keysIn(
+    namespace: string,
+    after?: string,
+    prefix = '',
+  ): AsyncIterable<{ key: string; meta: KeyMeta }> {
     this.keyring.guard();
-    for await (const entry of this.storage.scan(keysRange(namespace, after)))
+    for await (const entry of this.storage.scan(keysRange(namespace, after, prefix)))
       yield { key: parseMetaKey(entry.key).key, meta: this.openMeta(entry.key, entry.value) };
   }
 
-  /** The next `limit` child namespaces of `namespace` after `after`, whatever lies in them: one storage call. */
-  async children(namespace: string, after: string | undefined, limit: number): Promise<string[]> {
+  /**
+   * The next `limit` child namespaces of `namespace` (those whose names start with `prefix`) after `after`,
+   * whatever lies in them: one storage call.
+   */
+  async children(
+    namespace: string,
+    after: string | undefined,
+    limit: number,
+    prefix = '',
+  ): Promise<string[]> {
     this.keyring.guard();
-    const range: KeyRange & { limit: number } = { ...descendantsRange(namespace, after), limit };
+    const range: KeyRange & { limit: number } = {
+      ...descendantsRange(namespace, after, prefix),
+      limit,
+    };
     const segments = await this.storage.segments(descendantsRange(namespace).start, range);
     return segments.map((segment) => Buffer.from(segment).toString('latin1'));
   }

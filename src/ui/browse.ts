@@ -2,9 +2,10 @@
  * Browse: the top-level namespaces, or one namespace's child namespaces and keys, as the API pages them
  * (50 at a time, "Show more" for the next page). Each key shows its type, latest version and time, read
  * from its version list — never its value. Only what the session may list is there: the API leaves the
- * rest out. The filter narrows what is shown to names starting with what is typed.
+ * rest out. The search asks the API for the names that start with what is typed (`?prefix=`, a range of
+ * the store: every match however many pages the namespace has), a quarter second after the typing stops.
  */
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, messageOf, pathOf } from './api.js';
 import { html } from './html.js';
 import { keyHref, namespaceHref } from './routes.js';
@@ -27,6 +28,9 @@ interface KeyRow {
 }
 
 const PAGE = 50;
+/** What a name may hold (the API refuses any other prefix). */
+const NAME_PREFIX = /^[A-Za-z0-9._-]{1,128}$/;
+const TYPING_MS = 250;
 
 export function Browse({ namespace }: { namespace: string | undefined }) {
   const [namespaces, setNamespaces] = useState<string[]>([]);
@@ -35,11 +39,19 @@ export function Browse({ namespace }: { namespace: string | undefined }) {
   const [error, setError] = useState<string | undefined>(undefined);
   const [loading, setLoading] = useState(true);
   const [prefix, setPrefix] = useState('');
+  /** The prefix of what is shown (a cursor belongs to it). */
+  const [shown, setShown] = useState('');
+  /** Each load's number: an answer to an earlier one than the last is dropped. */
+  const loads = useRef(0);
 
-  async function load(after: string | null): Promise<void> {
+  async function load(after: string | null, withPrefix: string): Promise<void> {
+    const mine = ++loads.current;
     setLoading(true);
     try {
-      const query = `limit=${PAGE}${after ? `&cursor=${encodeURIComponent(after)}` : ''}`;
+      const query =
+        `limit=${PAGE}` +
+        (withPrefix ? `&prefix=${encodeURIComponent(withPrefix)}` : '') +
+        (after ? `&cursor=${encodeURIComponent(after)}` : '');
       const listing = await api<Listing>(
         'GET',
         namespace === undefined ? `/v1/kv?${query}` : `${pathOf(namespace)}?list=true&${query}`,
@@ -58,25 +70,34 @@ export function Browse({ namespace }: { namespace: string | undefined }) {
           }
         }),
       );
+      if (mine !== loads.current) return;
+      setShown(withPrefix);
       setNamespaces((before) => (after ? [...before, ...listing.namespaces] : listing.namespaces));
       setKeys((before) => (after ? [...before, ...rows] : rows));
       setCursor(listing.next_cursor);
       setError(undefined);
     } catch (err) {
-      setError(messageOf(err));
+      if (mine === loads.current) setError(messageOf(err));
     } finally {
-      setLoading(false);
+      if (mine === loads.current) setLoading(false);
     }
   }
 
+  // Each namespace is a Browse of its own (main.ts keys it by the namespace).
   useEffect(() => {
-    setPrefix('');
-    void load(null);
-  }, [namespace]);
+    void load(null, '');
+  }, []);
+
+  const valid = prefix === '' || NAME_PREFIX.test(prefix);
+  useEffect(() => {
+    if (!valid || prefix === shown) return;
+    const timer = setTimeout(() => void load(null, prefix), TYPING_MS);
+    return () => clearTimeout(timer);
+  }, [prefix]);
 
   const child = (name: string) => (namespace === undefined ? name : `${namespace}/${name}`);
-  const shownNamespaces = namespaces.filter((n) => n.startsWith(prefix));
-  const shownKeys = keys.filter((k) => k.key.startsWith(prefix));
+  const shownNamespaces = valid ? namespaces : [];
+  const shownKeys = valid ? keys : [];
   const title = namespace ?? 'Namespaces';
 
   return html`
@@ -90,13 +111,18 @@ export function Browse({ namespace }: { namespace: string | undefined }) {
       </nav>
       <h1 id="browse-title">${title}</h1>
       <div class="filter">
-        <label for="prefix">Filter by name prefix</label>
+        <label for="prefix">Search by name prefix</label>
         <input
           id="prefix"
           type="search"
           value=${prefix}
+          aria-describedby="prefix-hint"
+          aria-invalid=${valid ? 'false' : 'true'}
           onInput=${(e: Event) => setPrefix((e.currentTarget as HTMLInputElement).value)}
         />
+        <p id="prefix-hint" class=${valid ? 'hint' : 'hint error'}>
+          ${valid ? 'Names that start with this (case-sensitive).' : 'Names hold only A–Z, a–z, 0–9, “.”, “_” and “-”.'}
+        </p>
       </div>
       ${error && html`<p class="error" role="alert">${error}</p>`}
       ${
@@ -113,7 +139,7 @@ export function Browse({ namespace }: { namespace: string | undefined }) {
         html`<h2>Keys</h2>
           ${
             shownKeys.length === 0 && !loading
-              ? html`<p>No keys here${prefix ? ` starting with “${prefix}”` : ''}.</p>`
+              ? html`<p>No keys here${shown ? ` starting with “${shown}”` : ''}.</p>`
               : html`<table class="keys">
                   <thead>
                     <tr><th scope="col">Key</th><th scope="col">Type</th><th scope="col">Version</th><th scope="col">Updated</th></tr>
@@ -132,7 +158,7 @@ export function Browse({ namespace }: { namespace: string | undefined }) {
           }`
       }
       ${loading && html`<p class="loading" role="status">Loading…</p>`}
-      ${cursor && !loading && html`<button type="button" onClick=${() => load(cursor)}>Show more</button>`}
+      ${cursor && !loading && valid && html`<button type="button" onClick=${() => load(cursor, shown)}>Show more</button>`}
     </section>
   `;
 }

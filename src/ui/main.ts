@@ -48,9 +48,10 @@ function page(route: Route, privileges: ReadonlySet<string>) {
     case 'seal-report':
       return html`<${SealReportView} />`;
     case 'browse':
-      return html`<${Browse} namespace=${route.namespace} />`;
+      // A new namespace is a new Browse (its search, pages and pending loads start afresh).
+      return html`<${Browse} key=${route.namespace} namespace=${route.namespace} />`;
     default:
-      return html`<${Browse} namespace=${undefined} />`;
+      return html`<${Browse} key="" namespace=${undefined} />`;
   }
 }
 

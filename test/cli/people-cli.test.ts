@@ -95,6 +95,10 @@ describe('the coffer command for people: kv, token, whoami, export', function ()
       expect((await command(['kv', 'ls', 'team/app'], env)).stdout).to.equal(
         'cert\ndb_password\nflag\nlog_level\n',
       );
+      // --prefix asks the server for the names that start with it.
+      expect((await command(['kv', 'ls', 'team/app', '--prefix', 'lo'], env)).stdout).to.equal(
+        'log_level\n',
+      );
       const table = (await command(['kv', 'versions', 'team/app/db_password'], env)).stdout.split(
         '\n',
       );

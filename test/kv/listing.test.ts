@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { onEachBackend } from '../support/each-backend.js';
 import { startTestCoffer, type TestCoffer } from '../support/harness.js';
 
 describe('listing', () => {
@@ -196,5 +197,93 @@ describe('listing', () => {
     expect((await list(`/v1/kv/shop-2/?cursor=${page.body.next_cursor}`)).status).to.equal(400);
     expect((await list('/v1/kv/shop/?cursor=not-a-cursor')).status).to.equal(400);
     expect((await list('/v1/kv/shop/?version=1')).status).to.equal(400);
+  });
+});
+
+describe('listing by name prefix (?prefix=)', () => {
+  onEachBackend((start) => {
+    let c: TestCoffer;
+    before(async () => {
+      c = await start();
+      for (const path of [
+        'pfx/db_host',
+        'pfx/db_user',
+        'pfx/dbx',
+        'pfx/api',
+        'pfx/Db_upper',
+        'pfx/db/inner/k',
+        'pfx/dba/k',
+        'pfx/cache/k',
+        'pfy/k',
+        'other/k',
+      ])
+        expect((await c.put(path, 'v', 'config')).status).to.equal(201);
+    });
+    after(async () => {
+      await c?.close();
+    });
+    const names = (body: { keys: string[]; namespaces: string[] }) => [
+      ...body.keys.map((k) => `k:${k}`),
+      ...body.namespaces.map((n) => `n:${n}`),
+    ];
+
+    it('lists only the keys and child namespaces whose names start with it, case-sensitive', async () => {
+      const res = await c.call('GET', '/v1/kv/pfx/?prefix=db');
+      expect(res.status).to.equal(200);
+      expect(names(res.body)).to.deep.equal(['k:db_host', 'k:db_user', 'k:dbx', 'n:db', 'n:dba']);
+      expect(res.body.next_cursor).to.equal(null);
+      // Without a marker, a prefix lists the path as a namespace, as limit and cursor do.
+      expect(names((await c.call('GET', '/v1/kv/pfx?prefix=db_')).body)).to.deep.equal([
+        'k:db_host',
+        'k:db_user',
+      ]);
+      expect(names((await c.call('GET', '/v1/kv/pfx/?prefix=zz')).body)).to.deep.equal([]);
+      const top = (await c.call('GET', '/v1/kv/?prefix=pf')).body;
+      expect(top.namespaces).to.deep.equal(['pfx', 'pfy']);
+    });
+
+    it('pages within the prefix; a cursor belongs to its prefix', async () => {
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      let pages = 0;
+      do {
+        const q: string = cursor ? `&cursor=${encodeURIComponent(cursor)}` : '';
+        const res = await c.call('GET', `/v1/kv/pfx/?prefix=db&limit=2${q}`);
+        expect(res.status).to.equal(200);
+        seen.push(...names(res.body));
+        cursor = res.body.next_cursor;
+        pages++;
+      } while (cursor !== null && pages < 10);
+      expect(seen).to.deep.equal(['k:db_host', 'k:db_user', 'k:dbx', 'n:db', 'n:dba']);
+      expect(pages).to.equal(3);
+      const page = (await c.call('GET', '/v1/kv/pfx/?prefix=db&limit=1')).body;
+      for (const other of ['', '&prefix=d', '&prefix=dbx'])
+        expect(
+          (await c.call('GET', `/v1/kv/pfx/?limit=1&cursor=${page.next_cursor}${other}`)).status,
+          other,
+        ).to.equal(400);
+      const unprefixed = (await c.call('GET', '/v1/kv/pfx/?limit=1')).body;
+      expect(
+        (await c.call('GET', `/v1/kv/pfx/?prefix=db&cursor=${unprefixed.next_cursor}`)).status,
+      ).to.equal(400);
+    });
+
+    it('shows a caller only what it may list, and refuses a bad prefix or one that does not apply', async () => {
+      const scoped = await c.token({ scopes: [{ namespace: 'pfx/db/*', read: true }] });
+      const asScoped = await c.call('GET', '/v1/kv/pfx/?prefix=d', { token: scoped });
+      expect(asScoped.status).to.equal(200);
+      expect(names(asScoped.body)).to.deep.equal(['n:db']);
+      for (const bad of ['', 'a%2Fb', 'a%00', 'x'.repeat(129), '%C3%A9']) {
+        const res = await c.call('GET', `/v1/kv/pfx/?prefix=${bad}`);
+        expect(res.status, bad).to.equal(400);
+        expect(res.body.errors[0]).to.include({ field: 'prefix', in: 'query' });
+      }
+      expect((await c.call('GET', '/v1/kv/pfx/?values=true&prefix=db')).status).to.equal(400);
+      expect((await c.call('GET', '/v1/kv/pfx/api?version=1&prefix=a')).status).to.equal(400);
+      // A version list takes no listing parameter (it is not the namespace pfx/api/versions).
+      for (const q of ['prefix=a', 'limit=1', 'cursor=x'])
+        expect((await c.call('GET', `/v1/kv/pfx/api/versions?${q}`)).status, q).to.equal(400);
+      expect((await c.call('GET', '/v1/kv/pfx/versions?prefix=a')).status).to.equal(400);
+    });
   });
 });

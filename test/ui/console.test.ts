@@ -58,6 +58,13 @@ describe('the web console in Chromium', function () {
     await c.put('payments/prod/db_password', SECRET, 'secret');
     await c.put('payments/prod/api_url', CONFIG, 'config');
     await c.put('payments/staging/db_password', 'staging-secret', 'secret');
+    // More keys than a page (50): the search finds what the first page does not hold.
+    await Promise.all(
+      Array.from({ length: 60 }, (_, i) =>
+        c.put(`bulk/k${String(i).padStart(2, '0')}`, 'v', 'config'),
+      ),
+    );
+    await c.put('bulk/zeta', 'v', 'config');
     browser = await launchChromium();
   });
 
@@ -98,8 +105,25 @@ describe('the web console in Chromium', function () {
       ['api_url', 'config', '1'],
       ['db_password', 'secret', '1'],
     ]);
-    await page.getByLabel('Filter by name prefix').fill('db');
+    const search = page.getByLabel('Search by name prefix');
+    await search.fill('db');
+    await page.getByText('No keys here').or(rows.nth(1)).waitFor({ state: 'detached' });
+    expect(await rows.allInnerTexts()).to.have.length(1);
+    await search.fill('db/');
+    await page.getByText('Names hold only').waitFor();
+    await search.fill('');
+
+    // The search asks the server: a key past the first page is found.
+    await page.getByRole('link', { name: 'All namespaces' }).click();
+    await page.getByRole('link', { name: 'bulk/' }).click();
+    await page.getByRole('button', { name: 'Show more' }).waitFor();
+    expect(await rows.count()).to.equal(50);
+    await search.fill('ze');
+    await page.getByRole('link', { name: 'zeta' }).waitFor();
     expect(await rows.count()).to.equal(1);
+    expect(await page.getByRole('button', { name: 'Show more' }).count()).to.equal(0);
+    await page.goBack();
+    await page.goBack();
 
     await page.getByRole('link', { name: 'db_password' }).click();
     await page.getByRole('heading', { name: 'Versions' }).waitFor();

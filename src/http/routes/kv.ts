@@ -3,7 +3,7 @@
  *   trailing slash, ?list=true, or a one-segment path  → list the namespace
  *   .../{ns}/{key}/versions                             → the versions of key (a bare `{ns}/versions` is 400)
  *   ?version=n                                          → that version of the key
- *   ?cursor= or ?limit= without a marker                → list the whole path as a namespace
+ *   ?cursor=, ?limit= or ?prefix= without a marker      → list the whole path as a namespace (not …/versions)
  *   anything else                                       → the key if it exists, else the namespace, else 404
  */
 import type { Request } from 'express';
@@ -110,11 +110,19 @@ function expectedVersion(
   return expected;
 }
 
+/** The start of a name (model/names.ts's alphabet). */
+const NAME_PREFIX = /^[A-Za-z0-9._-]{1,128}$/;
+
 const READ_QUERY = {
   version: { schema: { type: 'integer', minimum: 1, maximum: MAX_VERSION } },
   limit: { schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT } },
   cursor: { schema: { type: 'string' }, description: 'next_cursor from the previous page' },
   list: { schema: { type: 'boolean' }, description: 'list the path as a namespace' },
+  prefix: {
+    schema: { type: 'string', pattern: NAME_PREFIX.source },
+    description:
+      'list only the keys and child namespaces whose names start with this (case-sensitive); a cursor belongs to its prefix',
+  },
   values: {
     schema: { type: 'boolean' },
     description: `the latest values of the keys directly in the namespace that the caller may read (NamespaceValues), paged by limit (at most ${MAX_VALUES_LIMIT} with values; default ${MAX_VALUES_LIMIT}) and cursor like a listing, and a page ends early once it holds ${VALUES_PAGE_BYTES / 1024 / 1024} MiB of values. Each value read is audited: the call's entry names every key and version it returned. The answer's ETag (the same on every page) changes when a key in the namespace that the caller may read is written, added or deleted: If-None-Match with it answers 304 while it holds, and with timeout waits for a change`,
@@ -122,6 +130,11 @@ const READ_QUERY = {
   ...WAIT_QUERY,
 };
 type ReadParam = keyof typeof READ_QUERY;
+
+function prefixOf(text: string | undefined): string | undefined {
+  if (text === undefined || NAME_PREFIX.test(text)) return text;
+  throw queryError('prefix', 'must be 1 to 128 of A-Z, a-z, 0-9, ".", "_" and "-"');
+}
 
 function keyTarget(req: Request): { namespace: string; key: string } {
   const path = parseKvPath(rawPath(req));
@@ -152,14 +165,14 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
         summary:
           'List the top-level namespaces the caller could list something in (also at /v1/kv/; keys is always empty: a key needs a namespace)',
         path: ROOT,
-        query: ['limit', 'cursor'],
+        query: ['limit', 'cursor', 'prefix'],
         responses: { 200: ok('The top-level namespaces the caller may see', listing) },
       },
       {
         operationId: 'listNamespace',
         summary: 'List a namespace (a one-segment path, a trailing slash, or list=true)',
         path: '/v1/kv/{namespace}',
-        query: ['limit', 'cursor', 'list', 'values', 'timeout'],
+        query: ['limit', 'cursor', 'prefix', 'list', 'values', 'timeout'],
         pathParams: [namespaceParam, ifNoneMatchParam],
         responses: {
           200: {
@@ -188,7 +201,7 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
           'Read a key (latest or ?version=n); a path naming no key but a namespace lists it. With wait_after (or If-None-Match and timeout), wait for a newer version',
         path: '/v1/kv/{namespace}/{key}',
         pathParams: [namespaceParam, keyParam, ifNoneMatchParam],
-        query: ['version', 'limit', 'cursor', 'list', 'wait_after', 'timeout'],
+        query: ['version', 'limit', 'cursor', 'prefix', 'list', 'wait_after', 'timeout'],
         responses: {
           304: {
             description:
@@ -229,6 +242,7 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
       const caller = principalOf(res);
       const list = booleanFlag('list', q.list);
       const values = booleanFlag('values', q.values);
+      const prefix = prefixOf(q.prefix);
       const limit =
         q.limit === undefined ? DEFAULT_LIMIT : positiveInteger('limit', q.limit, MAX_LIMIT);
       const version =
@@ -246,7 +260,7 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
         if (condition)
           throw queryError('timeout', "a wait applies to a key or a namespace's values");
         auditTarget(res, { action: 'list' });
-        respond.json(res, 200, await kv.list(caller, '', { limit, cursor: q.cursor }));
+        respond.json(res, 200, await kv.list(caller, '', { limit, cursor: q.cursor, prefix }));
         return;
       }
       const path = parseKvPath(rawPath(req));
@@ -258,14 +272,23 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
         throw queryError('cursor', 'applies to a listing, not to reading a version');
       if (version !== undefined && q.limit !== undefined)
         throw queryError('limit', 'applies to a listing, not to reading a version');
+      if (version !== undefined && prefix !== undefined)
+        throw queryError('prefix', 'applies to a listing, not to reading a version');
 
-      if (
-        listingMarked ||
-        (version === undefined && (q.cursor !== undefined || q.limit !== undefined))
-      ) {
+      // …/{key}/versions is the version list, which takes no listing parameter (400 below).
+      const listingImplied =
+        version === undefined &&
+        last !== RESERVED_KEY &&
+        (q.cursor !== undefined || q.limit !== undefined || prefix !== undefined);
+      if (listingMarked || listingImplied) {
         if (version !== undefined)
           throw queryError('version', 'applies to a key, not to a namespace listing');
         if (values) {
+          if (prefix !== undefined)
+            throw queryError(
+              'prefix',
+              'applies to a listing of names; values=true reads every key of the namespace',
+            );
           const namespace = namespaceOf(segments);
           auditTarget(res, { action: 'read', namespace });
           if (condition?.waitAfter)
@@ -301,7 +324,7 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
         respond.json(
           res,
           200,
-          await kv.list(caller, namespaceOf(segments), { limit, cursor: q.cursor }),
+          await kv.list(caller, namespaceOf(segments), { limit, cursor: q.cursor, prefix }),
         );
         return;
       }
@@ -319,9 +342,15 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
           );
         }
         if (version !== undefined) throw queryError('version', 'does not apply to a version list');
-        if (list || q.cursor !== undefined || q.limit !== undefined)
+        if (list || q.cursor !== undefined || q.limit !== undefined || prefix !== undefined)
           throw queryError(
-            q.cursor !== undefined ? 'cursor' : q.limit !== undefined ? 'limit' : 'list',
+            q.cursor !== undefined
+              ? 'cursor'
+              : q.limit !== undefined
+                ? 'limit'
+                : prefix !== undefined
+                  ? 'prefix'
+                  : 'list',
             'does not apply to a version list',
           );
         const { namespace, key } = splitKeyPath(segments.slice(0, -1));
