@@ -126,6 +126,8 @@ export async function startCoffer(
   const now = options.now ?? Date.now;
   // Checked before anything is created: a missing certificate file stops start-up in one line.
   const tls = readTls(config);
+  // The browser reaches the console over HTTPS: Coffer's own TLS, or a proxy's that the public address names.
+  const secureCookies = tls !== null || config.public_url?.startsWith('https://') === true;
   const prepare = options.prepare !== false;
   const opened = await openStore(config, log, { ...options, now, prepare });
   const { store, keyring } = opened;
@@ -275,7 +277,7 @@ export async function startCoffer(
           maxLifetimeMs: config.console.max_lifetime_seconds * 1000,
           now,
         }),
-        tls !== null,
+        secureCookies,
       ),
       consoleIdleTimeoutSeconds: config.console.idle_timeout_seconds,
       kv: new KvService({
@@ -290,6 +292,8 @@ export async function startCoffer(
       onIntegrityError,
       trustedProxies: config.trusted_proxies,
       tls: tls !== null,
+      secureCookies,
+      publicUrl: config.public_url?.replace(/\/$/, '') ?? null,
       now,
       review: new AuditReview({ store, records, auditDir: config.audit.dir!, now }),
       health: new HealthCheck({

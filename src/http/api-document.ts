@@ -27,6 +27,8 @@ export function apiDocument(maxTtl: number): object {
     consoleCookies: nothingServed,
     consoleIdleTimeoutSeconds: 900,
     tls: false,
+    secureCookies: false,
+    publicUrl: null,
     now: Date.now,
     metricsText: nothingServed,
     roles: nothingServed,

@@ -37,8 +37,12 @@ export interface RouteDeps {
   readonly consoleIdleTimeoutSeconds: number;
   /** The server's metrics as Prometheus text (summed over its workers). */
   readonly metricsText: () => Promise<string>;
-  /** Served over TLS (the console's cookies are Secure then). */
+  /** Served over TLS (Strict-Transport-Security is sent then). */
   readonly tls: boolean;
+  /** The browser reaches Coffer over HTTPS (its own TLS, or behind a proxy: an https public_url). */
+  readonly secureCookies: boolean;
+  /** COFFER_PUBLIC_URL: the address people reach Coffer at, when set. */
+  readonly publicUrl: string | null;
   readonly now: () => number;
   readonly roles: RoleAdmin;
   /** Refuses logins from an address past its failure rate, and holds back refused ones. */
@@ -86,7 +90,8 @@ export function routeTable(deps: RouteDeps): Operation[] {
         loginGate: deps.loginGate,
         respond,
         recordIntent,
-        tls: deps.tls,
+        secure: deps.secureCookies,
+        publicUrl: deps.publicUrl,
         now: deps.now,
       }),
       ...sysOperations({ ...deps.sys, respond }),

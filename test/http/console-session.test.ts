@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { type ApiResponse, startTestCoffer, type TestCoffer } from '../support/harness.js';
+import { putPeopleLoginRole, TestOidcProvider } from '../support/oidc-provider.js';
 import { twoServersOnPostgres } from '../support/shared-servers.js';
 
 /** The session cookie a sign-in set, as the browser would send it back. */
@@ -195,5 +196,54 @@ describe('web console sessions on two servers sharing PostgreSQL', function () {
     expect((await asConsole(b, 'POST', '/v1/console/sign-out', session)).status).to.equal(204);
     expect((await asConsole(a, 'GET', '/v1/auth/me', session)).status).to.equal(401);
     expect((await asConsole(b, 'GET', '/v1/auth/me', session)).status).to.equal(401);
+  });
+});
+
+describe('the console behind a reverse proxy that ends TLS (COFFER_PUBLIC_URL)', function () {
+  this.timeout(30_000);
+  let c: TestCoffer;
+  let idp: TestOidcProvider;
+  const PUBLIC = 'https://coffer.example.test';
+
+  before(async () => {
+    idp = await TestOidcProvider.start();
+    // Plain HTTP here, as behind a proxy that ends TLS; people reach it at PUBLIC.
+    c = await startTestCoffer({ env: { COFFER_PUBLIC_URL: `${PUBLIC}/` } });
+    await putPeopleLoginRole(c, idp, 'people', {
+      oidc: {
+        client_id: idp.clientId,
+        client_secret: idp.clientSecret,
+        scopes: ['openid', 'groups'],
+        redirect_uris: [`${PUBLIC}/v1/console/oidc/callback`],
+      },
+    });
+  });
+
+  after(async () => {
+    await c?.close();
+    await idp?.close();
+  });
+
+  it('sets Secure, __Host- cookies though the request came over plain HTTP', async () => {
+    const res = await c.call('POST', '/v1/console/sign-in', {
+      token: null,
+      json: { token: c.rootToken },
+    });
+    expect(res.status).to.equal(201);
+    expect(res.headers.getSetCookie()[0]).to.match(
+      /^__Host-coffer_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; Secure; SameSite=Strict$/,
+    );
+  });
+
+  it("sends the provider back to the public address, whatever the request's Host says", async () => {
+    const res = await c.call('GET', '/v1/console/oidc/start?role=people', {
+      token: null,
+      headers: { host: 'attacker.example' },
+    });
+    expect(res.status, res.text).to.equal(303);
+    const to = new URL(res.headers.get('location')!);
+    expect(to.origin).to.equal(idp.url);
+    expect(to.searchParams.get('redirect_uri')).to.equal(`${PUBLIC}/v1/console/oidc/callback`);
+    expect(res.headers.getSetCookie()[0]).to.match(/^__Secure-coffer_oidc=.*; Secure/);
   });
 });

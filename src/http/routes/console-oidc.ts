@@ -35,7 +35,10 @@ export interface ConsoleOidcDeps {
   readonly loginGate: LoginGate;
   readonly respond: Responder;
   readonly recordIntent: RecordIntent;
-  readonly tls: boolean;
+  /** The browser reaches Coffer over HTTPS (its own TLS, or a public_url of https): Secure cookies. */
+  readonly secure: boolean;
+  /** The address people reach Coffer at (COFFER_PUBLIC_URL), when set: the callback is built from it. */
+  readonly publicUrl: string | null;
   readonly now: () => number;
 }
 
@@ -60,11 +63,17 @@ const LOCATION = {
 const random = (): string => randomBytes(32).toString('base64url');
 
 export function consoleOidcOperations(deps: ConsoleOidcDeps): Operation[] {
-  const { cookies, oidc, loginGate, respond, recordIntent, tls, now } = deps;
-  const pendingName = tls ? '__Secure-coffer_oidc' : 'coffer_oidc';
-  /** Where the provider sends the person back: this server as the browser reached it. */
+  const { cookies, oidc, loginGate, respond, recordIntent, secure, publicUrl, now } = deps;
+  const pendingName = secure ? '__Secure-coffer_oidc' : 'coffer_oidc';
+  /**
+   * Where the provider sends the person back: the public address when one is set (behind a proxy that ends
+   * TLS, the request says neither the scheme nor, perhaps, the host people use), else this server as the
+   * browser reached it.
+   */
   const callbackOf = (req: Request): string =>
-    `${tls ? 'https' : 'http'}://${req.headers.host ?? ''}${CALLBACK}`;
+    publicUrl !== null
+      ? `${publicUrl}${CALLBACK}`
+      : `${secure ? 'https' : 'http'}://${req.headers.host ?? ''}${CALLBACK}`;
 
   const setPending = (res: Response, value: string, maxAge: number) =>
     res.setHeader(
@@ -74,7 +83,7 @@ export function consoleOidcOperations(deps: ConsoleOidcDeps): Operation[] {
         // Lax: the provider's redirect back is a top-level navigation from its site.
         sameSite: 'lax',
         path: PENDING_PATH,
-        secure: tls,
+        secure,
         maxAge,
       }),
     );
