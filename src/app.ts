@@ -39,6 +39,7 @@ import { HealthCheck } from './operator/health.js';
 import { KeyringOperations } from './operator/keyring-operations.js';
 import { Rewrapper } from './operator/rewrap.js';
 import { listSnapshots } from './operator/scheduled-snapshots.js';
+import { startTidy, type Tidy } from './operator/tidy.js';
 import { followChanges } from './startup/follow-changes.js';
 import { followKeyring } from './startup/keyring-follower.js';
 import { type AuditOpening, openAuditLog, recoverAuditLog } from './startup/open-audit.js';
@@ -62,6 +63,8 @@ export interface StartOptions {
    * Only tests change it, to show what reaches a server without the check; no setting reaches it.
    */
   readonly followEveryMs?: number;
+  /** How often the store is tidied (operator/tidy.ts; default an hour). Only tests change it. */
+  readonly tidyEveryMs?: number;
   /**
    * false runs without an audit log. Only for the benchmark that measures what the audit log costs
    * (bench/direct-server.ts); no configuration setting or variable reaches it.
@@ -92,6 +95,8 @@ export interface RunningCoffer {
   readonly store: Store;
   readonly records: Records;
   readonly keyring: KeyringHolder;
+  /** Tidies the store now (it also runs on its own, hourly: operator/tidy.ts). */
+  readonly tidy: Pick<Tidy, 'run'>;
   /** Stops accepting connections, lets requests in flight finish (up to `drainMs`), closes storage. */
   close(drainMs?: number): Promise<void>;
 }
@@ -229,6 +234,14 @@ export async function startCoffer(
       snapshotDir !== null && snapshotEvery !== null
         ? { dir: snapshotDir, every: snapshotEvery, everyMs: parseDuration(snapshotEvery)!, keep }
         : null;
+    const consoleSessions = new ConsoleSessions({
+      records: records.consoleSessions,
+      authenticator,
+      root: () => currentRoot.get(),
+      idleMs: config.console.idle_timeout_seconds * 1000,
+      maxLifetimeMs: config.console.max_lifetime_seconds * 1000,
+      now,
+    });
     const metrics = new CofferMetrics({ postgres: store.shared, snapshots: snapshots !== null });
     if (snapshots)
       metrics.sources.newestSnapshot = async () => (await listSnapshots(snapshots.dir))[0]?.takenAt;
@@ -268,17 +281,7 @@ export async function startCoffer(
         now,
       }),
       roles,
-      consoleCookies: new ConsoleCookies(
-        new ConsoleSessions({
-          records: records.consoleSessions,
-          authenticator,
-          root: () => currentRoot.get(),
-          idleMs: config.console.idle_timeout_seconds * 1000,
-          maxLifetimeMs: config.console.max_lifetime_seconds * 1000,
-          now,
-        }),
-        secureCookies,
-      ),
+      consoleCookies: new ConsoleCookies(consoleSessions, secureCookies),
       consoleIdleTimeoutSeconds: config.console.idle_timeout_seconds,
       kv: new KvService({
         records: records.kv,
@@ -323,6 +326,14 @@ export async function startCoffer(
       config.keyring.rotate_after === null ? undefined : parseDuration(config.keyring.rotate_after);
     const autoRotation =
       rotateAfter === undefined ? undefined : startAutoRotation(keyring, rotateAfter, events, now);
+    const tidy = startTidy({
+      purgeTokens: (before) => records.tokens.purgeExpired(before),
+      purgeConsoleSessions: () => consoleSessions.purgeEnded(),
+      retentionMs: parseDuration(config.token_retention)!,
+      everyMs: options.tidyEveryMs ?? 3_600_000,
+      events,
+      now,
+    });
     const follower = followKeyring({
       store,
       keyring,
@@ -342,6 +353,7 @@ export async function startCoffer(
       store,
       records,
       keyring,
+      tidy,
       async close(drainMs = 10_000) {
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         // Held waits answer now (304: nothing changed yet), so their connections can drain.
@@ -354,6 +366,7 @@ export async function startCoffer(
         follower.stop();
         policyFollower.stop();
         await autoRotation?.stop();
+        await tidy.stop();
         disk?.stop();
         // A rewrap in progress stops at its next batch boundary; its state is saved for a later run.
         await rewrapper.stop();

@@ -23,7 +23,7 @@ import { type Authenticator, unauthorized } from './authenticator.js';
 import { type Principal, ROOT_PRINCIPAL } from './principal.js';
 
 export interface ConsoleSessionsDeps {
-  readonly records: Pick<ConsoleSessionRecords, 'get' | 'put' | 'delete'>;
+  readonly records: Pick<ConsoleSessionRecords, 'get' | 'put' | 'delete' | 'purge'>;
   readonly authenticator: Pick<Authenticator, 'authenticate' | 'principalForId'>;
   readonly root: () => RootRecord;
   readonly idleMs: number;
@@ -117,6 +117,16 @@ export class ConsoleSessions {
     const record = await this.deps.records.get(idHash);
     await this.deps.records.delete(idHash);
     return record;
+  }
+
+  /**
+   * Deletes every session that has ended (unused for the idle timeout, or past its lifetime) and returns
+   * how many: a session nobody uses again is otherwise only deleted when its cookie comes back.
+   */
+  purgeEnded(): Promise<number> {
+    const { records, now, idleMs } = this.deps;
+    const at = now();
+    return records.purge((r) => at >= r.expires_at || at - r.last_seen_at >= idleMs);
   }
 
   /** Whether `presented` is the session's CSRF token (constant time). */

@@ -209,6 +209,13 @@ export const CoreSettings = Type.Object(
       env: 'COFFER_DEFAULT_TTL',
       description: 'token lifetime in seconds when `expires_in` is omitted',
     }),
+    token_retention: Type.String({
+      pattern: INTERVAL,
+      default: '7d',
+      env: 'COFFER_TOKEN_RETENTION',
+      description:
+        "how long a token's record is kept after the token expired (listed by `GET /v1/auth/tokens?all=true`) before the hourly tidy deletes it (`7d`, `12h`); ended web console sessions are deleted then too",
+    }),
     max_ttl: Type.Integer({
       minimum: 1,
       default: 31_536_000,

@@ -25,6 +25,7 @@
  * under an advisory lock, so several servers starting together is safe; the SQL text of a group's
  * transaction is made by postgres-group-sql.ts; what an error means, by postgres-errors.ts.
  */
+import { randomInt } from 'node:crypto';
 import { userInfo } from 'node:os';
 import pg from 'pg';
 import {
@@ -336,7 +337,7 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
         outcomes = await this.once(group);
       } catch (err) {
         if (isRetryable(err) && attempt < MAX_ATTEMPTS) {
-          await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, attempt * 2)));
+          await new Promise((r) => setTimeout(r, randomInt(Math.min(50, attempt * 2) + 1)));
           continue;
         }
         const cause = unavailable(err);

@@ -6,7 +6,7 @@
  * reported.
  */
 import type { StorageBackend } from '../storage/backend.js';
-import { consoleSessionKey } from '../storage/layout.js';
+import { CONSOLE_SESSIONS_RANGE, consoleSessionKey } from '../storage/layout.js';
 import { RecordIntegrityError, type RecordSeal } from './record-seal.js';
 
 export interface ConsoleSessionRecord {
@@ -52,6 +52,37 @@ export class ConsoleSessionRecords {
       writes: [{ op: 'put', key, value: this.seal.seal('console-session', key, record) }],
       result: undefined,
     }));
+  }
+
+  /**
+   * Deletes the records of sessions `ended` says are over (tidy: operator/tidy.ts) and returns how many;
+   * each is checked again inside its own delete. A record that does not open is left (reported at use).
+   */
+  async purge(ended: (record: ConsoleSessionRecord) => boolean): Promise<number> {
+    const open = (key: Uint8Array, bytes: Uint8Array): ConsoleSessionRecord | undefined => {
+      try {
+        return this.seal.open<ConsoleSessionRecord>('console-session', key, bytes);
+      } catch (err) {
+        if (!(err instanceof RecordIntegrityError)) throw err;
+        return undefined;
+      }
+    };
+    const over: Uint8Array[] = [];
+    for await (const entry of this.storage.scan(CONSOLE_SESSIONS_RANGE)) {
+      const record = open(entry.key, entry.value);
+      if (record && ended(record)) over.push(entry.key);
+    }
+    let purged = 0;
+    for (const key of over) {
+      const gone = await this.storage.atomic([key], ([bytes]) => {
+        const record = bytes && open(key, bytes);
+        return record && ended(record)
+          ? { writes: [{ op: 'delete' as const, key }], result: true }
+          : { writes: [], result: false };
+      });
+      if (gone) purged++;
+    }
+    return purged;
   }
 
   /** Ends the session everywhere; true when there was one. */

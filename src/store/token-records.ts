@@ -210,6 +210,32 @@ export class TokenRecords {
     });
   }
 
+  /**
+   * Deletes the records of tokens that expired before `before` (tidy: operator/tidy.ts), and returns how
+   * many. An expired token is refused whatever its record says, so its record only serves listings
+   * (`?all=true`) and is safe to drop: a copy put back later is as expired. Each is checked again inside
+   * its own delete; a record that does not open is left (it is reported at its every use).
+   */
+  async purgeExpired(before: number): Promise<number> {
+    this.revocations.guard();
+    const ended: Uint8Array[] = [];
+    for await (const entry of this.storage.scan(TOKENS_RANGE)) {
+      const record = this.openOrReport(entry.key, entry.value);
+      if (record && record.expiresAt < before) ended.push(entry.key);
+    }
+    let purged = 0;
+    for (const key of ended) {
+      const gone = await this.storage.atomic([key], ([bytes]) => {
+        if (!bytes) return { writes: [], result: false };
+        const record = this.openOrReport(key, bytes);
+        if (!record || record.expiresAt >= before) return { writes: [], result: false };
+        return { writes: [{ op: 'delete', key }], result: true };
+      });
+      if (gone) purged++;
+    }
+    return purged;
+  }
+
   async list(): Promise<TokenRecord[]> {
     this.revocations.guard();
     const out: TokenRecord[] = [];
