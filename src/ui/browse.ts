@@ -1,5 +1,6 @@
 /**
- * Browse: the top-level namespaces, or one namespace's child namespaces and keys, as the API pages them
+ * Browse: the top-level namespaces, or one namespace's child namespaces (a tree that opens in place:
+ * namespace-tree.ts) and keys, as the API pages them
  * (50 at a time, "Show more" for the next page). Each key shows its type, latest version and time, read
  * from its version list — never its value. Only what the session may list is there: the API leaves the
  * rest out. The search asks the API for the names that start with what is typed (`?prefix=`, a range of
@@ -8,6 +9,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, messageOf, pathOf } from './api.js';
 import { html } from './html.js';
+import { NamespaceTree } from './namespace-tree.js';
 import { keyHref, namespaceHref } from './routes.js';
 
 interface Listing {
@@ -95,7 +97,6 @@ export function Browse({ namespace }: { namespace: string | undefined }) {
     return () => clearTimeout(timer);
   }, [prefix]);
 
-  const child = (name: string) => (namespace === undefined ? name : `${namespace}/${name}`);
   const shownNamespaces = valid ? namespaces : [];
   const shownKeys = valid ? keys : [];
   const title = namespace ?? 'Namespaces';
@@ -128,11 +129,7 @@ export function Browse({ namespace }: { namespace: string | undefined }) {
       ${
         shownNamespaces.length > 0 &&
         html`<h2>Namespaces</h2>
-          <ul class="namespaces">
-            ${shownNamespaces.map(
-              (name) => html`<li><a href=${namespaceHref(child(name))}>${name}/</a></li>`,
-            )}
-          </ul>`
+          <${NamespaceTree} parent=${namespace} names=${shownNamespaces} />`
       }
       ${
         namespace !== undefined &&

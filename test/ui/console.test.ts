@@ -95,6 +95,18 @@ describe('the web console in Chromium', function () {
     await page.getByRole('option', { name: 'reader', exact: true }).waitFor({ state: 'attached' });
     await page.getByRole('link', { name: 'Browse' }).click();
 
+    // The namespaces are a tree that opens in place, down to the keys.
+    await page.getByRole('button', { name: 'Open payments in the tree' }).click();
+    await page.getByRole('button', { name: 'Open payments/prod in the tree' }).click();
+    await page.getByRole('link', { name: 'db_password' }).waitFor();
+    expect(
+      await page
+        .getByRole('button', { name: 'Close payments in the tree' })
+        .getAttribute('aria-expanded'),
+    ).to.equal('true');
+    await page.getByRole('button', { name: 'Close payments in the tree' }).click();
+    expect(await page.getByRole('link', { name: 'db_password' }).count()).to.equal(0);
+
     await page.getByRole('link', { name: 'payments/' }).click();
     await page.getByRole('link', { name: 'prod/' }).click();
     const rows = page.locator('table.keys tbody tr');
@@ -226,6 +238,10 @@ describe('the web console in Chromium', function () {
       if (SHOTS) await page.screenshot({ path: `${SHOTS}/sign-in-${width}.png`, fullPage: true });
       await signIn(page, c.url, writer);
       await page.getByRole('link', { name: 'payments/' }).waitFor();
+      // The tree opened two levels down.
+      await page.getByRole('button', { name: 'Open payments in the tree' }).click();
+      await page.getByRole('button', { name: 'Open payments/prod in the tree' }).click();
+      await page.getByRole('link', { name: 'api_url' }).waitFor();
       screens.push(['namespaces', await accessibilityViolations(page)]);
       if (SHOTS)
         await page.screenshot({ path: `${SHOTS}/namespaces-${width}.png`, fullPage: true });
