@@ -25,6 +25,9 @@ type Env = Readonly<Record<string, string | undefined>>;
 /** How many different characters a chosen root token needs: 32 random base64 characters have about 25. */
 export const ROOT_TOKEN_MIN_DISTINCT = 16;
 
+/** COFFER_PUBLIC_URL: a scheme and a host (a name, or an address; IPv6 in brackets), a port, no path. */
+const PUBLIC_URL = /^https?:\/\/([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?\/?$/;
+
 const validate = new Ajv({
   allErrors: false,
   keywords: ['env', 'envOnly', 'shownDefault'],
@@ -223,6 +226,20 @@ function checkConsistency(config: CofferConfig, fromEnv: Map<string, string>): v
         : 'scheduled snapshots need an interval too (COFFER_SNAPSHOT_EVERY, e.g. 6h)',
     );
   }
+  if (config.public_url !== null && !PUBLIC_URL.test(config.public_url))
+    throw new ConfigError(
+      name('public_url'),
+      `must be a scheme and a host, such as https://coffer.example.com or http://10.0.0.5:8750 (no path), got "${config.public_url}"`,
+    );
+  if (
+    config.metrics.port !== null &&
+    config.metrics.port !== 0 &&
+    config.metrics.port === config.port
+  )
+    throw new ConfigError(
+      name('metrics.port'),
+      `must differ from the API's port (${config.port}): the metrics get an address of their own`,
+    );
   try {
     addressBlocks(config.trusted_proxies);
   } catch (err) {

@@ -378,7 +378,6 @@ export const CoreSettings = Type.Object(
       }),
     }),
     public_url: optionalString({
-      pattern: '^https?://([A-Za-z0-9.-]+|\\[[0-9A-Fa-f:.]+\\])(:[0-9]{1,5})?/?$',
       env: 'COFFER_PUBLIC_URL',
       description:
         "the address people and providers reach Coffer at, scheme and host only (`https://coffer.example.com`), when a reverse proxy stands in front: the web console builds its OpenID sign-in callback from it, and with `https` its cookies are Secure (`__Host-`) even where the proxy ends TLS. Unset: the request's Host, and Secure only under COFFER_TLS_CERT",

@@ -22,6 +22,20 @@ describe('configuration messages say what is wrong and what is allowed', () => {
     );
   });
 
+  it("a public address is a scheme and a host, and the metrics port is not the API's", () => {
+    expect(refusal({ COFFER_PUBLIC_URL: 'https://coffer.example.com/vault' })).to.equal(
+      'COFFER_PUBLIC_URL: must be a scheme and a host, such as https://coffer.example.com or http://10.0.0.5:8750 (no path), got "https://coffer.example.com/vault"',
+    );
+    expect(refusal({ COFFER_PUBLIC_URL: 'coffer.example.com' })).to.match(
+      /^COFFER_PUBLIC_URL: must be/,
+    );
+    for (const ok of ['https://coffer.example.com', 'http://10.0.0.5:8750/', 'https://[::1]:8750'])
+      expect(loadConfig({ COFFER_PUBLIC_URL: ok }).public_url).to.equal(ok);
+    expect(refusal({ COFFER_PORT: '9000', COFFER_METRICS_PORT: '9000' })).to.equal(
+      "COFFER_METRICS_PORT: must differ from the API's port (9000): the metrics get an address of their own",
+    );
+  });
+
   it('an enum setting lists the allowed values', () => {
     expect(refusal({ COFFER_LOG_LEVEL: 'loud' })).to.equal(
       'COFFER_LOG_LEVEL: invalid value (must be one of: fatal, error, warn, info, debug, silent)',
