@@ -43,8 +43,17 @@ export function workerMetrics(
   };
 }
 
-/** For the supervisor: every worker's metrics, summed. */
+/**
+ * For the supervisor: every worker's metrics, summed. Scrapes that come while a gathering is under way share
+ * it, so however many arrive at once (the metrics address needs no token) the workers are asked once.
+ */
 export function clusterMetrics(): () => Promise<string> {
   const aggregator = new AggregatorRegistry();
-  return () => aggregator.clusterMetrics();
+  let gathering: Promise<string> | undefined;
+  return () => {
+    gathering ??= aggregator.clusterMetrics().finally(() => {
+      gathering = undefined;
+    });
+    return gathering;
+  };
 }
