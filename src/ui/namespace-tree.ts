@@ -18,7 +18,7 @@ interface Listing {
 /** Entries shown when a namespace is opened in the tree; the rest are on its own page. */
 const OPENED = 50;
 
-function Node({ path, name }: { path: string; name: string }) {
+function TreeNode({ path, name }: { path: string; name: string }) {
   const [open, setOpen] = useState(false);
   const [listing, setListing] = useState<Listing | undefined>(undefined);
   const [error, setError] = useState<string | undefined>(undefined);
@@ -49,7 +49,7 @@ function Node({ path, name }: { path: string; name: string }) {
       open &&
       listing &&
       html`<ul class="tree">
-        ${listing.namespaces.map((child) => html`<${Node} key=${child} path=${`${path}/${child}`} name=${child} />`)}
+        ${listing.namespaces.map((child) => html`<${TreeNode} key=${child} path=${`${path}/${child}`} name=${child} />`)}
         ${listing.keys.map(
           (key) => html`<li class="leaf"><a href=${keyHref(path, key)}>${key}</a></li>`,
         )}
@@ -65,7 +65,7 @@ export function NamespaceTree({ parent, names }: { parent: string | undefined; n
   return html`<ul class="tree namespaces">
     ${names.map(
       (name) =>
-        html`<${Node} key=${name} path=${parent === undefined ? name : `${parent}/${name}`} name=${name} />`,
+        html`<${TreeNode} key=${name} path=${parent === undefined ? name : `${parent}/${name}`} name=${name} />`,
     )}
   </ul>`;
 }
