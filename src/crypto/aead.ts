@@ -1,11 +1,12 @@
 /**
- * XChaCha20-Poly1305 (libsodium's IETF AEAD) with random 24-byte nonces from node's CSPRNG.
+ * XChaCha20-Poly1305 (libsodium's IETF AEAD) with random 24-byte nonces from node's CSPRNG (pooled:
+ * random.ts's randomNonce).
  *
  * Every way an open can fail (wrong key, bad tag, wrong associated data, truncated input) raises the
  * same SealedDataError, so nothing about the failure leaks to a caller.
  */
 import sodium from 'libsodium-wrappers';
-import { randomBytes } from './random.js';
+import { randomNonce } from './random.js';
 
 export const KEY_BYTES = 32;
 export const NONCE_BYTES = 24;
@@ -28,7 +29,7 @@ export interface Sealed {
 }
 
 export function aeadSeal(key: Uint8Array, plaintext: Uint8Array, aad: Uint8Array): Sealed {
-  const nonce = randomBytes(NONCE_BYTES);
+  const nonce = randomNonce(NONCE_BYTES);
   const ciphertext = sodium.crypto_aead_xchacha20poly1305_ietf_encrypt(
     plaintext,
     aad,
