@@ -1,6 +1,7 @@
 /**
  * A few of the server's metrics on the keyring screen (GET /v1/sys/metrics, for a session that may
- * read_metrics), read again every ten seconds: requests and server errors, refused authentications, the
+ * read_metrics), read when the screen opens and again on "Refresh" — never on a timer, which would keep an
+ * unattended session from its idle timeout (and write an audit entry every few seconds): requests and server errors, refused authentications, the
  * mean latency of storage and audit writes, writes per commit, held waits, and on PostgreSQL its pool and
  * notification lag. The whole set is for Prometheus (docs/operations.md).
  */
@@ -8,8 +9,6 @@ import { useEffect, useState } from 'preact/hooks';
 import { apiText, messageOf } from './api.js';
 import { html } from './html.js';
 import { mean, type Sample, samplesOf, total } from './prom.js';
-
-const REFRESH_MS = 10_000;
 
 const ms = (seconds: number | undefined): string =>
   seconds === undefined ? '—' : `${(seconds * 1000).toFixed(seconds < 0.01 ? 2 : 1)} ms`;
@@ -40,28 +39,16 @@ export function ServerFigures() {
   const [samples, setSamples] = useState<Sample[] | undefined>(undefined);
   const [error, setError] = useState<string | undefined>(undefined);
 
-  useEffect(() => {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    let stopped = false;
-    const load = (): void => {
-      apiText('/v1/sys/metrics')
-        .then(
-          (text) => {
-            setSamples(samplesOf(text));
-            setError(undefined);
-          },
-          (err: unknown) => setError(messageOf(err)),
-        )
-        .finally(() => {
-          if (!stopped) timer = setTimeout(load, REFRESH_MS);
-        });
-    };
-    load();
-    return () => {
-      stopped = true;
-      clearTimeout(timer);
-    };
-  }, []);
+  const load = (): void => {
+    apiText('/v1/sys/metrics').then(
+      (text) => {
+        setSamples(samplesOf(text));
+        setError(undefined);
+      },
+      (err: unknown) => setError(messageOf(err)),
+    );
+  };
+  useEffect(load, []);
 
   return html`
     <h2 id="figures-title">Server</h2>
@@ -73,5 +60,6 @@ export function ServerFigures() {
       </dl>
       <p class="hint">Since each worker started, summed over the workers. Every metric is for Prometheus: see docs/operations.md.</p>`
     }
+    <button type="button" onClick=${load}>Refresh the figures</button>
   `;
 }
