@@ -156,17 +156,12 @@ export async function listSnapshots(dir: string): Promise<SnapshotFile[]> {
 
 /** The interval start a snapshot's name holds (`coffer-snapshot-20261125T060000000Z.snap`). */
 function timeOfName(name: string): number {
-  const d = /(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})(\d{3})Z/.exec(name)!;
-  const [y, mo, day, h, mi, s, ms] = d.slice(1).map(Number) as [
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
-  return Date.UTC(y, mo - 1, day, h, mi, s, ms);
+  return Date.parse(
+    name.replace(
+      /^coffer-snapshot-(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})(\d{3})Z\.snap$/,
+      '$1-$2-$3T$4:$5:$6.$7Z',
+    ),
+  );
 }
 
 async function exists(path: string): Promise<boolean> {
