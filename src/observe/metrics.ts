@@ -5,7 +5,7 @@
  *
  *   coffer_http_requests_total{operation,status_class}       requests answered
  *   coffer_http_request_duration_seconds{operation}          their latency
- *   coffer_auth_failures_total                              refused authentications (401 and 429)
+ *   coffer_auth_failures_total                              refused authentications (401)
  *   coffer_audit_write_duration_seconds                     a request's audit entry until it is durable
  *   coffer_storage_write_duration_seconds                   a storage write, asked for until durable
  *   coffer_storage_commit_writes                            writes made durable by one commit (group commit)
