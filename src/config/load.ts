@@ -229,7 +229,8 @@ function checkConsistency(config: CofferConfig, fromEnv: Map<string, string>): v
   if (config.public_url !== null && !PUBLIC_URL.test(config.public_url))
     throw new ConfigError(
       name('public_url'),
-      `must be a scheme and a host, such as https://coffer.example.com or http://10.0.0.5:8750 (no path), got "${config.public_url}"`,
+      // Not repeated back: a URL may carry user:password@, which a start-up error would print.
+      'must be a scheme and a host, such as https://coffer.example.com or http://10.0.0.5:8750 (no path, no user or password)',
     );
   if (
     config.metrics.port !== null &&

@@ -24,8 +24,12 @@ describe('configuration messages say what is wrong and what is allowed', () => {
 
   it("a public address is a scheme and a host, and the metrics port is not the API's", () => {
     expect(refusal({ COFFER_PUBLIC_URL: 'https://coffer.example.com/vault' })).to.equal(
-      'COFFER_PUBLIC_URL: must be a scheme and a host, such as https://coffer.example.com or http://10.0.0.5:8750 (no path), got "https://coffer.example.com/vault"',
+      'COFFER_PUBLIC_URL: must be a scheme and a host, such as https://coffer.example.com or http://10.0.0.5:8750 (no path, no user or password)',
     );
+    // A URL carrying a password is refused without being repeated.
+    expect(
+      refusal({ COFFER_PUBLIC_URL: 'https://admin:hunter2@coffer.example.com' }),
+    ).to.not.include('hunter2');
     expect(refusal({ COFFER_PUBLIC_URL: 'coffer.example.com' })).to.match(
       /^COFFER_PUBLIC_URL: must be/,
     );
