@@ -38,7 +38,7 @@ import { parseDuration, startAutoRotation } from './operator/auto-rotate.js';
 import { HealthCheck } from './operator/health.js';
 import { KeyringOperations } from './operator/keyring-operations.js';
 import { Rewrapper } from './operator/rewrap.js';
-import { listSnapshots } from './operator/scheduled-snapshots.js';
+import { newestSnapshotTime } from './operator/scheduled-snapshots.js';
 import { startTidy, type Tidy } from './operator/tidy.js';
 import { followChanges } from './startup/follow-changes.js';
 import { followKeyring } from './startup/keyring-follower.js';
@@ -243,8 +243,7 @@ export async function startCoffer(
       now,
     });
     const metrics = new CofferMetrics({ postgres: store.shared, snapshots: snapshots !== null });
-    if (snapshots)
-      metrics.sources.newestSnapshot = async () => (await listSnapshots(snapshots.dir))[0]?.takenAt;
+    if (snapshots) metrics.sources.newestSnapshot = () => newestSnapshotTime(snapshots.dir);
     store.observeWrites({
       written: (seconds) => metrics.storageWrite.observe(seconds),
       committed: (writes) => metrics.commitWrites.observe(writes),

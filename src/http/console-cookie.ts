@@ -1,6 +1,7 @@
 /**
  * The web console's session cookie: an HttpOnly, SameSite=Strict cookie holding the session id (Secure and
- * named `__Host-coffer_session` under TLS, so no other path or subdomain can set it), never the token. A
+ * named `__Host-coffer_session` when the browser comes over HTTPS — Coffer's own TLS, or an https
+ * COFFER_PUBLIC_URL — so no other path or subdomain can set it), never the token. A
  * request with the cookie and no Authorization header acts as the session's token (auth/console-sessions.ts);
  * one that changes something must also carry the session's CSRF token in X-Coffer-CSRF.
  */
@@ -50,12 +51,7 @@ export class ConsoleCookies implements ConsoleCookie {
 
   /** The Set-Cookie value that hands the browser its session's cookie. */
   cookieFor(sessionId: string): string {
-    return stringifySetCookie(this.name, sessionId, {
-      httpOnly: true,
-      sameSite: 'strict',
-      path: '/',
-      secure: this.secure,
-    });
+    return stringifySetCookie(this.name, sessionId, this.attributes());
   }
 
   /** Hands the browser its session's cookie. */
@@ -67,13 +63,11 @@ export class ConsoleCookies implements ConsoleCookie {
   clear(res: Response): void {
     res.setHeader(
       'Set-Cookie',
-      stringifySetCookie(this.name, '', {
-        httpOnly: true,
-        sameSite: 'strict',
-        path: '/',
-        secure: this.secure,
-        expires: new Date(0),
-      }),
+      stringifySetCookie(this.name, '', { ...this.attributes(), expires: new Date(0) }),
     );
+  }
+
+  private attributes() {
+    return { httpOnly: true, sameSite: 'strict', path: '/', secure: this.secure } as const;
   }
 }

@@ -60,6 +60,30 @@ const LATENCY_BUCKETS = [
 /** Writes per commit: a group holds at most 64 (storage/postgres-backend.ts); LMDB's may hold more. */
 const GROUP_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128];
 
+/**
+ * A maker of gauges without labels, each set when scraped to what `read` gives (left alone when it gives
+ * undefined: a part the process does not have). `max` where every worker sees the same thing.
+ */
+function unlabelledGauge(registers: Registry[]) {
+  return (
+    name: string,
+    help: string,
+    read: () => number | undefined | Promise<number | undefined>,
+    aggregator?: 'max',
+  ): void => {
+    new Gauge({
+      name,
+      help,
+      registers,
+      ...(aggregator ? { aggregator } : {}),
+      async collect() {
+        const value = await read();
+        if (value !== undefined) this.set(value);
+      },
+    });
+  };
+}
+
 export class CofferMetrics {
   readonly registry = new Registry();
   private readonly requests: StatusCounter;
@@ -72,8 +96,10 @@ export class CofferMetrics {
   /** The sources the gauges read; filled in by the parts that have them, as they start. */
   readonly sources: MetricSources = {};
 
-  /** `postgres`: the storage is PostgreSQL, whose pool, queue and notifications have gauges of their own. */
-  /** `snapshots`: the server takes scheduled snapshots, whose newest has a gauge. */
+  /**
+   * `postgres`: the storage is PostgreSQL, whose pool, queue and notifications have gauges of their own;
+   * `snapshots`: the server takes scheduled snapshots, whose newest has a gauge.
+   */
   constructor(options: { readonly postgres?: boolean; readonly snapshots?: boolean } = {}) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry, prefix: 'coffer_' });
@@ -117,115 +143,84 @@ export class CofferMetrics {
       registers,
     });
     const sources = this.sources;
-    new Gauge({
-      name: 'coffer_kv_waits_held',
-      help: 'Reads held waiting for a change of their key',
-      registers,
-      collect() {
-        this.set(sources.kvWaitsHeld?.() ?? 0);
-      },
-    });
-    if (options.postgres) this.postgresGauges(registers);
-    if (options.snapshots)
+    const gauge = unlabelledGauge(registers);
+    gauge(
+      'coffer_kv_waits_held',
+      'Reads held waiting for a change of their key',
+      () => sources.kvWaitsHeld?.() ?? 0,
+    );
+    if (options.postgres) {
+      const storage = () => sources.storage?.();
+      gauge(
+        'coffer_storage_writes_queued',
+        'Writes waiting for a group commit to take them (PostgreSQL)',
+        () => storage()?.writesQueued,
+      );
       new Gauge({
-        name: 'coffer_snapshot_newest_timestamp_seconds',
-        help: 'The state the newest scheduled snapshot holds (its interval start), in seconds since the epoch; 0 while there is none',
+        name: 'coffer_pg_pool_connections',
+        help: "PostgreSQL connections of the server's pools, by state (busy: checked out; idle: open, free)",
+        labelNames: ['state'],
         registers,
-        aggregator: 'max',
-        async collect() {
-          const newest = await sources.newestSnapshot?.().catch(() => undefined);
-          this.set(newest === undefined ? 0 : newest / 1000);
+        collect() {
+          const pool = storage()?.pool;
+          if (!pool) return;
+          this.set({ state: 'busy' }, pool.busy);
+          this.set({ state: 'idle' }, pool.idle);
         },
       });
-    new Gauge({
-      name: 'coffer_keyring_generation',
-      help: "The keyring's generation (grows with every change to it)",
-      registers,
-      aggregator: 'max',
-      collect() {
-        const k = sources.keyring?.();
-        if (k) this.set(k.generation);
-      },
-    });
-    new Gauge({
-      name: 'coffer_keyring_active_version',
-      help: 'The keyring version new records are sealed with',
-      registers,
-      aggregator: 'max',
-      collect() {
-        const k = sources.keyring?.();
-        if (k) this.set(k.activeVersion);
-      },
-    });
+      gauge(
+        'coffer_pg_pool_max',
+        "The most connections the server's pools open (COFFER_PG_POOL_SIZE per worker)",
+        () => storage()?.pool?.max,
+      );
+      gauge(
+        'coffer_pg_pool_waiting',
+        'Queries waiting for a free PostgreSQL connection',
+        () => storage()?.pool?.waiting,
+      );
+      gauge(
+        'coffer_pg_notification_lag_seconds',
+        "A probe notification (sent every 10 s), from sent to heard on this server's listening connection; while one is unheard, how long it has been, if longer. The slowest worker's",
+        () => storage()?.notificationLagSeconds,
+        'max',
+      );
+    }
+    if (options.snapshots)
+      gauge(
+        'coffer_snapshot_newest_timestamp_seconds',
+        'The state the newest scheduled snapshot holds (its interval start), in seconds since the epoch; 0 while there is none',
+        async () => {
+          const newest = await sources.newestSnapshot?.().catch(() => undefined);
+          return newest === undefined ? 0 : newest / 1000;
+        },
+        'max',
+      );
+    gauge(
+      'coffer_keyring_generation',
+      "The keyring's generation (grows with every change to it)",
+      () => sources.keyring?.().generation,
+      'max',
+    );
+    gauge(
+      'coffer_keyring_active_version',
+      'The keyring version new records are sealed with',
+      () => sources.keyring?.().activeVersion,
+      'max',
+    );
     for (const [name, help, read] of [
       ['coffer_rewrap_running', '1 while a rewrap runs', (r: RewrapFacts) => (r.running ? 1 : 0)],
       ['coffer_rewrap_examined', 'Records the rewrap has examined', (r: RewrapFacts) => r.examined],
       ['coffer_rewrap_total', 'Records the rewrap has to examine', (r: RewrapFacts) => r.total],
     ] as const)
-      new Gauge({
+      gauge(
         name,
         help,
-        registers,
-        aggregator: 'max',
-        async collect() {
+        async () => {
           const r = await sources.rewrap?.();
-          if (r) this.set(read(r));
+          return r && read(r);
         },
-      });
-  }
-
-  /** PostgreSQL's gauges: its pool, the writes waiting for a group, its notifications' lag. */
-  private postgresGauges(registers: Registry[]): void {
-    const sources = this.sources;
-    new Gauge({
-      name: 'coffer_storage_writes_queued',
-      help: 'Writes waiting for a group commit to take them (PostgreSQL)',
-      registers,
-      collect() {
-        const n = sources.storage?.().writesQueued;
-        if (n !== undefined) this.set(n);
-      },
-    });
-    new Gauge({
-      name: 'coffer_pg_pool_connections',
-      help: "PostgreSQL connections of the server's pools, by state (busy: checked out; idle: open, free)",
-      labelNames: ['state'],
-      registers,
-      collect() {
-        const pool = sources.storage?.().pool;
-        if (!pool) return;
-        this.set({ state: 'busy' }, pool.busy);
-        this.set({ state: 'idle' }, pool.idle);
-      },
-    });
-    new Gauge({
-      name: 'coffer_pg_pool_max',
-      help: "The most connections the server's pools open (COFFER_PG_POOL_SIZE per worker)",
-      registers,
-      collect() {
-        const pool = sources.storage?.().pool;
-        if (pool) this.set(pool.max);
-      },
-    });
-    new Gauge({
-      name: 'coffer_pg_pool_waiting',
-      help: 'Queries waiting for a free PostgreSQL connection',
-      registers,
-      collect() {
-        const pool = sources.storage?.().pool;
-        if (pool) this.set(pool.waiting);
-      },
-    });
-    new Gauge({
-      name: 'coffer_pg_notification_lag_seconds',
-      help: "A probe notification (sent every 10 s), from sent to heard on this server's listening connection; while one is unheard, how long it has been, if longer. The slowest worker's",
-      registers,
-      aggregator: 'max',
-      collect() {
-        const lag = sources.storage?.().notificationLagSeconds;
-        if (lag !== undefined) this.set(lag);
-      },
-    });
+        'max',
+      );
   }
 
   /** One answered request. */

@@ -134,24 +134,30 @@ export interface SnapshotFile {
  * being written, or one whose run was killed). A directory not there yet holds none.
  */
 export async function listSnapshots(dir: string): Promise<SnapshotFile[]> {
-  let names: string[];
-  try {
-    names = await readdir(dir);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    throw err;
-  }
   const files: SnapshotFile[] = [];
-  for (const name of names
-    .filter((n) => NAME.test(n))
-    .sort()
-    .reverse()) {
+  for (const name of (await snapshotNames(dir)).reverse()) {
     const facts = await stat(join(dir, name)).catch(() => undefined);
     // Removed between the listing and now (pruned by a run): not there any more.
     if (facts?.isFile())
       files.push({ name, takenAt: timeOfName(name), writtenAt: facts.mtimeMs, bytes: facts.size });
   }
   return files;
+}
+
+/** The state the newest snapshot in `dir` holds (ms since the epoch), from the names alone; undefined: none. */
+export async function newestSnapshotTime(dir: string): Promise<number | undefined> {
+  const newest = (await snapshotNames(dir)).at(-1);
+  return newest === undefined ? undefined : timeOfName(newest);
+}
+
+/** The names of the snapshots in `dir`, oldest first (names sort by time); none when it is not there yet. */
+async function snapshotNames(dir: string): Promise<string[]> {
+  try {
+    return (await readdir(dir)).filter((n) => NAME.test(n)).sort();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
 }
 
 /** The interval start a snapshot's name holds (`coffer-snapshot-20261125T060000000Z.snap`). */

@@ -39,29 +39,28 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   if (res.status === 204) return undefined as T;
-  const answer = (await res.json().catch(() => undefined)) as
-    | { code?: string; detail?: string; errors?: FieldError[] }
-    | undefined;
-  if (!res.ok)
-    throw new ApiError(
-      res.status,
-      answer?.code ?? 'error',
-      answer?.detail ?? res.statusText,
-      answer?.errors ?? [],
-    );
-  return answer as T;
+  if (!res.ok) throw await failure(res);
+  return (await res.json().catch(() => undefined)) as T;
 }
 
 /** A GET whose answer is text (the metrics), not JSON. */
 export async function apiText(path: string): Promise<string> {
   const res = await fetch(path, { credentials: 'same-origin', cache: 'no-store' });
-  if (!res.ok) {
-    const answer = (await res.json().catch(() => undefined)) as
-      | { code?: string; detail?: string }
-      | undefined;
-    throw new ApiError(res.status, answer?.code ?? 'error', answer?.detail ?? res.statusText);
-  }
+  if (!res.ok) throw await failure(res);
   return res.text();
+}
+
+/** A refused call's problem, as an ApiError. */
+async function failure(res: Response): Promise<ApiError> {
+  const problem = (await res.json().catch(() => undefined)) as
+    | { code?: string; detail?: string; errors?: FieldError[] }
+    | undefined;
+  return new ApiError(
+    res.status,
+    problem?.code ?? 'error',
+    problem?.detail ?? res.statusText,
+    problem?.errors ?? [],
+  );
 }
 
 /** A namespace or key in a path: each segment encoded. */
