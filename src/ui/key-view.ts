@@ -1,8 +1,9 @@
 /**
  * One key: its versions (type and time, never a value), the value of the chosen version hidden until the
  * person reveals it (each reveal is one read, audited as the session's token; the value is never in the
- * page before that), a copy button, a form for a new version, and deletion behind a confirmation that names
- * the key.
+ * page before that), a copy button, a form for a new version (of the latest version's type unless the person
+ * picks the other: saving without looking never changes a key's type), and deletion behind a confirmation
+ * that names the key.
  */
 import { useEffect, useState } from 'preact/hooks';
 import { api, messageOf, pathOf } from './api.js';
@@ -27,6 +28,10 @@ export function KeyView({ namespace, keyName }: { namespace: string; keyName: st
   const [notice, setNotice] = useState<string | undefined>(undefined);
   const [confirming, setConfirming] = useState(false);
   const [deleted, setDeleted] = useState(false);
+  /** The type the person picked for a new version; until then, the latest version's. */
+  const [pickedType, setPickedType] = useState<Version['type'] | undefined>(undefined);
+  const latestType = versions?.find((v) => v.version === current)?.type;
+  const newType = pickedType ?? latestType ?? 'secret';
   const path = pathOf(namespace, keyName);
 
   async function load(): Promise<void> {
@@ -45,6 +50,7 @@ export function KeyView({ namespace, keyName }: { namespace: string; keyName: st
 
   useEffect(() => {
     setRevealed(undefined);
+    setPickedType(undefined);
     void load();
   }, [namespace, keyName]);
 
@@ -71,10 +77,10 @@ export function KeyView({ namespace, keyName }: { namespace: string; keyName: st
     event.preventDefault();
     const form = event.currentTarget as HTMLFormElement;
     const value = (form.elements.namedItem('value') as HTMLTextAreaElement).value;
-    const type = (form.elements.namedItem('type') as HTMLSelectElement).value;
     try {
-      const saved = await api<Version>('PUT', path, { value, type });
+      const saved = await api<Version>('PUT', path, { value, type: newType });
       form.reset();
+      setPickedType(undefined);
       setRevealed(undefined);
       setNotice(`Version ${saved.version} saved.`);
       await load();
@@ -140,14 +146,20 @@ export function KeyView({ namespace, keyName }: { namespace: string; keyName: st
         <label for="new-value">New value</label>
         <textarea id="new-value" name="value" rows="4" required spellcheck=${false}></textarea>
         <label for="new-type">Type</label>
-        <select id="new-type" name="type" aria-describedby="type-hint">
+        <select
+          id="new-type"
+          name="type"
+          aria-describedby="type-hint"
+          value=${newType}
+          onChange=${(e: Event) => setPickedType((e.currentTarget as HTMLSelectElement).value as Version['type'])}
+        >
           <option value="secret">secret</option>
           <option value="config">config</option>
         </select>
         <p class="hint" id="type-hint">
           A secret is encrypted with its own data key and read only by roles that may read secrets; a
           config value is stored readable and any role that reads the namespace may read it. A key
-          may change type from one version to the next.
+          may change type from one version to the next; the form starts at the latest version's type.
         </p>
         <button type="submit">Save a new version</button>
       </form>

@@ -150,8 +150,9 @@ describe('the web console in Chromium', function () {
       ),
     ).to.equal(true);
 
+    // A new version starts at the latest version's type: saving without looking never changes it.
+    expect(await page.getByLabel('Type').inputValue()).to.equal('secret');
     await page.getByLabel('New value').fill('rotated-password');
-    await page.getByLabel('Type').selectOption('secret');
     await page.getByRole('button', { name: 'Save a new version' }).click();
     await page.getByText('Version 2 saved.').waitFor();
     expect((await c.call('GET', '/v1/kv/payments/prod/db_password')).body.value).to.equal(
@@ -163,6 +164,23 @@ describe('the web console in Chromium', function () {
     await page.getByRole('button', { name: 'Delete db_password' }).click();
     await page.getByText('Deleted db_password from payments/prod').waitFor();
     expect((await c.call('GET', '/v1/kv/payments/prod/db_password')).status).to.equal(404);
+
+    await page.getByRole('link', { name: 'Back to payments/prod' }).click();
+    await page.getByRole('link', { name: 'api_url' }).click();
+    await page.getByRole('button', { name: 'Reveal version 1' }).waitFor();
+    expect(await page.getByLabel('Type').inputValue()).to.equal('config');
+    // At phone width the versions table's button and type stay whole words (one line each).
+    await page.setViewportSize(PHONE);
+    const lines = (element: Element) => {
+      const range = document.createRange();
+      range.selectNodeContents(element);
+      return range.getClientRects().length;
+    };
+    expect(await page.getByRole('button', { name: 'Reveal version 1' }).evaluate(lines)).to.equal(
+      1,
+    );
+    expect(await page.locator('table.versions td').nth(1).evaluate(lines)).to.equal(1);
+    await page.setViewportSize(LAPTOP);
 
     const session = cookies[0]!.value;
     await page.getByRole('button', { name: 'Sign out' }).click();
