@@ -4,7 +4,7 @@ import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Locator, Page } from 'playwright-core';
 import { snapshotName } from '../../src/operator/scheduled-snapshots.js';
 import { LAPTOP, launchChromium, PHONE, watchedPage } from '../support/browser.js';
 import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
@@ -240,6 +240,48 @@ describe('the web console in Chromium', function () {
       evil.close();
       await context.close();
     }
+  });
+
+  it('is used from the keyboard alone, the control in focus always outlined', async () => {
+    const context = await browser.newContext({ viewport: LAPTOP });
+    const { page, errors } = await watchedPage(context);
+    await page.goto(`${c.url}/ui/`);
+    // Tab until `target` has the focus, and check that it shows: an outline of at least 2 px.
+    const tabTo = async (target: Locator): Promise<void> => {
+      await target.waitFor();
+      for (let presses = 0; presses < 60; presses++) {
+        await page.keyboard.press('Tab');
+        const seen = await target.evaluate((el) => {
+          if (el !== document.activeElement) return undefined;
+          const style = getComputedStyle(el);
+          return { style: style.outlineStyle, width: Number.parseFloat(style.outlineWidth) };
+        });
+        if (seen) {
+          expect(seen.style).to.not.equal('none');
+          expect(seen.width).to.be.at.least(2);
+          return;
+        }
+      }
+      throw new Error(`Tab never reached ${target}`);
+    };
+
+    await tabTo(page.getByLabel('Token'));
+    await page.keyboard.type(writer);
+    await page.keyboard.press('Enter');
+    await tabTo(page.getByRole('link', { name: 'payments/' }));
+    await page.keyboard.press('Enter');
+    await tabTo(page.getByRole('link', { name: 'staging/' }));
+    await page.keyboard.press('Enter');
+    await tabTo(page.getByRole('link', { name: 'db_password' }));
+    await page.keyboard.press('Enter');
+    await tabTo(page.getByRole('button', { name: 'Reveal version 1' }));
+    await page.keyboard.press('Enter');
+    await page.getByText('staging-secret').waitFor();
+    await tabTo(page.getByRole('button', { name: 'Sign out' }));
+    await page.keyboard.press('Enter');
+    await page.getByLabel('Token').waitFor();
+    expect(errors).to.deep.equal([]);
+    await context.close();
   });
 
   it('has no serious or critical accessibility violation on any screen, at laptop and phone width', async () => {
