@@ -89,8 +89,11 @@ export class ConsoleSessions {
     return { sessionId, principal, record };
   }
 
-  /** The session a cookie names, while it lasts; 401 once it has ended. */
-  async resolve(sessionId: string): Promise<ConsoleSession> {
+  /**
+   * The session a cookie names, while it lasts; 401 once it has ended. A use of it, unless `touch` is false
+   * (asking whether it lives is not using it: that keeps it from its idle timeout no longer).
+   */
+  async resolve(sessionId: string, { touch = true } = {}): Promise<ConsoleSession> {
     if (!SESSION_ID.test(sessionId)) throw unauthorized(SESSION_ENDED);
     const { records, now, idleMs } = this.deps;
     const idHash = hashOf(sessionId);
@@ -102,7 +105,7 @@ export class ConsoleSessions {
       throw unauthorized(SESSION_ENDED);
     }
     const principal = await this.principalOf(record);
-    if (at - record.last_seen_at >= idleMs / 10) {
+    if (touch && at - record.last_seen_at >= idleMs / 10) {
       const seen = { ...record, last_seen_at: at };
       await records.put(idHash, seen);
       return { principal, record: seen };

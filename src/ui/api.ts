@@ -1,8 +1,11 @@
 /**
  * The console's one way to the API: same-origin fetch with the session cookie (the browser sends it; the
  * page never sees it) and, on every call that changes something, the session's CSRF token. Answers are
- * never cached. A failed call is an ApiError carrying the problem's code, detail and fields.
+ * never cached. A failed call is an ApiError carrying the problem's code, detail and fields. Each call is a
+ * use of the session (lastUseAt; asking whether it lives, currentSession, is not), and a call refused with
+ * 401 while signed in tells the page that its session has ended (watchSession).
  */
+import type { Session } from './session.js';
 
 export interface FieldError {
   readonly field: string;
@@ -27,17 +30,40 @@ export function useCsrf(token: string | undefined): void {
   csrf = token;
 }
 
-export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+let lastUse = Date.now();
+let sessionEnded: (() => void) | undefined;
+
+/** When this page last called the API: each call keeps the session from its idle timeout. */
+export const lastUseAt = (): number => lastUse;
+
+/** While signed in, `onEnded` hears of a call refused because the session has ended (401); undefined after. */
+export function watchSession(onEnded: (() => void) | undefined): void {
+  sessionEnded = onEnded;
+}
+
+function send(method: string, path: string, body?: unknown): Promise<Response> {
   const headers: Record<string, string> = { accept: 'application/json' };
   if (body !== undefined) headers['content-type'] = 'application/json';
   if (method !== 'GET' && csrf !== undefined) headers['x-coffer-csrf'] = csrf;
-  const res = await fetch(path, {
+  return fetch(path, {
     method,
     credentials: 'same-origin',
     cache: 'no-store',
     headers,
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
+}
+
+/** A call that uses the session: an answer refused with 401 means it has ended. */
+async function use(method: string, path: string, body?: unknown): Promise<Response> {
+  lastUse = Date.now();
+  const res = await send(method, path, body);
+  if (res.status === 401) sessionEnded?.();
+  return res;
+}
+
+export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const res = await use(method, path, body);
   if (res.status === 204) return undefined as T;
   if (!res.ok) throw await failure(res);
   return (await res.json().catch(() => undefined)) as T;
@@ -45,9 +71,17 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
 
 /** A GET whose answer is text (the metrics), not JSON. */
 export async function apiText(path: string): Promise<string> {
-  const res = await fetch(path, { credentials: 'same-origin', cache: 'no-store' });
+  const res = await use('GET', path);
   if (!res.ok) throw await failure(res);
   return res.text();
+}
+
+/** The browser's session, or null when it has none; asking is not a use of it. */
+export async function currentSession(): Promise<Session | null> {
+  const res = await send('GET', '/v1/console/session');
+  if (!res.ok) throw await failure(res);
+  const answer = (await res.json()) as Session | { signed_in: false };
+  return answer.signed_in ? answer : null;
 }
 
 /** A refused call's problem, as an ApiError. */

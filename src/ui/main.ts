@@ -2,10 +2,16 @@
  * The web console (docs/console.md): a page of its own, served at /ui/ under a strict Content-Security-Policy
  * (no inline script or style, nothing from elsewhere). It signs in once with a token (sign-in.ts) and then
  * calls the API with the session cookie (api.ts).
+ *
+ * An unattended page puts itself away: once it has made no call for the session's idle timeout (or the
+ * session has reached its lifetime), it drops what it showed at once — a revealed value first — and asks
+ * whether the session lives. If not, it is back at the sign-in, saying why; if it does (used in another
+ * tab), it waits, showing nothing and calling nothing, until the person chooses to go on. A call refused
+ * with 401 brings it back to the sign-in too.
  */
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { api, messageOf, useCsrf } from './api.js';
+import { api, currentSession, lastUseAt, messageOf, useCsrf, watchSession } from './api.js';
 import { AuditView, SealReportView } from './audit.js';
 import { Browse } from './browse.js';
 import { html } from './html.js';
@@ -65,22 +71,90 @@ function useRoute(): Route {
   return route;
 }
 
+/** Past a deadline, the page waits this much longer before it asks (for the request's way to the server). */
+const GRACE_MS = 2_000;
+
+/** `seconds` in words: "15 minutes", "90 seconds". */
+function span(seconds: number): string {
+  if (seconds % 60 !== 0) return `${seconds} seconds`;
+  const minutes = seconds / 60;
+  return minutes === 1 ? '1 minute' : `${minutes} minutes`;
+}
+
+const ENDED =
+  'Your session has ended (signed out, perhaps in another tab; unused for too long; or its token expired or was revoked). Sign in again.';
+
+/**
+ * Puts the page away (`setAway`) once it has made no call for the idle timeout, or the session has reached
+ * its lifetime, and then asks whether the session lives: `ended` with the reason when it does not.
+ */
+function useIdleWatch(
+  session: Session | null | undefined,
+  away: boolean,
+  setAway: (away: boolean) => void,
+  ended: (why: string) => void,
+): void {
+  useEffect(() => {
+    if (!session || away) return;
+    const idleMs = session.idle_timeout_seconds * 1000;
+    const endsAt = Date.parse(session.expires_at);
+    // Unused since its last call, or since it was shown (signed in, or back from put away), whichever is later.
+    const shownAt = Date.now();
+    const check = (): void => {
+      const now = Date.now();
+      const lifetime = now >= endsAt + GRACE_MS;
+      if (!lifetime && now < Math.max(lastUseAt(), shownAt) + idleMs + GRACE_MS) return;
+      stop();
+      setAway(true);
+      currentSession().then(
+        (alive) => {
+          if (alive) return;
+          ended(
+            lifetime
+              ? 'Your session reached its time limit. Sign in again.'
+              : `You were signed out after ${span(session.idle_timeout_seconds)} without use. Sign in again.`,
+          );
+        },
+        // The server did not answer: the page stays put away; going on will say what is wrong.
+        () => undefined,
+      );
+    };
+    // Every second, and at once when the tab is shown again (a hidden tab's timers are slowed down).
+    const timer = setInterval(check, 1_000);
+    document.addEventListener('visibilitychange', check);
+    const stop = (): void => {
+      clearInterval(timer);
+      document.removeEventListener('visibilitychange', check);
+    };
+    return stop;
+  }, [session, away]);
+}
+
 function App() {
   // undefined: not known yet; null: signed out.
   const [session, setSession] = useState<Session | null | undefined>(undefined);
   const [error, setError] = useState<string | undefined>(undefined);
+  // Why the page is at the sign-in, when its session ended under it.
+  const [notice, setNotice] = useState<string | undefined>(undefined);
+  // Put away after going unused: nothing shown, nothing called, until the person goes on.
+  const [away, setAway] = useState(false);
   const route = useRoute();
-  const privileges = usePrivileges(session);
+  const privileges = usePrivileges(away ? null : session);
   const may = (...any: string[]) => any.some((p) => privileges.has(p));
 
-  const signedIn = (s: Session | null) => {
+  const signedIn = (s: Session | null, why?: string) => {
     useCsrf(s?.csrf);
+    watchSession(s ? () => signedIn(null, ENDED) : undefined);
+    setNotice(why);
+    setAway(false);
+    setError(undefined);
     setSession(s);
   };
+  useIdleWatch(session, away, setAway, (why) => signedIn(null, why));
 
   useEffect(() => {
-    api<Session | { signed_in: false }>('GET', '/v1/console/session').then(
-      (s) => signedIn(s.signed_in ? s : null),
+    currentSession().then(
+      (s) => signedIn(s),
       (err: unknown) => setError(messageOf(err)),
     );
   }, []);
@@ -95,12 +169,36 @@ function App() {
     }
   }
 
+  /** Back from put away: the session as it is now (another tab may have signed in as someone else). */
+  async function goOn(): Promise<void> {
+    try {
+      const s = await currentSession();
+      signedIn(s, s ? undefined : ENDED);
+    } catch (err) {
+      setError(messageOf(err));
+    }
+  }
+
   if (session === undefined) return html`<p class="loading" role="status">Loading…</p>`;
   if (session === null)
     return html`<${SignIn}
       onSignedIn=${signedIn}
+      notice=${notice}
       failure=${route.page === 'sign-in-failed' ? route.reason : undefined}
     />`;
+  if (away)
+    return html`
+      <main class="sign-in">
+        <h1>Put away</h1>
+        <p role="status">
+          This page was not used for ${span(session.idle_timeout_seconds)}, so it put away what it
+          showed.
+        </p>
+        ${error && html`<p class="error" role="alert">${error}</p>`}
+        <button type="button" onClick=${goOn}>Go on</button>
+        <button type="button" onClick=${signOut}>Sign out</button>
+      </main>
+    `;
   return html`
     <header class="bar">
       <a class="brand" href="#/">Coffer</a>

@@ -34,9 +34,12 @@ function failureText(reason: string): string {
 
 export function SignIn({
   onSignedIn,
+  notice,
   failure,
 }: {
   onSignedIn: (session: Session) => void;
+  /** Why the page is here, when a session ended under it. */
+  notice: string | undefined;
   failure: string | undefined;
 }) {
   const choices = failure?.startsWith('choose-role:')
@@ -78,6 +81,7 @@ export function SignIn({
     <main class="sign-in">
       <h1>Sign in to Coffer</h1>
       ${failure && html`<p class="error" role="alert">${failureText(failure)}</p>`}
+      ${notice && html`<p class="notice" role="status">${notice}</p>`}
       <form onSubmit=${toProvider}>
         <label for="login-role">Login role</label>
         <p class="hint" id="login-role-hint">The login role your administrator set up for people (usually oidc).</p>

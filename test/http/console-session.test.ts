@@ -182,6 +182,15 @@ describe('web console sessions (/v1/console/sign-in, /v1/console/session)', func
     // A bearer token is no session: the sign-out is for a session.
     expect((await c.call('POST', '/v1/console/sign-out')).status).to.equal(400);
   });
+
+  it('is not kept from its idle timeout by a page asking whether it lives', async () => {
+    const session = await signIn(c, writer);
+    offset += 590_000;
+    const asked = await asConsole(c, 'GET', '/v1/console/session', session);
+    expect(asked.body).to.include({ signed_in: true });
+    offset += 20_000; // 610 s after its last use, 20 s after the page asked
+    expect((await asConsole(c, 'GET', '/v1/auth/me', session)).status).to.equal(401);
+  });
 });
 
 describe('web console sessions on two servers sharing PostgreSQL', function () {

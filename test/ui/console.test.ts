@@ -4,7 +4,7 @@ import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import type { Browser, Locator, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
 import { snapshotName } from '../../src/operator/scheduled-snapshots.js';
 import { LAPTOP, launchChromium, PHONE, watchedPage } from '../support/browser.js';
 import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
@@ -565,5 +565,99 @@ describe('the web console’s tokens, roles, keyring and audit screens, in Chrom
       expect(errors.filter((e) => e.startsWith(c.url))).to.deep.equal([]);
       await context.close();
     }
+  });
+});
+
+describe('the web console left unattended, in Chromium', function () {
+  this.timeout(90_000);
+  let c: TestCoffer;
+  let browser: Browser;
+  let writer: string;
+  /** The server's clock runs this far ahead; each page's is moved alike (its context's clock). */
+  let offset = 0;
+  const key = (url: string) => `${url}/ui/#/key/db_password/in/team/app`;
+
+  /** Moves both clocks: the server's, and the pages' (whose timers then run as time passes). */
+  async function pass(context: BrowserContext, ms: number): Promise<void> {
+    offset += ms;
+    await context.clock.fastForward(ms);
+  }
+
+  before(async function () {
+    requirePackage(this, 'chromium');
+    c = await startTestCoffer({
+      start: { now: () => Date.now() + offset },
+      env: { COFFER_CONSOLE_IDLE_TIMEOUT: '60' },
+    });
+    writer = await c.token({ role: 'writer', expires_in: 86_400 });
+    await c.put('team/app/db_password', SECRET, 'secret');
+    browser = await launchChromium();
+  });
+
+  after(async () => {
+    await browser?.close();
+    await c?.close();
+  });
+
+  it('drops a revealed value and signs out once unused for the idle timeout, saying why', async () => {
+    const context = await browser.newContext({ viewport: LAPTOP });
+    await context.clock.install();
+    const { page, errors } = await watchedPage(context);
+    await signIn(page, c.url, writer);
+    await page.goto(key(c.url));
+    await page.getByRole('button', { name: 'Reveal version 1' }).click();
+    await page.getByText(SECRET).waitFor();
+
+    await pass(context, 30_000);
+    expect(await page.getByText(SECRET).count(), 'still shown within the idle timeout').to.equal(1);
+    await pass(context, 33_000);
+    await page
+      .getByText('You were signed out after 1 minute without use. Sign in again.')
+      .waitFor();
+    expect(await page.content()).to.not.include(SECRET);
+    expect(await page.getByLabel('Token').count()).to.equal(1);
+    expect(errors).to.deep.equal([]);
+    await context.close();
+  });
+
+  it('puts an unused tab away while another keeps the session, calling nothing until the person goes on; a sign-out in one tab ends the other', async () => {
+    const context = await browser.newContext({ viewport: LAPTOP });
+    await context.clock.install();
+    const unused = await watchedPage(context);
+    await signIn(unused.page, c.url, writer);
+    await unused.page.goto(key(c.url));
+    await unused.page.getByRole('button', { name: 'Reveal version 1' }).click();
+    await unused.page.getByText(SECRET).waitFor();
+    const busy = await watchedPage(context);
+    await busy.page.goto(`${c.url}/ui/`);
+    await busy.page.getByRole('link', { name: 'team/' }).waitFor();
+
+    await pass(context, 30_000);
+    await busy.page.getByRole('link', { name: 'team/' }).click(); // a use: the session lives on
+    await busy.page.getByRole('link', { name: 'app/' }).waitFor();
+    const calls: string[] = [];
+    unused.page.on('request', (request) => calls.push(request.url()));
+    await pass(context, 33_000);
+    await unused.page.getByRole('heading', { name: 'Put away' }).waitFor();
+    expect(await unused.page.content()).to.not.include(SECRET);
+    expect(await accessibilityViolations(unused.page)).to.deep.equal([]);
+    // It asked whether the session lives (not a use), and then nothing more.
+    await pass(context, 20_000);
+    expect(calls.map((u) => new URL(u).pathname)).to.deep.equal(['/v1/console/session']);
+
+    // The busy tab was used 53 s ago by the server's clock: the session lives, and going on shows the key afresh.
+    await unused.page.getByRole('button', { name: 'Go on' }).click();
+    await unused.page.getByRole('button', { name: 'Reveal version 1' }).waitFor();
+    expect(await unused.page.content()).to.not.include(SECRET);
+
+    await busy.page.getByRole('button', { name: 'Sign out' }).click();
+    await busy.page.getByLabel('Token').waitFor();
+    await unused.page.getByRole('button', { name: 'Reveal version 1' }).click();
+    await unused.page.getByText('Your session has ended').waitFor();
+    expect(await unused.page.getByLabel('Token').count()).to.equal(1);
+    // The refused reveal's 401 is a failed resource load, which Chromium reports as a console error.
+    expect(unused.errors.filter((e) => !e.includes('401'))).to.deep.equal([]);
+    expect(busy.errors).to.deep.equal([]);
+    await context.close();
   });
 });

@@ -98,7 +98,7 @@ export function consoleOperations({
       {
         operationId: 'consoleSession',
         summary:
-          'Whether the request carries a live console session, and if so the session with its CSRF token (the page asks when it loads). Always 200, so a signed-out page logs no error',
+          'Whether the request carries a live console session, and if so the session with its CSRF token (the page asks when it loads, and when it has been unused for the idle timeout). Asking is not a use: it does not hold the session from its idle timeout. Always 200, so a signed-out page logs no error',
         responses: { 200: ok('The session, or signed_in: false', consoleSession) },
       },
     ],
@@ -107,10 +107,12 @@ export function consoleOperations({
       const sessionId = cookies.sessionOf(req);
       let session: Awaited<ReturnType<ConsoleCookies['sessions']['resolve']>> | undefined;
       if (sessionId !== undefined)
-        session = await cookies.sessions.resolve(sessionId).catch((err: unknown) => {
-          if (err instanceof AppError && err.code === 'unauthorized') return undefined;
-          throw err;
-        });
+        session = await cookies.sessions
+          .resolve(sessionId, { touch: false })
+          .catch((err: unknown) => {
+            if (err instanceof AppError && err.code === 'unauthorized') return undefined;
+            throw err;
+          });
       if (!session) {
         if (sessionId !== undefined) cookies.clear(res);
         respond.json(res, 200, { signed_in: false });
