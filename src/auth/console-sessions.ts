@@ -90,8 +90,8 @@ export class ConsoleSessions {
   }
 
   /**
-   * The session a cookie names, while it lasts; 401 once it has ended. A use of it, unless `touch` is false
-   * (asking whether it lives is not using it: that keeps it from its idle timeout no longer).
+   * The session a cookie names, while it lasts; 401 once it has ended. Counts as a use of it unless `touch`
+   * is false: asking whether a session lives does not hold it from its idle timeout.
    */
   async resolve(sessionId: string, { touch = true } = {}): Promise<ConsoleSession> {
     if (!SESSION_ID.test(sessionId)) throw unauthorized(SESSION_ENDED);
