@@ -5,11 +5,14 @@
  * from its version list — never its value. Only what the session may list is there: the API leaves the
  * rest out. The search asks the API for the names that start with what is typed (`?prefix=`, a range of
  * the store: every match however many pages the namespace has), a quarter second after the typing stops.
+ * A new key is made here (new-key.ts).
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, messageOf, pathOf } from './api.js';
 import { html } from './html.js';
+import { NAME_CHARACTERS, NAME_RULE } from './names.js';
 import { NamespaceTree } from './namespace-tree.js';
+import { NewKey } from './new-key.js';
 import { keyHref, namespaceHref } from './routes.js';
 
 interface Listing {
@@ -30,8 +33,6 @@ interface KeyRow {
 }
 
 const PAGE = 50;
-/** What a name may hold (the API refuses any other prefix). */
-const NAME_PREFIX = /^[A-Za-z0-9._-]{1,128}$/;
 const TYPING_MS = 250;
 
 export function Browse({ namespace }: { namespace: string | undefined }) {
@@ -90,7 +91,7 @@ export function Browse({ namespace }: { namespace: string | undefined }) {
     void load(null, '');
   }, []);
 
-  const valid = prefix === '' || NAME_PREFIX.test(prefix);
+  const valid = prefix === '' || NAME_CHARACTERS.test(prefix);
   useEffect(() => {
     if (!valid || prefix === shown) return;
     const timer = setTimeout(() => void load(null, prefix), TYPING_MS);
@@ -122,7 +123,7 @@ export function Browse({ namespace }: { namespace: string | undefined }) {
           onInput=${(e: Event) => setPrefix((e.currentTarget as HTMLInputElement).value)}
         />
         <p id="prefix-hint" class=${valid ? 'hint' : 'hint error'}>
-          ${valid ? 'Names that start with this (case-sensitive).' : 'Names hold only A–Z, a–z, 0–9, “.”, “_” and “-”.'}
+          ${valid ? 'Names that start with this (case-sensitive).' : NAME_RULE}
         </p>
       </div>
       ${error && html`<p class="error" role="alert">${error}</p>`}
@@ -130,6 +131,16 @@ export function Browse({ namespace }: { namespace: string | undefined }) {
         shownNamespaces.length > 0 &&
         html`<h2>Namespaces</h2>
           <${NamespaceTree} parent=${namespace} names=${shownNamespaces} />`
+      }
+      ${
+        namespace === undefined &&
+        shownNamespaces.length === 0 &&
+        !loading &&
+        !error &&
+        html`<p>
+          No namespaces${shown ? ` starting with “${shown}”` : ''} that you may list. A namespace comes
+          into being with its first key: New key, below.
+        </p>`
       }
       ${
         namespace !== undefined &&
@@ -156,6 +167,7 @@ export function Browse({ namespace }: { namespace: string | undefined }) {
       }
       ${loading && html`<p class="loading" role="status">Loading…</p>`}
       ${cursor && !loading && valid && html`<button type="button" onClick=${() => load(cursor, shown)}>Show more</button>`}
+      <div class="new-key"><${NewKey} namespace=${namespace} /></div>
     </section>
   `;
 }

@@ -6,13 +6,14 @@
  * that names the key.
  */
 import { useEffect, useState } from 'preact/hooks';
-import { api, messageOf, pathOf } from './api.js';
+import { ApiError, api, messageOf, pathOf } from './api.js';
 import { html } from './html.js';
 import { namespaceHref } from './routes.js';
+import { TypeField, type ValueType } from './value-type.js';
 
 interface Version {
   readonly version: number;
-  readonly type: 'config' | 'secret';
+  readonly type: ValueType;
   readonly created_at: string;
 }
 
@@ -29,12 +30,13 @@ export function KeyView({ namespace, keyName }: { namespace: string; keyName: st
   const [confirming, setConfirming] = useState(false);
   const [deleted, setDeleted] = useState(false);
   /** The type the person picked for a new version; until then, the latest version's. */
-  const [pickedType, setPickedType] = useState<Version['type'] | undefined>(undefined);
+  const [pickedType, setPickedType] = useState<ValueType | undefined>(undefined);
   const latestType = versions?.find((v) => v.version === current)?.type;
   const newType = pickedType ?? latestType ?? 'secret';
   const path = pathOf(namespace, keyName);
 
-  async function load(): Promise<void> {
+  /** The versions, read again; whether that worked (if not, the error says why). */
+  async function load(): Promise<boolean> {
     try {
       const list = await api<{ current_version: number; versions: Version[] }>(
         'GET',
@@ -43,8 +45,10 @@ export function KeyView({ namespace, keyName }: { namespace: string; keyName: st
       setVersions([...list.versions].reverse());
       setCurrent(list.current_version);
       setError(undefined);
+      return true;
     } catch (err) {
       setError(messageOf(err));
+      return false;
     }
   }
 
@@ -78,14 +82,24 @@ export function KeyView({ namespace, keyName }: { namespace: string; keyName: st
     const form = event.currentTarget as HTMLFormElement;
     const value = (form.elements.namedItem('value') as HTMLTextAreaElement).value;
     try {
-      const saved = await api<Version>('PUT', path, { value, type: newType });
+      // Only on top of the latest version shown: another person's version saved meanwhile is never
+      // superseded unseen.
+      const saved = await api<Version>('PUT', `${path}?cas=${current}`, { value, type: newType });
       form.reset();
       setPickedType(undefined);
       setRevealed(undefined);
       setNotice(`Version ${saved.version} saved.`);
       await load();
     } catch (err) {
-      setError(messageOf(err));
+      if (!(err instanceof ApiError && err.status === 412)) {
+        setError(messageOf(err));
+        return;
+      }
+      setNotice(undefined);
+      if (await load())
+        setError(
+          'Another version was saved meanwhile, so yours was not: the versions below are up to date now. Save again to put yours on top.',
+        );
     }
   }
 
@@ -145,23 +159,13 @@ export function KeyView({ namespace, keyName }: { namespace: string; keyName: st
       <form class="add" onSubmit=${addVersion}>
         <label for="new-value">New value</label>
         <textarea id="new-value" name="value" rows="4" required spellcheck=${false}></textarea>
-        <label for="new-type">Type</label>
-        <select
+        <${TypeField}
           id="new-type"
-          name="type"
-          aria-describedby="type-hint"
           value=${newType}
-          onChange=${(e: Event) => setPickedType((e.currentTarget as HTMLSelectElement).value as Version['type'])}
-        >
-          <option value="secret">secret</option>
-          <option value="config">config</option>
-        </select>
-        <p class="hint" id="type-hint">
-          A secret is encrypted with its own data key and read only by roles that may read secrets; a
-          config value is stored readable and any role that reads the namespace may read it. A key
-          may change type from one version to the next; the form starts at the latest version's type.
-        </p>
-        <button type="submit">Save a new version</button>
+          onChange=${setPickedType}
+          note="the form starts at the latest version's type"
+        />
+        <button type="submit" disabled=${versions === undefined}>Save a new version</button>
       </form>
       <h2>Delete</h2>
       ${

@@ -284,6 +284,58 @@ describe('the web console in Chromium', function () {
     await context.close();
   });
 
+  it('makes a new key from a browse page, never over one that exists, and adds a version only on top of the latest shown', async () => {
+    const context = await browser.newContext({ viewport: LAPTOP });
+    const { page, errors } = await watchedPage(context);
+    await signIn(page, c.url, writer);
+    await page.getByLabel('Search by name prefix').fill('zzz');
+    await page.getByText('No namespaces starting with “zzz” that you may list.').waitFor();
+
+    await page.getByRole('button', { name: 'New key…' }).click();
+    await page.getByLabel('Namespace', { exact: true }).fill('team/new');
+    await page.getByLabel('Key', { exact: true }).fill('api_token');
+    await page.getByLabel('Value').fill('tok-5f2a');
+    expect(await page.getByLabel('Type').inputValue(), 'a secret unless chosen').to.equal('secret');
+    await page.getByRole('button', { name: 'Save the key' }).click();
+    await page.getByRole('heading', { name: 'api_token' }).waitFor();
+    const made = await c.call('GET', '/v1/kv/team/new/api_token');
+    expect([made.body.version, made.body.type, made.body.value]).to.deep.equal([
+      1,
+      'secret',
+      'tok-5f2a',
+    ]);
+
+    // The same name again: refused, and nothing changed.
+    await page.getByRole('link', { name: 'team/new' }).click();
+    await page.getByRole('button', { name: 'New key…' }).click();
+    expect(await page.getByLabel('Namespace', { exact: true }).inputValue()).to.equal('team/new');
+    await page.getByLabel('Value').fill('not-over-it');
+    // A name the API would refuse is refused before asking.
+    await page.getByLabel('Key', { exact: true }).fill('bad name');
+    await page.getByRole('button', { name: 'Save the key' }).click();
+    await page.getByText('The key: Names hold only').waitFor();
+    await page.getByLabel('Key', { exact: true }).fill('api_token');
+    await page.getByRole('button', { name: 'Save the key' }).click();
+    await page.getByText('api_token already exists in team/new: nothing was changed.').waitFor();
+    expect((await c.call('GET', '/v1/kv/team/new/api_token')).body.version).to.equal(1);
+
+    // Another person's version saved meanwhile is not superseded unseen.
+    await page.getByRole('link', { name: 'Open api_token' }).click();
+    await page.getByRole('button', { name: 'Reveal version 1' }).waitFor();
+    await c.put('team/new/api_token', 'their-token', 'secret');
+    await page.getByLabel('New value').fill('my-token');
+    await page.getByRole('button', { name: 'Save a new version' }).click();
+    await page.getByText('Another version was saved meanwhile, so yours was not').waitFor();
+    await page.getByRole('button', { name: 'Reveal version 2' }).waitFor();
+    expect((await c.call('GET', '/v1/kv/team/new/api_token')).body.value).to.equal('their-token');
+    await page.getByRole('button', { name: 'Save a new version' }).click();
+    await page.getByText('Version 3 saved.').waitFor();
+    expect((await c.call('GET', '/v1/kv/team/new/api_token')).body.value).to.equal('my-token');
+    // The two refusals (412) are failed loads, which Chromium reports as console errors; nothing else.
+    expect(errors.filter((e) => !e.includes('412'))).to.deep.equal([]);
+    await context.close();
+  });
+
   it('has no serious or critical accessibility violation on any screen, at laptop and phone width', async () => {
     for (const [width, viewport] of [
       ['laptop', LAPTOP],
@@ -307,6 +359,8 @@ describe('the web console in Chromium', function () {
         await page.screenshot({ path: `${SHOTS}/namespaces-${width}.png`, fullPage: true });
       await page.goto(`${c.url}/ui/#/ns/payments/prod`);
       await page.locator('table.keys tbody tr').first().waitFor();
+      await page.getByRole('button', { name: 'New key…' }).click();
+      await page.getByRole('heading', { name: 'New key' }).waitFor();
       screens.push(['keys', await accessibilityViolations(page)]);
       if (SHOTS) await page.screenshot({ path: `${SHOTS}/keys-${width}.png`, fullPage: true });
       await page.getByRole('link', { name: 'api_url' }).click();
