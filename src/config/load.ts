@@ -26,7 +26,13 @@ type Env = Readonly<Record<string, string | undefined>>;
 export const ROOT_TOKEN_MIN_DISTINCT = 16;
 
 /** COFFER_PUBLIC_URL: a scheme and a host (a name, or an address; IPv6 in brackets), a port, no path. */
-const PUBLIC_URL = /^https?:\/\/([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?\/?$/;
+const PUBLIC_URL = /^https?:\/\/([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::([0-9]{1,5}))?\/?$/;
+
+function isPublicUrl(text: string): boolean {
+  const match = PUBLIC_URL.exec(text);
+  const port = match?.[2] === undefined ? undefined : Number(match[2]);
+  return match !== null && (port === undefined || (port >= 1 && port <= 65_535));
+}
 
 const validate = new Ajv({
   allErrors: false,
@@ -226,11 +232,11 @@ function checkConsistency(config: CofferConfig, fromEnv: Map<string, string>): v
         : 'scheduled snapshots need an interval too (COFFER_SNAPSHOT_EVERY, e.g. 6h)',
     );
   }
-  if (config.public_url !== null && !PUBLIC_URL.test(config.public_url))
+  if (config.public_url !== null && !isPublicUrl(config.public_url))
     throw new ConfigError(
       name('public_url'),
       // Not repeated back: a URL may carry user:password@, which a start-up error would print.
-      'must be a scheme and a host, such as https://coffer.example.com or http://10.0.0.5:8750 (no path, no user or password)',
+      'must be a scheme and a host, and a port (1 to 65535) if any, such as https://coffer.example.com or http://10.0.0.5:8750 (no path, no user or password)',
     );
   if (
     config.metrics.port !== null &&

@@ -24,8 +24,12 @@ describe('configuration messages say what is wrong and what is allowed', () => {
 
   it("a public address is a scheme and a host, and the metrics port is not the API's", () => {
     expect(refusal({ COFFER_PUBLIC_URL: 'https://coffer.example.com/vault' })).to.equal(
-      'COFFER_PUBLIC_URL: must be a scheme and a host, such as https://coffer.example.com or http://10.0.0.5:8750 (no path, no user or password)',
+      'COFFER_PUBLIC_URL: must be a scheme and a host, and a port (1 to 65535) if any, such as https://coffer.example.com or http://10.0.0.5:8750 (no path, no user or password)',
     );
+    for (const port of ['0', '65536', '99999'])
+      expect(refusal({ COFFER_PUBLIC_URL: `https://coffer.example.com:${port}` })).to.match(
+        /^COFFER_PUBLIC_URL: must be/,
+      );
     // A URL carrying a password is refused without being repeated.
     expect(
       refusal({ COFFER_PUBLIC_URL: 'https://admin:hunter2@coffer.example.com' }),
@@ -33,7 +37,12 @@ describe('configuration messages say what is wrong and what is allowed', () => {
     expect(refusal({ COFFER_PUBLIC_URL: 'coffer.example.com' })).to.match(
       /^COFFER_PUBLIC_URL: must be/,
     );
-    for (const ok of ['https://coffer.example.com', 'http://10.0.0.5:8750/', 'https://[::1]:8750'])
+    for (const ok of [
+      'https://coffer.example.com',
+      'http://10.0.0.5:8750/',
+      'https://[::1]:8750',
+      'https://coffer.example.com:65535',
+    ])
       expect(loadConfig({ COFFER_PUBLIC_URL: ok }).public_url).to.equal(ok);
     expect(refusal({ COFFER_PORT: '9000', COFFER_METRICS_PORT: '9000' })).to.equal(
       "COFFER_METRICS_PORT: must differ from the API's port (9000): the metrics get an address of their own",
