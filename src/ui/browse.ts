@@ -167,7 +167,7 @@ export function Browse({ namespace }: { namespace: string | undefined }) {
       }
       ${loading && html`<p class="loading" role="status">Loading…</p>`}
       ${cursor && !loading && valid && html`<button type="button" onClick=${() => load(cursor, shown)}>Show more</button>`}
-      <div class="new-key"><${NewKey} namespace=${namespace} /></div>
+      <div><${NewKey} namespace=${namespace} /></div>
     </section>
   `;
 }
