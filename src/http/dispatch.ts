@@ -13,6 +13,7 @@ import { AppError } from '../errors.js';
 import { principalOf } from './authenticate.js';
 import type { ClientAddress } from './client-address.js';
 import {
+  checksStrayBody,
   type HttpMethod,
   type Operation,
   type OperationInput,
@@ -35,6 +36,8 @@ interface Runnable {
   readonly operation: Operation;
   readonly query: readonly string[];
   readonly body: BodyReader | undefined;
+  /** For an operation without a body: refuses a body with any field before the handler runs. */
+  readonly refuseStray: ((req: Request, res: Response) => Promise<void>) | undefined;
 }
 
 /** The operations that share one template. */
@@ -57,6 +60,9 @@ export interface DispatcherDeps {
   readonly guard?: Guard;
 }
 
+/** What an operation that declares no body takes when a client sends one anyway: `{}` and nothing else. */
+const NO_FIELDS = { type: 'object', additionalProperties: false, properties: {} } as const;
+
 function compile(operation: Operation, deps: DispatcherDeps): Runnable {
   const { body } = operation;
   let read: Runnable['body'];
@@ -67,7 +73,15 @@ function compile(operation: Operation, deps: DispatcherDeps): Runnable {
       return validate(await deps.readBody(req, res));
     };
   }
-  return { operation, query: Object.keys(operation.query ?? {}), body: read };
+  // A body sent to an operation that takes none is read and checked like any other (UTF-8 JSON, not too
+  // deep, no field): an unknown field is refused before anything is done, never ignored.
+  const validateEmpty = deps.validators.body(NO_FIELDS);
+  const refuseStray: Runnable['refuseStray'] = !checksStrayBody(operation)
+    ? undefined
+    : async (req, res) => {
+        if (hasBody(req)) validateEmpty(await deps.readBody(req, res));
+      };
+  return { operation, query: Object.keys(operation.query ?? {}), body: read, refuseStray };
 }
 
 function pathsOf(operations: readonly Operation[], deps: DispatcherDeps): Path[] {
@@ -121,6 +135,7 @@ export function dispatcher(operations: readonly Operation[], deps: DispatcherDep
     res.locals.action = operation.action;
     deps.guard?.();
     if (operation.privilege) requirePrivilege(principalOf(res), operation.privilege);
+    await runnable.refuseStray?.(req, res);
     const read = runnable.body;
     const input: OperationInput<string, unknown> = {
       query: queryOf(req, runnable.query),

@@ -4,7 +4,7 @@
  * object the server validates with) and the problems it can answer. test/http/openapi.test.ts checks every
  * documented operation against the running server.
  */
-import type { Operation, OperationDoc } from './operation.js';
+import { checksStrayBody, type Operation, type OperationDoc } from './operation.js';
 import type { Responder } from './respond.js';
 import { json, NAMED_SCHEMAS, ok } from './response-schemas.js';
 
@@ -74,14 +74,14 @@ function withCommonHeaders(response: object): object {
 /**
  * The problems an operation answers: 400 (every operation refuses unknown query parameters); 405 (another
  * method on its path); 500 (a stored record failed its check, or a fault); with a token 401 and 429 (the budget of wrong secrets, or verifications queued);
- * 403 with a privilege; 413 and 415 with a body; what the operation declares; and 503 (its audit entry
+ * 403 with a privilege; 413 and 415 with a body, or where a stray body is checked; what the operation declares; and 503 (its audit entry
  * could not be written, or the storage cannot be reached).
  */
 function problems(op: Operation, doc: OperationDoc): Record<string, object> {
   const statuses = new Set([400, 405, 500, 503, ...(doc.errors ?? [])]);
   if (!op.public) statuses.add(401).add(429);
   if (op.privilege) statuses.add(403);
-  if (op.body) statuses.add(413).add(415);
+  if (op.body || checksStrayBody(op)) statuses.add(413).add(415);
   return Object.fromEntries(
     [...statuses].sort((a, b) => a - b).map((s) => [String(s), PROBLEM_WITH[String(s)] ?? problem]),
   );

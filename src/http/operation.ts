@@ -69,3 +69,11 @@ export function templatePrefix(template: string): string | undefined {
   const at = template.indexOf('/{');
   return at < 0 ? undefined : template.slice(0, at);
 }
+
+/**
+ * An operation without a body that a client may still send one to (every method but GET): the dispatcher
+ * reads such a body and refuses any field in it (400; 413, 415 as for any body), the document says so.
+ */
+export function checksStrayBody(op: Pick<Operation, 'body' | 'method'>): boolean {
+  return op.body === undefined && op.method !== 'GET';
+}

@@ -120,6 +120,23 @@ export function hasBody(req: Request): boolean {
   );
 }
 
+/**
+ * The charset a Content-Type's parameters name, lower case, without quotes. Checked before the body is read:
+ * the nesting check reads bytes as UTF-8, so a body in another charset (UTF-16's brackets are two bytes)
+ * would pass it and reach parsing unchecked.
+ */
+function charsetOf(parameters: readonly string[]): string | undefined {
+  for (const parameter of parameters) {
+    const [name, value] = parameter.split('=', 2);
+    if (name!.trim().toLowerCase() === 'charset')
+      return (value ?? '')
+        .trim()
+        .replace(/^"(.*)"$/, '$1')
+        .toLowerCase();
+  }
+  return undefined;
+}
+
 type JsonParser = (req: Request, res: Response, next: (err?: unknown) => void) => void;
 
 /** What the body parser's `verify` step refuses, by the error type it gives (body-parser passes it on). */
@@ -146,12 +163,21 @@ export function jsonBodyReader(limit: number): (req: Request, res: Response) => 
   });
   return (req, res) => {
     if (!hasBody(req)) return Promise.reject(invalid('a JSON object body is required'));
-    const media = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-    if (media !== 'application/json') {
+    const [media, ...parameters] = (req.headers['content-type'] ?? '').split(';');
+    if (media!.trim().toLowerCase() !== 'application/json') {
       return Promise.reject(
         new AppError(
           'unsupported_media_type',
           'the body must be sent with Content-Type: application/json',
+        ),
+      );
+    }
+    const charset = charsetOf(parameters);
+    if (charset !== undefined && charset !== 'utf-8') {
+      return Promise.reject(
+        new AppError(
+          'unsupported_media_type',
+          'the body must be UTF-8: send it with Content-Type: application/json (or charset=utf-8)',
         ),
       );
     }

@@ -77,6 +77,56 @@ describe('HTTP errors and limits', () => {
     ).to.equal(201);
   });
 
+  it('415 for a body in any charset but UTF-8 (UTF-16 would pass the byte-level depth check), and nothing is stored', async () => {
+    const deep = `{"value":"x","type":"config","a":${'['.repeat(1000)}${']'.repeat(1000)}}`;
+    for (const charset of ['utf-16le', 'UTF-16', '"utf-16be"', 'latin1', 'utf-32', 'utf8']) {
+      const res = await c.call('PUT', '/v1/kv/cs/k', {
+        body: deep,
+        headers: { 'content-type': `application/json; charset=${charset}` },
+      });
+      expectProblem(res, 415, 'unsupported_media_type');
+      expect(res.body.detail).to.match(/must be UTF-8/);
+    }
+    expect((await c.call('GET', '/v1/kv/cs/k')).status).to.equal(404);
+    for (const charset of ['UTF-8', '"utf-8"'])
+      expect(
+        (
+          await c.call('PUT', '/v1/kv/cs/k', {
+            body: JSON.stringify({ value: 'x', type: 'config' }),
+            headers: { 'content-type': `application/json;charset=${charset}` },
+          })
+        ).status,
+      ).to.be.oneOf([200, 201]);
+  });
+
+  it('400 for a field sent to an operation that takes no body (keyring rotate, retire), and nothing is done', async () => {
+    const versions = async () => (await c.call('GET', '/v1/sys/keyring')).body.active_version;
+    const before = await versions();
+    for (const body of ['{"unknown":1}', `{"a":${'['.repeat(1000)}${']'.repeat(1000)}}`, '[]']) {
+      const res = await c.call('POST', '/v1/sys/keyring/rotate', {
+        body,
+        headers: { 'content-type': 'application/json' },
+      });
+      expectProblem(res, 400, 'invalid_request');
+    }
+    expectProblem(
+      await c.call('POST', '/v1/sys/keyring/retire', {
+        body: '{"force":true}',
+        headers: { 'content-type': 'application/json' },
+      }),
+      400,
+      'invalid_request',
+    );
+    expect(await versions()).to.equal(before);
+    // An empty body, or an empty object, is no field: the rotation happens.
+    const rotated = await c.call('POST', '/v1/sys/keyring/rotate', {
+      body: '{}',
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(rotated.status).to.equal(200);
+    expect(await versions()).to.equal(before + 1);
+  });
+
   it('415 for a body with a Content-Encoding, compressed or not, and nothing is stored', async () => {
     const body = JSON.stringify({ value: 'x', type: 'config' });
     for (const encoding of ['gzip', 'deflate', 'br', 'x-unknown']) {
