@@ -5,11 +5,13 @@
 import { StorageUnavailableError } from './backend.js';
 
 /**
- * SQLSTATE classes and codes of an unreachable or overloaded server: connection exceptions (08), the server
- * shutting down or starting (57P01-57P03), a statement cancelled by the timeout (57014), too many
- * connections (53300).
+ * SQLSTATE classes and codes of a server that cannot be used now: connection exceptions (08), the server
+ * shutting down or starting or the database dropped (57P01-57P04), a statement cancelled by the timeout
+ * (57014), insufficient resources (53: too many connections, disk full, out of memory), the database not
+ * accepting connections (55000, ALLOW_CONNECTIONS false) or not there (3D000), and the login refused (28:
+ * a password or pg_hba.conf changed). Each is the database being out of reach, answered 503, never a fault.
  */
-const UNAVAILABLE_CODE = /^(08...|57P0[1-3]|57014|53300)$/;
+const UNAVAILABLE_CODE = /^(08...|57P0[1-4]|57014|53...|55000|3D000|28...)$/;
 /** node-postgres's own messages for a connection that could not be made or was lost. */
 const UNAVAILABLE_MESSAGE =
   /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection ended/;

@@ -348,6 +348,53 @@ describe('Coffer on PostgreSQL (COFFER_STORAGE=postgres)', function () {
     }
   });
 
+  it('answers 503 storage_unavailable, health included, while the database refuses connections (ALLOW_CONNECTIONS false), and recovers', async () => {
+    const admin = new pg.Client({ connectionString: PG_TEST_URL });
+    await admin.connect();
+    const database = `coffer_closed_${randomBase62(8).toLowerCase()}`;
+    await admin.query(`CREATE DATABASE ${database}`);
+    const url = new URL(PG_TEST_URL);
+    url.pathname = `/${database}`;
+    const closeDoors = async (allow: boolean) => {
+      await admin.query(`ALTER DATABASE ${database} WITH ALLOW_CONNECTIONS ${allow}`);
+      if (!allow)
+        await admin.query(
+          'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1',
+          [database],
+        );
+    };
+    let c: TestCoffer | undefined;
+    try {
+      c = await startTestCoffer({ env: pgEnv('coffer', url.toString()) });
+      expect((await c.put('closed/k', 'before')).status).to.equal(201);
+      await closeDoors(false);
+      for (const [method, path] of [
+        ['PUT', '/v1/kv/closed/k'],
+        ['GET', '/v1/kv/closed/k'],
+        ['GET', '/v1/kv/closed'],
+      ] as const) {
+        const res = await c.call(method, path, {
+          ...(method === 'PUT' ? { json: { value: 'x', type: 'secret' } } : {}),
+        });
+        expect(res.status, `${method} ${path}`).to.equal(503);
+        expect(res.body.code).to.equal('storage_unavailable');
+      }
+      const health = await c.call('GET', '/v1/sys/health', { token: null });
+      expect(health.status).to.equal(503);
+      expect(health.body).to.include({ code: 'storage_unavailable' });
+      await closeDoors(true);
+      await eventually(async () => (await c!.call('GET', '/v1/kv/closed/k')).status === 200, {
+        interval: 250,
+        what: 'served again',
+      });
+      expect((await c.call('GET', '/v1/kv/closed/k')).body.value).to.equal('before');
+    } finally {
+      await c?.close();
+      await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+      await admin.end();
+    }
+  });
+
   it("answers storage_unavailable, not audit_unavailable, while the database that keeps the audit log's copy is away", async () => {
     const relay = new Relay(new URL(PG_TEST_URL));
     await relay.start();
