@@ -9,6 +9,7 @@ import type {
   StorageEntry,
   WriteObserver,
 } from './backend.js';
+import { StorageUnavailableError } from './backend.js';
 import type { StoragePlugin } from './plugin.js';
 
 export interface LmdbOptions {
@@ -32,6 +33,7 @@ export class LmdbBackend implements StorageBackend, FollowingReads {
   private flushedTogether = 0;
 
   constructor(options: LmdbOptions) {
+    ignoreLmdbCommitEchoes();
     mkdirSync(options.path, { recursive: true, mode: 0o700 });
     this.root = open({ path: options.path, noSubdir: false, maxDbs: 4 });
     this.db = this.root.openDB<Buffer, Buffer>({
@@ -135,15 +137,20 @@ export class LmdbBackend implements StorageBackend, FollowingReads {
     const started = this.observer && performance.now();
     // The callback runs inside lmdb-js's write transaction. lmdb-js does not roll back a plain
     // transaction on a throw, so the plan runs to completion before the first write.
-    const result = await this.db.transaction(() => {
-      const decided = plan(keys.map((key) => this.db.get(asBuffer(key))));
-      for (const write of decided.writes) {
-        if (write.op === 'put') this.db.put(asBuffer(write.key), asBuffer(write.value));
-        else this.db.remove(asBuffer(write.key));
-      }
-      return decided.result;
-    });
-    await this.root.flushed;
+    let result: T;
+    try {
+      result = await this.db.transaction(() => {
+        const decided = plan(keys.map((key) => this.db.get(asBuffer(key))));
+        for (const write of decided.writes) {
+          if (write.op === 'put') this.db.put(asBuffer(write.key), asBuffer(write.value));
+          else this.db.remove(asBuffer(write.key));
+        }
+        return decided.result;
+      });
+      await this.root.flushed;
+    } catch (err) {
+      throw await commitFailure(err);
+    }
     if (started !== undefined) this.durable(started);
     return result;
   }
@@ -175,6 +182,48 @@ export class LmdbBackend implements StorageBackend, FollowingReads {
     await this.root.flushed;
     await this.root.close();
   }
+}
+
+const COMMIT_FAILED = 'Commit failed (see commitError for details)';
+let ignoring = false;
+
+/**
+ * lmdb-js (3.x, its issue #368) rejects a failed commit's promises more than once: the caller's, which
+ * atomic() handles, and internal ones nobody can reach, which Node would treat as unhandled and end the
+ * process for (a full disk ended every worker). Those internal echoes are recognised by lmdb-js's own
+ * message and its `commitError` field and dropped; every other unhandled rejection ends the process as
+ * Node's default does.
+ */
+function ignoreLmdbCommitEchoes(): void {
+  if (ignoring) return;
+  ignoring = true;
+  process.on('unhandledRejection', (reason) => {
+    if (reason instanceof Error && reason.message === COMMIT_FAILED && 'commitError' in reason) {
+      (reason.commitError as Promise<unknown>).catch(() => undefined);
+      return;
+    }
+    throw reason;
+  });
+}
+
+/**
+ * A commit lmdb-js could not make (a full disk, the map full, an I/O error): nothing of it was written
+ * (LMDB aborts the transaction), and it is answered as storage that cannot be used now — 503 with
+ * Retry-After — instead of a fault. lmdb-js rejects the commit with an error whose `commitError` is a second
+ * promise, rejected with the cause a moment later; left without a handler, that rejection ended the process.
+ */
+async function commitFailure(err: unknown): Promise<unknown> {
+  const cause = (err as { commitError?: unknown } | null)?.commitError;
+  if (!(cause instanceof Promise)) return err;
+  const reason = await Promise.race([
+    cause.then(
+      () => 'commit failed',
+      (e: unknown) =>
+        ((e as { code?: unknown }).code as string | undefined) ?? (e as Error).message,
+    ),
+    new Promise<string>((r) => setTimeout(() => r('commit failed'), 1000).unref()),
+  ]);
+  return new StorageUnavailableError(String(reason).slice(0, 80));
 }
 
 /** Past every key of a segment: its separators are 0x00 and 0x01. */
