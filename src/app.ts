@@ -354,6 +354,8 @@ export async function startCoffer(
       keyring,
       tidy,
       async close(drainMs = 10_000) {
+        // Every answer from now on closes its connection, so keep-alive clients under load let go.
+        app.inFlight.drain();
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         // Held waits answer now (304: nothing changed yet), so their connections can drain.
         changes.close();
@@ -362,6 +364,13 @@ export async function startCoffer(
         const deadline = setTimeout(() => server.closeAllConnections(), drainMs);
         await closed;
         clearTimeout(deadline);
+        // A connection closed under a request does not end its work: each request still running is
+        // answered (or found undelivered) and audited before the audit log closes.
+        if (!(await app.inFlight.settled(IN_FLIGHT_GRACE_MS)))
+          log.warn(
+            { in_flight: app.inFlight.size },
+            'requests still running at shutdown; closing the audit log anyway',
+          );
         follower.stop();
         policyFollower.stop();
         await autoRotation?.stop();
@@ -388,6 +397,9 @@ export async function startCoffer(
     throw err;
   }
 }
+
+/** How long a stop waits, once its connections are closed, for requests still being worked on. */
+const IN_FLIGHT_GRACE_MS = 5_000;
 
 function auditOpening(
   config: CofferConfig,

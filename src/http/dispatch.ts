@@ -12,6 +12,7 @@ import { requirePrivilege } from '../auth/principal.js';
 import { AppError } from '../errors.js';
 import { principalOf } from './authenticate.js';
 import type { ClientAddress } from './client-address.js';
+import type { InFlight } from './in-flight.js';
 import {
   checksStrayBody,
   type HttpMethod,
@@ -58,6 +59,8 @@ export interface DispatcherDeps {
   readonly readBody: BodyReader;
   readonly validators: Validators;
   readonly guard?: Guard;
+  /** Where each request is counted while its handler runs, so that a stop waits for it. */
+  readonly inFlight?: InFlight;
 }
 
 /** What an operation that declares no body takes when a client sends one anyway: `{}` and nothing else. */
@@ -154,6 +157,7 @@ export function dispatcher(operations: readonly Operation[], deps: DispatcherDep
       next();
       return;
     }
-    run(path, req, res).catch((err: unknown) => deps.onError(err, req, res));
+    const ran = run(path, req, res).catch((err: unknown) => deps.onError(err, req, res));
+    deps.inFlight?.track(ran);
   };
 }

@@ -19,6 +19,7 @@ import { clientAddressOf } from './client-address.js';
 import { clientErrorListener } from './client-errors.js';
 import { consoleFiles } from './console-static.js';
 import { dispatcher } from './dispatch.js';
+import { InFlight } from './in-flight.js';
 import { type OutcomeSink, outcomeWatcher } from './outcome.js';
 import { type IntegrityReport, notFoundHandler, problemHandler } from './problem.js';
 import {
@@ -61,6 +62,8 @@ export interface HttpAppDeps extends Omit<RouteDeps, 'respond' | 'recordIntent' 
 /** What the HTTP server is given: the request listener, and the answers to what Node cannot parse. */
 export interface HttpApp {
   readonly listener: RequestListener;
+  /** The requests being worked on: a stop waits for them before closing the audit log and the store. */
+  readonly inFlight: InFlight;
   readonly onClientError: (err: NodeJS.ErrnoException, socket: Duplex) => void;
 }
 
@@ -72,6 +75,7 @@ export function bodyLimit(maxValueBytes: number): number {
 export function buildHttpApp(deps: HttpAppDeps): HttpApp {
   const { audit } = deps;
   const { metrics } = deps;
+  const inFlight = new InFlight();
   const respond = createResponder(
     audit ? requestAuditor(audit, deps.failureSummary, deps.now) : undefined,
     deps.tls,
@@ -87,6 +91,7 @@ export function buildHttpApp(deps: HttpAppDeps): HttpApp {
       },
       audited: (seconds) => metrics.auditWrite.observe(seconds),
     },
+    inFlight,
   );
   const recordIntent = intentRecorder(deps.audit, respond.requestId);
 
@@ -133,6 +138,7 @@ export function buildHttpApp(deps: HttpAppDeps): HttpApp {
     onError: answerError,
     readBody: jsonBodyReader(bodyLimit(deps.maxValueBytes)),
     validators: new Validators(),
+    inFlight,
     ...(deps.audit ? { guard: refuseWhileUnrecorded(deps.audit) } : {}),
   });
 
@@ -146,9 +152,9 @@ export function buildHttpApp(deps: HttpAppDeps): HttpApp {
 
   // The response each connection is serving: a request whose body does not arrive in time is answered
   // 408 through it (client-errors.ts). A connection's next request replaces it.
-  const inFlight = new WeakMap<Duplex, Response>();
+  const serving = new WeakMap<Duplex, Response>();
   const onClientError = clientErrorListener({
-    inFlight,
+    inFlight: serving,
     respond,
     tls: deps.tls,
     requestTimeoutSeconds: deps.requestTimeoutSeconds,
@@ -163,7 +169,7 @@ export function buildHttpApp(deps: HttpAppDeps): HttpApp {
     const response = res as Response;
     request.originalUrl = req.url ?? '/';
     response.locals = Object.create(null) as Response['locals'];
-    inFlight.set(req.socket, response);
+    serving.set(req.socket, response);
     watch?.(request, response);
     try {
       dispatch(request, response, () => app(req, res));
@@ -171,5 +177,5 @@ export function buildHttpApp(deps: HttpAppDeps): HttpApp {
       answerError(err, request, response);
     }
   };
-  return { listener, onClientError };
+  return { listener, onClientError, inFlight };
 }

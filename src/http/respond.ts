@@ -15,6 +15,7 @@ import type { Response } from 'express';
 import helmet from 'helmet';
 import { PooledIds } from '../crypto/random.js';
 import { AppError, shownDetail } from '../errors.js';
+import type { InFlight } from './in-flight.js';
 
 /** The problem+json body for `error` (RFC 9457): the one place such a body is made. */
 export function problemBody(error: AppError): string {
@@ -138,6 +139,7 @@ export function createResponder(
   tls = false,
   refusal: () => AppError = () => UNAVAILABLE,
   observer?: ResponseObserver,
+  inFlight?: InFlight,
 ): Responder {
   const common = securityHeaders(tls);
   const requestIds = new PooledIds(16);
@@ -154,6 +156,8 @@ export function createResponder(
       headers.push('Content-Type', contentType, 'Content-Length', String(Buffer.byteLength(body)));
     if (requestId !== null) headers.push('X-Request-Id', requestId);
     if (extra) for (const [name, value] of extra) headers.push(name, value);
+    // A stopping process ends each keep-alive connection after its answer, so that the stop drains.
+    if (inFlight?.draining) headers.push('Connection', 'close');
     res.writeHead(status, headers);
     res.end(body);
     observer?.sent(res, status);
@@ -188,11 +192,12 @@ export function createResponder(
       );
     };
     const asked = observer ? performance.now() : 0;
-    auditor(res, status, id).then((recorded) => {
+    const answered = auditor(res, status, id).then((recorded) => {
       observer?.audited((performance.now() - asked) / 1000);
       if (recorded) send(res, status, contentType, body, extra, id);
       else refuse();
     }, refuse);
+    inFlight?.track(answered);
   };
   return {
     requestId,

@@ -22,7 +22,8 @@ import type { SupervisorMessage, WorkerMessage } from './messages.js';
 import { clusterMetrics } from './metrics-cluster.js';
 import { listenForMetrics, type MetricsListener } from './metrics-listener.js';
 
-const SHUTDOWN_GRACE_MS = 15_000;
+/** A worker's drain (10 s for its connections, 5 s for requests still running) and its closing, then SIGKILL. */
+const SHUTDOWN_GRACE_MS = 20_000;
 const MAX_RESTART_DELAY_MS = 10_000;
 
 export interface SupervisorOptions {
