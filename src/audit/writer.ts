@@ -47,7 +47,24 @@ export interface AuditWriterOptions {
   readonly syncMs?: number;
   /** Told after each sync to disk: every entry up to `seq` is durable. */
   readonly onSynced?: (seq: number) => void;
+  /**
+   * Audit streams (streams/audit-stream.ts): given every batch once it is where it was asked to be, in
+   * order; a required one must have the batch within STREAM_WAIT_MS before its requests are answered.
+   */
+  readonly streams?: readonly ChainStream[];
 }
+
+/** What the writer needs of an audit stream. */
+export interface ChainStream {
+  readonly name: string;
+  readonly required: boolean;
+  readonly up: boolean;
+  offer(lines: readonly string[]): Promise<void>;
+  close(waitMs: number): Promise<number>;
+}
+
+/** How long an answer waits for a required stream to take its line before it is refused (503). */
+export const STREAM_WAIT_MS = 2_000;
 
 /** `durable`: resolve once synced to disk; `written`: once in the file (the kernel), synced within syncMs. */
 export type Durability = 'durable' | 'written';
@@ -121,7 +138,12 @@ export class AuditWriter {
 
   /** True while the last write failed and the backlog waits for the directory to be writable. */
   get failing(): boolean {
-    return this.failure !== null;
+    return this.failure !== null || this.requiredStreamDown() !== undefined;
+  }
+
+  /** A required stream whose last send failed: requests are refused until it takes lines again. */
+  private requiredStreamDown(): ChainStream | undefined {
+    return this.options.streams?.find((stream) => stream.required && !stream.up);
   }
 
   /**
@@ -144,11 +166,19 @@ export class AuditWriter {
     const pending = this.enqueue(fields, durability === 'durable');
     if (++this.sinceCheckpoint >= this.options.checkpointEvery) this.enqueueCheckpoint();
     const placed = { seq: pending.seq, line: pending.line };
-    if (this.failure !== null)
-      return { ...placed, done: Promise.reject(new AuditUnavailableError(this.failure)) };
+    const down = this.failure ?? this.streamFailure();
+    if (down !== null) {
+      this.kick();
+      return { ...placed, done: Promise.reject(new AuditUnavailableError(down)) };
+    }
     const done = new Promise<void>((resolve, reject) => pending.waiters.push({ resolve, reject }));
     this.kick();
     return { ...placed, done };
+  }
+
+  private streamFailure(): string | null {
+    const down = this.requiredStreamDown();
+    return down ? `required audit stream ${down.name} does not take lines` : null;
   }
 
   /** Appends a checkpoint now and waits until it is durable. */
@@ -184,6 +214,7 @@ export class AuditWriter {
       this.closed = true;
       await this.options.sink.close();
       for (const copy of this.options.copies ?? []) await copy.close().catch(() => undefined);
+      for (const stream of this.options.streams ?? []) await stream.close(STREAM_WAIT_MS);
     }
   }
 
@@ -327,7 +358,9 @@ export class AuditWriter {
       this.writtenThrough = last.seq;
       this.written = { link: last.link, digest: last.digest };
     }
-    for (const p of batch) if (!p.durable) for (const w of p.waiters.splice(0)) w.resolve();
+    // (With a required stream, every entry also waits for that stream: streamed(), below.)
+    if (!this.options.streams?.some((stream) => stream.required))
+      for (const p of batch) if (!p.durable) for (const w of p.waiters.splice(0)) w.resolve();
     if (!mustSync) {
       this.unsynced = true;
       this.scheduleSync();
@@ -347,7 +380,7 @@ export class AuditWriter {
         return;
       }
     }
-    for (const p of batch) for (const w of p.waiters) w.resolve();
+    if (await this.streamed(batch)) for (const p of batch) for (const w of p.waiters) w.resolve();
     for (const copy of this.options.copies ?? []) {
       try {
         await copy.write(batch.map((p) => p.line));
@@ -373,6 +406,47 @@ export class AuditWriter {
         })
         .catch(() => undefined);
     }
+  }
+
+  /**
+   * Hands the batch to every stream, in order, and waits for the required ones. False when a required one
+   * did not take it in time: the batch's requests are refused (503) though their lines are in the chain,
+   * which an `audit.refused` event then says; the stream still gets the lines, in order, when it is back.
+   */
+  private async streamed(batch: readonly Pending[]): Promise<boolean> {
+    const streams = this.options.streams ?? [];
+    if (streams.length === 0 || batch.length === 0) return true;
+    const lines = batch.map((p) => p.line);
+    const required: Promise<void>[] = [];
+    for (const stream of streams) {
+      const delivered = stream.offer(lines);
+      if (stream.required) required.push(delivered);
+    }
+    if (required.length === 0 || batch.every((p) => p.waiters.length === 0)) return true;
+    let timer: NodeJS.Timeout | undefined;
+    const inTime = await Promise.race([
+      Promise.all(required).then(() => true),
+      new Promise<false>((resolve) => {
+        timer = setTimeout(() => resolve(false), STREAM_WAIT_MS);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (inTime) return true;
+    const reason = this.streamFailure() ?? 'a required audit stream did not take lines in time';
+    const error = new AuditUnavailableError(reason);
+    const refused = batch.filter((p) => p.waiters.length > 0 && !p.checkpoint).map((p) => p.seq);
+    for (const p of batch) for (const w of p.waiters.splice(0)) w.reject(error);
+    if (refused.length > 0 && !this.closing) {
+      this.enqueue({
+        kind: 'event',
+        event: 'audit.refused',
+        reason: 'stream_unavailable',
+        refused_seqs: refused,
+        outcome: { status: 503, code: 'audit_unavailable' },
+      });
+      this.kick();
+    }
+    return false;
   }
 
   private fail(err: NodeJS.ErrnoException, batch: readonly Pending[]): void {

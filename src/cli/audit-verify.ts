@@ -8,6 +8,7 @@
  */
 import { existsSync } from 'node:fs';
 import { pino } from 'pino';
+import { compareAgainst } from '../audit/against.js';
 import { archivedFields, copyArchive, planArchive, removeArchived } from '../audit/archive.js';
 import {
   chainKeysOf,
@@ -17,7 +18,7 @@ import {
 } from '../audit/chain-keys.js';
 import { auditCoverage, type Coverage } from '../audit/coverage.js';
 import { forgetArchived } from '../audit/database-copy.js';
-import { auditFilesIn } from '../audit/files.js';
+import { auditFilesIn, type ChainFile, chainFiles } from '../audit/files.js';
 import { recoverIntents } from '../audit/intent-recovery.js';
 import { type VerifyResult, verifyAudit } from '../audit/verify.js';
 import { type VerifiedLog, verifyLog } from '../audit/verify-log.js';
@@ -55,8 +56,11 @@ export async function verifyCommand(
   given: string[],
   publicKey: string | undefined,
   out: Out,
+  against: readonly string[] = [],
 ): Promise<number> {
-  if (publicKey !== undefined) return verifyWithPublicKey(config, given, publicKey, out);
+  for (const path of against)
+    if (!existsSync(path)) throw new CliError(`--against ${path}: no such file`, 2);
+  if (publicKey !== undefined) return verifyWithPublicKey(config, given, publicKey, out, against);
   const files = given.length > 0 ? given : auditFilesOf(config);
   if (files.length === 0) throw new CliError(`no audit files in ${config.audit.dir}`, 1);
   return withKeyring(config, async (_store, records, holder) => {
@@ -82,7 +86,8 @@ export async function verifyCommand(
     // it still names is worth knowing).
     const covered =
       given.length > 0 ? 0 : printCoverage(await auditCoverage(files, records, stored), out);
-    return intact ? covered : 1;
+    const shippedHeld = printAgainst(files, stored?.files ?? [], against, out);
+    return intact && shippedHeld ? covered : 1;
   });
 }
 
@@ -95,6 +100,7 @@ async function verifyWithPublicKey(
   given: string[],
   text: string,
   out: Out,
+  against: readonly string[],
 ): Promise<number> {
   const publicKey = parsePublicKey(text);
   if (publicKey === null)
@@ -118,7 +124,33 @@ async function verifyWithPublicKey(
   out(
     "checked with the public key alone: every entry up to each chain's newest signed checkpoint; the store's record of the chains (which exist, where each ended) needs the master key",
   );
-  return printVerdict(result, files.length, out) ? 0 : 1;
+  const intact = printVerdict(result, files.length, out);
+  return printAgainst(files, [], against, out) && intact ? 0 : 1;
+}
+
+/**
+ * With --against: the local log (`files`, and the store's copy of other hosts' chains) held against what
+ * an audit stream shipped (audit/against.ts); true when every shipped line is still there as shipped.
+ */
+function printAgainst(
+  files: readonly string[],
+  stored: readonly ChainFile[],
+  against: readonly string[],
+  out: Out,
+): boolean {
+  if (against.length === 0) return true;
+  const result = compareAgainst(chainFiles(files, stored), against);
+  for (const problem of result.problems)
+    out(`NOT AS SHIPPED: chain ${problem.chain} seq ${problem.seq}: ${problem.reason}`);
+  if (result.intact)
+    out(
+      `as shipped: all ${result.shipped} entries of ${result.chains} chains in ${against.length} shipped file(s) are in the local log, unchanged${result.unshipped > 0 ? ` (${result.unshipped} newer local entries not in the shipped copy yet)` : ''}`,
+    );
+  if (result.skipped > 0)
+    out(
+      `note: ${result.skipped} lines of the shipped file(s) hold no audit entry and were passed over`,
+    );
+  return result.intact;
 }
 
 /** Prints the verdict (the same from the files and from GET /v1/sys/audit/verify); true when intact. */

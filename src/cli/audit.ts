@@ -25,6 +25,10 @@ export const AUDIT_USAGE = `usage: coffer audit <command>
   verify --public-key KEY [files…]
                                an auditor's check with no secret: each chain up to its newest checkpoint,
                                by the checkpoints' signatures (KEY: GET /v1/sys/audit/public-key)
+  verify --against FILE […]    also hold the log against what an audit stream shipped (NDJSON, or an
+                               rsyslog file; --against once per file): every shipped line must still be in
+                               the local log, unchanged ("NOT AS SHIPPED: …" names the first missing seq
+                               of each chain, exit 1). With --public-key too, it needs no secret
   archive --before DATE --to DIR
                                move whole audit files whose entries are all older than DATE (ISO 8601)
                                to DIR, after checking the whole log; the move is recorded in the log, so
@@ -50,6 +54,7 @@ Offline, reads the server's COFFER_* settings: the data directory, the master ke
 examples:
   coffer audit verify
   coffer audit verify --remote
+  coffer audit verify --public-key 3f2a… --against /var/log/coffer-audit.log
   coffer audit search --remote --key payments/prod/db_password --from 2026-11-01
   coffer audit search --token-name payments-api --outcome failure --json | jq .
 `;
@@ -67,6 +72,7 @@ export async function auditCommand(
       json: { type: 'boolean' },
       before: { type: 'string' },
       'public-key': { type: 'string' },
+      against: { type: 'string', multiple: true },
       // Their --to: a time for search, a directory for archive.
       ...SEARCH_OPTIONS,
     },
@@ -82,9 +88,9 @@ export async function auditCommand(
     return searchCommand(() => loadConfig(), values, values.json === true, io.out);
   }
   if (command === 'verify' && values.remote) {
-    if (positionals.length > 1 || values['public-key'])
+    if (positionals.length > 1 || values['public-key'] || values.against)
       throw new CliError(
-        "verify --remote checks the server's whole log: no files, no --public-key",
+        "verify --remote checks the server's whole log: no files, no --public-key, no --against (run it offline with the shipped copy)",
         2,
       );
     return verifyRemote(io.out);
@@ -93,7 +99,13 @@ export async function auditCommand(
   if (command === 'verify') {
     if (values.verify || values.json || values.before || values.to)
       throw new CliError('verify takes only file names', 2);
-    return verifyCommand(config, positionals.slice(1), values['public-key'], io.out);
+    return verifyCommand(
+      config,
+      positionals.slice(1),
+      values['public-key'],
+      io.out,
+      (values.against ?? []).map((path) => resolve(path)),
+    );
   }
   if (command === 'archive') {
     if (values.before === undefined || values.to === undefined || positionals.length > 1)

@@ -13,6 +13,9 @@ import { FileSink } from '../audit/file-sink.js';
 import { IntentJournal } from '../audit/intent-journal.js';
 import { recoverIntents } from '../audit/intent-recovery.js';
 import { StdoutSink } from '../audit/stdout-sink.js';
+import { AuditStream } from '../audit/streams/audit-stream.js';
+import { parseStreams } from '../audit/streams/stream-spec.js';
+import { transportFor } from '../audit/streams/transports.js';
 import { repairTornTails } from '../audit/tail-repair.js';
 import { AuditWriter } from '../audit/writer.js';
 import type { CofferConfig } from '../config/schema.js';
@@ -53,8 +56,12 @@ export async function openAuditLog(opening: AuditOpening, firstEvent: string): P
     chain,
     maxFileBytes: config.audit.max_file_bytes,
   });
+  const streams = parseStreams(config.audit.streams).map(
+    (spec) => new AuditStream(spec, transportFor(spec), log),
+  );
   const writer = new AuditWriter({
     sink: opening.shared ? new MirroredSink(files, records, chain) : files,
+    streams,
     ...(config.audit.stdout ? { copies: [new StdoutSink()] } : {}),
     chain,
     // The chain keys come from the keyring's permanent root: made once, never changed.

@@ -28,12 +28,21 @@ const PACKAGES = {
     installed: () =>
       commandExists('softhsm2-util') && SOFTHSM_LIBRARIES.some((path) => existsSync(path)),
   },
+  rsyslog: {
+    debian: 'rsyslog rsyslog-gnutls',
+    purpose: 'the audit stream tests (syslog over TCP and TLS)',
+    installed: () => existsSync(RSYSLOGD) && existsSync(RSYSLOG_GTLS),
+  },
   chromium: {
     debian: 'chromium',
     purpose: 'the web console browser tests',
     installed: () => existsSync(CHROMIUM),
   },
 } satisfies Record<string, SystemPackage>;
+
+/** Debian's rsyslog daemon, and its GnuTLS network stream driver (package rsyslog-gnutls). */
+export const RSYSLOGD = '/usr/sbin/rsyslogd';
+const RSYSLOG_GTLS = '/usr/lib/x86_64-linux-gnu/rsyslog/lmnsd_gtls.so';
 
 /** Debian's Chromium, driven by playwright-core (never a browser download). */
 export const CHROMIUM = '/usr/bin/chromium';
@@ -56,11 +65,11 @@ function aptInstall(debian: string): void {
       timeout: 600_000,
     });
   try {
-    run(['install', '-y', '-q', debian]);
+    run(['install', '-y', '-q', ...debian.split(' ')]);
   } catch {
     // The package lists may be missing or stale on a fresh machine.
     run(['update', '-q']);
-    run(['install', '-y', '-q', debian]);
+    run(['install', '-y', '-q', ...debian.split(' ')]);
   }
 }
 

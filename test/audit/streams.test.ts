@@ -1,0 +1,308 @@
+import { cpSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { loadConfig } from '../../src/config/load.js';
+import { auditChainKey } from '../../src/storage/layout.js';
+import { openStorage } from '../../src/storage/registry.js';
+import { auditFiles, auditLines } from '../support/audit-lines.js';
+import { type AuditReceiver, startAuditReceiver } from '../support/audit-receiver.js';
+import { eventually } from '../support/eventually.js';
+import { startTestCoffer, tempDir } from '../support/harness.js';
+import { send } from '../support/http-client.js';
+import { killAll, runCoffer, serveSettings, startProcess } from '../support/process.js';
+
+/** Every line of the audit files in `dir`, by chain, in seq order. */
+function localChains(dir: string): Map<string, string[]> {
+  const chains = new Map<string, string[]>();
+  for (const file of auditFiles(dir).sort())
+    for (const line of readFileSync(file, 'utf8').split('\n')) {
+      if (line === '') continue;
+      const { chain } = JSON.parse(line) as { chain: string };
+      chains.set(chain, [...(chains.get(chain) ?? []), line]);
+    }
+  for (const [chain, lines] of chains)
+    chains.set(
+      chain,
+      lines.sort((a, b) => (JSON.parse(a).seq as number) - (JSON.parse(b).seq as number)),
+    );
+  return chains;
+}
+
+/** The lines received, by chain, in the order received. */
+function receivedChains(lines: readonly string[]): Map<string, string[]> {
+  const chains = new Map<string, string[]>();
+  for (const line of lines) {
+    const { chain } = JSON.parse(line) as { chain: string };
+    chains.set(chain, [...(chains.get(chain) ?? []), line]);
+  }
+  return chains;
+}
+
+describe('audit streams (COFFER_AUDIT_STREAMS)', function () {
+  this.timeout(120_000);
+  let receiver: AuditReceiver;
+  beforeEach(async () => {
+    receiver = await startAuditReceiver();
+  });
+  afterEach(async () => {
+    await receiver.close();
+  });
+
+  it('ships every line of every chain, checkpoints included, in order; an outage loses, duplicates and reorders nothing', async () => {
+    const tokenFile = join(tempDir(), 'siem.token');
+    writeFileSync(tokenFile, 'siem-ingest-credential\n');
+    const c = await startTestCoffer({
+      dataDir: tempDir(),
+      env: {
+        COFFER_AUDIT_STREAMS: `${receiver.url}?name=siem&bearer_file=${tokenFile}`,
+        COFFER_AUDIT_CHECKPOINT_EVERY: '7',
+      },
+    });
+    const auditDir = c.config.audit.dir!;
+    try {
+      for (let i = 0; i < 10; i++)
+        expect((await c.put(`ship/k${i}`, `v${i}`)).status).to.equal(201);
+      await eventually(async () => receiver.lines.length > 10, { what: 'lines shipped' });
+      receiver.down = true;
+      // Not required: the outage refuses nothing.
+      for (let i = 0; i < 20; i++) {
+        expect((await c.put(`ship/k${i}`, `w${i}`)).status).to.be.oneOf([200, 201]);
+        expect((await c.call('GET', `/v1/kv/ship/k${i}`)).status).to.equal(200);
+      }
+      const during = receiver.lines.length;
+      receiver.down = false;
+      for (let i = 0; i < 5; i++)
+        expect((await c.call('GET', '/v1/kv/ship/k1')).status).to.equal(200);
+      await eventually(
+        async () => receiver.lines.length >= [...localChains(auditDir).values()].flat().length,
+        { what: 'the backlog shipped after the outage', timeout: 20_000 },
+      );
+      expect(receiver.lines.length).to.be.greaterThan(during);
+    } finally {
+      await c.close();
+    }
+    const local = localChains(auditDir);
+    const received = receivedChains(receiver.lines);
+    // Every chain, line for line as in its files: nothing lost, nothing twice, nothing out of order.
+    expect([...received.keys()].sort()).to.deep.equal([...local.keys()].sort());
+    for (const [chain, lines] of local) expect(received.get(chain), chain).to.deep.equal(lines);
+    expect(receiver.lines.some((l) => JSON.parse(l).kind === 'checkpoint')).to.equal(true);
+    expect(new Set(receiver.authorizations)).to.deep.equal(
+      new Set(['Bearer siem-ingest-credential']),
+    );
+    // The shipped copy holds the local log as it is.
+    const shipped = receiver.save(join(tempDir(), 'shipped.ndjson'));
+    const env = {
+      COFFER_DATA_DIR: c.config.data_dir,
+      COFFER_MASTER_KEY_FILE: c.config.master_key_file,
+    };
+    const verify = await runCoffer(['audit', 'verify', '--against', shipped], env);
+    expect(verify.code, verify.stdout).to.equal(0);
+    expect(verify.stdout).to.match(/as shipped: all \d+ entries of \d+ chains/);
+  });
+
+  it('a required stream holds each answer until it has the line: down, requests are refused 503 and change nothing; back, they are served', async () => {
+    const c = await startTestCoffer({
+      dataDir: tempDir(),
+      env: { COFFER_AUDIT_STREAMS: `${receiver.url}?required=true` },
+    });
+    const refusedAnswers: Awaited<ReturnType<typeof c.put>>[] = [];
+    try {
+      expect((await c.put('req/k', 'one')).status).to.equal(201);
+      const put = await c.put('req/k', 'two');
+      expect(put.status).to.equal(200);
+      // The answer came after the stream had the request's line.
+      const id = put.headers.get('x-request-id');
+      expect(
+        receiver.lines.some(
+          (l) => JSON.parse(l).request_id === id && JSON.parse(l).kind === 'request',
+        ),
+      ).to.equal(true);
+
+      receiver.down = true;
+      const refused = await c.put('req/k', 'three');
+      expect(refused.status).to.equal(503);
+      expect(refused.body.code).to.equal('audit_unavailable');
+      expect(refused.headers.get('retry-after')).to.equal('1');
+      // While it is down, requests are refused before they act.
+      const again = await c.put('req/k', 'four');
+      expect(again.status).to.equal(503);
+      refusedAnswers.push(refused, again);
+      const health = await c.call('GET', '/v1/sys/health', { token: null });
+      expect(health.status).to.equal(503);
+
+      receiver.down = false;
+      await eventually(async () => (await c.call('GET', '/v1/kv/req/k')).status === 200, {
+        what: 'served again once the stream takes lines',
+        timeout: 15_000,
+      });
+      const now = await c.call('GET', '/v1/kv/req/k');
+      expect(now.body.value).to.be.oneOf(['two', 'three']);
+      expect(now.body.value).not.to.equal('four');
+    } finally {
+      await c.close();
+    }
+    const entries = auditLines(c.config.audit.dir!);
+    // Each refused answer's own line says what the client got.
+    for (const answer of refusedAnswers) {
+      const line = entries.find(
+        (e) => e.kind === 'request' && e.request_id === answer.headers.get('x-request-id'),
+      );
+      expect((line?.outcome as { status?: number; code?: string }) ?? {}).to.include({
+        status: 503,
+        code: 'audit_unavailable',
+      });
+    }
+    // Refused or not, every line reached the stream once it was back, in order.
+    const local = localChains(c.config.audit.dir!);
+    const received = receivedChains(receiver.lines);
+    for (const [chain, lines] of local) expect(received.get(chain), chain).to.deep.equal(lines);
+    const verify = await runCoffer(['audit', 'verify'], {
+      COFFER_DATA_DIR: c.config.data_dir,
+      COFFER_MASTER_KEY_FILE: c.config.master_key_file,
+    });
+    expect(verify.code, verify.stdout).to.equal(0);
+  });
+
+  it('refuses to start with a stream it cannot read, naming it by position and never printing its URL', async () => {
+    const { env } = serveSettings(1, {
+      COFFER_AUDIT_STREAMS: 'stdout:,https://user:hunter2@siem.example/x?bearer_file=/nonexistent',
+    });
+    const started = await runCoffer(['serve'], env);
+    expect(started.code).to.not.equal(0);
+    expect(started.stderr).to.include('COFFER_AUDIT_STREAMS: stream 2');
+    expect(started.stderr + started.stdout).not.to.include('hunter2');
+    const plain = await runCoffer(['serve'], {
+      ...env,
+      COFFER_AUDIT_STREAMS: 'http://siem.example/x',
+    });
+    expect(plain.stderr).to.include('plain http is taken only to this machine');
+  });
+
+  describe('what an attacker who writes the data directory does, held against the shipped copy', () => {
+    it('kill -9, the chain cut back to its last checkpoint before the next start: local verify says intact; --against names the first missing seq', async () => {
+      const { root, env } = serveSettings(1, {
+        COFFER_AUDIT_STREAMS: receiver.url,
+        COFFER_AUDIT_CHECKPOINT_EVERY: '6',
+      });
+      const p = await startProcess(env);
+      for (let i = 0; i < 8; i++)
+        await send(p.url, 'PUT', `/v1/kv/cut/k${i}`, root, { value: `v${i}`, type: 'secret' });
+      for (let i = 0; i < 5; i++) await send(p.url, 'GET', '/v1/kv/cut/k1', root);
+      const auditDir = join(env.COFFER_DATA_DIR, 'audit');
+      await eventually(
+        async () => receiver.lines.length >= [...localChains(auditDir).values()].flat().length,
+        { what: 'everything shipped' },
+      );
+      await killAll(p);
+      // The worker's chain (the one with the reads) cut back to just after its last checkpoint.
+      const reads = auditLines(auditDir).filter((e) => e.action === 'read');
+      const chain = reads[0]!.chain as string;
+      const file = auditFiles(auditDir).find((f) => f.includes(chain))!;
+      const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean);
+      const lastCheckpoint = lines.map((l) => JSON.parse(l).kind).lastIndexOf('checkpoint');
+      const kept = lines.slice(0, lastCheckpoint + 1);
+      expect(kept.length).to.be.lessThan(lines.length);
+      truncateSync(file, Buffer.byteLength(kept.map((l) => `${l}\n`).join('')));
+      // The next start closes the chain at the cut, and stops.
+      await (await startProcess(env)).stop();
+
+      const shipped = receiver.save(join(tempDir(), 'shipped.ndjson'));
+      const local = await runCoffer(['audit', 'verify'], env);
+      expect(local.stdout).to.match(/^intact: /m);
+      const held = await runCoffer(['audit', 'verify', '--against', shipped], env);
+      expect(held.code, held.stdout).to.equal(1);
+      const firstMissing = JSON.parse(lines[lastCheckpoint + 1]!).seq;
+      expect(held.stdout).to.include(`NOT AS SHIPPED: chain ${chain} seq ${firstMissing}: missing`);
+      // The same with the public key alone: no secret needed.
+      const key = /public key ([0-9a-f]{64})/.exec(local.stdout)![1]!;
+      const pub = await runCoffer(
+        ['audit', 'verify', '--public-key', key, '--against', shipped],
+        env,
+      );
+      expect(pub.code).to.equal(1);
+      expect(pub.stdout).to.include(`NOT AS SHIPPED: chain ${chain} seq ${firstMissing}`);
+    });
+
+    it("a chain's registry record put back from an older copy and its file cut to that record's checkpoint: --against names the first cut seq", async () => {
+      const { root, env } = serveSettings(1, {
+        COFFER_AUDIT_STREAMS: receiver.url,
+        COFFER_AUDIT_CHECKPOINT_EVERY: '5',
+      });
+      const p = await startProcess(env);
+      for (let i = 0; i < 4; i++)
+        await send(p.url, 'PUT', `/v1/kv/reg/k${i}`, root, { value: `v${i}`, type: 'secret' });
+      const auditDir = join(env.COFFER_DATA_DIR, 'audit');
+      const chain = auditLines(auditDir).find((e) => e.action === 'write')!.chain as string;
+      // The attacker's older copy of the chain's record (LMDB lets a second process read it).
+      const config = loadConfig({ ...env, COFFER_LOG_LEVEL: 'silent' });
+      const readStore = await openStorage(config);
+      const older = await readStore.get(auditChainKey(chain));
+      await readStore.close();
+      const olderCheckpoint = auditLines(auditDir).filter(
+        (e) => e.chain === chain && e.kind === 'checkpoint',
+      ).length;
+      expect(older).to.not.equal(undefined);
+      for (let i = 0; i < 5; i++) await send(p.url, 'GET', '/v1/kv/reg/k1', root);
+      await p.stop();
+      await eventually(
+        async () => receiver.lines.length >= [...localChains(auditDir).values()].flat().length,
+        { what: 'everything shipped' },
+      );
+      const file = auditFiles(auditDir).find((f) => f.includes(chain))!;
+      const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean);
+      const cut = lines
+        .map((l, i) => [JSON.parse(l).kind, i] as const)
+        .filter(([kind]) => kind === 'checkpoint')[olderCheckpoint - 1]![1];
+      truncateSync(file, Buffer.byteLength(lines.slice(0, cut + 1).map((l) => `${l}\n`).join('')));
+      const store = await openStorage(config);
+      await store.atomic([], () => ({
+        writes: [{ op: 'put', key: auditChainKey(chain), value: older! }],
+        result: undefined,
+      }));
+      await store.close();
+
+      const shipped = receiver.save(join(tempDir(), 'shipped.ndjson'));
+      const held = await runCoffer(['audit', 'verify', '--against', shipped], env);
+      expect(held.code, held.stdout).to.equal(1);
+      expect(held.stdout).to.include(
+        `NOT AS SHIPPED: chain ${chain} seq ${JSON.parse(lines[cut + 1]!).seq}: missing`,
+      );
+    });
+
+    it('an older copy of the whole data directory put back: local verify says intact; --against names every chain it lost', async () => {
+      const { root, env, dir } = serveSettings(1, { COFFER_AUDIT_STREAMS: receiver.url });
+      let p = await startProcess(env);
+      await send(p.url, 'PUT', '/v1/kv/old/k', root, { value: 'v1', type: 'secret' });
+      await p.stop();
+      const backup = join(dir, 'backup');
+      cpSync(env.COFFER_DATA_DIR, backup, { recursive: true });
+      p = await startProcess(env);
+      await send(p.url, 'PUT', '/v1/kv/old/k', root, { value: 'v2', type: 'secret' });
+      for (let i = 0; i < 5; i++) await send(p.url, 'GET', '/v1/kv/old/k', root);
+      await p.stop();
+      await eventually(
+        async () =>
+          receiver.lines.length >=
+          [...localChains(join(env.COFFER_DATA_DIR, 'audit')).values()].flat().length,
+        { what: 'everything shipped' },
+      );
+      const lost = [...localChains(join(env.COFFER_DATA_DIR, 'audit')).keys()].filter(
+        (chain) => !localChains(join(backup, 'audit')).has(chain),
+      );
+      expect(lost.length).to.be.greaterThan(0);
+      rmSync(env.COFFER_DATA_DIR, { recursive: true });
+      cpSync(backup, env.COFFER_DATA_DIR, { recursive: true });
+
+      const shipped = receiver.save(join(tempDir(), 'shipped.ndjson'));
+      const local = await runCoffer(['audit', 'verify'], env);
+      expect(local.stdout).to.match(/^intact: /m);
+      const held = await runCoffer(['audit', 'verify', '--against', shipped], env);
+      expect(held.code).to.equal(1);
+      for (const chain of lost)
+        expect(held.stdout).to.include(
+          `NOT AS SHIPPED: chain ${chain} seq 1: the local log has no file of this chain`,
+        );
+    });
+  });
+});
