@@ -15,6 +15,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { generateToken } from '../src/auth/token-format.js';
+import { selfSignedCertificate } from './support/certificates.js';
 import { tempDir } from './support/harness.js';
 import { MAIN, runCoffer, runToExit, startProcess } from './support/process.js';
 
@@ -232,29 +233,7 @@ describe('start-up (the coffer process)', function () {
 
   it('serves HTTPS when COFFER_TLS_CERT and COFFER_TLS_KEY are both set', async () => {
     const dir = tempDir();
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:P-256',
-        '-nodes',
-        '-days',
-        '1',
-        '-subj',
-        '/CN=127.0.0.1',
-        '-addext',
-        'subjectAltName=IP:127.0.0.1',
-        '-keyout',
-        join(dir, 'tls.key'),
-        '-out',
-        join(dir, 'tls.crt'),
-      ],
-      { stdio: 'ignore' },
-    );
+    selfSignedCertificate(dir);
     const root = generateToken().value;
     const p = await startProcess({
       COFFER_DATA_DIR: join(dir, 'data'),

@@ -5,7 +5,7 @@
  */
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { connect as netConnect, type Socket } from 'node:net';
+import { isIP, connect as netConnect, type Socket } from 'node:net';
 import { hostname } from 'node:os';
 import { connect as tlsConnect } from 'node:tls';
 import glossy from 'glossy';
@@ -136,7 +136,17 @@ class SyslogTransport implements StreamTransport {
       };
       const s: Socket =
         this.spec.kind === 'syslog-tls'
-          ? tlsConnect({ host, port: port!, servername: host, ...(ca ? { ca } : {}) }, ready)
+          ? tlsConnect(
+              {
+                host,
+                port: port!,
+                // SNI names a host, never an address (RFC 6066); an address is checked against the
+                // certificate's IP entries all the same.
+                ...(isIP(host!) ? {} : { servername: host }),
+                ...(ca ? { ca } : {}),
+              },
+              ready,
+            )
           : netConnect({ host: host!, port: port! }, ready);
       s.once('error', failed);
     });
