@@ -65,6 +65,8 @@ export interface StartOptions {
   readonly followEveryMs?: number;
   /** How often the store is tidied (operator/tidy.ts; default an hour). Only tests change it. */
   readonly tidyEveryMs?: number;
+  /** Start on a store put back from an older copy (coffer serve --accept-rollback; open-audit.ts). */
+  readonly acceptRollback?: boolean;
   /**
    * false runs without an audit log. Only for the benchmark that measures what the audit log costs
    * (bench/direct-server.ts); no configuration setting or variable reaches it.
@@ -113,7 +115,10 @@ export async function prepareStore(
   const now = options.now ?? Date.now;
   const opened = await openStore(config, log, { ...options, now, prepare: true });
   try {
-    const opening = auditOpening(config, opened, log, now);
+    const opening = {
+      ...auditOpening(config, opened, log, now),
+      acceptRollback: options.acceptRollback,
+    };
     const audit = await openAuditLog(opening, 'server.prepare');
     await recoverAuditLog(opening, audit, true);
     await recordStoreChanges(operatorEvents(log, audit), opened);
@@ -139,7 +144,10 @@ export async function startCoffer(
   let audit: AuditLog | undefined;
   let disk: DiskWatch | undefined;
   try {
-    const opening = auditOpening(config, opened, log, now);
+    const opening = {
+      ...auditOpening(config, opened, log, now),
+      acceptRollback: options.acceptRollback,
+    };
     audit = options.audit === false ? undefined : await openAuditLog(opening, 'server.start');
     if (audit) await recoverAuditLog(opening, audit, prepare);
     const events = operatorEvents(log, audit);

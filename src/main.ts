@@ -19,7 +19,8 @@ const USAGE = `usage: coffer <command> [options]     (coffer <command> --help fo
   role        the runtime roles and login roles: ls, show, put, rm (coffer role login …)
   whoami      the token's identity and what it may do
   login       sign in through your identity provider (--oidc); logout revokes that sign-in
-  serve       run the server; configured by COFFER_* variables and a COFFER_CONFIG file (coffer help settings)
+  serve       run the server; configured by COFFER_* variables and a COFFER_CONFIG file (coffer help settings).
+              --accept-rollback: start even on a store put back from an older copy (audited; SECURITY.md)
   operator    key management against a running server: status, rotate, rewrap, migrate-key; snapshot and
               restore of the store's sealed records (coffer operator --help)
   audit       verify the audit log, report on sealed storage, offline (coffer audit --help)
@@ -58,7 +59,7 @@ async function unknownSettings(): Promise<string[]> {
   );
 }
 
-async function serve(): Promise<void> {
+async function serve(acceptRollback: boolean): Promise<void> {
   const { default: cluster } = await import('node:cluster');
   const { loadConfig } = await import('./config/load.js');
   const config = loadConfig();
@@ -71,6 +72,7 @@ async function serve(): Promise<void> {
   for (const warning of await unknownSettings())
     log.warn({ event: 'config.unknown_variable' }, warning);
   await runSupervisor(config, log, {
+    acceptRollback,
     onGeneratedRootToken: (token) => {
       process.stderr.write(
         `\nA root token was generated. It is shown this once and never stored in clear:\n\n    ${token}\n\n` +
@@ -129,7 +131,11 @@ async function main(argv: string[]): Promise<number | undefined> {
   const { positionals, values } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { help: { type: 'boolean', short: 'h' }, version: { type: 'boolean', short: 'v' } },
+    options: {
+      help: { type: 'boolean', short: 'h' },
+      version: { type: 'boolean', short: 'v' },
+      'accept-rollback': { type: 'boolean' },
+    },
   });
   const command = positionals[0];
   if (values.version || command === 'version') {
@@ -150,8 +156,12 @@ async function main(argv: string[]): Promise<number | undefined> {
     process.stdout.write(USAGE);
     return 0;
   }
+  if (values['accept-rollback'] && command !== 'serve') {
+    process.stderr.write('coffer: --accept-rollback goes with serve\n');
+    return 2;
+  }
   if (command === 'serve' && positionals.length === 1 && !values.help) {
-    await serve();
+    await serve(values['accept-rollback'] === true);
     return undefined;
   }
   if (command === 'openapi' && positionals.length === 1 && !values.help) {

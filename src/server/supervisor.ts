@@ -28,6 +28,8 @@ const MAX_RESTART_DELAY_MS = 10_000;
 
 export interface SupervisorOptions {
   readonly onGeneratedRootToken: (token: string) => void;
+  /** coffer serve --accept-rollback: prepare the store even when it was put back from an older copy. */
+  readonly acceptRollback?: boolean;
 }
 
 export async function runSupervisor(
@@ -41,7 +43,11 @@ export async function runSupervisor(
   if (config.snapshot.dir !== null) ensureDirectory(config.snapshot.dir, 'COFFER_SNAPSHOT_DIR');
   const metricsText = clusterMetrics();
   const metricsListener = await listenOwnMetrics(config, metricsText, log);
-  await prepareStore(config, { log, onGeneratedRootToken: options.onGeneratedRootToken });
+  await prepareStore(config, {
+    log,
+    onGeneratedRootToken: options.onGeneratedRootToken,
+    acceptRollback: options.acceptRollback === true,
+  });
   // Workers accept connections from the shared socket themselves. With node's default round-robin the
   // primary accepts and hands connections over, and those handed to a worker as it dies hang forever;
   // the kernel instead keeps unaccepted connections for the surviving workers. It is also faster

@@ -38,6 +38,8 @@ export interface AuditOpening {
   readonly shared: boolean;
   readonly log: Logger;
   readonly now: () => number;
+  /** Start even when the store counts fewer audit chains than this host has seen (coffer serve --accept-rollback). */
+  readonly acceptRollback?: boolean;
 }
 
 /** This process's audit chain, recorded in the store, with its first entry (`firstEvent`) durable. */
@@ -45,11 +47,12 @@ export async function openAuditLog(opening: AuditOpening, firstEvent: string): P
   const { config, records, keyring, log, now } = opening;
   const chain = `${now().toString(36)}-${process.pid}-${randomBase62(8)}`;
   let keys: ChainKeys | undefined;
-  await records.started(chain, now(), {
-    host: hostname(),
-    pid: process.pid,
-    checkpoint_ms: config.audit.checkpoint_seconds * 1000,
-  });
+  const { rolledBack } = await records.started(
+    chain,
+    now(),
+    { host: hostname(), pid: process.pid, checkpoint_ms: config.audit.checkpoint_seconds * 1000 },
+    opening.acceptRollback === true,
+  );
   const journal = new IntentJournal(records, chain);
   const files = new FileSink({
     dir: config.audit.dir!,
@@ -85,6 +88,14 @@ export async function openAuditLog(opening: AuditOpening, firstEvent: string): P
   ) {
     throw new Error(
       `the audit log cannot be written in ${config.audit.dir}; Coffer does not serve unrecorded requests (audit.fail_open is false)`,
+    );
+  }
+  if (rolledBack) {
+    const fields = { store_count: rolledBack.stored, host_seen: rolledBack.seen, by: 'start-up' };
+    await audit.event('audit.rollback_accepted', fields);
+    log.warn(
+      { event: 'audit.rollback_accepted', ...fields },
+      'serving from a store put back from an older copy (--accept-rollback): the audit chains it lost stay a gap that verify reports',
     );
   }
   return audit;

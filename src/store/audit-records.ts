@@ -86,6 +86,19 @@ export interface StoredRuns {
   readonly damaged: { readonly chain: string; readonly seq: number }[];
 }
 
+/** The store counts fewer audit chains than this host has seen: it was put back from an older copy. */
+export class AuditRollbackError extends Error {
+  constructor(
+    readonly stored: number,
+    readonly seen: number,
+  ) {
+    super(
+      `the store records ${stored} audit chains, fewer than the ${seen} this host has seen: the store or its audit records were put back from an older copy, and the chains started since are gone. Coffer does not start on it (verify reports the gap); to serve from it anyway, start once with coffer serve --accept-rollback (recorded in the audit log)`,
+    );
+    this.name = 'AuditRollbackError';
+  }
+}
+
 export class AuditRecords {
   constructor(
     private readonly storage: StorageBackend,
@@ -98,10 +111,26 @@ export class AuditRecords {
    * Records that chain `chain` (format 2) started at `at`, written by `writer`, with the next ordinal; one
    * transaction with the count. Returns the count of chains now.
    */
-  async started(chain: string, at: number, writer: ChainWriter): Promise<number> {
+  async started(
+    chain: string,
+    at: number,
+    writer: ChainWriter,
+    acceptRollback = false,
+  ): Promise<{ count: number; rolledBack?: { stored: number; seen: number } }> {
     const key = auditChainKey(chain);
+    const seen = this.chainCountSeen() ?? 0;
+    let rolledBack: { stored: number; seen: number } | undefined;
     const count = await this.storage.atomic([AUDIT_COUNT_KEY], ([counted]) => {
-      const ordinal = this.countIn(counted) + 1;
+      const stored = this.countIn(counted);
+      // A count below what this host has seen: the store (or its audit records) was put back from an
+      // older copy, and counting on would hide the chains it lost. Refused, unless the operator accepts it
+      // for this start — then the ordinals go on from what the host has seen, so the lost chains stay a gap
+      // that verify reports.
+      if (stored < seen) {
+        if (!acceptRollback) throw new AuditRollbackError(stored, seen);
+        rolledBack = { stored, seen };
+      }
+      const ordinal = Math.max(stored, seen) + 1;
       const record: ChainRecord = {
         chain,
         started_at: new Date(at).toISOString(),
@@ -123,7 +152,7 @@ export class AuditRecords {
       };
     });
     this.seen?.record([count]);
-    return count;
+    return rolledBack ? { count, rolledBack } : { count };
   }
 
   /** The greatest chain count this host has seen (null where it keeps none). */

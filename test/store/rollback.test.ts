@@ -1,11 +1,18 @@
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import pg from 'pg';
 import type { StorageBackend } from '../../src/storage/backend.js';
-import { GENERATION_KEY, metaKey, tokenKey } from '../../src/storage/layout.js';
+import {
+  AUDIT_COUNT_KEY,
+  auditChainKey,
+  GENERATION_KEY,
+  metaKey,
+  tokenKey,
+} from '../../src/storage/layout.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
 import { KEYRING_KEY } from '../../src/store/keyring-store.js';
-import { auditLines } from '../support/audit-lines.js';
+import { auditFiles, auditLines } from '../support/audit-lines.js';
 import { eventually } from '../support/eventually.js';
 import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
 import { dropTestSchemas, PG_TEST_URL, requirePostgres, testSchema } from '../support/postgres.js';
@@ -81,6 +88,63 @@ describe('older records put back are never served (rollback)', function () {
       expect(refused?.message).to.match(
         /the stored keyring-generation record at Skeyring-generation is older than one already seen \(generation \d+ < \d+\): an older copy was put back/,
       );
+    });
+
+    it('refuses to start on a store whose audit chain count was put back (the newest run deleted), in one line; --accept-rollback starts, audited, and verify still reports the gap', async () => {
+      const [count] = await copiesOf(c.storage, [AUDIT_COUNT_KEY]);
+      await stop();
+      const auditDir = c.config.audit.dir!;
+      const before = new Set(auditFiles(auditDir));
+      // A run the attacker will hide: its chains' records and files deleted, the count put back.
+      const later = await restart();
+      await later.app.close();
+      const hidden = auditFiles(auditDir).filter((f) => !before.has(f));
+      const chains = new Set(hidden.map((f) => /audit-(.+)-\d+\.jsonl$/.exec(f)![1]!));
+      expect(hidden.length).to.be.greaterThan(0);
+      for (const f of hidden) rmSync(f);
+      await withLmdb(c, async (s) => {
+        await putBack(s, [count!]);
+        await s.atomic([], () => ({
+          writes: [...chains].map((chain) => ({
+            op: 'delete' as const,
+            key: auditChainKey(chain),
+          })),
+          result: undefined,
+        }));
+      });
+      const refused = await restart().then(
+        (started) => started.close().then(() => null),
+        (err: Error) => err,
+      );
+      expect(refused?.message).to.match(
+        /^the store records \d+ audit chains, fewer than the \d+ this host has seen: .* coffer serve --accept-rollback/,
+      );
+      expect(refused?.message).not.to.include('\n');
+      // Refused again: a start never counts on from the older number by itself.
+      expect(
+        await restart().then(
+          () => 'started',
+          () => 'refused',
+        ),
+      ).to.equal('refused');
+
+      const accepted = await startTestCoffer({
+        dataDir: dir,
+        rootToken: c.rootToken,
+        start: { acceptRollback: true },
+      });
+      const events = auditLines(accepted.config.audit.dir!).filter(
+        (l) => l.event === 'audit.rollback_accepted',
+      );
+      expect(events).to.have.length(1);
+      expect(events[0]).to.include({ by: 'start-up' });
+      expect((events[0]!.store_count as number) < (events[0]!.host_seen as number)).to.equal(true);
+      const verified = await accepted.verifyLog();
+      expect(verified.intact).to.equal(false);
+      await accepted.close();
+      // Once accepted, an ordinary start goes on (the host has seen this count now).
+      running = true;
+      c = await restart();
     });
 
     it('refuses to start on a keyring put back beside the current generation: the keyring is older than its generation', async () => {
