@@ -258,6 +258,8 @@ export async function startCoffer(
     });
     metrics.sources.storage = () => store.storageGauges();
     metrics.sources.kvWaitsHeld = () => changes.size;
+    const streaming = audit;
+    if (streaming) metrics.sources.auditStreams = () => streaming.streams();
     metrics.sources.keyring = () => ({
       generation: keyring.generation,
       activeVersion: keyring.current().activeVersion,

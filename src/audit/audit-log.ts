@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { RecordWrite } from '../store/kv-records.js';
 import type { AuditFields } from './entry.js';
 import type { IntentJournal } from './intent-journal.js';
+import type { StreamState } from './streams/audit-stream.js';
 import { AuditUnavailableError, type AuditWriter, type Durability } from './writer.js';
 
 export interface AuditLogOptions {
@@ -28,6 +29,11 @@ export class AuditLog {
   /** This log's chain id. */
   get chain(): string {
     return this.options.writer.chain;
+  }
+
+  /** The audit streams' states (streams/audit-stream.ts), for the metrics and the health report. */
+  streams(): StreamState[] {
+    return this.options.writer.streamStates();
   }
 
   get failing(): boolean {

@@ -30,6 +30,7 @@ import {
   signCheckpoint,
 } from './entry.js';
 import type { AuditSink } from './sink.js';
+import type { StreamState } from './streams/audit-stream.js';
 
 export interface AuditWriterOptions {
   /** The chain's home: every line is there, where its entry asked to be, before its waiter is answered. */
@@ -61,6 +62,7 @@ export interface ChainStream {
   readonly up: boolean;
   offer(lines: readonly string[]): Promise<void>;
   close(waitMs: number): Promise<number>;
+  state(): StreamState;
 }
 
 /** How long an answer waits for a required stream to take its line before it is refused (503). */
@@ -139,6 +141,11 @@ export class AuditWriter {
   /** True while the last write failed and the backlog waits for the directory to be writable. */
   get failing(): boolean {
     return this.failure !== null || this.requiredStreamDown() !== undefined;
+  }
+
+  /** Each audit stream's state: whether it takes lines, and how many wait for it. */
+  streamStates(): StreamState[] {
+    return (this.options.streams ?? []).map((stream) => stream.state());
   }
 
   /** A required stream whose last send failed: requests are refused until it takes lines again. */

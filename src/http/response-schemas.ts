@@ -387,7 +387,15 @@ export const healthReport = closed({
     reachable: Type.Boolean(),
     latency_ms: nullable(Type.Number({ description: "the check's read; null when it failed" })),
   }),
-  audit: closed({ writable: Type.Boolean(), disk_low: Type.Boolean() }),
+  audit: closed({
+    writable: Type.Boolean(),
+    disk_low: Type.Boolean(),
+    streams_down: Type.Integer({
+      minimum: 0,
+      description:
+        'audit streams not taking lines now (COFFER_AUDIT_STREAMS); their lines wait, in order',
+    }),
+  }),
 });
 
 export const problem = closed({

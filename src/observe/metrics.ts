@@ -10,6 +10,7 @@
  *   coffer_storage_write_duration_seconds                   a storage write, asked for until durable
  *   coffer_storage_commit_writes                            writes made durable by one commit (group commit)
  *   coffer_snapshot_newest_timestamp_seconds                 with scheduled snapshots: the newest one's time
+ *   coffer_audit_stream_up{stream}, coffer_audit_stream_lag_lines{stream}, …_delivered_lines{stream}
  * and on PostgreSQL
  *   coffer_storage_writes_queued                            writes waiting for a group commit
  *   coffer_pg_pool_connections{state}, coffer_pg_pool_max, coffer_pg_pool_waiting
@@ -52,6 +53,13 @@ export interface MetricSources {
   kvWaitsHeld?: () => number;
   keyring?: () => { generation: number; activeVersion: number };
   rewrap?: () => Promise<RewrapFacts | undefined>;
+  /** Each audit stream of this process's chain (audit/streams/audit-stream.ts's StreamState). */
+  auditStreams?: () => readonly {
+    readonly name: string;
+    readonly up: boolean;
+    readonly lag: number;
+    readonly delivered: number;
+  }[];
 }
 
 const LATENCY_BUCKETS = [
@@ -207,6 +215,39 @@ export class CofferMetrics {
       () => sources.keyring?.().activeVersion,
       'max',
     );
+    // Per configured stream (its ?name=, an operator's word: a bounded set). Summed over the workers, each
+    // shipping its own chain; `up` is the fewest: a stream down in one worker is down.
+    for (const [name, help, read, aggregator] of [
+      [
+        'coffer_audit_stream_up',
+        '1 while the audit stream takes lines, 0 while they wait for it (COFFER_AUDIT_STREAMS)',
+        (s: { up: boolean }) => (s.up ? 1 : 0),
+        'min',
+      ],
+      [
+        'coffer_audit_stream_lag_lines',
+        'Audit lines written locally and not yet delivered to the stream',
+        (s: { lag: number }) => s.lag,
+        'sum',
+      ],
+      [
+        'coffer_audit_stream_delivered_lines',
+        'Audit lines the stream has taken since the server started',
+        (s: { delivered: number }) => s.delivered,
+        'sum',
+      ],
+    ] as const)
+      new Gauge({
+        name,
+        help,
+        labelNames: ['stream'],
+        registers,
+        aggregator,
+        collect() {
+          for (const stream of sources.auditStreams?.() ?? [])
+            this.set({ stream: stream.name }, read(stream as never));
+        },
+      });
     for (const [name, help, read] of [
       ['coffer_rewrap_running', '1 while a rewrap runs', (r: RewrapFacts) => (r.running ? 1 : 0)],
       ['coffer_rewrap_examined', 'Records the rewrap has examined', (r: RewrapFacts) => r.examined],

@@ -26,6 +26,11 @@ export interface HealthReport {
     readonly writable: boolean;
     /** Free space for the audit files is below audit.min_free_bytes (a warning: requests still succeed). */
     readonly disk_low: boolean;
+    /**
+     * Audit streams that do not take lines now (their lines wait, in order); a required one among them
+     * makes the log refuse requests, and so `writable` false.
+     */
+    readonly streams_down: number;
   };
 }
 
@@ -34,7 +39,7 @@ export interface HealthDeps {
   /** The configured backend's name, as COFFER_STORAGE says it. */
   readonly backend: string;
   /** Absent when the server runs without an audit log (only a benchmark does). */
-  readonly audit?: Pick<AuditLog, 'failing' | 'refusing'>;
+  readonly audit?: Pick<AuditLog, 'failing' | 'refusing' | 'streams'>;
   readonly disk?: Pick<DiskWatch, 'state'>;
 }
 
@@ -55,7 +60,11 @@ export class HealthCheck {
     return {
       status: storage.reachable && !refusing ? 'ok' : 'unavailable',
       storage: { backend: this.deps.backend, ...storage },
-      audit: { writable, disk_low: this.deps.disk?.state().low ?? false },
+      audit: {
+        writable,
+        disk_low: this.deps.disk?.state().low ?? false,
+        streams_down: this.deps.audit?.streams().filter((stream) => !stream.up).length ?? 0,
+      },
     };
   }
 

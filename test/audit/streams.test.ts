@@ -71,6 +71,14 @@ describe('audit streams (COFFER_AUDIT_STREAMS)', function () {
         expect((await c.put(`ship/k${i}`, `w${i}`)).status).to.be.oneOf([200, 201]);
         expect((await c.call('GET', `/v1/kv/ship/k${i}`)).status).to.equal(200);
       }
+      // The outage shows: in the metrics (per stream, by its name) and as a health detail.
+      const metrics = (await c.call('GET', '/v1/sys/metrics')).text;
+      expect(metrics).to.match(/coffer_audit_stream_up\{stream="siem"\} 0/);
+      const lag = Number(/coffer_audit_stream_lag_lines\{stream="siem"\} (\d+)/.exec(metrics)?.[1]);
+      expect(lag).to.be.greaterThan(20);
+      const health = await c.call('GET', '/v1/sys/health', { token: null });
+      expect(health.status, 'a stream that is not required refuses nothing').to.equal(200);
+      expect(health.body.audit).to.include({ writable: true, streams_down: 1 });
       const during = receiver.lines.length;
       receiver.down = false;
       for (let i = 0; i < 5; i++)
@@ -80,6 +88,11 @@ describe('audit streams (COFFER_AUDIT_STREAMS)', function () {
         { what: 'the backlog shipped after the outage', timeout: 20_000 },
       );
       expect(receiver.lines.length).to.be.greaterThan(during);
+      const after = (await c.call('GET', '/v1/sys/metrics')).text;
+      expect(after).to.match(/coffer_audit_stream_up\{stream="siem"\} 1/);
+      expect(
+        (await c.call('GET', '/v1/sys/health', { token: null })).body.audit.streams_down,
+      ).to.equal(0);
     } finally {
       await c.close();
     }

@@ -22,7 +22,7 @@ describe('GET /v1/sys/health', () => {
     expect(res.headers.get('cache-control')).to.equal('no-store');
     expect(res.body).to.deep.include({
       status: 'ok',
-      audit: { writable: true, disk_low: false },
+      audit: { writable: true, disk_low: false, streams_down: 0 },
     });
     expect(res.body.storage).to.include({ backend: 'lmdb', reachable: true });
     expect(res.body.storage.latency_ms).to.be.a('number').at.least(0);
