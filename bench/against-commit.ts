@@ -7,7 +7,11 @@
  * slices the ratio this / that, for the secret read and the durable write; reported: the median over the
  * pairs, and the server's CPU time per request (from /proc) likewise.
  *
- *   npm run build && node dist/bench/against-commit.js [--commit <sha>] [--this <sha>] [--case read|write] [--rounds 10] [--seconds 3] [--storage postgres]
+ *   npm run build && node dist/bench/against-commit.js [--commit <sha>] [--this <sha>] [--case read|write] [--rounds 10] [--seconds 3] [--storage postgres] [--stream]
+ *
+ * With --stream this build's server ships its audit log to one audit stream (COFFER_AUDIT_STREAMS,
+ * syslog over TCP) whose receiver (bench/stream-sink.ts) reads and drops the lines, pinned with wrk on
+ * core 1; the other build has none. So the figures are what one stream costs (issue #37).
  *
  * With --storage postgres each build's server runs on PostgreSQL (COFFER_PG_URL, by default the local test
  * server), in a schema of its own, dropped at the end.
@@ -27,6 +31,7 @@ import { describeMachine } from './machine.js';
 import { median } from './report.js';
 import { type RunningServer, startDirectCoffer } from './servers.js';
 import { benchPgUrl, benchSchema, dropBenchSchemas } from './storage.js';
+import { startStreamSink } from './stream-sink.js';
 import { ensureTools, runWrk } from './wrk.js';
 
 const BEFORE_BARRIER = 'd91f4985868acd894e2bfc808fb3a40af50087b1';
@@ -40,6 +45,7 @@ const { values: args } = parseArgs({
     case: { type: 'string' },
     seconds: { type: 'string', default: '3' },
     storage: { type: 'string', default: 'lmdb' },
+    stream: { type: 'boolean', default: false },
   },
 });
 if (args.storage !== 'lmdb' && args.storage !== 'postgres') {
@@ -70,14 +76,20 @@ interface Subject {
   readonly lua: Record<(typeof CASES)[number], string>;
 }
 
-async function startSubject(script: string | undefined, root: string): Promise<Subject> {
+async function startSubject(
+  script: string | undefined,
+  root: string,
+  extra: Record<string, string> = {},
+): Promise<Subject> {
   const dir = mkdtempSync(join(tmpdir(), 'coffer-bench-'));
   const schema = benchSchema();
   if (args.storage === 'postgres') schemas.push(schema);
-  const env: Record<string, string> =
-    args.storage === 'postgres'
+  const env: Record<string, string> = {
+    ...(args.storage === 'postgres'
       ? { COFFER_STORAGE: 'postgres', COFFER_PG_URL: pgUrl, COFFER_PG_SCHEMA: schema }
-      : {};
+      : {}),
+    ...extra,
+  };
   const server = await startDirectCoffer(
     { dataDir: dir, rootToken: root, core: 0, env, ...(script ? { script } : {}) },
     true,
@@ -123,21 +135,25 @@ async function main(): Promise<void> {
   if (!hasCommit(commit)) throw new Error(`commit ${commit} is not in this checkout's history`);
   const work = mkdtempSync(join(tmpdir(), 'coffer-against-'));
   const subjects: Subject[] = [];
+  const stops: (() => void)[] = [];
   try {
     buildCommit(commit, join(work, 'build'));
     const root = generateToken().value;
     if (args.this) buildCommit(String(args.this), join(work, 'this'));
+    const sink = args.stream ? await startStreamSink(1) : undefined;
+    if (sink) stops.push(sink.stop);
     const builds: Record<Build, Subject> = {
       this: await startSubject(
         args.this ? join(work, 'this', 'dist', 'bench', 'direct-server.js') : undefined,
         root,
+        sink ? { COFFER_AUDIT_STREAMS: `syslog+tcp://127.0.0.1:${sink.port}` } : {},
       ),
       that: await startSubject(join(work, 'build', 'dist', 'bench', 'direct-server.js'), root),
     };
     subjects.push(builds.this, builds.that);
     const that7 = commit.slice(0, 7);
     console.log(
-      `${args.this ? String(args.this).slice(0, 7) : 'this build'} against ${that7}${args.storage === 'postgres' ? ', each on PostgreSQL' : ''} — ${describeMachine()}; both servers on core 0, wrk (32 connections) on core 1, ${rounds} pairs of ${seconds}-s slices per case`,
+      `${args.this ? String(args.this).slice(0, 7) : 'this build'} against ${that7}${args.storage === 'postgres' ? ', each on PostgreSQL' : ''}${args.stream ? ', this build with one audit stream (syslog over TCP)' : ''} — ${describeMachine()}; both servers on core 0, wrk (32 connections) on core 1, ${rounds} pairs of ${seconds}-s slices per case`,
     );
     for (const c of CASES.filter(
       (name) => args.case === undefined || name.includes(String(args.case)),
@@ -166,6 +182,7 @@ async function main(): Promise<void> {
       await subject.server.stop();
       rmSync(subject.dir, { recursive: true, force: true });
     }
+    for (const stop of stops) stop();
     rmSync(work, { recursive: true, force: true });
     if (schemas.length > 0) await dropBenchSchemas(pgUrl, schemas);
   }

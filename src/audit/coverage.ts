@@ -12,6 +12,12 @@
  * must be named by a `token.create` event (or its intent), every revocation — in the token's record or in
  * the keyring — by a `token.revoke` event (or its intent), and every keyring version after the first by a
  * `keyring.rotate` event naming it; a change in the store that the log does not name is reported.
+ *
+ * And the other way (`contradicted`): what the log says happened must still hold in the store — a token
+ * the log revoked (its `token.revoke` event, written once the revocation committed) must not be active, and a
+ * version the log says was written (its request entry, 2xx) must be stored unless a delete of its key was
+ * answered after it. Someone who puts older records back (a token's record and the keyring from before a
+ * revocation, an index and the versions after it) with the host's high-water marks deleted is found here.
  */
 import type { Keyring } from '../crypto/keyring.js';
 import type { AuditRecords } from '../store/audit-records.js';
@@ -41,6 +47,13 @@ export interface Coverage {
   readonly uncovered_count: number;
   /** The first uncovered versions. */
   readonly uncovered: StoredVersion[];
+  /** What the log says happened that the store no longer holds (the first of each are listed). */
+  readonly contradicted: {
+    /** Tokens a `token.revoke` event names that the store holds as active. */
+    readonly revoked_but_active: string[];
+    /** Versions written (2xx) that are not stored, with no delete of their key answered after. */
+    readonly writes_missing: (StoredVersion & { readonly request_id: string })[];
+  };
   /** Token and keyring changes in the store, against the events that name them. */
   readonly changes: {
     readonly tokens_created: ChangeCoverage<string>;
@@ -73,6 +86,7 @@ interface Entry {
   readonly subject_token_id?: string;
   readonly also_revoked?: unknown;
   readonly active_version?: number;
+  readonly outcome?: { readonly status?: number };
 }
 
 const keyOf = (namespace: string, key: string): string => `${namespace}\0${key}`;
@@ -90,6 +104,10 @@ export async function auditCoverage(
 ): Promise<Coverage> {
   let logStart = Infinity;
   const written = new Set<string>();
+  // For the other direction: each 2xx write (key, version, when, request) and each key's newest 2xx delete.
+  const writes: { name: string; version: number; at: number; request_id: string }[] = [];
+  const deleted = new Map<string, number>();
+  const revokedEvents = new Set<string>();
   const answered = new Set<string>();
   // By request id: the same intent may be both in a file and in the store, or recovered twice.
   const intents = new Map<string, Entry>();
@@ -126,8 +144,23 @@ export async function auditCoverage(
       if (entry.ts !== undefined) logStart = Math.min(logStart, Date.parse(entry.ts));
       if (entry.kind === 'request' && entry.request_id !== undefined)
         answered.add(entry.request_id);
-      if (entry.kind === 'request' && entry.action === 'write' && entry.version !== undefined)
-        written.add(`${keyOf(entry.namespace!, entry.key!)}\0${entry.version}`);
+      if (entry.kind === 'request' && entry.action === 'write' && entry.version !== undefined) {
+        const name = keyOf(entry.namespace!, entry.key!);
+        written.add(`${name}\0${entry.version}`);
+        if (succeeded(entry))
+          writes.push({
+            name,
+            version: entry.version,
+            at: Date.parse(entry.ts ?? ''),
+            request_id: entry.request_id ?? '',
+          });
+      }
+      if (entry.kind === 'request' && entry.action === 'delete' && succeeded(entry)) {
+        const name = keyOf(entry.namespace!, entry.key!);
+        deleted.set(name, Math.max(deleted.get(name) ?? 0, Date.parse(entry.ts ?? '')));
+      }
+      if (entry.kind === 'event' && entry.event === 'token.revoke' && entry.token_id !== undefined)
+        revokedEvents.add(entry.token_id);
       addIntent(entry);
       addEvent(entry);
       if (entry.kind === 'event' && entry.event === 'audit.intent_recovered')
@@ -149,10 +182,12 @@ export async function auditCoverage(
 
   let [versions, byRequest, byIntent, beforeLog, uncoveredCount] = [0, 0, 0, 0, 0];
   const uncovered: StoredVersion[] = [];
+  const storedVersions = new Set<string>();
   for await (const stored of store.kv.everyVersion()) {
     versions++;
     const id = { namespace: stored.namespace, key: stored.key, version: stored.version };
     const name = keyOf(id.namespace, id.key);
+    storedVersions.add(`${name}\0${id.version}`);
     if (written.has(`${name}\0${id.version}`)) {
       byRequest++;
       continue;
@@ -168,6 +203,15 @@ export async function auditCoverage(
       if (uncovered.length < MAX_LISTED) uncovered.push(id);
     }
   }
+  const writesMissing: Coverage['contradicted']['writes_missing'] = [];
+  for (const w of writes) {
+    if (writesMissing.length >= MAX_LISTED) break;
+    if (storedVersions.has(`${w.name}\0${w.version}`)) continue;
+    // Deleted later (a delete answered in the same millisecond counts: two chains can interleave there).
+    if ((deleted.get(w.name) ?? -Infinity) >= w.at) continue;
+    const [namespace, key] = w.name.split('\0') as [string, string];
+    writesMissing.push({ namespace, key, version: w.version, request_id: w.request_id });
+  }
   return {
     versions,
     by_request: byRequest,
@@ -175,8 +219,34 @@ export async function auditCoverage(
     before_log: beforeLog,
     uncovered_count: uncoveredCount,
     uncovered,
+    contradicted: {
+      revoked_but_active: await revokedButActive(store, revokedEvents),
+      writes_missing: writesMissing,
+    },
     changes: await changeCoverage(store, named, logStart),
   };
+}
+
+/** A request entry that says the change was made: a 2xx answer, delivered or not. */
+function succeeded(entry: Entry): boolean {
+  const status = entry.outcome?.status;
+  return typeof status === 'number' && status >= 200 && status < 300;
+}
+
+/**
+ * Tokens a `token.revoke` event names whose record the store holds as active, with no revocation in the
+ * keyring either. (A record gone — purged by the tidy after it expired — contradicts nothing.)
+ */
+async function revokedButActive(
+  store: { readonly tokens: Pick<TokenRecords, 'list'>; readonly keyring: { current(): Keyring } },
+  revoked: ReadonlySet<string>,
+): Promise<string[]> {
+  if (revoked.size === 0) return [];
+  const revocations = store.keyring.current().revocations();
+  const active: string[] = [];
+  for (const t of await store.tokens.list())
+    if (revoked.has(t.id) && t.revokedAt === null && !revocations.has(t.id)) active.push(t.id);
+  return active.slice(0, MAX_LISTED);
 }
 
 /** The store's token and keyring changes against the events (or intents) that name them. */

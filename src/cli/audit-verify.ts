@@ -295,5 +295,22 @@ export function printCoverage(c: Coverage, out: Out): number {
     for (const id of ids) out(`  ${id}`);
     status = 1;
   }
+  // Older records put back (with the host's high-water marks gone): the store contradicts the log.
+  const { revoked_but_active: active, writes_missing: missing } = c.contradicted;
+  if (active.length > 0) {
+    out(
+      `NOT AS LOGGED: ${active.length} token(s) the log revoked (token.revoke) are active in the store: older records were put back:`,
+    );
+    for (const id of active) out(`  ${id}`);
+    status = 1;
+  }
+  if (missing.length > 0) {
+    out(
+      `NOT AS LOGGED: ${missing.length} version(s) the log says were written are not in the store, and no delete of their key followed: versions removed, or an older store put back:`,
+    );
+    for (const v of missing)
+      out(`  ${v.namespace}/${v.key} v${v.version} (request ${v.request_id})`);
+    status = 1;
+  }
   return status;
 }

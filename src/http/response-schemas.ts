@@ -278,6 +278,23 @@ const coverage = closed(
     uncovered: Type.Array(
       closed({ namespace: Type.String(), key: Type.String(), version: Type.Integer() }),
     ),
+    contradicted: closed({
+      revoked_but_active: Type.Array(Type.String(), {
+        description: 'tokens a token.revoke event names that the store holds as active',
+      }),
+      writes_missing: Type.Array(
+        closed({
+          namespace: Type.String(),
+          key: Type.String(),
+          version: Type.Integer(),
+          request_id: Type.String(),
+        }),
+        {
+          description:
+            'versions the log says were written (2xx) that are not stored, with no delete of their key answered after',
+        },
+      ),
+    }),
     changes: closed({
       tokens_created: changeCoverage(Type.String()),
       tokens_revoked: changeCoverage(Type.String()),

@@ -9,6 +9,7 @@ import {
   GENERATION_KEY,
   metaKey,
   tokenKey,
+  versionKey,
 } from '../../src/storage/layout.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
 import { KEYRING_KEY } from '../../src/store/keyring-store.js';
@@ -16,6 +17,7 @@ import { auditFiles, auditLines } from '../support/audit-lines.js';
 import { eventually } from '../support/eventually.js';
 import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
 import { dropTestSchemas, PG_TEST_URL, requirePostgres, testSchema } from '../support/postgres.js';
+import { runCoffer } from '../support/process.js';
 import { pgEnv, secondServer } from '../support/shared-servers.js';
 
 const idOf = (token: string): string => token.slice(4, 20);
@@ -145,6 +147,46 @@ describe('older records put back are never served (rollback)', function () {
       // Once accepted, an ordinary start goes on (the host has seen this count now).
       running = true;
       c = await restart();
+    });
+
+    it("verify finds older records put back with the host's high-water marks deleted: a revoked token active again, a written version gone (NOT AS LOGGED)", async () => {
+      const before = await copiesOf(c.storage, [
+        KEYRING_KEY,
+        GENERATION_KEY,
+        tokenKey(idOf(reader)),
+        metaKey('app', 'db'),
+      ]);
+      expect((await c.call('DELETE', `/v1/auth/token/${idOf(reader)}`)).status).to.equal(204);
+      const put = await c.put('app/db', 'v2');
+      expect(put.status).to.equal(200);
+      await stop();
+      const env = {
+        COFFER_DATA_DIR: c.config.data_dir,
+        COFFER_MASTER_KEY_FILE: c.config.master_key_file,
+      };
+      const clean = await runCoffer(['audit', 'verify'], env);
+      expect(clean.code, clean.stdout).to.equal(0);
+      // The attacker's revival: the keyring, generation, the token's record and the key's index from
+      // before, the newer version deleted, and this host's memory of what it saw removed.
+      await withLmdb(c, async (s) => {
+        await putBack(s, before);
+        await s.atomic([], () => ({
+          writes: [{ op: 'delete' as const, key: versionKey('app', 'db', 2) }],
+          result: undefined,
+        }));
+      });
+      rmSync(join(c.config.data_dir, 'high-water'), { recursive: true, force: true });
+      const verify = await runCoffer(['audit', 'verify'], env);
+      expect(verify.code, verify.stdout).to.equal(1);
+      expect(verify.stdout).to.include(
+        `NOT AS LOGGED: 1 token(s) the log revoked (token.revoke) are active in the store`,
+      );
+      expect(verify.stdout).to.include(`  ${idOf(reader)}`);
+      expect(verify.stdout).to.match(
+        new RegExp(
+          `NOT AS LOGGED: 1 version\\(s\\) the log says were written are not in the store[^\\n]*\\n  app/db v2 \\(request ${put.headers.get('x-request-id')}\\)`,
+        ),
+      );
     });
 
     it('refuses to start on a keyring put back beside the current generation: the keyring is older than its generation', async () => {
