@@ -346,7 +346,19 @@ export async function authenticate(
   key: RestoreKey,
 ): Promise<void> {
   if (checked.version < 3) {
-    if (key.acceptUnauthenticated) return;
+    if (key.acceptUnauthenticated) {
+      // The releases that wrote versions 1 and 2 stored keyrings without an epoch; every keyring stored
+      // since has one, and those releases write version 3. So an unauthenticated file holding a keyring
+      // with an epoch was not made by them: it was made (or remade) to skip the MAC. Never taken.
+      if (checked.keyringRecord !== null) {
+        const keyring = await openKeyringRecord(checked.keyringRecord, key.provider);
+        if (keyring.epoch !== undefined)
+          throw new SnapshotError(
+            `${file} says it is a snapshot of version ${checked.version}, made before snapshots were authenticated, but the keyring it holds was stored by a release that authenticates its snapshots (version 3): the file was made to pass unchecked. Refused, even with --accept-unauthenticated; nothing was written`,
+          );
+      }
+      return;
+    }
     throw new SnapshotError(
       `${file} is a snapshot of version ${checked.version}, made before snapshots were authenticated: it cannot be checked for changes. Restore it only if you trust the file, with --accept-unauthenticated`,
     );

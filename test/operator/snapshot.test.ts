@@ -2,9 +2,13 @@ import { createHash } from 'node:crypto';
 import { cpSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { pack, unpack } from 'msgpackr';
+import type { KeyProvider } from '../../src/keys/key-provider.js';
+import { LocalKeyProvider, loadOrCreateMasterKey } from '../../src/keys/local-provider.js';
 import type { StorageEntry } from '../../src/storage/backend.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
 import { PostgresBackend } from '../../src/storage/postgres-backend.js';
+import { wrapContext } from '../../src/store/keyring-record.js';
 import { KEYRING_KEY } from '../../src/store/keyring-store.js';
 import { eventually } from '../support/eventually.js';
 import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
@@ -20,6 +24,49 @@ const openPostgresStore = (schema: string): Promise<PostgresBackend> =>
     poolSize: 2,
     statementTimeoutMs: 10_000,
   });
+
+/** A snapshot's records (key length, key, value length, value, …), each as [key, value]. */
+function framesOf(records: Buffer): [Buffer, Buffer][] {
+  const frames: [Buffer, Buffer][] = [];
+  for (let at = 0; at < records.length; ) {
+    const keyLength = records.readUInt32BE(at);
+    const key = records.subarray(at + 4, at + 4 + keyLength);
+    at += 4 + keyLength;
+    const valueLength = records.readUInt32BE(at);
+    frames.push([key, records.subarray(at + 4, at + 4 + valueLength)]);
+    at += 4 + valueLength;
+  }
+  return frames;
+}
+
+function framed(frames: [Buffer, Buffer][]): Buffer {
+  const u32 = (n: number) => {
+    const b = Buffer.alloc(4);
+    b.writeUInt32BE(n);
+    return b;
+  };
+  return Buffer.concat(frames.flatMap(([k, v]) => [u32(k.length), k, u32(v.length), v]));
+}
+
+/** The records with their keyring record as a release before epochs stored it: wrapped again without `e`. */
+async function withoutEpoch(records: Buffer, provider: KeyProvider): Promise<Buffer> {
+  const frames = framesOf(records);
+  for (const frame of frames) {
+    if (!frame[0].equals(KEYRING_KEY)) continue;
+    const stored = unpack(frame[1]) as { wrapped: Uint8Array; instance: string };
+    const context = wrapContext(stored.instance);
+    const inner = unpack(await provider.unwrap(stored.wrapped, context)) as Record<string, unknown>;
+    delete inner.e;
+    frame[1] = pack({ ...stored, wrapped: await provider.wrap(pack(inner), context) });
+  }
+  return framed(frames);
+}
+
+/** The SHA-256 of the keyring record among `records`, as a snapshot's header names it. */
+async function keyringSha(records: Buffer): Promise<string> {
+  const frame = framesOf(records).find(([k]) => k.equals(KEYRING_KEY))!;
+  return createHash('sha256').update(frame[1]).digest('hex');
+}
 
 describe('snapshots: coffer operator snapshot and restore (LMDB → PostgreSQL → LMDB)', function () {
   this.timeout(180_000);
@@ -328,7 +375,33 @@ describe('snapshots: coffer operator snapshot and restore (LMDB → PostgreSQL �
     const unchecked = await restoreInto(v1);
     expect(unchecked.code).to.equal(1);
     expect(unchecked.stderr).to.match(/version 1, made before snapshots were authenticated/);
-    const restored = await restoreInto(v1, '--accept-unauthenticated');
+    // But this one holds today's keyring (it has an epoch, which no release writing version 1 or 2
+    // stored): it was made to skip the MAC, and is refused even when unchecked files are accepted.
+    const forged = await restoreInto(v1, '--accept-unauthenticated');
+    expect(forged.code).to.equal(1);
+    expect(forged.stderr).to.match(
+      /the keyring it holds was stored by a release that authenticates its snapshots \(version 3\): the file was made to pass unchecked/,
+    );
+    // A genuine old file: its keyring as those releases stored it, without an epoch.
+    const provider = new LocalKeyProvider(loadOrCreateMasterKey(a.config.master_key_file).key);
+    const oldRecords = withoutEpoch(records, provider);
+    const old = join(dir, 'old.snapshot');
+    const oldSha = createHash('sha256')
+      .update(v1Header)
+      .update(await oldRecords)
+      .digest('hex');
+    writeFileSync(
+      old,
+      Buffer.concat([
+        v1Header,
+        await oldRecords,
+        Buffer.from([0xff, 0xff, 0xff, 0xff]),
+        Buffer.from(
+          `${JSON.stringify({ records: count, kinds, keyring: await keyringSha(await oldRecords), sha256: oldSha })}\n`,
+        ),
+      ]),
+    );
+    const restored = await restoreInto(old, '--accept-unauthenticated');
     expect(restored.code, restored.stderr).to.equal(0);
     expect(restored.stdout).to.contain(`restored ${count} records`);
     expect(restored.stdout).to.contain('not authenticated');

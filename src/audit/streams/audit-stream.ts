@@ -14,9 +14,16 @@ import type { StreamTransport } from './transports.js';
 const BATCH = 1000;
 const FIRST_RETRY_MS = 250;
 const LAST_RETRY_MS = 5_000;
+/**
+ * A stream that is not required gathers what is offered for this long before sending: one send (a syscall,
+ * a packet, a POST) for many of the writer's small batches, which costs reads nothing measurable (a read's
+ * batch is a few lines). A required stream sends at once: answers wait for it.
+ */
+const GATHER_MS = 10;
 
-interface Queued {
-  readonly line: string;
+/** What the writer offered at once: its lines, and who waits for all of them to be delivered. */
+interface Offered {
+  readonly lines: readonly string[];
   readonly delivered?: () => void;
 }
 
@@ -32,10 +39,12 @@ export interface StreamState {
 }
 
 export class AuditStream {
-  private queue: Queued[] = [];
+  /** Offered and not yet delivered, in order; `lag` counts their lines. */
+  private queue: Offered[] = [];
+  private lag = 0;
   private sending = false;
+  private timer: NodeJS.Timeout | null = null;
   private retryMs = FIRST_RETRY_MS;
-  private retryTimer: NodeJS.Timeout | null = null;
   private lastError: string | null = null;
   private count = 0;
   private closed = false;
@@ -65,7 +74,7 @@ export class AuditStream {
       name: this.spec.name,
       required: this.spec.required,
       up: this.up,
-      lag: this.queue.length,
+      lag: this.lag,
       delivered: this.count,
     };
   }
@@ -73,10 +82,14 @@ export class AuditStream {
   /** Takes lines that follow every line offered before; resolves once the receiver has all of them. */
   offer(lines: readonly string[]): Promise<void> {
     if (lines.length === 0) return Promise.resolve();
+    this.lag += lines.length;
+    if (!this.spec.required) {
+      this.queue.push({ lines });
+      this.schedule(GATHER_MS);
+      return Promise.resolve();
+    }
     return new Promise((resolve) => {
-      lines.forEach((line, i) => {
-        this.queue.push(i === lines.length - 1 ? { line, delivered: resolve } : { line });
-      });
+      this.queue.push({ lines, delivered: resolve });
       this.pump();
     });
   }
@@ -90,65 +103,87 @@ export class AuditStream {
           clearTimeout(timer);
           resolve();
         });
-        this.pump();
+        if (this.up) this.pump();
       });
     }
     this.closed = true;
-    if (this.retryTimer) clearTimeout(this.retryTimer);
+    if (this.timer) clearTimeout(this.timer);
     this.transport.close();
-    return this.queue.length;
+    return this.lag;
+  }
+
+  /** Sends after `ms`, unless a send is already due. */
+  private schedule(ms: number): void {
+    if (this.timer !== null || this.sending || this.closed) return;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.pump();
+    }, ms);
+    this.timer.unref();
   }
 
   private pump(): void {
-    if (this.sending || this.retryTimer !== null || this.closed) return;
+    if (this.sending || this.closed) return;
+    // While down, only the retry timer sends.
+    if (this.lastError !== null && this.timer !== null) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
     if (this.queue.length === 0) {
       for (const wake of this.idle.splice(0)) wake();
       return;
     }
+    // Whole offers, up to BATCH lines (an offer larger than that goes alone).
+    let taken = 0;
+    let lineCount = 0;
+    while (
+      taken < this.queue.length &&
+      (taken === 0 || lineCount + this.queue[taken]!.lines.length <= BATCH)
+    )
+      lineCount += this.queue[taken++]!.lines.length;
+    const batch = this.queue.slice(0, taken);
+    const lines = taken === 1 ? batch[0]!.lines : batch.flatMap((o) => o.lines);
     this.sending = true;
-    const batch = this.queue.slice(0, BATCH);
     this.transport
-      .send(batch.map((q) => q.line))
+      .send(lines)
       .then(
         () => {
-          this.queue.splice(0, batch.length);
-          this.count += batch.length;
+          this.queue.splice(0, taken);
+          this.lag -= lineCount;
+          this.count += lineCount;
           this.retryMs = FIRST_RETRY_MS;
           if (this.lastError !== null) {
             this.log.info(
-              { event: 'audit.stream_resumed', stream: this.spec.name, lag: this.queue.length },
+              { event: 'audit.stream_resumed', stream: this.spec.name, lag: this.lag },
               'audit stream %s takes lines again',
               this.spec.name,
             );
             this.lastError = null;
           }
-          for (const q of batch) q.delivered?.();
+          for (const o of batch) o.delivered?.();
         },
         (err: Error) => {
           const reason = (err as NodeJS.ErrnoException).code ?? err.message;
           if (this.lastError === null)
             this.log.warn(
-              {
-                event: 'audit.stream_down',
-                stream: this.spec.name,
-                reason,
-                lag: this.queue.length,
-              },
+              { event: 'audit.stream_down', stream: this.spec.name, reason, lag: this.lag },
               'audit stream %s does not take lines; they wait, in order, and are sent again',
               this.spec.name,
             );
           this.lastError = reason;
-          this.retryTimer = setTimeout(() => {
-            this.retryTimer = null;
+          this.timer = setTimeout(() => {
+            this.timer = null;
             this.pump();
           }, this.retryMs);
-          this.retryTimer.unref();
+          this.timer.unref();
           this.retryMs = Math.min(LAST_RETRY_MS, this.retryMs * 2);
         },
       )
       .finally(() => {
         this.sending = false;
-        this.pump();
+        if (this.lastError !== null) return;
+        if (this.queue.length === 0) for (const wake of this.idle.splice(0)) wake();
+        else if (this.spec.required) this.pump();
+        else this.schedule(GATHER_MS);
       });
   }
 }

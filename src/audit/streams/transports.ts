@@ -54,8 +54,8 @@ class SyslogTransport implements StreamTransport {
   private socket: Socket | null = null;
   private connecting: Promise<Socket> | null = null;
   private broken: Error | null = null;
-  /** Lines written on the current connection recently enough that its loss may have taken them. */
-  private inDoubt: { line: string; at: number }[] = [];
+  /** Batches written on the current connection recently enough that its loss may have taken them. */
+  private inDoubt: { readonly lines: readonly string[]; readonly at: number }[] = [];
   private readonly producer: { produce(options: object): string | false };
 
   constructor(private readonly spec: StreamSpec) {
@@ -70,8 +70,9 @@ class SyslogTransport implements StreamTransport {
   async send(lines: readonly string[]): Promise<void> {
     const socket = await this.open();
     const now = Date.now();
-    this.inDoubt = this.inDoubt.filter((sent) => now - sent.at < IN_DOUBT_MS);
-    const frames = lines.map((line) => this.frame(line));
+    while (this.inDoubt.length > 0 && now - this.inDoubt[0]!.at >= IN_DOUBT_MS)
+      this.inDoubt.shift();
+    const frames = this.frames(lines);
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => fail(new Error('timed out')), SEND_TIMEOUT_MS);
       const fail = (err: Error) => {
@@ -79,14 +80,14 @@ class SyslogTransport implements StreamTransport {
         this.drop(socket, err);
         reject(err);
       };
-      socket.write(Buffer.concat(frames), (err) => {
+      socket.write(frames, (err) => {
         clearTimeout(timer);
         if (err) return fail(err);
         if (this.broken) return reject(this.broken);
         resolve();
       });
     });
-    for (const line of lines) this.inDoubt.push({ line, at: now });
+    this.inDoubt.push({ lines, at: now });
   }
 
   close(): void {
@@ -94,17 +95,25 @@ class SyslogTransport implements StreamTransport {
     this.socket = null;
   }
 
-  private frame(line: string): Buffer {
+  /**
+   * The batch as octet-counted RFC 5424 messages. The header (time, host, app, pid, MSGID) is made once per
+   * batch — the audit line carries its own time — and each frame is `<bytes> <header><line>`.
+   */
+  private frames(lines: readonly string[]): Buffer {
+    // glossy makes a whole message: made around one character, which is then taken off.
     const message = this.producer.produce({
       facility: 'audit',
       severity: 'info',
       msgID: 'audit',
       date: new Date(),
-      message: line,
+      message: '.',
     });
     if (message === false) throw new Error('the syslog message could not be made');
-    const bytes = Buffer.from(message, 'utf8');
-    return Buffer.concat([Buffer.from(`${bytes.length} `), bytes]);
+    const header = message.slice(0, -1);
+    const headerBytes = Buffer.byteLength(header);
+    let text = '';
+    for (const line of lines) text += `${headerBytes + Buffer.byteLength(line)} ${header}${line}`;
+    return Buffer.from(text);
   }
 
   private open(): Promise<Socket> {
@@ -117,7 +126,7 @@ class SyslogTransport implements StreamTransport {
 
   private async connect(): Promise<Socket> {
     const { host, port, ca } = this.spec;
-    const again = this.inDoubt.map((sent) => sent.line);
+    const again = this.inDoubt.flatMap((sent) => sent.lines);
     this.inDoubt = [];
     const socket = await new Promise<Socket>((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -149,6 +158,10 @@ class SyslogTransport implements StreamTransport {
             )
           : netConnect({ host: host!, port: port! }, ready);
       s.once('error', failed);
+    }).catch((err: Error) => {
+      // Still in doubt: sent first on the next connection.
+      this.inDoubt = again.length > 0 ? [{ lines: again, at: Date.now() }] : [];
+      throw err;
     });
     socket.setNoDelay(true);
     socket.setKeepAlive(true, 10_000);
@@ -161,16 +174,14 @@ class SyslogTransport implements StreamTransport {
     this.socket = socket;
     if (again.length > 0) {
       // What the broken connection may have lost goes first, in order.
-      const frames = again.map((line) => this.frame(line));
       await new Promise<void>((resolve, reject) =>
-        socket.write(Buffer.concat(frames), (err) => (err ? reject(err) : resolve())),
+        socket.write(this.frames(again), (err) => (err ? reject(err) : resolve())),
       ).catch((err: Error) => {
-        this.inDoubt = again.map((line) => ({ line, at: 0 }));
+        this.inDoubt = [{ lines: again, at: Date.now() }];
         this.drop(socket, err);
         throw err;
       });
-      const now = Date.now();
-      this.inDoubt = again.map((line) => ({ line, at: now }));
+      this.inDoubt = [{ lines: again, at: Date.now() }];
     }
     return socket;
   }
