@@ -77,6 +77,8 @@ export interface ChainResult {
   };
   /** Archive events of this chain covered by a checkpoint that verified. */
   readonly archives: { readonly to: string; readonly files: ArchivedFile[] }[];
+  /** The chains this one closed (`audit.chain_closed`): where each ended, as the closing start found it. */
+  readonly closings: { readonly chain: string; readonly seq: number; readonly link: string }[];
 }
 
 /**
@@ -109,6 +111,7 @@ export function verifyChain(
   let last: string | null = null;
   let pendingArchives: ChainResult['archives'][number][] = [];
   const archives: ChainResult['archives'][number][] = [];
+  const closings: ChainResult['closings'][number][] = [];
   for (const [index, file] of files.entries()) {
     if (file.number !== start.file + index)
       return broken(
@@ -198,6 +201,17 @@ export function verifyChain(
         if (ts !== null && (last === null || ts > last)) last = ts;
         if (entry.kind === 'event' && entry.event === 'audit.archive' && Array.isArray(entry.files))
           pendingArchives.push({ to: String(entry.to), files: entry.files as ArchivedFile[] });
+        if (
+          entry.kind === 'event' &&
+          entry.event === 'audit.chain_closed' &&
+          typeof entry.closed_chain === 'string' &&
+          typeof entry.closed_seq === 'number'
+        )
+          closings.push({
+            chain: entry.closed_chain,
+            seq: entry.closed_seq,
+            link: typeof entry.closed_link === 'string' ? entry.closed_link : '',
+          });
       }
       seq = at;
       prev = format === 1 ? lineHash(line) : keys.link ? linkOf(keys.link, line) : '';
@@ -206,5 +220,5 @@ export function verifyChain(
       end = { seq: at, hash: prev, digest, file: file.path, line: i + 1 };
     }
   }
-  return { entries, first, last, checkpoint, tail, end, archives };
+  return { entries, first, last, checkpoint, tail, end, archives, closings };
 }

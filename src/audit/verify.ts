@@ -104,6 +104,13 @@ export function verifyAudit(paths: readonly string[], input: VerifyInput): Verif
     first: null as string | null,
     last: null as string | null,
   };
+  // Where each chain's files end, and where later starts found the chains they closed.
+  const ends = new Map<string, { seq: number; hash: string; file: string }>();
+  const closings: (ChainResult['closings'][number] & { readonly by: string })[] = [];
+  const noteEnd = (chain: string, result: ChainResult): void => {
+    ends.set(chain, result.end);
+    for (const closing of result.closings) closings.push({ ...closing, by: chain });
+  };
 
   // Chains that begin at their first file come first: they hold the archive events the others need.
   const archived = new Map<string, ArchivedFile[]>();
@@ -117,6 +124,7 @@ export function verifyAudit(paths: readonly string[], input: VerifyInput): Verif
     const result = checkChain(chain, files, CHAIN_START, input, known.get(chain));
     if ('intact' in result) return result;
     add(totals, result);
+    noteEnd(chain, result);
     if (!known.has(chain)) continue; // a chain the store never knew cannot vouch for an archive
     for (const archive of result.archives) {
       destinations.add(archive.to);
@@ -153,6 +161,30 @@ export function verifyAudit(paths: readonly string[], input: VerifyInput): Verif
     const result = checkChain(chain, files, start, input, known.get(chain));
     if ('intact' in result) return result;
     add(totals, result);
+    noteEnd(chain, result);
+  }
+
+  // A chain a later start closed must end where that start found its end: a file cut (and its store
+  // record put back to match) afterwards still disagrees with the closing chain's own entry.
+  for (const closing of closings) {
+    const end = ends.get(closing.chain);
+    if (end === undefined) continue; // archived whole, or not among the files given
+    const linkDiffers =
+      input.keys.link !== undefined &&
+      closing.link !== '' &&
+      end.seq === closing.seq &&
+      end.hash !== closing.link;
+    if (end.seq !== closing.seq || linkDiffers)
+      return broken(
+        end.file,
+        0,
+        end.seq,
+        end.seq < closing.seq
+          ? `chain ${closing.chain} was closed at seq ${closing.seq} (audit.chain_closed in chain ${closing.by}), but its files end at seq ${end.seq}: the log was cut`
+          : end.seq > closing.seq
+            ? `chain ${closing.chain} was closed at seq ${closing.seq} (audit.chain_closed in chain ${closing.by}), but its files go on to seq ${end.seq}: entries were added after it ended`
+            : `chain ${closing.chain} ends at seq ${closing.seq} with another entry than the one chain ${closing.by} closed it at: its end was rewritten`,
+      );
   }
 
   for (const record of registry ?? []) {

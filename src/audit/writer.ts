@@ -352,8 +352,9 @@ export class AuditWriter {
     this.queue = [];
     const lastCheckpoint = [...batch].reverse().find((p) => p.checkpoint);
     const mustSync = batch.some((p) => p.durable);
+    const lines = batch.map((p) => p.line);
     try {
-      await this.options.sink.write(batch.map((p) => p.line));
+      await this.options.sink.write(lines);
     } catch (err) {
       this.queue = [...batch, ...this.queue];
       this.fail(err as NodeJS.ErrnoException, batch);
@@ -387,10 +388,11 @@ export class AuditWriter {
         return;
       }
     }
-    if (await this.streamed(batch)) for (const p of batch) for (const w of p.waiters) w.resolve();
+    if (await this.streamed(batch, lines))
+      for (const p of batch) for (const w of p.waiters) w.resolve();
     for (const copy of this.options.copies ?? []) {
       try {
-        await copy.write(batch.map((p) => p.line));
+        await copy.write(lines);
       } catch {
         // a copy: the chain is whole in its home
       }
@@ -420,10 +422,9 @@ export class AuditWriter {
    * did not take it in time: the batch's requests are refused (503) though their lines are in the chain,
    * which an `audit.refused` event then says; the stream still gets the lines, in order, when it is back.
    */
-  private async streamed(batch: readonly Pending[]): Promise<boolean> {
+  private async streamed(batch: readonly Pending[], lines: readonly string[]): Promise<boolean> {
     const streams = this.options.streams ?? [];
     if (streams.length === 0 || batch.length === 0) return true;
-    const lines = batch.map((p) => p.line);
     const required: Promise<void>[] = [];
     for (const stream of streams) {
       const delivered = stream.offer(lines);

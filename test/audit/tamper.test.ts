@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { AUDIT_CHAINS_RANGE, AUDIT_COUNT_KEY } from '../../src/storage/layout.js';
+import { AUDIT_CHAINS_RANGE, AUDIT_COUNT_KEY, auditChainKey } from '../../src/storage/layout.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
 import { type AuditLine, auditFiles, auditLines } from '../support/audit-lines.js';
 import { startTestCoffer } from '../support/harness.js';
@@ -185,6 +185,65 @@ describe('the audit log from outside: a rewrite, a deleted chain, a cut, a kille
     );
     expect(events).to.have.length(1);
     expect(events[0]!.uncovered).to.be.at.least(1);
+  });
+
+  it("finds a closed chain cut back with its store record put back to match: the later start's audit.chain_closed says where it ended", async () => {
+    const settings = serveSettings(1, { COFFER_AUDIT_CHECKPOINT_EVERY: '4' });
+    const env = { ...settings.env, COFFER_LOG_LEVEL: 'silent' };
+    const lmdb = join(settings.dir, 'data', 'lmdb');
+    let p: CofferProcess = await startProcess(settings.env);
+    for (let i = 0; i < 3; i++)
+      await send(p.url, 'PUT', `/v1/kv/closed/k${i}`, settings.root, {
+        value: 'v',
+        type: 'config',
+      });
+    const auditDir = join(settings.dir, 'data', 'audit');
+    const chain = auditLines(auditDir).find((l) => l.action === 'write')!.chain as string;
+    // The attacker's older copy of the chain's record, taken now (one checkpoint in).
+    const copyRecord = async (): Promise<Buffer> => {
+      const storage = new LmdbBackend({ path: lmdb });
+      try {
+        return Buffer.from((await storage.get(auditChainKey(chain)))!);
+      } finally {
+        await storage.close();
+      }
+    };
+    const older = await copyRecord();
+    const checkpointsThen = auditLines(auditDir).filter(
+      (l) => l.chain === chain && l.kind === 'checkpoint',
+    ).length;
+    for (let i = 0; i < 6; i++) await send(p.url, 'GET', '/v1/kv/closed/k1', settings.root);
+    await killAll(p);
+    // The next start closes the chain where it ended, and says so in its own chain.
+    p = await startProcess(settings.env);
+    await p.stop();
+    expect((await verify(env)).code).to.equal(0);
+    // Cut back to the older checkpoint, the record put back to match it.
+    const file = auditFiles(auditDir).find((f) => f.includes(chain))!;
+    const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean);
+    const cut = lines
+      .map((l, i) => [JSON.parse(l).kind, i] as const)
+      .filter(([kind]) => kind === 'checkpoint')[checkpointsThen - 1]![1];
+    writeFileSync(
+      file,
+      lines
+        .slice(0, cut + 1)
+        .map((l) => `${l}\n`)
+        .join(''),
+    );
+    const storage = new LmdbBackend({ path: lmdb });
+    await storage.atomic([], () => ({
+      writes: [{ op: 'put' as const, key: auditChainKey(chain), value: older }],
+      result: undefined,
+    }));
+    await storage.close();
+    const found = await verify(env);
+    expect(found.code, found.stdout).to.equal(1);
+    expect(found.stdout).to.match(
+      new RegExp(
+        `BROKEN: .*chain ${chain} was closed at seq ${JSON.parse(lines.at(-1)!).seq} \\(audit\\.chain_closed in chain \\S+\\), but its files end at seq ${JSON.parse(lines[cut]!).seq}: the log was cut`,
+      ),
+    );
   });
 
   it('reports a revocation or a rotation in the store that no audit entry names', async () => {
