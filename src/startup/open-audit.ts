@@ -14,6 +14,8 @@ import { IntentJournal } from '../audit/intent-journal.js';
 import { recoverIntents } from '../audit/intent-recovery.js';
 import { StdoutSink } from '../audit/stdout-sink.js';
 import { AuditStream } from '../audit/streams/audit-stream.js';
+import { catchUpStreams } from '../audit/streams/catch-up.js';
+import { ChainProgress } from '../audit/streams/stream-progress.js';
 import { parseStreams } from '../audit/streams/stream-spec.js';
 import { transportFor } from '../audit/streams/transports.js';
 import { repairTornTails } from '../audit/tail-repair.js';
@@ -60,7 +62,13 @@ export async function openAuditLog(opening: AuditOpening, firstEvent: string): P
     maxFileBytes: config.audit.max_file_bytes,
   });
   const streams = parseStreams(config.audit.streams).map(
-    (spec) => new AuditStream(spec, transportFor(spec), log),
+    (spec) =>
+      new AuditStream(
+        spec,
+        transportFor(spec),
+        log,
+        new ChainProgress(config.audit.dir!, spec.name, chain),
+      ),
   );
   const writer = new AuditWriter({
     sink: opening.shared ? new MirroredSink(files, records, chain) : files,
@@ -113,6 +121,14 @@ export async function recoverAuditLog(
   preparing: boolean,
 ): Promise<void> {
   if (preparing) await recoverIntentsAndTails(opening, audit);
+  // Lines that waited for a stream when their process stopped (the files are whole again by now).
+  if (preparing)
+    await catchUpStreams({
+      auditDir: opening.config.audit.dir!,
+      specs: parseStreams(opening.config.audit.streams),
+      transport: transportFor,
+      log: opening.log,
+    });
   await closeStoppedChains({
     auditDir: opening.config.audit.dir!,
     records: opening.records,

@@ -179,6 +179,38 @@ describe('audit streams (COFFER_AUDIT_STREAMS)', function () {
     expect(verify.code, verify.stdout).to.equal(0);
   });
 
+  it('lines that waited for a stream when their server stopped reach it with the next start: nothing is left behind across a restart', async () => {
+    const { root, env } = serveSettings(1, { COFFER_AUDIT_STREAMS: receiver.url });
+    const auditDir = join(env.COFFER_DATA_DIR, 'audit');
+    let p = await startProcess(env);
+    await send(p.url, 'PUT', '/v1/kv/later/k', root, { value: 'v1', type: 'secret' });
+    receiver.down = true;
+    for (let i = 0; i < 10; i++) await send(p.url, 'GET', '/v1/kv/later/k', root);
+    await send(p.url, 'PUT', '/v1/kv/later/k', root, { value: 'v2', type: 'secret' });
+    await p.stop();
+    const before = localChains(auditDir);
+    const shippedBefore = receivedChains(receiver.lines);
+    const behind = [...before].filter(
+      ([chain, lines]) => (shippedBefore.get(chain)?.length ?? 0) < lines.length,
+    );
+    expect(behind.length, 'the stopped chains left lines behind').to.be.greaterThan(0);
+
+    receiver.down = false;
+    p = await startProcess(env);
+    await send(p.url, 'GET', '/v1/kv/later/k', root);
+    await p.stop();
+    const local = localChains(auditDir);
+    const received = receivedChains(receiver.lines);
+    // Every chain, each line once at least, in order; the stopped chains' tails after what they had.
+    for (const [chain, lines] of local) {
+      const got = received.get(chain) ?? [];
+      expect([...new Set(got)], chain).to.deep.equal(lines);
+    }
+    const shipped = receiver.save(join(tempDir(), 'shipped.ndjson'));
+    const held = await runCoffer(['audit', 'verify', '--against', shipped], env);
+    expect(held.code, held.stdout).to.equal(0);
+  });
+
   it('refuses to start with a stream it cannot read, naming it by position and never printing its URL', async () => {
     const { env } = serveSettings(1, {
       COFFER_AUDIT_STREAMS: 'stdout:,https://user:hunter2@siem.example/x?bearer_file=/nonexistent',

@@ -7,6 +7,7 @@
  * required stream has its line (writer.ts).
  */
 import type { Logger } from 'pino';
+import type { ChainProgress } from './stream-progress.js';
 import type { StreamSpec } from './stream-spec.js';
 import type { StreamTransport } from './transports.js';
 
@@ -54,6 +55,8 @@ export class AuditStream {
     readonly spec: StreamSpec,
     private readonly transport: StreamTransport,
     private readonly log: Logger,
+    /** Where the stream's progress through this chain is kept, for a later start to go on from. */
+    private readonly progress?: ChainProgress,
   ) {}
 
   get name(): string {
@@ -108,6 +111,9 @@ export class AuditStream {
     }
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
+    // What a start after this one sends again: whatever the stream did not take, and what a broken
+    // connection may still lose. (The chain's lines are numbered from 1, all offered to the stream.)
+    this.progress?.save(Math.max(0, this.count - this.transport.inDoubt()));
     this.transport.close();
     return this.lag;
   }
@@ -150,6 +156,7 @@ export class AuditStream {
           this.queue.splice(0, taken);
           this.lag -= lineCount;
           this.count += lineCount;
+          this.progress?.took(Math.max(0, this.count - this.transport.inDoubt()));
           this.retryMs = FIRST_RETRY_MS;
           if (this.lastError !== null) {
             this.log.info(

@@ -13,6 +13,8 @@ import type { StreamSpec } from './stream-spec.js';
 
 export interface StreamTransport {
   send(lines: readonly string[]): Promise<void>;
+  /** Of the lines sent, how many of the newest may still be lost with the connection (syslog's). */
+  inDoubt(): number;
   close(): void;
 }
 
@@ -39,6 +41,10 @@ class StdoutTransport implements StreamTransport {
     );
   }
 
+  inDoubt(): number {
+    return 0;
+  }
+
   close(): void {}
 }
 
@@ -55,7 +61,7 @@ class SyslogTransport implements StreamTransport {
   private connecting: Promise<Socket> | null = null;
   private broken: Error | null = null;
   /** Batches written on the current connection recently enough that its loss may have taken them. */
-  private inDoubt: { readonly lines: readonly string[]; readonly at: number }[] = [];
+  private doubted: { readonly lines: readonly string[]; readonly at: number }[] = [];
   private readonly producer: { produce(options: object): string | false };
 
   constructor(private readonly spec: StreamSpec) {
@@ -70,8 +76,8 @@ class SyslogTransport implements StreamTransport {
   async send(lines: readonly string[]): Promise<void> {
     const socket = await this.open();
     const now = Date.now();
-    while (this.inDoubt.length > 0 && now - this.inDoubt[0]!.at >= IN_DOUBT_MS)
-      this.inDoubt.shift();
+    while (this.doubted.length > 0 && now - this.doubted[0]!.at >= IN_DOUBT_MS)
+      this.doubted.shift();
     const frames = this.frames(lines);
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => fail(new Error('timed out')), SEND_TIMEOUT_MS);
@@ -87,7 +93,11 @@ class SyslogTransport implements StreamTransport {
         resolve();
       });
     });
-    this.inDoubt.push({ lines, at: now });
+    this.doubted.push({ lines, at: now });
+  }
+
+  inDoubt(): number {
+    return this.doubted.reduce((n, sent) => n + sent.lines.length, 0);
   }
 
   close(): void {
@@ -126,8 +136,8 @@ class SyslogTransport implements StreamTransport {
 
   private async connect(): Promise<Socket> {
     const { host, port, ca } = this.spec;
-    const again = this.inDoubt.flatMap((sent) => sent.lines);
-    this.inDoubt = [];
+    const again = this.doubted.flatMap((sent) => sent.lines);
+    this.doubted = [];
     const socket = await new Promise<Socket>((resolve, reject) => {
       const timer = setTimeout(() => {
         s.destroy();
@@ -160,7 +170,7 @@ class SyslogTransport implements StreamTransport {
       s.once('error', failed);
     }).catch((err: Error) => {
       // Still in doubt: sent first on the next connection.
-      this.inDoubt = again.length > 0 ? [{ lines: again, at: Date.now() }] : [];
+      this.doubted = again.length > 0 ? [{ lines: again, at: Date.now() }] : [];
       throw err;
     });
     socket.setNoDelay(true);
@@ -177,11 +187,11 @@ class SyslogTransport implements StreamTransport {
       await new Promise<void>((resolve, reject) =>
         socket.write(this.frames(again), (err) => (err ? reject(err) : resolve())),
       ).catch((err: Error) => {
-        this.inDoubt = [{ lines: again, at: Date.now() }];
+        this.doubted = [{ lines: again, at: Date.now() }];
         this.drop(socket, err);
         throw err;
       });
-      this.inDoubt = [{ lines: again, at: Date.now() }];
+      this.doubted = [{ lines: again, at: Date.now() }];
     }
     return socket;
   }
@@ -232,6 +242,10 @@ class HttpTransport implements StreamTransport {
       req.on('error', reject);
       req.end(body);
     });
+  }
+
+  inDoubt(): number {
+    return 0;
   }
 
   close(): void {}
