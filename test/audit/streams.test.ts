@@ -1,16 +1,19 @@
 import { cpSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import pg from 'pg';
 import { loadConfig } from '../../src/config/load.js';
-import { auditChainKey } from '../../src/storage/layout.js';
+import { auditChainKey, auditLinesKey, auditLinesRange } from '../../src/storage/layout.js';
 import { openStorage } from '../../src/storage/registry.js';
 import { auditFiles, auditLines } from '../support/audit-lines.js';
 import { type AuditReceiver, startAuditReceiver } from '../support/audit-receiver.js';
 import { eventually } from '../support/eventually.js';
 import { startTestCoffer, tempDir } from '../support/harness.js';
 import { send } from '../support/http-client.js';
+import { dropTestSchemas, PG_TEST_URL, requirePostgres, testSchema } from '../support/postgres.js';
 import { killAll, runCoffer, serveSettings, startProcess } from '../support/process.js';
 import { startSyslogReceiver } from '../support/rsyslog.js';
+import { pgEnv, secondServer } from '../support/shared-servers.js';
 import { requirePackage } from '../support/system-packages.js';
 
 /** Every line of the audit files in `dir`, by chain, in seq order. */
@@ -435,6 +438,72 @@ describe('audit streams (COFFER_AUDIT_STREAMS)', function () {
         });
         expect(held.code, held.stdout).to.equal(0);
         expect(held.stdout).to.match(/as shipped: all \d+ entries/);
+      }
+    });
+  });
+
+  describe('on PostgreSQL, a database administrator alone', () => {
+    before(async function () {
+      await requirePostgres(this);
+    });
+    after(async () => {
+      await dropTestSchemas();
+    });
+
+    it("puts back server B's chain record and deletes the store's copy of B's later lines: verify on A against B's shipped copy names B's chain", async () => {
+      const schema = testSchema();
+      const a = await startTestCoffer({ dataDir: tempDir(), env: pgEnv(schema) });
+      const b = await secondServer(a, schema, PG_TEST_URL, {
+        COFFER_AUDIT_STREAMS: receiver.url,
+        COFFER_AUDIT_CHECKPOINT_EVERY: '5',
+      });
+      const db = new pg.Client({ connectionString: PG_TEST_URL });
+      await db.connect();
+      try {
+        await b.put('dba/k', 'v1');
+        const chainB = auditLines(b.config.audit.dir!).find((l) => l.action === 'write')!
+          .chain as string;
+        const recordKey = auditChainKey(chainB);
+        const olderRecord = (
+          await db.query<{ v: Buffer }>(`SELECT v FROM "${schema}".records WHERE k = $1`, [
+            recordKey,
+          ])
+        ).rows[0]!.v;
+        const seqThen = Math.max(
+          ...auditLines(b.config.audit.dir!)
+            .filter((l) => l.chain === chainB)
+            .map((l) => l.seq as number),
+        );
+        for (let i = 0; i < 5; i++)
+          expect((await b.call('GET', '/v1/kv/dba/k')).status).to.equal(200);
+        await b.close();
+        await eventually(async () => receiver.lines.some((l) => l.includes('"server.stop"')), {
+          what: "B's chain shipped to its end",
+        });
+        // The DBA: B's record as it was, and the store's copy of B's lines after that point gone.
+        const range = auditLinesRange(chainB);
+        await db.query(`UPDATE "${schema}".records SET v = $2 WHERE k = $1`, [
+          recordKey,
+          olderRecord,
+        ]);
+        await db.query(`DELETE FROM "${schema}".records WHERE k > $1 AND k < $2`, [
+          auditLinesKey(chainB, seqThen),
+          range.end,
+        ]);
+        const shipped = receiver.save(join(tempDir(), 'b-shipped.ndjson'));
+        const env = {
+          ...pgEnv(schema),
+          COFFER_DATA_DIR: a.config.data_dir,
+          COFFER_MASTER_KEY_FILE: a.config.master_key_file,
+        };
+        const held = await runCoffer(['audit', 'verify', '--against', shipped], env);
+        expect(held.code, held.stdout).to.equal(1);
+        expect(held.stdout).to.match(
+          new RegExp(`NOT AS SHIPPED: chain ${chainB} seq \\d+: missing`),
+        );
+      } finally {
+        await db.end();
+        await a.close();
       }
     });
   });
