@@ -53,6 +53,14 @@ export interface Coverage {
     readonly revoked_but_active: string[];
     /** Versions written (2xx) that are not stored, with no delete of their key answered after. */
     readonly writes_missing: (StoredVersion & { readonly request_id: string })[];
+    /**
+     * The store below what the log's checkpoints recorded of it (`high_water`): the keyring's generation,
+     * the chains' count. Null where it is not.
+     */
+    readonly behind: {
+      readonly generation: { readonly store: number; readonly logged: number } | null;
+      readonly chains: { readonly store: number; readonly logged: number } | null;
+    };
   };
   /** Token and keyring changes in the store, against the events that name them. */
   readonly changes: {
@@ -87,6 +95,7 @@ interface Entry {
   readonly also_revoked?: unknown;
   readonly active_version?: number;
   readonly outcome?: { readonly status?: number };
+  readonly high_water?: { readonly generation?: unknown; readonly chains?: unknown };
 }
 
 const keyOf = (namespace: string, key: string): string => `${namespace}\0${key}`;
@@ -96,7 +105,7 @@ export async function auditCoverage(
   paths: readonly string[],
   store: {
     readonly kv: Pick<KvRecords, 'everyVersion'>;
-    readonly audit: Pick<AuditRecords, 'intentCopies'>;
+    readonly audit: Pick<AuditRecords, 'intentCopies' | 'chainCount'>;
     readonly tokens: Pick<TokenRecords, 'list'>;
     readonly keyring: { current(): Keyring };
   },
@@ -108,6 +117,7 @@ export async function auditCoverage(
   const writes: { name: string; version: number; at: number; request_id: string }[] = [];
   const deleted = new Map<string, number>();
   const revokedEvents = new Set<string>();
+  const logged = { generation: 0, chains: 0 };
   const answered = new Set<string>();
   // By request id: the same intent may be both in a file and in the store, or recovered twice.
   const intents = new Map<string, Entry>();
@@ -161,6 +171,12 @@ export async function auditCoverage(
       }
       if (entry.kind === 'event' && entry.event === 'token.revoke' && entry.token_id !== undefined)
         revokedEvents.add(entry.token_id);
+      if (entry.kind === 'checkpoint' && entry.high_water) {
+        const { generation, chains } = entry.high_water;
+        if (typeof generation === 'number')
+          logged.generation = Math.max(logged.generation, generation);
+        if (typeof chains === 'number') logged.chains = Math.max(logged.chains, chains);
+      }
       addIntent(entry);
       addEvent(entry);
       if (entry.kind === 'event' && entry.event === 'audit.intent_recovered')
@@ -222,8 +238,28 @@ export async function auditCoverage(
     contradicted: {
       revoked_but_active: await revokedButActive(store, revokedEvents),
       writes_missing: writesMissing,
+      behind: await behindTheLog(store, logged),
     },
     changes: await changeCoverage(store, named, logStart),
+  };
+}
+
+/** The store's keyring generation and chain count, where they are below what the log recorded of them. */
+async function behindTheLog(
+  store: {
+    readonly audit: Pick<AuditRecords, 'chainCount'>;
+    readonly keyring: { current(): Keyring };
+  },
+  logged: { readonly generation: number; readonly chains: number },
+): Promise<Coverage['contradicted']['behind']> {
+  const epoch = store.keyring.current().epoch;
+  const count = await store.audit.chainCount();
+  return {
+    generation:
+      epoch !== undefined && epoch < logged.generation
+        ? { store: epoch, logged: logged.generation }
+        : null,
+    chains: count < logged.chains ? { store: count, logged: logged.chains } : null,
   };
 }
 

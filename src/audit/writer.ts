@@ -49,6 +49,12 @@ export interface AuditWriterOptions {
   /** Told after each sync to disk: every entry up to `seq` is durable. */
   readonly onSynced?: (seq: number) => void;
   /**
+   * What this process has seen of the store that only grows (the keyring generation, its chain's
+   * ordinal), written into each checkpoint as `high_water`: kept in the log, and in every stream's copy,
+   * where the data directory's writer cannot put it back unnoticed (audit/coverage.ts holds the store to it).
+   */
+  readonly highWater?: () => Readonly<Record<string, number>>;
+  /**
    * Audit streams (streams/audit-stream.ts): given every batch once it is where it was asked to be, in
    * order; a required one must have the batch within STREAM_WAIT_MS before its requests are answered.
    */
@@ -257,10 +263,12 @@ export class AuditWriter {
     const keys = this.options.keys();
     if (p.checkpoint) {
       const ts = isoTime(p.ts);
+      const highWater = this.options.highWater?.();
       p.fields = {
         kind: 'checkpoint',
         digest,
         sig: signCheckpoint(keys.signing!, this.options.chain, p.seq, ts, prev, digest),
+        ...(highWater ? { high_water: highWater } : {}),
       };
     }
     p.line = entryLine(this.options.chain, { seq: p.seq, prev }, p.ts, p.fields);

@@ -312,5 +312,18 @@ export function printCoverage(c: Coverage, out: Out): number {
       out(`  ${v.namespace}/${v.key} v${v.version} (request ${v.request_id})`);
     status = 1;
   }
+  const { generation, chains } = c.contradicted.behind;
+  if (generation) {
+    out(
+      `NOT AS LOGGED: the store's keyring is at generation ${generation.store}, below the ${generation.logged} the log's checkpoints recorded: an older keyring was put back`,
+    );
+    status = 1;
+  }
+  if (chains) {
+    out(
+      `NOT AS LOGGED: the store counts ${chains.store} audit chains, fewer than the ${chains.logged} the log's checkpoints recorded: the store's chain records were put back`,
+    );
+    status = 1;
+  }
   return status;
 }

@@ -294,6 +294,14 @@ const coverage = closed(
             'versions the log says were written (2xx) that are not stored, with no delete of their key answered after',
         },
       ),
+      behind: closed({
+        generation: nullable(
+          closed({ store: Type.Integer(), logged: Type.Integer() }, 'the keyring generation'),
+        ),
+        chains: nullable(
+          closed({ store: Type.Integer(), logged: Type.Integer() }, 'the audit chains counted'),
+        ),
+      }),
     }),
     changes: closed({
       tokens_created: changeCoverage(Type.String()),

@@ -49,7 +49,7 @@ export async function openAuditLog(opening: AuditOpening, firstEvent: string): P
   const { config, records, keyring, log, now } = opening;
   const chain = `${now().toString(36)}-${process.pid}-${randomBase62(8)}`;
   let keys: ChainKeys | undefined;
-  const { rolledBack } = await records.started(
+  const { count: ordinal, rolledBack } = await records.started(
     chain,
     now(),
     { host: hostname(), pid: process.pid, checkpoint_ms: config.audit.checkpoint_seconds * 1000 },
@@ -83,6 +83,7 @@ export async function openAuditLog(opening: AuditOpening, firstEvent: string): P
     now,
     syncMs: config.audit.sync_ms,
     onSynced: (seq) => journal.synced(seq),
+    highWater: () => ({ generation: keyring.generation, chains: ordinal }),
   });
   const audit = new AuditLog({
     writer,

@@ -189,6 +189,24 @@ describe('older records put back are never served (rollback)', function () {
       );
     });
 
+    it("verify finds a keyring rotation undone (keyring and generation put back, high-water deleted): the log's checkpoints recorded the newer generation", async () => {
+      const before = await copiesOf(c.storage, [KEYRING_KEY, GENERATION_KEY]);
+      expect((await c.call('POST', '/v1/sys/keyring/rotate')).status).to.equal(200);
+      await stop();
+      const env = {
+        COFFER_DATA_DIR: c.config.data_dir,
+        COFFER_MASTER_KEY_FILE: c.config.master_key_file,
+      };
+      expect((await runCoffer(['audit', 'verify'], env)).code).to.equal(0);
+      await withLmdb(c, (s) => putBack(s, before));
+      rmSync(join(c.config.data_dir, 'high-water'), { recursive: true, force: true });
+      const verify = await runCoffer(['audit', 'verify'], env);
+      expect(verify.code, verify.stdout).to.equal(1);
+      expect(verify.stdout).to.match(
+        /NOT AS LOGGED: the store's keyring is at generation \d+, below the \d+ the log's checkpoints recorded: an older keyring was put back/,
+      );
+    });
+
     it('refuses to start on a keyring put back beside the current generation: the keyring is older than its generation', async () => {
       const [keyring] = await copiesOf(c.storage, [KEYRING_KEY]);
       expect((await c.call('POST', '/v1/sys/keyring/rotate')).status).to.equal(200);
