@@ -86,6 +86,49 @@ export class AccessPolicy {
   }
 }
 
+/**
+ * A delegated token's rights at each use: its own, within every ancestor's as they stand now (the tokens
+ * that created it, and theirs). What an ancestor lost — its role narrowed, a scope gone — its descendants
+ * lose with it. Each check is the conjunction; `covers` asks it of every part (it may refuse a grant that
+ * spreads over several, never pass a wider one), and the capabilities shown are the token's own.
+ */
+export class BoundedPolicy extends AccessPolicy {
+  constructor(
+    private readonly own: AccessPolicy,
+    private readonly bounds: readonly AccessPolicy[],
+  ) {
+    super([]);
+  }
+
+  override may(action: Action, ns: string, type: ValueType): boolean {
+    return this.own.may(action, ns, type) && this.bounds.every((b) => b.may(action, ns, type));
+  }
+
+  /** Some one type on which every part allows `action` in `ns`. */
+  override mayInNamespace(action: Action, ns: string): boolean {
+    return VALUE_TYPES.some((type) => this.may(action, ns, type));
+  }
+
+  override mayBeneath(action: Action, ns: string): boolean {
+    return this.own.mayBeneath(action, ns) && this.bounds.every((b) => b.mayBeneath(action, ns));
+  }
+
+  override mayEverywhereBeneath(action: Action, ns: string): boolean {
+    return (
+      this.own.mayEverywhereBeneath(action, ns) &&
+      this.bounds.every((b) => b.mayEverywhereBeneath(action, ns))
+    );
+  }
+
+  override covers(other: AccessPolicy): boolean {
+    return this.own.covers(other) && this.bounds.every((b) => b.covers(other));
+  }
+
+  override capabilities(): Capability[] {
+    return this.own.capabilities();
+  }
+}
+
 function pattern(text: string): NamespacePattern {
   const parsed = parsePattern(text);
   // Patterns are validated when a role is configured or a token created; reaching this is a bug.

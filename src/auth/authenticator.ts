@@ -28,6 +28,7 @@ import { randomBytes } from '../crypto/random.js';
 import { AppError } from '../errors.js';
 import { statusOf, type TokenRecord } from '../model/tokens.js';
 import type { TokenRecords } from '../store/token-records.js';
+import { BoundedPolicy } from './access.js';
 import type { Argon2Gate } from './argon2-gate.js';
 import type { FailureLimiter } from './failure-limiter.js';
 import { type Principal, type PrincipalFactory, ROOT_PRINCIPAL } from './principal.js';
@@ -49,6 +50,9 @@ export interface AuthenticatorDeps {
    */
   readonly refreshPolicies?: () => Promise<unknown>;
 }
+
+/** How deep a chain of delegations may go before it is refused (a cycle, or records made by hand). */
+const MAX_ANCESTORS = 64;
 
 export const INVALID_TOKEN = 'the bearer token is invalid, expired or revoked';
 
@@ -130,8 +134,28 @@ export class Authenticator {
     return ROOT_PRINCIPAL;
   }
 
-  /** The principal of a live record; 401 when its role or login role is gone (after reading them again). */
+  /**
+   * The principal of a live record; 401 when its role or login role is gone (after reading them again). A
+   * delegated token's is bounded by its ancestors' as they stand now (liveAncestors).
+   */
   private async principalOf(record: TokenRecord): Promise<Principal> {
+    const own = await this.ownPrincipalOf(record);
+    const ancestors = await this.liveAncestors(record);
+    if (ancestors.length === 0) return own;
+    const privileges = new Set(
+      [...own.privileges].filter((p) => ancestors.every((a) => a.privileges.has(p))),
+    );
+    return {
+      ...own,
+      access: new BoundedPolicy(
+        own.access,
+        ancestors.map((a) => a.access),
+      ),
+      privileges,
+    };
+  }
+
+  private async ownPrincipalOf(record: TokenRecord): Promise<Principal> {
     const { principals, refreshPolicies } = this.deps;
     let principal = principals.forToken(record);
     if (!principal && refreshPolicies) {
@@ -140,6 +164,26 @@ export class Authenticator {
     }
     if (!principal) throw unauthorized();
     return principal;
+  }
+
+  /**
+   * The principals of the tokens that created `record`, nearest first, read now: a delegated token is
+   * usable only while every ancestor is — not revoked, not expired, its role and login role still there —
+   * whatever the order in which a revocation and a creation met (401 otherwise). An ancestor's record gone
+   * is an ancestor gone. The root token, which creates no parent link, ends the walk.
+   */
+  private async liveAncestors(record: TokenRecord): Promise<Principal[]> {
+    const found: Principal[] = [];
+    const seen = new Set([record.id]);
+    for (let parent = record.parent; parent !== undefined; ) {
+      if (seen.has(parent) || found.length >= MAX_ANCESTORS) throw unauthorized();
+      seen.add(parent);
+      const ancestor = await this.deps.tokens.get(parent);
+      if (!ancestor || statusOf(ancestor, this.deps.now()) !== 'active') throw unauthorized();
+      found.push(await this.ownPrincipalOf(ancestor));
+      parent = ancestor.parent;
+    }
+    return found;
   }
 
   /** True when token `id`'s one value has been verified here and `cacheKey` is not its key. */
@@ -158,8 +202,11 @@ export class Authenticator {
     if (
       record.expiresAt === known.principal.expiresAt &&
       known.generation === principals.generation
-    )
+    ) {
+      // Its ancestors are read at every use too: one revoked a moment ago takes this token with it.
+      if (record.parent !== undefined) await this.liveAncestors(record);
       return known.principal;
+    }
     // Renewed (here or by another process), or its role changed: made again from the record.
     const principal = await this.principalOf(record);
     this.verified.set(cacheKey, { principal, generation: principals.generation });

@@ -103,6 +103,31 @@ export type BeforeTokenCommit = (
 ) => Promise<readonly RecordWrite[]>;
 
 /** The ids of the tokens `id` created, and theirs, among `records`. */
+/**
+ * A token's status as its use would find it: a delegated token whose ancestor is revoked is revoked (and
+ * one whose ancestor expired, expired), though its own record may not say so yet (authenticator.ts).
+ */
+function effectiveStatus(
+  record: TokenRecord,
+  byId: ReadonlyMap<string, TokenRecord>,
+  now: number,
+): TokenStatus {
+  const own = statusOf(record, now);
+  if (own === 'revoked') return own;
+  let worst = own;
+  const seen = new Set([record.id]);
+  for (let parent = record.parent; parent !== undefined && !seen.has(parent); ) {
+    seen.add(parent);
+    const ancestor = byId.get(parent);
+    if (!ancestor) return 'expired'; // purged after it expired (or deleted): not usable
+    const status = statusOf(ancestor, now);
+    if (status === 'revoked') return 'revoked';
+    if (status === 'expired') worst = 'expired';
+    parent = ancestor.parent;
+  }
+  return worst;
+}
+
 function descendantsOf(id: string, records: readonly TokenRecord[]): string[] {
   const children = new Map<string, string[]>();
   for (const r of records)
@@ -315,12 +340,14 @@ export class TokenService {
     if (!everyToken) requirePrivilege(caller, 'create_tokens');
     const now = this.deps.now();
     let records = await this.deps.store.list();
+    // Every record, for the ancestors of those listed.
+    const byId = new Map(records.map((r) => [r.id, r]));
     if (!everyToken) {
       const mine = new Set(descendantsOf(caller.id, records));
       records = records.filter((r) => mine.has(r.id));
     }
     return records
-      .map((record) => ({ ...view(record), status: statusOf(record, now) }))
+      .map((record) => ({ ...view(record), status: effectiveStatus(record, byId, now) }))
       .filter((token) => all || token.status === 'active')
       .sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
   }
@@ -352,7 +379,9 @@ export class TokenService {
       throw forbidden('revoke a token it did not create (nor a token it created did)');
     if (current.revokedAt !== null) {
       await this.deps.store.anchor(current); // a revocation a crash left unanchored
-      return { id, changed: false };
+      // Revoked again: any descendant still live (one a creation raced in) goes now.
+      const live = new Set(records.filter((r) => r.revokedAt === null).map((r) => r.id));
+      if (!below.some((child) => live.has(child))) return { id, changed: false };
     }
     return {
       id,
@@ -375,18 +404,40 @@ export class TokenService {
     const live = new Set(records.filter((r) => r.revokedAt === null).map((r) => r.id));
     const alsoRevoked = below.filter((child) => live.has(child));
     const alongside = (await beforeCommit?.(id, alsoRevoked)) ?? [];
-    const outcome = await this.deps.store.revoke(id, now, alongside, alsoRevoked);
+    const { outcome, revoked } = await this.deps.store.revoke(id, now, alongside, alsoRevoked);
     if (outcome === 'missing') throw notFound('no such token');
-    // Revoking a revoked token again answers the same, and changes and records nothing.
-    if (outcome !== 'revoked') return false;
-    await this.deps.events.record('token.revoke', { by, token_id: id }, 'token revoked');
-    for (const child of alsoRevoked)
-      await this.deps.events.record(
-        'token.revoke',
-        { by, token_id: child, with_parent: id },
-        'token revoked with the token that created it',
-      );
-    return true;
+    if (outcome === 'revoked')
+      await this.deps.events.record('token.revoke', { by, token_id: id }, 'token revoked');
+    await this.recordWithParent(by, id, revoked);
+    // A token created from `id` while this revocation was being made (its creation saw `id` live, and
+    // committed before this did) was not in the list above: swept now. (Used, it is refused anyway: a
+    // delegated token is checked against its ancestors at every use.)
+    const listed = new Set(below);
+    const late = descendantsOf(id, await this.deps.store.list()).filter(
+      (child) => !listed.has(child),
+    );
+    if (late.length > 0) {
+      const swept = await this.deps.store.revoke(id, this.deps.now(), [], late);
+      await this.recordWithParent(by, id, swept.revoked);
+    }
+    // Revoking a revoked token again answers the same, and changes and records nothing (unless it
+    // found a descendant left live).
+    return outcome === 'revoked' || revoked.length > 0;
+  }
+
+  /** Records the revocation of each of `ids`, revoked with token `parent`. */
+  private async recordWithParent(
+    by: string,
+    parent: string,
+    ids: readonly string[],
+  ): Promise<void> {
+    for (const child of ids)
+      if (child !== parent)
+        await this.deps.events.record(
+          'token.revoke',
+          { by, token_id: child, with_parent: parent },
+          'token revoked with the token that created it',
+        );
   }
 
   /**

@@ -111,14 +111,15 @@ export class TokenRecords {
   /**
    * Marks a token revoked, with `alongside` and the revocation of `descendants` (the tokens it created, and
    * theirs) in the same transaction; 'missing' when there is none, 'already' when it was revoked before
-   * (and nothing is written but its descendants' revocations, if one was left live).
+   * (and nothing is written but its descendants' revocations, if one was left live). `revoked`: the ids
+   * this call revoked.
    */
   async revoke(
     id: string,
     now: number,
     alongside: readonly StorageWrite[] = [],
     descendants: readonly string[] = [],
-  ): Promise<'revoked' | 'already' | 'missing'> {
+  ): Promise<{ outcome: 'revoked' | 'already' | 'missing'; revoked: string[] }> {
     this.revocations.guard();
     const key = tokenKey(id);
     const keys = [key, ...descendants.map(tokenKey)];
@@ -153,7 +154,7 @@ export class TokenRecords {
     });
     if (failed) throw failed;
     for (const record of revoked) await this.anchor(record);
-    return result;
+    return { outcome: result, revoked: revoked.map((r) => r.id) };
   }
 
   /**
