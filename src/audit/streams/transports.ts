@@ -60,8 +60,12 @@ class SyslogTransport implements StreamTransport {
   private socket: Socket | null = null;
   private connecting: Promise<Socket> | null = null;
   private broken: Error | null = null;
-  /** Batches written on the current connection recently enough that its loss may have taken them. */
-  private doubted: { readonly lines: readonly string[]; readonly at: number }[] = [];
+  /**
+   * Batches written on the current connection recently enough that its loss may have taken them, kept as
+   * the bytes sent (outside the JavaScript heap: two seconds of a busy server's lines, held as strings,
+   * would be garbage the collector carries into its old generation).
+   */
+  private doubted: { readonly frames: Buffer; readonly lines: number; readonly at: number }[] = [];
   private readonly producer: { produce(options: object): string | false };
 
   constructor(private readonly spec: StreamSpec) {
@@ -93,11 +97,11 @@ class SyslogTransport implements StreamTransport {
         resolve();
       });
     });
-    this.doubted.push({ lines, at: now });
+    this.doubted.push({ frames, lines: lines.length, at: now });
   }
 
   inDoubt(): number {
-    return this.doubted.reduce((n, sent) => n + sent.lines.length, 0);
+    return this.doubted.reduce((n, sent) => n + sent.lines, 0);
   }
 
   close(): void {
@@ -136,7 +140,7 @@ class SyslogTransport implements StreamTransport {
 
   private async connect(): Promise<Socket> {
     const { host, port, ca } = this.spec;
-    const again = this.doubted.flatMap((sent) => sent.lines);
+    const again = this.doubted;
     this.doubted = [];
     const socket = await new Promise<Socket>((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -170,7 +174,7 @@ class SyslogTransport implements StreamTransport {
       s.once('error', failed);
     }).catch((err: Error) => {
       // Still in doubt: sent first on the next connection.
-      this.doubted = again.length > 0 ? [{ lines: again, at: Date.now() }] : [];
+      this.doubted = again;
       throw err;
     });
     socket.setNoDelay(true);
@@ -183,15 +187,17 @@ class SyslogTransport implements StreamTransport {
     socket.on('close', () => this.drop(socket, new Error('the connection closed')));
     this.socket = socket;
     if (again.length > 0) {
-      // What the broken connection may have lost goes first, in order.
+      // What the broken connection may have lost goes first, in order (as it was sent).
+      const frames = Buffer.concat(again.map((sent) => sent.frames));
       await new Promise<void>((resolve, reject) =>
-        socket.write(this.frames(again), (err) => (err ? reject(err) : resolve())),
+        socket.write(frames, (err) => (err ? reject(err) : resolve())),
       ).catch((err: Error) => {
-        this.doubted = [{ lines: again, at: Date.now() }];
+        this.doubted = again;
         this.drop(socket, err);
         throw err;
       });
-      this.doubted = [{ lines: again, at: Date.now() }];
+      const now = Date.now();
+      this.doubted = again.map((sent) => ({ ...sent, at: now }));
     }
     return socket;
   }
