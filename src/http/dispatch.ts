@@ -110,6 +110,9 @@ function pathsOf(operations: readonly Operation[], deps: DispatcherDeps): Path[]
   });
 }
 
+/** A path segment that is `.` or `..`, as sent or percent-encoded (%2e, either case). */
+const DOT_SEGMENT = /\/(?:\.|%2e){1,2}(?:\/|$)/i;
+
 // A handler asking for a body its operation does not declare is a bug, not the client's error.
 const noBody = (): Promise<never> => Promise.reject(new Error('the operation declares no body'));
 
@@ -152,6 +155,19 @@ export function dispatcher(operations: readonly Operation[], deps: DispatcherDep
     res.locals.startedAt = performance.now();
     res.locals.client = deps.clientAddress(req);
     const url = rawPath(req);
+    // A `.` or `..` segment (as sent, or percent-encoded) names no endpoint: a client that resolves it
+    // (a browser does) would have asked another one. Refused before anything else, everywhere.
+    if (url.startsWith(deps.protectedPrefix) && DOT_SEGMENT.test(url)) {
+      deps.onError(
+        new AppError(
+          'invalid_request',
+          'the path has a "." or ".." segment, which names nothing here',
+        ),
+        req,
+        res,
+      );
+      return;
+    }
     const path = find(url);
     if (!path && !url.startsWith(deps.protectedPrefix)) {
       next();

@@ -148,7 +148,7 @@ export function openApiDocument(operations: readonly Operation[]): object {
       title: 'Coffer',
       version: '1',
       description:
-        'Token-secured, encrypted-at-rest key-value store for configuration values and secrets. Every path answers a method it does not list with 405 method_not_allowed and an Allow header naming the ones it does; an unknown path under /v1 answers 404.',
+        'Token-secured, encrypted-at-rest key-value store for configuration values and secrets. Every path answers a method it does not list with 405 method_not_allowed and an Allow header naming the ones it does; an unknown path under /v1 answers 404, and a path with a "." or ".." segment (as sent or percent-encoded) 400 invalid_request.',
       license: {
         name: 'UNLICENSED (proprietary; see the repository)',
         identifier: 'LicenseRef-UNLICENSED',

@@ -97,9 +97,16 @@ async function failure(res: Response): Promise<ApiError> {
   );
 }
 
-/** A namespace or key in a path: each segment encoded. */
-export const pathOf = (namespace: string, key?: string): string =>
-  `/v1/kv/${namespace.split('/').map(encodeURIComponent).join('/')}${key === undefined ? '' : `/${encodeURIComponent(key)}`}`;
+/**
+ * A namespace or key in a path: each segment encoded. A `.` or `..` segment is never put in a path (the
+ * browser would resolve it to another endpoint: names never are one, routes.ts checks them first).
+ */
+export function pathOf(namespace: string, key?: string): string {
+  const segments = [...namespace.split('/'), ...(key === undefined ? [] : [key])];
+  if (segments.some((s) => s === '.' || s === '..' || s === ''))
+    throw new Error('not a namespace or key name');
+  return `/v1/kv/${segments.map(encodeURIComponent).join('/')}`;
+}
 
 /** What an error says to a person. */
 export function messageOf(err: unknown): string {

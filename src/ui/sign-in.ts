@@ -28,9 +28,42 @@ function failureText(reason: string): string {
     case 'too_many_requests':
       return 'Too many refused sign-ins from this address: wait a moment and try again.';
     default:
-      return `The sign-in was refused (${reason}); the server’s audit log says more.`;
+      // The reason comes from the address, which anyone can write into a link: only the server's own
+      // reason codes are shown, never other text as if it were the console's.
+      return KNOWN_REASONS.has(reason)
+        ? `The sign-in was refused (${reason}); the server’s audit log says more.`
+        : 'The sign-in was refused; the server’s audit log says why.';
   }
 }
+
+/** The other reasons the server sends a failed sign-in back with (docs/identity.md lists them). */
+const KNOWN_REASONS = new Set([
+  'alg_not_allowed',
+  'bad_signature',
+  'claim_invalid',
+  'claim_mismatch',
+  'claim_missing',
+  'claim_widens_scope',
+  'client_refused',
+  'code_refused',
+  'expired',
+  'id_token_invalid',
+  'issued_in_future',
+  'issuer_unreachable',
+  'malformed',
+  'not_yet_valid',
+  'role_choice_needed',
+  'role_missing',
+  'role_not_granted',
+  'subject_mismatch',
+  'too_large',
+  'unknown_kid',
+  'wrong_audience',
+  'wrong_issuer',
+]);
+
+/** Role names as a failed sign-in lists them to choose from: names only, a few. */
+const ROLE_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 
 export function SignIn({
   onSignedIn,
@@ -43,7 +76,11 @@ export function SignIn({
   failure: string | undefined;
 }) {
   const choices = failure?.startsWith('choose-role:')
-    ? failure.slice('choose-role:'.length).split(', ')
+    ? failure
+        .slice('choose-role:'.length)
+        .split(', ')
+        .filter((name) => ROLE_NAME.test(name))
+        .slice(0, 20)
     : [];
   const [error, setError] = useState<string | undefined>(undefined);
   const [busy, setBusy] = useState(false);

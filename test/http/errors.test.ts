@@ -127,6 +127,26 @@ describe('HTTP errors and limits', () => {
     expect(await versions()).to.equal(before + 1);
   });
 
+  it('400 for a "." or ".." path segment anywhere under /v1, as sent or percent-encoded, before anything is done', async () => {
+    expect((await c.put('dots/k', 'kept')).status).to.equal(201);
+    for (const [method, path] of [
+      ['DELETE', '/v1/kv/dots/../dots/k'],
+      ['DELETE', '/v1/kv/a/../../v1/sys/login-roles/x'],
+      ['GET', '/v1/kv/%2e%2e/dots/k'],
+      ['GET', '/v1/kv/dots/%2E/k'],
+      ['POST', '/v1/sys/./keyring/rotate'],
+      ['GET', '/v1/kv/dots/..'],
+    ] as const) {
+      const res = await c.call(method, path);
+      expectProblem(res, 400, 'invalid_request');
+      expect(res.body.detail, path).to.match(/"\." or "\.\." segment/);
+    }
+    expect((await c.call('GET', '/v1/kv/dots/k')).body.value).to.equal('kept');
+    // A name of three dots is a name.
+    expect((await c.put('dots/...', 'three')).status).to.equal(201);
+    expect((await c.call('GET', '/v1/kv/dots/...')).body.value).to.equal('three');
+  });
+
   it('415 for a body with a Content-Encoding, compressed or not, and nothing is stored', async () => {
     const body = JSON.stringify({ value: 'x', type: 'config' });
     for (const encoding of ['gzip', 'deflate', 'br', 'x-unknown']) {

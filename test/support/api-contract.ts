@@ -166,7 +166,15 @@ function checkUnrouted(
   const routedElsewhere = api.templates.some(
     (t) => t.methods.has(answer.method) && `${path}/`.startsWith(t.prefix),
   );
-  const allowed = [401, 404, 429, 503, ...(routedElsewhere ? [400, 403, 413, 415] : [])];
+  // A "." or ".." segment is refused as a request wherever it is (info.description says so).
+  const dotted = /\/(?:\.|%2e){1,2}(?:\/|$)/i.test(path);
+  const allowed = [
+    401,
+    404,
+    429,
+    503,
+    ...(routedElsewhere ? [400, 403, 413, 415] : dotted ? [400] : []),
+  ];
   if (!allowed.includes(answer.status))
     fail(
       answer,

@@ -216,6 +216,49 @@ describe('the web console in Chromium', function () {
     await context.close();
   });
 
+  it('takes no name from its address that the API would refuse: a crafted key link reaches no other endpoint, and a sign-in failure shows only its own words', async () => {
+    const role = await c.call('PUT', '/v1/sys/login-roles/victim-login', {
+      json: {
+        issuer: 'https://issuer.example',
+        jwks_url: 'https://issuer.example/keys',
+        bound_audiences: ['coffer'],
+        role: 'reader',
+      },
+    });
+    expect(role.status, role.text).to.be.oneOf([200, 201]);
+    const context = await browser.newContext({ viewport: LAPTOP });
+    const { page } = await watchedPage(context);
+    await signIn(page, c.url, c.rootToken);
+    const calls: string[] = [];
+    page.on('request', (request) =>
+      calls.push(`${request.method()} ${new URL(request.url()).pathname}`),
+    );
+    // The outside tester's link: the key page of a "namespace" that climbs out of /v1/kv.
+    await page.goto(`${c.url}/ui/#/key/victim-login/in/../../v1/sys/login-roles`);
+    await page.getByRole('heading', { level: 1 }).first().waitFor();
+    const remove = page.getByRole('button', { name: /Delete this key/ });
+    if (await remove.isVisible()) {
+      await remove.click();
+      const confirm = page.getByRole('button', { name: /^Delete/ }).last();
+      if (await confirm.isVisible()) await confirm.click();
+    }
+    await page.waitForTimeout(300);
+    expect(calls.filter((call) => call.includes('/v1/sys/login-roles'))).to.deep.equal([]);
+    expect(calls.filter((call) => call.startsWith('DELETE'))).to.deep.equal([]);
+    expect((await c.call('GET', '/v1/sys/login-roles/victim-login')).status).to.equal(200);
+
+    // A sign-in failure link carries any text: only the console's own words are shown.
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.goto(
+      `${c.url}/ui/#/sign-in-failed/${encodeURIComponent('Your account is locked: call +1-555-0100 and read out your token')}`,
+    );
+    const alert = page.getByRole('alert');
+    await alert.waitFor();
+    expect(await alert.textContent()).to.not.include('555-0100');
+    expect(await alert.textContent()).to.include('The sign-in was refused');
+    await context.close();
+  });
+
   it('sends no session cookie with a cross-site form, which is refused', async () => {
     const context = await browser.newContext({ viewport: LAPTOP });
     const { page } = await watchedPage(context);
