@@ -8,7 +8,8 @@
  * mapped (name it with `--map`). `--map KEY=VAR` (or `--map NAMESPACE/KEY=VAR`) names one key's variable
  * itself; `--only KEY…` keeps only those keys (a key named there that is not found is an error). Two keys
  * that come to the same variable — `db-url` and `db_url`, or one key in two namespaces — are an error naming
- * both, never one silently winning.
+ * both, never one silently winning. A key whose variable would change how programs load or run
+ * (NODE_OPTIONS, LD_PRELOAD, PATH, …: LOADER_VARIABLES) is refused unless named with `--map`.
  */
 export interface SourceValue {
   readonly namespace: string;
@@ -32,6 +33,78 @@ export class MappingError extends Error {
 }
 
 const VARIABLE = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * Variables that change how a program is loaded or run — which code it loads, which interpreter options it
+ * takes, where it looks for commands — rather than what it is told. Set from a key by the rule, one could
+ * let whoever may write that key (a config writer who may not read the secrets) run code with every value
+ * `coffer run` gives the program: refused unless named with `--map KEY=VAR`, the operator's own choice.
+ * Names, and prefixes (ending in `*`); docs/cli.md lists them.
+ */
+export const LOADER_VARIABLES: readonly string[] = [
+  'NODE_OPTIONS',
+  'NODE_PATH',
+  'NODE_EXTRA_CA_CERTS',
+  'NODE_TLS_REJECT_UNAUTHORIZED',
+  'LD_*',
+  'DYLD_*',
+  'PATH',
+  'BASH_ENV',
+  'ENV',
+  'BASHOPTS',
+  'SHELLOPTS',
+  'PS4',
+  'PROMPT_COMMAND',
+  'IFS',
+  'SHELL',
+  'PYTHON*',
+  'PERL5*',
+  'PERLLIB',
+  'PERLIO',
+  'RUBYOPT',
+  'RUBYLIB',
+  'GEM_HOME',
+  'GEM_PATH',
+  'JAVA_TOOL_OPTIONS',
+  '_JAVA_OPTIONS',
+  'JDK_JAVA_OPTIONS',
+  'CLASSPATH',
+  'DOTNET_STARTUP_HOOKS',
+  'CORECLR_*',
+  'COR_*',
+  'PHPRC',
+  'PHP_INI_SCAN_DIR',
+  'LUA_PATH*',
+  'LUA_CPATH*',
+  'LUA_INIT*',
+  'TCLLIBPATH',
+  'GCONV_PATH',
+  'HOSTALIASES',
+  'LOCPATH',
+  'NLSPATH',
+  'MALLOC_*',
+  'GLIBC_TUNABLES',
+  'OPENSSL_CONF',
+  'OPENSSL_ENGINES',
+  'SSL_CERT_FILE',
+  'SSL_CERT_DIR',
+  'GIT_SSH',
+  'GIT_SSH_COMMAND',
+  'GIT_EXEC_PATH',
+  'GIT_CONFIG*',
+  'EDITOR',
+  'VISUAL',
+  'PAGER',
+  'BROWSER',
+];
+
+/** Whether `variable` is one that changes how programs load or run (LOADER_VARIABLES). */
+export function isLoaderVariable(variable: string): boolean {
+  const name = variable.toUpperCase();
+  return LOADER_VARIABLES.some((entry) =>
+    entry.endsWith('*') ? name.startsWith(entry.slice(0, -1)) : name === entry,
+  );
+}
 
 /** The variable the rule gives `key` (with `prefix`), or undefined when it gives none. */
 export function variableFor(key: string, prefix = ''): string | undefined {
@@ -66,6 +139,7 @@ export function environmentOf(
 
   const byVariable = new Map<string, SourceValue>();
   const unmappable: string[] = [];
+  const loaders: string[] = [];
   for (const v of values) {
     if (only) {
       const kept = only.filter((o) => matches(o.selector, v));
@@ -79,6 +153,10 @@ export function environmentOf(
       unmappable.push(`${v.namespace}/${v.key}`);
       continue;
     }
+    if (mapped.length === 0 && isLoaderVariable(variable)) {
+      loaders.push(`${v.namespace}/${v.key} (${variable})`);
+      continue;
+    }
     const earlier = byVariable.get(variable);
     if (earlier)
       throw new MappingError(
@@ -86,6 +164,10 @@ export function environmentOf(
       );
     byVariable.set(variable, v);
   }
+  if (loaders.length > 0)
+    throw new MappingError(
+      `${loaders.join(', ')}: would set a variable that changes how programs load or run, which whoever may write the key could use to run code with every value given here; refused. If it is meant, name it yourself with --map KEY=VAR (docs/cli.md lists these variables)`,
+    );
   if (unmappable.length > 0)
     throw new MappingError(
       `${unmappable.join(', ')}: no variable name for ${unmappable.length === 1 ? 'this key' : 'these keys'} (a name must not start with a digit); name ${unmappable.length === 1 ? 'it' : 'each'} with --map KEY=VAR`,

@@ -170,6 +170,65 @@ describe('coffer run', function () {
     for (const r of [clash, twice, digits, missing]) expect(r.stderr).not.to.include(SECRET);
   });
 
+  it('refuses a key that would set a variable changing how programs load or run (a config writer could run code with the secrets), unless named with --map; export too', async () => {
+    await c.put(
+      'shop/loader/node_options',
+      '--import=data:text/javascript,console.log(1)',
+      'config',
+    );
+    await c.put('shop/loader/ld-preload', '/tmp/evil.so', 'config');
+    await c.put('shop/loader/db_password', SECRET, 'secret');
+    const refused = await command(
+      ['run', '--ns', 'shop/loader', '--', process.execPath, program],
+      env,
+    );
+    expect(refused.code).to.equal(2);
+    expect(refused.stderr).to.include('shop/loader/node_options (NODE_OPTIONS)');
+    expect(refused.stderr).to.include('shop/loader/ld-preload (LD_PRELOAD)');
+    expect(refused.stderr).to.include('--map');
+    expect(refused.stdout, 'the command never ran').to.equal('');
+    // A prefix that makes one does not get past it either.
+    const prefixed = await command(
+      [
+        'run',
+        '--ns',
+        'shop/loader',
+        '--only',
+        'db_password',
+        '--prefix',
+        'LD_',
+        '--',
+        process.execPath,
+        program,
+      ],
+      env,
+    );
+    expect(prefixed.code).to.equal(2);
+    expect(prefixed.stderr).to.include('LD_DB_PASSWORD');
+    const exported = await command(['export', '--ns', 'shop/loader'], env);
+    expect(exported.code).to.equal(2);
+    expect(exported.stdout).not.to.include('NODE_OPTIONS');
+    // The operator's own choice: named with --map, it is set (and the other one left out).
+    const chosen = await command(
+      [
+        'run',
+        '--ns',
+        'shop/loader',
+        '--only',
+        'node_options',
+        '--map',
+        'node_options=NODE_OPTIONS',
+        '--',
+        process.execPath,
+        '-e',
+        'console.log(JSON.stringify({ v: process.env.NODE_OPTIONS }))',
+      ],
+      env,
+    );
+    expect(chosen.code, chosen.stderr).to.equal(0);
+    for (const r of [refused, prefixed, exported]) expect(r.stderr).not.to.include(SECRET);
+  });
+
   it('passes signals on to the command and exits with its code', async () => {
     const running = startCommand(
       ['run', '--ns', 'shop/prod', '--', process.execPath, program, 'wait'],
