@@ -15,13 +15,14 @@ import { environmentOf, MappingError } from './env-names.js';
 import { CliError, EXIT } from './exit-codes.js';
 import { loginEnvironment, parseValueOptions } from './run.js';
 import { connect, explain } from './session.js';
-import { fetchValues } from './values-source.js';
+import { fetchValues, requireValues } from './values-source.js';
 
-export const EXPORT_HELP = `usage: coffer export --ns NAMESPACE [--ns …] [--format dotenv|json|shell] [--prefix P] [--only KEY] [--map KEY=VAR]
+export const EXPORT_HELP = `usage: coffer export --ns NAMESPACE [--ns …] [--format dotenv|json|shell] [--prefix P] [--only KEY] [--map KEY=VAR] [--allow-empty]
 
 Writes the variables coffer run would set to stdout, quoted for the format (default dotenv). The values
 are in plaintext in the output: send it where it is needed, not to a file you keep. --jwt-file FILE
---login-role NAME log in with a JWT instead of a token, as for coffer run.
+--login-role NAME log in with a JWT instead of a token, as for coffer run. A namespace that gives no value
+(not found: a typo?) is exit 3, unless --allow-empty.
 
 examples:
   coffer export --ns payments/prod --format json | jq 'keys'
@@ -85,6 +86,7 @@ export async function exportCommand(
   } catch (err) {
     throw explain(err, coffer, (err as { namespace?: string }).namespace ?? options.ns.join(', '));
   }
+  requireValues(values, options.ns, options['allow-empty'] === true);
   try {
     io.write(formatVariables(environmentOf(values, options), format as Format));
   } catch (err) {

@@ -14,7 +14,7 @@ import { environmentOf, MappingError, type SourceValue } from './env-names.js';
 import { CliError, EXIT } from './exit-codes.js';
 import { durationOption, fallbackKey, writeFallback } from './fallback.js';
 import { connect, explain } from './session.js';
-import { type FallbackOptions, valuesWithFallback } from './values-source.js';
+import { type FallbackOptions, requireValues, valuesWithFallback } from './values-source.js';
 
 export const RUN_HELP = `usage: coffer run --ns NAMESPACE [--ns …] [options] -- COMMAND [ARGS…]
 
@@ -26,6 +26,7 @@ that come to one variable, or a key that gives no valid name, is an error naming
   --prefix PREFIX           put PREFIX before every variable's name (APP_ → APP_DB_PASSWORD)
   --only KEY                keep only this key (repeatable; NAMESPACE/KEY for one namespace's)
   --map KEY=VAR             name KEY's variable VAR (repeatable; NAMESPACE/KEY=VAR for one namespace's)
+  --allow-empty             run even when a namespace gives no value (otherwise exit 3: not found, a typo?)
   --fallback FILE           keep an encrypted copy of the values in FILE (0600, written atomically), and
                             start from it when Coffer cannot be reached, saying so on stderr
   --fallback-max-age AGE    refuse a copy older than AGE (default 24h; 90s, 30m, 24h, 7d)
@@ -44,7 +45,7 @@ that come to one variable, or a key that gives no valid name, is an error naming
                             expires or when it is refused (docs/identity.md)
 
 The token comes from COFFER_TOKEN or COFFER_TOKEN_FILE, the server from COFFER_ADDR. The exit code is
-COMMAND's; before it starts: 2 bad arguments or no token, 3 a namespace not found, 4 denied,
+COMMAND's; before it starts: 2 bad arguments or no token, 3 a namespace not found or giving no value, 4 denied,
 5 Coffer unreachable (and no usable fallback copy), 126/127 COMMAND not executable / not found.
 
 examples:
@@ -110,6 +111,7 @@ export function parseValueOptions(
         prefix: { type: 'string' },
         only: { type: 'string', multiple: true },
         map: { type: 'string', multiple: true },
+        'allow-empty': { type: 'boolean' },
         'jwt-file': { type: 'string' },
         'login-role': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
@@ -120,6 +122,7 @@ export function parseValueOptions(
       prefix?: string;
       only?: string[];
       map?: string[];
+      'allow-empty'?: boolean;
       'jwt-file'?: string;
       'login-role'?: string;
       help?: boolean;
@@ -192,6 +195,7 @@ export async function runCommand(args: string[], io: RunIo = defaultIo): Promise
         };
   const coffer = connect(loginEnvironment(options, io.env));
   const values = await valuesWithFallback(coffer, options.ns, fallback, io.warn);
+  requireValues(values, options.ns, options['allow-empty'] === true);
   try {
     environmentOf(values, options);
   } catch (err) {

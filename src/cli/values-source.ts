@@ -36,6 +36,25 @@ export async function fetchValues(
 }
 
 /**
+ * Refuses (exit 3) a namespace that gave no value: not found — a typo, `payments/prd` — or holding nothing
+ * this token may read. A program started without the values it was meant to have fails later and further
+ * from the cause; `--allow-empty` is for the one that expects none.
+ */
+export function requireValues(
+  values: readonly SourceValue[],
+  namespaces: readonly string[],
+  allowEmpty: boolean,
+): void {
+  if (allowEmpty) return;
+  const empty = namespaces.filter((ns) => !values.some((v) => v.namespace === ns));
+  if (empty.length > 0)
+    throw new CliError(
+      `${empty.join(', ')}: no value there that this token may read — a namespace not found (a typo?), or none of its keys readable with this token; --allow-empty goes on without`,
+      EXIT.notFound,
+    );
+}
+
+/**
  * The values from Coffer (and the fallback copy renewed), or from the copy when Coffer cannot answer,
  * saying so on stderr. An answer that refuses (401, 403, 404…) is never covered by the copy.
  */

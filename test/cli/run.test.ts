@@ -229,6 +229,26 @@ describe('coffer run', function () {
     for (const r of [refused, prefixed, exported]) expect(r.stderr).not.to.include(SECRET);
   });
 
+  it('exits 3 naming a namespace that gives no value (a typo), for run and export, unless --allow-empty', async () => {
+    const typo = await command(
+      ['run', '--ns', 'shop/prod', '--ns', 'shop/prd', '--', process.execPath, program],
+      env,
+    );
+    expect(typo.code).to.equal(3);
+    expect(typo.stderr).to.include('shop/prd').and.include('--allow-empty');
+    expect(typo.stderr).not.to.include('shop/prod:');
+    expect(typo.stdout, 'the command never ran').to.equal('');
+    const exported = await command(['export', '--ns', 'shop/prd'], env);
+    expect(exported.code).to.equal(3);
+    expect(exported.stderr).to.include('shop/prd');
+    const allowed = await command(
+      ['run', '--ns', 'shop/prd', '--allow-empty', '--', process.execPath, program],
+      env,
+    );
+    expect(allowed.code).to.equal(0);
+    expect(given(allowed.stdout).env).to.deep.equal({});
+  });
+
   it('passes signals on to the command and exits with its code', async () => {
     const running = startCommand(
       ['run', '--ns', 'shop/prod', '--', process.execPath, program, 'wait'],
