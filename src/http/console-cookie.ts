@@ -7,6 +7,7 @@
  */
 import { parseCookie, stringifySetCookie } from 'cookie';
 import type { Request, Response } from 'express';
+import { unauthorized } from '../auth/authenticator.js';
 import { ConsoleSessions } from '../auth/console-sessions.js';
 import { AppError } from '../errors.js';
 import type { ConsoleCookie } from './authenticate.js';
@@ -26,9 +27,23 @@ export class ConsoleCookies implements ConsoleCookie {
     this.name = secure ? '__Host-coffer_session' : 'coffer_session';
   }
 
+  /**
+   * The session id the request's cookie holds. A request carrying two cookies of this name is refused
+   * (401): over plain HTTP, a page on another port of the same host can set one with a narrower Path, which
+   * the browser sends first — the signed-in console would act as that other session (cookie tossing). TLS,
+   * with its `__Host-` name, is the deployment that prevents the planting (docs/console.md).
+   */
   sessionOf(req: Request): string | undefined {
     const header = req.headers.cookie;
-    return header === undefined ? undefined : parseCookie(header)[this.name];
+    if (header === undefined) return undefined;
+    const named = header
+      .split(';')
+      .filter((pair) => pair.slice(0, pair.indexOf('=')).trim() === this.name).length;
+    if (named > 1)
+      throw unauthorized(
+        `the request carries ${named} ${this.name} cookies: one was set by another page of this host; sign out, clear this site's cookies and sign in again`,
+      );
+    return parseCookie(header)[this.name];
   }
 
   async authenticate(req: Request, res: Response, sessionId: string): Promise<void> {

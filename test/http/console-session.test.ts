@@ -68,6 +68,27 @@ describe('web console sessions (/v1/console/sign-in, /v1/console/session)', func
     expect(again.body.csrf).to.equal(res.body.csrf);
   });
 
+  it('refuses a request carrying two session cookies (one tossed in by another page of the host): never acts as either', async () => {
+    const mine = await signIn(c, writer);
+    const other = await signIn(c, await c.token({ role: 'reader', expires_in: 3600 }));
+    const [name, myId] = mine.cookie.split('=') as [string, string];
+    const otherId = other.cookie.split('=')[1]!;
+    for (const cookie of [
+      `${name}=${otherId}; ${name}=${myId}`,
+      `${name}=${myId}; a=b; ${name}=${otherId}`,
+    ]) {
+      const res = await asConsole(c, 'GET', '/v1/auth/me', { cookie });
+      expect(res.status, cookie).to.equal(401);
+      expect(res.body.detail).to.include(`2 ${name} cookies`);
+      const session = await asConsole(c, 'GET', '/v1/console/session', { cookie });
+      expect(session.status).to.equal(200);
+      expect(session.body.signed_in).to.equal(false);
+    }
+    expect((await asConsole(c, 'GET', '/v1/auth/me', { cookie: mine.cookie })).status).to.equal(
+      200,
+    );
+  });
+
   it('audits the session’s requests as its token, marked as the console’s', async () => {
     const { cookie } = await signIn(c, writer);
     const read = await asConsole(c, 'GET', '/v1/kv/team/app/db_password', { cookie });

@@ -104,7 +104,15 @@ export function consoleOperations({
     ],
     async handler(req, res) {
       res.setHeader('Cache-Control', 'no-store');
-      const sessionId = cookies.sessionOf(req);
+      // Two session cookies: no session here (every call would be refused; the page signs in again).
+      const sessionId = (() => {
+        try {
+          return cookies.sessionOf(req);
+        } catch (err) {
+          if (err instanceof AppError && err.code === 'unauthorized') return undefined;
+          throw err;
+        }
+      })();
       let session: Awaited<ReturnType<ConsoleCookies['sessions']['resolve']>> | undefined;
       if (sessionId !== undefined)
         session = await cookies.sessions
