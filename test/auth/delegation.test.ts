@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { auditLines } from '../support/audit-lines.js';
+import { eventually } from '../support/eventually.js';
 import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
 import { type Reply, send } from '../support/http-client.js';
 import { dropTestSchemas, requirePostgres, testSchema } from '../support/postgres.js';
@@ -32,7 +33,9 @@ async function raceRevocation(
       else if (revoked) return;
     }
   });
-  await new Promise((r) => setTimeout(r, 150));
+  // The revocation lands while the creations go on: after the first few (on a loaded machine each takes a
+  // while: argon2 hashes every new token).
+  await eventually(async () => children.length >= 3, { what: 'children made', timeout: 30_000 });
   const revoke = await send(urls.at(-1)!, 'DELETE', `/v1/auth/token/${idOf(parent)}`, root);
   expect(revoke.status).to.equal(204);
   revoked = true;
