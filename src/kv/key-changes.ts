@@ -7,7 +7,9 @@
  * socket until a change or its timeout.
  *
  * Held requests are bounded per process (`max`): one more is refused with 429 and Retry-After, so that
- * waiting clients cannot take a server's memory or sockets.
+ * waiting clients cannot take a server's memory or sockets. And shared: one token may hold at most a
+ * quarter of them, one client address at most half (each at least one), so that one caller cannot hold
+ * every slot and leave the others 429.
  */
 import { AppError } from '../errors.js';
 
@@ -21,6 +23,12 @@ export interface Hold {
   /** Resolves true once woken (at once if woken since the last call), false at `deadline` or when aborted or closed. */
   next(deadline: number, signal?: AbortSignal): Promise<boolean>;
   release(): void;
+}
+
+/** Who holds a wait: the caller's token id and client address. */
+export interface WaitHolder {
+  readonly token: string;
+  readonly address: string;
 }
 
 /** Tells the other processes that a key changed here. */
@@ -38,6 +46,9 @@ export class KeyChanges {
   private readonly waiters = new Map<string, Set<Waiter>>();
   private held = 0;
   private closed = false;
+  /** Waits held per token and per client address. */
+  private readonly byToken = new Map<string, number>();
+  private readonly byAddress = new Map<string, number>();
 
   constructor(
     private readonly max: number,
@@ -50,7 +61,7 @@ export class KeyChanges {
   }
 
   /** Registers a wait for `key` in `namespace`, or for any key directly in `namespace` (key undefined). */
-  hold(namespace: string, key: string | undefined): Hold {
+  hold(namespace: string, key: string | undefined, holder?: WaitHolder): Hold {
     if (this.held >= this.max)
       throw new AppError(
         'too_many_requests',
@@ -58,6 +69,26 @@ export class KeyChanges {
         undefined,
         { 'Retry-After': '1' },
       );
+    if (holder) {
+      const tokenShare = Math.max(1, Math.floor(this.max / 4));
+      const addressShare = Math.max(1, Math.floor(this.max / 2));
+      if ((this.byToken.get(holder.token) ?? 0) >= tokenShare)
+        throw new AppError(
+          'too_many_requests',
+          `this token holds as many waiting requests as one token may on this server (${tokenShare}, a quarter of COFFER_MAX_WAITS); try again shortly, or read without waiting`,
+          undefined,
+          { 'Retry-After': '1' },
+        );
+      if ((this.byAddress.get(holder.address) ?? 0) >= addressShare)
+        throw new AppError(
+          'too_many_requests',
+          `this address holds as many waiting requests as one address may on this server (${addressShare}, half of COFFER_MAX_WAITS); try again shortly, or read without waiting`,
+          undefined,
+          { 'Retry-After': '1' },
+        );
+      count(this.byToken, holder.token, 1);
+      count(this.byAddress, holder.address, 1);
+    }
     this.held++;
     const where = id(namespace, key ?? NAMESPACE);
     const waiter: Waiter = { woken: false, wake: undefined };
@@ -90,6 +121,10 @@ export class KeyChanges {
         if (released) return;
         released = true;
         this.held--;
+        if (holder) {
+          count(this.byToken, holder.token, -1);
+          count(this.byAddress, holder.address, -1);
+        }
         set.delete(waiter);
         if (set.size === 0 && this.waiters.get(where) === set) this.waiters.delete(where);
       },
@@ -129,4 +164,11 @@ export class KeyChanges {
     if (waiter.wake) waiter.wake();
     else waiter.woken = true;
   }
+}
+
+/** Adds `by` to `name`'s count, forgetting a count back at 0. */
+function count(counts: Map<string, number>, name: string, by: number): void {
+  const next = (counts.get(name) ?? 0) + by;
+  if (next <= 0) counts.delete(name);
+  else counts.set(name, next);
 }

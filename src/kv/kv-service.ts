@@ -19,7 +19,7 @@ import {
 } from '../store/kv-records.js';
 import { packedVersionRecord } from '../store/kv-version-writes.js';
 import { decodeCursor, encodeCursor, invalidCursor } from './cursor.js';
-import type { KeyChanges } from './key-changes.js';
+import type { KeyChanges, WaitHolder } from './key-changes.js';
 import { type Listing, listNamespace } from './listing.js';
 
 export interface KvServiceDeps {
@@ -68,6 +68,8 @@ export interface TaggedValues {
 export interface WaitLimit {
   readonly deadline: number;
   readonly signal?: AbortSignal;
+  /** Who waits: each token and each client address may hold only a share of the slots (key-changes.ts). */
+  readonly holder?: WaitHolder;
 }
 
 /**
@@ -375,7 +377,7 @@ export class KvService {
     limit: WaitLimit,
   ): Promise<Entry | 'unchanged'> {
     if (!caller.access.mayInNamespace('read', namespace)) throw forbidden(`read in ${namespace}`);
-    const hold = this.waits().hold(namespace, key);
+    const hold = this.waits().hold(namespace, key, limit.holder);
     try {
       // Held before the first read: a write between that read and the wait still wakes it.
       for (;;) {
@@ -404,7 +406,7 @@ export class KvService {
     limit: WaitLimit,
   ): Promise<TaggedValues | 'unchanged'> {
     if (!caller.access.mayInNamespace('read', namespace)) throw forbidden(`read in ${namespace}`);
-    const hold = this.waits().hold(namespace, undefined);
+    const hold = this.waits().hold(namespace, undefined, limit.holder);
     try {
       for (;;) {
         const candidates = await this.readableKeys(caller, namespace, page);

@@ -175,29 +175,80 @@ describe('waiting for a change (wait_after, If-None-Match)', function () {
       await c?.close();
     });
 
-    /** A wait whose connection the test can cut. */
-    const heldWait = () => {
+    /** A wait whose connection the test can cut, by `token` from `from` (a loopback address). */
+    const heldWait = (token: string, from = '127.0.0.1') => {
       const req = request(`${c.url}/v1/kv/b/a/k?wait_after=1&timeout=30s`, {
-        headers: { authorization: `Bearer ${c.rootToken}` },
+        headers: { authorization: `Bearer ${token}` },
         agent: false,
+        localAddress: from,
       });
       req.on('error', () => undefined);
       req.end();
       return req;
     };
+    /** A wait's answer, by `token` from `from`. */
+    const wait = (token: string, from: string, timeout = '5s') =>
+      new Promise<{ status: number; detail?: string; retryAfter?: string }>((resolve, reject) => {
+        const req = request(
+          `${c.url}/v1/kv/b/a/k?wait_after=1&timeout=${timeout}`,
+          { headers: { authorization: `Bearer ${token}` }, agent: false, localAddress: from },
+          (res) => {
+            let text = '';
+            res.on('data', (d: Buffer) => (text += d.toString()));
+            res.on('end', () =>
+              resolve({
+                status: res.statusCode ?? 0,
+                detail: text ? (JSON.parse(text) as { detail?: string }).detail : undefined,
+                retryAfter: res.headers['retry-after'] as string | undefined,
+              }),
+            );
+          },
+        );
+        req.on('error', reject);
+        req.end();
+      });
 
     it('refuses a wait beyond the bound with 429 and Retry-After, and frees a place when a client goes away', async () => {
-      const held = [heldWait(), heldWait(), heldWait()];
+      // Three callers, each within its share (a token a quarter, an address half: at least one each).
+      const tokens = await Promise.all([1, 2, 3, 4].map(() => c.token({ role: 'reader' })));
+      const held = [
+        heldWait(tokens[0]!, '127.0.0.2'),
+        heldWait(tokens[1]!, '127.0.0.3'),
+        heldWait(tokens[2]!, '127.0.0.4'),
+      ];
       await sleep(300);
-      const refused = await c.call('GET', '/v1/kv/b/a/k?wait_after=1&timeout=5s');
+      const refused = await wait(tokens[3]!, '127.0.0.5');
       expect(refused.status).to.equal(429);
-      expect(refused.headers.get('retry-after')).to.equal('1');
-      expect(refused.body.detail).to.include('3');
+      expect(refused.retryAfter).to.equal('1');
+      expect(refused.detail).to.include('(3)');
       // Reads that do not wait are not counted.
       expect((await c.call('GET', '/v1/kv/b/a/k')).status).to.equal(200);
       for (const req of held) req.destroy();
       await sleep(300);
       expect((await c.call('GET', '/v1/kv/b/a/k?wait_after=1&timeout=50ms')).status).to.equal(304);
+    });
+
+    it('gives one token, and one address, only a share of the places: one caller cannot hold them all', async () => {
+      const [one, two] = await Promise.all([
+        c.token({ role: 'reader' }),
+        c.token({ role: 'reader' }),
+      ]);
+      // With 3 places: a token holds at most 1, an address at most 1.
+      const held = heldWait(one, '127.0.0.6');
+      await sleep(300);
+      const sameToken = await wait(one, '127.0.0.7');
+      expect(sameToken.status).to.equal(429);
+      expect(sameToken.detail).to.include(
+        'this token holds as many waiting requests as one token may',
+      );
+      const sameAddress = await wait(two, '127.0.0.6');
+      expect(sameAddress.status).to.equal(429);
+      expect(sameAddress.detail).to.include('this address holds as many');
+      // Another token from another address still gets its place.
+      expect((await wait(two, '127.0.0.8', '50ms')).status).to.equal(304);
+      held.destroy();
+      await sleep(300);
+      expect((await wait(one, '127.0.0.7', '50ms')).status).to.equal(304);
     });
 
     it('answers held waits at once when the server stops', async () => {

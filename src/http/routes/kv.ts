@@ -305,6 +305,7 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
               : await kv.valuesAfter(caller, namespace, pageOf, condition.held, {
                   deadline: Date.now() + condition.waitMs,
                   signal: clientGone(res),
+                  holder: { token: caller.id, address: String(res.locals.client ?? '') },
                 });
           if (answer === 'unchanged' || answer.tag === condition?.held) {
             auditTarget(res, { reads: [] });
@@ -370,6 +371,7 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
             : await kv.readAfter(caller, namespace, key, held, {
                 deadline: Date.now() + condition.waitMs,
                 signal: clientGone(res),
+                holder: { token: caller.id, address: String(res.locals.client ?? '') },
               });
         if (entry === 'unchanged' || entry.version === held) {
           auditTarget(res, { version: held });
