@@ -14,6 +14,8 @@
  *   expired, not_yet_valid, issued_in_future   `exp`, `nbf`, `iat` against now, with the bounded leeway
  *   wrong_issuer, wrong_audience, claim_missing (exp, sub), claim_invalid
  *   subject_mismatch, claim_mismatch (bound_subject, bound_claims)
+ *   claim_ambiguous    a claim path the JWT answers two ways that disagree (a flat `kubernetes.io.namespace`
+ *                      beside the nested one)
  *   claim_widens_scope a templated scope's claim is not one namespace segment
  *   role_missing       the login role's role no longer exists
  *   no_group_role      with group_roles: the caller's groups name no role, and the login role gives none
@@ -34,7 +36,14 @@ import { AppError, invalid } from '../errors.js';
 import type { LoginRole } from '../model/policies.js';
 import { METADATA_LIMITS, type TokenMetadata } from '../model/tokens.js';
 import type { Scope } from './access.js';
-import { type Claims, claimAt, claimMatches, fillTemplate, globMatches } from './claims.js';
+import {
+  AmbiguousClaim,
+  type Claims,
+  claimAt,
+  claimMatches,
+  fillTemplate,
+  globMatches,
+} from './claims.js';
 import { type KeySets, KeysUnavailable } from './key-sets.js';
 import { publicKeyOf } from './login-roles.js';
 import { parsePattern } from './patterns.js';
@@ -73,6 +82,7 @@ export type RefusalReason =
   | 'claim_invalid'
   | 'subject_mismatch'
   | 'claim_mismatch'
+  | 'claim_ambiguous'
   | 'claim_widens_scope'
   | 'role_missing'
   | 'no_group_role'
@@ -146,13 +156,21 @@ export class JwtLogin {
     const claims = payload as Claims;
     if (role.bound_subject !== undefined && !globMatches(role.bound_subject, subject))
       throw new LoginRefused('subject_mismatch', 'sub');
-    for (const [path, accepted] of Object.entries(role.bound_claims ?? {}))
-      if (!claimMatches(claims, path, accepted)) throw new LoginRefused('claim_mismatch', path);
-    const grant = this.grantOf(role, claims, facts, tokenRole);
+    let grant: ReturnType<JwtLogin['grantOf']>;
+    let metadata: TokenMetadata;
+    try {
+      for (const [path, accepted] of Object.entries(role.bound_claims ?? {}))
+        if (!claimMatches(claims, path, accepted)) throw new LoginRefused('claim_mismatch', path);
+      grant = this.grantOf(role, claims, facts, tokenRole);
+      metadata = metadataOf(role, roleName, subject, claims);
+    } catch (err) {
+      if (err instanceof AmbiguousClaim) throw new LoginRefused('claim_ambiguous', err.path);
+      throw err;
+    }
     return deps.tokens.issueForLogin(
       {
         ...grant,
-        metadata: metadataOf(role, roleName, subject, claims),
+        metadata,
         ttl: role.ttl,
         maxTtl: role.max_ttl,
         login: { role: roleName, roleId: role.id, issuer: role.issuer, subject },

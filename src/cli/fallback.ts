@@ -66,12 +66,19 @@ export function fallbackKey(file: string | undefined, env: NodeJS.ProcessEnv): B
       '--fallback needs a key: --fallback-key-file FILE or COFFER_FALLBACK_KEY (32 random bytes; head -c 32 /dev/urandom > fallback.key)',
       EXIT.usage,
     );
-  if (text.length === 32) return text;
+  // Raw bytes only from a key file (head -c 32 /dev/urandom): a variable's 32 characters are a password,
+  // not a key, and are refused — hex or base64 there, as docs/cli.md says.
+  if (file !== undefined && text.length === 32) return text;
   const trimmed = text.toString('latin1').trim();
   if (/^[0-9a-fA-F]{64}$/.test(trimmed)) return Buffer.from(trimmed, 'hex');
   const decoded = Buffer.from(trimmed, 'base64');
   if (decoded.length === 32 && /^[A-Za-z0-9+/_-]+=*$/.test(trimmed)) return decoded;
-  throw new CliError(`${where}: not a 32-byte key (raw, 64 hex digits, or base64)`, EXIT.usage);
+  throw new CliError(
+    file !== undefined
+      ? `${where}: not a 32-byte key (raw, 64 hex digits, or base64)`
+      : `${where}: not a 32-byte key written as 64 hex digits or base64 (openssl rand -hex 32)`,
+    EXIT.usage,
+  );
 }
 
 const associated = (address: string, namespaces: readonly string[], writtenAt: string): Buffer =>

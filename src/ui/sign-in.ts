@@ -40,6 +40,7 @@ function failureText(reason: string): string {
 const KNOWN_REASONS = new Set([
   'alg_not_allowed',
   'bad_signature',
+  'claim_ambiguous',
   'claim_invalid',
   'claim_mismatch',
   'claim_missing',

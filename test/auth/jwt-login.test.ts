@@ -282,6 +282,37 @@ describe('JWT login (POST /v1/auth/login/jwt)', function () {
         );
     });
 
+    it('a number or a boolean put in a templated scope (only text is a claim name there)', async () => {
+      for (const namespace of [7, true, 0])
+        await refused(
+          'payments-pods',
+          await k8s.sign({
+            ...claims(),
+            'kubernetes.io': { namespace, serviceaccount: { name: 'api' } },
+          }),
+          'claim_widens_scope',
+        );
+    });
+
+    it('a flat claim whose name reads as the nested path, with another value: refused, never taking over the issuer’s', async () => {
+      const entry = await refused(
+        'payments-pods',
+        await k8s.sign({
+          ...claims(),
+          'kubernetes.io.namespace': 'billing',
+        }),
+        'claim_ambiguous',
+      );
+      expect(entry.claim).to.equal('kubernetes.io.namespace');
+      // The same value both ways is no disagreement.
+      const same = await login(
+        c,
+        'payments-pods',
+        await k8s.sign({ ...claims(), 'kubernetes.io.namespace': 'payments' }),
+      );
+      expect(same.status).to.equal(201);
+    });
+
     it('a token over the size limit, before it is parsed', async () => {
       const huge = `${'a'.repeat(20_000)}.b.c`;
       await refused('payments-pods', huge, 'too_large');

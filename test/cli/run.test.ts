@@ -460,6 +460,31 @@ describe('coffer run', function () {
       writeFileSync(copy, original);
     });
 
+    it('takes COFFER_FALLBACK_KEY only as 64 hex digits or base64, never 32 characters as raw key bytes', async () => {
+      const viaEnv = (key: string) =>
+        command(
+          [
+            'run',
+            '--ns',
+            'shop/prod',
+            '--fallback',
+            join(dir, 'env-copy.json'),
+            '--',
+            process.execPath,
+            program,
+          ],
+          { ...env, COFFER_FALLBACK_KEY: key },
+        );
+      const password = await viaEnv('correct-horse-battery-staple-123');
+      expect(password.code).to.equal(2);
+      expect(password.stderr).to.include(
+        'COFFER_FALLBACK_KEY: not a 32-byte key written as 64 hex digits or base64',
+      );
+      expect(password.stderr).not.to.include('correct-horse');
+      expect((await viaEnv(randomBytes(32).toString('hex'))).code).to.equal(0);
+      expect((await viaEnv(randomBytes(32).toString('base64'))).code).to.equal(0);
+    });
+
     it('never uses the copy when Coffer answers no (403)', async () => {
       const other = await c.token({ scopes: [{ namespace: 'elsewhere', read: true }] });
       proxy = await startFaultProxy(
