@@ -34,6 +34,9 @@ export type { ArchivedFile } from './verify-chain.js';
 /** How long past its checkpoint interval a running server's newest entries may wait for a checkpoint. */
 export const LIVE_GRACE_MS = 30_000;
 
+/** The checkpoint interval a chain's record would say (audit.checkpoint_seconds' default), for files alone. */
+const DEFAULT_CHECKPOINT_MS = 10_000;
+
 export interface ArchivedSummary {
   readonly files: number;
   readonly entries: number;
@@ -315,14 +318,20 @@ function checkChain(
     return { ...result, live: 0 };
   }
   if (result.tail.entries === 0) return { ...result, live: 0 };
-  // Files checked with the public key alone: nothing says whether a server is about to sign these.
-  if (record === undefined)
+  // Files checked with the public key alone: nothing says whether a server is about to sign these. Young
+  // enough to be a running server's newest (the default checkpoint interval and the grace), they are said
+  // as such — an auditor's cron on a live log passes — and older ones are not intact.
+  if (record === undefined) {
+    const age =
+      result.tail.ts === null ? Number.POSITIVE_INFINITY : input.now - Date.parse(result.tail.ts);
+    if (age <= DEFAULT_CHECKPOINT_MS + LIVE_GRACE_MS) return { ...result, live: result.tail.entries };
     return broken(
       result.tail.file,
       result.tail.line,
       result.tail.seq,
-      `the last ${result.tail.entries} entries of chain ${chain} (from ${result.tail.ts}) are not covered by a signed checkpoint: a running server's newest (check again after its next checkpoint), or a log cut short or rewritten; the master key's verify tells which`,
+      `the last ${result.tail.entries} entries of chain ${chain} (from ${result.tail.ts}) are not covered by a signed checkpoint, and are older than a running server leaves its newest unsigned: a log cut short or rewritten, or a server that stopped without closing it; the master key's verify tells which`,
     );
+  }
   // Entries after the newest checkpoint: a running server's newest, or a chain that stopped short.
   const wait = (record.writer?.checkpoint_ms ?? 10_000) + LIVE_GRACE_MS;
   const since =
