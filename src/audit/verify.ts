@@ -324,7 +324,8 @@ function checkChain(
   if (record === undefined) {
     const age =
       result.tail.ts === null ? Number.POSITIVE_INFINITY : input.now - Date.parse(result.tail.ts);
-    if (age <= DEFAULT_CHECKPOINT_MS + LIVE_GRACE_MS) return { ...result, live: result.tail.entries };
+    if (age <= DEFAULT_CHECKPOINT_MS + LIVE_GRACE_MS)
+      return { ...result, live: result.tail.entries };
     return broken(
       result.tail.file,
       result.tail.line,

@@ -10,6 +10,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { requirePrivilege } from '../auth/principal.js';
 import { AppError } from '../errors.js';
+import { auditTarget } from './audit-target.js';
 import { principalOf } from './authenticate.js';
 import type { ClientAddress } from './client-address.js';
 import type { InFlight } from './in-flight.js';
@@ -124,9 +125,22 @@ export function dispatcher(operations: readonly Operation[], deps: DispatcherDep
     exact.get(path) ?? prefixed.find((p) => path === p.prefix || path.startsWith(`${p.prefix}/`));
 
   const run = async (path: Path | undefined, req: Request, res: Response): Promise<void> => {
+    // What the request asked for is known before who asks: recorded even when authentication refuses it.
+    const asked = path?.methods.get(req.method as HttpMethod);
+    if (path) res.locals.route = path.template;
+    if (asked) {
+      res.locals.action = asked.operation.action;
+      const named = asked.operation.pathTarget;
+      if (named) {
+        try {
+          auditTarget(res, named(req));
+        } catch {
+          // A path that names nothing valid: the handler refuses it, saying why.
+        }
+      }
+    }
     if (!path?.public) await deps.authenticate(req, res);
     if (!path) throw new AppError('not_found', 'no such endpoint');
-    res.locals.route = path.template;
     // HEAD is not served: the document lists GET only, and a HEAD of a key would open and audit it as a read.
     const runnable = path.methods.get(req.method as HttpMethod);
     if (!runnable) {

@@ -6,6 +6,7 @@
  */
 import type { Request, Response } from 'express';
 import type { Privilege } from '../model/policies.js';
+import type { AuditTarget } from './audit-target.js';
 
 export type HttpMethod = 'GET' | 'PUT' | 'POST' | 'DELETE';
 
@@ -60,6 +61,11 @@ export interface Operation<Q extends string = string, B = unknown> {
   /** The query parameters it accepts; any other is refused with 400 before the handler runs. */
   readonly query?: Readonly<Record<Q, QueryParam>>;
   readonly body?: { readonly schema: object; readonly required: boolean };
+  /**
+   * What the path names (a namespace, a key), recorded in the audit entry from the start: a request
+   * refused before its handler runs — a bad token, say — still says what it asked for.
+   */
+  readonly pathTarget?: (req: Request) => AuditTarget;
   readonly docs: readonly OperationDoc[];
   handler(req: Request, res: Response, input: OperationInput<Q, B>): void | Promise<void>;
 }

@@ -201,6 +201,39 @@ describe('audit entries, operator events and GET /v1/sys/audit', function () {
     }
   });
 
+  it('records what a request refused for its token asked for — route, action, namespace and key — so "who tried to read X" is answered', async () => {
+    const c = await startTestCoffer();
+    try {
+      await c.put('payments/prod/db_password', 's3cret');
+      const wrong = 'cfr_AAAAAAAAAAAAAAAA_BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB';
+      const read = await c.call('GET', '/v1/kv/payments/prod/db_password', { token: wrong });
+      expect(read.status).to.equal(401);
+      const none = await c.call('DELETE', '/v1/kv/payments/prod/db_password', { token: null });
+      expect(none.status).to.equal(401);
+      const found = await c.call(
+        'GET',
+        '/v1/sys/audit?prefix=payments/prod/db_password&outcome=failure',
+      );
+      expect(found.status).to.equal(200);
+      const byId = new Map((found.body.entries as Entry[]).map((e) => [e.request_id as string, e]));
+      expect(byId.get(read.headers.get('x-request-id')!)).to.deep.include({
+        route: '/v1/kv/{path}',
+        action: 'read',
+        namespace: 'payments/prod',
+        key: 'db_password',
+        token_id: null,
+      });
+      expect(byId.get(none.headers.get('x-request-id')!)).to.deep.include({
+        route: '/v1/kv/{path}',
+        action: 'delete',
+        namespace: 'payments/prod',
+        key: 'db_password',
+      });
+    } finally {
+      await c.close();
+    }
+  });
+
   describe('GET /v1/sys/audit', () => {
     let c: TestCoffer;
     let readerId: string;

@@ -136,6 +136,21 @@ function prefixOf(text: string | undefined): string | undefined {
   throw queryError('prefix', 'must be 1 to 128 of A-Z, a-z, 0-9, ".", "_" and "-"');
 }
 
+/**
+ * What a kv path names, for the audit entry of a request refused before its handler: the namespace, and the
+ * last segment as the key (a GET of `a/b` may turn out to list namespace `a/b`; a search by prefix finds it
+ * either way). A path ending in `/` names a namespace.
+ */
+function pathTarget(req: Request): { namespace: string; key?: string } {
+  const path = parseKvPath(rawPath(req));
+  if (path.trailingSlash || path.segments.length < 2)
+    return { namespace: namespaceOf(path.segments) };
+  return {
+    namespace: namespaceOf(path.segments.slice(0, -1)),
+    key: path.segments.at(-1)!,
+  };
+}
+
 function keyTarget(req: Request): { namespace: string; key: string } {
   const path = parseKvPath(rawPath(req));
   if (path.trailingSlash) throw invalid('a key path must not end with /');
@@ -158,6 +173,7 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
     method: 'GET',
     template: TEMPLATE,
     action: 'read',
+    pathTarget,
     query: READ_QUERY,
     docs: [
       {
@@ -404,6 +420,7 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
     method: 'PUT',
     template: TEMPLATE,
     action: 'write',
+    pathTarget,
     query: CAS_QUERY,
     body: { schema: kvPutSchema, required: true },
     docs: [
@@ -444,6 +461,7 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
     method: 'DELETE',
     template: TEMPLATE,
     action: 'delete',
+    pathTarget,
     query: CAS_QUERY,
     docs: [
       {
