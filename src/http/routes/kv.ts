@@ -13,7 +13,7 @@ import { isNamespace, RESERVED_KEY } from '../../model/names.js';
 import type { ValueType } from '../../model/value-types.js';
 import { auditTarget } from '../audit-target.js';
 import { principalOf } from '../authenticate.js';
-import { keyUnencoded, namespaceOf, parseKvPath, splitKeyPath } from '../kv-path.js';
+import { type KvPath, keyUnencoded, namespaceOf, parseKvPath, splitKeyPath } from '../kv-path.js';
 import type { Operation } from '../operation.js';
 import type { RecordIntent } from '../request-audit.js';
 import { booleanFlag, positiveInteger, queryError, rawPath } from '../request-parts.js';
@@ -136,13 +136,24 @@ function prefixOf(text: string | undefined): string | undefined {
   throw queryError('prefix', 'must be 1 to 128 of A-Z, a-z, 0-9, ".", "_" and "-"');
 }
 
+/** Each request's kv path, parsed once (the audit entry's target is read from it before the handler). */
+const parsedPaths = new WeakMap<Request, KvPath>();
+function kvPathOf(req: Request): KvPath {
+  let path = parsedPaths.get(req);
+  if (path === undefined) {
+    path = parseKvPath(rawPath(req));
+    parsedPaths.set(req, path);
+  }
+  return path;
+}
+
 /**
  * What a kv path names, for the audit entry of a request refused before its handler: the namespace, and the
  * last segment as the key (a GET of `a/b` may turn out to list namespace `a/b`; a search by prefix finds it
  * either way). A path ending in `/` names a namespace.
  */
 function pathTarget(req: Request): { namespace: string; key?: string } {
-  const path = parseKvPath(rawPath(req));
+  const path = kvPathOf(req);
   if (path.trailingSlash || path.segments.length < 2)
     return { namespace: namespaceOf(path.segments) };
   return {
@@ -152,7 +163,7 @@ function pathTarget(req: Request): { namespace: string; key?: string } {
 }
 
 function keyTarget(req: Request): { namespace: string; key: string } {
-  const path = parseKvPath(rawPath(req));
+  const path = kvPathOf(req);
   if (path.trailingSlash) throw invalid('a key path must not end with /');
   const target = splitKeyPath(path.segments);
   keyUnencoded(path, path.segments.length - 1);
@@ -279,7 +290,7 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
         respond.json(res, 200, await kv.list(caller, '', { limit, cursor: q.cursor, prefix }));
         return;
       }
-      const path = parseKvPath(rawPath(req));
+      const path = kvPathOf(req);
       const { segments, trailingSlash } = path;
       const last = segments[segments.length - 1]!;
       // One segment of the path names a namespace (`payments%2Fprod` too, as a generated client sends it).
