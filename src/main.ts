@@ -59,6 +59,16 @@ async function unknownSettings(): Promise<string[]> {
   );
 }
 
+const OPENAPI_HELP = `usage: coffer openapi
+
+Prints the OpenAPI 3.1 document this server publishes at /v1/openapi.json (with its settings: COFFER_MAX_TTL
+decides a bound it states), for generating a client without a running server.
+
+examples:
+  coffer openapi > coffer-openapi.json
+  coffer openapi | jq '.paths | keys'
+`;
+
 async function serve(acceptRollback: boolean): Promise<void> {
   const { default: cluster } = await import('node:cluster');
   const { loadConfig } = await import('./config/load.js');
@@ -163,6 +173,10 @@ async function main(argv: string[]): Promise<number | undefined> {
   if (command === 'serve' && positionals.length === 1 && !values.help) {
     await serve(values['accept-rollback'] === true);
     return undefined;
+  }
+  if (command === 'openapi' && values.help) {
+    process.stdout.write(OPENAPI_HELP);
+    return 0;
   }
   if (command === 'openapi' && positionals.length === 1 && !values.help) {
     // Loaded only here: no other command needs the route table.

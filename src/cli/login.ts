@@ -47,6 +47,10 @@ examples:
 export const LOGOUT_HELP = `usage: coffer logout
 
 Revoke the token \`coffer login\` stored, and remove it. Signed out already: nothing to do.
+
+examples:
+  coffer logout
+  COFFER_ADDR=https://coffer.example.com coffer logout
 `;
 
 interface Io {

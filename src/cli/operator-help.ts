@@ -24,6 +24,12 @@ Environment: COFFER_ADDR (default http://127.0.0.1:8750), COFFER_TOKEN (the root
 restore and migrate-storage open the store themselves, with the server's settings (COFFER_STORAGE,
 COFFER_DATA_DIR, COFFER_PG_URL…) and need no token; snapshot and restore need the master key (nothing is
 decrypted: the keyring authenticates the file).
+
+examples:
+  coffer operator status
+  coffer operator rotate && coffer operator rewrap --retire
+  coffer operator snapshot --out /backup/coffer-$(date +%F).snap
+  coffer operator migrate-storage --to postgres
 `;
 
 /** Each command's own help (`coffer operator <command> --help`). */

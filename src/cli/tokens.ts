@@ -30,6 +30,10 @@ examples:
 export const WHOAMI_HELP = `usage: coffer whoami [--json]
 
 The token's id, role or scopes, expiry, and what it may do where (its capabilities).
+
+examples:
+  coffer whoami
+  COFFER_TOKEN_FILE=/run/secrets/coffer coffer whoami --json | jq .capabilities
 `;
 
 interface Io {

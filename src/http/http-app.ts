@@ -146,6 +146,8 @@ export function buildHttpApp(deps: HttpAppDeps): HttpApp {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', false); // queries are read strictly by request-parts.ts
+  // The server's own address opens the web console.
+  app.get('/', (_req, res) => respond.empty(res, 302, [['Location', '/ui/']]));
   app.use('/ui', consoleFiles(deps.tls));
   app.use(notFoundHandler);
   app.use(problems);

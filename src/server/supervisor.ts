@@ -152,7 +152,11 @@ export async function runSupervisor(
   });
   const urls = await Promise.all(ready);
   started = true;
-  log.info({ url: urls[0], workers: count }, 'coffer listening');
+  log.info(
+    { url: urls[0], console: `${config.public_url ?? urls[0]}/ui/`, workers: count },
+    'coffer listening; the web console is at %s/ui/',
+    config.public_url ?? urls[0],
+  );
   const { dir, every, keep } = config.snapshot;
   if (dir !== null && every !== null && !stopping) {
     snapshots = startScheduledSnapshots({

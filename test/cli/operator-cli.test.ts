@@ -115,5 +115,17 @@ describe('coffer operator (CLI)', function () {
     expect(rotate.stdout).to.match(/^usage: coffer operator rotate\n/);
     const migrate = await coffer(['operator', 'migrate-key', '--help'], {});
     expect(migrate.stdout).to.match(/^usage: coffer operator migrate-key --to FILE\n/);
+    // Every command's help is exit 0 and shows an example.
+    for (const args of [
+      ['openapi', '--help'],
+      ['operator', '--help'],
+      ['whoami', '--help'],
+      ['logout', '--help'],
+    ]) {
+      const help = await coffer(args, {});
+      expect(help.code, args.join(' ')).to.equal(0);
+      expect(help.stdout, args.join(' ')).to.match(new RegExp(`^usage: coffer ${args[0]}`));
+      expect(help.stdout, args.join(' ')).to.include('\nexamples:\n');
+    }
   });
 });

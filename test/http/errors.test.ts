@@ -290,7 +290,7 @@ describe('HTTP errors and limits', () => {
     ).to.equal('no-store');
   });
 
-  it('sends them on every kind of response: HEAD and OPTIONS (405), 404 outside /v1, 401, 204', async () => {
+  it('sends them on every kind of response: HEAD and OPTIONS (405), 404 outside /v1, 401, 204, and / redirecting to the console', async () => {
     await c.put('hdr/k', 'v', 'config');
     const responses = [
       await c.call('HEAD', '/v1/kv/hdr/k'),
@@ -298,8 +298,11 @@ describe('HTTP errors and limits', () => {
       await c.call('GET', '/favicon.ico', { token: null }),
       await c.call('GET', '/v1/kv/hdr/k', { token: null }),
       await c.call('DELETE', '/v1/kv/hdr/k'),
+      await c.call('GET', '/', { token: null }),
     ];
-    expect(responses.map((r) => r.status)).to.deep.equal([405, 405, 404, 401, 204]);
+    expect(responses.map((r) => r.status)).to.deep.equal([405, 405, 404, 401, 204, 302]);
+    // The server's own address opens the web console.
+    expect(responses[5]!.headers.get('location')).to.equal('/ui/');
     for (const res of responses) {
       expect(res.headers.get('cache-control')).to.equal('no-store');
       expect(res.headers.get('x-content-type-options')).to.equal('nosniff');
