@@ -2,7 +2,7 @@
 /** The `coffer` command: parse argv, dispatch, set the exit code. */
 import { parseArgs } from 'node:util';
 import type { Logger } from 'pino';
-import { CliError } from './cli/exit-codes.js';
+import { argumentsError, CliError } from './cli/exit-codes.js';
 import { ConfigError } from './errors.js';
 import { KeyProviderError } from './keys/key-provider.js';
 import { versionText } from './version.js';
@@ -209,6 +209,11 @@ main(process.argv.slice(2)).then(
     if (err instanceof CliError) {
       process.stderr.write(`coffer: ${err.message}\n`);
       process.exit(err.exitCode);
+    }
+    if (String((err as NodeJS.ErrnoException).code).startsWith('ERR_PARSE_ARGS')) {
+      const plain = argumentsError(err);
+      process.stderr.write(`coffer: ${plain.message}\n`);
+      process.exit(plain.exitCode);
     }
     const e = err as NodeJS.ErrnoException;
     const what = process.argv[2] === 'serve' ? 'start-up failed: ' : '';

@@ -71,7 +71,7 @@ function inUse(name: string, tokens: number, loginRoles: readonly string[]): App
     loginRoles.length > 0 ? ` and login role(s) ${loginRoles.map((n) => `"${n}"`).join(', ')}` : '';
   return new AppError(
     'conflict',
-    `role "${name}" is held by ${tokens} live token(s)${named}; delete with force=true to refuse those tokens`,
+    `role "${name}" is held by ${tokens} live token(s)${named}; to delete it anyway, and have those tokens refused, force it (coffer role rm ${name} --force; DELETE …?force=true)`,
   );
 }
 

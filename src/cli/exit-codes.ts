@@ -31,3 +31,33 @@ export class CliError extends Error {
     this.name = 'CliError';
   }
 }
+
+/**
+ * What node's option parser refused, said plainly (its own text names internals: "Option '--ttl <value>'
+ * argument missing"); exit 2.
+ */
+export function argumentsError(err: unknown): CliError {
+  const e = err as NodeJS.ErrnoException;
+  const quoted = /'([^']+)'/.exec(e.message ?? '')?.[1]?.split(' ')[0];
+  switch (e.code) {
+    case 'ERR_PARSE_ARGS_UNKNOWN_OPTION':
+      return new CliError(
+        `unknown option ${quoted} (--help lists what this command takes)`,
+        EXIT.usage,
+      );
+    case 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE':
+      return new CliError(
+        /argument missing/.test(e.message)
+          ? `${quoted} needs a value (--help says which)`
+          : `${quoted} takes no value`,
+        EXIT.usage,
+      );
+    case 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL':
+      return new CliError(
+        `unexpected argument ${quoted} (--help lists what this command takes)`,
+        EXIT.usage,
+      );
+    default:
+      return new CliError(e.message ?? String(err), EXIT.usage);
+  }
+}

@@ -5,7 +5,8 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import type { Coffer } from '../client/coffer.js';
-import { CliError, EXIT } from './exit-codes.js';
+import { argumentsError, CliError, EXIT } from './exit-codes.js';
+import { fileProblem } from './file-errors.js';
 import { connect, explain } from './session.js';
 import { table } from './table.js';
 
@@ -94,7 +95,7 @@ export async function kvCommand(args: string[], io: KvIo = defaultIo()): Promise
   try {
     parsed = parse();
   } catch (err) {
-    throw new CliError((err as Error).message, EXIT.usage);
+    throw argumentsError(err);
   }
   const { positionals, values: o } = parsed;
   const [command, path, ...rest] = positionals;
@@ -176,7 +177,7 @@ async function put(
       value = await readFile(source.slice(1), 'utf8');
     } catch (err) {
       throw new CliError(
-        `${source.slice(1)}: cannot read it (${(err as NodeJS.ErrnoException).code})`,
+        `${source.slice(1)}: cannot read it (${fileProblem(err, 'unreadable')})`,
         EXIT.usage,
       );
     }

@@ -15,7 +15,7 @@ import { Coffer } from '../client/coffer.js';
 import { CofferError } from '../client/errors.js';
 import type { CreatedToken } from '../client/index.js';
 import { sameText } from '../crypto/constant-time.js';
-import { CliError, EXIT } from './exit-codes.js';
+import { argumentsError, CliError, EXIT } from './exit-codes.js';
 import { durationOption } from './fallback.js';
 import { explain } from './session.js';
 import {
@@ -181,7 +181,7 @@ function parse(args: string[]) {
       },
     }).values;
   } catch (err) {
-    throw new CliError((err as Error).message, EXIT.usage);
+    throw argumentsError(err);
   }
 }
 
@@ -203,7 +203,12 @@ export async function loginCommand(args: string[], io: Io = defaultIo): Promise<
     // No token is needed to sign in, and none of the environment's is sent.
     coffer = new Coffer({ url: addr, token: '' }, {});
   } catch (err) {
-    throw new CliError(`COFFER_ADDR: ${(err as Error).message}`, EXIT.usage);
+    // A problem with the token or JWT settings says so itself; anything else is the address's.
+    const setting = (err as { setting?: string }).setting;
+    throw new CliError(
+      setting ? (err as Error).message : `COFFER_ADDR: ${(err as Error).message}`,
+      EXIT.usage,
+    );
   }
 
   const server = createServer();
@@ -306,7 +311,7 @@ export async function logoutCommand(args: string[], io: Io = defaultIo): Promise
     help =
       parseArgs({ args, options: { help: { type: 'boolean', short: 'h' } } }).values.help ?? false;
   } catch (err) {
-    throw new CliError((err as Error).message, EXIT.usage);
+    throw argumentsError(err);
   }
   if (help) {
     io.write(LOGOUT_HELP);

@@ -10,6 +10,7 @@ import type { Coffer } from '../client/coffer.js';
 import { ENV_SETTINGS } from '../config/load.js';
 import { KEY_PROVIDERS } from '../keys/registry.js';
 import { CliError } from './exit-codes.js';
+import { fileProblem } from './file-errors.js';
 import type { Out } from './progress.js';
 
 export async function status(coffer: Coffer, out: Out): Promise<void> {
@@ -105,10 +106,7 @@ function readTarget(file: string): { key_provider: string; [setting: string]: un
   try {
     target = JSON.parse(readFileSync(file, 'utf8'));
   } catch (err) {
-    throw new CliError(
-      `--to ${file}: ${(err as NodeJS.ErrnoException).code ?? 'not a JSON object'}`,
-      2,
-    );
+    throw new CliError(`--to ${file}: ${fileProblem(err, 'not a JSON object')}`, 2);
   }
   if (typeof target !== 'object' || target === null || Array.isArray(target))
     throw new CliError(`--to ${file}: not a JSON object`, 2);

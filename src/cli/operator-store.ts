@@ -10,6 +10,7 @@ import { openKeyProvider } from '../keys/registry.js';
 import { SnapshotError, type SnapshotSummary } from '../store/snapshot.js';
 import { type StorageSettings, Store } from '../store/store.js';
 import { CliError } from './exit-codes.js';
+import { fileProblem } from './file-errors.js';
 import { withKeyring } from './offline-store.js';
 import { type Out, progress } from './progress.js';
 
@@ -21,10 +22,7 @@ export async function snapshot(file: string, out: Out): Promise<void> {
       // Owner-only, and never over an existing file.
       handle = await openFile(file, 'wx', 0o600);
     } catch (err) {
-      throw new CliError(
-        `--out ${file}: ${(err as NodeJS.ErrnoException).code ?? 'cannot create'}`,
-        2,
-      );
+      throw new CliError(`--out ${file}: ${fileProblem(err, 'cannot create it')}`, 2);
     }
     let summary: SnapshotSummary;
     try {

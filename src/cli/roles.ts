@@ -2,7 +2,8 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { Coffer, LoginRole, LoginRolePutRequest, RolePutRequest } from '../client/index.js';
-import { CliError, EXIT } from './exit-codes.js';
+import { argumentsError, CliError, EXIT } from './exit-codes.js';
+import { fileProblem } from './file-errors.js';
 import { connect, explain } from './session.js';
 import { scopesText, table } from './table.js';
 
@@ -70,10 +71,7 @@ function jsonFile<T>(io: Io, file: string): T {
   try {
     text = io.read(file);
   } catch (err) {
-    throw new CliError(
-      `--file ${file}: ${(err as NodeJS.ErrnoException).code ?? 'unreadable'}`,
-      EXIT.usage,
-    );
+    throw new CliError(`--file ${file}: ${fileProblem(err, 'cannot read it')}`, EXIT.usage);
   }
   try {
     return JSON.parse(text) as T;
@@ -218,7 +216,7 @@ export async function roleCommand(args: string[], io: Io = defaultIo): Promise<n
       },
     });
   } catch (err) {
-    throw new CliError((err as Error).message, EXIT.usage);
+    throw argumentsError(err);
   }
   const { positionals, values: o } = parsed;
   const login = positionals[0] === 'login';

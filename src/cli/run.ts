@@ -11,7 +11,7 @@ import { constants } from 'node:os';
 import { parseArgs } from 'node:util';
 import type { Coffer } from '../client/coffer.js';
 import { environmentOf, MappingError, type SourceValue } from './env-names.js';
-import { CliError, EXIT } from './exit-codes.js';
+import { argumentsError, CliError, EXIT } from './exit-codes.js';
 import { durationOption, fallbackKey, writeFallback } from './fallback.js';
 import { connect, explain } from './session.js';
 import { type FallbackOptions, requireValues, valuesWithFallback } from './values-source.js';
@@ -129,7 +129,7 @@ export function parseValueOptions(
       [more: string]: unknown;
     };
   } catch (err) {
-    throw new CliError((err as Error).message, EXIT.usage);
+    throw argumentsError(err);
   }
 }
 

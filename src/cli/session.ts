@@ -32,7 +32,12 @@ export function connect(env: NodeJS.ProcessEnv = process.env): Coffer {
     }
     return new Coffer({}, env);
   } catch (err) {
-    throw new CliError(`COFFER_ADDR: ${(err as Error).message}`, EXIT.usage);
+    // A problem with the token or JWT settings says so itself; anything else is the address's.
+    const setting = (err as { setting?: string }).setting;
+    throw new CliError(
+      setting ? (err as Error).message : `COFFER_ADDR: ${(err as Error).message}`,
+      EXIT.usage,
+    );
   }
 }
 
@@ -55,7 +60,7 @@ export function explain(err: unknown, coffer: Coffer, what: string): unknown {
       return new CliError(
         signedIn.has(coffer)
           ? `your sign-in was refused (401: revoked or expired): sign in again (coffer login --oidc)`
-          : `the token was refused (401): ${detail}`,
+          : `the token was refused (401): ${detail}${err.requestId ? ` [request ${err.requestId}]` : ''}`,
         EXIT.denied,
       );
     case 403:

@@ -1,8 +1,9 @@
 /** `coffer token create|ls|revoke` and `coffer whoami`, through the client. */
 import { parseArgs } from 'node:util';
+import type { CofferError } from '../client/errors.js';
 import type { TokenCreateRequest } from '../client/index.js';
-import { CliError, EXIT } from './exit-codes.js';
-import { durationOption } from './fallback.js';
+import { argumentsError, CliError, EXIT } from './exit-codes.js';
+import { durationOption, formatAge } from './fallback.js';
 import { connect, explain } from './session.js';
 import { scopesText, table } from './table.js';
 
@@ -57,7 +58,7 @@ function parse(
       options: { ...options, help: { type: 'boolean', short: 'h' } },
     });
   } catch (err) {
-    throw new CliError((err as Error).message, EXIT.usage);
+    throw argumentsError(err);
   }
 }
 
@@ -102,7 +103,18 @@ export async function tokenCommand(args: string[], io: Io = defaultIo): Promise<
             : { expires_in: durationOption(o.ttl as string, '--ttl') / 1000 }),
           ...(Object.keys(metadata).length === 0 ? {} : { metadata }),
         };
-        const created = await coffer.createToken(request);
+        const created = await coffer.createToken(request).catch((err: unknown) => {
+          // The server's bound is in seconds: said back in the unit --ttl was given in.
+          const most = /must be (?:at most|<=) (\d+)/.exec(
+            (err as CofferError).errors?.find((e) => e.field === '/expires_in')?.message ?? '',
+          )?.[1];
+          if (o.ttl !== undefined && most !== undefined)
+            throw new CliError(
+              `--ttl ${o.ttl}: longer than this token may live; at most ${formatAge(Number(most) * 1000)} (${most} s) here — the server's COFFER_MAX_TTL, or what the creating token has left`,
+              EXIT.usage,
+            );
+          throw err;
+        });
         io.write(
           o.json
             ? json(created)

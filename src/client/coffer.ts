@@ -157,10 +157,18 @@ function jwtLoginOf(options: CofferOptions, env: NodeJS.ProcessEnv): JwtLogin | 
   const role = env.COFFER_LOGIN_ROLE;
   if (!jwtFile && !role) return undefined;
   if (!jwtFile || !role)
-    throw new TypeError('a JWT login needs both COFFER_JWT_FILE and COFFER_LOGIN_ROLE');
+    throw Object.assign(
+      new TypeError(
+        `${jwtFile ? 'COFFER_JWT_FILE is set without COFFER_LOGIN_ROLE' : 'COFFER_LOGIN_ROLE is set without COFFER_JWT_FILE'}: a JWT login needs both`,
+      ),
+      { setting: jwtFile ? 'COFFER_LOGIN_ROLE' : 'COFFER_JWT_FILE' },
+    );
   if (env.COFFER_TOKEN || env.COFFER_TOKEN_FILE)
-    throw new TypeError(
-      'set either a token (COFFER_TOKEN, COFFER_TOKEN_FILE) or a JWT login (COFFER_JWT_FILE), not both',
+    throw Object.assign(
+      new TypeError(
+        `${env.COFFER_TOKEN ? 'COFFER_TOKEN' : 'COFFER_TOKEN_FILE'} and COFFER_JWT_FILE are both set: use a token or a JWT login, not both (unset one)`,
+      ),
+      { setting: 'COFFER_JWT_FILE' },
     );
   return { jwtFile, role };
 }

@@ -94,7 +94,7 @@ describe('coffer operator (CLI)', function () {
     expect((await coffer(['operator', 'migrate-key'], env)).code).to.equal(2);
     const missing = await coffer(['operator', 'migrate-key', '--to', 'absent.json'], env, dir);
     expect(missing.code).to.equal(2);
-    expect(missing.stderr).to.include('--to absent.json: ENOENT');
+    expect(missing.stderr).to.include('--to absent.json: no such file or directory');
   });
 
   it('prints usage instead of starting a server when run bare; help is exit 0; each command has its own --help', async () => {

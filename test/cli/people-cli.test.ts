@@ -344,4 +344,55 @@ describe('the coffer command for people: kv, token, whoami, export', function ()
     for (const name of ['run', 'export', 'kv', 'token', 'whoami', 'serve', 'operator', 'audit'])
       expect(top.stdout).to.include(`  ${name} `);
   });
+
+  it('says what went wrong in one plain line: an unknown option, a missing value, an existing file, both credentials, a --ttl too long, a role in use, cas=0 on a delete', async () => {
+    const unknown = await command(['kv', 'get', 'team/app/log_level', '--bogus'], env);
+    expect(unknown.code).to.equal(2);
+    expect(unknown.stderr).to.equal(
+      'coffer: unknown option --bogus (--help lists what this command takes)\n',
+    );
+    const missing = await command(['token', 'create', '--role', 'reader', '--ttl'], env);
+    expect(missing.code).to.equal(2);
+    expect(missing.stderr).to.equal('coffer: --ttl needs a value (--help says which)\n');
+    const both = await command(['whoami'], {
+      ...env,
+      COFFER_JWT_FILE: join(dir, 'jwt'),
+      COFFER_LOGIN_ROLE: 'pods',
+    });
+    expect(both.code).to.equal(2);
+    expect(both.stderr).to.equal(
+      'coffer: COFFER_TOKEN and COFFER_JWT_FILE are both set: use a token or a JWT login, not both (unset one)\n',
+    );
+    const long = await command(['token', 'create', '--role', 'reader', '--ttl', '3650d'], env);
+    expect(long.code).to.equal(2);
+    expect(long.stderr).to.match(
+      /^coffer: --ttl 3650d: longer than this token may live; at most \d+d \(\d+ s\) here/,
+    );
+    expect(
+      (
+        await c.call('PUT', '/v1/sys/roles/held-role', {
+          json: { rules: [{ namespaces: ['x'], actions: ['read'], types: ['config'] }] },
+        })
+      ).status,
+    ).to.be.oneOf([200, 201]);
+    await c.token({ role: 'held-role' });
+    const held = await command(['role', 'rm', 'held-role'], env);
+    expect(held.stderr).to.include('coffer role rm held-role --force');
+    expect(held.stderr).not.to.include('delete with force=true');
+    const existing = join(dir, 'taken.snap');
+    writeFileSync(existing, 'mine');
+    const over = await command(['operator', 'snapshot', '--out', existing], {
+      COFFER_DATA_DIR: c.config.data_dir,
+      COFFER_MASTER_KEY_FILE: c.config.master_key_file,
+    });
+    expect(over.code).to.equal(2);
+    expect(over.stderr).to.equal(
+      `coffer: --out ${existing}: it exists already: name another file, or remove it first\n`,
+    );
+    const cas = await c.call('DELETE', '/v1/kv/team/app/log_level?cas=0');
+    expect(cas.status).to.equal(400);
+    expect(cas.body.detail).to.match(
+      /^cas=0 \(only if the key is absent\) does not apply to a delete/,
+    );
+  });
 });

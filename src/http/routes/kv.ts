@@ -106,7 +106,10 @@ function expectedVersion(
     throw queryError('cas', 'names another version than If-Match');
   const expected = fromHeader ?? fromQuery;
   if (expected === 0 && !absentAllowed)
-    throw queryError('cas', 'cas=0 (only if absent) does not apply to a delete');
+    throw invalid(
+      'cas=0 (only if the key is absent) does not apply to a delete: give the version you expect to delete',
+      [{ field: 'cas', in: 'query', message: '0 does not apply to a delete' }],
+    );
   return expected;
 }
 
