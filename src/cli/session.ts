@@ -7,6 +7,7 @@
 import { Coffer } from '../client/coffer.js';
 import { CofferError } from '../client/errors.js';
 import { CliError, EXIT } from './exit-codes.js';
+import { jwtTokenCache } from './jwt-token-cache.js';
 import { readStoredLogin, sameServer } from './stored-login.js';
 
 /** The clients that use a stored sign-in: their 401 says to sign in again. */
@@ -28,6 +29,27 @@ export function connect(env: NodeJS.ProcessEnv = process.env): Coffer {
     if (stored && usable) {
       const coffer = new Coffer({ url: env.COFFER_ADDR || stored.addr, token: stored.token }, env);
       signedIn.add(coffer);
+      return coffer;
+    }
+    // A JWT login (and no token beside it): the token it gets is kept for the next command.
+    if (
+      env.COFFER_JWT_FILE &&
+      env.COFFER_LOGIN_ROLE &&
+      !env.COFFER_TOKEN &&
+      !env.COFFER_TOKEN_FILE
+    ) {
+      let server = '';
+      const coffer = new Coffer(
+        {
+          jwtLogin: {
+            role: env.COFFER_LOGIN_ROLE,
+            jwtFile: env.COFFER_JWT_FILE,
+            cache: jwtTokenCache(env, () => server),
+          },
+        },
+        env,
+      );
+      server = coffer.url;
       return coffer;
     }
     return new Coffer({}, env);

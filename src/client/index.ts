@@ -36,5 +36,5 @@ export type {
 } from './coffer.js';
 export { Coffer } from './coffer.js';
 export { CofferError } from './errors.js';
-export type { JwtLogin } from './jwt-session.js';
+export type { JwtLogin, TokenCache } from './jwt-session.js';
 export type { RetryPolicy } from './transport.js';

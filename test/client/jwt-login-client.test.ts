@@ -1,7 +1,8 @@
-import { writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { Coffer, CofferError } from '../../src/client/index.js';
+import { auditLines } from '../support/audit-lines.js';
 import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
 import { TestIssuer } from '../support/jwt-issuer.js';
 import { command } from '../support/process.js';
@@ -104,6 +105,47 @@ describe('a JWT login instead of a token: the client, coffer run --jwt-file, cof
     expect(new Coffer({}, env).session).to.not.equal(undefined);
     expect(() => new Coffer({}, { COFFER_JWT_FILE: jwtFile })).to.throw(/COFFER_LOGIN_ROLE/);
     expect(() => new Coffer({}, { ...env, COFFER_TOKEN: c.rootToken })).to.throw(/not both/);
+  });
+
+  it('coffer kv with COFFER_JWT_FILE reuses the token it got (kept owner-only per server and JWT identity) instead of a login each command; a refused one is replaced', async () => {
+    const res = await c.call('PUT', '/v1/sys/login-roles/payments-cli', {
+      json: {
+        issuer: k8s.url,
+        jwks_url: k8s.jwksUrl,
+        bound_audiences: ['coffer'],
+        scopes: [{ namespace: 'apps/{claims.kubernetes.io.namespace}', read: true }],
+        ttl: 600,
+      },
+    });
+    expect(res.status, res.text).to.equal(201);
+    await project('cli-1');
+    const home = tempDir();
+    const env = {
+      COFFER_ADDR: c.url,
+      COFFER_JWT_FILE: jwtFile,
+      COFFER_LOGIN_ROLE: 'payments-cli',
+      XDG_CONFIG_HOME: home,
+    };
+    const logins = () =>
+      auditLines(c.config.audit.dir!).filter(
+        (l) => l.event === 'token.create' && l.login_role === 'payments-cli',
+      );
+    for (let i = 0; i < 3; i++) {
+      const got = await command(['kv', 'get', 'apps/payments/log_level'], env);
+      expect(got.code, got.stderr).to.equal(0);
+      expect(got.stdout).to.equal('debug');
+    }
+    expect(logins()).to.have.length(1);
+    const kept = readdirSync(join(home, 'coffer', 'jwt-logins'));
+    expect(kept).to.have.length(1);
+    expect(statSync(join(home, 'coffer', 'jwt-logins', kept[0]!)).mode & 0o777).to.equal(0o600);
+    expect(readFileSync(jwtFile, 'utf8')).to.not.equal('');
+    // Revoked: the next command's call is refused, it logs in again at once, and goes through.
+    const id = logins()[0]!.token_id as string;
+    expect((await c.call('DELETE', `/v1/auth/token/${id}`)).status).to.equal(204);
+    const after = await command(['kv', 'get', 'apps/payments/log_level'], env);
+    expect(after.code, after.stderr).to.equal(0);
+    expect(logins()).to.have.length(2);
   });
 
   it('coffer run --jwt-file --login-role gives the command its values, never the JWT file’s path', async () => {
