@@ -37,15 +37,37 @@ export interface ChainClosing {
   readonly log: Logger;
 }
 
-/** Closes this host's chains whose process is gone; returns how many it closed. */
+/** Whether `record`'s chain was written on `host` (a chain from before writers were recorded: unknown). */
+function isThisHosts(record: ChainRecord, host: string): boolean {
+  return record.writer?.host === host;
+}
+
+/**
+ * Closes this host's chains whose process is gone; returns how many it closed. On shared storage, also
+ * copies into the store this host's ended chains it holds no copy of.
+ */
 export async function closeStoppedChains(closing: ChainClosing): Promise<number> {
   const { records, log } = closing;
   const local = chainFiles(auditFilesIn(closing.auditDir));
   const host = hostname();
   let closed = 0;
   for (const record of await records.chains()) {
-    if (record.damaged || record.closed || record.chain === closing.own) continue;
+    if (record.damaged || record.chain === closing.own) continue;
     const files = local.get(record.chain);
+    if (record.closed) {
+      // On shared storage, a chain of this host whose copy the store never had — the store was moved here
+      // from LMDB (migrate-storage), where chains are kept in their files only — is copied in, so every
+      // server verifies and searches the same log.
+      if (
+        closing.shared &&
+        files !== undefined &&
+        files[0]!.number === 1 &&
+        isThisHosts(record, host)
+      )
+        if (!(await records.hasStoredLines(record.chain)))
+          await storeMissingLines(records, record.chain, files);
+      continue;
+    }
     // Another host's chain (its files are there), or one whose files are not here: not ours to close.
     if (record.writer ? record.writer.host !== host : files === undefined) continue;
     if (processRuns(pidOf(record))) continue;

@@ -315,6 +315,12 @@ export class AuditRecords {
     return { runs, damaged };
   }
 
+  /** Whether the store keeps any run of `chain`'s lines (one key read, nothing opened). */
+  async hasStoredLines(chain: string): Promise<boolean> {
+    for await (const _ of this.storage.scan({ ...auditLinesRange(chain), limit: 1 })) return true;
+    return false;
+  }
+
   /**
    * Deletes `chain`'s runs in files up to `lastFile`, in one transaction; runs that fail their integrity
    * check are left for verify to report. Returns how many went.

@@ -231,6 +231,43 @@ describe('snapshots: coffer operator snapshot and restore (LMDB â†’ PostgreSQL â
     }
   });
 
+  it('after migrate-storage from LMDB, every server on the store verifies and searches the same log: the old host copies its chains into the store at its first start', async () => {
+    const a = await startTestCoffer({ dataDir: tempDir() });
+    for (let i = 0; i < 5; i++) await a.put(`same/k${i}`, `v${i}`);
+    for (let i = 0; i < 3; i++) await a.call('GET', '/v1/kv/same/k1');
+    await a.close();
+    const schema = testSchema();
+    const moved = await runCoffer(
+      ['operator', 'migrate-storage', '--to', `postgres:${PG_TEST_URL}`],
+      {
+        ...lmdbEnv(a),
+        COFFER_PG_SCHEMA: schema,
+      },
+    );
+    expect(moved.code, moved.stderr).to.equal(0);
+    // The old host, with its audit files, then a new one.
+    const old = await serverOnPostgres(a, schema, { COFFER_AUDIT_DIR: a.config.audit.dir! });
+    const fresh = await serverOnPostgres(a, schema);
+    try {
+      for (const server of [old, fresh]) {
+        const verify = await server.call('GET', '/v1/sys/audit/verify');
+        expect(verify.body.intact, JSON.stringify(verify.body)).to.equal(true);
+      }
+      const searched = await Promise.all(
+        [old, fresh].map(async (server) =>
+          (
+            await server.call('GET', '/v1/sys/audit?key=same/k1&action=read&limit=1000')
+          ).body.entries.map((e: { chain: string; seq: number }) => `${e.chain}:${e.seq}`),
+        ),
+      );
+      expect(searched[0]).to.have.length(3);
+      expect(searched[1]).to.deep.equal(searched[0]);
+    } finally {
+      await fresh.close();
+      await old.close();
+    }
+  });
+
   it('goes on with a migrate-storage that was cut off (--resume), after checking what the target holds; refuses one that differs', async () => {
     const a = await startTestCoffer({ dataDir: tempDir() });
     const reader = await a.token({ role: 'reader' });
