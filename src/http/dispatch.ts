@@ -3,9 +3,9 @@
  * Map, path prefixes are checked with startsWith, and a request is matched once. (Express's router would try
  * each registered layer in turn with a path-to-regexp match; on the read path that was ~10% of CPU.)
  *
- * Order of checks, per the API's rules: authentication before anything else under /v1/ (except public
- * routes), then 404 for an unknown path, then 405 with Allow for a wrong method, then the guard, then the
- * operation's privilege, then its query parameters; the handler reads its body through the validator.
+ * Order of checks: 404 for an unknown path under /v1/, then 405 with Allow for a wrong method, then
+ * authentication (except public routes), then the guard, then the operation's privilege, then its query
+ * parameters; the handler reads its body through the validator.
  */
 import type { NextFunction, Request, Response } from 'express';
 import { requirePrivilege } from '../auth/principal.js';
@@ -139,7 +139,8 @@ export function dispatcher(operations: readonly Operation[], deps: DispatcherDep
         }
       }
     }
-    if (!path?.public) await deps.authenticate(req, res);
+    // Routed first, then authenticated: an unknown path is 404 and a method the path does not serve 405,
+    // with a token or without, as the document's info says (the paths are public in it anyway).
     if (!path) throw new AppError('not_found', 'no such endpoint');
     // HEAD is not served: the document lists GET only, and a HEAD of a key would open and audit it as a read.
     const runnable = path.methods.get(req.method as HttpMethod);
@@ -151,6 +152,7 @@ export function dispatcher(operations: readonly Operation[], deps: DispatcherDep
         { Allow: path.allow },
       );
     }
+    if (!path.public) await deps.authenticate(req, res);
     const { operation } = runnable;
     res.locals.action = operation.action;
     deps.guard?.();

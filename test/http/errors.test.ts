@@ -264,6 +264,20 @@ describe('HTTP errors and limits', () => {
     expectProblem(await c.call('GET', '/elsewhere', { token: null }), 404, 'not_found');
   });
 
+  it('routes before it authenticates: an unknown path is 404 and an unlisted method 405 with Allow, with no token or a wrong one', async () => {
+    for (const token of [
+      null,
+      'cfr_AAAAAAAAAAAAAAAA_BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB',
+    ]) {
+      expectProblem(await c.call('GET', '/v1/no/such/thing', { token }), 404, 'not_found');
+      const wrong = await c.call('DELETE', '/v1/sys/keyring', { token });
+      expectProblem(wrong, 405, 'method_not_allowed');
+      expect(wrong.headers.get('allow')).to.equal('GET');
+      // A path that exists and a method it serves: the token decides.
+      expectProblem(await c.call('GET', '/v1/sys/keyring', { token }), 401, 'unauthorized');
+    }
+  });
+
   it('400 for an empty namespace path (GET /v1/kv/ lists the top-level namespaces: test/kv/listing.test.ts)', async () => {
     expectProblem(
       await c.call('PUT', '/v1/kv/', { json: { value: 'v', type: 'config' } }),

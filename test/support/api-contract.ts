@@ -161,19 +161,19 @@ function checkUnrouted(
     checkBody(api, answer, problem, ['components', 'responses', 'Problem']);
     return;
   }
-  // Authentication comes before routing (401, 429); an unknown path is 404; a path that no template of this
-  // method matches but that starts like one (PUT /v1/kv/one-segment) is refused as a request (400).
+  // Routing comes before authentication: an unknown path is 404 with a token or without (429 and 503 may
+  // come first); a path that no template of this method matches but that starts like one (PUT
+  // /v1/kv/one-segment) is refused as a request (400), after authentication (401).
   const routedElsewhere = api.templates.some(
     (t) => t.methods.has(answer.method) && `${path}/`.startsWith(t.prefix),
   );
   // A "." or ".." segment is refused as a request wherever it is (info.description says so).
   const dotted = /\/(?:\.|%2e){1,2}(?:\/|$)/i.test(path);
   const allowed = [
-    401,
     404,
     429,
     503,
-    ...(routedElsewhere ? [400, 403, 413, 415] : dotted ? [400] : []),
+    ...(routedElsewhere ? [400, 401, 403, 413, 415] : dotted ? [400] : []),
   ];
   if (!allowed.includes(answer.status))
     fail(
