@@ -119,7 +119,8 @@ export function auditFilterOf(
         'outcome',
         'must be success, failure, a status such as 403, or an error code such as forbidden',
       );
-    filter.outcome = q.outcome;
+    // `error` is said for a failure too (no error code is named so).
+    filter.outcome = q.outcome === 'error' ? 'failure' : q.outcome;
   }
   return filter;
 }

@@ -29,7 +29,7 @@ const FILTERS = [
   ['token_id', 'Token id'],
   ['key', 'Key (namespace/key)'],
   ['prefix', 'Namespace or key prefix'],
-  ['outcome', 'Outcome (success, error, or a status)'],
+  ['outcome', 'Outcome (success, failure, a status such as 403, or a code such as forbidden)'],
   ['login_role', 'Login role'],
 ] as const;
 
@@ -167,9 +167,7 @@ export function SealReportView() {
       ${
         report &&
         html`<p role="status" class=${report.totals.anomalies + report.totals.record_failures > 0 ? 'error' : 'notice'}>
-            ${report.totals.versions} versions (${report.totals.secrets} secrets, ${report.totals.configs} configs);
-            ${report.totals.sealed_secrets} secrets sealed; ${report.totals.anomalies} anomalies;
-            ${report.totals.record_failures} records failed their check.
+            ${`${report.totals.versions} versions (${report.totals.secrets} secrets, ${report.totals.configs} configs); ${report.totals.sealed_secrets} secrets sealed; ${report.totals.anomalies} anomalies; ${report.totals.record_failures} records failed their check.`}
           </p>
           <h2>Namespaces</h2>
           <table>

@@ -34,6 +34,8 @@ interface Rewrap {
   readonly finished_at: string | null;
 }
 
+const REWRAP_STARTED = 'Rewrap started.';
+
 export function KeyringView({ manage, metrics }: { manage: boolean; metrics: boolean }) {
   const [status, setStatus] = useState<KeyringStatus | undefined>(undefined);
   const [rewrap, setRewrap] = useState<Rewrap | undefined>(undefined);
@@ -59,9 +61,13 @@ export function KeyringView({ manage, metrics }: { manage: boolean; metrics: boo
     void load();
   }, []);
 
-  // While a rewrap runs, its progress is read once a second.
+  // While a rewrap runs, its progress is read once a second; once it has finished, "Rewrap started." is
+  // no longer news (the progress line says how it ended).
   useEffect(() => {
-    if (!rewrap?.running) return;
+    if (!rewrap?.running) {
+      setNotice((shown) => (shown === REWRAP_STARTED ? undefined : shown));
+      return;
+    }
     const timer = setTimeout(() => void load(), 1000);
     return () => clearTimeout(timer);
   }, [rewrap]);
@@ -77,7 +83,7 @@ export function KeyringView({ manage, metrics }: { manage: boolean; metrics: boo
         setNotice(`Rotated: version ${r.active_version} is active (was ${r.previous_version}).`);
       } else if (what === 'rewrap') {
         await api('POST', '/v1/sys/keyring/rewrap', {});
-        setNotice('Rewrap started.');
+        setNotice(REWRAP_STARTED);
       } else {
         const r = await api<{ retired: number[] }>('POST', '/v1/sys/keyring/retire');
         setNotice(

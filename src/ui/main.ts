@@ -35,6 +35,12 @@ function usePrivileges(session: Session | null | undefined): ReadonlySet<string>
   return privileges;
 }
 
+/** `page` when the route is one of `pages` (a key's page is Browse's), for the navigation's aria-current. */
+function current(route: Route, ...pages: string[]): 'page' | undefined {
+  const section = route.page === 'key' ? 'browse' : route.page;
+  return pages.includes(section) ? 'page' : undefined;
+}
+
 /** The page a route names. */
 function page(route: Route, privileges: ReadonlySet<string>) {
   switch (route.page) {
@@ -208,11 +214,11 @@ function App() {
       <button type="button" onClick=${signOut}>Sign out</button>
     </header>
     <nav class="sections" aria-label="Sections">
-      <a href="#/">Browse</a>
-      ${may('manage_tokens', 'create_tokens', 'list_tokens') && html`<a href="#/tokens">Tokens</a>`}
-      ${may('manage_roles') && html`<a href="#/roles">Roles</a>`}
-      ${may('read_keyring', 'manage_keyring') && html`<a href="#/keyring">Keyring</a>`}
-      ${may('read_audit') && html`<a href="#/audit">Audit log</a>`}
+      <a href="#/" aria-current=${current(route, 'browse')}>Browse</a>
+      ${may('manage_tokens', 'create_tokens', 'list_tokens') && html`<a href="#/tokens" aria-current=${current(route, 'tokens')}>Tokens</a>`}
+      ${may('manage_roles') && html`<a href="#/roles" aria-current=${current(route, 'roles')}>Roles</a>`}
+      ${may('read_keyring', 'manage_keyring') && html`<a href="#/keyring" aria-current=${current(route, 'keyring')}>Keyring</a>`}
+      ${may('read_audit') && html`<a href="#/audit" aria-current=${current(route, 'audit', 'seal-report')}>Audit log</a>`}
     </nav>
     ${error && html`<p class="error" role="alert">${error}</p>`}
     <main>${page(route, privileges)}</main>

@@ -223,6 +223,14 @@ describe('audit entries, operator events and GET /v1/sys/audit', function () {
         key: 'db_password',
         token_id: null,
       });
+      // `error` is taken for `failure`, as the console once said.
+      const same = await c.call(
+        'GET',
+        '/v1/sys/audit?prefix=payments/prod/db_password&outcome=error',
+      );
+      expect(same.body.entries.map((e: Entry) => e.request_id)).to.deep.equal(
+        found.body.entries.map((e: Entry) => e.request_id),
+      );
       expect(byId.get(none.headers.get('x-request-id')!)).to.deep.include({
         route: '/v1/kv/{path}',
         action: 'delete',

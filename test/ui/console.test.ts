@@ -644,6 +644,13 @@ describe('the web console’s tokens, roles, keyring and audit screens, in Chrom
       expect(await page.getByRole('link', { name: 'Roles' }).count()).to.equal(0);
       await page.getByRole('link', { name: 'Audit log' }).click();
       await page.locator('table.audit tbody tr').first().waitFor();
+      // The navigation says which page this is (and only this one).
+      expect(
+        await page.getByRole('link', { name: 'Audit log' }).getAttribute('aria-current'),
+      ).to.equal('page');
+      expect(
+        await page.getByRole('link', { name: 'Browse' }).getAttribute('aria-current'),
+      ).to.equal(null);
       await page.getByLabel('Key (namespace/key)').fill('payments/prod/key_7');
       await page.getByRole('button', { name: 'Search' }).click();
       await page.getByRole('cell', { name: 'payments/prod key_7 v1' }).first().waitFor();
@@ -654,6 +661,10 @@ describe('the web console’s tokens, roles, keyring and audit screens, in Chrom
       await check(page, 'audit');
       await page.getByRole('link', { name: 'Seal report' }).click();
       await page.getByText('30 secrets sealed; 0 anomalies').waitFor();
+      // Its sentence reads as one: a space after each semicolon.
+      expect(await page.getByRole('status').first().textContent()).to.match(
+        /configs\); \d+ secrets sealed; 0 anomalies; 0 records failed/,
+      );
       await check(page, 'seal-report');
       // The keyring screen: status and snapshots, but not the metrics (an auditor may not read them).
       await page.getByRole('link', { name: 'Keyring' }).click();
