@@ -13,6 +13,19 @@ export interface KeyProvider {
   wrap(plaintext: Uint8Array, context: WrapContext): Promise<Uint8Array>;
   /** Throws KeyProviderError when the wrapped bytes do not open under this provider's key. */
   unwrap(wrapped: Uint8Array, context: WrapContext): Promise<Uint8Array>;
+  /**
+   * Where the provider can keep small values that whoever writes the data directory cannot put back: the
+   * high-water marks (store/high-water.ts). The PKCS#11 provider keeps them in the token; others have none.
+   */
+  readonly anchor?: HighWaterAnchor;
+}
+
+/** Small named values kept outside the data directory (in an HSM token). */
+export interface HighWaterAnchor {
+  /** The values kept under `name` (usually one; two for a moment while one replaces another). */
+  read(name: string): string[];
+  /** Keeps `value` under `name`, replacing what was there (the new one first, then the old removed). */
+  write(name: string, value: string): void;
 }
 
 export type WrapContext = Readonly<Record<string, string>>;

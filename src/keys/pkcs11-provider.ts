@@ -2,6 +2,7 @@ import pkcs11js from 'pkcs11js';
 import { randomBytes } from '../crypto/random.js';
 import {
   contextBytes,
+  type HighWaterAnchor,
   type KeyProvider,
   KeyProviderError,
   type WrapContext,
@@ -126,12 +127,51 @@ export class Pkcs11KeyProvider implements KeyProvider {
     });
   }
 
+  /**
+   * The high-water marks kept in the token as data objects (CKO_DATA, private, on the token, application
+   * `coffer`, labelled by name): out of reach of whoever writes the data directory.
+   */
+  readonly anchor: HighWaterAnchor = {
+    read: (name) =>
+      this.withKey((session) =>
+        findData(this.module, session, name).flatMap((found) => {
+          const [value] = this.module.C_GetAttributeValue(session, found, [
+            { type: pkcs11js.CKA_VALUE },
+          ]);
+          return value?.value === undefined
+            ? []
+            : [Buffer.from(value.value as Buffer).toString('utf8')];
+        }),
+      ),
+    // A data object's value cannot be changed in every token (SoftHSM refuses): the new one is made, then
+    // the old ones go, so a failure between the two leaves both (read takes the greatest), never none.
+    write: (name, value) =>
+      this.withKey((session) => {
+        const old = findData(this.module, session, name);
+        this.module.C_CreateObject(session, [
+          { type: pkcs11js.CKA_CLASS, value: pkcs11js.CKO_DATA },
+          { type: pkcs11js.CKA_TOKEN, value: true },
+          { type: pkcs11js.CKA_PRIVATE, value: true },
+          { type: pkcs11js.CKA_APPLICATION, value: DATA_APPLICATION },
+          { type: pkcs11js.CKA_LABEL, value: name },
+          { type: pkcs11js.CKA_VALUE, value: Buffer.from(value, 'utf8') },
+        ]);
+        for (const found of old) this.module.C_DestroyObject(session, found);
+      }, true),
+  };
+
   /** Runs `use` in a logged-in session with the key's handle; the session is closed afterwards. */
-  private withKey<T>(use: (session: pkcs11js.Handle, key: pkcs11js.Handle) => T): T {
+  private withKey<T>(
+    use: (session: pkcs11js.Handle, key: pkcs11js.Handle) => T,
+    readWrite = false,
+  ): T {
     const module = this.module;
     let session: pkcs11js.Handle;
     try {
-      session = module.C_OpenSession(this.slot, pkcs11js.CKF_SERIAL_SESSION);
+      session = module.C_OpenSession(
+        this.slot,
+        pkcs11js.CKF_SERIAL_SESSION | (readWrite ? pkcs11js.CKF_RW_SESSION : 0),
+      );
     } catch (err) {
       throw new KeyProviderError(
         'COFFER_PKCS11_SLOT',
@@ -196,6 +236,27 @@ function login(module: pkcs11js.PKCS11, session: pkcs11js.Handle, pin: string): 
     if (code === 'CKR_PIN_LOCKED')
       throw new KeyProviderError('COFFER_PKCS11_PIN', "the token's user PIN is locked");
     throw new KeyProviderError('COFFER_PKCS11_PIN', `the HSM refused the login (${code})`);
+  }
+}
+
+/** The application name of Coffer's data objects in the token. */
+const DATA_APPLICATION = 'coffer';
+
+/** Coffer's data objects labelled `name` in the token (a few at the most). */
+function findData(
+  module: pkcs11js.PKCS11,
+  session: pkcs11js.Handle,
+  name: string,
+): pkcs11js.Handle[] {
+  module.C_FindObjectsInit(session, [
+    { type: pkcs11js.CKA_CLASS, value: pkcs11js.CKO_DATA },
+    { type: pkcs11js.CKA_APPLICATION, value: DATA_APPLICATION },
+    { type: pkcs11js.CKA_LABEL, value: name },
+  ]);
+  try {
+    return module.C_FindObjects(session, 8);
+  } finally {
+    module.C_FindObjectsFinal(session);
   }
 }
 

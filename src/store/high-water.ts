@@ -11,11 +11,13 @@
  * values: a file made without the key (to stop a server from starting) is ignored. Someone who can write
  * the data directory can still delete the files, or put back the whole directory with the store: such a
  * whole-store rollback, with every server's local state lost, cannot be told from a restore
- * (SECURITY.md says how to anchor it).
+ * (SECURITY.md says how to anchor it). With a key provider that has an anchor (the PKCS#11 token), the
+ * newest value is also kept there, where the data directory's writer cannot delete it or put it back.
  */
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import sodium from 'libsodium-wrappers';
+import type { HighWaterAnchor } from '../keys/key-provider.js';
 
 /** Files kept per series: the newest few (an older one is never the answer). */
 const KEEP = 3;
@@ -31,14 +33,41 @@ export class HighWater {
     private readonly instance: string,
     private readonly series: 'g' | 'a',
     private readonly macKey: () => Uint8Array,
+    /** Also kept there, out of the data directory's writer's reach (the PKCS#11 token). */
+    private readonly anchor?: HighWaterAnchor,
   ) {
     this.dir = join(dataDir, 'high-water', instance);
     this.file = new RegExp(`^${series}([0-9]{1,10})(?:-([0-9]{1,10}))?$`);
   }
 
-  /** The greatest value recorded here with a valid MAC (its first number decides), or null. */
-  seen(): number[] | null {
+  private get anchorName(): string {
+    return `coffer-high-water/${this.instance}/${this.series}`;
+  }
+
+  /** The greatest value the anchor holds with a valid MAC, or null. */
+  private anchored(): number[] | null {
+    let texts: string[];
+    try {
+      texts = this.anchor?.read(this.anchorName) ?? [];
+    } catch {
+      return null; // the token cannot be reached now: the files still say what they say
+    }
     let best: number[] | null = null;
+    for (const text of texts) {
+      const m = /^([0-9]{1,10}(?:-[0-9]{1,10})?):([0-9a-f]{32})$/.exec(text);
+      if (!m) continue;
+      const values = m[1]!.split('-').map(Number);
+      if (m[2] === this.mac(values) && (best === null || values[0]! > best[0]!)) best = values;
+    }
+    return best;
+  }
+
+  /**
+   * The greatest value recorded here with a valid MAC (its first number decides) — in the data directory
+   * or in the anchor, whichever is greater — or null.
+   */
+  seen(): number[] | null {
+    let best: number[] | null = this.anchored();
     for (const { name, values } of this.files()) {
       if (best !== null && values[0]! <= best[0]!) continue;
       let text: string;
@@ -63,6 +92,13 @@ export class HighWater {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }
     this.recorded = values[0]!;
+    if (this.anchor && (this.anchored()?.[0] ?? -1) < values[0]!) {
+      try {
+        this.anchor.write(this.anchorName, `${values.join('-')}:${this.mac(values)}`);
+      } catch {
+        // The token cannot be written now: the next value recorded writes it.
+      }
+    }
     const older = this.files()
       .sort((a, b) => b.values[0]! - a.values[0]!)
       .slice(KEEP);

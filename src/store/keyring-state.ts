@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import { pack } from 'msgpackr';
 import type { Keyring } from '../crypto/keyring.js';
+import type { HighWaterAnchor } from '../keys/key-provider.js';
 import { type KeyProvider, KeyProviderError } from '../keys/key-provider.js';
 import type { ProviderConfig } from '../keys/registry.js';
 import type { StorageBackend, StorageWrite } from '../storage/backend.js';
@@ -84,7 +85,18 @@ export abstract class KeyringState {
     this.highWater =
       options.dataDir === undefined
         ? null
-        : new HighWater(options.dataDir, instance, 'g', () => this.keyring.recordKeys().mac);
+        : new HighWater(
+            options.dataDir,
+            instance,
+            'g',
+            () => this.keyring.recordKeys().mac,
+            key.provider.anchor,
+          );
+  }
+
+  /** Where the key provider keeps high-water marks out of the data directory, if it can. */
+  get anchor(): HighWaterAnchor | undefined {
+    return this.key.provider.anchor;
   }
 
   /**

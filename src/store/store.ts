@@ -142,6 +142,7 @@ export class Store {
           keyring.instance,
           'a',
           () => keyring.current().recordKeys().mac,
+          keyring.anchor,
         ),
       ),
       rewrap: new RewrapRecords(this.storage, seal, keyring),

@@ -1,4 +1,4 @@
-import { chmodSync, writeFileSync } from 'node:fs';
+import { chmodSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { expect } from 'chai';
@@ -6,6 +6,8 @@ import { pino } from 'pino';
 import { generateToken } from '../../src/auth/token-format.js';
 import { loadConfig } from '../../src/config/load.js';
 import { ConfigError } from '../../src/errors.js';
+import { GENERATION_KEY } from '../../src/storage/layout.js';
+import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
 import { KEYRING_KEY } from '../../src/store/keyring-store.js';
 import {
   keyProviderStartError,
@@ -39,6 +41,38 @@ describe('pkcs11 provider (SoftHSM2 through pkcs11js)', function () {
     c = await c.restart();
     expect((await c.call('GET', '/v1/kv/hsm/pw')).body.value).to.equal('sealed under the hsm');
     await c.close();
+  });
+
+  it("keeps the high-water marks in the token too: a keyring put back, with the data directory's marks deleted, is still refused", async () => {
+    const dir = tempDir();
+    const c = await startTestCoffer({ dataDir: dir, env: hsm.env(HSM_KEYS.main) });
+    const older = await Promise.all(
+      [KEYRING_KEY, GENERATION_KEY].map(
+        async (k) => [k, Buffer.from((await c.storage.get(k))!)] as const,
+      ),
+    );
+    expect((await c.call('POST', '/v1/sys/keyring/rotate')).status).to.equal(200);
+    await c.close();
+    // The attacker who writes the data directory: the keyring from before the rotation, and the host's
+    // memory of the newer one deleted.
+    const storage = new LmdbBackend({ path: join(c.config.data_dir, 'lmdb') });
+    await storage.atomic([], () => ({
+      writes: older.map(([key, value]) => ({ op: 'put' as const, key, value })),
+      result: undefined,
+    }));
+    await storage.close();
+    rmSync(join(c.config.data_dir, 'high-water'), { recursive: true, force: true });
+    const refused = await startTestCoffer({
+      dataDir: dir,
+      rootToken: c.rootToken,
+      env: hsm.env(HSM_KEYS.main),
+    }).then(
+      (started) => started.close().then(() => null),
+      (err: Error) => err,
+    );
+    expect(refused?.message).to.match(
+      /older than one already seen|older than .* one this host has seen/,
+    );
   });
 
   it('takes the PIN from an owner-only file, and the token by slot id as well as by label', async () => {
