@@ -9,6 +9,7 @@
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, messageOf, pathOf } from './api.js';
+import { type Capability, mayDo } from './capabilities.js';
 import { html } from './html.js';
 import { NAME_CHARACTERS, NAME_RULE } from './names.js';
 import { NamespaceTree } from './namespace-tree.js';
@@ -35,7 +36,14 @@ interface KeyRow {
 const PAGE = 50;
 const TYPING_MS = 250;
 
-export function Browse({ namespace }: { namespace: string | undefined }) {
+export function Browse({
+  namespace,
+  capabilities,
+}: {
+  namespace: string | undefined;
+  /** What the session may do where: New key is offered only where it may write. */
+  capabilities: readonly Capability[];
+}) {
   const [namespaces, setNamespaces] = useState<string[]>([]);
   const [keys, setKeys] = useState<KeyRow[]>([]);
   const [cursor, setCursor] = useState<string | null>(null);
@@ -167,7 +175,7 @@ export function Browse({ namespace }: { namespace: string | undefined }) {
       }
       ${loading && html`<p class="loading" role="status">Loading…</p>`}
       ${cursor && !loading && valid && html`<button type="button" onClick=${() => load(cursor, shown)}>Show more</button>`}
-      <div><${NewKey} namespace=${namespace} /></div>
+      ${(namespace === undefined ? capabilities.some((c) => c.actions.includes('write')) : mayDo(capabilities, 'write', namespace)) && html`<div><${NewKey} namespace=${namespace} /></div>`}
     </section>
   `;
 }

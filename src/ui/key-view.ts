@@ -7,6 +7,7 @@
  */
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, api, messageOf, pathOf } from './api.js';
+import { type Capability, mayDo } from './capabilities.js';
 import { html } from './html.js';
 import { namespaceHref } from './routes.js';
 import { TypeField, type ValueType } from './value-type.js';
@@ -21,7 +22,16 @@ interface Entry extends Version {
   readonly value: string;
 }
 
-export function KeyView({ namespace, keyName }: { namespace: string; keyName: string }) {
+export function KeyView({
+  namespace,
+  keyName,
+  capabilities,
+}: {
+  namespace: string;
+  keyName: string;
+  /** What the session may do where: only those controls are shown (the API decides every call). */
+  capabilities: readonly Capability[];
+}) {
   const [versions, setVersions] = useState<Version[] | undefined>(undefined);
   const [current, setCurrent] = useState(0);
   const [revealed, setRevealed] = useState<Entry | undefined>(undefined);
@@ -149,13 +159,19 @@ export function KeyView({ namespace, keyName }: { namespace: string; keyName: st
                     <td>${v.version}${v.version === current ? ' (latest)' : ''}</td>
                     <td>${v.type}</td>
                     <td>${new Date(v.created_at).toLocaleString()}</td>
-                    <td><button type="button" onClick=${() => reveal(v.version)} aria-label=${`Reveal version ${v.version}`}>Reveal</button></td>
+                    <td>${
+                      mayDo(capabilities, 'read', namespace, v.type)
+                        ? html`<button type="button" onClick=${() => reveal(v.version)} aria-label=${`Reveal version ${v.version}`}>Reveal</button>`
+                        : html`<span class="muted">not readable with this session</span>`
+                    }</td>
                   </tr>`,
                 )}
               </tbody>
             </table>`
       }
-      <h2>Add a version</h2>
+      ${
+        mayDo(capabilities, 'write', namespace) &&
+        html`<h2>Add a version</h2>
       <form class="add" onSubmit=${addVersion}>
         <label for="new-value">New value</label>
         <textarea id="new-value" name="value" rows="4" required spellcheck=${false}></textarea>
@@ -166,16 +182,18 @@ export function KeyView({ namespace, keyName }: { namespace: string; keyName: st
           note="the form starts at the latest version's type"
         />
         <button type="submit" disabled=${versions === undefined}>Save a new version</button>
-      </form>
-      <h2>Delete</h2>
+      </form>`
+      }
       ${
-        confirming
-          ? html`<div class="confirm" role="group" aria-labelledby="confirm-text">
+        !mayDo(capabilities, 'delete', namespace)
+          ? null
+          : confirming
+            ? html`<div class="confirm" role="group" aria-labelledby="confirm-text">
               <p id="confirm-text">Delete <strong>${keyName}</strong> from <strong>${namespace}</strong>, with all its versions? This cannot be undone.</p>
               <button type="button" class="danger" onClick=${remove}>Delete ${keyName}</button>
               <button type="button" onClick=${() => setConfirming(false)}>Cancel</button>
             </div>`
-          : html`<button type="button" class="danger" onClick=${() => setConfirming(true)}>Delete this key…</button>`
+            : html`<h2>Delete</h2><button type="button" class="danger" onClick=${() => setConfirming(true)}>Delete this key…</button>`
       }
     </section>
   `;

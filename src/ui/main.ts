@@ -14,6 +14,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, currentSession, lastUseAt, messageOf, useCsrf, watchSession } from './api.js';
 import { AuditView, SealReportView } from './audit.js';
 import { Browse } from './browse.js';
+import type { Capability } from './capabilities.js';
 import { html } from './html.js';
 import { KeyView } from './key-view.js';
 import { KeyringView } from './keyring.js';
@@ -22,17 +23,25 @@ import type { Session } from './session.js';
 import { SignIn } from './sign-in.js';
 import { RolesView, TokensView } from './tokens.js';
 
-/** The system privileges of the session's token (GET /v1/auth/me): which screens it may use. */
-function usePrivileges(session: Session | null | undefined): ReadonlySet<string> {
-  const [privileges, setPrivileges] = useState<ReadonlySet<string>>(new Set());
+/** What the session's token is (GET /v1/auth/me): its system privileges, and what it may do where. */
+interface Rights {
+  readonly privileges: ReadonlySet<string>;
+  readonly capabilities: readonly Capability[];
+}
+
+const NO_RIGHTS: Rights = { privileges: new Set(), capabilities: [] };
+
+/** The rights of the session's token: which screens it may use, and which controls each shows. */
+function useRights(session: Session | null | undefined): Rights {
+  const [rights, setRights] = useState<Rights>(NO_RIGHTS);
   useEffect(() => {
     if (!session) return;
-    api<{ privileges: string[] }>('GET', '/v1/auth/me').then(
-      (me) => setPrivileges(new Set(me.privileges)),
-      () => setPrivileges(new Set()),
+    api<{ privileges: string[]; capabilities: Capability[] }>('GET', '/v1/auth/me').then(
+      (me) => setRights({ privileges: new Set(me.privileges), capabilities: me.capabilities }),
+      () => setRights(NO_RIGHTS),
     );
   }, [session]);
-  return privileges;
+  return rights;
 }
 
 /** `page` when the route is one of `pages` (a key's page is Browse's), for the navigation's aria-current. */
@@ -42,10 +51,14 @@ function current(route: Route, ...pages: string[]): 'page' | undefined {
 }
 
 /** The page a route names. */
-function page(route: Route, privileges: ReadonlySet<string>) {
+function page(route: Route, { privileges, capabilities }: Rights) {
   switch (route.page) {
     case 'key':
-      return html`<${KeyView} namespace=${route.namespace} keyName=${route.key} />`;
+      return html`<${KeyView}
+        namespace=${route.namespace}
+        keyName=${route.key}
+        capabilities=${capabilities}
+      />`;
     case 'tokens':
       return html`<${TokensView} listRoles=${privileges.has('manage_roles')} />`;
     case 'roles':
@@ -61,9 +74,13 @@ function page(route: Route, privileges: ReadonlySet<string>) {
       return html`<${SealReportView} />`;
     case 'browse':
       // A new namespace is a new Browse (its search, pages and pending loads start afresh).
-      return html`<${Browse} key=${route.namespace} namespace=${route.namespace} />`;
+      return html`<${Browse}
+        key=${route.namespace}
+        namespace=${route.namespace}
+        capabilities=${capabilities}
+      />`;
     default:
-      return html`<${Browse} key="" namespace=${undefined} />`;
+      return html`<${Browse} key="" namespace=${undefined} capabilities=${capabilities} />`;
   }
 }
 
@@ -145,7 +162,8 @@ function App() {
   // Put away after going unused: nothing shown, nothing called, until the person goes on.
   const [away, setAway] = useState(false);
   const route = useRoute();
-  const privileges = usePrivileges(away ? null : session);
+  const rights = useRights(away ? null : session);
+  const { privileges } = rights;
   const may = (...any: string[]) => any.some((p) => privileges.has(p));
 
   const signedIn = (s: Session | null, why?: string) => {
@@ -221,7 +239,7 @@ function App() {
       ${may('read_audit') && html`<a href="#/audit" aria-current=${current(route, 'audit', 'seal-report')}>Audit log</a>`}
     </nav>
     ${error && html`<p class="error" role="alert">${error}</p>`}
-    <main>${page(route, privileges)}</main>
+    <main>${page(route, rights)}</main>
   `;
 }
 
