@@ -8,21 +8,11 @@
  * sign-in. A file others may read, or one that does not parse, is not used (and a login makes a new one). A
  * token the server refuses is forgotten.
  */
-import { createHash, randomBytes } from 'node:crypto';
-import {
-  closeSync,
-  fsyncSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  statSync,
-  writeSync,
-} from 'node:fs';
+import { createHash } from 'node:crypto';
+import { readFileSync, rmSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { TokenCache } from '../client/index.js';
-import { storedLoginPath } from './stored-login.js';
+import { storedLoginPath, writeOwnerOnly } from './stored-login.js';
 
 export function jwtTokenCache(env: NodeJS.ProcessEnv, server: () => string): TokenCache {
   const dir = join(dirname(storedLoginPath(env)), 'jwt-logins');
@@ -46,17 +36,10 @@ export function jwtTokenCache(env: NodeJS.ProcessEnv, server: () => string): Tok
     },
     write(identity, entry) {
       try {
-        mkdirSync(dir, { recursive: true, mode: 0o700 });
-        const file = fileOf(identity);
-        const temporary = `${file}.${randomBytes(6).toString('hex')}.tmp`;
-        const fd = openSync(temporary, 'wx', 0o600);
-        try {
-          writeSync(fd, JSON.stringify({ token: entry.token, renew_at: entry.renewAt }));
-          fsyncSync(fd);
-        } finally {
-          closeSync(fd);
-        }
-        renameSync(temporary, file);
+        writeOwnerOnly(
+          fileOf(identity),
+          JSON.stringify({ token: entry.token, renew_at: entry.renewAt }),
+        );
       } catch {
         // Not kept: the next command logs in again.
       }

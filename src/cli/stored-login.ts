@@ -67,19 +67,27 @@ export function readStoredLogin(env: NodeJS.ProcessEnv): StoredLogin | undefined
   throw new CliError(`${path} is not a stored sign-in: remove it and sign in again`, EXIT.usage);
 }
 
-/** Stores `login` owner-only, replacing any other whole (no reader sees a half-written file). */
-export function writeStoredLogin(env: NodeJS.ProcessEnv, login: StoredLogin): string {
-  const path = storedLoginPath(env);
+/**
+ * Writes `text` to `path` owner-only (0600 in a 0700 directory), replacing any other whole: written to a
+ * temporary file, synced, renamed into place, so no reader sees a half-written one.
+ */
+export function writeOwnerOnly(path: string, text: string): void {
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   const temporary = `${path}.${randomBytes(6).toString('hex')}.tmp`;
   const fd = openSync(temporary, 'wx', 0o600);
   try {
-    writeSync(fd, `${JSON.stringify(login, null, 2)}\n`);
+    writeSync(fd, text);
     fsyncSync(fd);
   } finally {
     closeSync(fd);
   }
   renameSync(temporary, path);
+}
+
+/** Stores `login` owner-only, replacing any other whole (no reader sees a half-written file). */
+export function writeStoredLogin(env: NodeJS.ProcessEnv, login: StoredLogin): string {
+  const path = storedLoginPath(env);
+  writeOwnerOnly(path, `${JSON.stringify(login, null, 2)}\n`);
   return path;
 }
 
