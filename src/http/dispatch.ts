@@ -143,7 +143,7 @@ export function dispatcher(operations: readonly Operation[], deps: DispatcherDep
     // with a token or without, as the document's info says (the paths are public in it anyway).
     if (!path) throw new AppError('not_found', 'no such endpoint');
     // HEAD is not served: the document lists GET only, and a HEAD of a key would open and audit it as a read.
-    const runnable = path.methods.get(req.method as HttpMethod);
+    const runnable = asked;
     if (!runnable) {
       throw new AppError(
         'method_not_allowed',
