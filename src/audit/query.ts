@@ -235,16 +235,18 @@ export async function queryAudit(
   limit: number,
   after: AuditPosition | null,
   stored?: StoredChains,
+  newestFirst = false,
 ): Promise<AuditPage> {
+  const order = newestFirst ? (a: AuditPosition, b: AuditPosition) => compare(b, a) : compare;
   // The best `limit + 1` so far, in order: one more than a page tells whether another page follows.
   const kept: AuditEntry[] = [];
   const keep = (entry: AuditEntry): void => {
-    if (kept.length > limit && compare(entry, kept[limit]!) >= 0) return;
+    if (kept.length > limit && order(entry, kept[limit]!) >= 0) return;
     let lo = 0;
     let hi = kept.length;
     while (lo < hi) {
       const mid = (lo + hi) >> 1;
-      if (compare(kept[mid]!, entry) < 0) lo = mid + 1;
+      if (order(kept[mid]!, entry) < 0) lo = mid + 1;
       else hi = mid;
     }
     kept.splice(lo, 0, entry);
@@ -269,7 +271,7 @@ export async function queryAudit(
         )
           continue;
         const position = entry as AuditEntry;
-        if (after !== null && compare(position, after) <= 0) continue;
+        if (after !== null && order(position, after) <= 0) continue;
         if (matches(entry, filter)) keep(position);
       }
     }
@@ -284,17 +286,25 @@ export async function queryAudit(
   };
 }
 
-export function encodeAuditCursor(position: AuditPosition): string {
-  return Buffer.from(JSON.stringify([position.ts, position.chain, position.seq])).toString(
-    'base64url',
-  );
+/** A cursor: the position of a page's last entry, and (for newest first) the order it belongs to. */
+export function encodeAuditCursor(position: AuditPosition, newestFirst = false): string {
+  const fields = [position.ts, position.chain, position.seq, ...(newestFirst ? ['newest'] : [])];
+  return Buffer.from(JSON.stringify(fields)).toString('base64url');
 }
 
-/** The position named by a cursor, or undefined when it is not one of ours. */
-export function decodeAuditCursor(cursor: string): AuditPosition | undefined {
+/**
+ * The position named by a cursor, with the order it belongs to, or undefined when it is not one of ours.
+ */
+export function decodeAuditCursor(
+  cursor: string,
+): (AuditPosition & { readonly newestFirst: boolean }) | undefined {
   try {
     const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (!Array.isArray(value) || value.length !== 3) return undefined;
+    if (
+      !Array.isArray(value) ||
+      (value.length !== 3 && !(value.length === 4 && value[3] === 'newest'))
+    )
+      return undefined;
     const [ts, chain, seq] = value as unknown[];
     if (
       typeof ts !== 'string' ||
@@ -304,7 +314,7 @@ export function decodeAuditCursor(cursor: string): AuditPosition | undefined {
     )
       return undefined;
     if (Number.isNaN(Date.parse(ts)) || !/^[A-Za-z0-9-]{1,100}$/.test(chain)) return undefined;
-    return { ts, chain, seq: seq as number };
+    return { ts, chain, seq: seq as number, newestFirst: value.length === 4 };
   } catch {
     return undefined;
   }

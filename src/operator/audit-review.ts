@@ -68,9 +68,10 @@ export class AuditReview {
     filter: AuditFilter,
     limit: number,
     after: AuditPosition | null,
+    newestFirst = false,
   ): Promise<AuditPage> {
     const stored = await storedChains(this.deps.records.audit);
-    return queryAudit(this.deps.auditDir, filter, limit, after, stored);
+    return queryAudit(this.deps.auditDir, filter, limit, after, stored, newestFirst);
   }
 
   /** Every stored version counted and form-checked; with `verify`, also opened in memory. */

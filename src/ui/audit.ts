@@ -45,7 +45,7 @@ export function AuditView() {
     try {
       const page = await api<{ entries: Entry[]; next_cursor: string | null }>(
         'GET',
-        `/v1/sys/audit?limit=50${search ? `&${search}` : ''}${after ? `&cursor=${encodeURIComponent(after)}` : ''}`,
+        `/v1/sys/audit?limit=50&order=newest${search ? `&${search}` : ''}${after ? `&cursor=${encodeURIComponent(after)}` : ''}`,
       );
       setEntries((before) => (after ? [...before, ...page.entries] : page.entries));
       setCursor(page.next_cursor);

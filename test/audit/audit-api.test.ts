@@ -314,6 +314,21 @@ describe('audit entries, operator events and GET /v1/sys/audit', function () {
       );
     });
 
+    it('pages newest first with order=newest, each entry once, and refuses a cursor of the other order', async () => {
+      const oldest = await walk('', 1000);
+      const newest = await walk('?order=newest', 7);
+      const key = (e: Entry): string => `${e.chain}:${e.seq}`;
+      // The walks' own reads are entries too: what both saw is the same, in the opposite order.
+      const seen = new Set(oldest.map(key));
+      expect(newest.filter((e) => seen.has(key(e))).map(key)).to.deep.equal(
+        [...oldest].reverse().map(key),
+      );
+      const first = await page('?order=newest&limit=2');
+      const other = await c.call('GET', `/v1/sys/audit?cursor=${first.next_cursor}`);
+      expect(other.status).to.equal(400);
+      expect(other.body.detail).to.match(/cursor belongs to the newest-first order/);
+    });
+
     it('filters by token id: the caller, the token acted on, or who ran an event', async () => {
       const mine = await walk(`?token_id=${readerId}`, 4);
       expect(mine.length).to.be.at.least(9);

@@ -650,6 +650,10 @@ describe('the web console’s tokens, roles, keyring and audit screens, in Chrom
       expect(await page.getByRole('link', { name: 'Roles' }).count()).to.equal(0);
       await page.getByRole('link', { name: 'Audit log' }).click();
       await page.locator('table.audit tbody tr').first().waitFor();
+      // Newest first: the first row's time is at least the last row's.
+      const times = await page.locator('table.audit tbody tr td:first-child').allTextContents();
+      expect(times.length).to.be.greaterThan(1);
+      expect(Date.parse(times[0]!)).to.be.at.least(Date.parse(times.at(-1)!));
       // The navigation says which page this is (and only this one).
       expect(
         await page.getByRole('link', { name: 'Audit log' }).getAttribute('aria-current'),

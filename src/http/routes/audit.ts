@@ -64,6 +64,10 @@ const SEARCH_QUERY = {
   },
   limit: { schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT } },
   cursor: { schema: { type: 'string' }, description: 'next_cursor from the previous page' },
+  order: {
+    schema: { type: 'string', enum: ['oldest', 'newest'], default: 'oldest' },
+    description: 'oldest first (the default) or newest first; a cursor belongs to its order',
+  },
 };
 type SearchParam = keyof typeof SEARCH_QUERY;
 
@@ -103,7 +107,7 @@ export function auditOperations(deps: AuditRouteDeps): Operation[] {
       {
         operationId: 'searchAuditLog',
         summary:
-          'Search the audit log (root and auditor), oldest first; entries never hold a value or a token',
+          'Search the audit log (root and auditor), oldest first (or newest, with order=newest); entries never hold a value or a token',
         responses: {
           200: ok('One page of entries', auditPage),
         },
@@ -113,15 +117,20 @@ export function auditOperations(deps: AuditRouteDeps): Operation[] {
       const filter = auditFilterOf(q, bad);
       const limit =
         q.limit === undefined ? DEFAULT_LIMIT : positiveInteger('limit', q.limit, MAX_LIMIT);
+      if (q.order !== undefined && q.order !== 'oldest' && q.order !== 'newest')
+        bad('order', 'must be oldest or newest');
+      const newestFirst = q.order === 'newest';
       const after =
         q.cursor === undefined
           ? null
           : (decodeAuditCursor(q.cursor) ??
             bad('cursor', 'is not a cursor returned by this endpoint'));
-      const page = await deps.review.search(filter, limit, after);
+      if (after !== null && after.newestFirst !== newestFirst)
+        bad('cursor', `belongs to the ${after.newestFirst ? 'newest' : 'oldest'}-first order`);
+      const page = await deps.review.search(filter, limit, after, newestFirst);
       deps.respond.json(res, 200, {
         entries: page.entries,
-        next_cursor: page.next && encodeAuditCursor(page.next),
+        next_cursor: page.next && encodeAuditCursor(page.next, newestFirst),
       });
     },
   };
