@@ -20,7 +20,7 @@ interface Token {
 interface Role {
   readonly name: string;
   readonly source: 'built-in' | 'configuration' | 'runtime';
-  readonly rules: unknown[];
+  readonly rules: { namespaces: string[]; actions: string[]; types: string[] }[];
   readonly privileges: string[];
 }
 
@@ -180,13 +180,28 @@ export function TokensView({ listRoles }: { listRoles: boolean }) {
   `;
 }
 
+/**
+ * The name rule of a role, as the input's pattern: the browser compiles a pattern with the `v` flag, in
+ * which a `-` ending a character class must be escaped (unescaped, Chromium logs an error and checks nothing).
+ */
+const ROLE_NAME_PATTERN = '[a-z][a-z0-9_\\-]{0,63}';
+
+/** A role's rules in a line each: `payments/*: read, list (config, secret)`. */
+function rulesText(rules: readonly { namespaces: string[]; actions: string[]; types: string[] }[]) {
+  return rules.length === 0
+    ? 'none'
+    : rules
+        .map((r) => `${r.namespaces.join(', ')}: ${r.actions.join(', ')} (${r.types.join(', ')})`)
+        .join('; ');
+}
+
 export function RolesView() {
   const [roles, setRoles] = useState<Role[]>([]);
   const [loginRoles, setLoginRoles] = useState<
     { name: string; login_role: Record<string, unknown> }[]
   >([]);
   const [editing, setEditing] = useState<
-    { kind: 'roles' | 'login-roles'; name: string; text: string } | undefined
+    { kind: 'roles' | 'login-roles'; name: string; text: string; refused?: string } | undefined
   >(undefined);
   const [error, setError] = useState<string | undefined>(undefined);
   const [notice, setNotice] = useState<string | undefined>(undefined);
@@ -226,7 +241,11 @@ export function RolesView() {
     try {
       body = JSON.parse(String(form.get('body')));
     } catch {
-      setError('The role is not valid JSON.');
+      setEditing({
+        ...editing,
+        text: String(form.get('body')),
+        refused: 'This is not valid JSON.',
+      });
       return;
     }
     try {
@@ -236,7 +255,8 @@ export function RolesView() {
       setError(undefined);
       await load();
     } catch (err) {
-      setError(messageOf(err));
+      // What the person wrote stays in the editor, the refusal beside it.
+      setEditing({ ...editing, text: String(form.get('body')), refused: messageOf(err) });
     }
   }
 
@@ -256,9 +276,10 @@ export function RolesView() {
         editing &&
         html`<form class="add" onSubmit=${save}>
           <h2>${editing.name ? `Edit ${editing.name}` : `A new ${editing.kind === 'roles' ? 'role' : 'login role'}`}</h2>
-          ${!editing.name && html`<label for="r-name">Name</label><input id="r-name" name="name" required pattern="[a-z][a-z0-9_-]{0,63}" />`}
+          ${!editing.name && html`<label for="r-name">Name</label><input id="r-name" name="name" required pattern=${ROLE_NAME_PATTERN} />`}
           <label for="r-body">As JSON (the body of PUT /v1/sys/${editing.kind}/NAME)</label>
-          <textarea id="r-body" name="body" rows="14" spellcheck=${false} value=${editing.text}></textarea>
+          <textarea id="r-body" name="body" rows="14" spellcheck=${false} value=${editing.text} aria-describedby=${editing.refused ? 'r-refused' : undefined}></textarea>
+          ${editing.refused && html`<p id="r-refused" class="error" role="alert">Not saved: ${editing.refused}</p>`}
           ${editing.kind === 'login-roles' && html`<p class="hint">A client secret left out is kept while the client id stays the same.</p>`}
           <button type="submit">Save</button>
           <button type="button" onClick=${() => setEditing(undefined)}>Cancel</button>
@@ -266,11 +287,11 @@ export function RolesView() {
       }
       <h2>Roles</h2>
       <table>
-        <thead><tr><th scope="col">Name</th><th scope="col">From</th><th scope="col">Privileges</th><th scope="col"><span class="visually-hidden">Edit</span></th></tr></thead>
+        <thead><tr><th scope="col">Name</th><th scope="col">From</th><th scope="col">Rules</th><th scope="col">Privileges</th><th scope="col"><span class="visually-hidden">Edit</span></th></tr></thead>
         <tbody>
           ${roles.map(
             (r) => html`<tr>
-              <td>${r.name}</td><td>${r.source}</td><td>${r.privileges.join(', ')}</td>
+              <td>${r.name}</td><td>${r.source}</td><td>${rulesText(r.rules)}</td><td>${r.privileges.join(', ')}</td>
               <td>${r.source === 'runtime' && html`<button type="button" onClick=${() => edit('roles', r.name, { rules: r.rules, privileges: r.privileges })} aria-label=${`Edit ${r.name}`}>Edit</button>`}</td>
             </tr>`,
           )}
