@@ -205,7 +205,7 @@ describe('audit entries, operator events and GET /v1/sys/audit', function () {
     const c = await startTestCoffer();
     try {
       await c.put('payments/prod/db_password', 's3cret');
-      const wrong = 'cfr_AAAAAAAAAAAAAAAA_BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB';
+      const wrong = `cfr_${'A'.repeat(16)}_${'B'.repeat(43)}`;
       const read = await c.call('GET', '/v1/kv/payments/prod/db_password', { token: wrong });
       expect(read.status).to.equal(401);
       const none = await c.call('DELETE', '/v1/kv/payments/prod/db_password', { token: null });
