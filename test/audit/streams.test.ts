@@ -12,7 +12,7 @@ import { startTestCoffer, tempDir } from '../support/harness.js';
 import { send } from '../support/http-client.js';
 import { dropTestSchemas, PG_TEST_URL, requirePostgres, testSchema } from '../support/postgres.js';
 import { killAll, runCoffer, serveSettings, startProcess } from '../support/process.js';
-import { startSyslogReceiver } from '../support/rsyslog.js';
+import { type SyslogReceiver, startSyslogReceiver } from '../support/rsyslog.js';
 import { pgEnv, secondServer } from '../support/shared-servers.js';
 import { requirePackage } from '../support/system-packages.js';
 
@@ -385,59 +385,67 @@ describe('audit streams (COFFER_AUDIT_STREAMS)', function () {
 
     it('ships every line, octet-counted, through an outage of both receivers: nothing lost or out of order; verify --against each file holds', async () => {
       const plain = await startSyslogReceiver(false);
-      const tls = await startSyslogReceiver(true);
-      const c = await startTestCoffer({
-        dataDir: tempDir(),
-        env: {
-          COFFER_AUDIT_STREAMS: `syslog+tcp://127.0.0.1:${plain.port},syslog+tls://127.0.0.1:${tls.port}?ca=${tls.ca}&name=tls`,
-          COFFER_AUDIT_CHECKPOINT_EVERY: '9',
-        },
-      });
-      const auditDir = c.config.audit.dir!;
-      const all = () => [...localChains(auditDir).values()].flat();
-      const complete = (received: readonly string[]) => {
-        const got = new Set(received.map((l) => l.slice(l.indexOf('{'))));
-        return all().every((line) => got.has(line));
-      };
+      // Stopped whatever happens: an assertion failing below leaves no rsyslogd running.
+      const receivers: SyslogReceiver[] = [plain];
       try {
-        // A value with a newline and a multi-byte character: octet counting keeps each line whole.
-        for (let i = 0; i < 10; i++)
-          expect((await c.put(`sys/k${i}`, `line one\nline two é ${i}`)).status).to.equal(201);
+        const tls = await startSyslogReceiver(true);
+        receivers.push(tls);
+        const c = await startTestCoffer({
+          dataDir: tempDir(),
+          env: {
+            COFFER_AUDIT_STREAMS: `syslog+tcp://127.0.0.1:${plain.port},syslog+tls://127.0.0.1:${tls.port}?ca=${tls.ca}&name=tls`,
+            COFFER_AUDIT_CHECKPOINT_EVERY: '9',
+          },
+        });
+        const auditDir = c.config.audit.dir!;
+        const all = () => [...localChains(auditDir).values()].flat();
+        const complete = (received: readonly string[]) => {
+          const got = new Set(received.map((l) => l.slice(l.indexOf('{'))));
+          return all().every((line) => got.has(line));
+        };
+        try {
+          // A value with a newline and a multi-byte character: octet counting keeps each line whole.
+          for (let i = 0; i < 10; i++)
+            expect((await c.put(`sys/k${i}`, `line one\nline two é ${i}`)).status).to.equal(201);
+          await eventually(async () => complete(plain.lines()) && complete(tls.lines()), {
+            what: 'both receivers have every line',
+          });
+          await plain.stop();
+          await tls.stop();
+          for (let i = 0; i < 15; i++) {
+            expect((await c.put(`sys/k${i}`, `during ${i}`)).status).to.be.oneOf([200, 201]);
+            expect((await c.call('GET', `/v1/kv/sys/k${i}`)).status).to.equal(200);
+          }
+          await plain.start();
+          await tls.start();
+          for (let i = 0; i < 5; i++)
+            expect((await c.call('GET', '/v1/kv/sys/k1')).status).to.equal(200);
+          await eventually(async () => complete(plain.lines()) && complete(tls.lines()), {
+            what: 'both receivers have every line after the outage',
+            timeout: 30_000,
+          });
+        } finally {
+          await c.close();
+        }
         await eventually(async () => complete(plain.lines()) && complete(tls.lines()), {
-          what: 'both receivers have every line',
+          what: 'the last lines',
         });
         await plain.stop();
         await tls.stop();
-        for (let i = 0; i < 15; i++) {
-          expect((await c.put(`sys/k${i}`, `during ${i}`)).status).to.be.oneOf([200, 201]);
-          expect((await c.call('GET', `/v1/kv/sys/k${i}`)).status).to.equal(200);
+        const local = localChains(auditDir);
+        for (const receiver of [plain, tls]) {
+          const received = firstReceived(receiver.lines());
+          for (const [chain, lines] of local)
+            expect(received.get(chain), chain).to.deep.equal(lines);
+          const held = await runCoffer(['audit', 'verify', '--against', receiver.file], {
+            COFFER_DATA_DIR: c.config.data_dir,
+            COFFER_MASTER_KEY_FILE: c.config.master_key_file,
+          });
+          expect(held.code, held.stdout).to.equal(0);
+          expect(held.stdout).to.match(/as shipped: all \d+ entries/);
         }
-        await plain.start();
-        await tls.start();
-        for (let i = 0; i < 5; i++)
-          expect((await c.call('GET', '/v1/kv/sys/k1')).status).to.equal(200);
-        await eventually(async () => complete(plain.lines()) && complete(tls.lines()), {
-          what: 'both receivers have every line after the outage',
-          timeout: 30_000,
-        });
       } finally {
-        await c.close();
-      }
-      await eventually(async () => complete(plain.lines()) && complete(tls.lines()), {
-        what: 'the last lines',
-      });
-      await plain.stop();
-      await tls.stop();
-      const local = localChains(auditDir);
-      for (const receiver of [plain, tls]) {
-        const received = firstReceived(receiver.lines());
-        for (const [chain, lines] of local) expect(received.get(chain), chain).to.deep.equal(lines);
-        const held = await runCoffer(['audit', 'verify', '--against', receiver.file], {
-          COFFER_DATA_DIR: c.config.data_dir,
-          COFFER_MASTER_KEY_FILE: c.config.master_key_file,
-        });
-        expect(held.code, held.stdout).to.equal(0);
-        expect(held.stdout).to.match(/as shipped: all \d+ entries/);
+        for (const receiver of receivers) await receiver.stop();
       }
     });
   });
