@@ -11,13 +11,16 @@
  * may have lost) counts once when both copies are the same.
  */
 import { readFileSync } from 'node:fs';
+import { digestAfter, GENESIS, signatureMatches } from './entry.js';
 import { type ChainFile, chainFileText } from './files.js';
 
 export interface AgainstProblem {
   readonly chain: string;
-  /** The first shipped seq the local log does not hold as shipped. */
+  /** The first shipped seq the local log does not hold as shipped (or, `in: 'shipped'`, that does not verify). */
   readonly seq: number;
   readonly reason: string;
+  /** Whose fault: the local log's (cut, changed), or the shipped copy's own (not as the server signed it). */
+  readonly in: 'local' | 'shipped';
 }
 
 export interface AgainstResult {
@@ -30,6 +33,8 @@ export interface AgainstResult {
   readonly problems: readonly AgainstProblem[];
   /** Chains whose local log goes on past the shipped copy (the stream's lag): entries not yet shipped. */
   readonly unshipped: number;
+  /** Shipped entries under a shipped checkpoint whose signature verified; the rest are under none. */
+  readonly signed: number;
 }
 
 type Shipped = Map<string, Map<number, string>>;
@@ -63,6 +68,7 @@ export function readShipped(paths: readonly string[]): {
           chain: head.chain,
           seq: head.seq,
           reason: 'the shipped copy holds two different lines for this entry',
+          in: 'shipped',
         });
       chain.set(head.seq, line);
     }
@@ -99,13 +105,18 @@ function localLines(files: readonly ChainFile[]): Map<number, string> {
 export function compareAgainst(
   local: ReadonlyMap<string, readonly ChainFile[]>,
   paths: readonly string[],
+  publicKey: Uint8Array,
 ): AgainstResult {
   const { shipped, skipped, conflicts } = readShipped(paths);
-  const problems: AgainstProblem[] = [...conflicts];
+  const signatures = shippedSignatures(shipped, publicKey);
+  const problems: AgainstProblem[] = [...conflicts, ...signatures.problems];
   let entries = 0;
   let unshipped = 0;
+  const notAsSigned = new Set(signatures.problems.map((problem) => problem.chain));
   for (const [chain, lines] of shipped) {
     entries += lines.size;
+    // A chain whose shipped copy is not as the server signed it tells nothing of the local log.
+    if (notAsSigned.has(chain)) continue;
     const files = local.get(chain);
     const seqs = [...lines.keys()].sort((a, b) => a - b);
     if (!files || files.length === 0) {
@@ -113,6 +124,7 @@ export function compareAgainst(
         chain,
         seq: seqs[0]!,
         reason: `the local log has no file of this chain, which the stream shipped through seq ${seqs.at(-1)}: the chain was deleted`,
+        in: 'local',
       });
       continue;
     }
@@ -132,6 +144,7 @@ export function compareAgainst(
           line === undefined
             ? `missing from the local log, which the stream shipped (${missing} shipped entries from here on are missing, the chain's shipped end is seq ${seqs.at(-1)}): the log was cut, or an older copy put back`
             : 'differs from the line the stream shipped: the entry was changed',
+        in: 'local',
       });
       break;
     }
@@ -143,5 +156,68 @@ export function compareAgainst(
     chains: shipped.size,
     problems,
     unshipped,
+    signed: signatures.signed,
   };
+}
+
+/**
+ * The shipped copy by itself: every shipped checkpoint's signature, and the running digest from each
+ * checkpoint through the lines after it, where the copy holds them all, to the next one. Counts the
+ * entries a verified checkpoint covers; the first checkpoint of a chain that does not verify is a problem.
+ */
+export function shippedSignatures(
+  shipped: Shipped,
+  publicKey: Uint8Array,
+): { problems: AgainstProblem[]; signed: number } {
+  const problems: AgainstProblem[] = [];
+  let signed = 0;
+  for (const [chain, lines] of shipped) {
+    // The digest through the last line seen, while the copy holds every line since a verified point.
+    let digest: string | null = null;
+    let at = 0;
+    let since = 0;
+    for (const seq of [...lines.keys()].sort((a, b) => a - b)) {
+      const line = lines.get(seq)!;
+      if (seq === 1 || seq !== at + 1) {
+        // A chain's first line follows GENESIS; after a gap in the copy, the digest is unknown.
+        digest = seq === 1 ? GENESIS : null;
+        since = 0;
+      }
+      at = seq;
+      const entry = JSON.parse(line) as Record<string, unknown>;
+      if (entry.kind !== 'checkpoint') {
+        if (digest !== null) digest = digestAfter(digest, line);
+        since += 1;
+        continue;
+      }
+      const valid =
+        typeof entry.digest === 'string' &&
+        typeof entry.ts === 'string' &&
+        typeof entry.prev === 'string' &&
+        (digest === null || digest === entry.digest) &&
+        signatureMatches(
+          publicKey,
+          { chain, seq, ts: entry.ts, prev: entry.prev, digest: entry.digest },
+          entry.sig,
+        );
+      if (!valid) {
+        problems.push({
+          chain,
+          seq,
+          reason:
+            digest !== null && digest !== entry.digest
+              ? 'the shipped entries before this shipped checkpoint are not the ones it signed: the shipped copy was added to or changed'
+              : "the shipped checkpoint's signature does not verify: the shipped copy was changed, or the key is not this store's",
+          in: 'shipped',
+        });
+        break;
+      }
+      // Lines after a gap in the copy (or before its first checkpoint of a chain that it holds from the
+      // middle) are under no checkpoint it can check them against.
+      if (digest !== null) signed += since;
+      since = 0;
+      digest = digestAfter(entry.digest as string, line);
+    }
+  }
+  return { problems, signed };
 }

@@ -14,7 +14,15 @@
  * Format 1 (earlier chains): `prev` is the plain SHA-256 of the previous line, and a checkpoint carries
  *   `mac`, HMAC-SHA256 under the legacy key over the chain id, its seq and its prev.
  */
-import { createHmac, createSecretKey, hash, type KeyObject, timingSafeEqual } from 'node:crypto';
+import {
+  createHmac,
+  createPrivateKey,
+  createSecretKey,
+  hash,
+  type KeyObject,
+  sign,
+  timingSafeEqual,
+} from 'node:crypto';
 import sodium from 'libsodium-wrappers';
 
 export const GENESIS = '0'.repeat(64);
@@ -90,6 +98,24 @@ function checkpointMessage(
   return Buffer.from(JSON.stringify(['coffer-audit-checkpoint/2', chain, seq, ts, prev, digest]));
 }
 
+/** Signing keys imported once (node's Ed25519 signs in about ¾ of libsodium's time here; the same bytes). */
+const signingKeys = new WeakMap<Uint8Array, KeyObject>();
+
+/** PKCS#8's DER prefix of an Ed25519 private key, before its 32-byte seed (RFC 8410). */
+const ED25519_PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
+
+/** `signing` is libsodium's 64-byte secret key: its seed, then its public key. */
+function signingKeyOf(signing: Uint8Array): KeyObject {
+  let imported = signingKeys.get(signing);
+  if (imported === undefined) {
+    const der = Buffer.concat([ED25519_PKCS8_PREFIX, signing.subarray(0, 32)]);
+    imported = createPrivateKey({ key: der, format: 'der', type: 'pkcs8' });
+    der.fill(0);
+    signingKeys.set(signing, imported);
+  }
+  return imported;
+}
+
 /** The signature of a format-2 checkpoint (hex). */
 export function signCheckpoint(
   signing: Uint8Array,
@@ -99,8 +125,10 @@ export function signCheckpoint(
   prev: string,
   digest: string,
 ): string {
-  return Buffer.from(
-    sodium.crypto_sign_detached(checkpointMessage(chain, seq, ts, prev, digest), signing),
+  return sign(
+    null,
+    checkpointMessage(chain, seq, ts, prev, digest),
+    signingKeyOf(signing),
   ).toString('hex');
 }
 

@@ -59,6 +59,15 @@ export interface AuditWriterOptions {
    * order; a required one must have the batch within STREAM_WAIT_MS before its requests are answered.
    */
   readonly streams?: readonly ChainStream[];
+  /**
+   * Ends every batch with a signed checkpoint (a seal), written and shipped with the batch before any of
+   * its answers go out: every answered line is then under a signature in the log and in each stream's
+   * copy, and a copy's lines can be told from lines added to it (audit/against.ts). On whenever a stream is
+   * configured (startup/open-audit.ts): one Ed25519 signature per batch. A seal is synced with its batch
+   * and not recorded in the store; the checkpoints every `checkpointEvery` entries, `checkpointMs` and at
+   * close still are.
+   */
+  readonly sealBatches?: boolean;
 }
 
 /** What the writer needs of an audit stream. */
@@ -103,6 +112,8 @@ interface Pending {
   readonly ts: number;
   readonly seq: number;
   readonly checkpoint: boolean;
+  /** A checkpoint the store records (every one but a batch's seal). */
+  readonly recorded: boolean;
   readonly durable: boolean;
   readonly waiters: { resolve: () => void; reject: (err: Error) => void }[];
 }
@@ -231,10 +242,11 @@ export class AuditWriter {
     }
   }
 
-  private enqueue(fields: AuditFields, durable = true): Pending {
+  private enqueue(fields: AuditFields, durable = true, seal = false): Pending {
     this.seq += 1;
     const checkpoint = fields.kind === 'checkpoint';
-    // Checkpoints are always synced: the store records them, and a recorded checkpoint must be on disk.
+    const recorded = checkpoint && !seal;
+    // A recorded checkpoint is always synced: the store records it, and what it records must be on disk.
     const pending: Pending = {
       line: '',
       link: '',
@@ -243,7 +255,8 @@ export class AuditWriter {
       ts: this.options.now(),
       seq: this.seq,
       checkpoint,
-      durable: durable || checkpoint,
+      recorded,
+      durable: durable || recorded,
       waiters: [],
     };
     this.render(pending, this.prev, this.digest);
@@ -269,6 +282,8 @@ export class AuditWriter {
         digest,
         sig: signCheckpoint(keys.signing!, this.options.chain, p.seq, ts, prev, digest),
         ...(highWater ? { high_water: highWater } : {}),
+        // A batch's seal: the store records the other checkpoints, not this one.
+        ...(p.recorded ? {} : { batch: true }),
       };
     }
     p.line = entryLine(this.options.chain, { seq: p.seq, prev }, p.ts, p.fields);
@@ -356,9 +371,11 @@ export class AuditWriter {
   private async drain(): Promise<void> {
     // Let the requests of this turn of the event loop join the batch.
     await new Promise((r) => setImmediate(r));
+    if (this.options.sealBatches && this.queue.length > 0 && !this.queue.at(-1)!.checkpoint)
+      this.enqueue({ kind: 'checkpoint' }, false, true);
     const batch = this.queue;
     this.queue = [];
-    const lastCheckpoint = [...batch].reverse().find((p) => p.checkpoint);
+    const lastCheckpoint = [...batch].reverse().find((p) => p.recorded);
     const mustSync = batch.some((p) => p.durable);
     const lines = batch.map((p) => p.line);
     try {

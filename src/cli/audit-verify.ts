@@ -86,7 +86,13 @@ export async function verifyCommand(
     // it still names is worth knowing).
     const covered =
       given.length > 0 ? 0 : printCoverage(await auditCoverage(files, records, stored), out);
-    const shippedHeld = printAgainst(files, stored?.files ?? [], against, out);
+    const shippedHeld = printAgainst(
+      files,
+      stored?.files ?? [],
+      against,
+      chainKeysOf(holder.current()).publicKey,
+      out,
+    );
     return intact && shippedHeld ? covered : 1;
   });
 }
@@ -125,7 +131,7 @@ async function verifyWithPublicKey(
     "checked with the public key alone: every entry up to each chain's newest signed checkpoint; the store's record of the chains (which exist, where each ended) needs the master key",
   );
   const intact = printVerdict(result, files.length, out);
-  return printAgainst(files, [], against, out) && intact ? 0 : 1;
+  return printAgainst(files, [], against, publicKey, out) && intact ? 0 : 1;
 }
 
 /**
@@ -136,15 +142,20 @@ function printAgainst(
   files: readonly string[],
   stored: readonly ChainFile[],
   against: readonly string[],
+  publicKey: Uint8Array,
   out: Out,
 ): boolean {
   if (against.length === 0) return true;
-  const result = compareAgainst(chainFiles(files, stored), against);
+  const result = compareAgainst(chainFiles(files, stored), against, publicKey);
   for (const problem of result.problems)
-    out(`NOT AS SHIPPED: chain ${problem.chain} seq ${problem.seq}: ${problem.reason}`);
+    out(
+      problem.in === 'shipped'
+        ? `SHIPPED COPY NOT AS SIGNED: chain ${problem.chain} seq ${problem.seq}: ${problem.reason}`
+        : `NOT AS SHIPPED: chain ${problem.chain} seq ${problem.seq}: ${problem.reason}`,
+    );
   if (result.intact)
     out(
-      `as shipped: all ${result.shipped} entries of ${result.chains} chains in ${against.length} shipped file(s) are in the local log, unchanged${result.unshipped > 0 ? ` (${result.unshipped} newer local entries not in the shipped copy yet)` : ''}`,
+      `as shipped: all ${result.shipped} entries of ${result.chains} chains in ${against.length} shipped file(s) are in the local log, unchanged${result.unshipped > 0 ? ` (${result.unshipped} newer local entries not in the shipped copy yet)` : ''}; ${result.signed} of them under a shipped checkpoint whose signature verified`,
     );
   if (result.skipped > 0)
     out(

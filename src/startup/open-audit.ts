@@ -73,6 +73,7 @@ export async function openAuditLog(opening: AuditOpening, firstEvent: string): P
   const writer = new AuditWriter({
     sink: opening.shared ? new MirroredSink(files, records, chain) : files,
     streams,
+    sealBatches: streams.length > 0,
     ...(config.audit.stdout ? { copies: [new StdoutSink()] } : {}),
     chain,
     // The chain keys come from the keyring's permanent root: made once, never changed.

@@ -117,6 +117,64 @@ describe('audit streams (COFFER_AUDIT_STREAMS)', function () {
     const verify = await runCoffer(['audit', 'verify', '--against', shipped], env);
     expect(verify.code, verify.stdout).to.equal(0);
     expect(verify.stdout).to.match(/as shipped: all \d+ entries of \d+ chains/);
+    // Every batch ended with a signed checkpoint before its answers went out: each shipped entry is under
+    // a signature the shipped copy itself holds.
+    const entries = receiver.lines.filter((l) => JSON.parse(l).kind !== 'checkpoint').length;
+    expect(verify.stdout).to.include(
+      `; ${entries} of them under a shipped checkpoint whose signature verified`,
+    );
+  });
+
+  it("every answer is under a signed checkpoint before it goes out: a kill -9 leaves no unsigned line, and a line changed in the shipped copy is named as the copy's fault", async () => {
+    const { root, env } = serveSettings(1, { COFFER_AUDIT_STREAMS: receiver.url });
+    const p = await startProcess(env);
+    for (let i = 0; i < 6; i++) {
+      await send(p.url, 'PUT', `/v1/kv/seal/k${i}`, root, { value: `v${i}`, type: 'secret' });
+      await send(p.url, 'GET', `/v1/kv/seal/k${i}`, root);
+    }
+    const auditDir = join(env.COFFER_DATA_DIR, 'audit');
+    await eventually(
+      async () => receiver.lines.length >= [...localChains(auditDir).values()].flat().length,
+      { what: 'everything shipped' },
+    );
+    await killAll(p);
+    // Each chain that answered a request ends with a checkpoint: no line of it is left unsigned.
+    for (const [chain, lines] of localChains(auditDir))
+      expect(JSON.parse(lines.at(-1)!).kind, chain).to.equal('checkpoint');
+    const local = await runCoffer(['audit', 'verify'], env);
+    expect(local.code, local.stdout).to.equal(0);
+    expect(local.stdout).to.not.include('not yet covered by a checkpoint');
+    const key = /public key ([0-9a-f]{64})/.exec(local.stdout)![1]!;
+    const shipped = receiver.save(join(tempDir(), 'shipped.ndjson'));
+    const held = await runCoffer(
+      ['audit', 'verify', '--public-key', key, '--against', shipped],
+      env,
+    );
+    expect(held.code, held.stdout).to.equal(0);
+    const entries = receiver.lines.filter((l) => JSON.parse(l).kind !== 'checkpoint').length;
+    expect(held.stdout).to.include(`; ${entries} of them under a shipped checkpoint`);
+
+    // Someone who reaches the receiver changes a shipped read (a syslog port takes lines from anyone):
+    // the copy's signatures no longer hold, and verify says the fault is the copy's, not the log's.
+    const lines = readFileSync(shipped, 'utf8').split('\n').filter(Boolean);
+    const readAt = lines.findIndex((l) => JSON.parse(l).action === 'read');
+    const changed = lines.map((l, i) => (i === readAt ? l.replace('"key":"k', '"key":"x') : l));
+    expect(changed[readAt]).to.not.equal(lines[readAt]);
+    const forged = join(tempDir(), 'forged.ndjson');
+    writeFileSync(forged, `${changed.join('\n')}\n`);
+    const refused = await runCoffer(
+      ['audit', 'verify', '--public-key', key, '--against', forged],
+      env,
+    );
+    expect(refused.code, refused.stdout).to.equal(1);
+    const { chain, seq } = JSON.parse(lines[readAt]!) as { chain: string; seq: number };
+    const sealing = lines
+      .map((l) => JSON.parse(l) as { chain: string; seq: number; kind: string })
+      .find((e) => e.chain === chain && e.seq > seq && e.kind === 'checkpoint')!;
+    expect(refused.stdout).to.include(
+      `SHIPPED COPY NOT AS SIGNED: chain ${chain} seq ${sealing.seq}: the shipped entries before this shipped checkpoint are not the ones it signed`,
+    );
+    expect(refused.stdout).to.not.include('NOT AS SHIPPED');
   });
 
   it('a required stream holds each answer until it has the line: down, requests are refused 503 and change nothing; back, they are served', async () => {
@@ -230,7 +288,7 @@ describe('audit streams (COFFER_AUDIT_STREAMS)', function () {
   });
 
   describe('what an attacker who writes the data directory does, held against the shipped copy', () => {
-    it('kill -9, the chain cut back to its last checkpoint before the next start: local verify says intact; --against names the first missing seq', async () => {
+    it('kill -9, the chain cut back to its last recorded checkpoint before the next start: local verify says intact; --against names the first missing seq', async () => {
       const { root, env } = serveSettings(1, {
         COFFER_AUDIT_STREAMS: receiver.url,
         COFFER_AUDIT_CHECKPOINT_EVERY: '6',
@@ -245,12 +303,20 @@ describe('audit streams (COFFER_AUDIT_STREAMS)', function () {
         { what: 'everything shipped' },
       );
       await killAll(p);
-      // The worker's chain (the one with the reads) cut back to just after its last checkpoint.
+      // The worker's chain (the one with the reads) cut back to just after the last checkpoint the store
+      // records. (With a stream, every batch ends with a checkpoint of its own, a seal, which the store
+      // does not record: no answered line is left after the last seal.)
       const reads = auditLines(auditDir).filter((e) => e.action === 'read');
       const chain = reads[0]!.chain as string;
       const file = auditFiles(auditDir).find((f) => f.includes(chain))!;
       const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean);
-      const lastCheckpoint = lines.map((l) => JSON.parse(l).kind).lastIndexOf('checkpoint');
+      expect(JSON.parse(lines.at(-1)!).kind, 'the killed chain ends with a seal').to.equal(
+        'checkpoint',
+      );
+      const lastCheckpoint = lines
+        .map((l) => JSON.parse(l))
+        .map((entry) => entry.kind === 'checkpoint' && entry.batch !== true)
+        .lastIndexOf(true);
       const kept = lines.slice(0, lastCheckpoint + 1);
       expect(kept.length).to.be.lessThan(lines.length);
       truncateSync(file, Buffer.byteLength(kept.map((l) => `${l}\n`).join('')));
@@ -259,7 +325,7 @@ describe('audit streams (COFFER_AUDIT_STREAMS)', function () {
 
       const shipped = receiver.save(join(tempDir(), 'shipped.ndjson'));
       const local = await runCoffer(['audit', 'verify'], env);
-      expect(local.stdout).to.match(/^intact: /m);
+      expect(local.stdout, local.stdout).to.match(/^intact: /m);
       const held = await runCoffer(['audit', 'verify', '--against', shipped], env);
       expect(held.code, held.stdout).to.equal(1);
       const firstMissing = JSON.parse(lines[lastCheckpoint + 1]!).seq;
@@ -289,9 +355,10 @@ describe('audit streams (COFFER_AUDIT_STREAMS)', function () {
       const readStore = await openStorage(config);
       const older = await readStore.get(auditChainKey(chain));
       await readStore.close();
-      const olderCheckpoint = auditLines(auditDir).filter(
-        (e) => e.chain === chain && e.kind === 'checkpoint',
-      ).length;
+      // The record names the chain's newest checkpoint the store records (a batch's seal it does not).
+      const olderCheckpoint = auditLines(auditDir)
+        .filter((e) => e.chain === chain && e.kind === 'checkpoint' && e.batch !== true)
+        .at(-1)!.seq;
       expect(older).to.not.equal(undefined);
       for (let i = 0; i < 5; i++) await send(p.url, 'GET', '/v1/kv/reg/k1', root);
       await p.stop();
@@ -301,9 +368,7 @@ describe('audit streams (COFFER_AUDIT_STREAMS)', function () {
       );
       const file = auditFiles(auditDir).find((f) => f.includes(chain))!;
       const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean);
-      const cut = lines
-        .map((l, i) => [JSON.parse(l).kind, i] as const)
-        .filter(([kind]) => kind === 'checkpoint')[olderCheckpoint - 1]![1];
+      const cut = lines.findIndex((l) => JSON.parse(l).seq === olderCheckpoint);
       truncateSync(
         file,
         Buffer.byteLength(

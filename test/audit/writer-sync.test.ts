@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import type { ChainKeys } from '../../src/audit/chain-keys.js';
@@ -7,6 +8,7 @@ import { AuditWriter } from '../../src/audit/writer.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
 import { AuditRecords } from '../../src/store/audit-records.js';
 import { RecordSeal } from '../../src/store/record-seal.js';
+import { auditFiles } from '../support/audit-lines.js';
 import { testChainKeys } from '../support/chain-keys.js';
 import { type DatasyncProbe, probeDatasyncs } from '../support/datasync-probe.js';
 import { eventually } from '../support/eventually.js';
@@ -21,9 +23,11 @@ function writerIn(
   dir: string,
   chain: string,
   syncMs: number,
+  sealBatches = false,
 ): { storage: LmdbBackend; writer: AuditWriter } {
   const storage = new LmdbBackend({ path: join(dir, 'lmdb') });
   const writer = new AuditWriter({
+    sealBatches,
     sink: new FileSink({ dir: join(dir, 'audit'), chain, maxFileBytes: 1 << 20 }),
     chain,
     keys: () => KEYS,
@@ -95,6 +99,60 @@ describe('audit writer: when lines reach the disk', () => {
       expect(performance.now() - started).to.be.below(200);
     } finally {
       probe.delayMs = 0;
+      await writer.close();
+      await storage.close();
+    }
+  });
+
+  it('with sealBatches, every batch ends with a signed checkpoint before its answers go out; a read still waits for no sync, and the store records only the other checkpoints', async () => {
+    const dir = tempDir();
+    const { storage, writer } = writerIn(dir, 'test-3-seal', 40, true);
+    const records = new AuditRecords(storage, new RecordSeal(() => RECORD_KEYS));
+    const lines = () =>
+      auditFiles(join(dir, 'audit'))
+        .flatMap((f) => readFileSync(f, 'utf8').split('\n'))
+        .filter(Boolean)
+        .map(
+          (l) => JSON.parse(l) as { seq: number; kind: string; batch?: boolean; action?: string },
+        );
+    try {
+      await records.started(
+        'test-3-seal',
+        Date.now(),
+        { host: 'test', pid: process.pid, checkpoint_ms: 60_000 },
+        false,
+      );
+      await writer.append({ kind: 'event', event: 'first' });
+      syncs.length = 0;
+      const started = performance.now();
+      await Promise.all([
+        writer.append({ kind: 'request', action: 'read' }, 'written'),
+        writer.append({ kind: 'request', action: 'read' }, 'written'),
+      ]);
+      const answeredAt = performance.now();
+      expect(syncs.filter((t) => t >= started && t <= answeredAt)).to.have.length(0);
+      // In the file when answered: the two reads, one batch, and its seal right after them.
+      const now = lines();
+      expect(now.map((e) => e.kind)).to.deep.equal([
+        'event',
+        'checkpoint',
+        'request',
+        'request',
+        'checkpoint',
+      ]);
+      expect(now.at(-1)).to.include({ batch: true });
+      // The store records no seal.
+      expect((await records.chains())[0]!.last_checkpoint).to.equal(null);
+      await writer.checkpoint();
+      const recorded = lines().at(-1)!;
+      expect(recorded.kind).to.equal('checkpoint');
+      expect(recorded.batch).to.equal(undefined);
+      // (The store records it just after its waiters are answered.)
+      await eventually(
+        async () => (await records.chains())[0]?.last_checkpoint?.seq === recorded.seq,
+        { what: 'the checkpoint recorded' },
+      );
+    } finally {
       await writer.close();
       await storage.close();
     }
