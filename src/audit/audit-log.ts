@@ -53,10 +53,16 @@ export class AuditLog {
   /**
    * Records a request's outcome; false when it could not be recorded and the request must be refused. The
    * entry is in the file (the kernel) before this resolves, so a killed process loses none, and on disk
-   * within audit.sync_ms; a change it reports was already named, durably, by its intent entry.
+   * within audit.sync_ms; a change it reports was already named, durably, by its intent entry. With audit
+   * streams, a change's entry (any method but GET) is answered once a signed seal follows it (writer.ts).
    */
   async request(fields: AuditFields & { readonly kind: 'request' }): Promise<boolean> {
-    return this.write(fields, this.options.syncEveryEntry ? 'durable' : 'written');
+    // A change's answer (any method but GET) waits for its line to be under a seal, when the writer seals.
+    const change = fields.method !== 'GET';
+    return this.write(
+      fields,
+      this.options.syncEveryEntry ? 'durable' : change ? 'sealed' : 'written',
+    );
   }
 
   /**

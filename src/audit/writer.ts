@@ -60,12 +60,13 @@ export interface AuditWriterOptions {
    */
   readonly streams?: readonly ChainStream[];
   /**
-   * Ends every batch with a signed checkpoint (a seal), written and shipped with the batch before any of
-   * its answers go out: every answered line is then under a signature in the log and in each stream's
-   * copy, and a copy's lines can be told from lines added to it (audit/against.ts). On whenever a stream is
-   * configured (startup/open-audit.ts): one Ed25519 signature per batch. A seal is synced with its batch
-   * and not recorded in the store; the checkpoints every `checkpointEvery` entries, `checkpointMs` and at
-   * close still are.
+   * Seals the chain with signed checkpoints: every batch that holds a `sealed` entry (a change's answer) or a
+   * `durable` one ends with one, written, synced and shipped with the batch before any of its answers go
+   * out; the lines of other batches (reads, `written` only) are sealed within `syncMs`, as they are synced
+   * within it. So every acknowledged change is under a signature in the log and in each stream's copy, and
+   * a copy's lines can be told from lines added to it (audit/against.ts). On whenever a stream is
+   * configured (startup/open-audit.ts). A seal is not recorded in the store; the checkpoints every
+   * `checkpointEvery` entries, `checkpointMs` and at close still are.
    */
   readonly sealBatches?: boolean;
 }
@@ -83,8 +84,11 @@ export interface ChainStream {
 /** How long an answer waits for a required stream to take its line before it is refused (503). */
 export const STREAM_WAIT_MS = 2_000;
 
-/** `durable`: resolve once synced to disk; `written`: once in the file (the kernel), synced within syncMs. */
-export type Durability = 'durable' | 'written';
+/**
+ * `durable`: resolve once synced to disk; `written`: once in the file (the kernel), synced within syncMs;
+ * `sealed`: written, and with sealBatches under a seal written in the same batch (a change's answer).
+ */
+export type Durability = 'durable' | 'sealed' | 'written';
 
 /** An entry placed in the chain: its position and exact line, and when it is where it was asked to be. */
 export interface Appended {
@@ -115,6 +119,8 @@ interface Pending {
   /** A checkpoint the store records (every one but a batch's seal). */
   readonly recorded: boolean;
   readonly durable: boolean;
+  /** Its batch must end with a seal (sealBatches): a change's answer waits for it. */
+  readonly sealNow: boolean;
   readonly waiters: { resolve: () => void; reject: (err: Error) => void }[];
 }
 
@@ -141,6 +147,10 @@ export class AuditWriter {
   /** The seq of the last line written into the file. */
   private writtenThrough = 0;
   private syncTimer: NodeJS.Timeout | null = null;
+  /** With sealBatches: the timer that seals read-only batches' lines within syncMs. */
+  private sealTimer: NodeJS.Timeout | null = null;
+  /** Whether the newest entry placed in the chain is a checkpoint: nothing after it to seal. */
+  private sealed = true;
   /** The timed sync in flight: it runs beside the writing of later batches, never holding them up. */
   private syncing: Promise<void> | null = null;
 
@@ -187,7 +197,7 @@ export class AuditWriter {
   /** Like append, and also tells where in the chain the entry went and its exact line. */
   place(fields: AuditFields, durability: Durability = 'durable'): Appended {
     if (this.closed) throw new AuditUnavailableError('the audit log is closed');
-    const pending = this.enqueue(fields, durability === 'durable');
+    const pending = this.enqueue(fields, durability === 'durable', false, durability === 'sealed');
     if (++this.sinceCheckpoint >= this.options.checkpointEvery) this.enqueueCheckpoint();
     const placed = { seq: pending.seq, line: pending.line };
     const down = this.failure ?? this.streamFailure();
@@ -221,6 +231,8 @@ export class AuditWriter {
     clearInterval(this.checkpointTimer);
     if (this.syncTimer) clearTimeout(this.syncTimer);
     this.syncTimer = null;
+    if (this.sealTimer) clearTimeout(this.sealTimer);
+    this.sealTimer = null;
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = null;
     this.closing = true;
@@ -242,7 +254,7 @@ export class AuditWriter {
     }
   }
 
-  private enqueue(fields: AuditFields, durable = true, seal = false): Pending {
+  private enqueue(fields: AuditFields, durable = true, seal = false, sealNow = false): Pending {
     this.seq += 1;
     const checkpoint = fields.kind === 'checkpoint';
     const recorded = checkpoint && !seal;
@@ -257,13 +269,32 @@ export class AuditWriter {
       checkpoint,
       recorded,
       durable: durable || recorded,
+      sealNow: sealNow || durable,
       waiters: [],
     };
     this.render(pending, this.prev, this.digest);
     this.prev = pending.link;
     this.digest = pending.digest;
     this.queue.push(pending);
+    this.sealed = checkpoint;
     return pending;
+  }
+
+  /** Appends a seal (a checkpoint the store does not record) when anything follows the last checkpoint. */
+  private seal(): void {
+    if (!this.sealed) this.enqueue({ kind: 'checkpoint' }, false, true);
+  }
+
+  /** Seals what was written without one within syncMs (the timed sync then covers the seal too). */
+  private scheduleSeal(): void {
+    if (this.sealTimer !== null || this.closed || this.sealed) return;
+    this.sealTimer = setTimeout(() => {
+      this.sealTimer = null;
+      if (this.closed || this.sealed) return;
+      this.seal();
+      this.kick();
+    }, this.options.syncMs ?? 50);
+    this.sealTimer.unref();
   }
 
   private enqueueCheckpoint(): Pending {
@@ -371,8 +402,8 @@ export class AuditWriter {
   private async drain(): Promise<void> {
     // Let the requests of this turn of the event loop join the batch.
     await new Promise((r) => setImmediate(r));
-    if (this.options.sealBatches && this.queue.length > 0 && !this.queue.at(-1)!.checkpoint)
-      this.enqueue({ kind: 'checkpoint' }, false, true);
+    // A change's answer goes out under a signature: its batch ends with a seal.
+    if (this.options.sealBatches && this.queue.some((p) => p.sealNow && !p.checkpoint)) this.seal();
     const batch = this.queue;
     this.queue = [];
     const lastCheckpoint = [...batch].reverse().find((p) => p.recorded);
@@ -394,6 +425,7 @@ export class AuditWriter {
     // (With a required stream, every entry also waits for that stream: streamed(), below.)
     if (!this.options.streams?.some((stream) => stream.required))
       for (const p of batch) if (!p.durable) for (const w of p.waiters.splice(0)) w.resolve();
+    if (this.options.sealBatches) this.scheduleSeal();
     if (!mustSync) {
       this.unsynced = true;
       this.scheduleSync();

@@ -158,7 +158,7 @@ export const CoreSettings = Type.Object(
       streams: optionalString({
         env: 'COFFER_AUDIT_STREAMS',
         description:
-          'audit streams: every line of every chain, checkpoints included, also sent to each of these, in order, resumed after an outage — a comma-separated list of `syslog+tcp://host:port`, `syslog+tls://host:port` (`?ca=FILE`), `https://…` (NDJSON batches; `?bearer_file=FILE` or `?header_file=FILE`), `http://127.0.0.1:port/…` and `stdout:`; `?required=true` holds each answer until that stream has its line, `?name=` names it; with any stream, each batch of lines ends with a signed checkpoint before its answers go out ([audit](audit.md#audit-streams))',
+          "audit streams: every line of every chain, checkpoints included, also sent to each of these, in order, resumed after an outage — a comma-separated list of `syslog+tcp://host:port`, `syslog+tls://host:port` (`?ca=FILE`), `https://…` (NDJSON batches; `?bearer_file=FILE` or `?header_file=FILE`), `http://127.0.0.1:port/…` and `stdout:`; `?required=true` holds each answer until that stream has its line, `?name=` names it; with any stream, a change's answer goes out under a signed checkpoint (a seal), a read's line is sealed within `sync_ms` ([audit](audit.md#audit-streams))",
       }),
       fail_open: Type.Boolean({
         default: false,
