@@ -4,9 +4,14 @@
  * over Node's limit, 408 for a request not received in time. A request whose headers arrived but whose
  * body did not come in time is already a request: it is answered through the responder, so its audit
  * entry records the 408 the client gets (it used to record the 400 of the body reader that failed after).
+ *
+ * What is refused before any request exists has no audit entry: its X-Request-Id names the server log's
+ * line (`http.refused`) instead, with the status and the client's address.
  */
 import type { Duplex } from 'node:stream';
 import type { Response } from 'express';
+import type { Logger } from 'pino';
+import { randomBase62 } from '../crypto/random.js';
 import { AppError, invalid } from '../errors.js';
 import { type Responder, socketProblem } from './respond.js';
 
@@ -25,7 +30,23 @@ export function clientErrorListener(deps: {
   readonly tls: boolean;
   /** How long a whole request may take (COFFER_REQUEST_TIMEOUT), for the 408's detail. */
   readonly requestTimeoutSeconds: number;
+  readonly log: Logger;
 }): (err: NodeJS.ErrnoException, socket: Duplex) => void {
+  /** Answers on the socket itself, and logs the answer under the id it gives. */
+  const refuse = (socket: Duplex, error: AppError): void => {
+    const requestId = randomBase62(16);
+    deps.log.info(
+      {
+        event: 'http.refused',
+        request_id: requestId,
+        status: error.status,
+        code: error.code,
+        client: (socket as { remoteAddress?: string }).remoteAddress,
+      },
+      'refused before a request was read',
+    );
+    socketProblem(socket, error, deps.tls, requestId);
+  };
   return (err, socket) => {
     if (!socket.writable || err.code === 'ECONNRESET') return void socket.destroy();
     const res = deps.inFlight.get(socket);
@@ -39,11 +60,11 @@ export function clientErrorListener(deps: {
         deps.respond.problem(res, timeout);
         return;
       }
-      if (!res || res.writableEnded) return socketProblem(socket, timeout, deps.tls);
+      if (!res || res.writableEnded) return refuse(socket, timeout);
     }
     // A response still being written on this connection cannot be followed by another answer.
     if (res && !res.writableEnded) return void socket.destroy();
-    socketProblem(
+    refuse(
       socket,
       err.code === 'HPE_HEADER_OVERFLOW'
         ? new AppError(
@@ -51,7 +72,6 @@ export function clientErrorListener(deps: {
             'the request headers are larger than the server accepts (16 KiB)',
           )
         : NOT_HTTP(),
-      deps.tls,
     );
   };
 }

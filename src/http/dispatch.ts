@@ -48,7 +48,8 @@ interface Path {
   readonly prefix: string | undefined;
   readonly public: boolean;
   readonly methods: ReadonlyMap<HttpMethod, Runnable>;
-  readonly allow: string;
+  /** The methods served at the request's path (a 405's Allow). */
+  readonly allow: (req: Request) => string;
 }
 
 export interface DispatcherDeps {
@@ -100,13 +101,16 @@ function pathsOf(operations: readonly Operation[], deps: DispatcherDeps): Path[]
     const isPublic = ops.every((o) => o.public === true);
     if (!isPublic && ops.some((o) => o.public === true))
       throw new Error(`${template} mixes public and authenticated operations`);
-    const methods = ops.map((o) => o.method);
     return {
       template,
       prefix: templatePrefix(template),
       public: isPublic,
       methods: new Map(ops.map((o) => [o.method, compile(o, deps)])),
-      allow: methods.join(', '),
+      allow: (req: Request) =>
+        ops
+          .filter((o) => o.serves?.(req) ?? true)
+          .map((o) => o.method)
+          .join(', '),
     };
   });
 }
@@ -145,11 +149,12 @@ export function dispatcher(operations: readonly Operation[], deps: DispatcherDep
     // HEAD is not served: the document lists GET only, and a HEAD of a key would open and audit it as a read.
     const runnable = asked;
     if (!runnable) {
+      const allow = path.allow(req);
       throw new AppError(
         'method_not_allowed',
-        `${req.method} is not allowed here; allowed: ${path.allow}`,
+        `${req.method} is not allowed here; allowed: ${allow}`,
         undefined,
-        { Allow: path.allow },
+        { Allow: allow },
       );
     }
     if (!path.public) await deps.authenticate(req, res);

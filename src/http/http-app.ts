@@ -160,6 +160,7 @@ export function buildHttpApp(deps: HttpAppDeps): HttpApp {
     respond,
     tls: deps.tls,
     requestTimeoutSeconds: deps.requestTimeoutSeconds,
+    log: deps.log,
   });
   // Coffer's own routes are served straight from Node's request, without Express's per-request set-up (its
   // router walk, the prototype swaps of req and res): the dispatcher needs only originalUrl and locals.

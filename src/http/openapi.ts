@@ -73,12 +73,13 @@ function withCommonHeaders(response: object): object {
 
 /**
  * The problems an operation answers: 400 (every operation refuses unknown query parameters); 405 (another
- * method on its path); 500 (a stored record failed its check, or a fault); with a token 401 and 429 (the budget of wrong secrets, or verifications queued);
+ * method on its path); 408 and 431 (a request not received in time, or whose headers are over 16 KiB: answered
+ * before any request exists, so with no audit entry; its X-Request-Id names the server log's line); 500 (a stored record failed its check, or a fault); with a token 401 and 429 (the budget of wrong secrets, or verifications queued);
  * 403 with a privilege; 413 and 415 with a body, or where a stray body is checked; what the operation declares; and 503 (its audit entry
  * could not be written, or the storage cannot be reached).
  */
 function problems(op: Operation, doc: OperationDoc): Record<string, object> {
-  const statuses = new Set([400, 405, 500, 503, ...(doc.errors ?? [])]);
+  const statuses = new Set([400, 405, 408, 431, 500, 503, ...(doc.errors ?? [])]);
   if (!op.public) statuses.add(401).add(429);
   if (op.privilege) statuses.add(403);
   if (op.body || checksStrayBody(op)) statuses.add(413).add(415);

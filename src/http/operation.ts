@@ -66,6 +66,11 @@ export interface Operation<Q extends string = string, B = unknown> {
    * refused before its handler runs — a bad token, say — still says what it asked for.
    */
   readonly pathTarget?: (req: Request) => AuditTarget;
+  /**
+   * Where one template covers paths the operation never applies to (`/v1/kv/{path}`: a PUT needs a key,
+   * so not `/v1/kv/payments`): false there, and a 405's Allow leaves the method out, as the document does.
+   */
+  readonly serves?: (req: Request) => boolean;
   readonly docs: readonly OperationDoc[];
   handler(req: Request, res: Response, input: OperationInput<Q, B>): void | Promise<void>;
 }

@@ -94,7 +94,12 @@ export interface Responder {
  * headers too large, headers not received in time): there is no request to record, and the connection is
  * closed after it.
  */
-export function socketProblem(socket: Duplex, error: AppError, tls = false): void {
+export function socketProblem(
+  socket: Duplex,
+  error: AppError,
+  tls: boolean,
+  requestId: string,
+): void {
   const body = problemBody(error);
   const headers = [
     ...securityHeaders(tls),
@@ -102,6 +107,8 @@ export function socketProblem(socket: Duplex, error: AppError, tls = false): voi
     'application/problem+json',
     'Content-Length',
     String(Buffer.byteLength(body)),
+    'X-Request-Id',
+    requestId,
     'Connection',
     'close',
   ];

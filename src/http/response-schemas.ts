@@ -140,18 +140,44 @@ const entryFields = {
   created_at: timestamp,
 };
 export const entryInfo = closed(entryFields);
-export const entry = closed({ ...entryFields, value: Type.String() });
+/** What tells the answers apart where one path may give either (their `oneOf`'s discriminator). */
+const kindOf = <K extends string>(kind: K) =>
+  literals([kind], `always "${kind}": tells this answer from the others its path may give`);
+
+/** A `oneOf` of answers told apart by their `kind` (each schema's name in components/schemas). */
+export const oneOfKinds = (kinds: Record<string, [schema: object, name: string]>) => ({
+  oneOf: Object.values(kinds).map(([schema]) => schema),
+  discriminator: {
+    propertyName: 'kind',
+    mapping: Object.fromEntries(
+      Object.entries(kinds).map(([kind, [, name]]) => [kind, `#/components/schemas/${name}`]),
+    ),
+  },
+});
+
+export const entry = closed({ kind: kindOf('entry'), ...entryFields, value: Type.String() });
 
 export const listing = closed({
+  kind: kindOf('listing'),
   namespace: Type.String(),
   keys: Type.Array(Type.String()),
   namespaces: Type.Array(Type.String()),
   next_cursor: nullable(Type.String({ description: 'null on the last page' })),
+  details: Type.Optional(
+    Type.Array(
+      closed({ key: Type.String(), ...Type.Omit(entryInfo, ['namespace', 'key']).properties }),
+      {
+        description:
+          "with details=true: each listed key's latest version, its type and when it was written, in the order of keys (no value); a key deleted meanwhile is left out",
+      },
+    ),
+  ),
 });
 
-const namespaceValue = closed({ ...Type.Omit(entry, ['namespace']).properties });
+const namespaceValue = closed({ ...Type.Omit(entry, ['namespace', 'kind']).properties });
 
 export const namespaceValues = closed({
+  kind: kindOf('values'),
   namespace: Type.String(),
   values: Type.Array(namespaceValue, {
     description:

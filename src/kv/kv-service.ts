@@ -40,7 +40,9 @@ export interface EntryInfo {
   readonly created_at: string;
 }
 
+/** A key's value: `kind` tells it from a listing where a path may name either (GET /v1/kv/{ns}/{key}). */
 export interface Entry extends EntryInfo {
+  readonly kind: 'entry';
   readonly value: string;
 }
 
@@ -53,8 +55,9 @@ export interface VersionList {
 
 /** One page of a namespace's values (GET /v1/kv/{ns}/?values=true). */
 export interface NamespaceValues {
+  readonly kind: 'values';
   readonly namespace: string;
-  readonly values: Omit<Entry, 'namespace'>[];
+  readonly values: Omit<Entry, 'namespace' | 'kind'>[];
   readonly next_cursor: string | null;
 }
 
@@ -226,7 +229,12 @@ export class KvService {
   list(
     caller: Principal,
     namespace: string,
-    page: { limit: number; cursor?: string | undefined; prefix?: string | undefined },
+    page: {
+      limit: number;
+      cursor?: string | undefined;
+      prefix?: string | undefined;
+      details?: boolean;
+    },
   ): Promise<Listing> {
     return listNamespace(this.deps.records, caller, namespace, page);
   }
@@ -326,7 +334,7 @@ export class KvService {
     }
     const next_cursor =
       last === undefined ? null : encodeCursor(namespace, { phase: 'keys', after: last });
-    return { page: { namespace, values, next_cursor }, tag };
+    return { page: { kind: 'values', namespace, values, next_cursor }, tag };
   }
 
   /** Deletes the key and all its versions; its last version number stays in its counter, so numbers are never reused. */
@@ -445,7 +453,15 @@ export class KvService {
   ): Promise<Entry> {
     const version = wanted ?? latest.meta.latest;
     const { record, value } = await this.open(caller, namespace, key, latest, version);
-    return { namespace, key, version, type: record.type, value, created_at: iso(record.createdAt) };
+    return {
+      kind: 'entry',
+      namespace,
+      key,
+      version,
+      type: record.type,
+      value,
+      created_at: iso(record.createdAt),
+    };
   }
 
   /** Version `version` of the key, opened (a secret) or checked (a config value), for this caller. */

@@ -12,21 +12,38 @@
  */
 import type { Principal } from '../auth/principal.js';
 import { forbidden } from '../errors.js';
+import type { ValueType } from '../model/value-types.js';
 import type { KvRecords } from '../store/kv-records.js';
 import { type Cursor, decodeCursor, encodeCursor } from './cursor.js';
 
 export interface Listing {
+  readonly kind: 'listing';
   readonly namespace: string;
   readonly keys: string[];
   readonly namespaces: string[];
   readonly next_cursor: string | null;
+  /** With details: each listed key's latest version, in the order of `keys` (a key deleted meanwhile is left out). */
+  readonly details?: KeyDetail[];
+}
+
+/** What a listing with details says of a key: what its version list says of the latest version, no value. */
+export interface KeyDetail {
+  readonly key: string;
+  readonly version: number;
+  readonly type: ValueType;
+  readonly created_at: string;
 }
 
 export async function listNamespace(
   records: KvRecords,
   caller: Principal,
   namespace: string,
-  page: { limit: number; cursor?: string | undefined; prefix?: string | undefined },
+  page: {
+    limit: number;
+    cursor?: string | undefined;
+    prefix?: string | undefined;
+    details?: boolean;
+  },
 ): Promise<Listing> {
   const prefix = page.prefix ?? '';
   // The root ('') holds no key; everyone may list it and sees the top-level namespaces they could list in.
@@ -65,11 +82,42 @@ export async function listNamespace(
         : { phase: 'keys', after: keys[keys.length - 1]! };
   }
   return {
+    kind: 'listing',
     namespace,
     keys,
     namespaces,
     next_cursor: next && encodeCursor(namespace, next, prefix),
+    ...(page.details ? { details: await keyDetails(records, caller, namespace, keys) } : {}),
   };
+}
+
+/**
+ * The latest version of each key, read together (one statement on PostgreSQL), as the version list tells
+ * it: the version, its type and when it was written. Nothing is opened: no value is read.
+ */
+async function keyDetails(
+  records: KvRecords,
+  caller: Principal,
+  namespace: string,
+  keys: readonly string[],
+): Promise<KeyDetail[]> {
+  const found = await records.latestMany(namespace, keys);
+  const details: KeyDetail[] = [];
+  for (const [i, key] of keys.entries()) {
+    const latest = found[i];
+    // Deleted since the scan, or now of a type the caller may not list: left out.
+    if (!latest || !caller.access.may('list', namespace, latest.meta.type)) continue;
+    const version = latest.meta.latest;
+    const record = latest.record ?? (await records.version({ namespace, key }, version));
+    if (!record) throw records.versionError({ namespace, key }, version, 'does not parse');
+    details.push({
+      key,
+      version,
+      type: record.type,
+      created_at: new Date(record.createdAt).toISOString(),
+    });
+  }
+  return details;
 }
 
 async function childVisible(

@@ -1,8 +1,8 @@
 /**
  * Browse: the top-level namespaces, or one namespace's child namespaces (a tree that opens in place:
  * namespace-tree.ts) and keys, as the API pages them
- * (50 at a time, "Show more" for the next page). Each key shows its type, latest version and time, read
- * from its version list — never its value. Only what the session may list is there: the API leaves the
+ * (50 at a time, "Show more" for the next page). Each key shows its type, latest version and time, from
+ * the listing itself (`details=true`: one call and one audit entry a page) — never its value. Only what the session may list is there: the API leaves the
  * rest out. The search asks the API for the names that start with what is typed (`?prefix=`, a range of
  * the store: every match however many pages the namespace has), a quarter second after the typing stops.
  * A new key is made here (new-key.ts).
@@ -16,21 +16,24 @@ import { NamespaceTree } from './namespace-tree.js';
 import { NewKey } from './new-key.js';
 import { keyHref, namespaceHref } from './routes.js';
 
+interface KeyDetail {
+  readonly key: string;
+  readonly version: number;
+  readonly type: string;
+  readonly created_at: string;
+}
+
 interface Listing {
   readonly namespaces: string[];
   readonly keys: string[];
   readonly next_cursor: string | null;
-}
-
-interface Versions {
-  readonly current_version: number;
-  readonly versions: { version: number; type: string; created_at: string }[];
+  readonly details?: KeyDetail[];
 }
 
 interface KeyRow {
   readonly key: string;
-  readonly latest?: { version: number; type: string; created_at: string };
-  readonly error?: string;
+  /** Absent for a key deleted between the listing's scan and its details. */
+  readonly latest?: KeyDetail;
 }
 
 const PAGE = 50;
@@ -65,22 +68,15 @@ export function Browse({
         (after ? `&cursor=${encodeURIComponent(after)}` : '');
       const listing = await api<Listing>(
         'GET',
-        namespace === undefined ? `/v1/kv?${query}` : `${pathOf(namespace)}?list=true&${query}`,
+        namespace === undefined
+          ? `/v1/kv?${query}`
+          : `${pathOf(namespace)}?list=true&details=true&${query}`,
       );
-      const rows = await Promise.all(
-        listing.keys.map(async (key): Promise<KeyRow> => {
-          try {
-            const { versions, current_version } = await api<Versions>(
-              'GET',
-              `${pathOf(namespace!, key)}/versions`,
-            );
-            const latest = versions.find((v) => v.version === current_version) ?? versions.at(-1);
-            return latest ? { key, latest } : { key };
-          } catch (err) {
-            return { key, error: messageOf(err) };
-          }
-        }),
-      );
+      const details = new Map((listing.details ?? []).map((d) => [d.key, d]));
+      const rows = listing.keys.map((key): KeyRow => {
+        const latest = details.get(key);
+        return latest ? { key, latest } : { key };
+      });
       if (mine !== loads.current) return;
       setShown(withPrefix);
       setNamespaces((before) => (after ? [...before, ...listing.namespaces] : listing.namespaces));
@@ -166,7 +162,7 @@ export function Browse({
                         <td><a href=${keyHref(namespace, row.key)}>${row.key}</a></td>
                         <td>${row.latest?.type ?? '—'}</td>
                         <td>${row.latest?.version ?? '—'}</td>
-                        <td>${row.latest ? new Date(row.latest.created_at).toLocaleString() : (row.error ?? '—')}</td>
+                        <td>${row.latest ? new Date(row.latest.created_at).toLocaleString() : '—'}</td>
                       </tr>`,
                     )}
                   </tbody>

@@ -60,6 +60,7 @@ describe('the TypeScript client (coffer/client)', () => {
       (await coffer.versions('client/app', 'db_password')).versions.map((v) => v.version),
     ).to.deep.equal([1, 2]);
     expect(await coffer.list('client/app')).to.deep.equal({
+      kind: 'listing',
       namespace: 'client/app',
       keys: ['db_password', 'log_level'],
       namespaces: [],

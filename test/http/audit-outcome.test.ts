@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { connect } from 'node:net';
 import { expect } from 'chai';
+import { pino } from 'pino';
 import { type AuditLine, auditFiles, auditLines } from '../support/audit-lines.js';
 import { eventually } from '../support/eventually.js';
 import { startTestCoffer, type TestCoffer } from '../support/harness.js';
@@ -110,6 +111,32 @@ describe('the audit entry of a request records the answer the client got', funct
       status: 431,
       code: 'headers_too_large',
     });
+  });
+
+  it("408 and 431 carry an X-Request-Id: there is no audit entry, so it names the server log's line", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const log = pino(
+      { level: 'info' },
+      { write: (line: string) => void lines.push(JSON.parse(line)) },
+    );
+    const own = await startTestCoffer({ start: { log } });
+    try {
+      const huge = await rawExchange(
+        own.url,
+        `GET /v1/auth/me HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+      );
+      const slow = await rawExchange(own.url, 'GET /v1/auth/me HTTP/1.1\r\nHost: x\r\n');
+      const ids = [huge, slow].map((raw) => headerOf(raw, 'x-request-id'));
+      for (const id of ids) expect(id).to.match(/^[A-Za-z0-9]{16}$/);
+      expect(ids[0]).to.not.equal(ids[1]);
+      const refused = lines.filter((l) => l.event === 'http.refused');
+      expect(refused.map((l) => [l.request_id, l.status, l.code])).to.deep.equal([
+        [ids[0], 431, 'headers_too_large'],
+        [ids[1], 408, 'request_timeout'],
+      ]);
+    } finally {
+      await own.close();
+    }
   });
 
   it('says so when the client left before its answer', async () => {

@@ -258,6 +258,18 @@ describe('HTTP errors and limits', () => {
     const res = await c.call('POST', '/v1/kv/a/b');
     expectProblem(res, 405, 'method_not_allowed');
     expect(res.headers.get('allow')).to.equal('GET, PUT, DELETE');
+    // Where no key can be named, the kv path serves GET alone, as the document lists it.
+    for (const path of [
+      '/v1/kv',
+      '/v1/kv/a',
+      '/v1/kv/a%2Fb',
+      '/v1/kv/a/b/',
+      '/v1/kv/a/b/versions',
+    ]) {
+      const there = await c.call('POST', path);
+      expectProblem(there, 405, 'method_not_allowed');
+      expect(there.headers.get('allow'), path).to.equal('GET');
+    }
     expect((await c.call('PUT', '/v1/auth/me')).headers.get('allow')).to.equal('GET');
     expectProblem(await c.call('GET', '/v1/auth/token'), 405, 'method_not_allowed');
     expectProblem(await c.call('GET', '/v1/nope'), 404, 'not_found');

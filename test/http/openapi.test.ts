@@ -191,6 +191,29 @@ describe('OpenAPI document', () => {
     expect(create).to.deep.equal(JSON.parse(JSON.stringify(tokenCreateSchema(c.config.max_ttl))));
   });
 
+  it('tells the answers a path may give apart by a discriminator, `kind`, which every such answer carries', async () => {
+    const doc = (await c.call('GET', '/v1/openapi.json', { token: null })).body;
+    const ok = (path: string) =>
+      doc.paths[path].get.responses['200'].content['application/json'].schema;
+    const ref = (name: string) => `#/components/schemas/${name}`;
+    expect(ok('/v1/kv/{namespace}/{key}').discriminator).to.deep.equal({
+      propertyName: 'kind',
+      mapping: { entry: ref('Entry'), listing: ref('Listing') },
+    });
+    expect(ok('/v1/kv/{namespace}').discriminator).to.deep.equal({
+      propertyName: 'kind',
+      mapping: { listing: ref('Listing'), values: ref('NamespaceValues') },
+    });
+    for (const name of ['Entry', 'Listing', 'NamespaceValues'])
+      expect(doc.components.schemas[name].required, name).to.include('kind');
+    // The same readKey path gives an entry, or (naming a namespace) a listing; listNamespace, values.
+    await c.put('doc/sub/k', 'v', 'config');
+    expect((await c.call('GET', '/v1/kv/doc/k')).body.kind).to.equal('entry');
+    expect((await c.call('GET', '/v1/kv/doc/sub')).body.kind).to.equal('listing');
+    expect((await c.call('GET', '/v1/kv/doc')).body.kind).to.equal('listing');
+    expect((await c.call('GET', '/v1/kv/doc?values=true')).body.kind).to.equal('values');
+  });
+
   it('documents only operations the server serves, and every one of them', async () => {
     const doc = (await c.call('GET', '/v1/openapi.json', { token: null })).body;
     const concrete: Record<string, string> = {

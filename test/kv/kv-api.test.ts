@@ -176,6 +176,7 @@ describe('key-value API', () => {
         value: 'two',
       });
       expect(res.body).to.have.all.keys(
+        'kind',
         'namespace',
         'key',
         'version',

@@ -38,6 +38,7 @@ describe('listing', () => {
     const res = await list('/v1/kv/shop');
     expect(res.status).to.equal(200);
     expect(res.body).to.deep.equal({
+      kind: 'listing',
       namespace: 'shop',
       keys: ['Zeta', 'alpha', 'api_key'],
       namespaces: ['cache', 'db', 'versions'],
@@ -48,6 +49,7 @@ describe('listing', () => {
   it('lists with a trailing slash and with list=true', async () => {
     const slash = await list('/v1/kv/shop/db/');
     expect(slash.body).to.deep.equal({
+      kind: 'listing',
       namespace: 'shop/db',
       keys: ['password', 'user'],
       namespaces: [],
@@ -63,6 +65,7 @@ describe('listing', () => {
     expect(key.body.value).to.equal('value of shop/alpha');
     const ns = await list('/v1/kv/shop/cache');
     expect(ns.body).to.deep.equal({
+      kind: 'listing',
       namespace: 'shop/cache',
       keys: [],
       namespaces: ['deep'],
@@ -75,6 +78,7 @@ describe('listing', () => {
     expect((await c.call('GET', '/v1/kv/shop/versions')).status).to.equal(400);
     const res = await list('/v1/kv/shop/versions/');
     expect(res.body).to.deep.equal({
+      kind: 'listing',
       namespace: 'shop/versions',
       keys: ['k'],
       namespaces: [],
@@ -86,6 +90,7 @@ describe('listing', () => {
     const res = await list('/v1/kv/empty');
     expect(res.status).to.equal(200);
     expect(res.body).to.deep.equal({
+      kind: 'listing',
       namespace: 'empty',
       keys: [],
       namespaces: [],
@@ -103,6 +108,7 @@ describe('listing', () => {
     expect((await list('/v1/kv/gone')).body.namespaces).to.deep.equal(['child']);
     await c.call('DELETE', '/v1/kv/gone/child/k');
     expect((await list('/v1/kv/gone')).body).to.deep.equal({
+      kind: 'listing',
       namespace: 'gone',
       keys: [],
       namespaces: [],
@@ -197,6 +203,52 @@ describe('listing', () => {
     expect((await list(`/v1/kv/shop-2/?cursor=${page.body.next_cursor}`)).status).to.equal(400);
     expect((await list('/v1/kv/shop/?cursor=not-a-cursor')).status).to.equal(400);
     expect((await list('/v1/kv/shop/?version=1')).status).to.equal(400);
+  });
+
+  it("with details=true gives each listed key's latest version, type and time in the same call, no value, only for keys the caller may list", async () => {
+    await c.put('shop/alpha', 'second', 'config');
+    const res = await c.call('GET', '/v1/kv/shop?details=true');
+    expect(res.status).to.equal(200);
+    const { versions } = (await c.call('GET', '/v1/kv/shop/alpha/versions')).body;
+    expect(res.body.keys).to.deep.equal(['Zeta', 'alpha', 'api_key']);
+    expect(res.body.details.map((d: { key: string }) => d.key)).to.deep.equal(res.body.keys);
+    expect(res.body.details[1]).to.deep.equal({
+      key: 'alpha',
+      version: 2,
+      type: 'config',
+      created_at: versions[1].created_at,
+    });
+    expect(JSON.stringify(res.body)).to.not.include('second');
+    // One audit entry for the page, a listing.
+    const audited = await c.call(
+      'GET',
+      `/v1/sys/audit?request_id=${res.headers.get('x-request-id')}`,
+    );
+    expect(audited.body.entries.map((e: { action: string }) => e.action)).to.deep.equal(['list']);
+    // On a key's path it lists, as cursor and limit do; a caller sees details of what it may list only.
+    const implied = await c.call('GET', '/v1/kv/shop/db?details=true');
+    expect(implied.body).to.include({ kind: 'listing', namespace: 'shop/db' });
+    expect(implied.body.details.map((d: { key: string }) => d.key)).to.deep.equal([
+      'password',
+      'user',
+    ]);
+    const configs = await c.token({ role: 'config-reader' });
+    const asConfigs = await c.call('GET', '/v1/kv/shop/db?details=true', { token: configs });
+    expect(asConfigs.body.keys).to.deep.equal(['user']);
+    expect(asConfigs.body.details.map((d: { type: string }) => d.type)).to.deep.equal(['config']);
+    // Without it, no details; where it cannot apply, 400 naming it.
+    expect((await list('/v1/kv/shop')).body).to.not.have.property('details');
+    for (const path of [
+      '/v1/kv/?details=true',
+      '/v1/kv/shop?details=true&values=true',
+      '/v1/kv/shop/alpha?details=true&version=1',
+      '/v1/kv/shop/alpha/versions?details=true',
+      '/v1/kv/shop?details=maybe',
+    ]) {
+      const refused = await c.call('GET', path);
+      expect(refused.status, path).to.equal(400);
+      expect(JSON.stringify(refused.body.errors), path).to.include('details');
+    }
   });
 });
 

@@ -99,7 +99,12 @@ function namespaceValues(start: () => Promise<TestCoffer>): void {
   it('answers an empty page for a namespace with no keys directly in it', async () => {
     const res = await c.call('GET', '/v1/kv/shop/?values=true');
     expect(res.status).to.equal(200);
-    expect(res.body).to.deep.equal({ namespace: 'shop', values: [], next_cursor: null });
+    expect(res.body).to.deep.equal({
+      kind: 'values',
+      namespace: 'shop',
+      values: [],
+      next_cursor: null,
+    });
   });
 
   it('audits the call as one read naming every key and version it returned, and search finds each', async () => {

@@ -127,9 +127,19 @@ describe('the web console in Chromium', function () {
 
     // The search asks the server: a key past the first page is found.
     await page.getByRole('link', { name: 'All namespaces' }).click();
+    // A page of 50 keys, each with its type, version and time, is one call (and one audit entry).
+    const calls: string[] = [];
+    const onRequest = (request: { url(): string }) => {
+      const { pathname, search } = new URL(request.url());
+      if (pathname.startsWith('/v1/kv/')) calls.push(`${pathname}${search}`);
+    };
+    page.on('request', onRequest);
     await page.getByRole('link', { name: 'bulk/' }).click();
     await page.getByRole('button', { name: 'Show more' }).waitFor();
     expect(await rows.count()).to.equal(50);
+    page.off('request', onRequest);
+    expect(calls).to.deep.equal(['/v1/kv/bulk?list=true&details=true&limit=50']);
+    expect(await cells(0)).to.deep.equal(['k00', 'config', '1']);
     await search.fill('ze');
     await page.getByRole('link', { name: 'zeta' }).waitFor();
     expect(await rows.count()).to.equal(1);

@@ -25,6 +25,7 @@ import {
   listing,
   namespaceValues,
   ok,
+  oneOfKinds,
   versionList,
 } from '../response-schemas.js';
 import { kvPutSchema } from '../schemas.js';
@@ -121,6 +122,11 @@ const READ_QUERY = {
   limit: { schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT } },
   cursor: { schema: { type: 'string' }, description: 'next_cursor from the previous page' },
   list: { schema: { type: 'boolean' }, description: 'list the path as a namespace' },
+  details: {
+    schema: { type: 'boolean' },
+    description:
+      "with the listing, each key's latest version, type and time (`details`; no value): what a page of keys shows in one call, where the version list is one call a key",
+  },
   prefix: {
     schema: { type: 'string', pattern: NAME_PREFIX.source },
     description:
@@ -165,6 +171,15 @@ function pathTarget(req: Request): { namespace: string; key?: string } {
   };
 }
 
+/**
+ * Whether a PUT or DELETE can apply to the path: a key needs two segments or more, no trailing slash, and a
+ * name other than the version list's. Elsewhere a 405's Allow names GET alone, as the document does.
+ */
+function mayNameKey(req: Request): boolean {
+  const rest = rawPath(req).slice(ROOT.length + 1);
+  return rest.includes('/') && !rest.endsWith('/') && !rest.endsWith(`/${RESERVED_KEY}`);
+}
+
 function keyTarget(req: Request): { namespace: string; key: string } {
   const path = kvPathOf(req);
   if (path.trailingSlash) throw invalid('a key path must not end with /');
@@ -202,7 +217,7 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
         operationId: 'listNamespace',
         summary: 'List a namespace (a one-segment path, a trailing slash, or list=true)',
         path: '/v1/kv/{namespace}',
-        query: ['limit', 'cursor', 'prefix', 'list', 'values', 'timeout'],
+        query: ['limit', 'cursor', 'prefix', 'list', 'details', 'values', 'timeout'],
         pathParams: [namespaceParam, ifNoneMatchParam],
         responses: {
           200: {
@@ -214,8 +229,12 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
                 schema: { type: 'string' },
               },
             },
-            // Told apart by their required fields: a listing has keys, the values form values.
-            ...json({ oneOf: [listing, namespaceValues] }),
+            ...json(
+              oneOfKinds({
+                listing: [listing, 'Listing'],
+                values: [namespaceValues, 'NamespaceValues'],
+              }),
+            ),
           },
           304: {
             description:
@@ -231,7 +250,7 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
           'Read a key (latest or ?version=n); a path naming no key but a namespace lists it. With wait_after (or If-None-Match and timeout), wait for a newer version',
         path: '/v1/kv/{namespace}/{key}',
         pathParams: [namespaceParam, keyParam, ifNoneMatchParam],
-        query: ['version', 'limit', 'cursor', 'prefix', 'list', 'wait_after', 'timeout'],
+        query: ['version', 'limit', 'cursor', 'prefix', 'list', 'details', 'wait_after', 'timeout'],
         responses: {
           304: {
             description:
@@ -248,10 +267,7 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
                 schema: { type: 'string' },
               },
             },
-            ...json({
-              // Told apart by their required fields: an entry has a key and a value, a listing keys.
-              oneOf: [entry, listing],
-            }),
+            ...json(oneOfKinds({ entry: [entry, 'Entry'], listing: [listing, 'Listing'] })),
           },
         },
         errors: [403, 404, 500],
@@ -272,6 +288,7 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
       const caller = principalOf(res);
       const list = booleanFlag('list', q.list);
       const values = booleanFlag('values', q.values);
+      const details = booleanFlag('details', q.details);
       const prefix = prefixOf(q.prefix);
       const limit =
         q.limit === undefined ? DEFAULT_LIMIT : positiveInteger('limit', q.limit, MAX_LIMIT);
@@ -287,6 +304,7 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
         if (version !== undefined)
           throw queryError('version', 'applies to a key, not to a namespace listing');
         if (values) throw queryError('values', 'a key needs a namespace: name one');
+        if (details) throw queryError('details', 'the top level holds namespaces, not keys');
         if (condition)
           throw queryError('timeout', "a wait applies to a key or a namespace's values");
         auditTarget(res, { action: 'list' });
@@ -304,16 +322,23 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
         throw queryError('limit', 'applies to a listing, not to reading a version');
       if (version !== undefined && prefix !== undefined)
         throw queryError('prefix', 'applies to a listing, not to reading a version');
+      if (version !== undefined && details)
+        throw queryError('details', 'applies to a listing, not to reading a version');
 
       // …/{key}/versions is the version list, which takes no listing parameter (400 below).
       const listingImplied =
         version === undefined &&
         last !== RESERVED_KEY &&
-        (q.cursor !== undefined || q.limit !== undefined || prefix !== undefined);
+        (q.cursor !== undefined || q.limit !== undefined || prefix !== undefined || details);
       if (listingMarked || listingImplied) {
         if (version !== undefined)
           throw queryError('version', 'applies to a key, not to a namespace listing');
         if (values) {
+          if (details)
+            throw queryError(
+              'details',
+              'applies to a listing of names; values=true gives each value',
+            );
           if (prefix !== undefined)
             throw queryError(
               'prefix',
@@ -355,7 +380,12 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
         respond.json(
           res,
           200,
-          await kv.list(caller, namespaceOf(segments), { limit, cursor: q.cursor, prefix }),
+          await kv.list(caller, namespaceOf(segments), {
+            limit,
+            cursor: q.cursor,
+            prefix,
+            details,
+          }),
         );
         return;
       }
@@ -373,17 +403,16 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
           );
         }
         if (version !== undefined) throw queryError('version', 'does not apply to a version list');
-        if (list || q.cursor !== undefined || q.limit !== undefined || prefix !== undefined)
-          throw queryError(
-            q.cursor !== undefined
-              ? 'cursor'
-              : q.limit !== undefined
-                ? 'limit'
-                : prefix !== undefined
-                  ? 'prefix'
-                  : 'list',
-            'does not apply to a version list',
-          );
+        const listingParam = (
+          [
+            ['cursor', q.cursor !== undefined],
+            ['limit', q.limit !== undefined],
+            ['prefix', prefix !== undefined],
+            ['details', details],
+            ['list', list],
+          ] as const
+        ).find(([, given]) => given)?.[0];
+        if (listingParam) throw queryError(listingParam, 'does not apply to a version list');
         const { namespace, key } = splitKeyPath(segments.slice(0, -1));
         keyUnencoded(path, segments.length - 2);
         auditTarget(res, { action: 'versions', namespace, key });
@@ -435,6 +464,7 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
     template: TEMPLATE,
     action: 'write',
     pathTarget,
+    serves: mayNameKey,
     query: CAS_QUERY,
     body: { schema: kvPutSchema, required: true },
     docs: [
@@ -476,6 +506,7 @@ export function kvOperations({ kv, respond, recordIntent }: KvRouteDeps): Operat
     template: TEMPLATE,
     action: 'delete',
     pathTarget,
+    serves: mayNameKey,
     query: CAS_QUERY,
     docs: [
       {
