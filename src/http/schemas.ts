@@ -4,7 +4,6 @@
  */
 
 import { type Static, Type } from '@sinclair/typebox';
-import { PROVIDER_NAMES, providerRequestProperties } from '../keys/registry.js';
 import { ACTIONS, GRANTABLE_PRIVILEGES, type Privilege } from '../model/policies.js';
 import { METADATA_LIMITS } from '../model/tokens.js';
 import { VALUE_TYPES, type ValueType } from '../model/value-types.js';
@@ -89,14 +88,6 @@ export const rewrapSchema = Type.Object(
 
 /** What POST /v1/sys/keyring/rewrap takes. */
 export type RewrapRequest = Static<typeof rewrapSchema>;
-
-/** The body of POST /v1/sys/keyring/migrate: the new provider's settings, as in the configuration file. */
-export const migrateSchema = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['key_provider'],
-  properties: { key_provider: { enum: PROVIDER_NAMES }, ...providerRequestProperties() },
-} as const;
 
 /** POST /v1/auth/login/jwt: the JWT's size is checked by the login (a 401), not here. */
 const tokenRoleField = Type.Optional(

@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { ENV_SETTINGS } from '../../src/config/load.js';
 import { configSchema } from '../../src/config/schema.js';
-import { migrateSchema } from '../../src/http/schemas.js';
+import { migrateSchema } from '../../src/http/migrate-schema.js';
 import {
   KEY_PROVIDERS,
   type KeyProviderSettings,

@@ -7,6 +7,7 @@ import type { KeyringOperations } from '../../operator/keyring-operations.js';
 import type { MigrateRequest } from '../../operator/migrate-key.js';
 import type { Rewrapper, RewrapState } from '../../operator/rewrap.js';
 import { principalOf } from '../authenticate.js';
+import { migrateSchema } from '../migrate-schema.js';
 import type { Operation } from '../operation.js';
 import type { Responder } from '../respond.js';
 import {
@@ -17,7 +18,7 @@ import {
   rewrapView,
   rotation,
 } from '../response-schemas.js';
-import { migrateSchema, rewrapSchema } from '../schemas.js';
+import { rewrapSchema } from '../schemas.js';
 
 export interface SysRouteDeps {
   readonly rewrapper: Rewrapper;
