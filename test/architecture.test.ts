@@ -29,7 +29,8 @@ const LAYERS: Readonly<Record<string, readonly string[]>> = {
   keys: ['crypto', 'directories', 'errors'],
   store: ['storage', 'crypto', 'keys', 'model', 'bounded-cache', 'errors'],
   auth: ['store', 'crypto', 'model', 'bounded-cache', 'errors'],
-  kv: ['auth', 'store', 'crypto', 'model', 'errors'],
+  // The store seals what kv writes and opens what it reads: kv holds no envelope, no key (issue #39).
+  kv: ['auth', 'store', 'model', 'errors'],
   audit: ['store', 'crypto', 'model', 'bounded-cache', 'processes', 'errors'],
   operator: ['audit', 'store', 'crypto', 'keys', 'model', 'processes', 'errors'],
   // What the server counts (prom-client); told by http/ and app, read by server/ for the workers' sum.

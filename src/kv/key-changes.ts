@@ -31,6 +31,39 @@ export interface WaitHolder {
   readonly address: string;
 }
 
+/** Until when, and until what, a read waits for a change. */
+export interface WaitLimit {
+  readonly deadline: number;
+  readonly signal?: AbortSignal;
+  /** Who waits: each token and each client address may hold only a share of the slots. */
+  readonly holder?: WaitHolder;
+}
+
+/**
+ * `attempt`'s answer, now or after a change to `key` of `namespace` (any key of it, without one), or
+ * 'unchanged' at the deadline. The slot is held before the first attempt, so a change between an attempt
+ * and the wait still wakes it. A service made without `changes` (a test's) refuses to wait (500).
+ */
+export async function untilChanged<T>(
+  changes: KeyChanges | undefined,
+  namespace: string,
+  key: string | undefined,
+  limit: WaitLimit,
+  attempt: () => Promise<T | undefined>,
+): Promise<T | 'unchanged'> {
+  if (!changes) throw new AppError('internal', 'waiting for a change is not set up');
+  const hold = changes.hold(namespace, key, limit.holder);
+  try {
+    for (;;) {
+      const answer = await attempt();
+      if (answer !== undefined) return answer;
+      if (!(await hold.next(limit.deadline, limit.signal))) return 'unchanged';
+    }
+  } finally {
+    hold.release();
+  }
+}
+
 /** Tells the other processes that a key changed here. */
 export type Publish = (ref: KeyRef) => void;
 

@@ -1,26 +1,35 @@
 /**
- * The key-value service: authorize → seal or open → storage. Every check that can answer "forbidden"
- * without looking at stored data runs first, so a forbidden caller learns nothing about what exists.
+ * The key-value service: authorize → storage, the store sealing what it writes and opening what it reads
+ * (store/kv-version-writes.ts, kv-version-reads.ts). Every check that can answer "forbidden" without
+ * looking at stored data runs first, so a forbidden caller learns nothing about what exists. Single keys
+ * are here; a namespace's values in one call are namespace-values.ts's, a listing listing.ts's.
  */
-import { createHash } from 'node:crypto';
 import type { Principal } from '../auth/principal.js';
-import { SealedDataError } from '../crypto/aead.js';
-import { openSecret, type RecordIdentity, verifyConfig } from '../crypto/envelope.js';
 import { AppError, forbidden, notFound } from '../errors.js';
 import type { ValueType } from '../model/value-types.js';
 import type { KeyringHolder } from '../store/keyring-store.js';
 import { StaleKeyringError } from '../store/keyring-store.js';
-import type { KeyMeta, VersionRecord } from '../store/kv-format.js';
+import type { KeyMeta } from '../store/kv-format.js';
 import {
   type KvRecords,
   type Latest,
   type RecordWrite,
   VersionsUsedUpError,
 } from '../store/kv-records.js';
+import { VersionReader } from '../store/kv-version-reads.js';
 import { packedVersionRecord } from '../store/kv-version-writes.js';
-import { decodeCursor, encodeCursor, invalidCursor } from './cursor.js';
-import type { KeyChanges, WaitHolder } from './key-changes.js';
+import { type Entry, type EntryInfo, iso, type TaggedValues, type VersionList } from './entries.js';
+import { type KeyChanges, untilChanged, type WaitLimit } from './key-changes.js';
 import { type Listing, listNamespace } from './listing.js';
+import { NamespaceValuesReader } from './namespace-values.js';
+import { openVersion } from './version-access.js';
+
+export type { Entry, EntryInfo, NamespaceValues, TaggedValues, VersionList } from './entries.js';
+export type { WaitLimit } from './key-changes.js';
+export { VALUES_PAGE_BYTES } from './namespace-values.js';
+
+/** Runs just before a change (the audit intent); what it returns is committed in the change's transaction. */
+export type BeforeCommit = () => Promise<readonly RecordWrite[]>;
 
 export interface KvServiceDeps {
   readonly records: KvRecords;
@@ -32,62 +41,19 @@ export interface KvServiceDeps {
   readonly changes?: KeyChanges;
 }
 
-export interface EntryInfo {
-  readonly namespace: string;
-  readonly key: string;
-  readonly version: number;
-  readonly type: ValueType;
-  readonly created_at: string;
-}
-
-/** A key's value: `kind` tells it from a listing where a path may name either (GET /v1/kv/{ns}/{key}). */
-export interface Entry extends EntryInfo {
-  readonly kind: 'entry';
-  readonly value: string;
-}
-
-export interface VersionList {
-  readonly namespace: string;
-  readonly key: string;
-  readonly current_version: number;
-  readonly versions: { version: number; type: ValueType; created_at: string }[];
-}
-
-/** One page of a namespace's values (GET /v1/kv/{ns}/?values=true). */
-export interface NamespaceValues {
-  readonly kind: 'values';
-  readonly namespace: string;
-  readonly values: Omit<Entry, 'namespace' | 'kind'>[];
-  readonly next_cursor: string | null;
-}
-
-/** A page of values and its tag: what changes when a key of the namespace is written, added or deleted. */
-export interface TaggedValues {
-  readonly page: NamespaceValues;
-  readonly tag: string;
-}
-
-/** Until when, and until what, a read waits for a change. */
-export interface WaitLimit {
-  readonly deadline: number;
-  readonly signal?: AbortSignal;
-  /** Who waits: each token and each client address may hold only a share of the slots (key-changes.ts). */
-  readonly holder?: WaitHolder;
-}
-
-/**
- * A page of values ends once it holds this many bytes of values (always at least one value), so that a
- * namespace of large values is not answered in one body of up to `limit` × max_value_bytes.
- */
-export const VALUES_PAGE_BYTES = 4 * 1024 * 1024;
-
-/** Runs just before a change (the audit intent); what it returns is committed in the change's transaction. */
-export type BeforeCommit = () => Promise<readonly RecordWrite[]>;
-
-const iso = (ms: number): string => new Date(ms).toISOString();
-
 export class KvService {
-  constructor(private readonly deps: KvServiceDeps) {}
+  /** Opens what the store reads (store/kv-version-reads.ts): the service never holds an envelope. */
+  private readonly reader: VersionReader;
+  private readonly namespaceValues: NamespaceValuesReader;
+
+  constructor(private readonly deps: KvServiceDeps) {
+    this.reader = new VersionReader(deps.keyring, deps.records);
+    this.namespaceValues = new NamespaceValuesReader({
+      records: deps.records,
+      reader: this.reader,
+      changes: deps.changes,
+    });
+  }
 
   /**
    * Stores a new version; `created` is true when the key did not exist. Resolves once durable.
@@ -239,102 +205,24 @@ export class KvService {
     return listNamespace(this.deps.records, caller, namespace, page);
   }
 
-  /**
-   * The latest values of the keys directly in `namespace` that the caller may read, in key order, a page at
-   * a time. A key whose type the caller may not read is left out, and the answer does not say that it was
-   * (a config reader learns nothing of the secrets beside its values). Each value is read as a single read
-   * reads it — its index and newest version together, opened and checked — and one that fails its check
-   * fails the whole call (500), never a page without it. The reads of a page are asked for together: on
-   * PostgreSQL they go as one statement (storage/read-batch.ts).
-   */
-  async values(
+  /** A page of the namespace's values the caller may read (namespace-values.ts). */
+  values(
     caller: Principal,
     namespace: string,
     page: { limit: number; cursor?: string | undefined },
   ): Promise<TaggedValues> {
-    if (!caller.access.mayInNamespace('read', namespace)) throw forbidden(`read in ${namespace}`);
-    return this.valuesOf(caller, namespace, page, await this.readableKeys(caller, namespace, page));
+    return this.namespaceValues.values(caller, namespace, page);
   }
 
-  /**
-   * The keys of the page whose latest type the caller may read, with their versions (one more than a page
-   * tells whether another page follows), and the page's tag: a digest of those keys and versions.
-   */
-  private async readableKeys(
+  /** The page once the namespace's tag is not `tag`, or 'unchanged' at the deadline (namespace-values.ts). */
+  valuesAfter(
     caller: Principal,
     namespace: string,
     page: { limit: number; cursor?: string | undefined },
-  ): Promise<{ keys: { key: string; version: number }[]; tag: string }> {
-    let after: string | undefined;
-    if (page.cursor !== undefined) {
-      const cursor = decodeCursor(namespace, page.cursor);
-      if (cursor.phase !== 'keys') throw invalidCursor(); // a listing's cursor past its keys
-      after = cursor.after;
-    }
-    const keys: { key: string; version: number }[] = [];
-    for await (const { key, meta } of this.deps.records.keysIn(namespace, after)) {
-      if (caller.access.may('read', namespace, meta.type)) keys.push({ key, version: meta.latest });
-      if (keys.length > page.limit) break;
-    }
-    // The tag is the whole namespace's, whichever page this is: a watcher of the first page hears of a
-    // change on any other. A namespace that fits one page has it from this scan; a larger one pays another.
-    const whole = after === undefined && keys.length <= page.limit;
-    return { keys, tag: whole ? tagOf(keys) : await this.namespaceTag(caller, namespace) };
-  }
-
-  /** The tag of every key directly in `namespace` whose latest type the caller may read. */
-  private async namespaceTag(caller: Principal, namespace: string): Promise<string> {
-    const keys: { key: string; version: number }[] = [];
-    for await (const { key, meta } of this.deps.records.keysIn(namespace))
-      if (caller.access.may('read', namespace, meta.type)) keys.push({ key, version: meta.latest });
-    return tagOf(keys);
-  }
-
-  private async valuesOf(
-    caller: Principal,
-    namespace: string,
-    page: { limit: number },
-    { keys: candidates, tag }: { keys: { key: string }[]; tag: string },
-  ): Promise<TaggedValues> {
-    const inPage = candidates.slice(0, page.limit);
-    const found = await this.deps.records.latestMany(
-      namespace,
-      inPage.map(({ key }) => key),
-    );
-    const values: NamespaceValues['values'] = [];
-    let bytes = 0;
-    let last: string | undefined = candidates.length > page.limit ? inPage.at(-1)?.key : undefined;
-    for (const [i, { key }] of inPage.entries()) {
-      const latest = found[i];
-      // Deleted, or replaced by a type the caller may not read, since the scan: left out as well.
-      if (!latest || !caller.access.may('read', namespace, latest.meta.type)) continue;
-      const version = latest.meta.latest;
-      // The common case at once; an older keyring version or a record read apart, through open().
-      const { record, value } =
-        latest.record !== undefined &&
-        caller.access.may('read', namespace, latest.meta.type) &&
-        this.deps.keyring.current().has(keyVersionOf(latest.record))
-          ? {
-              record: latest.record,
-              value: this.openRecord(caller, namespace, key, version, latest.record),
-            }
-          : await this.open(caller, namespace, key, latest, version);
-      values.push({
-        key,
-        version,
-        type: record.type,
-        value,
-        created_at: iso(record.createdAt),
-      });
-      bytes += Buffer.byteLength(value, 'utf8');
-      if (bytes >= VALUES_PAGE_BYTES && i < inPage.length - 1) {
-        last = key;
-        break;
-      }
-    }
-    const next_cursor =
-      last === undefined ? null : encodeCursor(namespace, { phase: 'keys', after: last });
-    return { page: { kind: 'values', namespace, values, next_cursor }, tag };
+    tag: string,
+    limit: WaitLimit,
+  ): Promise<TaggedValues | 'unchanged'> {
+    return this.namespaceValues.valuesAfter(caller, namespace, page, tag, limit);
   }
 
   /** Deletes the key and all its versions; its last version number stays in its counter, so numbers are never reused. */
@@ -385,50 +273,15 @@ export class KvService {
     limit: WaitLimit,
   ): Promise<Entry | 'unchanged'> {
     if (!caller.access.mayInNamespace('read', namespace)) throw forbidden(`read in ${namespace}`);
-    const hold = this.waits().hold(namespace, key, limit.holder);
-    try {
-      // Held before the first read: a write between that read and the wait still wakes it.
-      for (;;) {
-        const found = await this.latest(namespace, key);
-        if (found && found.meta.latest > after)
-          return await this.readExisting(caller, namespace, key, found, undefined);
-        if (found && !caller.access.may('read', namespace, found.meta.type))
-          throw forbidden(`read ${found.meta.type} values in ${namespace}`);
-        if (!found && after > 0) throw notFound('no such key');
-        if (!(await hold.next(limit.deadline, limit.signal))) return 'unchanged';
-      }
-    } finally {
-      hold.release();
-    }
-  }
-
-  /**
-   * A page of the namespace's values as soon as its tag is not `tag` — now, or when a key in the namespace
-   * is written, added or deleted —, or 'unchanged' at the deadline.
-   */
-  async valuesAfter(
-    caller: Principal,
-    namespace: string,
-    page: { limit: number; cursor?: string | undefined },
-    tag: string,
-    limit: WaitLimit,
-  ): Promise<TaggedValues | 'unchanged'> {
-    if (!caller.access.mayInNamespace('read', namespace)) throw forbidden(`read in ${namespace}`);
-    const hold = this.waits().hold(namespace, undefined, limit.holder);
-    try {
-      for (;;) {
-        const candidates = await this.readableKeys(caller, namespace, page);
-        if (candidates.tag !== tag) return await this.valuesOf(caller, namespace, page, candidates);
-        if (!(await hold.next(limit.deadline, limit.signal))) return 'unchanged';
-      }
-    } finally {
-      hold.release();
-    }
-  }
-
-  private waits(): KeyChanges {
-    if (!this.deps.changes) throw new AppError('internal', 'waiting for a change is not set up');
-    return this.deps.changes;
+    return untilChanged(this.deps.changes, namespace, key, limit, async () => {
+      const found = await this.latest(namespace, key);
+      if (found && found.meta.latest > after)
+        return this.readExisting(caller, namespace, key, found, undefined);
+      if (found && !caller.access.may('read', namespace, found.meta.type))
+        throw forbidden(`read ${found.meta.type} values in ${namespace}`);
+      if (!found && after > 0) throw notFound('no such key');
+      return undefined;
+    });
   }
 
   /** The key's index (a RecordIntegrityError, answered 500, when it fails its check). */
@@ -452,7 +305,14 @@ export class KvService {
     wanted: number | undefined,
   ): Promise<Entry> {
     const version = wanted ?? latest.meta.latest;
-    const { record, value } = await this.open(caller, namespace, key, latest, version);
+    const { record, value } = await openVersion(
+      { records: this.deps.records, reader: this.reader },
+      caller,
+      namespace,
+      key,
+      latest,
+      version,
+    );
     return {
       kind: 'entry',
       namespace,
@@ -463,70 +323,7 @@ export class KvService {
       created_at: iso(record.createdAt),
     };
   }
-
-  /** Version `version` of the key, opened (a secret) or checked (a config value), for this caller. */
-  private async open(
-    caller: Principal,
-    namespace: string,
-    key: string,
-    { meta, record: latestRecord }: Latest,
-    version: number,
-  ): Promise<{ record: VersionRecord; value: string }> {
-    if (!caller.access.may('read', namespace, meta.type))
-      throw forbidden(`read ${meta.type} values in ${namespace}`);
-    if (version < meta.first || version > meta.latest) throw notFound('no such version');
-    const record: VersionRecord | undefined =
-      version === meta.latest && latestRecord !== undefined
-        ? latestRecord
-        : await this.deps.records.version({ namespace, key }, version);
-    if (!record)
-      throw this.deps.records.versionError(
-        { namespace, key },
-        version,
-        'is missing or does not parse',
-      );
-    // A record sealed under a keyring version this process has not loaded yet: another process rotated.
-    if (!this.deps.keyring.current().has(keyVersionOf(record))) await this.deps.keyring.refresh();
-    return { record, value: this.openRecord(caller, namespace, key, version, record) };
-  }
-
-  /** `record` (version `version` of the key) opened or checked, at once: its keyring version is loaded. */
-  private openRecord(
-    caller: Principal,
-    namespace: string,
-    key: string,
-    version: number,
-    record: VersionRecord,
-  ): string {
-    if (!caller.access.may('read', namespace, record.type))
-      throw forbidden(`read ${record.type} values in ${namespace}`);
-    const id: RecordIdentity = { namespace, key, version, type: record.type };
-    const keyring = this.deps.keyring.current();
-    try {
-      if (record.type === 'secret') return openSecret(keyring, id, record.sealed);
-      verifyConfig(keyring, id, record.value, record.seal);
-      return record.value;
-    } catch (err) {
-      if (err instanceof SealedDataError)
-        throw this.deps.records.versionError(
-          { namespace, key },
-          version,
-          `failed to open or verify (${record.type})`,
-        );
-      throw err;
-    }
-  }
 }
-
-/** A digest of keys and their versions: what changes when one is written, added or deleted. */
-function tagOf(keys: readonly { key: string; version: number }[]): string {
-  let listed = '';
-  for (const { key, version } of keys) listed += `${key}\u0000${version}\u0000`;
-  return createHash('sha256').update(listed).digest('base64url').slice(0, 22);
-}
-
-const keyVersionOf = (record: VersionRecord): number =>
-  record.type === 'secret' ? record.sealed.keyVersion : record.seal.keyVersion;
 
 /**
  * Check-and-set: refuses a change unless the key's latest version is `expected` (0: the key has no live

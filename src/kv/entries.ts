@@ -1,0 +1,41 @@
+/** What the key-value service answers: an entry, a version list, a page of a namespace's values. */
+
+import type { ValueType } from '../model/value-types.js';
+
+export interface EntryInfo {
+  readonly namespace: string;
+  readonly key: string;
+  readonly version: number;
+  readonly type: ValueType;
+  readonly created_at: string;
+}
+
+/** A key's value: `kind` tells it from a listing where a path may name either (GET /v1/kv/{ns}/{key}). */
+export interface Entry extends EntryInfo {
+  readonly kind: 'entry';
+  readonly value: string;
+}
+
+export interface VersionList {
+  readonly namespace: string;
+  readonly key: string;
+  readonly current_version: number;
+  readonly versions: { version: number; type: ValueType; created_at: string }[];
+}
+
+/** One page of a namespace's values (GET /v1/kv/{ns}/?values=true). */
+export interface NamespaceValues {
+  readonly kind: 'values';
+  readonly namespace: string;
+  readonly values: Omit<Entry, 'namespace' | 'kind'>[];
+  readonly next_cursor: string | null;
+}
+
+/** A page of values and its tag: what changes when a key of the namespace is written, added or deleted. */
+export interface TaggedValues {
+  readonly page: NamespaceValues;
+  readonly tag: string;
+}
+
+/** A stored time as the API writes it. */
+export const iso = (ms: number): string => new Date(ms).toISOString();

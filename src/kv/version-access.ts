@@ -1,0 +1,36 @@
+/**
+ * One version of a key as a caller may have it: its read right checked for the latest type and for the
+ * version's own, the version in the key's range, then opened by the store (store/kv-version-reads.ts).
+ */
+import type { Principal } from '../auth/principal.js';
+import { forbidden, notFound } from '../errors.js';
+import type { VersionRecord } from '../store/kv-format.js';
+import type { KvRecords, Latest } from '../store/kv-records.js';
+import type { VersionReader } from '../store/kv-version-reads.js';
+
+/** Version `version` of the key, opened (a secret) or checked (a config value), for `caller`. */
+export async function openVersion(
+  deps: {
+    readonly records: Pick<KvRecords, 'version' | 'versionError'>;
+    readonly reader: VersionReader;
+  },
+  caller: Principal,
+  namespace: string,
+  key: string,
+  { meta, record: latestRecord }: Latest,
+  version: number,
+): Promise<{ record: VersionRecord; value: string }> {
+  if (!caller.access.may('read', namespace, meta.type))
+    throw forbidden(`read ${meta.type} values in ${namespace}`);
+  if (version < meta.first || version > meta.latest) throw notFound('no such version');
+  const record: VersionRecord | undefined =
+    version === meta.latest && latestRecord !== undefined
+      ? latestRecord
+      : await deps.records.version({ namespace, key }, version);
+  if (!record)
+    throw deps.records.versionError({ namespace, key }, version, 'is missing or does not parse');
+  // The version's own type decides (an older version may be of another type than the latest).
+  if (!caller.access.may('read', namespace, record.type))
+    throw forbidden(`read ${record.type} values in ${namespace}`);
+  return { record, value: await deps.reader.value({ namespace, key, version }, record) };
+}
