@@ -1,7 +1,7 @@
 /**
  * Names in the key-value space. A namespace is 1..16 segments joined by '/', a key is one segment, and a
  * segment is 1..128 of [A-Za-z0-9._-] other than '.' and '..'. Because segments cannot hold '/', '%',
- * control characters or anything outside ASCII, the storage layout (storage/layout.ts) can use the bytes
+ * control characters or anything outside ASCII, the storage layout (store/layout.ts) can use the bytes
  * 0x00..0x02 as separators and still sort by code point.
  */
 

@@ -45,7 +45,7 @@ export interface StorageBackend {
   /**
    * The distinct segments beneath `prefix`, in byte order, at most `range.limit`: for the keys in `range`
    * (each of which starts with `prefix`), the bytes after `prefix` up to the key's first byte 0x00 or 0x01
-   * — the key layout's separators (storage/layout.ts) — each segment once, however many keys share it. One
+   * — the key layout's separators (store/layout.ts) — each segment once, however many keys share it. One
    * statement where the storage is a database: a listing page's child namespaces in one query.
    */
   segments(prefix: Uint8Array, range: KeyRange & { readonly limit: number }): Promise<Uint8Array[]>;

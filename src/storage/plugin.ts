@@ -16,6 +16,19 @@ export interface StorageSettings {
   readonly data_dir: string;
 }
 
+/**
+ * The writes every server must hear of (PostgreSQL announces them: NOTIFY, in the writing transaction).
+ * Which records those are is the store's knowledge (store/store.ts), never the backend's.
+ */
+export interface Announced {
+  readonly keys: readonly Uint8Array[];
+  /** Every key that starts with one of these. */
+  readonly prefixes: readonly Uint8Array[];
+}
+
+/** What a raw opening announces (tests, copies): nothing. */
+export const NOTHING_ANNOUNCED: Announced = { keys: [], prefixes: [] };
+
 export interface StoragePlugin<Name extends string = string> {
   /** The configuration's `storage` value. */
   readonly name: Name;
@@ -24,7 +37,7 @@ export interface StoragePlugin<Name extends string = string> {
    * `description`, and `envOnly` for one that may not come from a file (a password).
    */
   readonly settings: Readonly<Record<string, TSchema>>;
-  open(settings: StorageSettings): Promise<StorageBackend>;
+  open(settings: StorageSettings, announced: Announced): Promise<StorageBackend>;
   /**
    * Whether a store could be there without opening it (which may create it). A database answers true:
    * opening it tells (a store there has a keyring).

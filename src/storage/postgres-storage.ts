@@ -3,7 +3,6 @@
  * `COFFER_PG_*` variables, and how it opens (postgres-backend.ts).
  */
 import { Type } from '@sinclair/typebox';
-import { GENERATION_KEY, METAS_RANGE, POLICIES_KEY } from './layout.js';
 import type { StoragePlugin } from './plugin.js';
 import { PostgresBackend } from './postgres-backend.js';
 
@@ -59,18 +58,15 @@ export const postgresStorage = {
       }),
     ),
   },
-  open: (given) => {
+  open: (given, announced) => {
     const settings = given as unknown as PostgresSettings;
     return PostgresBackend.open({
       ...(settings.pg_url === undefined ? {} : { connectionString: settings.pg_url }),
       schema: settings.postgres.schema,
       poolSize: settings.postgres.pool_size,
       statementTimeoutMs: settings.postgres.statement_timeout_ms,
-      // Every keyring change (rotation, revocation, a new root token, migration) writes the generation;
-      // every change of a runtime role or login role writes the policy document.
-      announce: [GENERATION_KEY, POLICIES_KEY],
-      // Every write or delete of a key writes its index: the waits (GET …?wait_after) of every server hear it.
-      announcePrefixes: [METAS_RANGE.start],
+      announce: announced.keys,
+      announcePrefixes: announced.prefixes,
     });
   },
   mayExist: () => true,

@@ -5,7 +5,12 @@
  */
 import type { StorageBackend } from './backend.js';
 import { lmdbStorage } from './lmdb-backend.js';
-import type { StoragePlugin, StorageSettings } from './plugin.js';
+import {
+  type Announced,
+  NOTHING_ANNOUNCED,
+  type StoragePlugin,
+  type StorageSettings,
+} from './plugin.js';
 import { postgresStorage } from './postgres-storage.js';
 
 export type { StorageSettings } from './plugin.js';
@@ -36,6 +41,9 @@ export function storeMayExist(settings: StorageSettings): boolean {
   return backendNamed(settings.storage).mayExist(settings);
 }
 
-export function openStorage(settings: StorageSettings): Promise<StorageBackend> {
-  return backendNamed(settings.storage).open(settings);
+export function openStorage(
+  settings: StorageSettings,
+  announced: Announced = NOTHING_ANNOUNCED,
+): Promise<StorageBackend> {
+  return backendNamed(settings.storage).open(settings, announced);
 }

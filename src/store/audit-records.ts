@@ -11,6 +11,8 @@
  * The audit log (audit/) decides what goes in them; this module is the only one that reads and writes them.
  */
 import type { StorageBackend, StorageWrite } from '../storage/backend.js';
+import { packUint32, unpackUint32 } from '../storage/uint32.js';
+import type { HighWater } from './high-water.js';
 import {
   AUDIT_CHAINS_RANGE,
   AUDIT_COUNT_KEY,
@@ -22,9 +24,7 @@ import {
   intentJournalKey,
   parseAuditLinesKey,
   parseIntentJournalKey,
-} from '../storage/layout.js';
-import { packUint32, unpackUint32 } from '../storage/uint32.js';
-import type { HighWater } from './high-water.js';
+} from './layout.js';
 import { RecordIntegrityError, type RecordSeal } from './record-seal.js';
 
 export interface ChainCheckpoint {

@@ -6,7 +6,7 @@
  * reported.
  */
 import type { StorageBackend } from '../storage/backend.js';
-import { CONSOLE_SESSIONS_RANGE, consoleSessionKey } from '../storage/layout.js';
+import { CONSOLE_SESSIONS_RANGE, consoleSessionKey } from './layout.js';
 import { RecordIntegrityError, type RecordSeal } from './record-seal.js';
 
 export interface ConsoleSessionRecord {

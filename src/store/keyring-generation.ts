@@ -5,8 +5,8 @@
  * only grow: a number below one a process has seen is an older record put back (store/keyring-store.ts).
  */
 import type { Keyring } from '../crypto/keyring.js';
-import { GENERATION_KEY } from '../storage/layout.js';
 import { packUint32, unpackUint32 } from '../storage/uint32.js';
+import { GENERATION_KEY } from './layout.js';
 import { printableKey, RecordIntegrityError, RecordSeal } from './record-seal.js';
 
 export { GENERATION_KEY };

@@ -9,7 +9,7 @@ import { Keyring } from '../crypto/keyring.js';
 import { type KeyProvider, KeyProviderError } from '../keys/key-provider.js';
 import type { ProviderConfig } from '../keys/registry.js';
 import type { StorageBackend } from '../storage/backend.js';
-import { GENERATION_KEY, systemKey } from '../storage/layout.js';
+import { GENERATION_KEY, systemKey } from './layout.js';
 import { printableKey, RecordIntegrityError } from './record-seal.js';
 
 export const KEYRING_KEY = systemKey('keyring');

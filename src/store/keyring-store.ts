@@ -32,7 +32,6 @@ import { Keyring, type Revocation } from '../crypto/keyring.js';
 import { randomBase62 } from '../crypto/random.js';
 import type { KeyProvider } from '../keys/key-provider.js';
 import type { StorageBackend } from '../storage/backend.js';
-import { ROOT_TOKEN_KEY } from '../storage/layout.js';
 import { GENERATION_KEY, packGeneration } from './keyring-generation.js';
 import {
   KEYRING_KEY,
@@ -42,6 +41,7 @@ import {
   wrapContext,
 } from './keyring-record.js';
 import { type HolderOptions, KeyringState, sha256, type WrappingInfo } from './keyring-state.js';
+import { ROOT_TOKEN_KEY } from './layout.js';
 import { type RecordIntegrityError, RecordSeal } from './record-seal.js';
 
 export { GENERATION_KEY, type GenerationStamp, StaleKeyringError } from './keyring-generation.js';

@@ -1,7 +1,7 @@
 /**
  * The key-value records: each key's index (`M`: latest version — its counter while it exists —, the
  * latest type, the first version of its current life), a deleted key's counter (`C`) and the version
- * records (`V`), as storage/layout.ts places them. The kv service reaches them only through here.
+ * records (`V`), as store/layout.ts places them. The kv service reaches them only through here.
  *
  * Invariants kept here, for every backend alike:
  * - An index or counter that fails its MAC is a RecordIntegrityError, never a changed answer.
@@ -18,6 +18,18 @@ import {
   type StorageBackend,
   type StorageWrite,
 } from '../storage/backend.js';
+import type { GenerationStamp, KeyringHolder } from './keyring-store.js';
+import { GENERATION_KEY } from './keyring-store.js';
+import {
+  type KeyMeta,
+  packCounter,
+  unpackCounter,
+  unpackMeta,
+  unpackVersion,
+  type VersionRecord,
+} from './kv-format.js';
+import { versionWrites } from './kv-version-writes.js';
+import { LastOpened } from './last-opened.js';
 import {
   counterKey,
   descendantsRange,
@@ -31,19 +43,7 @@ import {
   versionKey,
   versionOf,
   versionRange,
-} from '../storage/layout.js';
-import type { GenerationStamp, KeyringHolder } from './keyring-store.js';
-import { GENERATION_KEY } from './keyring-store.js';
-import {
-  type KeyMeta,
-  packCounter,
-  unpackCounter,
-  unpackMeta,
-  unpackVersion,
-  type VersionRecord,
-} from './kv-format.js';
-import { versionWrites } from './kv-version-writes.js';
-import { LastOpened } from './last-opened.js';
+} from './layout.js';
 import { printableKey, RecordIntegrityError, type RecordSeal } from './record-seal.js';
 
 /** A key: its namespace and name. */

@@ -8,8 +8,8 @@ import { type RecordIdentity, sealConfig, sealSecret } from '../crypto/envelope.
 import type { Keyring } from '../crypto/keyring.js';
 import type { ValueType } from '../model/value-types.js';
 import type { StorageWrite } from '../storage/backend.js';
-import { metaKey, versionKey } from '../storage/layout.js';
 import { type KeyMeta, packMeta, packVersion, type VersionRecord } from './kv-format.js';
+import { metaKey, versionKey } from './layout.js';
 import type { RecordSeal } from './record-seal.js';
 
 /** One version of a key: where it goes and what it holds. */

@@ -10,7 +10,7 @@
  */
 import { EMPTY_POLICIES, type PolicyDocument } from '../model/policies.js';
 import type { StorageBackend, StorageWrite } from '../storage/backend.js';
-import { POLICIES_KEY as KEY } from '../storage/layout.js';
+import { POLICIES_KEY as KEY } from './layout.js';
 import { printableKey, RecordIntegrityError, type RecordSeal } from './record-seal.js';
 
 /** What a change decides from the current document: the new one, or why not (thrown after the transaction). */

@@ -31,7 +31,7 @@ import {
   REWRAP_STATE_KEY,
   ROOT_TOKEN_KEY,
   TOKENS_RANGE,
-} from '../storage/layout.js';
+} from './layout.js';
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true });
 const FORMAT = 1;

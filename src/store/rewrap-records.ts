@@ -10,9 +10,9 @@
  */
 import { Packr } from 'msgpackr';
 import type { StorageBackend, StorageWrite } from '../storage/backend.js';
-import { REWRAP_STATE_KEY as STATE_KEY, VERSIONS_RANGE } from '../storage/layout.js';
 import type { GenerationStamp, KeyringHolder } from './keyring-store.js';
 import { GENERATION_KEY } from './keyring-store.js';
+import { REWRAP_STATE_KEY as STATE_KEY, VERSIONS_RANGE } from './layout.js';
 import { RecordIntegrityError, type RecordSeal } from './record-seal.js';
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true });

@@ -6,8 +6,8 @@
  */
 import type { RootRecord } from '../model/tokens.js';
 import type { StorageBackend } from '../storage/backend.js';
-import { ROOT_TOKEN_KEY as KEY } from '../storage/layout.js';
 import type { KeyringHolder } from './keyring-store.js';
+import { ROOT_TOKEN_KEY as KEY } from './layout.js';
 import { printableKey, RecordIntegrityError, type RecordSeal } from './record-seal.js';
 
 export interface StoredRoot {

@@ -16,7 +16,7 @@ import {
   type StorageGauges,
   type WriteObserver,
 } from '../storage/backend.js';
-import { GENERATION_KEY, POLICIES_KEY } from '../storage/layout.js';
+import type { Announced } from '../storage/plugin.js';
 import { openStorage, type StorageSettings, storeMayExist } from '../storage/registry.js';
 import { AuditRecords } from './audit-records.js';
 import { setBackend } from './backend-of.js';
@@ -30,6 +30,7 @@ import {
   type WrappingKey,
 } from './keyring-store.js';
 import { KvRecords } from './kv-records.js';
+import { GENERATION_KEY, METAS_RANGE, POLICIES_KEY } from './layout.js';
 import { PolicyRecords } from './policy-records.js';
 import type { RecordIntegrityError } from './record-seal.js';
 import { RewrapRecords } from './rewrap-records.js';
@@ -51,6 +52,15 @@ export {
   type StorageName,
   type StorageSettings,
 } from '../storage/registry.js';
+
+/** The writes every server must hear of (on PostgreSQL, announced in the writing transaction). */
+const ANNOUNCED: Announced = {
+  // Every keyring change (rotation, revocation, a new root token, migration) writes the generation;
+  // every change of a runtime role or login role writes the policy document.
+  keys: [GENERATION_KEY, POLICIES_KEY],
+  // Every write or delete of a key writes its index: the waits (GET …?wait_after) of every server hear it.
+  prefixes: [METAS_RANGE.start],
+};
 
 /** The typed record stores of a store whose keyring is open. */
 export interface Records {
@@ -80,7 +90,7 @@ export class Store {
 
   /** Opens the configured storage (creating nothing but what the backend needs to open). */
   static async open(settings: StorageSettings): Promise<Store> {
-    return new Store(await openStorage(settings), settings.data_dir);
+    return new Store(await openStorage(settings, ANNOUNCED), settings.data_dir);
   }
 
   /** Tells `observer` of every write to the storage from now on (the metrics). */

@@ -13,9 +13,9 @@
  */
 import { statusOf, type TokenRecord } from '../model/tokens.js';
 import type { StorageBackend, StorageWrite } from '../storage/backend.js';
-import { TOKENS_RANGE, tokenKey } from '../storage/layout.js';
 import type { KeyringHolder } from './keyring-store.js';
 import { LastOpened } from './last-opened.js';
+import { TOKENS_RANGE, tokenKey } from './layout.js';
 import { printableKey, RecordIntegrityError, type RecordSeal } from './record-seal.js';
 
 /** What a renewal came to (TokenRecords.renew). */

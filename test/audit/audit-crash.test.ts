@@ -1,9 +1,9 @@
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { intentCopies } from '../../src/audit/intent-recovery.js';
-import { parseVersionKey, VERSIONS_RANGE } from '../../src/storage/layout.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
 import { AuditRecords } from '../../src/store/audit-records.js';
+import { parseVersionKey, VERSIONS_RANGE } from '../../src/store/layout.js';
 import { type AuditLine, auditLines } from '../support/audit-lines.js';
 import { eventually } from '../support/eventually.js';
 import { send } from '../support/http-client.js';

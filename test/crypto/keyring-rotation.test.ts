@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { LocalKeyProvider, loadOrCreateMasterKey } from '../../src/keys/local-provider.js';
-import { versionKey } from '../../src/storage/layout.js';
 import { KeyringHolder } from '../../src/store/keyring-store.js';
 import { unpackVersion } from '../../src/store/kv-format.js';
+import { versionKey } from '../../src/store/layout.js';
 import { startTestCoffer, type TestCoffer } from '../support/harness.js';
 
 describe('keyring rotation by another holder of the same store', () => {

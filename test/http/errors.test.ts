@@ -331,6 +331,14 @@ describe('HTTP errors and limits', () => {
       expect(res.headers.get('x-content-type-options')).to.equal('nosniff');
       expect(res.headers.get('x-powered-by')).to.equal(null);
     }
+    // The console's own files, as README says: revalidated at each load, not audited (no request id).
+    for (const path of ['/ui/', '/ui/index.html']) {
+      const file = await c.call('GET', path, { token: null });
+      expect(file.status, path).to.equal(200);
+      expect(file.headers.get('cache-control'), path).to.equal('no-cache');
+      expect(file.headers.get('x-request-id'), path).to.equal(null);
+    }
+    expect(responses[3]!.headers.get('x-request-id')).to.match(/^[A-Za-z0-9]{16}$/);
     // HEAD is not served (the document lists no HEAD): 405, with no body, and Allow naming the methods.
     expect(responses[0]!.text).to.equal('');
     expect(responses[0]!.headers.get('allow')).to.equal('GET, PUT, DELETE');

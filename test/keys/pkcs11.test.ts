@@ -6,9 +6,9 @@ import { pino } from 'pino';
 import { generateToken } from '../../src/auth/token-format.js';
 import { loadConfig } from '../../src/config/load.js';
 import { ConfigError } from '../../src/errors.js';
-import { GENERATION_KEY } from '../../src/storage/layout.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
 import { KEYRING_KEY } from '../../src/store/keyring-store.js';
+import { GENERATION_KEY } from '../../src/store/layout.js';
 import {
   keyProviderStartError,
   startTestCoffer,

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { counterKey, metaKey, versionKey } from '../../src/storage/layout.js';
+import { counterKey, metaKey, versionKey } from '../../src/store/layout.js';
 import { startTestCoffer, type TestCoffer } from '../support/harness.js';
 
 /** The raw bytes of the LMDB data file, as an attacker with the disk would see them. */

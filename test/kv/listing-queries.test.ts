@@ -5,11 +5,11 @@ import { sodiumReady } from '../../src/crypto/aead.js';
 import { LocalKeyProvider } from '../../src/keys/local-provider.js';
 import { listNamespace } from '../../src/kv/listing.js';
 import type { StorageBackend } from '../../src/storage/backend.js';
-import { metaKey } from '../../src/storage/layout.js';
 import { PostgresBackend } from '../../src/storage/postgres-backend.js';
 import { KeyringHolder } from '../../src/store/keyring-store.js';
 import { packMeta } from '../../src/store/kv-format.js';
 import { KvRecords } from '../../src/store/kv-records.js';
+import { metaKey } from '../../src/store/layout.js';
 import type { RecordSeal } from '../../src/store/record-seal.js';
 import { dropTestSchemas, PG_TEST_URL, requirePostgres, testSchema } from '../support/postgres.js';
 

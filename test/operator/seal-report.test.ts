@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { Packr } from 'msgpackr';
 import type { StorageBackend } from '../../src/storage/backend.js';
-import { versionKey } from '../../src/storage/layout.js';
+import { versionKey } from '../../src/store/layout.js';
 import { sealReport } from '../../src/store/seal-report.js';
 import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
 import { runCoffer } from '../support/process.js';

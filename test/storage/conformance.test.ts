@@ -4,6 +4,7 @@
  * that line required), and it runs the suite with no other change.
  */
 import type { StorageBackend } from '../../src/storage/backend.js';
+import { NOTHING_ANNOUNCED } from '../../src/storage/plugin.js';
 import {
   STORAGE_BACKENDS,
   type StorageName,
@@ -53,7 +54,7 @@ for (const backend of STORAGE_BACKENDS) {
 
     const settingsOf = new Map<StorageBackend, StorageSettings>();
     const open = async (settings: StorageSettings): Promise<StorageBackend> => {
-      const storage = await backend.open(settings);
+      const storage = await backend.open(settings, NOTHING_ANNOUNCED);
       settingsOf.set(storage, settings);
       return storage;
     };

@@ -8,6 +8,8 @@ import { startCoffer } from '../../src/app.js';
 import { generateToken } from '../../src/auth/token-format.js';
 import { loadConfig } from '../../src/config/load.js';
 import { ConfigError } from '../../src/errors.js';
+import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
+import { KEYRING_KEY, type KeyringHolder } from '../../src/store/keyring-store.js';
 import {
   AUDIT_CHAINS_RANGE,
   counterKey,
@@ -17,9 +19,7 @@ import {
   ROOT_TOKEN_KEY,
   tokenKey,
   versionKey,
-} from '../../src/storage/layout.js';
-import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
-import { KEYRING_KEY, type KeyringHolder } from '../../src/store/keyring-store.js';
+} from '../../src/store/layout.js';
 import { auditLines } from '../support/audit-lines.js';
 import { eventually } from '../support/eventually.js';
 import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';

@@ -3,6 +3,8 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import pg from 'pg';
 import type { StorageBackend } from '../../src/storage/backend.js';
+import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
+import { KEYRING_KEY } from '../../src/store/keyring-store.js';
 import {
   AUDIT_COUNT_KEY,
   auditChainKey,
@@ -10,9 +12,7 @@ import {
   metaKey,
   tokenKey,
   versionKey,
-} from '../../src/storage/layout.js';
-import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
-import { KEYRING_KEY } from '../../src/store/keyring-store.js';
+} from '../../src/store/layout.js';
 import { auditFiles, auditLines } from '../support/audit-lines.js';
 import { eventually } from '../support/eventually.js';
 import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';

@@ -18,8 +18,8 @@
  * [M ns 0x00, M ns 0x01), everything beneath it in [M ns 0x01, M ns 0x02), and skipping past a child
  * namespace `c` means seeking to M ns 0x01 c 0x02.
  */
-import type { KeyRange } from './backend.js';
-import { packUint32, unpackUint32 } from './uint32.js';
+import type { KeyRange } from '../storage/backend.js';
+import { packUint32, unpackUint32 } from '../storage/uint32.js';
 
 const bytes = (text: string): Buffer => Buffer.from(text, 'latin1');
 const nsPart = (ns: string): string => ns.replaceAll('/', '\x01');
