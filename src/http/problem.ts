@@ -7,27 +7,10 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from 'pino';
 import { AppError } from '../errors.js';
-import { RecordIntegrityError, type RecordKind } from '../store/record-seal.js';
+import { recordInWords } from '../store/record-kinds.js';
+import { RecordIntegrityError } from '../store/record-seal.js';
 import { StorageUnavailableError } from '../store/store-errors.js';
 import type { Responder } from './respond.js';
-
-/** What a client is told failed its check: a kind of record, in words (never which record, or its content). */
-const RECORDS_IN_WORDS: Record<RecordKind, string> = {
-  'kv-version': 'value',
-  'kv-meta': 'key index',
-  'kv-counter': 'version counter',
-  token: 'token record',
-  'root-token': 'root token record',
-  'audit-chain': 'audit chain record',
-  'intent-copy': 'intent copy',
-  'audit-lines': 'audit log copy',
-  'keyring-generation': 'keyring generation',
-  keyring: 'keyring',
-  'rewrap-state': 'rewrap state',
-  'audit-count': 'audit chain count',
-  policies: 'roles record',
-  'console-session': 'console session',
-};
 
 /** Told of every stored record that failed its check while a request was served (logged and audited). */
 export type IntegrityReport = (error: RecordIntegrityError) => void;
@@ -58,7 +41,7 @@ export function toAppError(
     report(err);
     return new AppError(
       'integrity_error',
-      `the stored ${RECORDS_IN_WORDS[err.kind]} failed its integrity check and was not ${err.kind === 'kv-version' ? 'returned' : 'used'}`,
+      `the stored ${recordInWords(err.kind)} failed its integrity check and was not ${err.kind === 'kv-version' ? 'returned' : 'used'}`,
     );
   }
   if (err instanceof StorageUnavailableError) {

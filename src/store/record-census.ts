@@ -6,14 +6,8 @@
  * storage barrier, or by hand) fails even then.
  */
 import type { StorageBackend } from '../storage/backend.js';
-import {
-  MAC_BYTES,
-  RECORD_KINDS,
-  RecordIntegrityError,
-  type RecordKind,
-  type RecordSeal,
-  sealedForm,
-} from './record-seal.js';
+import { RECORD_KINDS, type RecordKind } from './record-kinds.js';
+import { MAC_BYTES, RecordIntegrityError, type RecordSeal, sealedForm } from './record-seal.js';
 
 export interface RecordCount {
   readonly kind: RecordKind;

@@ -17,21 +17,7 @@ import { timingSafeEqual } from 'node:crypto';
 import sodium from 'libsodium-wrappers';
 import { Packr } from 'msgpackr';
 import { aeadOpen, aeadSeal, NONCE_BYTES, type Sealed, SealedDataError } from '../crypto/aead.js';
-import type { KeyRange } from '../storage/backend.js';
-import {
-  AUDIT_CHAINS_RANGE,
-  AUDIT_COUNT_KEY,
-  AUDIT_LINES_RANGE,
-  CONSOLE_SESSIONS_RANGE,
-  COUNTERS_RANGE,
-  GENERATION_KEY,
-  INTENT_JOURNAL_RANGE,
-  METAS_RANGE,
-  POLICIES_KEY,
-  REWRAP_STATE_KEY,
-  ROOT_TOKEN_KEY,
-  TOKENS_RANGE,
-} from './layout.js';
+import type { RecordKind } from './record-kinds.js';
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true });
 const FORMAT = 1;
@@ -42,49 +28,7 @@ const FORMAT = 1;
  */
 export const MAC_BYTES = 16;
 
-export type RecordKind =
-  | 'token'
-  | 'root-token'
-  | 'audit-chain'
-  | 'intent-copy'
-  | 'audit-lines'
-  | 'kv-meta'
-  | 'kv-counter'
-  | 'kv-version'
-  | 'keyring-generation'
-  | 'rewrap-state'
-  | 'audit-count'
-  | 'policies'
-  | 'console-session'
-  | 'keyring';
-
-/** The range holding the one key `key`. */
-function only(key: Buffer): KeyRange {
-  return { start: key, end: Buffer.concat([key, Buffer.from([0])]) };
-}
-
-/**
- * Every kind of the store's own records: where it lives and how it is protected. (The keyring record
- * itself is wrapped by the master key; the version records are the kv service's.)
- */
-export const RECORD_KINDS: readonly {
-  readonly kind: RecordKind;
-  readonly range: KeyRange;
-  readonly protection: 'seal' | 'mac';
-}[] = [
-  { kind: 'root-token', range: only(ROOT_TOKEN_KEY), protection: 'seal' },
-  { kind: 'token', range: TOKENS_RANGE, protection: 'seal' },
-  { kind: 'audit-chain', range: AUDIT_CHAINS_RANGE, protection: 'seal' },
-  { kind: 'intent-copy', range: INTENT_JOURNAL_RANGE, protection: 'mac' },
-  { kind: 'audit-lines', range: AUDIT_LINES_RANGE, protection: 'seal' },
-  { kind: 'kv-meta', range: METAS_RANGE, protection: 'mac' },
-  { kind: 'kv-counter', range: COUNTERS_RANGE, protection: 'mac' },
-  { kind: 'keyring-generation', range: only(GENERATION_KEY), protection: 'mac' },
-  { kind: 'rewrap-state', range: only(REWRAP_STATE_KEY), protection: 'mac' },
-  { kind: 'audit-count', range: only(AUDIT_COUNT_KEY), protection: 'mac' },
-  { kind: 'policies', range: only(POLICIES_KEY), protection: 'seal' },
-  { kind: 'console-session', range: CONSOLE_SESSIONS_RANGE, protection: 'seal' },
-];
+export type { RecordKind } from './record-kinds.js';
 
 /** The nonce and ciphertext of bytes in the sealed form, or null when they are not in it (nothing is opened). */
 export function sealedForm(bytes: Uint8Array): Sealed | null {
@@ -204,9 +148,4 @@ export class RecordSeal {
       this.keys().mac,
     );
   }
-}
-
-/** The plain msgpack of records as stores of format 1 held them (read only by the upgrade). */
-export function unpackPlain<T>(bytes: Uint8Array): T {
-  return packr.unpack(bytes) as T;
 }

@@ -16,16 +16,10 @@
  */
 import type { Logger } from 'pino';
 import { STORE_FORMAT } from '../crypto/keyring.js';
-import type { KeyRange, StorageBackend, StorageWrite } from '../storage/backend.js';
+import type { StorageBackend, StorageWrite } from '../storage/backend.js';
 import type { KeyringHolder } from './keyring-store.js';
-import {
-  printableKey,
-  RECORD_KINDS,
-  RecordIntegrityError,
-  type RecordKind,
-  type RecordSeal,
-  unpackPlain,
-} from './record-seal.js';
+import { RECORD_KINDS } from './record-kinds.js';
+import { printableKey, RecordIntegrityError, type RecordSeal } from './record-seal.js';
 
 const BATCH = 500;
 const REPORT_EVERY = 10_000;
@@ -52,7 +46,7 @@ export async function upgradeStore(
   );
   const counts = { sealed: 0, unreadable: 0 };
   const byKind: string[] = [];
-  for (const kind of FORMAT_1)
+  for (const kind of RECORD_KINDS)
     byKind.push(`${await sealRange(storage, seal, kind, log, counts)} ${kind.kind}`);
   await holder.setStoreFormat(STORE_FORMAT);
   log.info(
@@ -64,79 +58,8 @@ export async function upgradeStore(
   return counts;
 }
 
-/** A kind of record that format 1 kept plain: where it lives, how it is protected now, and how its plain form decodes. */
-interface PlainKind {
-  readonly kind: RecordKind;
-  readonly range: KeyRange;
-  readonly protection: 'seal' | 'mac';
-  /** The record (sealed kinds) or its bytes (MACed kinds), or null when the bytes are not one of this kind. */
-  readonly decode: (bytes: Uint8Array) => Record<string, unknown> | Uint8Array | null;
-}
-
-/** A plain key meta (msgpack {l, t, f}): its bytes. */
-function plainMeta(bytes: Uint8Array): Uint8Array | null {
-  const meta = unpackPlain<Record<string, unknown> | null>(bytes);
-  return meta !== null &&
-    typeof meta === 'object' &&
-    typeof meta.l === 'number' &&
-    typeof meta.t === 'string' &&
-    typeof meta.f === 'number'
-    ? bytes
-    : null;
-}
-
-/** A plain audit line holding an intent entry: its bytes. */
-const intentLine = (bytes: Uint8Array): Uint8Array | null =>
-  isRecordWith(JSON.parse(Buffer.from(bytes).toString('utf8')), 'kind') ? bytes : null;
-
-/** Plain msgpack holding a string `field`: token and root token records. */
-const msgpackWith =
-  (field: string) =>
-  (bytes: Uint8Array): Record<string, unknown> | null => {
-    const record = unpackPlain<unknown>(bytes);
-    return isRecordWith(record, field) ? record : null;
-  };
-
-/** Plain JSON holding a string `field`: audit chain records. */
-const jsonWith =
-  (field: string) =>
-  (bytes: Uint8Array): Record<string, unknown> | null => {
-    const record: unknown = JSON.parse(Buffer.from(bytes).toString('utf8'));
-    return isRecordWith(record, field) ? record : null;
-  };
-
-function isRecordWith(record: unknown, field: string): record is Record<string, unknown> {
-  return (
-    record !== null &&
-    typeof record === 'object' &&
-    typeof (record as Record<string, unknown>)[field] === 'string'
-  );
-}
-
-/** How format 1 stored each kind. */
-const PLAIN_DECODERS: Record<Exclude<RecordKind, 'keyring' | 'kv-version'>, PlainKind['decode']> = {
-  'root-token': msgpackWith('hash'),
-  token: msgpackWith('hash'),
-  'audit-chain': jsonWith('chain'),
-  'intent-copy': intentLine,
-  // Format 1 had no copy of the audit lines in the store: there is nothing to seal.
-  'audit-lines': () => null,
-  'kv-meta': plainMeta,
-  'kv-counter': (bytes) => (bytes.byteLength === 4 ? bytes : null),
-  'keyring-generation': (bytes) => (bytes.byteLength === 4 ? bytes : null),
-  'rewrap-state': (bytes) => (isRecordWith(unpackPlain<unknown>(bytes), 'owner') ? bytes : null),
-  // Format 1 did not count audit chains: there is nothing to seal.
-  'audit-count': () => null,
-  // Format 1 had no runtime roles: there is nothing to seal.
-  policies: () => null,
-  // Nor a web console.
-  'console-session': () => null,
-};
-
-const FORMAT_1: readonly PlainKind[] = RECORD_KINDS.map((k) => ({
-  ...k,
-  decode: PLAIN_DECODERS[k.kind as keyof typeof PLAIN_DECODERS],
-}));
+/** A kind of record that format 1 kept plain: where it lives, how it is protected now, how it decoded. */
+type PlainKind = (typeof RECORD_KINDS)[number];
 
 /** Seals the format-1 records of one kind; returns how many it sealed. */
 async function sealRange(
@@ -201,7 +124,7 @@ async function sealRange(
 /** 'protected' for a record already sealed or MACed, the decoded record for a readable format-1 one, else null. */
 function plainRecord(
   seal: RecordSeal,
-  { kind, decode, protection }: PlainKind,
+  { kind, format1: decode, protection }: PlainKind,
   key: Uint8Array,
   value: Uint8Array,
 ): 'protected' | Record<string, unknown> | Uint8Array | null {
