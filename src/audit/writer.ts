@@ -31,6 +31,7 @@ import {
 } from './entry.js';
 import type { AuditSink } from './sink.js';
 import type { StreamState } from './streams/audit-stream.js';
+import { type ChainStream, ChainStreams } from './streams/chain-streams.js';
 
 export interface AuditWriterOptions {
   /** The chain's home: every line is there, where its entry asked to be, before its waiter is answered. */
@@ -70,19 +71,6 @@ export interface AuditWriterOptions {
    */
   readonly sealBatches?: boolean;
 }
-
-/** What the writer needs of an audit stream. */
-export interface ChainStream {
-  readonly name: string;
-  readonly required: boolean;
-  readonly up: boolean;
-  offer(lines: readonly string[]): Promise<void>;
-  close(waitMs: number): Promise<number>;
-  state(): StreamState;
-}
-
-/** How long an answer waits for a required stream to take its line before it is refused (503). */
-export const STREAM_WAIT_MS = 2_000;
 
 /**
  * `durable`: resolve once synced to disk; `written`: once in the file (the kernel), synced within syncMs;
@@ -154,7 +142,11 @@ export class AuditWriter {
   /** The timed sync in flight: it runs beside the writing of later batches, never holding them up. */
   private syncing: Promise<void> | null = null;
 
+  /** The chain's audit streams (streams/chain-streams.ts). */
+  private readonly streams: ChainStreams;
+
   constructor(private readonly options: AuditWriterOptions) {
+    this.streams = new ChainStreams(options.streams);
     this.checkpointTimer = setInterval(() => {
       if (this.sinceCheckpoint > 0 && !this.closed) void this.checkpoint().catch(() => undefined);
     }, options.checkpointMs);
@@ -167,17 +159,12 @@ export class AuditWriter {
 
   /** True while the last write failed and the backlog waits for the directory to be writable. */
   get failing(): boolean {
-    return this.failure !== null || this.requiredStreamDown() !== undefined;
+    return this.failure !== null || this.streams.failure() !== null;
   }
 
   /** Each audit stream's state: whether it takes lines, and how many wait for it. */
   streamStates(): StreamState[] {
-    return (this.options.streams ?? []).map((stream) => stream.state());
-  }
-
-  /** A required stream whose last send failed: requests are refused until it takes lines again. */
-  private requiredStreamDown(): ChainStream | undefined {
-    return this.options.streams?.find((stream) => stream.required && !stream.up);
+    return this.streams.states();
   }
 
   /**
@@ -200,7 +187,7 @@ export class AuditWriter {
     const pending = this.enqueue(fields, durability === 'durable', false, durability === 'sealed');
     if (++this.sinceCheckpoint >= this.options.checkpointEvery) this.enqueueCheckpoint();
     const placed = { seq: pending.seq, line: pending.line };
-    const down = this.failure ?? this.streamFailure();
+    const down = this.failure ?? this.streams.failure();
     if (down !== null) {
       this.kick();
       return { ...placed, done: Promise.reject(new AuditUnavailableError(down)) };
@@ -208,11 +195,6 @@ export class AuditWriter {
     const done = new Promise<void>((resolve, reject) => pending.waiters.push({ resolve, reject }));
     this.kick();
     return { ...placed, done };
-  }
-
-  private streamFailure(): string | null {
-    const down = this.requiredStreamDown();
-    return down ? `required audit stream ${down.name} does not take lines` : null;
   }
 
   /** Appends a checkpoint now and waits until it is durable. */
@@ -250,7 +232,7 @@ export class AuditWriter {
       this.closed = true;
       await this.options.sink.close();
       for (const copy of this.options.copies ?? []) await copy.close().catch(() => undefined);
-      for (const stream of this.options.streams ?? []) await stream.close(STREAM_WAIT_MS);
+      await this.streams.close();
     }
   }
 
@@ -423,7 +405,7 @@ export class AuditWriter {
       this.written = { link: last.link, digest: last.digest };
     }
     // (With a required stream, every entry also waits for that stream: streamed(), below.)
-    if (!this.options.streams?.some((stream) => stream.required))
+    if (!this.streams.anyRequired)
       for (const p of batch) if (!p.durable) for (const w of p.waiters.splice(0)) w.resolve();
     if (this.options.sealBatches) this.scheduleSeal();
     if (!mustSync) {
@@ -480,24 +462,10 @@ export class AuditWriter {
    * which an `audit.refused` event then says; the stream still gets the lines, in order, when it is back.
    */
   private async streamed(batch: readonly Pending[], lines: readonly string[]): Promise<boolean> {
-    const streams = this.options.streams ?? [];
-    if (streams.length === 0 || batch.length === 0) return true;
-    const required: Promise<void>[] = [];
-    for (const stream of streams) {
-      const delivered = stream.offer(lines);
-      if (stream.required) required.push(delivered);
-    }
-    if (required.length === 0 || batch.every((p) => p.waiters.length === 0)) return true;
-    let timer: NodeJS.Timeout | undefined;
-    const inTime = await Promise.race([
-      Promise.all(required).then(() => true),
-      new Promise<false>((resolve) => {
-        timer = setTimeout(() => resolve(false), STREAM_WAIT_MS);
-      }),
-    ]);
-    clearTimeout(timer);
-    if (inTime) return true;
-    const reason = this.streamFailure() ?? 'a required audit stream did not take lines in time';
+    if (batch.length === 0) return true;
+    const waited = batch.some((p) => p.waiters.length > 0);
+    if (await this.streams.offer(lines, waited)) return true;
+    const reason = this.streams.failure() ?? 'a required audit stream did not take lines in time';
     const error = new AuditUnavailableError(reason);
     const refused = batch.filter((p) => p.waiters.length > 0 && !p.checkpoint).map((p) => p.seq);
     for (const p of batch) for (const w of p.waiters.splice(0)) w.reject(error);
