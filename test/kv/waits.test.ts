@@ -1,6 +1,7 @@
 import { request } from 'node:http';
 import { expect } from 'chai';
 import { auditLines } from '../support/audit-lines.js';
+import { eventually } from '../support/eventually.js';
 import { startTestCoffer, type TestCoffer } from '../support/harness.js';
 import { send } from '../support/http-client.js';
 import { serveSettings, startProcess } from '../support/process.js';
@@ -12,7 +13,23 @@ async function timed<T>(promise: Promise<T>): Promise<{ at: number; value: T }> 
   return { at: performance.now(), value };
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** A server's metrics text, from which its held waits are read. */
+type Metrics = () => Promise<string>;
+const metricsOf =
+  (c: TestCoffer): Metrics =>
+  async () =>
+    (await c.call('GET', '/v1/sys/metrics')).text;
+
+/**
+ * Until the server holds exactly `n` waiting reads (`coffer_kv_waits_held`; a server of several workers
+ * sums theirs): the condition a write that must wake them, or a wait for a freed place, depends on.
+ */
+async function untilHeld(metrics: Metrics, n: number): Promise<void> {
+  await eventually(
+    async () => Number(/^coffer_kv_waits_held (\d+)$/m.exec(await metrics())?.[1]) === n,
+    { what: `${n} waits held`, interval: 10 },
+  );
+}
 
 describe('waiting for a change (wait_after, If-None-Match)', function () {
   this.timeout(60_000);
@@ -44,7 +61,7 @@ describe('waiting for a change (wait_after, If-None-Match)', function () {
     it('answers a held wait within 100 ms of the write that satisfies it', async () => {
       await c.put('w/b/k', 'v1');
       const waiting = timed(c.call('GET', '/v1/kv/w/b/k?wait_after=1&timeout=20s'));
-      await sleep(200);
+      await untilHeld(metricsOf(c), 1);
       const written = await timed(c.put('w/b/k', 'v2'));
       const answered = await waiting;
       expect(answered.value.status).to.equal(200);
@@ -63,18 +80,18 @@ describe('waiting for a change (wait_after, If-None-Match)', function () {
       const waiting = c.call('GET', '/v1/kv/w/c/k?timeout=20s', {
         headers: { 'if-none-match': '"2"' },
       });
-      await sleep(150);
+      await untilHeld(metricsOf(c), 1);
       await c.put('w/c/k', 'v3');
       expect((await waiting).body.value).to.equal('v3');
     });
 
     it('waits for a key to be created (wait_after=0), and answers 404 when the key it waits on is deleted', async () => {
       const created = c.call('GET', '/v1/kv/w/d/new?wait_after=0&timeout=20s');
-      await sleep(150);
+      await untilHeld(metricsOf(c), 1);
       await c.put('w/d/new', 'here');
       expect((await created).body).to.include({ version: 1, value: 'here' });
       const deleted = c.call('GET', '/v1/kv/w/d/new?wait_after=1&timeout=20s');
-      await sleep(150);
+      await untilHeld(metricsOf(c), 1);
       expect((await c.call('DELETE', '/v1/kv/w/d/new')).status).to.equal(204);
       expect((await deleted).status).to.equal(404);
     });
@@ -107,7 +124,7 @@ describe('waiting for a change (wait_after, If-None-Match)', function () {
       const waiting = c.call('GET', '/v1/kv/w/f/?values=true&timeout=20s', {
         headers: { 'if-none-match': etag },
       });
-      await sleep(150);
+      await untilHeld(metricsOf(c), 1);
       await c.put('w/f/deeper/other', 'not in w/f itself');
       await c.put('w/f/two', '2');
       const changed = await waiting;
@@ -129,7 +146,7 @@ describe('waiting for a change (wait_after, If-None-Match)', function () {
       const watching = c.call('GET', '/v1/kv/w/f/?values=true&limit=1&timeout=20s', {
         headers: { 'if-none-match': firstPage.headers.get('etag')! },
       });
-      await sleep(150);
+      await untilHeld(metricsOf(c), 1);
       await c.put('w/f/two', '2 again');
       const woke = await watching;
       expect(woke.status).to.equal(200);
@@ -216,7 +233,7 @@ describe('waiting for a change (wait_after, If-None-Match)', function () {
         heldWait(tokens[1]!, '127.0.0.3'),
         heldWait(tokens[2]!, '127.0.0.4'),
       ];
-      await sleep(300);
+      await untilHeld(metricsOf(c), 3);
       const refused = await wait(tokens[3]!, '127.0.0.5');
       expect(refused.status).to.equal(429);
       expect(refused.retryAfter).to.equal('1');
@@ -224,7 +241,7 @@ describe('waiting for a change (wait_after, If-None-Match)', function () {
       // Reads that do not wait are not counted.
       expect((await c.call('GET', '/v1/kv/b/a/k')).status).to.equal(200);
       for (const req of held) req.destroy();
-      await sleep(300);
+      await untilHeld(metricsOf(c), 0);
       expect((await c.call('GET', '/v1/kv/b/a/k?wait_after=1&timeout=50ms')).status).to.equal(304);
     });
 
@@ -235,7 +252,7 @@ describe('waiting for a change (wait_after, If-None-Match)', function () {
       ]);
       // With 3 places: a token holds at most 1, an address at most 1.
       const held = heldWait(one, '127.0.0.6');
-      await sleep(300);
+      await untilHeld(metricsOf(c), 1);
       const sameToken = await wait(one, '127.0.0.7');
       expect(sameToken.status).to.equal(429);
       expect(sameToken.detail).to.include(
@@ -247,13 +264,13 @@ describe('waiting for a change (wait_after, If-None-Match)', function () {
       // Another token from another address still gets its place.
       expect((await wait(two, '127.0.0.8', '50ms')).status).to.equal(304);
       held.destroy();
-      await sleep(300);
+      await untilHeld(metricsOf(c), 0);
       expect((await wait(one, '127.0.0.7', '50ms')).status).to.equal(304);
     });
 
     it('answers held waits at once when the server stops', async () => {
       const waiting = timed(c.call('GET', '/v1/kv/b/a/k?wait_after=1&timeout=60s'));
-      await sleep(200);
+      await untilHeld(metricsOf(c), 1);
       const stopping = performance.now();
       const closed = c.close();
       const answered = await waiting;
@@ -273,7 +290,10 @@ describe('waiting for a change (wait_after, If-None-Match)', function () {
         const waits = Array.from({ length: 6 }, () =>
           timed(send(server.url, 'GET', '/v1/kv/x/a/k?wait_after=1&timeout=20s', root)),
         );
-        await sleep(500);
+        await untilHeld(
+          async () => String((await send(server.url, 'GET', '/v1/sys/metrics', root)).body),
+          6,
+        );
         const written = await timed(
           send(server.url, 'PUT', '/v1/kv/x/a/k', root, { value: 'v2', type: 'secret' }),
         );
@@ -305,14 +325,14 @@ describe('waiting for a change (wait_after, If-None-Match)', function () {
           'if-none-match': (await a.call('GET', '/v1/kv/p/a/?values=true')).headers.get('etag')!,
         },
       });
-      await sleep(300);
+      await untilHeld(metricsOf(a), 2);
       const written = await timed(b.put('p/a/k', 'v2'));
       const answered = await waiting;
       expect(answered.value.body).to.include({ version: 2, value: 'v2' });
       expect(answered.at - written.at).to.be.below(100);
       expect((await values).body.values[0]).to.include({ key: 'k', version: 2 });
       const deleted = a.call('GET', '/v1/kv/p/a/k?wait_after=2&timeout=20s');
-      await sleep(200);
+      await untilHeld(metricsOf(a), 1);
       expect((await b.call('DELETE', '/v1/kv/p/a/k')).status).to.equal(204);
       expect((await deleted).status).to.equal(404);
     });
