@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { Coffer, CofferError } from '../../src/client/index.js';
+import { eventually } from '../support/eventually.js';
 import { type FaultProxy, startFaultProxy } from '../support/fault-proxy.js';
 import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
 
@@ -131,9 +132,15 @@ describe('the TypeScript client (coffer/client)', () => {
         if (valuesSeen.length === 2) stopValues.abort();
       }
     })();
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Each write once both watchers have what came before it (a watcher asks from what it has: a write
+    // it has not yet waited for still reaches it, but one it has not yet read would be skipped).
+    await eventually(() => seen.length === 1 && valuesSeen.length === 1, {
+      what: 'the first answers',
+    });
     await coffer.put('watched/app', 'flag', 'on', { type: 'config' });
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await eventually(() => seen.length === 2 && valuesSeen.length === 2, {
+      what: 'the second answers',
+    });
     await coffer.put('watched/app', 'flag', 'auto', { type: 'config' });
     await Promise.all([watching, watchingValues]);
     expect(seen).to.deep.equal(['1:off', '2:on', '3:auto']);
@@ -152,7 +159,11 @@ describe('the TypeScript client (coffer/client)', () => {
       signal: stop.signal,
       onRenewed: (at) => renewals.push(at),
     });
-    await new Promise((resolve) => setTimeout(resolve, 3000));
+    // Past the token's first expiry, renewed at least once.
+    await eventually(() => renewals.length >= 1 && Date.now() > Date.parse(made.expires_at) + 200, {
+      what: 'the first expiry passed',
+      timeout: 10_000,
+    });
     expect((await coffer.self()).id).to.equal(made.id);
     expect(renewals.length).to.be.at.least(1);
     expect(Date.parse(renewals.at(-1)!)).to.be.greaterThan(Date.parse(made.expires_at));
