@@ -356,15 +356,19 @@ describe('coffer run', function () {
 
   it('--watch renews its token before it expires', async function () {
     this.timeout(20_000);
-    const short = (
+    const made = (
       await c.call('POST', '/v1/auth/token', { json: { role: 'reader', expires_in: 2 } })
-    ).body.token as string;
+    ).body as { token: string; expires_at: string };
+    const short = made.token;
     const running = startCommand(
       ['run', '--ns', 'watch/app', '--watch', '--', process.execPath, program, 'wait'],
       { COFFER_ADDR: c.url, COFFER_TOKEN: short },
     );
     await eventually(() => running.stdout().includes('ready'));
-    await new Promise((resolve) => setTimeout(resolve, 3500));
+    // Past the lifetime it was made with: only a renewal keeps it.
+    await eventually(() => Date.now() > Date.parse(made.expires_at) + 1000, {
+      what: 'the first expiry passed',
+    });
     expect((await c.call('GET', '/v1/auth/me', { token: short })).status).to.equal(200);
     running.child.kill('SIGTERM');
     expect((await running.done).code).to.equal(42);
@@ -425,7 +429,9 @@ describe('coffer run', function () {
     });
 
     it('refuses the copy when it is older than --fallback-max-age', async () => {
-      await new Promise((resolve) => setTimeout(resolve, 1100));
+      // Until the copy is more than a second old, by the time it records.
+      const writtenAt = Date.parse(JSON.parse(readFileSync(copy, 'utf8')).written_at);
+      await eventually(() => Date.now() > writtenAt + 1100, { what: 'the copy a second old' });
       const old = await command(
         withFallback('shop/prod', ['--fallback-max-age', '1s']),
         fallbackEnv,
