@@ -246,7 +246,7 @@ describe('token API', () => {
         const own = made.body.token as string;
         const created = Date.parse(made.body.created_at);
         expect(Date.parse(made.body.expires_at) - created).to.equal(2000);
-        await new Promise((resolve) => setTimeout(resolve, 1000));
+        await eventually(() => Date.now() >= created + 1000, { what: 'a second after creation' });
         const renewed = await short.call('POST', '/v1/auth/token/renew', { token: own });
         expect(renewed.status).to.equal(200);
         expect(renewed.body.id).to.equal(made.body.id);
@@ -257,7 +257,9 @@ describe('token API', () => {
           renewed.body.expires_at,
         );
         // Past its first expiry it still works; renewed again, it stops at creation + max TTL (4 s).
-        await new Promise((resolve) => setTimeout(resolve, 1300));
+        await eventually(() => Date.now() > Date.parse(made.body.expires_at) + 200, {
+          what: 'the first expiry passed',
+        });
         expect((await short.call('GET', '/v1/auth/me', { token: own })).status).to.equal(200);
         const capped = await short.call('POST', '/v1/auth/token/renew', { token: own });
         expect(Date.parse(capped.body.expires_at) - created).to.equal(4000);

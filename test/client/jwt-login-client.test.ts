@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { Coffer, CofferError } from '../../src/client/index.js';
 import { auditLines } from '../support/audit-lines.js';
+import { eventually } from '../support/eventually.js';
 import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
 import { TestIssuer } from '../support/jwt-issuer.js';
 import { command } from '../support/process.js';
@@ -51,7 +52,11 @@ describe('a JWT login instead of a token: the client, coffer run --jwt-file, cof
     expect(coffer.session!.logins).to.equal(1);
     // The platform rotates the file; the token (3 s) is renewed by a new login after 2 s.
     await project('api-2');
-    await new Promise((r) => setTimeout(r, 2100));
+    // Each call before then is still the first login's; the first after it logs in again.
+    await eventually(async () => (await coffer.self()).metadata.pod === 'api-2', {
+      what: 'a new login',
+      interval: 100,
+    });
     const second = await coffer.self();
     expect(coffer.session!.logins).to.equal(2);
     expect(second.id).to.not.equal(first.id);
