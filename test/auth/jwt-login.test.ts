@@ -2,8 +2,16 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { base64url, SignJWT } from 'jose';
+import { eventually } from '../support/eventually.js';
 import { type ApiResponse, startTestCoffer, type TestCoffer } from '../support/harness.js';
 import { TestIssuer } from '../support/jwt-issuer.js';
+
+/** Until `ms` have passed since `issuer`'s key set was last fetched (the refresh and staleness bounds run from it). */
+async function pastLastFetch(issuer: TestIssuer, ms: number): Promise<void> {
+  await eventually(() => Date.now() > issuer.lastJwksFetchAt + ms, {
+    what: `${ms} ms past the last key set fetch`,
+  });
+}
 
 /** The audit entry of the request that answered `res` (found by its X-Request-Id). */
 async function entryOf(c: TestCoffer, res: ApiResponse): Promise<Record<string, unknown>> {
@@ -324,7 +332,7 @@ describe('JWT login (POST /v1/auth/login/jwt)', function () {
       const ghost = await k8s.rotate({ keepOld: true });
       // The issuer serves the new key only after Coffer last fetched; here it serves it, but the bound
       // limits fetches: many unknown kids within the interval cost one fetch.
-      await new Promise((r) => setTimeout(r, 1100));
+      await pastLastFetch(k8s, 1100);
       const made = await Promise.all(
         Array.from({ length: 5 }, (_, i) =>
           k8s.sign(claims(), { key: ghost, kid: `made-up-${i}` }),
@@ -336,7 +344,7 @@ describe('JWT login (POST /v1/auth/login/jwt)', function () {
   });
 
   it('accepts a key rotation at the issuer (new kid) without a restart', async () => {
-    await new Promise((r) => setTimeout(r, 1100)); // past the refresh interval of the last test's fetch
+    await pastLastFetch(k8s, 1100); // past the refresh interval of the last test's fetch
     const rotated = await k8s.rotate();
     const res = await login(
       c,
@@ -433,7 +441,7 @@ describe('JWT login with a stale key set', function () {
       const claims = { sub: 'edge-1', aud: 'coffer' };
       expect((await login(c, 'edge', await issuer.sign(claims))).status).to.equal(201);
       issuer.goDown();
-      await new Promise((r) => setTimeout(r, 1200));
+      await pastLastFetch(issuer, 1200);
       const res = await login(c, 'edge', await issuer.sign(claims));
       expect(res.status).to.equal(401);
       expect((await entryOf(c, res)).reason).to.equal('issuer_unreachable');

@@ -24,8 +24,9 @@ async function newKey(alg: Alg, kid: string): Promise<SigningKey> {
 }
 
 export class TestIssuer {
-  /** JWKS requests answered (successfully or not) since start. */
+  /** JWKS requests answered (successfully or not) since start, and when the last came (Date.now()). */
   jwksFetches = 0;
+  lastJwksFetchAt = 0;
   discoveryFetches = 0;
   private keys: SigningKey[] = [];
   private down = false;
@@ -127,7 +128,10 @@ export class TestIssuer {
   }
 
   private answer(path: string, res: import('node:http').ServerResponse): void {
-    if (path === '/jwks') this.jwksFetches++;
+    if (path === '/jwks') {
+      this.jwksFetches++;
+      this.lastJwksFetchAt = Date.now();
+    }
     if (path === '/.well-known/openid-configuration') this.discoveryFetches++;
     if (this.down) {
       res.socket?.destroy();
