@@ -184,7 +184,7 @@ export class AuditWriter {
   /** Like append, and also tells where in the chain the entry went and its exact line. */
   place(fields: AuditFields, durability: Durability = 'durable'): Appended {
     if (this.closed) throw new AuditUnavailableError('the audit log is closed');
-    const pending = this.enqueue(fields, durability === 'durable', false, durability === 'sealed');
+    const pending = this.enqueue(fields, durability);
     if (++this.sinceCheckpoint >= this.options.checkpointEvery) this.enqueueCheckpoint();
     const placed = { seq: pending.seq, line: pending.line };
     const down = this.failure ?? this.streams.failure();
@@ -236,7 +236,8 @@ export class AuditWriter {
     }
   }
 
-  private enqueue(fields: AuditFields, durable = true, seal = false, sealNow = false): Pending {
+  /** Places an entry at the chain's end; `seal`: a batch's seal (a checkpoint the store does not record). */
+  private enqueue(fields: AuditFields, durability: Durability = 'durable', seal = false): Pending {
     this.seq += 1;
     const checkpoint = fields.kind === 'checkpoint';
     const recorded = checkpoint && !seal;
@@ -250,8 +251,8 @@ export class AuditWriter {
       seq: this.seq,
       checkpoint,
       recorded,
-      durable: durable || recorded,
-      sealNow: sealNow || durable,
+      durable: durability === 'durable' || recorded,
+      sealNow: durability !== 'written',
       waiters: [],
     };
     this.render(pending, this.prev, this.digest);
@@ -264,7 +265,7 @@ export class AuditWriter {
 
   /** Appends a seal (a checkpoint the store does not record) when anything follows the last checkpoint. */
   private seal(): void {
-    if (!this.sealed) this.enqueue({ kind: 'checkpoint' }, false, true);
+    if (!this.sealed) this.enqueue({ kind: 'checkpoint' }, 'written', true);
   }
 
   /** Seals what was written without one within syncMs (the timed sync then covers the seal too). */
