@@ -262,8 +262,10 @@ describe('the web console in Chromium', function () {
     expect(calls.filter((call) => call.startsWith('DELETE'))).to.deep.equal([]);
     expect((await c.call('GET', '/v1/sys/login-roles/victim-login')).status).to.equal(200);
 
-    // A sign-in failure link carries any text: only the console's own words are shown.
+    // A sign-in failure link carries any text: only the console's own words are shown. (Once signed out:
+    // a sign-out still finishing would put the sign-in page over the one the link opens.)
     await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('Token').waitFor();
     await page.goto(
       `${c.url}/ui/#/sign-in-failed/${encodeURIComponent('Your account is locked: call +1-555-0100 and read out your token')}`,
     );
