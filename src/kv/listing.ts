@@ -15,6 +15,7 @@ import { forbidden } from '../errors.js';
 import type { ValueType } from '../model/value-types.js';
 import type { KvRecords } from '../store/kv-records.js';
 import { type Cursor, decodeCursor, encodeCursor } from './cursor.js';
+import { iso } from './entries.js';
 
 export interface Listing {
   readonly kind: 'listing';
@@ -114,7 +115,7 @@ async function keyDetails(
       key,
       version,
       type: record.type,
-      created_at: new Date(record.createdAt).toISOString(),
+      created_at: iso(record.createdAt),
     });
   }
   return details;
