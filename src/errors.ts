@@ -1,7 +1,7 @@
 /**
  * The errors Coffer shows to clients. Each carries a stable code; the code decides the HTTP status and
  * the title, and whether the detail may be shown. Route code throws these, and one function
- * (http/respond.ts, problemBody) renders every one as an RFC 9457 problem+json body.
+ * (api/respond.ts, problemBody) renders every one as an RFC 9457 problem+json body.
  */
 
 /**

@@ -179,8 +179,8 @@ async function main(argv: string[]): Promise<number | undefined> {
     return 0;
   }
   if (command === 'openapi' && positionals.length === 1 && !values.help) {
-    // Loaded only here: no other command needs the route table.
-    const { documentText } = await import('./http/api-document.js');
+    // Loaded only here: no other command needs the features' declarations.
+    const { documentText } = await import('./features.js');
     const { loadConfig } = await import('./config/load.js');
     process.stdout.write(documentText(loadConfig(process.env).max_ttl));
     return 0;

@@ -35,28 +35,22 @@ const LAYERS: Readonly<Record<string, readonly string[]>> = {
   operator: ['audit', 'store', 'crypto', 'keys', 'model', 'processes', 'errors'],
   // What the server counts (prom-client); told by http/ and app, read by server/ for the workers' sum.
   observe: [],
-  http: [
-    'audit',
-    'auth',
-    'kv',
-    'observe',
-    'operator',
-    'store',
-    'crypto',
-    'keys',
-    'model',
-    'errors',
-  ],
+  // The route framework (Vault's sdk/framework): operations, responder, request parts, schemas, the
+  // document builder and the contract a feature mounts by. It knows no feature's face.
+  api: ['audit', 'auth', 'config', 'crypto', 'keys', 'kv', 'model', 'observe', 'store', 'errors'],
+  // The request pipeline: the dispatcher, the listener, the audit of each request.
+  http: ['api', 'audit', 'auth', 'config', 'crypto', 'model', 'observe', 'store', 'errors'],
   config: ['auth', 'keys', 'store', 'model', 'errors'],
-  startup: ['audit', 'auth', 'config', 'crypto', 'directories', 'errors', 'keys', 'store'],
+  startup: ['audit', 'auth', 'config', 'crypto', 'directories', 'errors', 'keys', 'model', 'store'],
+  // The features a server mounts, and the document made of them.
+  features: ['api', 'auth', 'config', 'kv', 'observe', 'operator'],
   app: [
+    'api',
     'audit',
-    'auth',
     'config',
-    'crypto',
+    'features',
     'http',
     'kv',
-    'model',
     'observe',
     'operator',
     'startup',
@@ -65,7 +59,7 @@ const LAYERS: Readonly<Record<string, readonly string[]>> = {
   server: ['app', 'config', 'directories', 'http', 'observe', 'operator'],
   // The client's imports of http/ are of types only (the declarations its answers are typed by):
   // test/client/client.test.ts checks that the built client loads nothing but Node and itself.
-  client: ['http'],
+  client: ['api'],
   cli: [
     'audit',
     'client',
@@ -78,8 +72,21 @@ const LAYERS: Readonly<Record<string, readonly string[]>> = {
     'startup',
     'store',
   ],
-  main: ['cli', 'client', 'config', 'errors', 'http', 'keys', 'server', 'version'],
+  main: ['cli', 'client', 'config', 'errors', 'features', 'keys', 'server', 'version'],
 };
+
+/**
+ * A feature's face: its module.ts and routes/ (api/feature.ts), which stand on the route framework (api/)
+ * that the rest of its folder, the feature's core, stays below. What each face may import besides its own
+ * feature's folder.
+ */
+const FACES: Readonly<Record<string, readonly string[]>> = {
+  kv: ['api', 'model', 'errors'],
+  auth: ['api', 'operator', 'startup', 'crypto', 'model', 'store', 'errors'],
+  operator: ['api', 'audit', 'config', 'errors'],
+  observe: ['api'],
+};
+const face = (name: string): string => `^src/${name}/(module\\.ts$|routes/)`;
 
 /** A path pattern for part `name` of src/: the folder `name/`, or the file `name.ts`. */
 const part = (name: string): string => `${name}(/|\\.ts$)`;
@@ -90,12 +97,39 @@ function rules(): IForbiddenRuleType[] {
       name: `layer-${name}`,
       comment: `src/${name} may import only ${allowed.length > 0 ? allowed.join(', ') : 'nothing else of src'}`,
       severity: 'error',
-      from: { path: `^src/${part(name)}` },
+      from: { path: `^src/${part(name)}`, ...(name in FACES ? { pathNot: face(name) } : {}) },
       to: { path: '^src/', pathNot: `^src/(${[name, ...allowed].map(part).join('|')})` },
     }),
   );
+  const faces = Object.entries(FACES).flatMap(([name, allowed]): IForbiddenRuleType[] => [
+    {
+      name: `face-${name}`,
+      comment: `src/${name}/module.ts and routes/ may import only src/${name} and ${allowed.join(', ')}`,
+      severity: 'error',
+      from: { path: face(name) },
+      to: { path: '^src/', pathNot: `^src/(${[name, ...allowed].map(part).join('|')})` },
+    },
+    {
+      name: `core-below-face-${name}`,
+      comment: `the rest of src/${name} does not reach its face`,
+      severity: 'error',
+      from: { path: `^src/${name}/`, pathNot: face(name) },
+      to: { path: face(name) },
+    },
+    {
+      name: `face-mounted-only-${name}`,
+      comment: `a feature's face is reached only by features.ts, which mounts it (and the other faces' types)`,
+      severity: 'error',
+      from: {
+        path: '^src/',
+        pathNot: `^src/(features\\.ts$|${name}/|(${Object.keys(FACES).join('|')})/module\\.ts$)`,
+      },
+      to: { path: face(name) },
+    },
+  ]);
   return [
     ...layered,
+    ...faces,
     {
       name: 'storage-behind-the-store',
       comment: 'only src/store (the record layer) reaches the storage backends and the key layout',
@@ -160,7 +194,7 @@ describe('the architecture (dependency rules, dependency-cruiser)', function () 
     expect(violations(result)).to.deep.equal([]);
   });
 
-  it('fires when a file outside the store imports the storage layer, when a layer imports one above it, and on a cycle', async () => {
+  it("fires when a file outside the store imports the storage layer, when a layer imports one above it, when a feature's face is reached from below, and on a cycle", async () => {
     const dir = tempDir();
     const write = (path: string, text: string): void => {
       mkdirSync(join(dir, path, '..'), { recursive: true });
@@ -180,7 +214,12 @@ describe('the architecture (dependency rules, dependency-cruiser)', function () 
       'src/http/handler.ts',
       "import { k } from '../kv/service.js';\nexport const h = 1;\nexport const again = k;\n",
     );
+    write('src/kv/routes/r.ts', 'export const r = 1;\n');
+    write('src/kv/core.ts', "import { r } from './routes/r.js';\nexport const c = r;\n");
+    write('src/api/op.ts', "import { r } from '../kv/routes/r.js';\nexport const o = r;\n");
     const found = violations(await cruiseSources(dir));
+    expect(found).to.include('core-below-face-kv: src/kv/core.ts -> src/kv/routes/r.ts');
+    expect(found).to.include('face-mounted-only-kv: src/api/op.ts -> src/kv/routes/r.ts');
     expect(found).to.include(
       'storage-behind-the-store: src/http/route.ts -> src/storage/backend.ts',
     );

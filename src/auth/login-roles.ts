@@ -1,6 +1,6 @@
 /**
  * Checking a login role before it is stored (PUT /v1/sys/login-roles/{name}): what its JSON schema
- * (http/schemas.ts) cannot say. Exactly one key source; key addresses HTTPS (plain HTTP on loopback only);
+ * (api/schemas.ts) cannot say. Exactly one key source; key addresses HTTPS (plain HTTP on loopback only);
  * public keys that are public keys (PEM or JWK, RSA, EC or Ed25519 — never a private key or a shared
  * secret); exactly one of role and scopes, the role existing and not root, each scope a valid pattern once
  * its placeholders are filled; TTLs within the server's; claim paths and metadata names well formed.

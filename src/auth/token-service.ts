@@ -4,7 +4,7 @@
  * descendants), issue for a login (auth/jwt-login.ts), renew and revoke itself, and describing the caller
  * (`/auth/me`). A create and a revocation that changed something are operator events (`token.create`,
  * `token.revoke`), recorded here.
- * The request body has already passed its JSON schema (http/schemas.ts); this checks what a schema
+ * The request body has already passed its JSON schema (api/schemas.ts); this checks what a schema
  * cannot: role names, namespace patterns, metadata bounds, the TTL bounds from the configuration.
  */
 

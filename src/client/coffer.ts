@@ -1,6 +1,6 @@
 /**
  * The TypeScript client: every endpoint of the API as a method, typed by the very declarations the server's
- * OpenAPI document is made from (http/response-schemas.ts for answers, http/schemas.ts for bodies; type
+ * OpenAPI document is made from (api/response-schemas.ts for answers, api/schemas.ts for bodies; type
  * imports only, so the client loads nothing of the server). Only Node's own fetch; see transport.ts for
  * timeouts and retries and errors.ts for the one error class.
  *
@@ -35,7 +35,7 @@ import type {
   ApiTokenList,
   ApiVerification,
   ApiVersionList,
-} from '../http/response-schemas.js';
+} from '../api/response-schemas.js';
 import type {
   LoginOidcCallbackRequest,
   LoginOidcStartRequest,
@@ -43,7 +43,7 @@ import type {
   RewrapRequest,
   RolePutRequest,
   TokenCreateRequest,
-} from '../http/schemas.js';
+} from '../api/schemas.js';
 import { CofferError } from './errors.js';
 import { type JwtLogin, JwtSession } from './jwt-session.js';
 import {

@@ -18,14 +18,14 @@ export type {
   ApiToken as Token,
   ApiVerification as AuditVerification,
   ApiVersionList as VersionList,
-} from '../http/response-schemas.js';
+} from '../api/response-schemas.js';
 export type {
   LoginOidcCallbackRequest,
   LoginOidcStartRequest,
   LoginRolePutRequest,
   RolePutRequest,
   TokenCreateRequest,
-} from '../http/schemas.js';
+} from '../api/schemas.js';
 export type {
   AuditQuery,
   CofferOptions,

@@ -6,7 +6,7 @@
  * changed); callers waiting at the same time share one login.
  */
 import { readFile } from 'node:fs/promises';
-import type { ApiCreatedToken } from '../http/response-schemas.js';
+import type { ApiCreatedToken } from '../api/response-schemas.js';
 import { CofferError } from './errors.js';
 
 export interface JwtLogin {

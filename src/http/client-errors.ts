@@ -11,9 +11,9 @@
 import type { Duplex } from 'node:stream';
 import type { Response } from 'express';
 import type { Logger } from 'pino';
+import { type Responder, socketProblem } from '../api/respond.js';
 import { randomBase62 } from '../crypto/random.js';
 import { AppError, invalid } from '../errors.js';
-import { type Responder, socketProblem } from './respond.js';
 
 /** The response a connection is serving, if any (kept by the request listener, http-app.ts). */
 export type InFlight = Pick<WeakMap<Duplex, Response>, 'get'>;

@@ -8,23 +8,22 @@
  * parameters; the handler reads its body through the validator.
  */
 import type { NextFunction, Request, Response } from 'express';
-import { requirePrivilege } from '../auth/principal.js';
-import { AppError } from '../errors.js';
-import { auditTarget } from './audit-target.js';
-import { principalOf } from './authenticate.js';
-import type { ClientAddress } from './client-address.js';
-import type { InFlight } from './in-flight.js';
+import { auditTarget } from '../api/audit-target.js';
+import { principalOf } from '../api/context.js';
+import type { Authenticate } from '../api/feature.js';
+import type { InFlight } from '../api/in-flight.js';
 import {
   checksStrayBody,
   type HttpMethod,
   type Operation,
   type OperationInput,
   templatePrefix,
-} from './operation.js';
-import { hasBody, queryOf, rawPath } from './request-parts.js';
-import type { Validators } from './validate.js';
-
-export type Authenticate = (req: Request, res: Response) => Promise<void>;
+} from '../api/operation.js';
+import { hasBody, queryOf, rawPath } from '../api/request-parts.js';
+import type { Validators } from '../api/validate.js';
+import { requirePrivilege } from '../auth/principal.js';
+import { AppError } from '../errors.js';
+import type { ClientAddress } from './client-address.js';
 
 /** Runs after authentication and routing, before the handler; throws to refuse the request. */
 export type Guard = () => void;

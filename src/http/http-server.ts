@@ -10,6 +10,7 @@ import {
   createServer as createNetServer,
   type Server as NetServer,
 } from 'node:net';
+import type { Logger } from 'pino';
 import { ConfigError } from '../errors.js';
 import type { HttpApp } from './http-app.js';
 
@@ -65,6 +66,37 @@ export async function serveHttp(
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return { server, url: `${tls ? 'https' : 'http'}://${host}:${address.port}` };
 }
+
+/**
+ * Stops serving: every answer from now on closes its connection, so keep-alive clients under load let go;
+ * each of `features` drains once no new connection is taken (answering its held waits, say); idle connections
+ * close at once and the others after `drainMs`. A connection closed under a request does not end its
+ * work: resolves once each request still running is answered (or found undelivered) and audited, or after
+ * a grace period with a warning.
+ */
+export async function stopServing(
+  server: Server,
+  app: HttpApp,
+  drainMs: number,
+  features: readonly { drain(): void }[],
+  log: Logger,
+): Promise<void> {
+  app.inFlight.drain();
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  for (const feature of features) feature.drain();
+  server.closeIdleConnections();
+  const deadline = setTimeout(() => server.closeAllConnections(), drainMs);
+  await closed;
+  clearTimeout(deadline);
+  if (!(await app.inFlight.settled(IN_FLIGHT_GRACE_MS)))
+    log.warn(
+      { in_flight: app.inFlight.size },
+      'requests still running at shutdown; closing the audit log anyway',
+    );
+}
+
+/** How long a stop waits, once its connections are closed, for requests still being worked on. */
+const IN_FLIGHT_GRACE_MS = 5_000;
 
 /** Listens, or throws a ConfigError naming COFFER_PORT or COFFER_HOST. */
 async function listen(server: Server | NetServer, config: ListenSettings): Promise<void> {

@@ -6,11 +6,11 @@
  */
 import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from 'pino';
+import type { Responder } from '../api/respond.js';
 import { AppError } from '../errors.js';
 import { recordInWords } from '../store/record-kinds.js';
 import { RecordIntegrityError } from '../store/record-seal.js';
 import { StorageUnavailableError } from '../store/store-errors.js';
-import type { Responder } from './respond.js';
 
 /** Told of every stored record that failed its check while a request was served (logged and audited). */
 export type IntegrityReport = (error: RecordIntegrityError) => void;

@@ -6,12 +6,12 @@
  * request body is ever part of it.
  */
 import type { Request, Response } from 'express';
+import { auditTargetOf } from '../api/audit-target.js';
+import { roleOf } from '../api/context.js';
+import type { RecordIntent } from '../api/feature.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import type { FailureSummary } from '../audit/failure-summary.js';
-import type { Principal } from '../auth/principal.js';
 import { AppError } from '../errors.js';
-import type { RecordWrite } from '../store/kv-records.js';
-import { auditTargetOf } from './audit-target.js';
 
 /**
  * While the audit log cannot be written (and fail_open is off), a request is refused before its handler
@@ -39,22 +39,6 @@ export function unrecorded(audit: AuditLog): AppError {
     : new AppError('audit_unavailable', 'the audit log cannot be written', undefined, headers);
 }
 
-/** What a request is about to change, for its intent entry. */
-export interface Change {
-  readonly action: 'write' | 'delete' | 'token.create' | 'token.revoke';
-  readonly namespace?: string;
-  readonly key?: string;
-  readonly subject_token_id?: string;
-  /** The tokens a revocation takes with it: those the revoked token created, and theirs. */
-  readonly also_revoked?: readonly string[] | undefined;
-}
-
-/**
- * Records a change's intent entry and resolves to the storage writes to commit with the change (the
- * intent's copy: audit/intent-journal.ts); throws 503 audit_unavailable when it cannot, so nothing is changed.
- */
-export type RecordIntent = (res: Response, change: Change) => Promise<RecordWrite[]>;
-
 export function intentRecorder(
   audit: AuditLog | undefined,
   requestId: (res: Response) => string,
@@ -72,10 +56,6 @@ export function intentRecorder(
     if (!copies) throw unrecorded(audit);
     return copies;
   };
-}
-
-export function roleOf(principal: Principal): string {
-  return principal.isRoot ? 'root' : (principal.role ?? 'scoped');
 }
 
 /** A failed authentication past the flood rate goes into `summary` instead of a line of its own. */

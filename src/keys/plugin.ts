@@ -2,7 +2,7 @@
  * What a master key provider says about itself. A provider is one file (local-provider.ts,
  * aws-kms-provider.ts, pkcs11-provider.ts) that exports one of these; keys/registry.ts lists them, and
  * everything else is built from the list: the configuration schema and its environment variables
- * (config/), the migrate-key request schema (http/schemas.ts), the rules checked at start-up and on a
+ * (config/), the migrate-key request schema (api/schemas.ts), the rules checked at start-up and on a
  * migration (one function per provider), the CLI's help and path handling, and the table in
  * docs/key-management.md (checked by a test).
  */

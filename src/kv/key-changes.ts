@@ -19,6 +19,12 @@ export interface KeyRef {
 }
 
 /** One held request's registration. */
+/** How a server process tells its siblings of a key it changed, and hears of theirs. */
+export interface KeyPeers {
+  publish(ref: KeyRef): void;
+  subscribe(listener: (ref: KeyRef) => void): void;
+}
+
 export interface Hold {
   /** Resolves true once woken (at once if woken since the last call), false at `deadline` or when aborted or closed. */
   next(deadline: number, signal?: AbortSignal): Promise<boolean>;

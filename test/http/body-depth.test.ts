@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../src/http/json-depth.js';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../src/api/json-depth.js';
 import { send, sendText } from '../support/http-client.js';
 import { type CofferProcess, serveSettings, startProcess, workerPids } from '../support/process.js';
 

@@ -1,6 +1,6 @@
 import { createConfig, lintFromString } from '@redocly/openapi-core';
 import { expect } from 'chai';
-import { kvPutSchema, tokenCreateSchema } from '../../src/http/schemas.js';
+import { kvPutSchema, tokenCreateSchema } from '../../src/api/schemas.js';
 import { PRIVILEGES } from '../../src/model/policies.js';
 import { resolve } from '../support/api-contract.js';
 import { auditLines } from '../support/audit-lines.js';

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import type { RequestOutcome } from '../../src/http/outcome.js';
+import type { RequestOutcome } from '../../src/api/outcome.js';
 import { eventually } from '../support/eventually.js';
 import { startTestCoffer, type TestCoffer } from '../support/harness.js';
 

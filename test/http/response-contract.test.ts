@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { configDefaults } from '../../src/config/schema.js';
-import { apiDocument, documentText } from '../../src/http/api-document.js';
+import { apiDocument, documentText } from '../../src/features.js';
 import { type Answer, ContractError, checkAnswer } from '../support/api-contract.js';
 import { startTestCoffer, type TestCoffer } from '../support/harness.js';
 

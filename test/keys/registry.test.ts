@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
+import { migrateSchema } from '../../src/api/migrate-schema.js';
 import { ENV_SETTINGS } from '../../src/config/load.js';
 import { configSchema } from '../../src/config/schema.js';
-import { migrateSchema } from '../../src/http/migrate-schema.js';
 import {
   KEY_PROVIDERS,
   type KeyProviderSettings,

@@ -1,6 +1,6 @@
 /**
  * The response checker: every answer the HTTP tests receive under /v1 (through the harness's call and
- * http-client's send) is held against the OpenAPI document of this build (src/http/api-document.ts, the
+ * http-client's send) is held against the OpenAPI document of this build (src/features.ts, the
  * document the server publishes): its status must be documented for the operation, its content type must be
  * the documented one, its body must be valid against the documented schema (closed objects: no field the
  * document does not name), every header the response requires must be there, and a header clients act on
@@ -8,7 +8,7 @@
  * that received the answer fails the day a route drifts from its schema.
  */
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
-import { apiDocument } from '../../src/http/api-document.js';
+import { apiDocument } from '../../src/features.js';
 
 export interface Answer {
   readonly method: string;

@@ -1,6 +1,6 @@
 /** GET /v1/sys/metrics: Prometheus' text format, summed over the server's workers (observe/metrics.ts). */
-import type { Operation } from '../operation.js';
-import type { Responder } from '../respond.js';
+import type { Operation } from '../../api/operation.js';
+import type { Responder } from '../../api/respond.js';
 
 export interface MetricsRouteDeps {
   /** The metrics of every worker of this server, as Prometheus text. */

@@ -16,17 +16,17 @@
 import { createHash } from 'node:crypto';
 import { parseCookie, stringifySetCookie } from 'cookie';
 import type { Request, Response } from 'express';
-import { LoginRefused } from '../../auth/jwt-login.js';
-import type { OidcLogin } from '../../auth/oidc-login.js';
+import { auditTarget } from '../../api/audit-target.js';
+import type { RecordIntent } from '../../api/feature.js';
+import type { Operation } from '../../api/operation.js';
+import type { Responder } from '../../api/respond.js';
 import { sameText } from '../../crypto/constant-time.js';
 import { randomBytes } from '../../crypto/random.js';
 import { AppError } from '../../errors.js';
 import { ROLE_NAME } from '../../model/policies.js';
-import { auditTarget } from '../audit-target.js';
-import type { ConsoleCookies } from '../console-cookie.js';
-import type { Operation } from '../operation.js';
-import type { RecordIntent } from '../request-audit.js';
-import type { Responder } from '../respond.js';
+import { LoginRefused } from '../jwt-login.js';
+import type { OidcLogin } from '../oidc-login.js';
+import type { ConsoleCookies } from './console-cookie.js';
 import type { LoginGate } from './login.js';
 
 export interface ConsoleOidcDeps {
@@ -35,8 +35,6 @@ export interface ConsoleOidcDeps {
   readonly loginGate: LoginGate;
   readonly respond: Responder;
   readonly recordIntent: RecordIntent;
-  /** The browser reaches Coffer over HTTPS (its own TLS, or a public_url of https): Secure cookies. */
-  readonly secure: boolean;
   /** The address people reach Coffer at (COFFER_PUBLIC_URL), when set: the callback is built from it. */
   readonly publicUrl: string | null;
   readonly now: () => number;
@@ -63,8 +61,10 @@ const LOCATION = {
 const random = (): string => randomBytes(32).toString('base64url');
 
 export function consoleOidcOperations(deps: ConsoleOidcDeps): Operation[] {
-  const { cookies, oidc, loginGate, respond, recordIntent, secure, publicUrl, now } = deps;
-  const pendingName = secure ? '__Secure-coffer_oidc' : 'coffer_oidc';
+  const { cookies, oidc, loginGate, respond, recordIntent, publicUrl, now } = deps;
+  // The browser reaches Coffer over HTTPS (its own TLS, or a public_url of https): Secure cookies.
+  const secure = (): boolean => cookies.secure;
+  const pendingName = (): string => (secure() ? '__Secure-coffer_oidc' : 'coffer_oidc');
   /**
    * Where the provider sends the person back: the public address when one is set (behind a proxy that ends
    * TLS, the request says neither the scheme nor, perhaps, the host people use), else this server as the
@@ -73,24 +73,24 @@ export function consoleOidcOperations(deps: ConsoleOidcDeps): Operation[] {
   const callbackOf = (req: Request): string =>
     publicUrl !== null
       ? `${publicUrl}${CALLBACK}`
-      : `${secure ? 'https' : 'http'}://${req.headers.host ?? ''}${CALLBACK}`;
+      : `${secure() ? 'https' : 'http'}://${req.headers.host ?? ''}${CALLBACK}`;
 
   const setPending = (res: Response, value: string, maxAge: number) =>
     res.setHeader(
       'Set-Cookie',
-      stringifySetCookie(pendingName, value, {
+      stringifySetCookie(pendingName(), value, {
         httpOnly: true,
         // Lax: the provider's redirect back is a top-level navigation from its site.
         sameSite: 'lax',
         path: PENDING_PATH,
-        secure,
+        secure: secure(),
         maxAge,
       }),
     );
 
   const pendingOf = (req: Request): Pending | undefined => {
     const header = req.headers.cookie;
-    const text = header === undefined ? undefined : parseCookie(header)[pendingName];
+    const text = header === undefined ? undefined : parseCookie(header)[pendingName()];
     if (text === undefined) return undefined;
     try {
       const pending = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as Pending;

@@ -3,10 +3,11 @@
  * and the snapshots its directory holds, newest first (operator/scheduled-snapshots.ts takes them; the
  * supervisor runs it). Names and sizes only: a snapshot's content is never read here.
  */
-import { intervalOf, listSnapshots } from '../../operator/scheduled-snapshots.js';
-import type { Operation } from '../operation.js';
-import type { Responder } from '../respond.js';
-import { type ApiSnapshotList, ok, snapshotList } from '../response-schemas.js';
+
+import type { Operation } from '../../api/operation.js';
+import type { Responder } from '../../api/respond.js';
+import { type ApiSnapshotList, ok, snapshotList } from '../../api/response-schemas.js';
+import { intervalOf, listSnapshots } from '../scheduled-snapshots.js';
 
 export interface SnapshotSchedule {
   readonly dir: string;

@@ -1,21 +1,22 @@
 /**
  * /v1/console/sign-in, /v1/console/session and /v1/console/sign-out: the web console's sign-in with a token,
- * its session, and its sign-out (auth/console-sessions.ts, http/console-cookie.ts; the sign-in through an
+ * its session, and its sign-out (auth/console-sessions.ts, auth/routes/console-cookie.ts; the sign-in through an
  * OpenID Provider is console-oidc.ts). The token a person signs in with is sent once, in the body; from then
  * on the browser holds only the session cookie, and the page's script only the session's CSRF token.
  */
 import type { Response } from 'express';
-import type { Principal } from '../../auth/principal.js';
-import type { TokenService } from '../../auth/token-service.js';
+import { auditTarget } from '../../api/audit-target.js';
+import { roleOf } from '../../api/context.js';
+import type { RecordIntent } from '../../api/feature.js';
+import type { Operation } from '../../api/operation.js';
+import type { Responder } from '../../api/respond.js';
+import { consoleSession, ok } from '../../api/response-schemas.js';
+import { type ConsoleSignInRequest, consoleSignInSchema } from '../../api/schemas.js';
 import { AppError, invalid } from '../../errors.js';
 import type { ConsoleSessionRecord } from '../../store/console-session-records.js';
-import { auditTarget } from '../audit-target.js';
-import type { ConsoleCookies } from '../console-cookie.js';
-import type { Operation } from '../operation.js';
-import { type RecordIntent, roleOf } from '../request-audit.js';
-import type { Responder } from '../respond.js';
-import { consoleSession, ok } from '../response-schemas.js';
-import { type ConsoleSignInRequest, consoleSignInSchema } from '../schemas.js';
+import type { Principal } from '../principal.js';
+import type { TokenService } from '../token-service.js';
+import type { ConsoleCookies } from './console-cookie.js';
 import type { LoginGate } from './login.js';
 
 export interface ConsoleRouteDeps {

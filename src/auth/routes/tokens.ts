@@ -1,21 +1,17 @@
 /** /v1/auth/... token operations: who am I, create, list, renew and revoke tokens (logins: login.ts). */
 
 import type { Request, Response } from 'express';
-import { isTokenId, parseToken } from '../../auth/token-format.js';
-import type {
-  BeforeTokenCommit,
-  CreateTokenInput,
-  TokenService,
-} from '../../auth/token-service.js';
+import { auditTarget } from '../../api/audit-target.js';
+import { principalOf } from '../../api/context.js';
+import type { RecordIntent } from '../../api/feature.js';
+import type { Operation } from '../../api/operation.js';
+import { booleanFlag, rawPath } from '../../api/request-parts.js';
+import type { Responder } from '../../api/respond.js';
+import { createdToken, ok, self, token, tokenList } from '../../api/response-schemas.js';
+import { tokenCreateSchema } from '../../api/schemas.js';
 import { notFound } from '../../errors.js';
-import { auditTarget } from '../audit-target.js';
-import { principalOf } from '../authenticate.js';
-import type { Operation } from '../operation.js';
-import type { RecordIntent } from '../request-audit.js';
-import { booleanFlag, rawPath } from '../request-parts.js';
-import type { Responder } from '../respond.js';
-import { createdToken, ok, self, token, tokenList } from '../response-schemas.js';
-import { tokenCreateSchema } from '../schemas.js';
+import { isTokenId, parseToken } from '../token-format.js';
+import type { BeforeTokenCommit, CreateTokenInput, TokenService } from '../token-service.js';
 
 export interface AuthRouteDeps {
   readonly tokens: TokenService;
@@ -39,7 +35,7 @@ function tokenInPath(req: Request): string {
   throw notFound('no such token');
 }
 
-export function authOperations({
+export function tokenOperations({
   tokens,
   maxTtl,
   respond,

@@ -1,8 +1,8 @@
 /**
  * One route record per operation Coffer serves: method, path template, audit action, privilege, query and
- * body schemas, handler and its documentation, declared once (routes/*.ts). The dispatcher (dispatch.ts)
- * enforces the privilege, refuses unknown query parameters and validates the body from it; the audit entry
- * takes its action name from it; the OpenAPI document (openapi.ts) is built from it.
+ * body schemas, handler and its documentation, declared once (a feature's routes/*.ts). The dispatcher
+ * (http/dispatch.ts) enforces the privilege, refuses unknown query parameters and validates the body from
+ * it; the audit entry takes its action name from it; the OpenAPI document (openapi.ts) is built from it.
  */
 import type { Request, Response } from 'express';
 import type { Privilege } from '../model/policies.js';

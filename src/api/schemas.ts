@@ -1,6 +1,6 @@
 /**
- * JSON schemas of request bodies. The server validates against these (http/validate.ts) and the
- * OpenAPI document (http/openapi.ts) publishes the very same objects.
+ * JSON schemas of request bodies. The server validates against these (api/validate.ts) and the
+ * OpenAPI document (api/openapi.ts) publishes the very same objects.
  */
 
 import { type Static, Type } from '@sinclair/typebox';

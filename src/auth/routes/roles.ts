@@ -4,16 +4,16 @@
  * an operator event; these handlers only read the request and answer.
  */
 import type { Request } from 'express';
-import type { LoginRoleInput } from '../../auth/login-roles.js';
-import type { RoleAdmin, RoleInput } from '../../auth/role-admin.js';
+import { principalOf } from '../../api/context.js';
+import type { Operation } from '../../api/operation.js';
+import { booleanFlag, rawPath } from '../../api/request-parts.js';
+import type { Responder } from '../../api/respond.js';
+import { loginRole, loginRoleList, ok, roleList, roleView } from '../../api/response-schemas.js';
+import { loginRolePutSchema, rolePutSchema } from '../../api/schemas.js';
 import { invalid, notFound } from '../../errors.js';
 import { ROLE_NAME as NAME } from '../../model/policies.js';
-import { principalOf } from '../authenticate.js';
-import type { Operation } from '../operation.js';
-import { booleanFlag, rawPath } from '../request-parts.js';
-import type { Responder } from '../respond.js';
-import { loginRole, loginRoleList, ok, roleList, roleView } from '../response-schemas.js';
-import { loginRolePutSchema, rolePutSchema } from '../schemas.js';
+import type { LoginRoleInput } from '../login-roles.js';
+import type { RoleAdmin, RoleInput } from '../role-admin.js';
 
 export interface RoleRouteDeps {
   readonly roles: RoleAdmin;

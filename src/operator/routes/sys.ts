@@ -3,13 +3,11 @@
  * retire and migrate to another master key (root only). The services record each operation as an operator
  * event (operator/keyring-operations.ts, operator/rewrap.ts); these handlers only check and answer.
  */
-import type { KeyringOperations } from '../../operator/keyring-operations.js';
-import type { MigrateRequest } from '../../operator/migrate-key.js';
-import type { Rewrapper, RewrapState } from '../../operator/rewrap.js';
-import { principalOf } from '../authenticate.js';
-import { migrateSchema } from '../migrate-schema.js';
-import type { Operation } from '../operation.js';
-import type { Responder } from '../respond.js';
+
+import { principalOf } from '../../api/context.js';
+import { migrateSchema } from '../../api/migrate-schema.js';
+import type { Operation } from '../../api/operation.js';
+import type { Responder } from '../../api/respond.js';
 import {
   keyringStatus,
   migration,
@@ -17,8 +15,11 @@ import {
   retirement,
   rewrapView,
   rotation,
-} from '../response-schemas.js';
-import { rewrapSchema } from '../schemas.js';
+} from '../../api/response-schemas.js';
+import { rewrapSchema } from '../../api/schemas.js';
+import type { KeyringOperations } from '../keyring-operations.js';
+import type { MigrateRequest } from '../migrate-key.js';
+import type { Rewrapper, RewrapState } from '../rewrap.js';
 
 export interface SysRouteDeps {
   readonly rewrapper: Rewrapper;

@@ -7,17 +7,12 @@
  *   anything else                                       → the key if it exists, else the namespace, else 404
  */
 import type { Request } from 'express';
-import { forbidden, invalid } from '../../errors.js';
-import { type KvService, VALUES_PAGE_BYTES } from '../../kv/kv-service.js';
-import { isNamespace, RESERVED_KEY } from '../../model/names.js';
-import type { ValueType } from '../../model/value-types.js';
-import { auditTarget } from '../audit-target.js';
-import { principalOf } from '../authenticate.js';
-import { type KvPath, keyUnencoded, namespaceOf, parseKvPath, splitKeyPath } from '../kv-path.js';
-import type { Operation } from '../operation.js';
-import type { RecordIntent } from '../request-audit.js';
-import { booleanFlag, positiveInteger, queryError, rawPath } from '../request-parts.js';
-import type { Responder } from '../respond.js';
+import { auditTarget } from '../../api/audit-target.js';
+import { principalOf } from '../../api/context.js';
+import type { RecordIntent } from '../../api/feature.js';
+import type { Operation } from '../../api/operation.js';
+import { booleanFlag, positiveInteger, queryError, rawPath } from '../../api/request-parts.js';
+import type { Responder } from '../../api/respond.js';
 import {
   entry,
   entryInfo,
@@ -27,8 +22,13 @@ import {
   ok,
   oneOfKinds,
   versionList,
-} from '../response-schemas.js';
-import { kvPutSchema } from '../schemas.js';
+} from '../../api/response-schemas.js';
+import { kvPutSchema } from '../../api/schemas.js';
+import { forbidden, invalid } from '../../errors.js';
+import { isNamespace, RESERVED_KEY } from '../../model/names.js';
+import type { ValueType } from '../../model/value-types.js';
+import { type KvService, VALUES_PAGE_BYTES } from '../kv-service.js';
+import { type KvPath, keyUnencoded, namespaceOf, parseKvPath, splitKeyPath } from './kv-path.js';
 import { clientGone, conditionOf, heldVersion, ifNoneMatchParam, WAIT_QUERY } from './kv-waits.js';
 
 const MAX_VERSION = 0xffff_ffff;

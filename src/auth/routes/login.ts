@@ -5,15 +5,11 @@
  */
 import type { TSchema } from '@sinclair/typebox';
 import type { Request, Response } from 'express';
-import { type JwtLogin, type LoginFacts, LoginRefused } from '../../auth/jwt-login.js';
-import type { OidcLogin } from '../../auth/oidc-login.js';
-import type { BeforeTokenCommit, TokenView } from '../../auth/token-service.js';
-import { ROLE_NAME } from '../../model/policies.js';
-import { auditTarget } from '../audit-target.js';
-import type { Operation } from '../operation.js';
-import type { RecordIntent } from '../request-audit.js';
-import type { Responder } from '../respond.js';
-import { createdToken, oidcStart, ok } from '../response-schemas.js';
+import { auditTarget } from '../../api/audit-target.js';
+import type { RecordIntent } from '../../api/feature.js';
+import type { Operation } from '../../api/operation.js';
+import type { Responder } from '../../api/respond.js';
+import { createdToken, oidcStart, ok } from '../../api/response-schemas.js';
 import {
   type LoginJwtRequest,
   type LoginOidcCallbackRequest,
@@ -21,7 +17,11 @@ import {
   loginJwtSchema,
   loginOidcCallbackSchema,
   loginOidcStartSchema,
-} from '../schemas.js';
+} from '../../api/schemas.js';
+import { ROLE_NAME } from '../../model/policies.js';
+import { type JwtLogin, type LoginFacts, LoginRefused } from '../jwt-login.js';
+import type { OidcLogin } from '../oidc-login.js';
+import type { BeforeTokenCommit, TokenView } from '../token-service.js';
 
 /** The failure rate of logins, per client address (http-app.ts), as for refused tokens (authenticate.ts). */
 export interface LoginGate {

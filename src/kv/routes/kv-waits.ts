@@ -5,8 +5,8 @@
  * it is 304. kv/key-changes.ts holds the waits.
  */
 import type { Request, Response } from 'express';
+import { queryError, rawHeader } from '../../api/request-parts.js';
 import { invalid } from '../../errors.js';
-import { queryError, rawHeader } from '../request-parts.js';
 
 const MAX_VERSION = 0xffff_ffff;
 /** How long a wait is held unless `timeout` says otherwise, and at most. */

@@ -5,8 +5,8 @@
  * valid name, so `%2E%2E`, other escapes, empty segments and control characters are refused with 400, and
  * so is `%2F` in the segment that names the key (`keyUnencoded`).
  */
-import { invalid } from '../errors.js';
-import { isSegment, MAX_NAMESPACE_SEGMENTS } from '../model/names.js';
+import { invalid } from '../../errors.js';
+import { isSegment, MAX_NAMESPACE_SEGMENTS } from '../../model/names.js';
 
 export interface KvPath {
   readonly segments: readonly string[];

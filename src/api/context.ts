@@ -2,6 +2,8 @@
  * What the HTTP layer learns about a request as it goes, kept on `res.locals` and typed here once (Express's
  * `Locals`, merged), so no handler casts it.
  */
+
+import type { Response } from 'express';
 import type { ConsoleSession } from '../auth/console-sessions.js';
 import type { Principal } from '../auth/principal.js';
 import type { ErrorCode } from '../errors.js';
@@ -34,4 +36,16 @@ declare global {
       answered?: boolean;
     }
   }
+}
+
+/** The caller of an authenticated request (the dispatcher's guard ran before any handler that asks). */
+export function principalOf(res: Response): Principal {
+  const principal = res.locals.principal;
+  if (principal === undefined) throw new Error('principalOf: the request was not authenticated');
+  return principal;
+}
+
+/** The caller's role as audit entries and the console name it: root, a role's name, or scoped. */
+export function roleOf(principal: Principal): string {
+  return principal.isRoot ? 'root' : (principal.role ?? 'scoped');
 }

@@ -7,9 +7,9 @@
  */
 import { parseCookie, stringifySetCookie } from 'cookie';
 import type { Request, Response } from 'express';
-import { unauthorized } from '../auth/authenticator.js';
-import { ConsoleSessions } from '../auth/console-sessions.js';
-import { AppError } from '../errors.js';
+import { AppError } from '../../errors.js';
+import { unauthorized } from '../authenticator.js';
+import { ConsoleSessions } from '../console-sessions.js';
 import type { ConsoleCookie } from './authenticate.js';
 
 /** Methods that change nothing: no CSRF token needed. */
@@ -22,7 +22,8 @@ export class ConsoleCookies implements ConsoleCookie {
 
   constructor(
     readonly sessions: ConsoleSessions,
-    private readonly secure: boolean,
+    /** The browser reaches Coffer over HTTPS: the cookies are Secure. */
+    readonly secure: boolean,
   ) {
     this.name = secure ? '__Host-coffer_session' : 'coffer_session';
   }

@@ -3,11 +3,9 @@
  * root token and the `auditor` role (privilege `read_audit`). Neither ever returns a value or a token.
  */
 import { basename } from 'node:path';
-import { auditFilterOf, decodeAuditCursor, encodeAuditCursor } from '../../audit/query.js';
-import type { AuditReview } from '../../operator/audit-review.js';
-import type { Operation } from '../operation.js';
-import { booleanFlag, positiveInteger, queryError } from '../request-parts.js';
-import type { Responder } from '../respond.js';
+import type { Operation } from '../../api/operation.js';
+import { booleanFlag, positiveInteger, queryError } from '../../api/request-parts.js';
+import type { Responder } from '../../api/respond.js';
 import {
   auditPage,
   auditPublicKey,
@@ -15,7 +13,9 @@ import {
   sealReport as sealReportSchema,
   timestamp,
   verification,
-} from '../response-schemas.js';
+} from '../../api/response-schemas.js';
+import { auditFilterOf, decodeAuditCursor, encodeAuditCursor } from '../../audit/query.js';
+import type { AuditReview } from '../audit-review.js';
 
 const MAX_LIMIT = 1000;
 const DEFAULT_LIMIT = 100;

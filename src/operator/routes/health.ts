@@ -3,11 +3,12 @@
  * managers): 200 with the report when it can; 503 problem+json, with the same report as its `health`
  * member, when it cannot reach its storage or cannot write its audit log. operator/health.ts decides.
  */
+
+import type { Operation } from '../../api/operation.js';
+import type { Responder } from '../../api/respond.js';
+import { healthReport, ok } from '../../api/response-schemas.js';
 import { AppError } from '../../errors.js';
-import type { HealthCheck } from '../../operator/health.js';
-import type { Operation } from '../operation.js';
-import type { Responder } from '../respond.js';
-import { healthReport, ok } from '../response-schemas.js';
+import type { HealthCheck } from '../health.js';
 
 export interface HealthRouteDeps {
   readonly health: HealthCheck;

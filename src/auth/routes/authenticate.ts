@@ -1,9 +1,9 @@
 import type { Request, Response } from 'express';
-import type { Authenticator } from '../auth/authenticator.js';
-import type { FailureRate } from '../auth/failure-rate.js';
-import type { Principal } from '../auth/principal.js';
-import { BEARER_VALUE } from '../auth/token-format.js';
-import { AppError, invalid } from '../errors.js';
+import type { Authenticate } from '../../api/feature.js';
+import { AppError, invalid } from '../../errors.js';
+import type { Authenticator } from '../authenticator.js';
+import type { FailureRate } from '../failure-rate.js';
+import { BEARER_VALUE } from '../token-format.js';
 import type { Tarpit } from './tarpit.js';
 
 const BEARER = /^Bearer +(\S+) *$/i;
@@ -30,8 +30,8 @@ export function authenticate(
   failures: FailureRate,
   now: () => number,
   console?: ConsoleCookie,
-) {
-  return async (req: Request, res: Response): Promise<void> => {
+): Authenticate {
+  return async (req, res) => {
     const address = res.locals.client ?? req.socket.remoteAddress ?? '';
     try {
       if (repeatedAuthorization(req)) throw invalid('send one Authorization header, not several');
@@ -70,11 +70,4 @@ function repeatedAuthorization(req: Request): boolean {
     if (raw[i]!.length === 13 && raw[i]!.toLowerCase() === 'authorization' && ++seen > 1)
       return true;
   return false;
-}
-
-/** The caller of an authenticated request (the dispatcher's guard ran before any handler that asks). */
-export function principalOf(res: Response): Principal {
-  const principal = res.locals.principal;
-  if (principal === undefined) throw new Error('principalOf: the request was not authenticated');
-  return principal;
 }
