@@ -83,7 +83,7 @@ const LAYERS: Readonly<Record<string, readonly string[]>> = {
 const FACES: Readonly<Record<string, readonly string[]>> = {
   kv: ['api', 'model', 'errors'],
   auth: ['api', 'operator', 'startup', 'crypto', 'model', 'store', 'errors'],
-  operator: ['api', 'audit', 'config', 'errors'],
+  operator: ['api', 'audit', 'config', 'errors', 'version'],
   observe: ['api'],
 };
 const face = (name: string): string => `^src/${name}/(module\\.ts$|routes/)`;
