@@ -431,6 +431,16 @@ export const sealReport = closed({
   }),
 });
 
+export const serverVersion = closed({
+  version: Type.String({ description: 'the release, as package.json names it' }),
+  commit: nullable(
+    Type.String({
+      description: 'the commit the build came from; null when built outside a git checkout',
+    }),
+  ),
+  modified: Type.Boolean({ description: 'built from a checkout with uncommitted changes' }),
+});
+
 export const healthReport = closed({
   status: literals(['ok', 'unavailable'] as const),
   storage: closed({
@@ -554,6 +564,7 @@ export type ApiAuditPage = Static<typeof auditPage>;
 export type ApiVerification = Static<typeof verification>;
 export type ApiAuditPublicKey = Static<typeof auditPublicKey>;
 export type ApiSealReport = Static<typeof sealReport>;
+export type ApiServerVersion = Static<typeof serverVersion>;
 export type ApiHealth = Static<typeof healthReport>;
 export type ApiProblem = Static<typeof problem>;
 
@@ -577,6 +588,7 @@ export const NAMED_SCHEMAS: Readonly<Record<string, object>> = {
   NamespaceValues: namespaceValues,
   VersionList: versionList,
   KeyringStatus: keyringStatus,
+  ServerVersion: serverVersion,
   Rotation: rotation,
   Retirement: retirement,
   Migration: migration,

@@ -15,8 +15,10 @@ import {
   retirement,
   rewrapView,
   rotation,
+  serverVersion,
 } from '../../api/response-schemas.js';
 import { rewrapSchema } from '../../api/schemas.js';
+import { buildVersion } from '../../version.js';
 import type { KeyringOperations } from '../keyring-operations.js';
 import type { MigrateRequest } from '../migrate-key.js';
 import type { Rewrapper, RewrapState } from '../rewrap.js';
@@ -74,6 +76,23 @@ export function sysOperations(deps: SysRouteDeps): Operation[] {
     ],
     async handler(_req, res) {
       respond.json(res, 200, await operations.status());
+    },
+  };
+
+  const version: Operation = {
+    method: 'GET',
+    template: '/v1/sys/version',
+    action: 'version',
+    docs: [
+      {
+        operationId: 'getServerVersion',
+        summary:
+          "This server's release and the commit its build came from (any valid token: `coffer --version --remote`)",
+        responses: { 200: ok('The version', serverVersion) },
+      },
+    ],
+    handler(_req, res) {
+      respond.json(res, 200, buildVersion());
     },
   };
 
@@ -181,5 +200,5 @@ export function sysOperations(deps: SysRouteDeps): Operation[] {
     },
   };
 
-  return [status, rotate, startRewrap, rewrapProgress, retire, migrate] as Operation[];
+  return [status, rotate, startRewrap, rewrapProgress, retire, migrate, version] as Operation[];
 }
