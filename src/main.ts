@@ -26,7 +26,7 @@ const USAGE = `usage: coffer <command> [options]     (coffer <command> --help fo
   audit       verify the audit log, report on sealed storage, offline (coffer audit --help)
   openapi     print the OpenAPI 3.1 document this server publishes at /v1/openapi.json, for generating a
               client without a running server
-  help [operator|audit|settings|<command>], --version
+  help [operator|audit|settings|<command>], --version [--remote]
 
 The people commands reach the server at COFFER_ADDR (default http://127.0.0.1:8750) with the token in
 COFFER_TOKEN or in the file COFFER_TOKEN_FILE names (never an argument), or log in with the JWT in the file
@@ -144,13 +144,23 @@ async function main(argv: string[]): Promise<number | undefined> {
     options: {
       help: { type: 'boolean', short: 'h' },
       version: { type: 'boolean', short: 'v' },
+      remote: { type: 'boolean' },
       'accept-rollback': { type: 'boolean' },
     },
   });
   const command = positionals[0];
   if (values.version || command === 'version') {
     process.stdout.write(`${versionText()}\n`);
+    if (values.remote) {
+      // The server's own build, which may differ from this command's (COFFER_ADDR, a token).
+      const { serverVersion } = await import('./cli/server-version.js');
+      process.stdout.write(`server: ${versionText(await serverVersion())}\n`);
+    }
     return 0;
+  }
+  if (values.remote) {
+    process.stderr.write('coffer: --remote goes with --version\n');
+    return 2;
   }
   if (command === 'help' || (values.help && (command === undefined || command === 'serve'))) {
     // `coffer help operator` is `coffer operator --help`.

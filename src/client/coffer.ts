@@ -31,6 +31,7 @@ import type {
   ApiRotation,
   ApiSealReport,
   ApiSelf,
+  ApiServerVersion,
   ApiToken,
   ApiTokenList,
   ApiVerification,
@@ -707,6 +708,11 @@ export class Coffer {
       path: `/v1/sys/seal-report${query({ verify: options.verify })}`,
       signal: options.signal,
     });
+  }
+
+  /** The server's release and the commit its build came from (any valid token). */
+  serverVersion(options: { signal?: AbortSignal } = {}): Promise<ApiServerVersion> {
+    return this.call({ method: 'GET', path: '/v1/sys/version', signal: options.signal });
   }
 
   /** The server's health (no token needed); a 503 answer is returned, not thrown, with its report. */

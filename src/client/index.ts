@@ -15,6 +15,7 @@ export type {
   ApiRole as Role,
   ApiRoleList as RoleList,
   ApiSelf as Self,
+  ApiServerVersion as ServerVersion,
   ApiToken as Token,
   ApiVerification as AuditVerification,
   ApiVersionList as VersionList,

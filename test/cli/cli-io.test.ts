@@ -62,6 +62,29 @@ describe('the coffer command, as a person at a shell uses it', function () {
     expect(statSync(MAIN).mode & 0o111).to.equal(0o111);
   });
 
+  it("with --remote also prints the server's version (GET /v1/sys/version, any valid token); --remote alone is a usage error", async () => {
+    const local = await runCoffer(['--version'], {});
+    const remote = await runCoffer(['--version', '--remote'], {
+      COFFER_ADDR: c.url,
+      COFFER_TOKEN: c.rootToken,
+    });
+    expect(remote.code, remote.stderr).to.equal(0);
+    // The server in this test runs this same build.
+    expect(remote.stdout).to.equal(`${local.stdout}server: ${local.stdout}`);
+    const scoped = await c.token({
+      scopes: [{ namespace: 'elsewhere', read: true }],
+    });
+    const answer = await c.call('GET', '/v1/sys/version', { token: scoped });
+    expect(answer.status).to.equal(200);
+    expect(Object.keys(answer.body).sort()).to.deep.equal(['commit', 'modified', 'version']);
+    expect((await c.call('GET', '/v1/sys/version', { token: null })).status).to.equal(401);
+    const noToken = await runCoffer(['--version', '--remote'], { COFFER_ADDR: c.url });
+    expect(noToken.code).to.equal(2);
+    expect(noToken.stdout).to.equal(local.stdout);
+    const alone = await runCoffer(['--remote'], {});
+    expect([alone.code, alone.stderr]).to.deep.equal([2, 'coffer: --remote goes with --version\n']);
+  });
+
   it('says in one line what is missing: the store, or its audit directory', async () => {
     const missing = join(tempDir(), 'nothing-here');
     const noStore = await runCoffer(['audit', 'verify'], { ...env, COFFER_DATA_DIR: missing });
