@@ -4,10 +4,9 @@
  * otherwise.
  */
 import { readFileSync } from 'node:fs';
-import { isAbsolute, resolve } from 'node:path';
 import cliProgress from 'cli-progress';
 import type { Coffer } from '../client/coffer.js';
-import { ENV_SETTINGS } from '../config/load.js';
+import { ENV_SETTINGS, makeAbsolute } from '../config/load.js';
 import { KEY_PROVIDERS } from '../keys/registry.js';
 import { CliError } from './exit-codes.js';
 import { fileProblem } from './file-errors.js';
@@ -113,20 +112,13 @@ function readTarget(file: string): { key_provider: string; [setting: string]: un
   // The server names what is wrong with the settings; only their shape is checked here.
   if (typeof (target as { key_provider?: unknown }).key_provider !== 'string')
     throw new CliError(`--to ${file}: key_provider is missing`, 2);
-  const absolute = (path: unknown): unknown =>
-    typeof path === 'string' && !isAbsolute(path) ? resolve(path) : path;
   const settings = { ...(target as { key_provider: string; [setting: string]: unknown }) };
-  // The fields every provider says hold a path on the server (`pkcs11.library`: one level down).
-  for (const path of KEY_PROVIDERS.flatMap((p) => p.paths)) {
-    const [field, inner] = path.split('.') as [string, string | undefined];
-    if (inner === undefined) {
-      if (field in settings) settings[field] = absolute(settings[field]);
-    } else if (typeof settings[field] === 'object' && settings[field] !== null) {
-      const nested = { ...(settings[field] as Record<string, unknown>) };
-      if (inner in nested) nested[inner] = absolute(nested[inner]);
-      settings[field] = nested;
-    }
-  }
+  // The fields every provider says hold a path on the server, as the server's own loader takes them.
+  makeAbsolute(
+    settings,
+    KEY_PROVIDERS.flatMap((p) => p.paths),
+    process.cwd(),
+  );
   return settings;
 }
 

@@ -5,10 +5,11 @@
  */
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import type { TSchema } from '@sinclair/typebox';
 import { Ajv } from 'ajv';
 import { checkRoleRules } from '../auth/roles.js';
 import { ConfigError } from '../errors.js';
-import { providerProblem } from '../keys/registry.js';
+import { KEY_PROVIDERS, providerProblem } from '../keys/registry.js';
 import { addressBlocks } from '../model/address-blocks.js';
 import {
   type CofferConfig,
@@ -17,6 +18,7 @@ import {
   ENV_ONLY,
   ENV_SETTINGS,
 } from './schema.js';
+import { leavesOf } from './settings.js';
 
 export { ENV_SETTINGS } from './schema.js';
 
@@ -36,7 +38,7 @@ function isPublicUrl(text: string): boolean {
 
 const validate = new Ajv({
   allErrors: false,
-  keywords: ['env', 'envOnly', 'shownDefault'],
+  keywords: ['env', 'envOnly', 'shownDefault', 'path'],
 }).compile(configSchema);
 
 function readJson(path: string, setting: string): Record<string, unknown> {
@@ -158,29 +160,43 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): CofferC
   }
   const config = merged as unknown as CofferConfig;
   checkConsistency(config, fromEnv);
-  return {
-    ...config,
-    data_dir: resolve(cwd, config.data_dir),
-    master_key_file: resolve(cwd, config.master_key_file),
-    master_passphrase_file:
-      config.master_passphrase_file === null ? null : resolve(cwd, config.master_passphrase_file),
-    audit: {
-      ...config.audit,
-      dir: resolve(cwd, config.audit.dir ?? join(config.data_dir, 'audit')),
-    },
-    snapshot: {
-      ...config.snapshot,
-      dir: config.snapshot.dir === null ? null : resolve(cwd, config.snapshot.dir),
-    },
-    pkcs11: {
-      ...config.pkcs11,
-      pin_file: config.pkcs11.pin_file === null ? null : resolve(cwd, config.pkcs11.pin_file),
-    },
-    tls: {
-      cert: config.tls.cert === null ? null : resolve(cwd, config.tls.cert),
-      key: config.tls.key === null ? null : resolve(cwd, config.tls.key),
-    },
-  };
+  // The audit log's default place is in the data directory.
+  setField(merged, 'audit.dir', config.audit.dir ?? join(config.data_dir, 'audit'));
+  makeAbsolute(merged, SERVER_PATHS, cwd);
+  return config;
+}
+
+/**
+ * Makes each of `fields` (dotted) that holds a relative path in `target` absolute from `cwd`: every setting
+ * declared as a path, Coffer's own or a key provider's (KeyProviderPlugin.paths), as the server loads it
+ * and as `coffer operator migrate-key --to FILE` sends it.
+ */
+export function makeAbsolute(
+  target: Record<string, unknown>,
+  fields: readonly string[],
+  cwd: string,
+): void {
+  for (const field of fields) {
+    const value = getField(target, field);
+    if (typeof value === 'string') setField(target, field, resolve(cwd, value));
+  }
+}
+
+/** The settings that hold paths on the server (dotted fields): declared `path`, or in a provider's `paths`. */
+const SERVER_PATHS: readonly string[] = [
+  ...leavesOf(configSchema as TSchema)
+    .filter((leaf) => leaf.schema.path === true)
+    .map((leaf) => leaf.field),
+  ...KEY_PROVIDERS.flatMap((provider) => provider.paths),
+];
+
+function getField(target: Record<string, unknown>, field: string): unknown {
+  const [head, tail] = field.split('.') as [string, string | undefined];
+  const value = target[head];
+  if (tail === undefined) return value;
+  return typeof value === 'object' && value !== null
+    ? (value as Record<string, unknown>)[tail]
+    : undefined;
 }
 
 function checkConsistency(config: CofferConfig, fromEnv: Map<string, string>): void {

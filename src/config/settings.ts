@@ -26,6 +26,8 @@ export interface SettingNotes {
   readonly envOnly?: string;
   /** How the docs show the default when it is not a value (`<data dir>/audit`). */
   readonly shownDefault?: string;
+  /** A path on the server: the loader makes a relative one absolute, from the directory it starts in. */
+  readonly path?: true;
 }
 
 /** One of `values`, kept as `enum` so a refusal lists them. */
@@ -90,6 +92,7 @@ export const CoreSettings = Type.Object(
     data_dir: Type.String({
       minLength: 1,
       default: './data',
+      path: true,
       env: 'COFFER_DATA_DIR',
       description: 'where the LMDB store lives (`<dir>/lmdb`) and, by default, the audit log',
     }),
@@ -125,6 +128,7 @@ export const CoreSettings = Type.Object(
     }),
     snapshot: group({
       dir: optionalString({
+        path: true,
         env: 'COFFER_SNAPSHOT_DIR',
         description:
           'scheduled snapshots, taken by the server while it serves, go here (`coffer-snapshot-<interval start>.snap`, owner-only, written whole or not at all; servers sharing it take one per interval between them); needs `COFFER_SNAPSHOT_EVERY` ([deployment](deployment.md))',
@@ -145,6 +149,7 @@ export const CoreSettings = Type.Object(
     }),
     audit: group({
       dir: optionalString({
+        path: true,
         env: 'COFFER_AUDIT_DIR',
         shownDefault: '`<data dir>/audit`',
         description:
@@ -252,10 +257,12 @@ export const CoreSettings = Type.Object(
     }),
     tls: group({
       cert: optionalString({
+        path: true,
         env: 'COFFER_TLS_CERT',
         description: 'PEM certificate file; with `COFFER_TLS_KEY` Coffer serves HTTPS',
       }),
       key: optionalString({
+        path: true,
         env: 'COFFER_TLS_KEY',
         description: 'PEM private key file; with `COFFER_TLS_CERT` Coffer serves HTTPS',
       }),

@@ -47,7 +47,10 @@ export interface KeyProviderPlugin<Name extends string = string, Settings extend
   readonly configSchema: Readonly<Record<string, object>>;
   /** JSON schema of each of those fields in a migrate-key request (omitted where unset; paths absolute). */
   readonly requestSchema: Readonly<Record<string, object>>;
-  /** Fields (dotted) that hold paths on the server: the CLI makes relative ones absolute. */
+  /**
+   * Fields (dotted) that hold paths on the server: the loader (config/load.ts makeAbsolute) makes relative
+   * ones absolute from where the server starts, and migrate-key from where the command runs.
+   */
   readonly paths: readonly string[];
   readonly env: readonly ProviderEnv[];
   /** A migrate-key request naming a key of this provider, for the help text. */

@@ -27,6 +27,44 @@ describe('every setting declared once (src/config/settings.ts, the backends, the
     expect(loaded.master_key_file).to.equal('/srv/coffer/keys/master.key');
   });
 
+  it("makes every setting declared as a path absolute from where the server starts, a key provider's too", () => {
+    const relative = {
+      COFFER_DATA_DIR: 'd',
+      COFFER_AUDIT_DIR: 'a',
+      COFFER_SNAPSHOT_DIR: 's',
+      COFFER_SNAPSHOT_EVERY: '1d',
+      COFFER_TLS_CERT: 'tls/c.pem',
+      COFFER_TLS_KEY: 'tls/k.pem',
+      COFFER_KEY_PROVIDER: 'pkcs11',
+      COFFER_PKCS11_LIBRARY: 'lib/module.so',
+      COFFER_PKCS11_TOKEN_LABEL: 'coffer',
+      COFFER_PKCS11_KEY_LABEL: 'main',
+      COFFER_PKCS11_PIN_FILE: 'hsm.pin',
+    };
+    const config = loadConfig(relative, '/srv/coffer');
+    expect([
+      config.data_dir,
+      config.audit.dir,
+      config.snapshot.dir,
+      config.tls.cert,
+      config.tls.key,
+      config.pkcs11.library,
+      config.pkcs11.pin_file,
+    ]).to.deep.equal([
+      '/srv/coffer/d',
+      '/srv/coffer/a',
+      '/srv/coffer/s',
+      '/srv/coffer/tls/c.pem',
+      '/srv/coffer/tls/k.pem',
+      '/srv/coffer/lib/module.so',
+      '/srv/coffer/hsm.pin',
+    ]);
+    // The audit log's default place is in the data directory, wherever that is.
+    expect(loadConfig({ COFFER_DATA_DIR: 'd' }, '/srv/coffer').audit.dir).to.equal(
+      '/srv/coffer/d/audit',
+    );
+  });
+
   it('reads each declared variable into its field, for every kind of value', () => {
     const samples: Record<string, [string, unknown]> = {
       integer: ['90000', 90_000],
