@@ -93,7 +93,11 @@ function documented(op: Operation, doc: OperationDoc): object {
   const names = doc.query ?? Object.keys(query);
   const parameters = [
     ...(doc.pathParams ?? []),
-    ...names.map((name) => ({ name, in: 'query', ...(query as Record<string, object>)[name] })),
+    ...names.map((name) => {
+      // What a value is told when refused, and how it is read, are the server's: not documented.
+      const { schema, description } = query[name]!;
+      return { name, in: 'query', schema, ...(description === undefined ? {} : { description }) };
+    }),
   ];
   return {
     operationId: doc.operationId,

@@ -7,18 +7,13 @@
 import type { Request, Response } from 'express';
 import type { Privilege } from '../model/policies.js';
 import type { AuditTarget } from './audit-target.js';
+import type { Queries, QueryValues } from './query-params.js';
 
 export type HttpMethod = 'GET' | 'PUT' | 'POST' | 'DELETE';
 
-export interface QueryParam {
-  /** JSON Schema of the value as documented; the handler parses the text it is given. */
-  readonly schema: object;
-  readonly description?: string;
-}
-
-/** What the dispatcher hands a handler: the checked query, and the body read and validated on demand. */
-export interface OperationInput<Q extends string, B> {
-  readonly query: Partial<Record<Q, string>>;
+/** What the dispatcher hands a handler: the checked, typed query, and the body read and validated on demand. */
+export interface OperationInput<Q extends Queries, B> {
+  readonly query: QueryValues<Q>;
   /**
    * Reads the body and validates it against the operation's schema. A handler calls it once it has
    * authorized what it can without the body, so a forbidden caller's body is never parsed. Resolves to
@@ -45,7 +40,7 @@ export interface OperationDoc {
   readonly errors?: readonly number[];
 }
 
-export interface Operation<Q extends string = string, B = unknown> {
+export interface Operation<Q extends Queries = Queries, B = unknown> {
   readonly method: HttpMethod;
   /**
    * The path as logs and audit entries name it. A template with a `{parameter}` serves everything below
@@ -58,8 +53,11 @@ export interface Operation<Q extends string = string, B = unknown> {
   readonly privilege?: Privilege;
   /** Served without a token. */
   readonly public?: boolean;
-  /** The query parameters it accepts; any other is refused with 400 before the handler runs. */
-  readonly query?: Readonly<Record<Q, QueryParam>>;
+  /**
+   * The query parameters it accepts (query-params.ts); any other, and a value its schema refuses, is refused
+   * with 400 before the handler runs.
+   */
+  readonly query?: Q;
   readonly body?: { readonly schema: object; readonly required: boolean };
   /**
    * What the path names (a namespace, a key), recorded in the audit entry from the start: a request
@@ -71,6 +69,13 @@ export interface Operation<Q extends string = string, B = unknown> {
    * so not `/v1/kv/payments`): false there, and a 405's Allow leaves the method out, as the document does.
    */
   readonly serves?: (req: Request) => boolean;
+  /**
+   * Where several operations share a method and template (a kv GET lists a namespace, reads a key or lists
+   * its versions), each declares the same `classify` and query: given the request and its checked query, it
+   * names the operationId (`docs[0]`) of the one this request is, or throws the 400 saying why none applies.
+   * The dispatcher runs it before any of them, so each handler serves one operation.
+   */
+  readonly classify?: (req: Request, query: QueryValues<Q>) => string;
   readonly docs: readonly OperationDoc[];
   handler(req: Request, res: Response, input: OperationInput<Q, B>): void | Promise<void>;
 }

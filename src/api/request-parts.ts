@@ -79,24 +79,6 @@ export function queryError(name: string, message: string): AppError {
   return invalid(`${name} ${message}`, [{ field: name, in: 'query', message }]);
 }
 
-/** Parses a positive integer query value or refuses it. */
-export function positiveInteger(name: string, text: string, max: number): number {
-  if (!/^[1-9][0-9]{0,9}$/.test(text) || Number(text) > max) {
-    throw invalid(`${name} must be an integer from 1 to ${max}`, [
-      { field: name, in: 'query', message: `must be an integer from 1 to ${max}` },
-    ]);
-  }
-  return Number(text);
-}
-
-export function booleanFlag(name: string, text: string | undefined): boolean {
-  if (text === undefined || text === 'false') return false;
-  if (text === 'true') return true;
-  throw invalid(`${name} must be true or false`, [
-    { field: name, in: 'query', message: 'must be true or false' },
-  ]);
-}
-
 /**
  * The header `name` (lower case) from the raw list, its values joined with ", " when it was sent more than
  * once, or undefined. For headers read on every request of a hot path: `req.headers` is built on first use,

@@ -19,8 +19,9 @@ import {
   type OperationInput,
   templatePrefix,
 } from '../api/operation.js';
-import { hasBody, queryOf, rawPath } from '../api/request-parts.js';
-import type { Validators } from '../api/validate.js';
+import type { Queries } from '../api/query-params.js';
+import { hasBody, rawPath } from '../api/request-parts.js';
+import type { QueryReader, Validators } from '../api/validate.js';
 import { requirePrivilege } from '../auth/principal.js';
 import { AppError } from '../errors.js';
 import type { ClientAddress } from './client-address.js';
@@ -34,8 +35,16 @@ export type ErrorAnswer = (err: unknown, req: Request, res: Response) => void;
 export type BodyReader = (req: Request, res: Response) => Promise<unknown>;
 
 interface Runnable {
+  /** The operation, or the first of those sharing the method (whose action names a refused request). */
   readonly operation: Operation;
-  readonly query: readonly string[];
+  /** Several operations on the method: which one a request is (Operation.classify), by operationId. */
+  readonly forms:
+    | {
+        readonly classify: NonNullable<Operation['classify']>;
+        readonly byId: ReadonlyMap<string, Operation>;
+      }
+    | undefined;
+  readonly query: QueryReader<Queries>;
   readonly body: BodyReader | undefined;
   /** For an operation without a body: refuses a body with any field before the handler runs. */
   readonly refuseStray: ((req: Request, res: Response) => Promise<void>) | undefined;
@@ -67,7 +76,26 @@ export interface DispatcherDeps {
 /** What an operation that declares no body takes when a client sends one anyway: `{}` and nothing else. */
 const NO_FIELDS = { type: 'object', additionalProperties: false, properties: {} } as const;
 
-function compile(operation: Operation, deps: DispatcherDeps): Runnable {
+/** The operations one method of a template serves: one, or several told apart by their `classify`. */
+function compile(operations: readonly Operation[], deps: DispatcherDeps): Runnable {
+  const [operation, ...others] = operations as [Operation, ...Operation[]];
+  let forms: Runnable['forms'];
+  if (others.length > 0) {
+    const { classify, query, privilege, body, public: open } = operation;
+    const shared = others.every(
+      (o) =>
+        o.classify === classify &&
+        o.query === query &&
+        o.privilege === privilege &&
+        o.body === body &&
+        o.public === open,
+    );
+    if (classify === undefined || !shared)
+      throw new Error(
+        `${operation.method} ${operation.template} is declared twice without one classify, query, privilege and body`,
+      );
+    forms = { classify, byId: new Map(operations.map((o) => [o.docs[0]!.operationId, o])) };
+  }
   const { body } = operation;
   let read: Runnable['body'];
   if (body) {
@@ -85,16 +113,19 @@ function compile(operation: Operation, deps: DispatcherDeps): Runnable {
     : async (req, res) => {
         if (hasBody(req)) validateEmpty(await deps.readBody(req, res));
       };
-  return { operation, query: Object.keys(operation.query ?? {}), body: read, refuseStray };
+  return {
+    operation,
+    forms,
+    query: deps.validators.query(operation.query ?? {}),
+    body: read,
+    refuseStray,
+  };
 }
 
 function pathsOf(operations: readonly Operation[], deps: DispatcherDeps): Path[] {
   const byTemplate = new Map<string, Operation[]>();
   for (const op of operations) {
-    const same = byTemplate.get(op.template) ?? [];
-    if (same.some((o) => o.method === op.method))
-      throw new Error(`${op.method} ${op.template} is declared twice`);
-    byTemplate.set(op.template, [...same, op]);
+    byTemplate.set(op.template, [...(byTemplate.get(op.template) ?? []), op]);
   }
   return [...byTemplate].map(([template, ops]) => {
     const isPublic = ops.every((o) => o.public === true);
@@ -104,12 +135,17 @@ function pathsOf(operations: readonly Operation[], deps: DispatcherDeps): Path[]
       template,
       prefix: templatePrefix(template),
       public: isPublic,
-      methods: new Map(ops.map((o) => [o.method, compile(o, deps)])),
+      methods: new Map(
+        [...new Set(ops.map((o) => o.method))].map((method) => [
+          method,
+          compile(
+            ops.filter((o) => o.method === method),
+            deps,
+          ),
+        ]),
+      ),
       allow: (req: Request) =>
-        ops
-          .filter((o) => o.serves?.(req) ?? true)
-          .map((o) => o.method)
-          .join(', '),
+        [...new Set(ops.filter((o) => o.serves?.(req) ?? true).map((o) => o.method))].join(', '),
     };
   });
 }
@@ -157,16 +193,22 @@ export function dispatcher(operations: readonly Operation[], deps: DispatcherDep
       );
     }
     if (!path.public) await deps.authenticate(req, res);
-    const { operation } = runnable;
+    let { operation } = runnable;
     res.locals.action = operation.action;
     deps.guard?.();
     if (operation.privilege) requirePrivilege(principalOf(res), operation.privilege);
     await runnable.refuseStray?.(req, res);
     const read = runnable.body;
-    const input: OperationInput<string, unknown> = {
-      query: queryOf(req, runnable.query),
+    const input: OperationInput<Queries, unknown> = {
+      query: runnable.query(req),
       body: read ? () => read(req, res) : noBody,
     };
+    const { forms } = runnable;
+    if (forms) {
+      // Which of the method's operations this request is; they share privilege, query and body.
+      operation = forms.byId.get(forms.classify(req, input.query))!;
+      res.locals.action = operation.action;
+    }
     await operation.handler(req, res, input);
   };
 

@@ -1,12 +1,13 @@
 /**
- * The key-value feature: /v1/kv (routes/kv.ts), its service (kv-service.ts) and who waits for which key
- * (key-changes.ts), woken by this process's writes, its siblings' (the supervisor's workers) and, on
- * PostgreSQL, other servers'.
+ * The key-value feature: /v1/kv (routes/kv-reads.ts: four GET operations; routes/kv-writes.ts: PUT,
+ * DELETE), its service (kv-service.ts) and who waits for which key (key-changes.ts), woken by this
+ * process's writes, its siblings' (the supervisor's workers) and, on PostgreSQL, other servers'.
  */
 import type { Feature } from '../api/feature.js';
 import { KeyChanges } from './key-changes.js';
 import { KvService } from './kv-service.js';
-import { kvOperations } from './routes/kv.js';
+import { kvReadOperations } from './routes/kv-reads.js';
+import { kvWriteOperations } from './routes/kv-writes.js';
 
 export const kvFeature: Feature<{ readonly kv: KvService }> = {
   name: 'kv',
@@ -33,5 +34,8 @@ export const kvFeature: Feature<{ readonly kv: KvService }> = {
       },
     };
   },
-  operations: ({ kv }, { respond, recordIntent }) => kvOperations({ kv, respond, recordIntent }),
+  operations: ({ kv }, { respond, recordIntent }) => [
+    ...kvReadOperations({ kv, respond }),
+    ...kvWriteOperations({ kv, respond, recordIntent }),
+  ],
 };

@@ -19,6 +19,7 @@ import type { Request, Response } from 'express';
 import { auditTarget } from '../../api/audit-target.js';
 import type { RecordIntent } from '../../api/feature.js';
 import type { Operation } from '../../api/operation.js';
+import { text } from '../../api/query-params.js';
 import type { Responder } from '../../api/respond.js';
 import { sameText } from '../../crypto/constant-time.js';
 import { randomBytes } from '../../crypto/random.js';
@@ -57,6 +58,22 @@ const CALLBACK = '/v1/console/oidc/callback';
 const LOCATION = {
   Location: { description: 'where the browser goes next', schema: { type: 'string' } },
 } as const;
+
+const START_QUERY = {
+  role: text({ pattern: ROLE_NAME.source, description: 'the login role' }),
+  token_role: text({
+    pattern: ROLE_NAME.source,
+    description: 'which of the roles the groups give, when they give several',
+  }),
+};
+
+const CALLBACK_QUERY = {
+  code: text({ maxLength: 4096 }),
+  state: text({ maxLength: 256 }),
+  iss: text({ maxLength: 1024 }),
+  error: text({ maxLength: 256 }),
+  error_description: text({ maxLength: 1024 }),
+};
 
 const random = (): string => randomBytes(32).toString('base64url');
 
@@ -124,21 +141,12 @@ export function consoleOidcOperations(deps: ConsoleOidcDeps): Operation[] {
     failed(res, reason);
   }
 
-  const start: Operation<'role' | 'token_role'> = {
+  const start: Operation<typeof START_QUERY> = {
     method: 'GET',
     template: '/v1/console/oidc/start',
     action: 'console.oidc_start',
     public: true,
-    query: {
-      role: {
-        schema: { type: 'string', pattern: ROLE_NAME.source },
-        description: 'the login role',
-      },
-      token_role: {
-        schema: { type: 'string', pattern: ROLE_NAME.source },
-        description: 'which of the roles the groups give, when they give several',
-      },
-    },
+    query: START_QUERY,
     docs: [
       {
         operationId: 'consoleOidcStart',
@@ -193,18 +201,12 @@ export function consoleOidcOperations(deps: ConsoleOidcDeps): Operation[] {
     },
   };
 
-  const callback: Operation<'code' | 'state' | 'iss' | 'error' | 'error_description'> = {
+  const callback: Operation<typeof CALLBACK_QUERY> = {
     method: 'GET',
     template: CALLBACK,
     action: 'console.oidc',
     public: true,
-    query: {
-      code: { schema: { type: 'string', maxLength: 4096 } },
-      state: { schema: { type: 'string', maxLength: 256 } },
-      iss: { schema: { type: 'string', maxLength: 1024 } },
-      error: { schema: { type: 'string', maxLength: 256 } },
-      error_description: { schema: { type: 'string', maxLength: 1024 } },
-    },
+    query: CALLBACK_QUERY,
     docs: [
       {
         operationId: 'consoleOidcCallback',

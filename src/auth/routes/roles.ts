@@ -6,7 +6,8 @@
 import type { Request } from 'express';
 import { principalOf } from '../../api/context.js';
 import type { Operation } from '../../api/operation.js';
-import { booleanFlag, rawPath } from '../../api/request-parts.js';
+import { flag } from '../../api/query-params.js';
+import { rawPath } from '../../api/request-parts.js';
 import type { Responder } from '../../api/respond.js';
 import { loginRole, loginRoleList, ok, roleList, roleView } from '../../api/response-schemas.js';
 import { loginRolePutSchema, rolePutSchema } from '../../api/schemas.js';
@@ -107,18 +108,17 @@ export function roleOperations({ roles, maxTtl, respond }: RoleRouteDeps): Opera
     },
   };
 
-  const remove: Operation<'force'> = {
+  const removeQuery = {
+    force: flag({
+      description: 'delete even while live tokens or login roles name it: those tokens are refused',
+    }),
+  };
+  const remove: Operation<typeof removeQuery> = {
     method: 'DELETE',
     template: '/v1/sys/roles/{name}',
     action: 'role.delete',
     privilege: 'manage_roles',
-    query: {
-      force: {
-        schema: { type: 'boolean' },
-        description:
-          'delete even while live tokens or login roles name it: those tokens are refused',
-      },
-    },
+    query: removeQuery,
     docs: [
       {
         operationId: 'deleteRole',
@@ -131,7 +131,7 @@ export function roleOperations({ roles, maxTtl, respond }: RoleRouteDeps): Opera
     ],
     async handler(req, res, { query }) {
       const name = nameIn(req, '/v1/sys/roles', 'role');
-      await roles.deleteRole(name, booleanFlag('force', query.force), principalOf(res).id);
+      await roles.deleteRole(name, query.force === true, principalOf(res).id);
       respond.empty(res, 204);
     },
   };

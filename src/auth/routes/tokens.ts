@@ -5,7 +5,8 @@ import { auditTarget } from '../../api/audit-target.js';
 import { principalOf } from '../../api/context.js';
 import type { RecordIntent } from '../../api/feature.js';
 import type { Operation } from '../../api/operation.js';
-import { booleanFlag, rawPath } from '../../api/request-parts.js';
+import { flag } from '../../api/query-params.js';
+import { rawPath } from '../../api/request-parts.js';
 import type { Responder } from '../../api/respond.js';
 import { createdToken, ok, self, token, tokenList } from '../../api/response-schemas.js';
 import { tokenCreateSchema } from '../../api/schemas.js';
@@ -94,11 +95,12 @@ export function tokenOperations({
     },
   };
 
-  const list: Operation<'all'> = {
+  const listQuery = { all: flag({ description: 'also revoked and expired tokens' }) };
+  const list: Operation<typeof listQuery> = {
     method: 'GET',
     template: '/v1/auth/tokens',
     action: 'token.list',
-    query: { all: { schema: { type: 'boolean' }, description: 'also revoked and expired tokens' } },
+    query: listQuery,
     docs: [
       {
         operationId: 'listTokens',
@@ -111,8 +113,7 @@ export function tokenOperations({
       },
     ],
     async handler(_req, res, { query }) {
-      const all = booleanFlag('all', query.all);
-      respond.json(res, 200, { tokens: await tokens.list(principalOf(res), all) });
+      respond.json(res, 200, { tokens: await tokens.list(principalOf(res), query.all === true) });
     },
   };
 

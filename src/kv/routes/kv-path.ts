@@ -5,6 +5,8 @@
  * valid name, so `%2E%2E`, other escapes, empty segments and control characters are refused with 400, and
  * so is `%2F` in the segment that names the key (`keyUnencoded`).
  */
+import type { Request } from 'express';
+import { rawPath } from '../../api/request-parts.js';
 import { invalid } from '../../errors.js';
 import { isSegment, MAX_NAMESPACE_SEGMENTS } from '../../model/names.js';
 
@@ -72,4 +74,54 @@ export function namespaceOf(segments: readonly string[]): string {
   if (segments.length > MAX_NAMESPACE_SEGMENTS)
     throw invalid(`a namespace has at most ${MAX_NAMESPACE_SEGMENTS} segments`);
   return segments.join('/');
+}
+
+/** The highest version a request may name (?version, ?cas, ?wait_after, an ETag). */
+export const MAX_VERSION = 0xffff_ffff;
+
+/** The template every kv operation serves. */
+export const TEMPLATE = '/v1/kv/{path}';
+/** GET here (with or without a trailing slash) lists the top-level namespaces the caller may see. */
+export const ROOT = '/v1/kv';
+
+export const namespaceParam = {
+  name: 'namespace',
+  in: 'path',
+  required: true,
+  // Generated clients percent-encode path parameters: a '/' sent as %2F is taken, in the namespace only.
+  description:
+    "1 to 16 segments separated by /: payments/prod. Sent either as literal '/' characters or, as generated clients send a path parameter, with each '/' encoded as %2F (payments%2Fprod): the same namespace, decoded once. No other escape is taken, and a key never holds %2F (400)",
+  schema: { type: 'string' },
+};
+export const keyParam = {
+  name: 'key',
+  in: 'path',
+  required: true,
+  schema: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,128}$' },
+};
+
+/** Each request's kv path, parsed once (the audit entry's target is read from it before the handler). */
+const parsedPaths = new WeakMap<Request, KvPath>();
+export function kvPathOf(req: Request): KvPath {
+  let path = parsedPaths.get(req);
+  if (path === undefined) {
+    path = parseKvPath(rawPath(req));
+    parsedPaths.set(req, path);
+  }
+  return path;
+}
+
+/**
+ * What a kv path names, for the audit entry of a request refused before its handler: the namespace, and the
+ * last segment as the key (a GET of `a/b` may turn out to list namespace `a/b`; a search by prefix finds it
+ * either way). A path ending in `/` names a namespace.
+ */
+export function pathTarget(req: Request): { namespace: string; key?: string } {
+  const path = kvPathOf(req);
+  if (path.trailingSlash || path.segments.length < 2)
+    return { namespace: namespaceOf(path.segments) };
+  return {
+    namespace: namespaceOf(path.segments.slice(0, -1)),
+    key: path.segments.at(-1)!,
+  };
 }

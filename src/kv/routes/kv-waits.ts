@@ -5,25 +5,30 @@
  * it is 304. kv/key-changes.ts holds the waits.
  */
 import type { Request, Response } from 'express';
+import { integer, parsed, type QueryValues } from '../../api/query-params.js';
 import { queryError, rawHeader } from '../../api/request-parts.js';
 import { invalid } from '../../errors.js';
+import { MAX_VERSION } from './kv-path.js';
 
-const MAX_VERSION = 0xffff_ffff;
 /** How long a wait is held unless `timeout` says otherwise, and at most. */
 export const DEFAULT_WAIT_MS = 30_000;
 export const MAX_WAIT_MS = 300_000;
 
 export const WAIT_QUERY = {
-  wait_after: {
-    schema: { type: 'integer', minimum: 0, maximum: MAX_VERSION },
+  wait_after: integer({
+    minimum: 0,
+    maximum: MAX_VERSION,
+    invalid: 'must be a version number (0: wait for the key to exist)',
     description:
       "answer once the key's latest version is above this one: at once if it is, else when a write makes it so, or 304 at the timeout (0: wait for the key to exist; 404 if it is deleted meanwhile)",
-  },
-  timeout: {
-    schema: { type: 'string', pattern: '^[0-9]{1,6}(ms|s|m)?$' },
+  }),
+  timeout: parsed({
+    pattern: '^[0-9]{1,6}(ms|s|m)?$',
+    parse: milliseconds,
+    invalid: 'must be a duration such as 250ms, 30s or 2m',
     description: `how long a wait (wait_after, or If-None-Match) is held before 304: 250ms, 30s, 2m or a number of seconds; default ${DEFAULT_WAIT_MS / 1000}s, at most ${MAX_WAIT_MS / 1000}s`,
-  },
-} as const;
+  }),
+};
 
 export const ifNoneMatchParam = {
   name: 'If-None-Match',
@@ -43,9 +48,9 @@ export interface Condition {
   readonly waitAfter: boolean;
 }
 
+/** A timeout's text, which its pattern has passed, in milliseconds. */
 function milliseconds(text: string): number {
-  const match = /^([0-9]{1,6})(ms|s|m)?$/.exec(text);
-  if (!match) throw queryError('timeout', 'must be a duration such as 250ms, 30s or 2m');
+  const match = /^([0-9]{1,6})(ms|s|m)?$/.exec(text)!;
   const ms = Number(match[1]) * ({ ms: 1, s: 1000, m: 60_000 }[match[2] ?? 's'] ?? 1000);
   if (ms < 1 || ms > MAX_WAIT_MS)
     throw queryError('timeout', `must be from 1ms to ${MAX_WAIT_MS / 1000}s`);
@@ -55,7 +60,7 @@ function milliseconds(text: string): number {
 /** The request's condition, or undefined when it has none. */
 export function conditionOf(
   req: Request,
-  query: { wait_after?: string | undefined; timeout?: string | undefined },
+  query: QueryValues<typeof WAIT_QUERY>,
 ): Condition | undefined {
   const header = rawHeader(req, 'if-none-match');
   let tag: string | undefined;
@@ -73,13 +78,11 @@ export function conditionOf(
   }
   let after: string | undefined;
   if (query.wait_after !== undefined) {
-    if (!/^[0-9]{1,10}$/.test(query.wait_after) || Number(query.wait_after) > MAX_VERSION)
-      throw queryError('wait_after', 'must be a version number (0: wait for the key to exist)');
-    after = String(Number(query.wait_after));
+    after = String(query.wait_after);
     if (tag !== undefined && tag !== after)
       throw queryError('wait_after', 'names another version than If-None-Match');
   }
-  const waitMs = query.timeout === undefined ? undefined : milliseconds(query.timeout);
+  const waitMs = query.timeout;
   const held = after ?? tag;
   if (held === undefined) {
     if (waitMs !== undefined)

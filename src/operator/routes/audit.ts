@@ -4,14 +4,14 @@
  */
 import { basename } from 'node:path';
 import type { Operation } from '../../api/operation.js';
-import { booleanFlag, positiveInteger, queryError } from '../../api/request-parts.js';
+import { flag, integer, text } from '../../api/query-params.js';
+import { queryError } from '../../api/request-parts.js';
 import type { Responder } from '../../api/respond.js';
 import {
   auditPage,
   auditPublicKey,
   ok,
   sealReport as sealReportSchema,
-  timestamp,
   verification,
 } from '../../api/response-schemas.js';
 import { auditFilterOf, decodeAuditCursor, encodeAuditCursor } from '../../audit/query.js';
@@ -26,50 +26,28 @@ export interface AuditRouteDeps {
 }
 
 const SEARCH_QUERY = {
-  from: { schema: timestamp, description: 'inclusive' },
-  to: { schema: timestamp, description: 'exclusive' },
-  token_id: {
-    schema: { type: 'string' },
-    description: 'the caller, the token acted on, or who ran an operator event',
-  },
-  token_name: {
-    schema: { type: 'string' },
-    description: "exactly this token name (the caller's metadata.name)",
-  },
-  request_id: {
-    schema: { type: 'string' },
-    description: "one request's entries: the X-Request-Id it was answered with",
-  },
-  login_role: {
-    schema: { type: 'string' },
+  from: text({ format: 'date-time', description: 'inclusive' }),
+  to: text({ format: 'date-time', description: 'exclusive' }),
+  token_id: text({ description: 'the caller, the token acted on, or who ran an operator event' }),
+  token_name: text({ description: "exactly this token name (the caller's metadata.name)" }),
+  request_id: text({ description: "one request's entries: the X-Request-Id it was answered with" }),
+  login_role: text({
     description: "JWT logins (and their tokens' creations) with this login role",
-  },
-  issuer: {
-    schema: { type: 'string' },
-    description: "JWT logins with this issuer (the JWT's iss)",
-  },
-  subject: {
-    schema: { type: 'string' },
-    description: "JWT logins with this verified subject (the JWT's sub)",
-  },
-  prefix: { schema: { type: 'string' }, description: 'prefix of namespace/key' },
-  key: { schema: { type: 'string' }, description: 'exactly this namespace/key' },
-  action: {
-    schema: { type: 'string' },
-    description: 'an action or event name; a trailing * matches a prefix',
-  },
-  outcome: {
-    schema: { type: 'string' },
-    description: 'success, failure, a status (403) or an error code (forbidden)',
-  },
-  limit: { schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT } },
-  cursor: { schema: { type: 'string' }, description: 'next_cursor from the previous page' },
-  order: {
-    schema: { type: 'string', enum: ['oldest', 'newest'], default: 'oldest' },
+  }),
+  issuer: text({ description: "JWT logins with this issuer (the JWT's iss)" }),
+  subject: text({ description: "JWT logins with this verified subject (the JWT's sub)" }),
+  prefix: text({ description: 'prefix of namespace/key' }),
+  key: text({ description: 'exactly this namespace/key' }),
+  action: text({ description: 'an action or event name; a trailing * matches a prefix' }),
+  outcome: text({ description: 'success, failure, a status (403) or an error code (forbidden)' }),
+  limit: integer({ minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT }),
+  cursor: text({ description: 'next_cursor from the previous page' }),
+  order: text({
+    enum: ['oldest', 'newest'],
+    default: 'oldest',
     description: 'oldest first (the default) or newest first; a cursor belongs to its order',
-  },
+  }),
 };
-type SearchParam = keyof typeof SEARCH_QUERY;
 
 function bad(name: string, message: string): never {
   throw queryError(name, message);
@@ -97,7 +75,7 @@ export function auditOperations(deps: AuditRouteDeps): Operation[] {
     },
   };
 
-  const search: Operation<SearchParam> = {
+  const search: Operation<typeof SEARCH_QUERY> = {
     method: 'GET',
     template: '/v1/sys/audit',
     action: 'audit.read',
@@ -115,10 +93,7 @@ export function auditOperations(deps: AuditRouteDeps): Operation[] {
     ],
     async handler(_req, res, { query: q }) {
       const filter = auditFilterOf(q, bad);
-      const limit =
-        q.limit === undefined ? DEFAULT_LIMIT : positiveInteger('limit', q.limit, MAX_LIMIT);
-      if (q.order !== undefined && q.order !== 'oldest' && q.order !== 'newest')
-        bad('order', 'must be oldest or newest');
+      const limit = q.limit ?? DEFAULT_LIMIT;
       const newestFirst = q.order === 'newest';
       const after =
         q.cursor === undefined
@@ -168,17 +143,15 @@ export function auditOperations(deps: AuditRouteDeps): Operation[] {
     },
   };
 
-  const sealReport: Operation<'verify'> = {
+  const sealReportQuery = {
+    verify: flag({ description: 'also open every record in memory; no value is returned' }),
+  };
+  const sealReport: Operation<typeof sealReportQuery> = {
     method: 'GET',
     template: '/v1/sys/seal-report',
     action: 'audit.seal_report',
     privilege: 'read_audit',
-    query: {
-      verify: {
-        schema: { type: 'boolean' },
-        description: 'also open every record in memory; no value is returned',
-      },
-    },
+    query: sealReportQuery,
     docs: [
       {
         operationId: 'getSealReport',
@@ -190,8 +163,7 @@ export function auditOperations(deps: AuditRouteDeps): Operation[] {
       },
     ],
     async handler(_req, res, { query }) {
-      const verify = booleanFlag('verify', query.verify);
-      deps.respond.json(res, 200, await deps.review.sealReport(verify));
+      deps.respond.json(res, 200, await deps.review.sealReport(query.verify === true));
     },
   };
 

@@ -1,0 +1,190 @@
+/** PUT and DELETE of a key under /v1/kv/..., each optionally conditional on its latest version (If-Match, ?cas=). */
+import type { Request } from 'express';
+import { auditTarget } from '../../api/audit-target.js';
+import { principalOf } from '../../api/context.js';
+import type { RecordIntent } from '../../api/feature.js';
+import type { Operation } from '../../api/operation.js';
+import { integer } from '../../api/query-params.js';
+import { queryError, rawPath } from '../../api/request-parts.js';
+import type { Responder } from '../../api/respond.js';
+import { entryInfo, ok } from '../../api/response-schemas.js';
+import { kvPutSchema } from '../../api/schemas.js';
+import { forbidden, invalid } from '../../errors.js';
+import { RESERVED_KEY } from '../../model/names.js';
+import type { ValueType } from '../../model/value-types.js';
+import type { KvService } from '../kv-service.js';
+import {
+  keyParam,
+  keyUnencoded,
+  kvPathOf,
+  MAX_VERSION,
+  namespaceParam,
+  pathTarget,
+  ROOT,
+  splitKeyPath,
+  TEMPLATE,
+} from './kv-path.js';
+
+/** Check-and-set on a PUT or DELETE: the query form of If-Match. */
+const CAS_QUERY = {
+  cas: integer({
+    minimum: 0,
+    maximum: MAX_VERSION,
+    description:
+      'change only if the latest version is this one (0: only if the key does not exist); 412 otherwise',
+  }),
+};
+
+const ifMatchParam = {
+  name: 'If-Match',
+  in: 'header',
+  required: false,
+  description:
+    'change only if the latest version is this one: its ETag, "<version>" (a read answers it); 412 otherwise. The same as ?cas=<version>',
+  schema: { type: 'string', pattern: '^"[0-9]+"$' },
+};
+
+/**
+ * The version a change expects (If-Match: "3", or ?cas=3; cas=0: the key must not exist), or undefined.
+ * `absentAllowed`: whether "must not exist" makes sense (a PUT; a DELETE of nothing does not).
+ */
+function expectedVersion(
+  req: Request,
+  cas: number | undefined,
+  absentAllowed: boolean,
+): number | undefined {
+  const header = req.headers['if-match'];
+  let fromHeader: number | undefined;
+  if (header !== undefined) {
+    const match = /^"(\d{1,10})"$/.exec(header.trim());
+    const version = match ? Number(match[1]) : NaN;
+    if (!(version >= 1 && version <= MAX_VERSION))
+      throw invalid('If-Match must be one version\'s ETag, such as "3"', [
+        { field: 'If-Match', in: 'header', message: 'must be "<version>", as a read\'s ETag' },
+      ]);
+    fromHeader = version;
+  }
+  const fromQuery = cas;
+  if (fromHeader !== undefined && fromQuery !== undefined && fromHeader !== fromQuery)
+    throw queryError('cas', 'names another version than If-Match');
+  const expected = fromHeader ?? fromQuery;
+  if (expected === 0 && !absentAllowed)
+    throw invalid(
+      'cas=0 (only if the key is absent) does not apply to a delete: give the version you expect to delete',
+      [{ field: 'cas', in: 'query', message: '0 does not apply to a delete' }],
+    );
+  return expected;
+}
+
+/**
+ * Whether a PUT or DELETE can apply to the path: a key needs two segments or more, no trailing slash, and a
+ * name other than the version list's. Elsewhere a 405's Allow names GET alone, as the document does.
+ */
+function mayNameKey(req: Request): boolean {
+  const rest = rawPath(req).slice(ROOT.length + 1);
+  return rest.includes('/') && !rest.endsWith('/') && !rest.endsWith(`/${RESERVED_KEY}`);
+}
+
+function keyTarget(req: Request): { namespace: string; key: string } {
+  const path = kvPathOf(req);
+  if (path.trailingSlash) throw invalid('a key path must not end with /');
+  const target = splitKeyPath(path.segments);
+  keyUnencoded(path, path.segments.length - 1);
+  if (target.key === RESERVED_KEY) {
+    throw invalid(`"${RESERVED_KEY}" is a reserved key name`, [
+      {
+        field: `/${path.segments.length - 1}`,
+        in: 'path',
+        message: `"${RESERVED_KEY}" is reserved for the version list`,
+      },
+    ]);
+  }
+  return target;
+}
+
+export function kvWriteOperations({
+  kv,
+  respond,
+  recordIntent,
+}: {
+  kv: KvService;
+  respond: Responder;
+  recordIntent: RecordIntent;
+}): Operation[] {
+  const write: Operation<typeof CAS_QUERY, { value: string; type: ValueType }> = {
+    method: 'PUT',
+    template: TEMPLATE,
+    action: 'write',
+    pathTarget,
+    serves: mayNameKey,
+    query: CAS_QUERY,
+    body: { schema: kvPutSchema, required: true },
+    docs: [
+      {
+        operationId: 'writeKey',
+        summary:
+          'Store a new version; 201 when the key is created, 200 when a version is added; with If-Match or cas, only over the version named (412 otherwise)',
+        path: '/v1/kv/{namespace}/{key}',
+        pathParams: [namespaceParam, keyParam, ifMatchParam],
+        responses: { 200: ok('Version added', entryInfo), 201: ok('Key created', entryInfo) },
+        errors: [403, 412],
+      },
+    ],
+    async handler(req, res, input) {
+      const caller = principalOf(res);
+      const { namespace, key } = keyTarget(req);
+      const ifVersion = expectedVersion(req, input.query.cas, true);
+      auditTarget(res, { namespace, key });
+      // Authorize what can be known before the body is read: a forbidden caller's body is never parsed.
+      if (!caller.access.mayInNamespace('write', namespace))
+        throw forbidden(`write in ${namespace}`);
+      const body = await input.body();
+      const { created, ...info } = await kv.put(
+        caller,
+        namespace,
+        key,
+        body.value,
+        body.type,
+        () => recordIntent(res, { action: 'write', namespace, key }),
+        ifVersion,
+      );
+      auditTarget(res, { version: info.version });
+      respond.json(res, created ? 201 : 200, info);
+    },
+  };
+
+  const remove: Operation<typeof CAS_QUERY> = {
+    method: 'DELETE',
+    template: TEMPLATE,
+    action: 'delete',
+    pathTarget,
+    serves: mayNameKey,
+    query: CAS_QUERY,
+    docs: [
+      {
+        operationId: 'deleteKey',
+        summary:
+          'Delete the key and all its versions (numbers are never reused); with If-Match or cas, only if the latest version is the one named (412 otherwise)',
+        path: '/v1/kv/{namespace}/{key}',
+        pathParams: [namespaceParam, keyParam, ifMatchParam],
+        responses: { 204: { description: 'Deleted' } },
+        errors: [403, 404, 412],
+      },
+    ],
+    async handler(req, res, { query }) {
+      const { namespace, key } = keyTarget(req);
+      const ifVersion = expectedVersion(req, query.cas, false);
+      auditTarget(res, { namespace, key });
+      await kv.remove(
+        principalOf(res),
+        namespace,
+        key,
+        () => recordIntent(res, { action: 'delete', namespace, key }),
+        ifVersion,
+      );
+      respond.empty(res, 204);
+    },
+  };
+
+  return [write, remove] as Operation[];
+}
