@@ -1,0 +1,146 @@
+/** The key-value calls: read, write, delete, list, a namespace's values, and the watches (watch.ts). */
+import type {
+  ApiEntry,
+  ApiEntryInfo,
+  ApiListing,
+  ApiNamespaceValues,
+  ApiVersionList,
+} from '../api/response-schemas.js';
+import { Calls } from './calls.js';
+import type { ListOptions, NamespaceValue, PageOptions, ValueType } from './options.js';
+import { keyPath, namespacePath, query } from './paths.js';
+import { watchKey, watchNamespaceValues } from './watch.js';
+
+export class KvCalls extends Calls {
+  /** The latest version of the key, or `version`. */
+  get(
+    namespace: string,
+    key: string,
+    options: { version?: number; signal?: AbortSignal } = {},
+  ): Promise<ApiEntry> {
+    return this.call({
+      method: 'GET',
+      path: keyPath(namespace, key) + query({ version: options.version }),
+      signal: options.signal,
+    });
+  }
+
+  /**
+   * Stores a new version (a secret unless `type` says config). `ifVersion`: only if the key's latest
+   * version is that one (0: only if it does not exist), else a CofferError 412 with `currentVersion`.
+   */
+  async put(
+    namespace: string,
+    key: string,
+    value: string,
+    options: { type?: ValueType; ifVersion?: number; signal?: AbortSignal } = {},
+  ): Promise<ApiEntryInfo & { created: boolean }> {
+    const answer = await this.answer({
+      method: 'PUT',
+      path: keyPath(namespace, key) + query({ cas: options.ifVersion }),
+      body: { value, type: options.type ?? 'secret' },
+      signal: options.signal,
+    });
+    return { ...(answer.body as ApiEntryInfo), created: answer.status === 201 };
+  }
+
+  /** Deletes the key and all its versions; `ifVersion`: only if its latest version is that one. */
+  async delete(
+    namespace: string,
+    key: string,
+    options: { ifVersion?: number; signal?: AbortSignal } = {},
+  ): Promise<void> {
+    await this.answer({
+      method: 'DELETE',
+      path: keyPath(namespace, key) + query({ cas: options.ifVersion }),
+      signal: options.signal,
+    });
+  }
+
+  /** The key's versions, oldest first. */
+  versions(
+    namespace: string,
+    key: string,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<ApiVersionList> {
+    return this.call({
+      method: 'GET',
+      path: `${keyPath(namespace, key)}/versions`,
+      signal: options.signal,
+    });
+  }
+
+  /**
+   * One page of a namespace's keys and child namespaces ('' lists the top-level namespaces); with `prefix`,
+   * only those whose names start with it.
+   */
+  list(namespace: string, options: ListOptions = {}): Promise<ApiListing> {
+    const path = namespace === '' ? '/v1/kv/' : `/v1/kv/${namespacePath(namespace)}/`;
+    return this.call({
+      method: 'GET',
+      path: path + query({ limit: options.limit, cursor: options.cursor, prefix: options.prefix }),
+      signal: options.signal,
+    });
+  }
+
+  /** One page of the latest values the caller may read directly in the namespace (one call). */
+  valuesPage(namespace: string, options: PageOptions = {}): Promise<ApiNamespaceValues> {
+    return this.call({
+      method: 'GET',
+      path: `/v1/kv/${namespacePath(namespace)}/${query({ values: true, limit: options.limit, cursor: options.cursor })}`,
+      signal: options.signal,
+    });
+  }
+
+  /** Every latest value the caller may read directly in the namespace, following the pages. */
+  async values(
+    namespace: string,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<NamespaceValue[]> {
+    const all: NamespaceValue[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await this.valuesPage(namespace, {
+        ...(cursor === undefined ? {} : { cursor }),
+        ...(options.signal ? { signal: options.signal } : {}),
+      });
+      all.push(...page.values);
+      cursor = page.next_cursor ?? undefined;
+    } while (cursor !== undefined);
+    return all;
+  }
+
+  /**
+   * The key's entry now (when it exists), then each newer version as it is written: one held request at a
+   * time (wait_after, up to `waitSeconds`, default 30, each), so a change arrives as soon as it is made. From
+   * `after` instead, when given (yielding only versions above it). A deleted key ends it with a CofferError
+   * 404; `signal` ends it quietly.
+   */
+  watch(
+    namespace: string,
+    key: string,
+    options: { after?: number; waitSeconds?: number; signal?: AbortSignal } = {},
+  ): AsyncGenerator<ApiEntry, void, undefined> {
+    return watchKey(this.watcher(), namespace, key, options);
+  }
+
+  /**
+   * Every value the caller may read directly in the namespace now, then again each time a key there is
+   * written, added or deleted (If-None-Match on the first page's ETag, held up to `waitSeconds` each time).
+   */
+  watchValues(
+    namespace: string,
+    options: { waitSeconds?: number; signal?: AbortSignal } = {},
+  ): AsyncGenerator<NamespaceValue[], void, undefined> {
+    return watchNamespaceValues(this.watcher(), namespace, options);
+  }
+
+  /** What the watches call. */
+  private watcher() {
+    return {
+      get: this.get.bind(this),
+      valuesPage: this.valuesPage.bind(this),
+      held: this.held.bind(this),
+    };
+  }
+}
