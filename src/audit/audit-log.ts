@@ -9,7 +9,8 @@ import type { RecordWrite } from '../store/kv-records.js';
 import type { AuditFields } from './entry.js';
 import type { IntentJournal } from './intent-journal.js';
 import type { StreamState } from './streams/audit-stream.js';
-import { AuditUnavailableError, type AuditWriter, type Durability } from './writer.js';
+import type { AuditWriter } from './writer.js';
+import { AuditUnavailableError, type Durability } from './writer-types.js';
 
 export interface AuditLogOptions {
   readonly writer: AuditWriter;

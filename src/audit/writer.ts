@@ -17,100 +17,18 @@
  * recorded in the store (store/audit-records.ts), so that a truncated or deleted file is detected even
  * when the checkpoints themselves are cut away, and a clean close records that the chain ended there.
  */
-import type { AuditRecords } from '../store/audit-records.js';
 import { StorageUnavailableError } from '../store/store-errors.js';
-import type { ChainKeys } from './chain-keys.js';
-import {
-  type AuditFields,
-  digestAfter,
-  entryLine,
-  GENESIS,
-  isoTime,
-  linkOf,
-  signCheckpoint,
-} from './entry.js';
-import type { AuditSink } from './sink.js';
+import { type AuditFields, GENESIS } from './entry.js';
 import type { StreamState } from './streams/audit-stream.js';
-import { type ChainStream, ChainStreams } from './streams/chain-streams.js';
-
-export interface AuditWriterOptions {
-  /** The chain's home: every line is there, where its entry asked to be, before its waiter is answered. */
-  readonly sink: AuditSink;
-  /** Also given every batch once it is where it was asked to be (stdout); their failures are ignored. */
-  readonly copies?: readonly AuditSink[];
-  readonly chain: string;
-  /** The link and signing keys (audit/chain-keys.ts). */
-  readonly keys: () => ChainKeys;
-  readonly registry: Pick<AuditRecords, 'checkpointed' | 'closed'>;
-  readonly checkpointEvery: number;
-  readonly checkpointMs: number;
-  readonly now: () => number;
-  /** At most this long between a `written` entry and its sync to disk (default 50 ms). */
-  readonly syncMs?: number;
-  /** Told after each sync to disk: every entry up to `seq` is durable. */
-  readonly onSynced?: (seq: number) => void;
-  /**
-   * What this process has seen of the store that only grows (the keyring generation, its chain's
-   * ordinal), written into each checkpoint as `high_water`: kept in the log, and in every stream's copy,
-   * where the data directory's writer cannot put it back unnoticed (audit/coverage.ts holds the store to it).
-   */
-  readonly highWater?: () => Readonly<Record<string, number>>;
-  /**
-   * Audit streams (streams/audit-stream.ts): given every batch once it is where it was asked to be, in
-   * order; a required one must have the batch within STREAM_WAIT_MS before its requests are answered.
-   */
-  readonly streams?: readonly ChainStream[];
-  /**
-   * Seals the chain with signed checkpoints: every batch that holds a `sealed` entry (a change's answer) or a
-   * `durable` one ends with one, written, synced and shipped with the batch before any of its answers go
-   * out; the lines of other batches (reads, `written` only) are sealed within `syncMs`, as they are synced
-   * within it. So every acknowledged change is under a signature in the log and in each stream's copy, and
-   * a copy's lines can be told from lines added to it (audit/against.ts). On whenever a stream is
-   * configured (startup/open-audit.ts). A seal is not recorded in the store; the checkpoints every
-   * `checkpointEvery` entries, `checkpointMs` and at close still are.
-   */
-  readonly sealBatches?: boolean;
-}
-
-/**
- * `durable`: resolve once synced to disk; `written`: once in the file (the kernel), synced within syncMs;
- * `sealed`: written, and with sealBatches under a seal written in the same batch (a change's answer).
- */
-export type Durability = 'durable' | 'sealed' | 'written';
-
-/** An entry placed in the chain: its position and exact line, and when it is where it was asked to be. */
-export interface Appended {
-  readonly seq: number;
-  readonly line: string;
-  readonly done: Promise<void>;
-}
-
-export class AuditUnavailableError extends Error {
-  constructor(reason: string) {
-    super(`the audit log cannot be written (${reason})`);
-    this.name = 'AuditUnavailableError';
-  }
-}
-
-interface Pending {
-  /**
-   * The entry's line, the link to it (the next line's `prev`) and the running digest through it; rendered
-   * again, with the entries after it, if its answer is refused.
-   */
-  line: string;
-  link: string;
-  digest: string;
-  fields: AuditFields;
-  readonly ts: number;
-  readonly seq: number;
-  readonly checkpoint: boolean;
-  /** A checkpoint the store records (every one but a batch's seal). */
-  readonly recorded: boolean;
-  readonly durable: boolean;
-  /** Its batch must end with a seal (sealBatches): a change's answer waits for it. */
-  readonly sealNow: boolean;
-  readonly waiters: { resolve: () => void; reject: (err: Error) => void }[];
-}
+import { ChainStreams } from './streams/chain-streams.js';
+import { renderLine } from './writer-lines.js';
+import {
+  type Appended,
+  AuditUnavailableError,
+  type AuditWriterOptions,
+  type Durability,
+  type Pending,
+} from './writer-types.js';
 
 export class AuditWriter {
   private seq = 0;
@@ -255,7 +173,7 @@ export class AuditWriter {
       sealNow: durability !== 'written',
       waiters: [],
     };
-    this.render(pending, this.prev, this.digest);
+    renderLine(pending, this.prev, this.digest, this.options);
     this.prev = pending.link;
     this.digest = pending.digest;
     this.queue.push(pending);
@@ -285,26 +203,6 @@ export class AuditWriter {
     return this.enqueue({ kind: 'checkpoint' });
   }
 
-  /** Makes `p`'s line at its place after `prev` and `digest` (a checkpoint signs that place). */
-  private render(p: Pending, prev: string, digest: string): void {
-    const keys = this.options.keys();
-    if (p.checkpoint) {
-      const ts = isoTime(p.ts);
-      const highWater = this.options.highWater?.();
-      p.fields = {
-        kind: 'checkpoint',
-        digest,
-        sig: signCheckpoint(keys.signing!, this.options.chain, p.seq, ts, prev, digest),
-        ...(highWater ? { high_water: highWater } : {}),
-        // A batch's seal: the store records the other checkpoints, not this one.
-        ...(p.recorded ? {} : { batch: true }),
-      };
-    }
-    p.line = entryLine(this.options.chain, { seq: p.seq, prev }, p.ts, p.fields);
-    p.link = linkOf(keys.link!, p.line);
-    p.digest = digestAfter(digest, p.line);
-  }
-
   /**
    * The requests whose lines are still queued when a write fails get 503 instead of their answers: their
    * lines, not written yet, say so (with the status they would have had), and the lines after them are
@@ -326,7 +224,7 @@ export class AuditWriter {
     if (!changed) return;
     let { link: prev, digest } = this.written;
     for (const p of this.queue) {
-      this.render(p, prev, digest);
+      renderLine(p, prev, digest, this.options);
       prev = p.link;
       digest = p.digest;
     }

@@ -8,53 +8,31 @@
  * cannot: role names, namespace patterns, metadata bounds, the TTL bounds from the configuration.
  */
 
-import { type FieldIssue, forbidden, invalid, notFound } from '../errors.js';
+import { forbidden, invalid, notFound } from '../errors.js';
 import type { OperatorEvents } from '../model/operator-events.js';
 import { PRIVILEGES, type Privilege } from '../model/policies.js';
-import {
-  METADATA_LIMITS,
-  statusOf,
-  type TokenLogin,
-  type TokenMetadata,
-  type TokenRecord,
-  type TokenStatus,
-} from '../model/tokens.js';
+import type { TokenLogin, TokenMetadata, TokenRecord } from '../model/tokens.js';
 import type { RecordWrite } from '../store/kv-records.js';
 import type { TokenRecords } from '../store/token-records.js';
 import { type Capability, policyFromScopes, type Scope } from './access.js';
 import type { Argon2Gate } from './argon2-gate.js';
 import { unauthorized } from './authenticator.js';
-import { parsePattern } from './patterns.js';
 import {
   type Principal,
   type PrincipalFactory,
   ROOT_PRINCIPAL,
   requirePrivilege,
 } from './principal.js';
-import { ROOT_ROLE } from './roles.js';
 import type { RootRecord } from './root-token.js';
+import { descendantsOf, effectiveStatus } from './token-family.js';
 import { generateToken, isTokenId, parseToken } from './token-format.js';
+import { type CreateTokenInput, checkGrant, checkMetadata } from './token-request.js';
 
-export interface CreateTokenInput {
-  readonly role?: string;
-  readonly scopes?: readonly { namespace: string; read?: boolean; write?: boolean }[];
-  readonly expires_in?: number;
-  readonly metadata?: TokenMetadata;
-}
+export type { CreateTokenInput } from './token-request.js';
 
-export interface TokenView {
-  readonly id: string;
-  readonly role: string | null;
-  readonly scopes: readonly Scope[] | null;
-  readonly metadata: TokenMetadata;
-  readonly created_at: string;
-  readonly expires_at: string;
-  readonly status?: TokenStatus;
-  /** The token that created it, when one did (create_tokens). */
-  readonly parent?: string;
-  /** The login role, issuer and subject, when a login bought it. */
-  readonly login?: TokenLogin;
-}
+import { iso, type TokenView, view } from './token-view.js';
+
+export type { TokenView } from './token-view.js';
 
 export interface TokenServiceDeps {
   readonly store: TokenRecords;
@@ -70,29 +48,6 @@ export interface TokenServiceDeps {
   readonly refreshPolicies?: () => Promise<unknown>;
 }
 
-const iso = (ms: number): string => new Date(ms).toISOString();
-
-function view(record: TokenRecord): TokenView {
-  return {
-    id: record.id,
-    role: record.role,
-    scopes: record.scopes,
-    metadata: record.metadata,
-    created_at: iso(record.createdAt),
-    expires_at: iso(record.expiresAt),
-    ...(record.parent === undefined ? {} : { parent: record.parent }),
-    ...(record.login === undefined
-      ? {}
-      : {
-          login: {
-            role: record.login.role,
-            issuer: record.login.issuer,
-            subject: record.login.subject,
-          },
-        }),
-  };
-}
-
 /**
  * The audit intent of a token change, given the token's id (and, for a revocation, the tokens revoked with
  * it); its writes are committed with the change.
@@ -101,84 +56,6 @@ export type BeforeTokenCommit = (
   id: string,
   alsoRevoked?: readonly string[],
 ) => Promise<readonly RecordWrite[]>;
-
-/** The ids of the tokens `id` created, and theirs, among `records`. */
-/**
- * A token's status as its use would find it: a delegated token whose ancestor is revoked is revoked (and
- * one whose ancestor expired, expired), though its own record may not say so yet (authenticator.ts).
- */
-function effectiveStatus(
-  record: TokenRecord,
-  byId: ReadonlyMap<string, TokenRecord>,
-  now: number,
-): TokenStatus {
-  const own = statusOf(record, now);
-  if (own === 'revoked') return own;
-  let worst = own;
-  const seen = new Set([record.id]);
-  for (let parent = record.parent; parent !== undefined && !seen.has(parent); ) {
-    seen.add(parent);
-    const ancestor = byId.get(parent);
-    if (!ancestor) return 'expired'; // purged after it expired (or deleted): not usable
-    const status = statusOf(ancestor, now);
-    if (status === 'revoked') return 'revoked';
-    if (status === 'expired') worst = 'expired';
-    parent = ancestor.parent;
-  }
-  return worst;
-}
-
-function descendantsOf(id: string, records: readonly TokenRecord[]): string[] {
-  const children = new Map<string, string[]>();
-  for (const r of records)
-    if (r.parent !== undefined) children.set(r.parent, [...(children.get(r.parent) ?? []), r.id]);
-  const out: string[] = [];
-  const seen = new Set([id]);
-  const queue = [id];
-  while (queue.length > 0)
-    for (const child of children.get(queue.shift()!) ?? [])
-      if (!seen.has(child)) {
-        seen.add(child);
-        out.push(child);
-        queue.push(child);
-      }
-  return out;
-}
-
-/** The metadata as given, when it is within bounds (METADATA_LIMITS). */
-function checkMetadata(metadata: TokenMetadata): TokenMetadata {
-  const entries = Object.entries(metadata);
-  const issues: FieldIssue[] = [];
-  if (entries.length > METADATA_LIMITS.fields)
-    issues.push({
-      field: '/metadata',
-      in: 'body',
-      message: `at most ${METADATA_LIMITS.fields} fields`,
-    });
-  for (const [field, value] of entries) {
-    if (!METADATA_LIMITS.field.test(field))
-      issues.push({
-        field: `/metadata/${field}`,
-        in: 'body',
-        message: `field names must match ${METADATA_LIMITS.field.source}`,
-      });
-    const most = field === 'name' ? METADATA_LIMITS.name : METADATA_LIMITS.value;
-    if (typeof value !== 'string' || value.length > most)
-      issues.push({
-        field: `/metadata/${field}`,
-        in: 'body',
-        message: `a string of at most ${most} characters`,
-      });
-  }
-  if (Buffer.byteLength(JSON.stringify(metadata)) > METADATA_LIMITS.bytes)
-    issues.push({
-      field: '/metadata',
-      in: 'body',
-      message: `at most ${METADATA_LIMITS.bytes} bytes as JSON`,
-    });
-  if (issues.length > 0) throw invalid('invalid metadata', issues);
-  return metadata;
-}
 
 export class TokenService {
   constructor(private readonly deps: TokenServiceDeps) {}
@@ -198,7 +75,7 @@ export class TokenService {
     if (delegated) requirePrivilege(caller, 'create_tokens');
     if (input.role !== undefined && !this.deps.principals.hasRole(input.role))
       await this.deps.refreshPolicies?.();
-    const grant = this.checkGrant(input);
+    const grant = checkGrant(input, this.deps.principals);
     const metadata = checkMetadata(input.metadata ?? {});
     const now = this.deps.now();
     const callerExpiry = caller.expiresAt ?? Number.POSITIVE_INFINITY;
@@ -513,41 +390,5 @@ export class TokenService {
       capabilities,
       privileges: PRIVILEGES.filter((p) => caller.privileges.has(p)),
     };
-  }
-
-  private checkGrant(input: CreateTokenInput): { role: string | null; scopes: Scope[] | null } {
-    if ((input.role === undefined) === (input.scopes === undefined)) {
-      throw invalid('exactly one of role and scopes is required', [
-        { field: '', in: 'body', message: 'give either role or scopes' },
-      ]);
-    }
-    if (input.role !== undefined) {
-      if (input.role === ROOT_ROLE || !this.deps.principals.hasRole(input.role)) {
-        throw invalid(`unknown role "${input.role}"`, [
-          { field: '/role', in: 'body', message: 'must name a role that can be given to a token' },
-        ]);
-      }
-      return { role: input.role, scopes: null };
-    }
-    const issues: FieldIssue[] = [];
-    const scopes = input.scopes!.map((s, i) => {
-      if (!parsePattern(s.namespace)) {
-        issues.push({
-          field: `/scopes/${i}/namespace`,
-          in: 'body',
-          message: 'must be *, a namespace, or a namespace followed by /*',
-        });
-      }
-      const scope = { namespace: s.namespace, read: s.read ?? false, write: s.write ?? false };
-      if (!scope.read && !scope.write)
-        issues.push({
-          field: `/scopes/${i}`,
-          in: 'body',
-          message: 'must grant read, write or both',
-        });
-      return scope;
-    });
-    if (issues.length > 0) throw invalid('invalid scopes', issues);
-    return { role: null, scopes };
   }
 }

@@ -6,7 +6,7 @@
  */
 import { awsKmsPlugin } from './aws-kms-provider.js';
 import { localPlugin } from './local-provider.js';
-import { pkcs11Plugin } from './pkcs11-provider.js';
+import { pkcs11Plugin } from './pkcs11-plugin.js';
 import type {
   KeyProviderPlugin,
   OpenedProvider,

@@ -121,3 +121,11 @@ export function unpackVersion(bytes: Uint8Array): VersionRecord | undefined {
   }
   return undefined;
 }
+
+/** A key whose version numbers are used up (2^32 - 1 versions). */
+export class VersionsUsedUpError extends Error {
+  constructor() {
+    super('this key has used up its version numbers');
+    this.name = 'VersionsUsedUpError';
+  }
+}

@@ -27,6 +27,7 @@ import {
   unpackMeta,
   unpackVersion,
   type VersionRecord,
+  VersionsUsedUpError,
 } from './kv-format.js';
 import { versionWrites } from './kv-version-writes.js';
 import { LastOpened } from './last-opened.js';
@@ -51,6 +52,8 @@ export interface KeyRef {
   readonly namespace: string;
   readonly key: string;
 }
+
+export { VersionsUsedUpError };
 
 /** Writes another store's operation commits with a change (an audit intent's copy): opaque outside store/. */
 export type RecordWrite = StorageWrite;
@@ -389,13 +392,5 @@ export class KvRecords {
     return this.checked.get(Buffer.from(mKey).toString('latin1'), bytes, () =>
       unpackMeta(this.seal, mKey, bytes),
     );
-  }
-}
-
-/** A key whose version numbers are used up (2^32 - 1 versions). */
-export class VersionsUsedUpError extends Error {
-  constructor() {
-    super('this key has used up its version numbers');
-    this.name = 'VersionsUsedUpError';
   }
 }

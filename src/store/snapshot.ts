@@ -28,8 +28,11 @@ import { createReadStream } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import type { Keyring } from '../crypto/keyring.js';
 import type { KeyProvider } from '../keys/key-provider.js';
-import type { StorageBackend, StorageEntry, StorageWrite } from '../storage/backend.js';
+import type { StorageBackend, StorageEntry } from '../storage/backend.js';
 import { KEYRING_KEY, openKeyringRecord } from './keyring-record.js';
+import { frame, refuseNonEmpty, SnapshotError, writeAll } from './record-stream.js';
+
+export { SnapshotError } from './record-stream.js';
 
 const FORMAT = 'coffer-snapshot';
 const VERSION = 3;
@@ -40,7 +43,6 @@ const HEADER_BYTES = 4096;
 /** Written at a time. */
 const CHUNK = 1 << 20;
 const END = 0xffff_ffff;
-const BATCH = 1000;
 
 export interface SnapshotSummary {
   readonly records: number;
@@ -79,22 +81,6 @@ function snapshotMac(
       ]),
     )
     .digest('hex');
-}
-
-export class SnapshotError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'SnapshotError';
-  }
-}
-
-function frame(entry: StorageEntry): Buffer {
-  const out = Buffer.allocUnsafe(8 + entry.key.byteLength + entry.value.byteLength);
-  out.writeUInt32BE(entry.key.byteLength, 0);
-  out.set(entry.key, 4);
-  out.writeUInt32BE(entry.value.byteLength, 4 + entry.key.byteLength);
-  out.set(entry.value, 8 + entry.key.byteLength);
-  return out;
 }
 
 /** The header line: `fields` as JSON padded to HEADER_BYTES. */
@@ -282,53 +268,6 @@ export async function checkSnapshot(file: string): Promise<CheckedSnapshot> {
   }
 }
 
-/** Refuses a target store that holds anything. */
-async function refuseNonEmpty(target: StorageBackend, what: string): Promise<void> {
-  for await (const _ of target.scan({
-    start: Buffer.alloc(0),
-    end: Buffer.from([0xff, 0xff]),
-    limit: 1,
-  })) {
-    const hint =
-      what === 'a store is copied' && (await target.get(KEYRING_KEY)) === undefined
-        ? ' (it holds no keyring record: if it is a copy of this store that was cut off, --resume goes on with it)'
-        : '';
-    throw new SnapshotError(
-      `the target store is not empty: ${what} only into an empty store${hint}`,
-    );
-  }
-}
-
-/**
- * Writes `entries` into `target` in batches, the keyring record last: a write cut off before the end
- * leaves a store no server opens as the copied one (empty it and write again), never one that looks whole.
- */
-async function writeAll(
-  target: StorageBackend,
-  entries: AsyncIterable<StorageEntry>,
-  onWritten?: (written: number) => void,
-): Promise<number> {
-  let batch: StorageWrite[] = [];
-  let keyring: StorageWrite | undefined;
-  let written = 0;
-  const flush = async (): Promise<void> => {
-    const writes = batch;
-    batch = [];
-    await target.atomic([], () => ({ writes, result: undefined }));
-    written += writes.length;
-    onWritten?.(written);
-  };
-  for await (const entry of entries) {
-    const write: StorageWrite = { op: 'put', key: entry.key, value: entry.value };
-    if (Buffer.compare(entry.key, KEYRING_KEY) === 0) keyring = write;
-    else batch.push(write);
-    if (batch.length >= BATCH) await flush();
-  }
-  if (keyring) batch.push(keyring);
-  if (batch.length > 0) await flush();
-  return written;
-}
-
 /** How a restore authenticates a snapshot: the master key that opens the keyring it holds. */
 export interface RestoreKey {
   readonly provider: KeyProvider;
@@ -408,91 +347,4 @@ async function* sameAgain(file: string, sha256: string): AsyncGenerator<StorageE
     }
     yield next.value;
   }
-}
-
-/** What a copy cut off before its end left in a target: its records' count, hash and greatest key. */
-interface CopiedPart {
-  readonly records: number;
-  readonly sha256: string;
-  readonly last: Uint8Array | null;
-}
-
-async function copiedPart(target: StorageBackend): Promise<CopiedPart> {
-  const hash = createHash('sha256');
-  let records = 0;
-  let last: Uint8Array | null = null;
-  for await (const entry of target.everything()) {
-    if (Buffer.compare(entry.key, KEYRING_KEY) === 0)
-      throw new SnapshotError(
-        'the target already holds a whole copy (its keyring record is there): nothing to resume',
-      );
-    hash.update(frame(entry));
-    records++;
-    last = entry.key;
-  }
-  return { records, sha256: hash.digest('hex'), last };
-}
-
-/**
- * `source`'s records, for a copy that resumes after `part`: those up to the part's last key (the keyring
- * aside, which a copy writes last) must be exactly what the part holds — checked before the first record
- * is handed on, so nothing is written when they are not — and those after it, with the keyring, are
- * handed on.
- */
-async function* after(
-  source: AsyncIterable<StorageEntry>,
-  part: CopiedPart,
-  counted: { records: number },
-): AsyncGenerator<StorageEntry> {
-  const hash = createHash('sha256');
-  let before = 0;
-  let checked = part.last === null;
-  const check = (): void => {
-    checked = true;
-    if (before !== part.records || hash.digest('hex') !== part.sha256)
-      throw new SnapshotError(
-        'the target does not hold the beginning of a copy of this store (it differs from the store up to its last record): empty it and copy again',
-      );
-  };
-  for await (const entry of source) {
-    counted.records++;
-    const keyring = Buffer.compare(entry.key, KEYRING_KEY) === 0;
-    if (!checked && !keyring && Buffer.compare(entry.key, part.last!) <= 0) {
-      hash.update(frame(entry));
-      before++;
-      continue;
-    }
-    if (!checked && !keyring) check();
-    yield entry;
-  }
-  if (!checked) check();
-}
-
-/**
- * Copies every record of `source` (one consistent state of it) into `target`, the keyring last; then
- * counts the target's records against the source's. The target must be empty — or, with `resume`, hold
- * what an earlier copy of the same store cut off before its end wrote (no keyring record yet, every record
- * equal to the source's up to its last): the copy then goes on after it.
- */
-export async function copyStore(
-  source: StorageBackend,
-  target: StorageBackend,
-  onRecord?: (records: number) => void,
-  options: { readonly resume?: boolean } = {},
-): Promise<{ records: number; resumedAfter: number }> {
-  const part: CopiedPart = options.resume
-    ? await copiedPart(target)
-    : { records: 0, sha256: '', last: null };
-  if (!options.resume) await refuseNonEmpty(target, 'a store is copied');
-  const counted = { records: 0 };
-  await writeAll(target, after(source.everything(), part, counted), (written) =>
-    onRecord?.(part.records + written),
-  );
-  let copied = 0;
-  for await (const _ of target.everything()) copied++;
-  if (copied !== counted.records)
-    throw new SnapshotError(
-      `the target holds ${copied} records after the copy, not ${counted.records}`,
-    );
-  return { records: counted.records, resumedAfter: part.records };
 }

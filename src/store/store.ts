@@ -37,12 +37,12 @@ import { RewrapRecords } from './rewrap-records.js';
 import { RootTokenRecord } from './root-token-record.js';
 import { type SealReport, type SealReportOptions, sealReport } from './seal-report.js';
 import {
-  copyStore,
   type RestoreKey,
   restoreSnapshot,
   type SnapshotSummary,
   writeSnapshot,
 } from './snapshot.js';
+import { copyStore } from './store-copy.js';
 import { TokenRecords } from './token-records.js';
 import { type UpgradeResult, upgradeStore } from './upgrade.js';
 

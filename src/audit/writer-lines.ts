@@ -1,0 +1,28 @@
+/** An audit writer's lines (writer.ts): each entry rendered, linked and digested at its place in the chain. */
+import { digestAfter, entryLine, isoTime, linkOf, signCheckpoint } from './entry.js';
+import type { AuditWriterOptions, Pending } from './writer-types.js';
+
+/** Makes `p`'s line at its place after `prev` and `digest` (a checkpoint signs that place). */
+export function renderLine(
+  p: Pending,
+  prev: string,
+  digest: string,
+  options: Pick<AuditWriterOptions, 'keys' | 'chain' | 'highWater'>,
+): void {
+  const keys = options.keys();
+  if (p.checkpoint) {
+    const ts = isoTime(p.ts);
+    const highWater = options.highWater?.();
+    p.fields = {
+      kind: 'checkpoint',
+      digest,
+      sig: signCheckpoint(keys.signing!, options.chain, p.seq, ts, prev, digest),
+      ...(highWater ? { high_water: highWater } : {}),
+      // A batch's seal: the store records the other checkpoints, not this one.
+      ...(p.recorded ? {} : { batch: true }),
+    };
+  }
+  p.line = entryLine(options.chain, { seq: p.seq, prev }, p.ts, p.fields);
+  p.link = linkOf(keys.link!, p.line);
+  p.digest = digestAfter(digest, p.line);
+}
