@@ -1,5 +1,16 @@
-/** An audit writer's lines (writer.ts): each entry rendered, linked and digested at its place in the chain. */
-import { digestAfter, entryLine, isoTime, linkOf, signCheckpoint } from './entry.js';
+/**
+ * An audit writer's lines (writer.ts): each entry rendered, linked and digested at its place in the chain;
+ * the entry that says which requests were refused; a batch handed to the copies.
+ */
+import {
+  type AuditFields,
+  digestAfter,
+  entryLine,
+  isoTime,
+  linkOf,
+  signCheckpoint,
+} from './entry.js';
+import type { AuditSink } from './sink.js';
 import type { AuditWriterOptions, Pending } from './writer-types.js';
 
 /** Makes `p`'s line at its place after `prev` and `digest` (a checkpoint signs that place). */
@@ -25,4 +36,29 @@ export function renderLine(
   p.line = entryLine(options.chain, { seq: p.seq, prev }, p.ts, p.fields);
   p.link = linkOf(keys.link!, p.line);
   p.digest = digestAfter(digest, p.line);
+}
+
+/** Says in the log which requests were refused (their lines are in the chain, their answers were 503). */
+export function refusedEntry(reason: string, seqs: readonly number[]): AuditFields {
+  return {
+    kind: 'event',
+    event: 'audit.refused',
+    reason,
+    refused_seqs: seqs,
+    outcome: { status: 503, code: 'audit_unavailable' },
+  };
+}
+
+/** Hands a batch's lines to each copy (stdout); a copy's failure is ignored: the chain is whole in its home. */
+export async function writeCopies(
+  copies: readonly AuditSink[] | undefined,
+  lines: readonly string[],
+): Promise<void> {
+  for (const copy of copies ?? []) {
+    try {
+      await copy.write(lines);
+    } catch {
+      // a copy: the chain is whole in its home
+    }
+  }
 }

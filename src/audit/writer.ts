@@ -21,7 +21,7 @@ import { StorageUnavailableError } from '../store/store-errors.js';
 import { type AuditFields, GENESIS } from './entry.js';
 import type { StreamState } from './streams/audit-stream.js';
 import { ChainStreams } from './streams/chain-streams.js';
-import { renderLine } from './writer-lines.js';
+import { refusedEntry, renderLine, writeCopies } from './writer-lines.js';
 import {
   type Appended,
   AuditUnavailableError,
@@ -328,13 +328,7 @@ export class AuditWriter {
     }
     if (await this.streamed(batch, lines))
       for (const p of batch) for (const w of p.waiters) w.resolve();
-    for (const copy of this.options.copies ?? []) {
-      try {
-        await copy.write(lines);
-      } catch {
-        // a copy: the chain is whole in its home
-      }
-    }
+    await writeCopies(this.options.copies, lines);
     // The store remembers the newest checkpoint; if that write fails, the next checkpoint records it.
     if (lastCheckpoint) {
       await this.options.registry
@@ -369,13 +363,7 @@ export class AuditWriter {
     const refused = batch.filter((p) => p.waiters.length > 0 && !p.checkpoint).map((p) => p.seq);
     for (const p of batch) for (const w of p.waiters.splice(0)) w.reject(error);
     if (refused.length > 0 && !this.closing) {
-      this.enqueue({
-        kind: 'event',
-        event: 'audit.refused',
-        reason: 'stream_unavailable',
-        refused_seqs: refused,
-        outcome: { status: 503, code: 'audit_unavailable' },
-      });
+      this.enqueue(refusedEntry('stream_unavailable', refused));
       this.kick();
     }
     return false;
@@ -393,14 +381,7 @@ export class AuditWriter {
     for (const p of this.queue) for (const w of p.waiters.splice(0)) w.reject(error);
     // Say in the log itself which requests were refused, once it can be written again.
     const refused = batch.filter((p) => !p.checkpoint).map((p) => p.seq);
-    if (refused.length > 0)
-      this.enqueue({
-        kind: 'event',
-        event: 'audit.refused',
-        reason: this.failure,
-        refused_seqs: refused,
-        outcome: { status: 503, code: 'audit_unavailable' },
-      });
+    if (refused.length > 0) this.enqueue(refusedEntry(this.failure, refused));
     if (this.closing) return;
     this.retryTimer = setTimeout(() => {
       this.retryTimer = null;

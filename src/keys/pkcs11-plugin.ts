@@ -64,6 +64,8 @@ export const pkcs11Plugin: KeyProviderPlugin<'pkcs11', Pkcs11ProviderSettings> =
     },
   },
   paths: ['pkcs11.library', 'pkcs11.pin_file'],
+  // This process's COFFER_PKCS11_PIN serves a key that names no PIN file.
+  secrets: { fields: ['pkcs11_pin'], serves: ({ pkcs11 }) => pkcs11.pin_file === null },
   env: [
     {
       env: 'COFFER_PKCS11_LIBRARY',

@@ -53,6 +53,15 @@ export interface KeyProviderPlugin<Name extends string = string, Settings extend
    */
   readonly paths: readonly string[];
   readonly env: readonly ProviderEnv[];
+  /**
+   * Fields that hold secrets (a PIN): set from the environment only, never kept with the keyring. A
+   * process's own are handed to the provider it opens (registry.ts secretsOf, settingsOf) where `serves`
+   * says they apply — not to a migrate-key request that names a PIN file of its own, say.
+   */
+  readonly secrets?: {
+    readonly fields: readonly string[];
+    serves?(settings: Settings): boolean;
+  };
   /** A migrate-key request naming a key of this provider, for the help text. */
   readonly example: Readonly<Record<string, unknown>>;
   /**

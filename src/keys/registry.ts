@@ -74,8 +74,23 @@ export function providerConfig(settings: KeyProviderSettings): ProviderConfig {
   return config as ProviderConfig;
 }
 
-/** Full provider settings from a ProviderConfig, the PIN taken from this process's environment. */
-export function settingsOf(config: ProviderConfig, pkcs11Pin?: string): KeyProviderSettings {
+/** The secret settings of this process (each provider's `secrets`, from the environment), where set. */
+export type ProviderSecrets = Readonly<Record<string, unknown>>;
+
+export function secretsOf(settings: object): ProviderSecrets {
+  const set = settings as Readonly<Record<string, unknown>>;
+  const fields = KEY_PROVIDERS.flatMap((p) => (p.secrets ? p.secrets.fields : []));
+  return Object.fromEntries(fields.filter((f) => set[f] !== undefined).map((f) => [f, set[f]]));
+}
+
+/**
+ * Full provider settings from a ProviderConfig, with this process's secrets where its provider says they
+ * serve it.
+ */
+export function settingsOf(
+  config: ProviderConfig,
+  secrets: ProviderSecrets = {},
+): KeyProviderSettings {
   const settings: Record<string, unknown> = { ...UNSET, ...config };
   // A settings object given in part (a migrate-key request) has its other fields unset.
   for (const [field, unset] of Object.entries(UNSET)) {
@@ -83,8 +98,12 @@ export function settingsOf(config: ProviderConfig, pkcs11Pin?: string): KeyProvi
     if (typeof unset === 'object' && typeof given === 'object' && given !== null)
       settings[field] = { ...unset, ...given };
   }
-  if (pkcs11Pin !== undefined) settings.pkcs11_pin = pkcs11Pin;
-  return settings as unknown as KeyProviderSettings;
+  const full = settings as unknown as KeyProviderSettings;
+  const declared = providerNamed(config.key_provider).secrets;
+  if (declared && (declared.serves?.(full) ?? true))
+    for (const field of declared.fields)
+      if (secrets[field] !== undefined) settings[field] = secrets[field];
+  return full;
 }
 
 /** Every provider's environment variables. */

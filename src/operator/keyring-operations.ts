@@ -3,6 +3,8 @@
  * changed something, as an operator event naming who and what (`keyring.rotate`, `keyring.retire`,
  * `keyring.migrate`; audit/events.ts). Rewrap is its own service (rewrap.ts), recording its own events.
  */
+
+import { secretsOf } from '../keys/registry.js';
 import type { OperatorEvents } from '../model/operator-events.js';
 import type { KeyringHolder } from '../store/keyring-store.js';
 import type { KvRecords } from '../store/kv-records.js';
@@ -14,8 +16,8 @@ export interface KeyringOperationsDeps {
   readonly keyring: KeyringHolder;
   readonly events: OperatorEvents;
   readonly now: () => number;
-  /** This server's COFFER_PKCS11_PIN, for a migration to a pkcs11 key that names no PIN file. */
-  readonly pkcs11Pin: string | undefined;
+  /** This server's settings: their secret provider fields (a PKCS#11 PIN) serve a migration they apply to. */
+  readonly settings: object;
 }
 
 export class KeyringOperations {
@@ -63,7 +65,7 @@ export class KeyringOperations {
     const result = await migrateKey(
       this.deps.keyring,
       request,
-      this.deps.pkcs11Pin,
+      secretsOf(this.deps.settings),
       this.deps.now(),
     );
     const { from, to } = result;

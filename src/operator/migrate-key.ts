@@ -13,6 +13,7 @@ import {
   openKeyProvider,
   type ProviderConfig,
   type ProviderName,
+  type ProviderSecrets,
   providerConfig,
   providerNamed,
   settingsOf,
@@ -30,10 +31,7 @@ export interface MigrateResult {
 }
 
 /** The provider settings a request names, checked by the provider's own rules, as start-up checks the configuration's. */
-export function targetConfig(
-  request: MigrateRequest,
-  pkcs11Pin: string | undefined,
-): ProviderConfig {
+export function targetConfig(request: MigrateRequest, secrets: ProviderSecrets): ProviderConfig {
   const plugin = providerNamed(request.key_provider);
   const stray = Object.keys(request).find(
     (field) => field !== 'key_provider' && !plugin.fields.includes(field),
@@ -45,11 +43,8 @@ export function targetConfig(
       'the local provider takes one of master_key_file and master_passphrase_file, not both',
     );
   const config = request as unknown as ProviderConfig;
-  // This server's COFFER_PKCS11_PIN serves only a request that names no PIN file.
-  const settings = settingsOf(
-    config,
-    config.pkcs11?.pin_file === undefined ? pkcs11Pin : undefined,
-  );
+  // This server's secrets serve the request where its provider says so (a PIN: when it names no PIN file).
+  const settings = settingsOf(config, secrets);
   const problem = plugin.problem(settings);
   if (problem) throw invalid(problem.message);
   return providerConfig(settings);
@@ -59,13 +54,13 @@ export function targetConfig(
 export async function migrateKey(
   keyring: KeyringHolder,
   request: MigrateRequest,
-  pkcs11Pin: string | undefined,
+  secrets: ProviderSecrets,
   now: number,
 ): Promise<MigrateResult> {
-  const config = targetConfig(request, pkcs11Pin);
+  const config = targetConfig(request, secrets);
   const from = keyring.wrapping();
   try {
-    const { provider } = await openKeyProvider(settingsOf(config, pkcs11Pin));
+    const { provider } = await openKeyProvider(settingsOf(config, secrets));
     return { from, to: await keyring.migrate({ provider, config }, now) };
   } catch (err) {
     if (err instanceof KeyProviderError)

@@ -72,7 +72,7 @@ export const operatorFeature: Feature<OperatorServices> = {
           keyring,
           events,
           now,
-          pkcs11Pin: config.pkcs11_pin,
+          settings: config,
         }),
         health: new HealthCheck({
           store,

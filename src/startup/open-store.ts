@@ -24,6 +24,7 @@ import {
   openKeyProvider,
   type ProviderConfig,
   providerConfig,
+  secretsOf,
   settingsOf,
 } from '../keys/registry.js';
 import type { KeyringHolder } from '../store/keyring-store.js';
@@ -73,7 +74,7 @@ export async function openStore(
         `${config.data_dir} holds no store yet, but the master key already exists: creating a new store and root token (check COFFER_DATA_DIR if you meant an existing store)`,
       );
     const reopen = async (target: ProviderConfig) =>
-      (await openKeyProvider(settingsOf(target, config.pkcs11_pin))).provider;
+      (await openKeyProvider(settingsOf(target, secretsOf(config)))).provider;
     const argon2 = new Argon2Gate();
     const newRoot = prepare ? new NewStoreRoot(argon2, config.root_token, now()) : undefined;
     const {

@@ -23,7 +23,8 @@
  *
  * The schema is created and upgraded by numbered migrations (postgres-schema.ts) when the backend opens,
  * under an advisory lock, so several servers starting together is safe; the SQL text of a group's
- * transaction is made by postgres-group-sql.ts; what an error means, by postgres-errors.ts.
+ * transaction is made by postgres-group-sql.ts and run by postgres-group.ts; what an error means, by
+ * postgres-errors.ts.
  */
 import { randomInt } from 'node:crypto';
 import { userInfo } from 'node:os';
@@ -36,10 +37,10 @@ import {
   type StorageEntry,
   type StorageGauges,
   StorageUnavailableError,
-  type StorageWrite,
   type WriteObserver,
 } from './backend.js';
 import { isRetryable, unavailable } from './postgres-errors.js';
+import { checkout, type Outcome, type PendingWrite, runGroup } from './postgres-group.js';
 import { GroupSql, type Locks, nameOf, want } from './postgres-group-sql.js';
 import { type ChangeListener, PostgresListener } from './postgres-listener.js';
 import { channelOf, migrate, SCHEMA_NAME } from './postgres-schema.js';
@@ -63,23 +64,6 @@ export interface PostgresOptions {
   /** Keys announced as `announce`'s are: every key that starts with one of these. */
   readonly announcePrefixes?: readonly Uint8Array[];
 }
-
-/** A write waiting for its group's transaction (write-batch.ts). */
-interface PendingWrite {
-  readonly keys: readonly Uint8Array[];
-  readonly plan: (current: readonly (Uint8Array | undefined)[]) => Plan<unknown>;
-  readonly locks: Locks;
-  readonly size: number;
-  readonly bytes: number;
-  readonly resolve: (result: unknown) => void;
-  readonly reject: (err: unknown) => void;
-}
-
-/** What became of one plan of a group's transaction. */
-type Outcome =
-  | { readonly kind: 'done'; readonly result: unknown }
-  | { readonly kind: 'failed'; readonly error: unknown }
-  | { readonly kind: 'escalate'; readonly escalate: readonly Uint8Array[] };
 
 /** Rows per page of a scan. */
 const PAGE = 500;
@@ -240,7 +224,7 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
 
   /** Pages of the whole table inside one REPEATABLE READ, READ ONLY transaction: one snapshot. */
   async *everything(): AsyncIterable<StorageEntry> {
-    const { client, release } = await this.checkout();
+    const { client, release } = await checkout(this.pool);
     let broken = false;
     try {
       await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
@@ -334,7 +318,7 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
     for (let attempt = 1; ; attempt++) {
       let outcomes: Outcome[];
       try {
-        outcomes = await this.once(group);
+        outcomes = await runGroup(this.pool, this.groupSql, group);
       } catch (err) {
         if (isRetryable(err) && attempt < MAX_ATTEMPTS) {
           await new Promise((r) => setTimeout(r, randomInt(Math.min(50, attempt * 2) + 1)));
@@ -403,85 +387,6 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
     this.closed = true;
     await this.listener.close();
     await this.pool.end();
-  }
-
-  /**
-   * A pooled connection for a transaction. A connection lost while checked out is reported as an 'error'
-   * event (and as the failing query's error): without a listener the event would end the process. Released
-   * as broken (closed, not reused) when it was lost or `broken` says so.
-   */
-  private async checkout(): Promise<{
-    client: pg.PoolClient;
-    release: (broken: boolean) => void;
-  }> {
-    const client = await this.pool.connect().catch((err: unknown) => {
-      throw unavailable(err);
-    });
-    let lost = false;
-    const onError = (): void => {
-      lost = true;
-    };
-    client.on('error', onError);
-    return {
-      client,
-      release: (broken) => {
-        client.off('error', onError);
-        client.release(broken || lost);
-      },
-    };
-  }
-
-  /**
-   * One transaction for a group of plans: the locks of them all, taken at once; their keys read; each plan
-   * run in turn on what the plans before it have written (as if they had committed one after another);
-   * the writes of those that did not throw, and COMMIT. A plan that throws writes nothing, and its error is
-   * its outcome once the others have committed (what it saw is then the store's state).
-   */
-  private async once(group: readonly PendingWrite[]): Promise<Outcome[]> {
-    const keys = new Map<string, Uint8Array>();
-    const locks: Locks = new Map();
-    for (const member of group) {
-      for (const key of member.keys) keys.set(nameOf(key), key);
-      for (const lock of member.locks.values()) want(locks, lock.key, lock.exclusive);
-    }
-    const { client, release } = await this.checkout();
-    let broken = false;
-    try {
-      // One round trip: BEGIN, the locks and the read, as one simple query of several statements.
-      const opened = await client.query<{ k: Buffer; v: Buffer }>(
-        this.groupSql.opening(locks, [...keys.values()]),
-      );
-      const state = new Map<string, Uint8Array | undefined>();
-      if (keys.size > 0)
-        for (const row of [opened].flat().at(-1)!.rows) state.set(row.k.toString('latin1'), row.v);
-      const held = new Set([...locks].filter(([, l]) => l.exclusive).map(([name]) => name));
-      const writes: StorageWrite[] = [];
-      const outcomes = group.map((member): Outcome => {
-        let decided: Plan<unknown>;
-        try {
-          decided = member.plan(member.keys.map((key) => state.get(nameOf(key))));
-        } catch (error) {
-          return { kind: 'failed', error };
-        }
-        const escalate = decided.writes.filter((w) => !held.has(nameOf(w.key))).map((w) => w.key);
-        if (escalate.length > 0) return { kind: 'escalate', escalate };
-        for (const w of decided.writes)
-          state.set(nameOf(w.key), w.op === 'put' ? w.value : undefined);
-        writes.push(...decided.writes);
-        return { kind: 'done', result: decided.result };
-      });
-      // One round trip: the writes, the announcements and COMMIT.
-      await client.query([...this.groupSql.writeStatements(writes), 'COMMIT'].join(';\n'));
-      return outcomes;
-    } catch (err) {
-      // A ROLLBACK that fails means the connection is gone: it is not given back to the pool.
-      await client.query('ROLLBACK').catch(() => {
-        broken = true;
-      });
-      throw err;
-    } finally {
-      release(broken);
-    }
   }
 }
 
