@@ -32,15 +32,6 @@ import type { AuditQuery } from './options.js';
 import { query, rolePath } from './paths.js';
 import { TokenCalls } from './token-calls.js';
 
-export type {
-  AuditQuery,
-  CofferOptions,
-  ListOptions,
-  NamespaceValue,
-  PageOptions,
-  ValueType,
-} from './options.js';
-
 export class Coffer extends TokenCalls {
   // --- roles and login roles (root, or a token with manage_roles) ---
 

@@ -27,6 +27,9 @@ export type {
   RolePutRequest,
   TokenCreateRequest,
 } from '../api/schemas.js';
+export { Coffer } from './coffer.js';
+export { CofferError } from './errors.js';
+export type { JwtLogin, TokenCache } from './jwt-session.js';
 export type {
   AuditQuery,
   CofferOptions,
@@ -34,8 +37,5 @@ export type {
   NamespaceValue,
   PageOptions,
   ValueType,
-} from './coffer.js';
-export { Coffer } from './coffer.js';
-export { CofferError } from './errors.js';
-export type { JwtLogin, TokenCache } from './jwt-session.js';
+} from './options.js';
 export type { RetryPolicy } from './transport.js';
