@@ -99,6 +99,10 @@ export class AuditRollbackError extends Error {
   }
 }
 
+/** How often a start looks at the store's chain count before refusing it as put back, and the pause between looks. */
+const ROLLBACK_LOOKS = 3;
+const ROLLBACK_LOOK_MS = 150;
+
 export class AuditRecords {
   constructor(
     private readonly storage: StorageBackend,
@@ -117,11 +121,33 @@ export class AuditRecords {
     writer: ChainWriter,
     acceptRollback = false,
   ): Promise<{ count: number; rolledBack?: { stored: number; seen: number } }> {
+    // A count below what this host has seen is looked at again before it is believed: a sibling process
+    // starting at the same moment records its count just after its commit, and a view of the store taken
+    // as that commit lands can be one behind (seen once in CI with two workers on a new LMDB store). A
+    // store put back from an older copy stays behind; a racing sibling's commit does not.
+    for (let look = 1; ; look++) {
+      try {
+        return await this.start(chain, at, writer, acceptRollback);
+      } catch (err) {
+        if (!(err instanceof AuditRollbackError) || look >= ROLLBACK_LOOKS) throw err;
+      }
+      await new Promise((resolve) => setTimeout(resolve, ROLLBACK_LOOK_MS * look));
+    }
+  }
+
+  private async start(
+    chain: string,
+    at: number,
+    writer: ChainWriter,
+    acceptRollback: boolean,
+  ): Promise<{ count: number; rolledBack?: { stored: number; seen: number } }> {
     const key = auditChainKey(chain);
-    const seen = this.chainCountSeen() ?? 0;
     let rolledBack: { stored: number; seen: number } | undefined;
     const count = await this.storage.atomic([AUDIT_COUNT_KEY], ([counted]) => {
       const stored = this.countIn(counted);
+      // Read inside the transaction: a sibling records its count only after its commit, which this
+      // transaction sees.
+      const seen = this.chainCountSeen() ?? 0;
       // A count below what this host has seen: the store (or its audit records) was put back from an
       // older copy, and counting on would hide the chains it lost. Refused, unless the operator accepts it
       // for this start — then the ordinals go on from what the host has seen, so the lost chains stay a gap
