@@ -2,7 +2,7 @@
 /** The `coffer` command: parse argv, dispatch, set the exit code. */
 import { parseArgs } from 'node:util';
 import type { Logger } from 'pino';
-import { argumentsError, CliError } from './cli/exit-codes.js';
+import { argumentsError, CliError, EXIT } from './cli/exit-codes.js';
 import { ConfigError } from './errors.js';
 import { KeyProviderError } from './keys/key-provider.js';
 import { versionText } from './version.js';
@@ -156,11 +156,11 @@ async function main(argv: string[]): Promise<number | undefined> {
       const { serverVersion } = await import('./cli/server-version.js');
       process.stdout.write(`server: ${versionText(await serverVersion())}\n`);
     }
-    return 0;
+    return EXIT.ok;
   }
   if (values.remote) {
     process.stderr.write('coffer: --remote goes with --version\n');
-    return 2;
+    return EXIT.usage;
   }
   if (command === 'help' || (values.help && (command === undefined || command === 'serve'))) {
     // `coffer help operator` is `coffer operator --help`.
@@ -171,14 +171,14 @@ async function main(argv: string[]): Promise<number | undefined> {
     if (positionals[1] === 'settings' || (command === 'serve' && values.help)) {
       const { settingsHelp } = await import('./config/settings-table.js');
       process.stdout.write(settingsHelp());
-      return 0;
+      return EXIT.ok;
     }
     process.stdout.write(USAGE);
-    return 0;
+    return EXIT.ok;
   }
   if (values['accept-rollback'] && command !== 'serve') {
     process.stderr.write('coffer: --accept-rollback goes with serve\n');
-    return 2;
+    return EXIT.usage;
   }
   if (command === 'serve' && positionals.length === 1 && !values.help) {
     await serve(values['accept-rollback'] === true);
@@ -186,18 +186,18 @@ async function main(argv: string[]): Promise<number | undefined> {
   }
   if (command === 'openapi' && values.help) {
     process.stdout.write(OPENAPI_HELP);
-    return 0;
+    return EXIT.ok;
   }
   if (command === 'openapi' && positionals.length === 1 && !values.help) {
     // Loaded only here: no other command needs the features' declarations.
     const { documentText } = await import('./features.js');
     const { loadConfig } = await import('./config/load.js');
     process.stdout.write(documentText(loadConfig(process.env).max_ttl));
-    return 0;
+    return EXIT.ok;
   }
   // Bare `coffer` (or anything unknown) prints usage; only `coffer serve` starts a server.
   process.stderr.write(USAGE);
-  return 2;
+  return EXIT.usage;
 }
 
 main(process.argv.slice(2)).then(
@@ -214,7 +214,7 @@ main(process.argv.slice(2)).then(
       // A ConfigError's message already starts with its setting.
       const line = err instanceof ConfigError ? err.message : `${err.setting}: ${err.message}`;
       process.stderr.write(`coffer: ${line}\n`);
-      process.exit(2);
+      process.exit(EXIT.usage);
     }
     if (err instanceof CliError) {
       process.stderr.write(`coffer: ${err.message}\n`);
@@ -228,6 +228,6 @@ main(process.argv.slice(2)).then(
     const e = err as NodeJS.ErrnoException;
     const what = process.argv[2] === 'serve' ? 'start-up failed: ' : '';
     process.stderr.write(`coffer: ${what}${e.message ?? String(err)}\n`);
-    process.exit(1);
+    process.exit(EXIT.failure);
   },
 );

@@ -28,7 +28,7 @@ import { STORE_FORMAT } from '../crypto/keyring.js';
 import { ensureDirectory } from '../directories.js';
 import { openAuditLog } from '../startup/open-audit.js';
 import type { KeyringHolder } from '../store/keyring-store.js';
-import { CliError } from './exit-codes.js';
+import { CliError, EXIT } from './exit-codes.js';
 import { withKeyring } from './offline-store.js';
 import type { Out } from './progress.js';
 
@@ -37,7 +37,7 @@ async function requireUpgraded(config: CofferConfig, holder: KeyringHolder): Pro
   if (holder.current().storeFormat < STORE_FORMAT) {
     throw new CliError(
       `the store at ${config.data_dir} was written by an earlier release (store format ${holder.current().storeFormat}): start the server once (coffer serve) to upgrade it, then run this again`,
-      2,
+      EXIT.usage,
     );
   }
 }
@@ -45,9 +45,9 @@ async function requireUpgraded(config: CofferConfig, holder: KeyringHolder): Pro
 /** The audit directory's files; a missing store or directory is said in one line. */
 function auditFilesOf(config: CofferConfig): string[] {
   if (!existsSync(config.data_dir))
-    throw new CliError(`no Coffer store at ${config.data_dir} (COFFER_DATA_DIR)`, 2);
+    throw new CliError(`no Coffer store at ${config.data_dir} (COFFER_DATA_DIR)`, EXIT.usage);
   if (!existsSync(config.audit.dir!))
-    throw new CliError(`no audit directory at ${config.audit.dir} (COFFER_AUDIT_DIR)`, 2);
+    throw new CliError(`no audit directory at ${config.audit.dir} (COFFER_AUDIT_DIR)`, EXIT.usage);
   return auditFilesIn(config.audit.dir!);
 }
 
@@ -59,10 +59,10 @@ export async function verifyCommand(
   against: readonly string[] = [],
 ): Promise<number> {
   for (const path of against)
-    if (!existsSync(path)) throw new CliError(`--against ${path}: no such file`, 2);
+    if (!existsSync(path)) throw new CliError(`--against ${path}: no such file`, EXIT.usage);
   if (publicKey !== undefined) return verifyWithPublicKey(config, given, publicKey, out, against);
   const files = given.length > 0 ? given : auditFilesOf(config);
-  if (files.length === 0) throw new CliError(`no audit files in ${config.audit.dir}`, 1);
+  if (files.length === 0) throw new CliError(`no audit files in ${config.audit.dir}`, EXIT.failure);
   return withKeyring(config, async (_store, records, holder) => {
     await requireUpgraded(config, holder);
     let verified: VerifiedLog;
@@ -75,7 +75,7 @@ export async function verifyCommand(
         now: Date.now(),
       });
     } catch (err) {
-      throw new CliError((err as Error).message, 2);
+      throw new CliError((err as Error).message, EXIT.usage);
     }
     const { result, stored } = verified;
     const intact = printVerdict(result, files.length, out);
@@ -85,7 +85,7 @@ export async function verifyCommand(
     // Which stored changes the log names, when it is the whole log (said even when it is not intact: what
     // it still names is worth knowing).
     const covered =
-      given.length > 0 ? 0 : printCoverage(await auditCoverage(files, records, stored), out);
+      given.length > 0 ? EXIT.ok : printCoverage(await auditCoverage(files, records, stored), out);
     const shippedHeld = printAgainst(
       files,
       stored?.files ?? [],
@@ -93,7 +93,7 @@ export async function verifyCommand(
       chainKeysOf(holder.current()).publicKey,
       out,
     );
-    return intact && shippedHeld ? covered : 1;
+    return intact && shippedHeld ? covered : EXIT.failure;
   });
 }
 
@@ -112,10 +112,10 @@ async function verifyWithPublicKey(
   if (publicKey === null)
     throw new CliError(
       '--public-key must be the 64 hex digits GET /v1/sys/audit/public-key gives',
-      2,
+      EXIT.usage,
     );
   const files = given.length > 0 ? given : auditFilesOf(config);
-  if (files.length === 0) throw new CliError(`no audit files in ${config.audit.dir}`, 1);
+  if (files.length === 0) throw new CliError(`no audit files in ${config.audit.dir}`, EXIT.failure);
   await sodiumReady();
   let result: VerifyResult;
   try {
@@ -125,13 +125,13 @@ async function verifyWithPublicKey(
       now: Date.now(),
     });
   } catch (err) {
-    throw new CliError((err as Error).message, 2);
+    throw new CliError((err as Error).message, EXIT.usage);
   }
   out(
     "checked with the public key alone: every entry up to each chain's newest signed checkpoint; the store's record of the chains (which exist, where each ended) needs the master key",
   );
   const intact = printVerdict(result, files.length, out);
-  return printAgainst(files, [], against, publicKey, out) && intact ? 0 : 1;
+  return printAgainst(files, [], against, publicKey, out) && intact ? EXIT.ok : EXIT.failure;
 }
 
 /**
@@ -204,7 +204,7 @@ export async function archiveCommand(
 ): Promise<number> {
   const dir = config.audit.dir!;
   const files = auditFilesOf(config);
-  if (files.length === 0) throw new CliError(`no audit files in ${dir}`, 1);
+  if (files.length === 0) throw new CliError(`no audit files in ${dir}`, EXIT.failure);
   return withKeyring(config, async (store, records, holder) => {
     await requireUpgraded(config, holder);
     const { result } = await verifyLog({
@@ -216,7 +216,7 @@ export async function archiveCommand(
     if (!result.intact) {
       out(`BROKEN: ${result.file}${result.line > 0 ? `:${result.line}` : ''}: ${result.reason}`);
       out('nothing archived: the log must verify before files leave it');
-      return 1;
+      return EXIT.failure;
     }
     const formats = new Map((await records.audit.chains()).map((r) => [r.chain, r.format ?? 1]));
     const plan = planArchive(files, before, chainKeysOf(holder.current()), (chain) =>
@@ -224,7 +224,7 @@ export async function archiveCommand(
     );
     if (plan.length === 0) {
       out(`nothing to archive: no finished audit file holds only entries before ${before}`);
-      return 0;
+      return EXIT.ok;
     }
     ensureDirectory(to, '--to');
     try {
@@ -232,7 +232,7 @@ export async function archiveCommand(
     } catch (err) {
       throw new CliError(
         `could not copy to ${to} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); nothing archived`,
-        1,
+        EXIT.failure,
       );
     }
     // The record first, in a chain of its own that ends with a keyed checkpoint; then the originals go.
@@ -258,7 +258,7 @@ export async function archiveCommand(
     if (!recorded)
       throw new CliError(
         `the archive could not be recorded in ${dir}; the originals are kept (copies are in ${to})`,
-        1,
+        EXIT.failure,
       );
     removeArchived(plan, dir);
     const forgotten = await forgetArchived(records.audit, plan);
@@ -270,7 +270,7 @@ export async function archiveCommand(
     out(
       `archived ${plan.length} files (${entries} entries, ${times[0]} to ${times.at(-1)}) of ${new Set(plan.map((f) => f.chain)).size} chains to ${to}${forgotten > 0 ? `; the store's copy of them (${forgotten} records) removed` : ''}`,
     );
-    return 0;
+    return EXIT.ok;
   });
 }
 
@@ -287,13 +287,13 @@ export function printCoverage(c: Coverage, out: Out): number {
   out(
     `covers: ${created.count} tokens created, ${revoked.count} revoked, ${rotations.count} keyring rotations: ${created.covered + revoked.covered + rotations.covered} named by their events, ${created.before_log + revoked.before_log + rotations.before_log} made before the log begins`,
   );
-  let status = 0;
+  let status: number = EXIT.ok;
   if (c.uncovered_count > 0) {
     out(
       `NOT COVERED: ${c.uncovered_count} stored versions have no audit entry${c.uncovered_count > c.uncovered.length ? ` (the first ${c.uncovered.length} listed)` : ''}:`,
     );
     for (const v of c.uncovered) out(`  ${v.namespace}/${v.key} v${v.version}`);
-    status = 1;
+    status = EXIT.failure;
   }
   const unnamed: [string, readonly (string | number)[]][] = [
     ['token created, with no token.create entry', created.uncovered],
@@ -304,7 +304,7 @@ export function printCoverage(c: Coverage, out: Out): number {
     if (ids.length === 0) continue;
     out(`NOT COVERED: ${ids.length} ${what}:`);
     for (const id of ids) out(`  ${id}`);
-    status = 1;
+    status = EXIT.failure;
   }
   // Older records put back (with the host's high-water marks gone): the store contradicts the log.
   const { revoked_but_active: active, writes_missing: missing } = c.contradicted;
@@ -313,7 +313,7 @@ export function printCoverage(c: Coverage, out: Out): number {
       `NOT AS LOGGED: ${active.length} token(s) the log revoked (token.revoke) are active in the store: older records were put back:`,
     );
     for (const id of active) out(`  ${id}`);
-    status = 1;
+    status = EXIT.failure;
   }
   if (missing.length > 0) {
     out(
@@ -321,20 +321,20 @@ export function printCoverage(c: Coverage, out: Out): number {
     );
     for (const v of missing)
       out(`  ${v.namespace}/${v.key} v${v.version} (request ${v.request_id})`);
-    status = 1;
+    status = EXIT.failure;
   }
   const { generation, chains } = c.contradicted.behind;
   if (generation) {
     out(
       `NOT AS LOGGED: the store's keyring is at generation ${generation.store}, below the ${generation.logged} the log's checkpoints recorded: an older keyring was put back`,
     );
-    status = 1;
+    status = EXIT.failure;
   }
   if (chains) {
     out(
       `NOT AS LOGGED: the store counts ${chains.store} audit chains, fewer than the ${chains.logged} the log's checkpoints recorded: the store's chain records were put back`,
     );
-    status = 1;
+    status = EXIT.failure;
   }
   return status;
 }

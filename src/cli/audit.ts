@@ -10,7 +10,7 @@ import { auditTime } from '../audit/query.js';
 import { loadConfig } from '../config/load.js';
 import { SEARCH_OPTIONS, searchCommand, verifyRemote } from './audit-remote.js';
 import { archiveCommand, verifyCommand } from './audit-verify.js';
-import { CliError } from './exit-codes.js';
+import { CliError, EXIT } from './exit-codes.js';
 import type { CommandIo } from './progress.js';
 import { sealReportCommand } from './seal-report.js';
 
@@ -81,24 +81,24 @@ export async function auditCommand(
   const commands = ['verify', 'seal-report', 'archive', 'search'];
   if (values.help || command === undefined || !commands.includes(command)) {
     io.out(AUDIT_USAGE);
-    return values.help ? 0 : 2;
+    return values.help ? EXIT.ok : EXIT.usage;
   }
   if (command === 'search') {
-    if (positionals.length > 1) throw new CliError('search takes options only', 2);
+    if (positionals.length > 1) throw new CliError('search takes options only', EXIT.usage);
     return searchCommand(() => loadConfig(), values, values.json === true, io.out);
   }
   if (command === 'verify' && values.remote) {
     if (positionals.length > 1 || values['public-key'] || values.against)
       throw new CliError(
         "verify --remote checks the server's whole log: no files, no --public-key, no --against (run it offline with the shipped copy)",
-        2,
+        EXIT.usage,
       );
     return verifyRemote(io.out);
   }
   const config = loadConfig();
   if (command === 'verify') {
     if (values.verify || values.json || values.before || values.to)
-      throw new CliError('verify takes only file names', 2);
+      throw new CliError('verify takes only file names', EXIT.usage);
     return verifyCommand(
       config,
       positionals.slice(1),
@@ -109,16 +109,16 @@ export async function auditCommand(
   }
   if (command === 'archive') {
     if (values.before === undefined || values.to === undefined || positionals.length > 1)
-      throw new CliError('usage: coffer audit archive --before DATE --to DIR', 2);
+      throw new CliError('usage: coffer audit archive --before DATE --to DIR', EXIT.usage);
     const before = auditTime(values.before);
     if (before === undefined)
       throw new CliError(
         `--before ${values.before}: not an ISO 8601 date or time, e.g. 2026-10-01`,
-        2,
+        EXIT.usage,
       );
     return archiveCommand(config, before, resolve(values.to), io.out);
   }
   if (positionals.length > 1)
-    throw new CliError('seal-report takes no arguments besides --verify and --json', 2);
+    throw new CliError('seal-report takes no arguments besides --verify and --json', EXIT.usage);
   return sealReportCommand(config, values.verify ?? false, values.json ?? false, io);
 }

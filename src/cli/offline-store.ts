@@ -8,18 +8,18 @@ import { sodiumReady } from '../crypto/aead.js';
 import { openKeyProvider, providerConfig } from '../keys/registry.js';
 import type { KeyringHolder } from '../store/keyring-store.js';
 import { type Records, Store } from '../store/store.js';
-import { CliError } from './exit-codes.js';
+import { CliError, EXIT } from './exit-codes.js';
 
 /** The existing store, open; refused in one line when there is none. */
 async function openExisting(config: CofferConfig): Promise<Store> {
   if (!Store.mayExist(config))
-    throw new CliError(`no Coffer store at ${config.data_dir} (COFFER_DATA_DIR)`, 2);
+    throw new CliError(`no Coffer store at ${config.data_dir} (COFFER_DATA_DIR)`, EXIT.usage);
   const store = await Store.open(config);
   if (!(await store.hasKeyring())) {
     await store.close();
     throw new CliError(
       `the store at ${config.data_dir} has no keyring: it is not a Coffer store that has been started`,
-      2,
+      EXIT.usage,
     );
   }
   return store;

@@ -8,7 +8,7 @@ import cliProgress from 'cli-progress';
 import type { Coffer } from '../client/coffer.js';
 import { ENV_SETTINGS, makeAbsolute } from '../config/load.js';
 import { KEY_PROVIDERS } from '../keys/registry.js';
-import { CliError } from './exit-codes.js';
+import { CliError, EXIT } from './exit-codes.js';
 import { fileProblem } from './file-errors.js';
 import type { Out } from './progress.js';
 
@@ -105,13 +105,13 @@ function readTarget(file: string): { key_provider: string; [setting: string]: un
   try {
     target = JSON.parse(readFileSync(file, 'utf8'));
   } catch (err) {
-    throw new CliError(`--to ${file}: ${fileProblem(err, 'not a JSON object')}`, 2);
+    throw new CliError(`--to ${file}: ${fileProblem(err, 'not a JSON object')}`, EXIT.usage);
   }
   if (typeof target !== 'object' || target === null || Array.isArray(target))
-    throw new CliError(`--to ${file}: not a JSON object`, 2);
+    throw new CliError(`--to ${file}: not a JSON object`, EXIT.usage);
   // The server names what is wrong with the settings; only their shape is checked here.
   if (typeof (target as { key_provider?: unknown }).key_provider !== 'string')
-    throw new CliError(`--to ${file}: key_provider is missing`, 2);
+    throw new CliError(`--to ${file}: key_provider is missing`, EXIT.usage);
   const settings = { ...(target as { key_provider: string; [setting: string]: unknown }) };
   // The fields every provider says hold a path on the server, as the server's own loader takes them.
   makeAbsolute(

@@ -9,7 +9,7 @@ import { sodiumReady } from '../crypto/aead.js';
 import { openKeyProvider } from '../keys/registry.js';
 import { SnapshotError, type SnapshotSummary } from '../store/snapshot.js';
 import { type StorageSettings, Store } from '../store/store.js';
-import { CliError } from './exit-codes.js';
+import { CliError, EXIT } from './exit-codes.js';
 import { fileProblem } from './file-errors.js';
 import { withKeyring } from './offline-store.js';
 import { type Out, progress } from './progress.js';
@@ -22,7 +22,7 @@ export async function snapshot(file: string, out: Out): Promise<void> {
       // Owner-only, and never over an existing file.
       handle = await openFile(file, 'wx', 0o600);
     } catch (err) {
-      throw new CliError(`--out ${file}: ${fileProblem(err, 'cannot create it')}`, 2);
+      throw new CliError(`--out ${file}: ${fileProblem(err, 'cannot create it')}`, EXIT.usage);
     }
     let summary: SnapshotSummary;
     try {
@@ -69,7 +69,7 @@ export async function restore(
       `restored ${summary.records} records from ${file} (${summary.mac === null ? `sha256 ${summary.sha256} checked; not authenticated: a version made before snapshots were` : 'authenticated, and its sha256 checked'})`,
     );
   } catch (err) {
-    if (err instanceof SnapshotError) throw new CliError(err.message, 1);
+    if (err instanceof SnapshotError) throw new CliError(err.message, EXIT.failure);
     throw err;
   } finally {
     await store.close();
@@ -85,18 +85,18 @@ export async function migrateStorage(to: string, resume: boolean, out: Out): Pro
     if (to !== 'postgres' && passwordIn(url!))
       throw new CliError(
         '--to postgres:URL must not hold a password (it would show in ps and the shell history): give it in PGPASSWORD or ~/.pgpass, or use --to postgres with COFFER_PG_URL',
-        2,
+        EXIT.usage,
       );
     target = { ...config, storage: 'postgres', ...(url === undefined ? {} : { pg_url: url }) };
   } else if (to.startsWith('lmdb:') && to.length > 'lmdb:'.length) {
     target = { ...config, storage: 'lmdb', data_dir: resolve(to.slice('lmdb:'.length)) };
-  } else throw new CliError('--to must be postgres, postgres:URL or lmdb:DIR', 2);
+  } else throw new CliError('--to must be postgres, postgres:URL or lmdb:DIR', EXIT.usage);
   if (
     target.storage === config.storage &&
     target.storage === 'lmdb' &&
     target.data_dir === config.data_dir
   )
-    throw new CliError('--to names the store being copied', 2);
+    throw new CliError('--to names the store being copied', EXIT.usage);
   const source = await Store.open(config);
   try {
     const destination = await Store.open(target);
@@ -114,7 +114,7 @@ export async function migrateStorage(to: string, resume: boolean, out: Out): Pro
         'start the servers on the new store with the same master key (and keep the audit directories)',
       );
     } catch (err) {
-      if (err instanceof SnapshotError) throw new CliError(err.message, 1);
+      if (err instanceof SnapshotError) throw new CliError(err.message, EXIT.failure);
       throw err;
     } finally {
       await destination.close();

@@ -4,7 +4,7 @@
  */
 import { parseArgs } from 'node:util';
 import type { Coffer } from '../client/coffer.js';
-import { CliError } from './exit-codes.js';
+import { CliError, EXIT } from './exit-codes.js';
 import { COMMAND_HELP, OPERATOR_USAGE } from './operator-help.js';
 import { migrate, rewrap, rotate, status } from './operator-keyring.js';
 import { migrateStorage, restore, snapshot } from './operator-store.js';
@@ -34,27 +34,27 @@ export async function operatorCommand(
   const command = positionals[0];
   if (values.help && command !== undefined && command in COMMAND_HELP) {
     out(COMMAND_HELP[command]!);
-    return 0;
+    return EXIT.ok;
   }
   if (values.help || command === undefined) {
     out(OPERATOR_USAGE);
-    return values.help ? 0 : 2;
+    return values.help ? EXIT.ok : EXIT.usage;
   }
   if (command === 'snapshot') {
-    if (values.out === undefined) throw new CliError('snapshot needs --out FILE', 2);
+    if (values.out === undefined) throw new CliError('snapshot needs --out FILE', EXIT.usage);
     await snapshot(values.out, out);
-    return 0;
+    return EXIT.ok;
   }
   if (command === 'migrate-storage') {
     if (values.to === undefined)
-      throw new CliError('migrate-storage needs --to postgres[:URL] or --to lmdb:DIR', 2);
+      throw new CliError('migrate-storage needs --to postgres[:URL] or --to lmdb:DIR', EXIT.usage);
     await migrateStorage(values.to, values.resume === true, out);
-    return 0;
+    return EXIT.ok;
   }
   if (command === 'restore') {
-    if (values.from === undefined) throw new CliError('restore needs --from FILE', 2);
+    if (values.from === undefined) throw new CliError('restore needs --from FILE', EXIT.usage);
     await restore(values.from, values['accept-unauthenticated'] === true, out);
-    return 0;
+    return EXIT.ok;
   }
   const coffer = connect();
   try {
@@ -77,28 +77,28 @@ async function keyringCommand(
   switch (command) {
     case 'status':
       await status(api, out);
-      return 0;
+      return EXIT.ok;
     case 'rotate':
       await rotate(api, out);
-      return 0;
+      return EXIT.ok;
     case 'rewrap': {
       const batch = values['batch-size'];
       if (batch !== undefined && !/^[1-9][0-9]{0,4}$/.test(batch))
-        throw new CliError('--batch-size must be a whole number from 1 to 10000', 2);
+        throw new CliError('--batch-size must be a whole number from 1 to 10000', EXIT.usage);
       await rewrap(api, out, {
         ...(batch === undefined ? {} : { batchSize: Number(batch) }),
         retire: values.retire === true,
         tty: process.stdout.isTTY === true,
       });
-      return 0;
+      return EXIT.ok;
     }
     case 'migrate-key':
       if (values.to === undefined)
-        throw new CliError("migrate-key needs --to FILE (the new provider's settings)", 2);
+        throw new CliError("migrate-key needs --to FILE (the new provider's settings)", EXIT.usage);
       await migrate(api, out, values.to);
-      return 0;
+      return EXIT.ok;
     default:
       out(OPERATOR_USAGE);
-      return 2;
+      return EXIT.usage;
   }
 }

@@ -3,12 +3,14 @@
  * (store/seal-report.ts); a table, or JSON with --json; a progress bar on a terminal; exit 0 when there
  * are no anomalies, 1 when there are.
  */
+
 import cliProgress from 'cli-progress';
 import type { CofferConfig } from '../config/schema.js';
 import { KeyProviderError } from '../keys/key-provider.js';
 import type { KeyringHolder } from '../store/keyring-store.js';
 import type { SealReport } from '../store/seal-report.js';
 import type { Store } from '../store/store.js';
+import { EXIT } from './exit-codes.js';
 import { withKeyring, withStore } from './offline-store.js';
 import type { CommandIo, Out } from './progress.js';
 
@@ -66,7 +68,9 @@ export async function sealReportCommand(
   });
   if (json) io.out(JSON.stringify(report, null, 2));
   else printReport(report, io.out);
-  return report.totals.anomalies === 0 && report.totals.record_failures === 0 ? 0 : 1;
+  return report.totals.anomalies === 0 && report.totals.record_failures === 0
+    ? EXIT.ok
+    : EXIT.failure;
 }
 
 const cell = (text: string | number, width: number, left = false): string =>
