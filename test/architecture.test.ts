@@ -22,7 +22,8 @@ const LAYERS: Readonly<Record<string, readonly string[]>> = {
   // The build step that bundles the web console; the console itself (src/ui) runs in the browser and
   // reaches the server through its API only.
   'build-ui': [],
-  ui: [],
+  // model/: plain declarations it shares with the server (the audit search's filters).
+  ui: ['model'],
   directories: ['errors'],
   storage: [],
   crypto: ['model'],
@@ -59,7 +60,7 @@ const LAYERS: Readonly<Record<string, readonly string[]>> = {
   server: ['app', 'config', 'directories', 'http', 'observe', 'operator'],
   // The client's imports of http/ are of types only (the declarations its answers are typed by):
   // test/client/client.test.ts checks that the built client loads nothing but Node and itself.
-  client: ['api'],
+  client: ['api', 'model'],
   cli: [
     'audit',
     'client',
@@ -83,7 +84,7 @@ const LAYERS: Readonly<Record<string, readonly string[]>> = {
 const FACES: Readonly<Record<string, readonly string[]>> = {
   kv: ['api', 'model', 'errors'],
   auth: ['api', 'operator', 'startup', 'crypto', 'model', 'store', 'errors'],
-  operator: ['api', 'audit', 'config', 'errors', 'version'],
+  operator: ['api', 'audit', 'config', 'errors', 'model', 'version'],
   observe: ['api'],
 };
 const face = (name: string): string => `^src/${name}/(module\\.ts$|routes/)`;

@@ -7,6 +7,7 @@
  */
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
+import type { AuditFilterQuery } from '../model/audit-filters.js';
 import { ROLE_NAME } from '../model/policies.js';
 import type { StoredChains } from './database-copy.js';
 import { auditFilesIn, type ChainFile, chainFiles } from './files.js';
@@ -38,21 +39,8 @@ export interface AuditFilter {
 const OUTCOME = /^(success|failure|[1-5][0-9][0-9]|[a-z_]{1,64})$/;
 const ACTION = /^[a-z][a-z._]{0,63}\*?$/;
 
-/** The search's filters as the API names them (GET /v1/sys/audit, coffer audit search). */
-export interface AuditQuery {
-  readonly from?: string | undefined;
-  readonly to?: string | undefined;
-  readonly token_id?: string | undefined;
-  readonly token_name?: string | undefined;
-  readonly request_id?: string | undefined;
-  readonly login_role?: string | undefined;
-  readonly issuer?: string | undefined;
-  readonly subject?: string | undefined;
-  readonly prefix?: string | undefined;
-  readonly key?: string | undefined;
-  readonly action?: string | undefined;
-  readonly outcome?: string | undefined;
-}
+/** The search's filters as the API names them (GET /v1/sys/audit, coffer audit search): model/audit-filters.ts. */
+export type AuditQuery = AuditFilterQuery;
 
 /** The filter `q` asks for; `bad` refuses a malformed one, naming its parameter. */
 export function auditFilterOf(

@@ -16,6 +16,12 @@ import {
   queryAudit,
 } from '../audit/query.js';
 import type { CofferConfig } from '../config/schema.js';
+import {
+  AUDIT_FILTER_NAMES,
+  type AuditFilterName,
+  auditFilterOption,
+  type Dashed,
+} from '../model/audit-filters.js';
 import { printCoverage, printVerdict } from './audit-verify.js';
 import { CliError, EXIT } from './exit-codes.js';
 import { withKeyring } from './offline-store.js';
@@ -41,40 +47,23 @@ export async function verifyRemote(out: Out): Promise<number> {
   }
 }
 
+/** `coffer audit search`'s options: each filter (model/audit-filters.ts) with `-` for `_`, and the page's. */
 export const SEARCH_OPTIONS = {
-  from: { type: 'string' },
-  to: { type: 'string' },
-  'token-id': { type: 'string' },
-  'token-name': { type: 'string' },
-  'request-id': { type: 'string' },
-  'login-role': { type: 'string' },
-  issuer: { type: 'string' },
-  subject: { type: 'string' },
-  prefix: { type: 'string' },
-  key: { type: 'string' },
-  action: { type: 'string' },
-  outcome: { type: 'string' },
+  ...(Object.fromEntries(
+    AUDIT_FILTER_NAMES.map((name) => [auditFilterOption(name), { type: 'string' }]),
+  ) as { readonly [K in AuditFilterName as Dashed<K>]: { readonly type: 'string' } }),
   limit: { type: 'string' },
   remote: { type: 'boolean' },
 } as const;
 
 /** The filters as the API names them, from the command's options. */
 function queryOf(options: Record<string, unknown>): AuditQuery {
-  const text = (name: string): string | undefined => options[name] as string | undefined;
-  return {
-    from: text('from'),
-    to: text('to'),
-    token_id: text('token-id'),
-    token_name: text('token-name'),
-    request_id: text('request-id'),
-    login_role: text('login-role'),
-    issuer: text('issuer'),
-    subject: text('subject'),
-    prefix: text('prefix'),
-    key: text('key'),
-    action: text('action'),
-    outcome: text('outcome'),
-  };
+  return Object.fromEntries(
+    AUDIT_FILTER_NAMES.map((name) => [
+      name,
+      options[auditFilterOption(name)] as string | undefined,
+    ]),
+  );
 }
 
 /** One entry per line: time, action, what it named, outcome, who; `--json`: the entry itself. */
@@ -123,7 +112,7 @@ export async function searchCommand(
   const query = queryOf(options);
   // Refused here as the server refuses it, before anything is read.
   const filter: AuditFilter = auditFilterOf(query, (name, message) => {
-    throw new CliError(`--${name.replace('_', '-')}: ${message}`, EXIT.usage);
+    throw new CliError(`--${auditFilterOption(name as AuditFilterName)}: ${message}`, EXIT.usage);
   });
   let printed = 0;
   if (options.remote) {

@@ -1,6 +1,7 @@
 /** What a client is made from: its options, the environment's settings, and the page and filter options of its calls. */
 import { readFile } from 'node:fs/promises';
 import type { ApiEntry, ApiNamespaceValues } from '../api/response-schemas.js';
+import type { AuditFilterQuery } from '../model/audit-filters.js';
 import { CofferError } from './errors.js';
 import type { JwtLogin } from './jwt-session.js';
 import type { RetryPolicy } from './transport.js';
@@ -40,20 +41,8 @@ export interface ListOptions extends PageOptions {
   readonly prefix?: string;
 }
 
-export interface AuditQuery extends PageOptions {
-  readonly from?: string;
-  readonly to?: string;
-  readonly token_id?: string;
-  readonly token_name?: string;
-  readonly request_id?: string;
-  readonly login_role?: string;
-  readonly issuer?: string;
-  readonly subject?: string;
-  readonly prefix?: string;
-  readonly key?: string;
-  readonly action?: string;
-  readonly outcome?: string;
-}
+/** The audit search's filters (model/audit-filters.ts, where each is declared once) and a page. */
+export interface AuditQuery extends PageOptions, AuditFilterQuery {}
 
 export const DEFAULT_ADDR = 'http://127.0.0.1:8750';
 

@@ -3,6 +3,7 @@
  * verification (intact, or where it first broke and why), and the seal report of the stored records.
  */
 import { useEffect, useState } from 'preact/hooks';
+import { AUDIT_FILTER_NAMES, AUDIT_FILTERS } from '../model/audit-filters.js';
 import { api, messageOf } from './api.js';
 import { html } from './html.js';
 
@@ -21,17 +22,6 @@ interface Entry {
   readonly outcome?: { status: number; code: string | null };
   readonly [field: string]: unknown;
 }
-
-const FILTERS = [
-  ['from', 'From (ISO time)'],
-  ['to', 'To (ISO time)'],
-  ['action', 'Action'],
-  ['token_id', 'Token id'],
-  ['key', 'Key (namespace/key)'],
-  ['prefix', 'Namespace or key prefix'],
-  ['outcome', 'Outcome (success, failure, a status such as 403, or a code such as forbidden)'],
-  ['login_role', 'Login role'],
-] as const;
 
 export function AuditView() {
   const [entries, setEntries] = useState<Entry[]>([]);
@@ -102,9 +92,9 @@ export function AuditView() {
       </p>
       ${verdict && html`<p role="status" class=${verdict.startsWith('Broken') ? 'error' : 'notice'}>${verdict}</p>`}
       <form class="filters" onSubmit=${filter}>
-        ${FILTERS.map(
-          ([name, label]) => html`<div>
-            <label for=${`f-${name}`}>${label}</label>
+        ${AUDIT_FILTER_NAMES.map(
+          (name) => html`<div>
+            <label for=${`f-${name}`}>${AUDIT_FILTERS[name].label}</label>
             <input id=${`f-${name}`} name=${name} />
           </div>`,
         )}

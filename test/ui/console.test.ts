@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
+import { AUDIT_FILTER_NAMES, AUDIT_FILTERS } from '../../src/model/audit-filters.js';
 import { snapshotName } from '../../src/operator/scheduled-snapshots.js';
 import { LAPTOP, launchChromium, PHONE, watchedPage } from '../support/browser.js';
 import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
@@ -690,7 +691,9 @@ describe('the web console’s tokens, roles, keyring and audit screens, in Chrom
       expect(
         await page.getByRole('link', { name: 'Browse' }).getAttribute('aria-current'),
       ).to.equal(null);
-      await page.getByLabel('Key (namespace/key)').fill('payments/prod/key_7');
+      // A field for every filter the API takes, from the filters' one declaration.
+      expect(await page.locator('form.filters input').count()).to.equal(AUDIT_FILTER_NAMES.length);
+      await page.getByLabel(AUDIT_FILTERS.key.label).fill('payments/prod/key_7');
       await page.getByRole('button', { name: 'Search' }).click();
       await page.getByRole('cell', { name: 'payments/prod key_7 v1' }).first().waitFor();
       await page.getByRole('button', { name: 'Details' }).first().click();

@@ -4,7 +4,7 @@
  */
 import { basename } from 'node:path';
 import type { Operation } from '../../api/operation.js';
-import { flag, integer, text } from '../../api/query-params.js';
+import { flag, integer, type QueryParam, text } from '../../api/query-params.js';
 import { queryError } from '../../api/request-parts.js';
 import type { Responder } from '../../api/respond.js';
 import {
@@ -15,6 +15,12 @@ import {
   verification,
 } from '../../api/response-schemas.js';
 import { auditFilterOf, decodeAuditCursor, encodeAuditCursor } from '../../audit/query.js';
+import {
+  AUDIT_FILTER_NAMES,
+  AUDIT_FILTERS,
+  type AuditFilterDeclaration,
+  type AuditFilterName,
+} from '../../model/audit-filters.js';
 import type { AuditReview } from '../audit-review.js';
 
 const MAX_LIMIT = 1000;
@@ -26,20 +32,7 @@ export interface AuditRouteDeps {
 }
 
 const SEARCH_QUERY = {
-  from: text({ format: 'date-time', description: 'inclusive' }),
-  to: text({ format: 'date-time', description: 'exclusive' }),
-  token_id: text({ description: 'the caller, the token acted on, or who ran an operator event' }),
-  token_name: text({ description: "exactly this token name (the caller's metadata.name)" }),
-  request_id: text({ description: "one request's entries: the X-Request-Id it was answered with" }),
-  login_role: text({
-    description: "JWT logins (and their tokens' creations) with this login role",
-  }),
-  issuer: text({ description: "JWT logins with this issuer (the JWT's iss)" }),
-  subject: text({ description: "JWT logins with this verified subject (the JWT's sub)" }),
-  prefix: text({ description: 'prefix of namespace/key' }),
-  key: text({ description: 'exactly this namespace/key' }),
-  action: text({ description: 'an action or event name; a trailing * matches a prefix' }),
-  outcome: text({ description: 'success, failure, a status (403) or an error code (forbidden)' }),
+  ...auditFilterParams(),
   limit: integer({ minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT }),
   cursor: text({ description: 'next_cursor from the previous page' }),
   order: text({
@@ -48,6 +41,22 @@ const SEARCH_QUERY = {
     description: 'oldest first (the default) or newest first; a cursor belongs to its order',
   }),
 };
+
+/** The search's filters as query parameters, from their one declaration (model/audit-filters.ts). */
+function auditFilterParams(): { readonly [K in AuditFilterName]: QueryParam<string> } {
+  return Object.fromEntries(
+    AUDIT_FILTER_NAMES.map((name) => {
+      const filter: AuditFilterDeclaration = AUDIT_FILTERS[name];
+      return [
+        name,
+        text({
+          description: filter.description,
+          ...(filter.time ? { format: 'date-time' as const } : {}),
+        }),
+      ];
+    }),
+  ) as { readonly [K in AuditFilterName]: QueryParam<string> };
+}
 
 function bad(name: string, message: string): never {
   throw queryError(name, message);
