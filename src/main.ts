@@ -2,6 +2,7 @@
 /** The `coffer` command: parse argv, dispatch, set the exit code. */
 import { parseArgs } from 'node:util';
 import type { Logger } from 'pino';
+import { type CommandIo, processIo } from './cli/command-io.js';
 import { argumentsError, CliError, EXIT } from './cli/exit-codes.js';
 import { ConfigError } from './errors.js';
 import { KeyProviderError } from './keys/key-provider.js';
@@ -10,23 +11,8 @@ import { versionText } from './version.js';
 // Each command loads what it needs when it runs (import() below): `coffer run` starts an application, and
 // its start-up should cost no more than the client it uses.
 
-const USAGE = `usage: coffer <command> [options]     (coffer <command> --help for each)
-
-  run         run a program with a namespace's values as its environment: coffer run --ns payments/prod -- node app.js
-  export      write those variables to stdout as dotenv, json or shell
-  kv          get, put, ls, rm and versions of keys
-  token       create, ls and revoke tokens
-  role        the runtime roles and login roles: ls, show, put, rm (coffer role login …)
-  whoami      the token's identity and what it may do
-  login       sign in through your identity provider (--oidc); logout revokes that sign-in
-  serve       run the server; configured by COFFER_* variables and a COFFER_CONFIG file (coffer help settings).
-              --accept-rollback: start even on a store put back from an older copy (audited; SECURITY.md)
-  operator    key management against a running server: status, rotate, rewrap, migrate-key; snapshot and
-              restore of the store's sealed records (coffer operator --help)
-  audit       verify the audit log, report on sealed storage, offline (coffer audit --help)
-  openapi     print the OpenAPI 3.1 document this server publishes at /v1/openapi.json, for generating a
-              client without a running server
-  help [operator|audit|settings|<command>], --version [--remote]
+/** What `coffer --help` says after the commands (docs/cli.md has the whole). */
+const USAGE_END = `  help [operator|audit|settings|<command>], --version [--remote]
 
 The people commands reach the server at COFFER_ADDR (default http://127.0.0.1:8750) with the token in
 COFFER_TOKEN or in the file COFFER_TOKEN_FILE names (never an argument), or log in with the JWT in the file
@@ -69,27 +55,59 @@ examples:
   coffer openapi | jq '.paths | keys'
 `;
 
-async function serve(acceptRollback: boolean): Promise<void> {
+const SERVE_HELP = `usage: coffer serve [--accept-rollback]
+
+Runs the server, configured by COFFER_* variables and a COFFER_CONFIG file: every setting follows.
+--accept-rollback: start even on a store put back from an older copy (audited; SECURITY.md).
+
+`;
+
+/** `coffer serve`: runs until it is stopped (undefined: no exit code to set). */
+async function serveCommand(args: string[], io: CommandIo): Promise<number | undefined> {
+  const { values } = parseArgs({
+    args,
+    options: { help: { type: 'boolean', short: 'h' }, 'accept-rollback': { type: 'boolean' } },
+  });
+  if (values.help) {
+    const { settingsHelp } = await import('./config/settings-table.js');
+    io.write(`${SERVE_HELP}${settingsHelp()}`);
+    return EXIT.ok;
+  }
   const { default: cluster } = await import('node:cluster');
   const { loadConfig } = await import('./config/load.js');
   const config = loadConfig();
   const log = await logger(config.log_level);
   if (cluster.isWorker) {
     const { runWorker } = await import('./server/worker.js');
-    return runWorker(config, log);
+    await runWorker(config, log);
+    return undefined;
   }
   const { runSupervisor } = await import('./server/supervisor.js');
   for (const warning of await unknownSettings())
     log.warn({ event: 'config.unknown_variable' }, warning);
   await runSupervisor(config, log, {
-    acceptRollback,
+    acceptRollback: values['accept-rollback'] === true,
     onGeneratedRootToken: (token) => {
-      process.stderr.write(
+      io.tell(
         `\nA root token was generated. It is shown this once and never stored in clear:\n\n    ${token}\n\n` +
           'Keep it somewhere safe. To replace it later, restart with COFFER_ROOT_TOKEN set.\n\n',
       );
     },
   });
+  return undefined;
+}
+
+/** `coffer openapi`: the document, built from the features' declarations (loaded only here). */
+async function openapiCommand(args: string[], io: CommandIo): Promise<number> {
+  const { values } = parseArgs({ args, options: { help: { type: 'boolean', short: 'h' } } });
+  if (values.help) {
+    io.write(OPENAPI_HELP);
+    return EXIT.ok;
+  }
+  const { documentText } = await import('./features.js');
+  const { loadConfig } = await import('./config/load.js');
+  io.write(documentText(loadConfig(io.env).max_ttl));
+  return EXIT.ok;
 }
 
 /**
@@ -103,40 +121,112 @@ function quietOnClosedPipe(stream: NodeJS.WriteStream): void {
   });
 }
 
-/** The commands for people and applications: each loads only the client and its own module. */
-const PEOPLE: Record<string, (args: string[]) => Promise<number>> = {
-  run: async (args) => (await import('./cli/run.js')).runCommand(args),
-  export: async (args) => (await import('./cli/export.js')).exportCommand(args),
-  kv: async (args) => (await import('./cli/kv.js')).kvCommand(args),
-  token: async (args) => (await import('./cli/tokens.js')).tokenCommand(args),
-  whoami: async (args) => (await import('./cli/tokens.js')).whoamiCommand(args),
-  role: async (args) => (await import('./cli/roles.js')).roleCommand(args),
-  login: async (args) => (await import('./cli/login.js')).loginCommand(args),
-  logout: async (args) => (await import('./cli/login.js')).logoutCommand(args),
+interface Command {
+  /** Its line in \`coffer --help\` (continued on further lines). */
+  readonly summary: string;
+  /**
+   * A command for people and applications: it goes through the client, whose start-up it should not
+   * outlast, and exits as soon as it is done.
+   */
+  readonly client?: true;
+  /** It reads the server's settings: COFFER_* variables no setting reads are warned of first. */
+  readonly settings?: true;
+  /** Each command loads only its own module when it runs. undefined: it keeps running (serve). */
+  readonly run: (args: string[], io: CommandIo) => Promise<number | undefined>;
+}
+
+/** Every command of \`coffer\`, in the order \`coffer --help\` lists them. */
+const COMMANDS: Readonly<Record<string, Command>> = {
+  run: {
+    client: true,
+    summary:
+      "run a program with a namespace's values as its environment: coffer run --ns payments/prod -- node app.js",
+    run: async (args, io) => (await import('./cli/run.js')).runCommand(args, io),
+  },
+  export: {
+    client: true,
+    summary: 'write those variables to stdout as dotenv, json or shell',
+    run: async (args, io) => (await import('./cli/export.js')).exportCommand(args, io),
+  },
+  kv: {
+    client: true,
+    summary: 'get, put, ls, rm and versions of keys',
+    run: async (args, io) => (await import('./cli/kv.js')).kvCommand(args, io),
+  },
+  token: {
+    client: true,
+    summary: 'create, ls and revoke tokens',
+    run: async (args, io) => (await import('./cli/tokens.js')).tokenCommand(args, io),
+  },
+  role: {
+    client: true,
+    summary: 'the runtime roles and login roles: ls, show, put, rm (coffer role login …)',
+    run: async (args, io) => (await import('./cli/roles.js')).roleCommand(args, io),
+  },
+  whoami: {
+    client: true,
+    summary: "the token's identity and what it may do",
+    run: async (args, io) => (await import('./cli/tokens.js')).whoamiCommand(args, io),
+  },
+  login: {
+    client: true,
+    summary: 'sign in through your identity provider (--oidc)',
+    run: async (args, io) => (await import('./cli/login.js')).loginCommand(args, io),
+  },
+  logout: {
+    client: true,
+    summary: 'revoke the sign-in coffer login stored, and forget it',
+    run: async (args, io) => (await import('./cli/login.js')).logoutCommand(args, io),
+  },
+  serve: {
+    summary:
+      'run the server; configured by COFFER_* variables and a COFFER_CONFIG file (coffer help settings).\n--accept-rollback: start even on a store put back from an older copy (audited; SECURITY.md)',
+    run: serveCommand,
+  },
+  operator: {
+    settings: true,
+    summary:
+      "key management against a running server: status, rotate, rewrap, migrate-key; snapshot and\nrestore of the store's sealed records (coffer operator --help)",
+    run: async (args, io) => (await import('./cli/operator.js')).operatorCommand(args, io),
+  },
+  audit: {
+    settings: true,
+    summary: 'verify the audit log, report on sealed storage, offline (coffer audit --help)',
+    run: async (args, io) => (await import('./cli/audit.js')).auditCommand(args, io),
+  },
+  openapi: {
+    summary:
+      'print the OpenAPI 3.1 document this server publishes at /v1/openapi.json, for generating a\nclient without a running server',
+    run: openapiCommand,
+  },
 };
 
-async function main(argv: string[]): Promise<number | undefined> {
+/** \`coffer --help\`: the commands of the table, each with its summary, then the rest. */
+function usage(): string {
+  const lines = Object.entries(COMMANDS).map(([name, { summary }]) =>
+    summary
+      .split('\n')
+      .map((line, i) => `  ${(i === 0 ? name : '').padEnd(12)}${line}`)
+      .join('\n'),
+  );
+  return `usage: coffer <command> [options]     (coffer <command> --help for each)\n\n${lines.join('\n')}\n${USAGE_END}`;
+}
+
+async function main(argv: string[], io: CommandIo): Promise<number | undefined> {
   quietOnClosedPipe(process.stdout);
   // Every file Coffer creates is 0600 and every directory 0700, whatever the umask it was started with
   // (LMDB, for one, creates its files with 0644 less the umask).
   process.umask(0o077);
-  if (argv[0] === 'operator' || argv[0] === 'audit') {
-    for (const warning of await unknownSettings())
-      process.stderr.write(`coffer: warning: ${warning}\n`);
-    if (argv[0] === 'operator') {
-      const { operatorCommand } = await import('./cli/operator.js');
-      return operatorCommand(argv.slice(1));
-    }
-    const { auditCommand } = await import('./cli/audit.js');
-    return auditCommand(argv.slice(1));
-  }
-  const people = PEOPLE[argv[0] ?? ''];
-  if (people) {
-    // fetch parses HTTP with WebAssembly, which V8 also compiles a second time, optimized, in the
-    // background, and a process that exits waits for that: about 130 ms of a one-call command (measured:
-    // docs/performance.md). Baseline code alone is plenty for a command's few calls.
-    (await import('node:v8')).setFlagsFromString('--liftoff-only');
-    return people(argv.slice(1));
+  const command = COMMANDS[argv[0] ?? ''];
+  if (command) {
+    if (command.settings)
+      for (const warning of await unknownSettings()) io.tell(`coffer: warning: ${warning}\n`);
+    if (command.client)
+      // fetch parses HTTP with WebAssembly, which V8 also compiles a second time, optimized, in the
+      // background, and a process that exits waits for that: about 130 ms of a one-call command
+      // (measured: docs/performance.md). Baseline code alone is plenty for a command's few calls.
+      (await import('node:v8')).setFlagsFromString('--liftoff-only');
+    return command.run(argv.slice(1), io);
   }
   const { positionals, values } = parseArgs({
     args: argv,
@@ -145,68 +235,41 @@ async function main(argv: string[]): Promise<number | undefined> {
       help: { type: 'boolean', short: 'h' },
       version: { type: 'boolean', short: 'v' },
       remote: { type: 'boolean' },
-      'accept-rollback': { type: 'boolean' },
     },
   });
-  const command = positionals[0];
-  if (values.version || command === 'version') {
-    process.stdout.write(`${versionText()}\n`);
+  if (values.version || positionals[0] === 'version') {
+    io.write(`${versionText()}\n`);
     if (values.remote) {
       // The server's own build, which may differ from this command's (COFFER_ADDR, a token).
       const { serverVersion } = await import('./cli/server-version.js');
-      process.stdout.write(`server: ${versionText(await serverVersion())}\n`);
+      io.write(`server: ${versionText(await serverVersion())}\n`);
     }
     return EXIT.ok;
   }
   if (values.remote) {
-    process.stderr.write('coffer: --remote goes with --version\n');
+    io.tell('coffer: --remote goes with --version\n');
     return EXIT.usage;
   }
-  if (command === 'help' || (values.help && (command === undefined || command === 'serve'))) {
-    // `coffer help operator` is `coffer operator --help`.
-    if (positionals[1] === 'operator' || positionals[1] === 'audit')
-      return main([positionals[1], '--help']);
-    const people = PEOPLE[positionals[1] ?? ''];
-    if (people) return people(['--help']);
-    if (positionals[1] === 'settings' || (command === 'serve' && values.help)) {
-      const { settingsHelp } = await import('./config/settings-table.js');
-      process.stdout.write(settingsHelp());
-      return EXIT.ok;
-    }
-    process.stdout.write(USAGE);
+  if (positionals[0] === 'help' || (values.help && positionals.length === 0)) {
+    // \`coffer help operator\` is \`coffer operator --help\`; \`coffer help settings\` is \`coffer serve --help\`.
+    const topic = positionals[1] === 'settings' ? 'serve' : (positionals[1] ?? '');
+    if (COMMANDS[topic]) return main([topic, '--help'], io);
+    io.write(usage());
     return EXIT.ok;
   }
-  if (values['accept-rollback'] && command !== 'serve') {
-    process.stderr.write('coffer: --accept-rollback goes with serve\n');
-    return EXIT.usage;
-  }
-  if (command === 'serve' && positionals.length === 1 && !values.help) {
-    await serve(values['accept-rollback'] === true);
-    return undefined;
-  }
-  if (command === 'openapi' && values.help) {
-    process.stdout.write(OPENAPI_HELP);
-    return EXIT.ok;
-  }
-  if (command === 'openapi' && positionals.length === 1 && !values.help) {
-    // Loaded only here: no other command needs the features' declarations.
-    const { documentText } = await import('./features.js');
-    const { loadConfig } = await import('./config/load.js');
-    process.stdout.write(documentText(loadConfig(process.env).max_ttl));
-    return EXIT.ok;
-  }
-  // Bare `coffer` (or anything unknown) prints usage; only `coffer serve` starts a server.
-  process.stderr.write(USAGE);
+  // Bare \`coffer\` (or anything unknown) prints usage; only \`coffer serve\` starts a server.
+  io.tell(usage());
   return EXIT.usage;
 }
 
-main(process.argv.slice(2)).then(
+main(process.argv.slice(2), processIo()).then(
   (code) => {
     if (code === undefined) return;
     // A command that went through the client is done: exit now rather than when fetch's idle keep-alive
     // connection lets the event loop end (about 150 ms later). Writes to stdout and stderr are synchronous
     // on Linux for files, pipes and terminals, so nothing written is lost.
-    if (PEOPLE[process.argv[2] ?? ''] || process.argv[2] === 'operator') process.exit(code);
+    const command = COMMANDS[process.argv[2] ?? ''];
+    if (command?.client || process.argv[2] === 'operator') process.exit(code);
     process.exitCode = code;
   },
   (err: unknown) => {

@@ -23,9 +23,9 @@ import {
   type Dashed,
 } from '../model/audit-filters.js';
 import { printCoverage, printVerdict } from './audit-verify.js';
+import type { Out } from './command-io.js';
 import { CliError, EXIT } from './exit-codes.js';
 import { withKeyring } from './offline-store.js';
-import type { Out } from './progress.js';
 import { connect, explain } from './session.js';
 
 /** The server's verification, printed as the offline one prints it. */

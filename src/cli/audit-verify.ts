@@ -28,9 +28,9 @@ import { STORE_FORMAT } from '../crypto/keyring.js';
 import { ensureDirectory } from '../directories.js';
 import { openAuditLog } from '../startup/open-audit.js';
 import type { KeyringHolder } from '../store/keyring-store.js';
+import type { Out } from './command-io.js';
 import { CliError, EXIT } from './exit-codes.js';
 import { withKeyring } from './offline-store.js';
-import type { Out } from './progress.js';
 
 /** A store not yet upgraded (format 1) holds the audit chain registry unsealed: start a server once first. */
 async function requireUpgraded(config: CofferConfig, holder: KeyringHolder): Promise<void> {

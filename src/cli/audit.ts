@@ -10,8 +10,8 @@ import { auditTime } from '../audit/query.js';
 import { loadConfig } from '../config/load.js';
 import { SEARCH_OPTIONS, searchCommand, verifyRemote } from './audit-remote.js';
 import { archiveCommand, verifyCommand } from './audit-verify.js';
+import { type CommandIo, linesTo, processIo } from './command-io.js';
 import { CliError, EXIT } from './exit-codes.js';
-import type { CommandIo } from './progress.js';
 import { sealReportCommand } from './seal-report.js';
 
 export const AUDIT_USAGE = `usage: coffer audit <command>
@@ -59,10 +59,8 @@ examples:
   coffer audit search --token-name payments-api --outcome failure --json | jq .
 `;
 
-export async function auditCommand(
-  args: string[],
-  io: CommandIo = { out: (l) => process.stdout.write(`${l}\n`), progress: process.stderr },
-): Promise<number> {
+export async function auditCommand(args: string[], io: CommandIo = processIo()): Promise<number> {
+  const out = linesTo(io);
   const { positionals, values } = parseArgs({
     args,
     allowPositionals: true,
@@ -80,12 +78,12 @@ export async function auditCommand(
   const command = positionals[0];
   const commands = ['verify', 'seal-report', 'archive', 'search'];
   if (values.help || command === undefined || !commands.includes(command)) {
-    io.out(AUDIT_USAGE);
+    out(AUDIT_USAGE);
     return values.help ? EXIT.ok : EXIT.usage;
   }
   if (command === 'search') {
     if (positionals.length > 1) throw new CliError('search takes options only', EXIT.usage);
-    return searchCommand(() => loadConfig(), values, values.json === true, io.out);
+    return searchCommand(() => loadConfig(), values, values.json === true, out);
   }
   if (command === 'verify' && values.remote) {
     if (positionals.length > 1 || values['public-key'] || values.against)
@@ -93,7 +91,7 @@ export async function auditCommand(
         "verify --remote checks the server's whole log: no files, no --public-key, no --against (run it offline with the shipped copy)",
         EXIT.usage,
       );
-    return verifyRemote(io.out);
+    return verifyRemote(out);
   }
   const config = loadConfig();
   if (command === 'verify') {
@@ -103,7 +101,7 @@ export async function auditCommand(
       config,
       positionals.slice(1),
       values['public-key'],
-      io.out,
+      out,
       (values.against ?? []).map((path) => resolve(path)),
     );
   }
@@ -116,7 +114,7 @@ export async function auditCommand(
         `--before ${values.before}: not an ISO 8601 date or time, e.g. 2026-10-01`,
         EXIT.usage,
       );
-    return archiveCommand(config, before, resolve(values.to), io.out);
+    return archiveCommand(config, before, resolve(values.to), out);
   }
   if (positionals.length > 1)
     throw new CliError('seal-report takes no arguments besides --verify and --json', EXIT.usage);

@@ -11,6 +11,8 @@
  *   json    one object, {"VAR": "value", …}
  *   shell   export VAR='value', with each ' written '\\'' — POSIX sh, bash, zsh: eval "$(coffer export …)"
  */
+
+import { type CommandIo, processIo } from './command-io.js';
 import { environmentOf, MappingError } from './env-names.js';
 import { CliError, EXIT } from './exit-codes.js';
 import { loginEnvironment, parseValueOptions } from './run.js';
@@ -62,13 +64,7 @@ export function formatVariables(variables: ReadonlyMap<string, string>, format: 
   return text;
 }
 
-export async function exportCommand(
-  args: string[],
-  io: { env: NodeJS.ProcessEnv; write: (text: string) => void } = {
-    env: process.env,
-    write: (text) => process.stdout.write(text),
-  },
-): Promise<number> {
+export async function exportCommand(args: string[], io: CommandIo = processIo()): Promise<number> {
   const options = parseValueOptions(args, { format: { type: 'string' } });
   if (options.help) {
     io.write(EXPORT_HELP);

@@ -5,6 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import type { Coffer } from '../client/coffer.js';
+import { type CommandIo, processIo } from './command-io.js';
 import { argumentsError, CliError, EXIT } from './exit-codes.js';
 import { fileProblem } from './file-errors.js';
 import { connect, explain } from './session.js';
@@ -34,26 +35,6 @@ examples:
   coffer kv ls payments/prod --prefix db_
 `;
 
-export interface KvIo {
-  readonly env: NodeJS.ProcessEnv;
-  readonly write: (text: string) => void;
-  readonly tty: boolean;
-  readonly stdin: () => Promise<Buffer>;
-}
-
-async function readStdin(): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
-}
-
-const defaultIo = (): KvIo => ({
-  env: process.env,
-  write: (text) => process.stdout.write(text),
-  tty: process.stdout.isTTY === true,
-  stdin: readStdin,
-});
-
 /** NS/KEY: the namespace and the key. */
 function keyPath(path: string | undefined): { namespace: string; key: string } {
   const at = path?.lastIndexOf('/') ?? -1;
@@ -77,7 +58,7 @@ function version(text: string | undefined, option: string, min = 1): number | un
 
 const json = (value: unknown): string => `${JSON.stringify(value, null, 2)}\n`;
 
-export async function kvCommand(args: string[], io: KvIo = defaultIo()): Promise<number> {
+export async function kvCommand(args: string[], io: CommandIo = processIo()): Promise<number> {
   let parsed: ReturnType<typeof parse>;
   const parse = () =>
     parseArgs({
@@ -142,7 +123,7 @@ export async function kvCommand(args: string[], io: KvIo = defaultIo()): Promise
 
 async function get(
   coffer: Coffer,
-  io: KvIo,
+  io: CommandIo,
   path: string | undefined,
   v: string | undefined,
   asJson: boolean,
@@ -156,7 +137,7 @@ async function get(
 
 async function put(
   coffer: Coffer,
-  io: KvIo,
+  io: CommandIo,
   path: string | undefined,
   rest: string[],
   type: string | undefined,
@@ -196,7 +177,7 @@ async function put(
 
 async function list(
   coffer: Coffer,
-  io: KvIo,
+  io: CommandIo,
   namespace: string | undefined,
   prefix: string | undefined,
   asJson: boolean,

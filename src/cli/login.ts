@@ -6,7 +6,6 @@
  * Coffer trade the code. The token is stored owner-only for the person's later commands (stored-login.ts);
  * `coffer logout` revokes it and removes it.
  */
-import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -15,6 +14,7 @@ import { Coffer } from '../client/coffer.js';
 import { CofferError } from '../client/errors.js';
 import type { CreatedToken } from '../client/index.js';
 import { sameText } from '../crypto/constant-time.js';
+import { type CommandIo, processIo } from './command-io.js';
 import { argumentsError, CliError, EXIT } from './exit-codes.js';
 import { durationOption } from './fallback.js';
 import { explain } from './session.js';
@@ -53,43 +53,8 @@ examples:
   COFFER_ADDR=https://coffer.example.com coffer logout
 `;
 
-interface Io {
-  readonly env: NodeJS.ProcessEnv;
-  /** What the command tells the person (stderr). */
-  readonly tell: (text: string) => void;
-  /** Its answer (stdout). */
-  readonly write: (text: string) => void;
-  /** Opens `url` in the person's browser; false when none could be. */
-  readonly openBrowser: (url: string) => boolean;
-}
-
-const defaultIo: Io = {
-  env: process.env,
-  tell: (text) => process.stderr.write(text),
-  write: (text) => process.stdout.write(text),
-  openBrowser,
-};
-
 const DEFAULT_ADDR = 'http://127.0.0.1:8750';
 const CALLBACK_PATH = '/oidc/callback';
-
-/** The platform's way to open an address; never through a shell. */
-function openBrowser(url: string): boolean {
-  const [command, args] =
-    process.platform === 'darwin'
-      ? ['open', [url]]
-      : process.platform === 'win32'
-        ? ['rundll32', ['url.dll,FileProtocolHandler', url]]
-        : ['xdg-open', [url]];
-  try {
-    const child = spawn(command, args, { stdio: 'ignore', detached: true });
-    child.on('error', () => undefined);
-    child.unref();
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 const random = (): string => randomBytes(32).toString('base64url');
 
@@ -185,7 +150,7 @@ function parse(args: string[]) {
   }
 }
 
-export async function loginCommand(args: string[], io: Io = defaultIo): Promise<number> {
+export async function loginCommand(args: string[], io: CommandIo = processIo()): Promise<number> {
   const o = parse(args);
   if (o.help) {
     io.write(LOGIN_HELP);
@@ -305,7 +270,7 @@ function refused(err: unknown, coffer: Coffer, loginRole: string): CliError {
   return explained instanceof CliError ? explained : new CliError(String(explained));
 }
 
-export async function logoutCommand(args: string[], io: Io = defaultIo): Promise<number> {
+export async function logoutCommand(args: string[], io: CommandIo = processIo()): Promise<number> {
   let help = false;
   try {
     help =

@@ -8,9 +8,9 @@ import cliProgress from 'cli-progress';
 import type { Coffer } from '../client/coffer.js';
 import { ENV_SETTINGS, makeAbsolute } from '../config/load.js';
 import { KEY_PROVIDERS } from '../keys/registry.js';
+import type { Out } from './command-io.js';
 import { CliError, EXIT } from './exit-codes.js';
 import { fileProblem } from './file-errors.js';
-import type { Out } from './progress.js';
 
 export async function status(coffer: Coffer, out: Out): Promise<void> {
   const s = await coffer.keyringStatus();

@@ -3,16 +3,22 @@
  * store the server's settings name (store/snapshot.ts).
  */
 import { type FileHandle, open as openFile, rm } from 'node:fs/promises';
-import { resolve } from 'node:path';
 import { loadConfig } from '../config/load.js';
 import { sodiumReady } from '../crypto/aead.js';
 import { openKeyProvider } from '../keys/registry.js';
 import { SnapshotError, type SnapshotSummary } from '../store/snapshot.js';
-import { type StorageSettings, Store } from '../store/store.js';
+import {
+  copyTarget,
+  describeStore,
+  type StorageSettings,
+  StorageTargetError,
+  Store,
+} from '../store/store.js';
+import type { Out } from './command-io.js';
 import { CliError, EXIT } from './exit-codes.js';
 import { fileProblem } from './file-errors.js';
 import { withKeyring } from './offline-store.js';
-import { type Out, progress } from './progress.js';
+import { progress } from './progress.js';
 
 export async function snapshot(file: string, out: Out): Promise<void> {
   // The master key opens the keyring, whose snapshot key authenticates the file.
@@ -79,24 +85,13 @@ export async function restore(
 export async function migrateStorage(to: string, resume: boolean, out: Out): Promise<void> {
   const config = loadConfig();
   let target: StorageSettings;
-  if (to === 'postgres' || to.startsWith('postgres:')) {
-    const url = to === 'postgres' ? config.pg_url : to.slice('postgres:'.length);
-    // A password on the command line shows in ps and in the shell's history.
-    if (to !== 'postgres' && passwordIn(url!))
-      throw new CliError(
-        '--to postgres:URL must not hold a password (it would show in ps and the shell history): give it in PGPASSWORD or ~/.pgpass, or use --to postgres with COFFER_PG_URL',
-        EXIT.usage,
-      );
-    target = { ...config, storage: 'postgres', ...(url === undefined ? {} : { pg_url: url }) };
-  } else if (to.startsWith('lmdb:') && to.length > 'lmdb:'.length) {
-    target = { ...config, storage: 'lmdb', data_dir: resolve(to.slice('lmdb:'.length)) };
-  } else throw new CliError('--to must be postgres, postgres:URL or lmdb:DIR', EXIT.usage);
-  if (
-    target.storage === config.storage &&
-    target.storage === 'lmdb' &&
-    target.data_dir === config.data_dir
-  )
-    throw new CliError('--to names the store being copied', EXIT.usage);
+  try {
+    // Each storage backend reads its own `--to NAME[:WHERE]` (storage/plugin.ts `target`).
+    target = copyTarget(to, config);
+  } catch (err) {
+    if (err instanceof StorageTargetError) throw new CliError(err.message, EXIT.usage);
+    throw err;
+  }
   const source = await Store.open(config);
   try {
     const destination = await Store.open(target);
@@ -104,7 +99,7 @@ export async function migrateStorage(to: string, resume: boolean, out: Out): Pro
       const { records, resumedAfter } = await source.copyTo(destination, progress(out, 'records'), {
         resume,
       });
-      const where = target.storage === 'lmdb' ? target.data_dir : 'PostgreSQL';
+      const where = describeStore(target);
       out(
         resumedAfter > 0
           ? `resumed after the ${resumedAfter} records an earlier copy left (checked against the store), copied the other ${records - resumedAfter} to ${where}, and counted all ${records} there`
@@ -121,14 +116,5 @@ export async function migrateStorage(to: string, resume: boolean, out: Out): Pro
     }
   } finally {
     await source.close();
-  }
-}
-
-/** Whether a postgres:// URL holds a password (user:password@…). */
-function passwordIn(url: string): boolean {
-  try {
-    return new URL(url).password !== '';
-  } catch {
-    return /:[^/@]*@/.test(url);
   }
 }

@@ -4,19 +4,20 @@
  */
 import { parseArgs } from 'node:util';
 import type { Coffer } from '../client/coffer.js';
+import { type CommandIo, linesTo, processIo } from './command-io.js';
 import { CliError, EXIT } from './exit-codes.js';
 import { COMMAND_HELP, OPERATOR_USAGE } from './operator-help.js';
 import { migrate, rewrap, rotate, status } from './operator-keyring.js';
 import { migrateStorage, restore, snapshot } from './operator-store.js';
-import type { Out } from './progress.js';
 import { connect, explain } from './session.js';
 
 export { OPERATOR_USAGE } from './operator-help.js';
 
 export async function operatorCommand(
   args: string[],
-  out: Out = (l) => process.stdout.write(`${l}\n`),
+  io: CommandIo = processIo(),
 ): Promise<number> {
+  const out = linesTo(io);
   const { positionals, values } = parseArgs({
     args,
     allowPositionals: true,
@@ -58,7 +59,7 @@ export async function operatorCommand(
   }
   const coffer = connect();
   try {
-    return await keyringCommand(coffer, command, values, out);
+    return await keyringCommand(coffer, command, values, io);
   } catch (err) {
     throw explain(err, coffer, `operator ${command}`);
   }
@@ -72,8 +73,9 @@ async function keyringCommand(
     retire?: boolean | undefined;
     to?: string | undefined;
   },
-  out: Out,
+  io: CommandIo,
 ): Promise<number> {
+  const out = linesTo(io);
   switch (command) {
     case 'status':
       await status(api, out);
@@ -88,7 +90,7 @@ async function keyringCommand(
       await rewrap(api, out, {
         ...(batch === undefined ? {} : { batchSize: Number(batch) }),
         retire: values.retire === true,
-        tty: process.stdout.isTTY === true,
+        tty: io.tty,
       });
       return EXIT.ok;
     }

@@ -1,14 +1,6 @@
 /** Progress of a long command: a bar on a terminal (cli-progress), a line every few seconds otherwise. */
 import cliProgress from 'cli-progress';
-
-export type Out = (line: string) => void;
-
-/** Where a command writes: its lines, and the terminal a progress bar goes to. */
-export interface CommandIo {
-  readonly out: Out;
-  /** Where the progress bar goes when it is a terminal. */
-  readonly progress?: NodeJS.WriteStream;
-}
+import type { Out } from './command-io.js';
 
 /** A progress bar on a terminal, a line every few seconds otherwise. */
 export function progress(out: Out, what: string): (done: number, total?: number) => void {

@@ -1,7 +1,7 @@
 /** `coffer role …` and `coffer role login …`: the runtime roles and login roles, through the client. */
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { Coffer, LoginRole, LoginRolePutRequest, RolePutRequest } from '../client/index.js';
+import { type CommandIo, processIo } from './command-io.js';
 import { argumentsError, CliError, EXIT } from './exit-codes.js';
 import { fileProblem } from './file-errors.js';
 import { connect, explain } from './session.js';
@@ -32,18 +32,6 @@ examples:
   coffer role rm payments-reader --force
 `;
 
-interface Io {
-  readonly env: NodeJS.ProcessEnv;
-  readonly write: (text: string) => void;
-  /** A file's text, or standard input's for "-". */
-  readonly read: (file: string) => string;
-}
-
-const defaultIo: Io = {
-  env: process.env,
-  write: (text) => process.stdout.write(text),
-  read: (file) => readFileSync(file === '-' ? 0 : file, 'utf8'),
-};
 const json = (value: unknown): string => `${JSON.stringify(value, null, 2)}\n`;
 
 type Values = Record<string, string | boolean | string[] | undefined>;
@@ -66,7 +54,7 @@ function ruleOf(text: string): RolePutRequest['rules'][number] {
   return { namespaces, actions, types } as RolePutRequest['rules'][number];
 }
 
-function jsonFile<T>(io: Io, file: string): T {
+function jsonFile<T>(io: CommandIo, file: string): T {
   let text: string;
   try {
     text = io.read(file);
@@ -85,7 +73,7 @@ function oneName(rest: string[], usage: string): string {
   return rest[0]!;
 }
 
-async function roles(coffer: Coffer, io: Io, command: string, rest: string[], o: Values) {
+async function roles(coffer: Coffer, io: CommandIo, command: string, rest: string[], o: Values) {
   switch (command) {
     case 'ls': {
       const { roles } = await coffer.listRoles();
@@ -157,7 +145,13 @@ function givesText(l: LoginRole): string {
   return l.oidc ? `${gives} (people: oidc)` : gives;
 }
 
-async function loginRoles(coffer: Coffer, io: Io, command: string, rest: string[], o: Values) {
+async function loginRoles(
+  coffer: Coffer,
+  io: CommandIo,
+  command: string,
+  rest: string[],
+  o: Values,
+) {
   switch (command) {
     case 'ls': {
       const { login_roles } = await coffer.listLoginRoles();
@@ -200,7 +194,7 @@ async function loginRoles(coffer: Coffer, io: Io, command: string, rest: string[
   }
 }
 
-export async function roleCommand(args: string[], io: Io = defaultIo): Promise<number> {
+export async function roleCommand(args: string[], io: CommandIo = processIo()): Promise<number> {
   let parsed: { positionals: string[]; values: Values };
   try {
     parsed = parseArgs({

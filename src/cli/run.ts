@@ -10,6 +10,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { constants } from 'node:os';
 import { parseArgs } from 'node:util';
 import type { Coffer } from '../client/coffer.js';
+import { type CommandIo, linesTo, processIo } from './command-io.js';
 import { environmentOf, MappingError, type SourceValue } from './env-names.js';
 import { argumentsError, CliError, EXIT } from './exit-codes.js';
 import { durationOption, fallbackKey, writeFallback } from './fallback.js';
@@ -78,18 +79,6 @@ const FORWARDED: NodeJS.Signals[] = [
   'SIGCONT',
 ];
 
-export interface RunIo {
-  readonly env: NodeJS.ProcessEnv;
-  readonly out: (line: string) => void;
-  readonly warn: (line: string) => void;
-}
-
-const defaultIo: RunIo = {
-  env: process.env,
-  out: (line) => process.stdout.write(`${line}\n`),
-  warn: (line) => process.stderr.write(`${line}\n`),
-};
-
 /** Splits `args` at the first `--`: coffer's options before it, the command after. */
 export function splitCommand(args: readonly string[]): { own: string[]; command: string[] } {
   const at = args.indexOf('--');
@@ -154,7 +143,7 @@ export function loginEnvironment(
   return { ...env, COFFER_JWT_FILE: file, COFFER_LOGIN_ROLE: role };
 }
 
-export async function runCommand(args: string[], io: RunIo = defaultIo): Promise<number> {
+export async function runCommand(args: string[], io: CommandIo = processIo()): Promise<number> {
   const { own, command } = splitCommand(args);
   const options = parseValueOptions(own, {
     fallback: { type: 'string' },
@@ -164,7 +153,7 @@ export async function runCommand(args: string[], io: RunIo = defaultIo): Promise
     'watch-signal': { type: 'string' },
   });
   if (options.help) {
-    io.out(RUN_HELP);
+    linesTo(io)(RUN_HELP);
     return EXIT.ok;
   }
   if (!options.ns?.length)
@@ -194,7 +183,12 @@ export async function runCommand(args: string[], io: RunIo = defaultIo): Promise
           ),
         };
   const coffer = connect(loginEnvironment(options, io.env));
-  const values = await valuesWithFallback(coffer, options.ns, fallback, io.warn);
+  const values = await valuesWithFallback(
+    coffer,
+    options.ns,
+    fallback,
+    linesTo({ write: io.tell }),
+  );
   requireValues(values, options.ns, options['allow-empty'] === true);
   try {
     environmentOf(values, options);
@@ -216,7 +210,7 @@ export async function runCommand(args: string[], io: RunIo = defaultIo): Promise
     environment,
     signal: watchSignal(options['watch-signal'] as string | undefined),
     fallback,
-    warn: io.warn,
+    warn: linesTo({ write: io.tell }),
   });
 }
 

@@ -10,9 +10,9 @@ import { KeyProviderError } from '../keys/key-provider.js';
 import type { KeyringHolder } from '../store/keyring-store.js';
 import type { SealReport } from '../store/seal-report.js';
 import type { Store } from '../store/store.js';
+import { type CommandIo, linesTo, type Out } from './command-io.js';
 import { EXIT } from './exit-codes.js';
 import { withKeyring, withStore } from './offline-store.js';
-import type { CommandIo, Out } from './progress.js';
 
 export async function sealReportCommand(
   config: CofferConfig,
@@ -37,11 +37,11 @@ export async function sealReportCommand(
     }
   };
   const report = await open(async (store, holder) => {
-    const tty = io.progress?.isTTY === true;
+    const tty = io.progress.isTTY === true;
     const bar = tty
       ? new cliProgress.SingleBar(
           {
-            stream: io.progress!,
+            stream: io.progress,
             format: 'seal report [{bar}] {value}/{total} versions | {eta_formatted} left',
             hideCursor: true,
           },
@@ -66,8 +66,8 @@ export async function sealReportCommand(
       bar?.stop();
     }
   });
-  if (json) io.out(JSON.stringify(report, null, 2));
-  else printReport(report, io.out);
+  if (json) linesTo(io)(JSON.stringify(report, null, 2));
+  else printReport(report, linesTo(io));
   return report.totals.anomalies === 0 && report.totals.record_failures === 0
     ? EXIT.ok
     : EXIT.failure;

@@ -2,6 +2,7 @@
 import { parseArgs } from 'node:util';
 import type { CofferError } from '../client/errors.js';
 import type { TokenCreateRequest } from '../client/index.js';
+import { type CommandIo, processIo } from './command-io.js';
 import { argumentsError, CliError, EXIT } from './exit-codes.js';
 import { durationOption, formatAge } from './fallback.js';
 import { connect, explain } from './session.js';
@@ -37,12 +38,6 @@ examples:
   COFFER_TOKEN_FILE=/run/secrets/coffer coffer whoami --json | jq .capabilities
 `;
 
-interface Io {
-  readonly env: NodeJS.ProcessEnv;
-  readonly write: (text: string) => void;
-}
-
-const defaultIo: Io = { env: process.env, write: (text) => process.stdout.write(text) };
 const json = (value: unknown): string => `${JSON.stringify(value, null, 2)}\n`;
 
 type Options = Record<string, { type: 'string' | 'boolean'; multiple?: boolean }>;
@@ -69,7 +64,7 @@ function scopeOf(text: string): { namespace: string; read: boolean; write: boole
   return { namespace: match[1]!, read: rights.includes('r'), write: rights.includes('w') };
 }
 
-export async function tokenCommand(args: string[], io: Io = defaultIo): Promise<number> {
+export async function tokenCommand(args: string[], io: CommandIo = processIo()): Promise<number> {
   const { positionals, values: o } = parse(args, {
     role: { type: 'string' },
     scope: { type: 'string', multiple: true },
@@ -173,7 +168,7 @@ export async function tokenCommand(args: string[], io: Io = defaultIo): Promise<
   }
 }
 
-export async function whoamiCommand(args: string[], io: Io = defaultIo): Promise<number> {
+export async function whoamiCommand(args: string[], io: CommandIo = processIo()): Promise<number> {
   const { positionals, values: o } = parse(args, { json: { type: 'boolean' } });
   if (o.help) {
     io.write(WHOAMI_HELP);

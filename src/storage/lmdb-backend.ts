@@ -1,5 +1,5 @@
 import { existsSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { type Database, open, type RootDatabase } from 'lmdb';
 import type {
   FollowingReads,
@@ -10,7 +10,7 @@ import type {
   WriteObserver,
 } from './backend.js';
 import { StorageUnavailableError } from './backend.js';
-import type { StoragePlugin } from './plugin.js';
+import { type StoragePlugin, StorageTargetError } from './plugin.js';
 
 export interface LmdbOptions {
   /** Directory holding data.mdb and lock.mdb. */
@@ -248,4 +248,12 @@ export const lmdbStorage = {
   settings: {},
   open: async (settings) => new LmdbBackend({ path: join(settings.data_dir, 'lmdb') }),
   mayExist: (settings) => existsSync(join(settings.data_dir, 'lmdb')),
+  targetForm: 'lmdb:DIR',
+  target: (where, config) => {
+    if (where === undefined || where === '')
+      throw new StorageTargetError('--to lmdb:DIR names the data directory to copy into');
+    return { ...config, storage: 'lmdb', data_dir: resolve(where) };
+  },
+  sameStore: (a, b) => resolve(a.data_dir) === resolve(b.data_dir),
+  describe: (settings) => settings.data_dir,
 } satisfies StoragePlugin<'lmdb'>;

@@ -43,4 +43,21 @@ export interface StoragePlugin<Name extends string = string> {
    * opening it tells (a store there has a keyring).
    */
   mayExist(settings: StorageSettings): boolean;
+  /**
+   * A copy's destination, `coffer operator migrate-storage --to NAME[:WHERE]`: the settings that open it,
+   * from WHERE (what follows the name and a colon; undefined without one) and the source's configuration.
+   * Throws StorageTargetError saying what WHERE must be.
+   */
+  target(where: string | undefined, config: StorageSettings): StorageSettings;
+  /** How `--to` names this backend, for the CLI's words: `lmdb:DIR`, `postgres[:URL]`. */
+  readonly targetForm: string;
+  /** Whether `a` and `b` (both of this backend) open the same store. */
+  sameStore(a: StorageSettings, b: StorageSettings): boolean;
+  /** Where a store of these settings is, in words, without any secret (a copy's report). */
+  describe(settings: StorageSettings): string;
+}
+
+/** A `--to` that names no backend, or a WHERE its backend cannot take; the message says what it must be. */
+export class StorageTargetError extends Error {
+  override name = 'StorageTargetError';
 }

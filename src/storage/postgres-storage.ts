@@ -3,7 +3,7 @@
  * `COFFER_PG_*` variables, and how it opens (postgres-backend.ts).
  */
 import { Type } from '@sinclair/typebox';
-import type { StoragePlugin } from './plugin.js';
+import { type StoragePlugin, type StorageSettings, StorageTargetError } from './plugin.js';
 import { PostgresBackend } from './postgres-backend.js';
 
 /** The settings a PostgreSQL store is opened with (storage/plugin.ts). */
@@ -70,4 +70,32 @@ export const postgresStorage = {
     });
   },
   mayExist: () => true,
+  targetForm: 'postgres[:URL]',
+  // `postgres`: the database the settings name (COFFER_PG_URL, or the PG* variables); `postgres:URL`
+  // another, whose password comes from PGPASSWORD or ~/.pgpass.
+  target: (where, config) => {
+    const url = where ?? (config as unknown as PostgresSettings).pg_url;
+    if (where !== undefined && (where === '' || passwordIn(where)))
+      throw new StorageTargetError(
+        where === ''
+          ? '--to postgres:URL names the database to copy into (or --to postgres: the one COFFER_PG_URL names)'
+          : '--to postgres:URL must not hold a password (it would show in ps and the shell history): give it in PGPASSWORD or ~/.pgpass, or use --to postgres with COFFER_PG_URL',
+      );
+    const { pg_url: _given, ...rest } = config as unknown as PostgresSettings & StorageSettings;
+    return { ...rest, storage: 'postgres', ...(url === undefined ? {} : { pg_url: url }) };
+  },
+  sameStore: (a, b) => {
+    const [x, y] = [a, b] as unknown as PostgresSettings[];
+    return x!.pg_url === y!.pg_url && x!.postgres.schema === y!.postgres.schema;
+  },
+  describe: () => 'PostgreSQL',
 } satisfies StoragePlugin<'postgres'>;
+
+/** Whether a postgres:// URL holds a password (user:password@…). */
+function passwordIn(url: string): boolean {
+  try {
+    return new URL(url).password !== '';
+  } catch {
+    return /:[^/@]*@/.test(url);
+  }
+}

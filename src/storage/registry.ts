@@ -10,10 +10,11 @@ import {
   NOTHING_ANNOUNCED,
   type StoragePlugin,
   type StorageSettings,
+  StorageTargetError,
 } from './plugin.js';
 import { postgresStorage } from './postgres-storage.js';
 
-export type { StorageSettings } from './plugin.js';
+export { type StorageSettings, StorageTargetError } from './plugin.js';
 
 export const STORAGE_BACKENDS = [lmdbStorage, postgresStorage] as const;
 
@@ -46,4 +47,27 @@ export function openStorage(
   announced: Announced = NOTHING_ANNOUNCED,
 ): Promise<StorageBackend> {
   return backendNamed(settings.storage).open(settings, announced);
+}
+
+/**
+ * A copy's destination, `--to NAME[:WHERE]` (coffer operator migrate-storage): the backend NAME reads its
+ * own WHERE (storage/plugin.ts `target`). Refuses a target that is the store being copied.
+ */
+export function copyTarget(to: string, config: StorageSettings): StorageSettings {
+  const colon = to.indexOf(':');
+  const name = colon < 0 ? to : to.slice(0, colon);
+  const backend = STORAGE_BACKENDS.find((b) => b.name === name);
+  if (!backend)
+    throw new StorageTargetError(
+      `--to must be ${STORAGE_BACKENDS.map((b) => b.targetForm).join(' or ')}`,
+    );
+  const target = backend.target(colon < 0 ? undefined : to.slice(colon + 1), config);
+  if (config.storage === name && backend.sameStore(config, target))
+    throw new StorageTargetError('--to names the store being copied');
+  return target;
+}
+
+/** Where a store is, in words, without any secret. */
+export function describeStore(settings: StorageSettings): string {
+  return backendNamed(settings.storage).describe(settings);
 }

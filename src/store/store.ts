@@ -47,10 +47,13 @@ import { TokenRecords } from './token-records.js';
 import { type UpgradeResult, upgradeStore } from './upgrade.js';
 
 export {
+  copyTarget,
+  describeStore,
   STORAGE_NAMES,
   STORAGE_SETTINGS,
   type StorageName,
   type StorageSettings,
+  StorageTargetError,
 } from '../storage/registry.js';
 
 /** The writes every server must hear of (on PostgreSQL, announced in the writing transaction). */
