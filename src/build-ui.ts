@@ -1,5 +1,5 @@
 /**
- * Run by `npm run build` after the compiler: bundles the web console (src/ui, Preact + htm) with esbuild into
+ * Run by `npm run build` after the compiler: bundles the web console (src/ui, Preact and TSX) with esbuild into
  * dist/ui — app.js, app.css and index.html — served at /ui/ (http/console-static.ts). The output is never
  * committed. esbuild is a build tool only: the server never loads it.
  */
@@ -11,7 +11,10 @@ const source = fileURLToPath(new URL('../../src/ui/', import.meta.url));
 const out = fileURLToPath(new URL('../ui/', import.meta.url));
 mkdirSync(out, { recursive: true });
 await build({
-  entryPoints: [`${source}main.ts`],
+  entryPoints: [`${source}main.tsx`],
+  // The console's templates are TSX, type-checked by `tsc -p src/ui/tsconfig.json` (npm run build).
+  jsx: 'automatic',
+  jsxImportSource: 'preact',
   bundle: true,
   format: 'esm',
   target: 'es2022',

@@ -6,11 +6,9 @@
  * bundled for the browser, does not import: `*` is every namespace, `ns/*` that namespace and everything
  * beneath it, any other pattern that namespace alone.
  */
-export interface Capability {
-  readonly namespace: string;
-  readonly actions: readonly string[];
-  readonly types: readonly string[];
-}
+import type { ApiSelf } from '../api/response-schemas.js';
+
+export type Capability = ApiSelf['capabilities'][number];
 
 export type Action = 'read' | 'list' | 'write' | 'delete';
 
@@ -28,7 +26,7 @@ export function mayDo(
   capabilities: readonly Capability[],
   action: Action,
   namespace: string,
-  type?: string,
+  type?: Capability['types'][number],
 ): boolean {
   return capabilities.some(
     (c) =>

@@ -1,11 +1,4 @@
-/** The console session as GET /v1/console/session answers it. */
-export interface Session {
-  readonly signed_in: true;
-  readonly csrf: string;
-  readonly token_id: string;
-  readonly role: string;
-  readonly is_root: boolean;
-  readonly via: 'token' | 'oidc';
-  readonly expires_at: string;
-  readonly idle_timeout_seconds: number;
-}
+import type { ApiConsoleSession } from '../api/response-schemas.js';
+
+/** A live console session as GET /v1/console/session answers it: signed in, every field there. */
+export type Session = Required<ApiConsoleSession> & { readonly signed_in: true };

@@ -1,6 +1,6 @@
 /**
  * The web console (docs/console.md): a page of its own, served at /ui/ under a strict Content-Security-Policy
- * (no inline script or style, nothing from elsewhere). It signs in once with a token (sign-in.ts) and then
+ * (no inline script or style, nothing from elsewhere). It signs in once with a token (sign-in.tsx) and then
  * calls the API with the session cookie (api.ts).
  *
  * An unattended page puts itself away: once it has made no call for the session's idle timeout (or the
@@ -11,17 +11,18 @@
  */
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
+import type { ApiSelf } from '../api/response-schemas.js';
 import { api, currentSession, lastUseAt, messageOf, useCsrf, watchSession } from './api.js';
 import { AuditView, SealReportView } from './audit.js';
 import { Browse } from './browse.js';
 import type { Capability } from './capabilities.js';
-import { html } from './html.js';
 import { KeyView } from './key-view.js';
 import { KeyringView } from './keyring.js';
+import { RolesView } from './roles.js';
 import { type Route, routeOf } from './routes.js';
 import type { Session } from './session.js';
 import { SignIn } from './sign-in.js';
-import { RolesView, TokensView } from './tokens.js';
+import { TokensView } from './tokens.js';
 
 /** What the session's token is (GET /v1/auth/me): its system privileges, and what it may do where. */
 interface Rights {
@@ -36,7 +37,7 @@ function useRights(session: Session | null | undefined): Rights {
   const [rights, setRights] = useState<Rights>(NO_RIGHTS);
   useEffect(() => {
     if (!session) return;
-    api<{ privileges: string[]; capabilities: Capability[] }>('GET', '/v1/auth/me').then(
+    api<ApiSelf>('GET', '/v1/auth/me').then(
       (me) => setRights({ privileges: new Set(me.privileges), capabilities: me.capabilities }),
       () => setRights(NO_RIGHTS),
     );
@@ -54,33 +55,31 @@ function current(route: Route, ...pages: string[]): 'page' | undefined {
 function page(route: Route, { privileges, capabilities }: Rights) {
   switch (route.page) {
     case 'key':
-      return html`<${KeyView}
-        namespace=${route.namespace}
-        keyName=${route.key}
-        capabilities=${capabilities}
-      />`;
+      return (
+        <KeyView namespace={route.namespace} keyName={route.key} capabilities={capabilities} />
+      );
     case 'tokens':
-      return html`<${TokensView} listRoles=${privileges.has('manage_roles')} />`;
+      return <TokensView listRoles={privileges.has('manage_roles')} />;
     case 'roles':
-      return html`<${RolesView} />`;
+      return <RolesView />;
     case 'keyring':
-      return html`<${KeyringView}
-        manage=${privileges.has('manage_keyring')}
-        metrics=${privileges.has('read_metrics')}
-      />`;
+      return (
+        <KeyringView
+          manage={privileges.has('manage_keyring')}
+          metrics={privileges.has('read_metrics')}
+        />
+      );
     case 'audit':
-      return html`<${AuditView} />`;
+      return <AuditView />;
     case 'seal-report':
-      return html`<${SealReportView} />`;
+      return <SealReportView />;
     case 'browse':
       // A new namespace is a new Browse (its search, pages and pending loads start afresh).
-      return html`<${Browse}
-        key=${route.namespace}
-        namespace=${route.namespace}
-        capabilities=${capabilities}
-      />`;
+      return (
+        <Browse key={route.namespace} namespace={route.namespace} capabilities={capabilities} />
+      );
     default:
-      return html`<${Browse} key="" namespace=${undefined} capabilities=${capabilities} />`;
+      return <Browse key="" namespace={undefined} capabilities={capabilities} />;
   }
 }
 
@@ -203,44 +202,87 @@ function App() {
     }
   }
 
-  if (session === undefined) return html`<p class="loading" role="status">Loading…</p>`;
+  if (session === undefined)
+    return (
+      <p class="loading" role="status">
+        Loading…
+      </p>
+    );
   if (session === null)
-    return html`<${SignIn}
-      onSignedIn=${signedIn}
-      notice=${notice}
-      failure=${route.page === 'sign-in-failed' ? route.reason : undefined}
-    />`;
+    return (
+      <SignIn
+        onSignedIn={signedIn}
+        notice={notice}
+        failure={route.page === 'sign-in-failed' ? route.reason : undefined}
+      />
+    );
   if (away)
-    return html`
+    return (
       <main class="sign-in">
         <h1>Put away</h1>
         <p role="status">
-          This page was not used for ${span(session.idle_timeout_seconds)}, so it put away what it
+          This page was not used for {span(session.idle_timeout_seconds)}, so it put away what it
           showed.
         </p>
-        ${error && html`<p class="error" role="alert">${error}</p>`}
-        <button type="button" onClick=${goOn}>Go on</button>
-        <button type="button" onClick=${signOut}>Sign out</button>
+        {error && (
+          <p class="error" role="alert">
+            {error}
+          </p>
+        )}
+        <button type="button" onClick={goOn}>
+          Go on
+        </button>
+        <button type="button" onClick={signOut}>
+          Sign out
+        </button>
       </main>
-    `;
-  return html`
-    <header class="bar">
-      <a class="brand" href="#/">Coffer</a>
-      <span class="who">
-        Signed in as ${session.is_root ? 'root' : `${session.role} (${session.token_id})`}
-      </span>
-      <button type="button" onClick=${signOut}>Sign out</button>
-    </header>
-    <nav class="sections" aria-label="Sections">
-      <a href="#/" aria-current=${current(route, 'browse')}>Browse</a>
-      ${may('manage_tokens', 'create_tokens', 'list_tokens') && html`<a href="#/tokens" aria-current=${current(route, 'tokens')}>Tokens</a>`}
-      ${may('manage_roles') && html`<a href="#/roles" aria-current=${current(route, 'roles')}>Roles</a>`}
-      ${may('read_keyring', 'manage_keyring') && html`<a href="#/keyring" aria-current=${current(route, 'keyring')}>Keyring</a>`}
-      ${may('read_audit') && html`<a href="#/audit" aria-current=${current(route, 'audit', 'seal-report')}>Audit log</a>`}
-    </nav>
-    ${error && html`<p class="error" role="alert">${error}</p>`}
-    <main>${page(route, rights)}</main>
-  `;
+    );
+  return (
+    <>
+      <header class="bar">
+        <a class="brand" href="#/">
+          Coffer
+        </a>
+        <span class="who">
+          Signed in as {session.is_root ? 'root' : `${session.role} (${session.token_id})`}
+        </span>
+        <button type="button" onClick={signOut}>
+          Sign out
+        </button>
+      </header>
+      <nav class="sections" aria-label="Sections">
+        <a href="#/" aria-current={current(route, 'browse')}>
+          Browse
+        </a>
+        {may('manage_tokens', 'create_tokens', 'list_tokens') && (
+          <a href="#/tokens" aria-current={current(route, 'tokens')}>
+            Tokens
+          </a>
+        )}
+        {may('manage_roles') && (
+          <a href="#/roles" aria-current={current(route, 'roles')}>
+            Roles
+          </a>
+        )}
+        {may('read_keyring', 'manage_keyring') && (
+          <a href="#/keyring" aria-current={current(route, 'keyring')}>
+            Keyring
+          </a>
+        )}
+        {may('read_audit') && (
+          <a href="#/audit" aria-current={current(route, 'audit', 'seal-report')}>
+            Audit log
+          </a>
+        )}
+      </nav>
+      {error && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
+      <main>{page(route, rights)}</main>
+    </>
+  );
 }
 
-render(html`<${App} />`, document.getElementById('app')!);
+render(<App />, document.getElementById('app')!);

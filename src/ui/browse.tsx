@@ -1,34 +1,23 @@
 /**
  * Browse: the top-level namespaces, or one namespace's child namespaces (a tree that opens in place:
- * namespace-tree.ts) and keys, as the API pages them
+ * namespace-tree.tsx) and keys, as the API pages them
  * (50 at a time, "Show more" for the next page). Each key shows its type, latest version and time, from
  * the listing itself (`details=true`: one call and one audit entry a page) — never its value. Only what the session may list is there: the API leaves the
  * rest out. The search asks the API for the names that start with what is typed (`?prefix=`, a range of
  * the store: every match however many pages the namespace has), a quarter second after the typing stops.
- * A new key is made here (new-key.ts).
+ * A new key is made here (new-key.tsx).
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
+import type { ApiListing } from '../api/response-schemas.js';
 import { api, messageOf, pathOf } from './api.js';
 import { type Capability, mayDo } from './capabilities.js';
-import { html } from './html.js';
 import { NAME_CHARACTERS, NAME_RULE } from './names.js';
 import { NamespaceTree } from './namespace-tree.js';
 import { NewKey } from './new-key.js';
 import { keyHref, namespaceHref } from './routes.js';
 
-interface KeyDetail {
-  readonly key: string;
-  readonly version: number;
-  readonly type: string;
-  readonly created_at: string;
-}
-
-interface Listing {
-  readonly namespaces: string[];
-  readonly keys: string[];
-  readonly next_cursor: string | null;
-  readonly details?: KeyDetail[];
-}
+/** A listed key's latest version, its type and time (`details=true`). */
+type KeyDetail = NonNullable<ApiListing['details']>[number];
 
 interface KeyRow {
   readonly key: string;
@@ -66,7 +55,7 @@ export function Browse({
         `limit=${PAGE}` +
         (withPrefix ? `&prefix=${encodeURIComponent(withPrefix)}` : '') +
         (after ? `&cursor=${encodeURIComponent(after)}` : '');
-      const listing = await api<Listing>(
+      const listing = await api<ApiListing>(
         'GET',
         namespace === undefined
           ? `/v1/kv?${query}`
@@ -90,7 +79,7 @@ export function Browse({
     }
   }
 
-  // Each namespace is a Browse of its own (main.ts keys it by the namespace).
+  // Each namespace is a Browse of its own (main.tsx keys it by the namespace).
   useEffect(() => {
     void load(null, '');
   }, []);
@@ -106,72 +95,97 @@ export function Browse({
   const shownKeys = valid ? keys : [];
   const title = namespace ?? 'Namespaces';
 
-  return html`
+  return (
     <section aria-labelledby="browse-title">
       <nav aria-label="Breadcrumb" class="crumbs">
         <a href="#/">All namespaces</a>
-        ${(namespace?.split('/') ?? []).map(
-          (segment, i, all) =>
-            html` / <a href=${namespaceHref(all.slice(0, i + 1).join('/'))}>${segment}</a>`,
-        )}
+        {(namespace?.split('/') ?? []).map((segment, i, all) => (
+          <>
+            {' '}
+            / <a href={namespaceHref(all.slice(0, i + 1).join('/'))}>{segment}</a>
+          </>
+        ))}
       </nav>
-      <h1 id="browse-title">${title}</h1>
+      <h1 id="browse-title">{title}</h1>
       <div class="filter">
         <label for="prefix">Search by name prefix</label>
         <input
           id="prefix"
           type="search"
-          value=${prefix}
+          value={prefix}
           aria-describedby="prefix-hint"
-          aria-invalid=${valid ? 'false' : 'true'}
-          onInput=${(e: Event) => setPrefix((e.currentTarget as HTMLInputElement).value)}
+          aria-invalid={valid ? 'false' : 'true'}
+          onInput={(e: Event) => setPrefix((e.currentTarget as HTMLInputElement).value)}
         />
-        <p id="prefix-hint" class=${valid ? 'hint' : 'hint error'}>
-          ${valid ? 'Names that start with this (case-sensitive).' : NAME_RULE}
+        <p id="prefix-hint" class={valid ? 'hint' : 'hint error'}>
+          {valid ? 'Names that start with this (case-sensitive).' : NAME_RULE}
         </p>
       </div>
-      ${error && html`<p class="error" role="alert">${error}</p>`}
-      ${
-        shownNamespaces.length > 0 &&
-        html`<h2>Namespaces</h2>
-          <${NamespaceTree} parent=${namespace} names=${shownNamespaces} />`
-      }
-      ${
-        namespace === undefined &&
-        shownNamespaces.length === 0 &&
-        !loading &&
-        !error &&
-        html`<p>
-          No namespaces${shown ? ` starting with “${shown}”` : ''} that you may list. A namespace comes
-          into being with its first key: New key, below.
-        </p>`
-      }
-      ${
-        namespace !== undefined &&
-        html`<h2>Keys</h2>
-          ${
-            shownKeys.length === 0 && !loading
-              ? html`<p>No keys here${shown ? ` starting with “${shown}”` : ''}.</p>`
-              : html`<table class="keys">
-                  <thead>
-                    <tr><th scope="col">Key</th><th scope="col">Type</th><th scope="col">Version</th><th scope="col">Updated</th></tr>
-                  </thead>
-                  <tbody>
-                    ${shownKeys.map(
-                      (row) => html`<tr>
-                        <td><a href=${keyHref(namespace, row.key)}>${row.key}</a></td>
-                        <td>${row.latest?.type ?? '—'}</td>
-                        <td>${row.latest?.version ?? '—'}</td>
-                        <td>${row.latest ? new Date(row.latest.created_at).toLocaleString() : '—'}</td>
-                      </tr>`,
-                    )}
-                  </tbody>
-                </table>`
-          }`
-      }
-      ${loading && html`<p class="loading" role="status">Loading…</p>`}
-      ${cursor && !loading && valid && html`<button type="button" onClick=${() => load(cursor, shown)}>Show more</button>`}
-      ${(namespace === undefined ? capabilities.some((c) => c.actions.includes('write')) : mayDo(capabilities, 'write', namespace)) && html`<div><${NewKey} namespace=${namespace} /></div>`}
+      {error && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
+      {shownNamespaces.length > 0 && (
+        <>
+          <h2>Namespaces</h2>
+          <NamespaceTree parent={namespace} names={shownNamespaces} />
+        </>
+      )}
+      {namespace === undefined && shownNamespaces.length === 0 && !loading && !error && (
+        <p>
+          No namespaces{shown ? ` starting with “${shown}”` : ''} that you may list. A namespace
+          comes into being with its first key: New key, below.
+        </p>
+      )}
+      {namespace !== undefined && (
+        <>
+          <h2>Keys</h2>
+          {shownKeys.length === 0 && !loading ? (
+            <p>No keys here{shown ? ` starting with “${shown}”` : ''}.</p>
+          ) : (
+            <table class="keys">
+              <thead>
+                <tr>
+                  <th scope="col">Key</th>
+                  <th scope="col">Type</th>
+                  <th scope="col">Version</th>
+                  <th scope="col">Updated</th>
+                </tr>
+              </thead>
+              <tbody>
+                {shownKeys.map((row) => (
+                  <tr>
+                    <td>
+                      <a href={keyHref(namespace, row.key)}>{row.key}</a>
+                    </td>
+                    <td>{row.latest?.type ?? '—'}</td>
+                    <td>{row.latest?.version ?? '—'}</td>
+                    <td>{row.latest ? new Date(row.latest.created_at).toLocaleString() : '—'}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+        </>
+      )}
+      {loading && (
+        <p class="loading" role="status">
+          Loading…
+        </p>
+      )}
+      {cursor && !loading && valid && (
+        <button type="button" onClick={() => load(cursor, shown)}>
+          Show more
+        </button>
+      )}
+      {(namespace === undefined
+        ? capabilities.some((c) => c.actions.includes('write'))
+        : mayDo(capabilities, 'write', namespace)) && (
+        <div>
+          <NewKey namespace={namespace} />
+        </div>
+      )}
     </section>
-  `;
+  );
 }

@@ -6,7 +6,6 @@
  */
 import { useState } from 'preact/hooks';
 import { api, messageOf } from './api.js';
-import { html } from './html.js';
 import type { Session } from './session.js';
 
 /** What a failed sign-in through the provider means, in words. */
@@ -115,44 +114,69 @@ export function SignIn({
     }
   }
 
-  return html`
+  return (
     <main class="sign-in">
       <h1>Sign in to Coffer</h1>
-      ${failure && html`<p class="error" role="alert">${failureText(failure)}</p>`}
-      ${notice && html`<p class="notice" role="status">${notice}</p>`}
-      <form onSubmit=${toProvider}>
+      {failure && (
+        <p class="error" role="alert">
+          {failureText(failure)}
+        </p>
+      )}
+      {notice && (
+        <p class="notice" role="status">
+          {notice}
+        </p>
+      )}
+      <form onSubmit={toProvider}>
         <label for="login-role">Login role</label>
-        <p class="hint" id="login-role-hint">The login role your administrator set up for people (usually oidc).</p>
-        <input id="login-role" name="role" value="oidc" required aria-describedby="login-role-hint" />
-        ${
-          choices.length > 0 &&
-          html`<label for="token-role">Role</label>
+        <p class="hint" id="login-role-hint">
+          The login role your administrator set up for people (usually oidc).
+        </p>
+        <input
+          id="login-role"
+          name="role"
+          value="oidc"
+          required
+          aria-describedby="login-role-hint"
+        />
+        {choices.length > 0 && (
+          <>
+            <label for="token-role">Role</label>
             <select id="token-role" name="token_role">
-              ${choices.map((c) => html`<option value=${c}>${c}</option>`)}
-            </select>`
-        }
+              {choices.map((c) => (
+                <option value={c}>{c}</option>
+              ))}
+            </select>
+          </>
+        )}
         <button type="submit">Sign in with your identity provider</button>
       </form>
       <h2>Or with a token</h2>
-      <form onSubmit=${submit}>
+      <form onSubmit={submit}>
         <label for="token">Token</label>
         <p class="hint" id="token-hint">
           Paste a Coffer token. It is sent once to sign in and never kept by this page: the browser
-          holds only a session, which ends when you sign out, when it has been unused for a while, and
-          after a few hours in any case.
+          holds only a session, which ends when you sign out, when it has been unused for a while,
+          and after a few hours in any case.
         </p>
         <input
           id="token"
           name="token"
           type="password"
           autocomplete="off"
-          spellcheck=${false}
+          spellcheck={false}
           required
           aria-describedby="token-hint"
         />
-        <button type="submit" disabled=${busy}>Sign in with the token</button>
-        ${error && html`<p class="error" role="alert">${error}</p>`}
+        <button type="submit" disabled={busy}>
+          Sign in with the token
+        </button>
+        {error && (
+          <p class="error" role="alert">
+            {error}
+          </p>
+        )}
       </form>
     </main>
-  `;
+  );
 }

@@ -7,7 +7,6 @@
  */
 import { useEffect, useState } from 'preact/hooks';
 import { apiText, messageOf } from './api.js';
-import { html } from './html.js';
 import { mean, type Sample, samplesOf, total } from './prom.js';
 
 const ms = (seconds: number | undefined): string =>
@@ -50,16 +49,33 @@ export function ServerFigures() {
   };
   useEffect(load, []);
 
-  return html`
-    <h2 id="figures-title">Server</h2>
-    ${error && html`<p class="error" role="alert">${error}</p>`}
-    ${
-      samples &&
-      html`<dl class="figures" aria-labelledby="figures-title">
-        ${figures(samples).map(([name, value]) => html`<div><dt>${name}</dt><dd>${value}</dd></div>`)}
-      </dl>
-      <p class="hint">Since each worker started, summed over the workers. Every metric is for Prometheus: see docs/operations.md.</p>`
-    }
-    <button type="button" onClick=${load}>Refresh the figures</button>
-  `;
+  return (
+    <>
+      <h2 id="figures-title">Server</h2>
+      {error && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
+      {samples && (
+        <>
+          <dl class="figures" aria-labelledby="figures-title">
+            {figures(samples).map(([name, value]) => (
+              <div>
+                <dt>{name}</dt>
+                <dd>{value}</dd>
+              </div>
+            ))}
+          </dl>
+          <p class="hint">
+            Since each worker started, summed over the workers. Every metric is for Prometheus: see
+            docs/operations.md.
+          </p>
+        </>
+      )}
+      <button type="button" onClick={load}>
+        Refresh the figures
+      </button>
+    </>
+  );
 }

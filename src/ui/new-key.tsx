@@ -6,7 +6,6 @@
  */
 import { useState } from 'preact/hooks';
 import { ApiError, api, messageOf, pathOf } from './api.js';
-import { html } from './html.js';
 import { isKeyName, isNamespace, NAME_RULE } from './names.js';
 import { keyHref } from './routes.js';
 import { TypeField, type ValueType } from './value-type.js';
@@ -19,7 +18,12 @@ export function NewKey({ namespace }: { namespace: string | undefined }) {
   const [exists, setExists] = useState<{ namespace: string; key: string } | undefined>(undefined);
   const [busy, setBusy] = useState(false);
 
-  if (!open) return html`<button type="button" onClick=${() => setOpen(true)}>New key…</button>`;
+  if (!open)
+    return (
+      <button type="button" onClick={() => setOpen(true)}>
+        New key…
+      </button>
+    );
 
   async function save(event: Event): Promise<void> {
     event.preventDefault();
@@ -50,17 +54,17 @@ export function NewKey({ namespace }: { namespace: string | undefined }) {
     }
   }
 
-  return html`
-    <form class="add" onSubmit=${save} aria-labelledby="new-key-title">
+  return (
+    <form class="add" onSubmit={save} aria-labelledby="new-key-title">
       <h2 id="new-key-title">New key</h2>
       <label for="new-key-namespace">Namespace</label>
       <input
         id="new-key-namespace"
         name="namespace"
-        value=${namespace ?? ''}
+        value={namespace ?? ''}
         required
         autocomplete="off"
-        spellcheck=${false}
+        spellcheck={false}
         aria-describedby="new-key-namespace-hint"
       />
       <p class="hint" id="new-key-namespace-hint">
@@ -71,25 +75,34 @@ export function NewKey({ namespace }: { namespace: string | undefined }) {
         id="new-key-name"
         name="key"
         required
-        maxlength="128"
+        maxlength={128}
         autocomplete="off"
-        spellcheck=${false}
+        spellcheck={false}
         aria-describedby="new-key-name-hint"
       />
-      <p class="hint" id="new-key-name-hint">${NAME_RULE}</p>
+      <p class="hint" id="new-key-name-hint">
+        {NAME_RULE}
+      </p>
       <label for="new-key-value">Value</label>
-      <textarea id="new-key-value" name="value" rows="4" required spellcheck=${false}></textarea>
-      <${TypeField} id="new-key-type" value=${type} onChange=${setType} />
-      ${error && html`<p class="error" role="alert">${error}</p>`}
-      ${
-        exists &&
-        html`<p class="error" role="alert">
-          ${exists.key} already exists in ${exists.namespace}: nothing was changed.
-          <a href=${keyHref(exists.namespace, exists.key)}>Open ${exists.key}</a> to add a version.
-        </p>`
-      }
-      <button type="submit" disabled=${busy}>Save the key</button>
-      <button type="button" onClick=${() => setOpen(false)}>Cancel</button>
+      <textarea id="new-key-value" name="value" rows={4} required spellcheck={false} />
+      <TypeField id="new-key-type" value={type} onChange={setType} />
+      {error && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
+      {exists && (
+        <p class="error" role="alert">
+          {exists.key} already exists in {exists.namespace}: nothing was changed.
+          <a href={keyHref(exists.namespace, exists.key)}>Open {exists.key}</a> to add a version.
+        </p>
+      )}
+      <button type="submit" disabled={busy}>
+        Save the key
+      </button>
+      <button type="button" onClick={() => setOpen(false)}>
+        Cancel
+      </button>
     </form>
-  `;
+  );
 }
