@@ -385,6 +385,46 @@ export const verification = Type.Union(
   { description: 'Told apart by intact' },
 );
 
+/** The store's register of audit chains (operator/chain-report.ts). */
+export const auditChains = closed({
+  count: Type.Integer({
+    minimum: 0,
+    description: "how many chains the store's count says were started",
+  }),
+  host_seen: nullable(
+    Type.Integer({
+      description:
+        'the greatest count this host has seen (null where it keeps none): above count, the store went back',
+    }),
+  ),
+  chains: Type.Array(
+    closed({
+      chain: Type.String(),
+      ordinal: nullable(
+        Type.Integer({ description: 'its place in the count; null for a chain of format 1' }),
+      ),
+      format: Type.Union([Type.Literal(1), Type.Literal(2)]),
+      started_at: nullable(timestamp),
+      writer: nullable(closed({ host: Type.String(), pid: Type.Integer() })),
+      closed: nullable(
+        closed({
+          seq: Type.Integer(),
+          at: timestamp,
+          by: Type.String({
+            description: 'close (its own stop), or the chain of the start that closed it',
+          }),
+        }),
+      ),
+      last_checkpoint_seq: nullable(Type.Integer()),
+      damaged: Type.Boolean({ description: 'the record failed its integrity check' }),
+    }),
+    { description: 'format 1 first, then in ordinal order' },
+  ),
+  missing_ordinals: Type.Array(Type.Integer(), {
+    description: 'ordinals up to count that no chain record holds: records put back or deleted',
+  }),
+});
+
 export const auditPublicKey = closed({
   algorithm: Type.Literal('Ed25519'),
   public_key: Type.String({ description: '32 bytes, hex' }),
@@ -563,6 +603,7 @@ export type ApiSnapshotList = Static<typeof snapshotList>;
 export type ApiAuditPage = Static<typeof auditPage>;
 export type ApiVerification = Static<typeof verification>;
 export type ApiAuditPublicKey = Static<typeof auditPublicKey>;
+export type ApiAuditChains = Static<typeof auditChains>;
 export type ApiSealReport = Static<typeof sealReport>;
 export type ApiServerVersion = Static<typeof serverVersion>;
 export type ApiHealth = Static<typeof healthReport>;

@@ -8,6 +8,7 @@ import { type DiskWatch, watchDisk } from '../audit/disk-watch.js';
 import type { CofferConfig } from '../config/schema.js';
 import { AuditReview } from './audit-review.js';
 import { parseDuration, startAutoRotation } from './auto-rotate.js';
+import { ChainReport } from './chain-report.js';
 import { HealthCheck } from './health.js';
 import { KeyringOperations } from './keyring-operations.js';
 import { Rewrapper } from './rewrap.js';
@@ -22,6 +23,7 @@ export interface OperatorServices {
   readonly operations: KeyringOperations;
   readonly health: HealthCheck;
   readonly review: AuditReview;
+  readonly chains: ChainReport;
   /** null: the server takes no scheduled snapshots. */
   readonly snapshots: SnapshotSchedule | null;
 }
@@ -81,6 +83,7 @@ export const operatorFeature: Feature<OperatorServices> = {
           ...(disk ? { disk } : {}),
         }),
         review: new AuditReview({ store, records, auditDir: config.audit.dir!, now }),
+        chains: new ChainReport(records.audit),
         snapshots,
       },
       async close() {
@@ -96,7 +99,7 @@ export const operatorFeature: Feature<OperatorServices> = {
       ...sysOperations({ rewrapper: operator.rewrapper, operations: operator.operations, respond }),
       ...snapshotOperations({ schedule: operator.snapshots, now, respond }),
       ...healthOperations({ health: operator.health, respond }),
-      ...auditOperations({ review: operator.review, respond }),
+      ...auditOperations({ review: operator.review, chains: operator.chains, respond }),
     ];
   },
 };

@@ -54,6 +54,7 @@ const EXAMPLES: Record<string, { path: string; json?: unknown }> = {
   getMetrics: { path: '/v1/sys/metrics' },
   listSnapshots: { path: '/v1/sys/snapshots' },
   getAuditPublicKey: { path: '/v1/sys/audit/public-key' },
+  listAuditChains: { path: '/v1/sys/audit/chains' },
   loginJwt: { path: '/v1/auth/login/jwt', json: { role: 'doc', jwt: 'a.b.c' } },
   consoleSignIn: { path: '/v1/console/sign-in', json: { token: 'not-a-token' } },
   consoleSession: { path: '/v1/console/session' },

@@ -8,6 +8,7 @@ import { flag, integer, type QueryParam, text } from '../../api/query-params.js'
 import { queryError } from '../../api/request-parts.js';
 import type { Responder } from '../../api/respond.js';
 import {
+  auditChains,
   auditPage,
   auditPublicKey,
   ok,
@@ -22,12 +23,14 @@ import {
   type AuditFilterName,
 } from '../../model/audit-filters.js';
 import type { AuditReview } from '../audit-review.js';
+import type { ChainReport } from '../chain-report.js';
 
 const MAX_LIMIT = 1000;
 const DEFAULT_LIMIT = 100;
 
 export interface AuditRouteDeps {
   readonly review: AuditReview;
+  readonly chains: ChainReport;
   readonly respond: Responder;
 }
 
@@ -176,5 +179,26 @@ export function auditOperations(deps: AuditRouteDeps): Operation[] {
     },
   };
 
-  return [search, verify, publicKey, sealReport] as Operation[];
+  /** The store's register of audit chains: who wrote each, how it ended, and the count's gaps. */
+  const chains: Operation = {
+    method: 'GET',
+    template: '/v1/sys/audit/chains',
+    action: 'audit.chains',
+    privilege: 'read_audit',
+    docs: [
+      {
+        operationId: 'listAuditChains',
+        summary:
+          "The store's register of audit chains (root and auditor): each chain's writer, whether it is open or how it ended, its newest checkpoint, and ordinals the count has but no record holds",
+        responses: {
+          200: ok('The register', auditChains),
+        },
+      },
+    ],
+    async handler(_req, res) {
+      deps.respond.json(res, 200, await deps.chains.register());
+    },
+  };
+
+  return [search, verify, publicKey, chains, sealReport] as Operation[];
 }
