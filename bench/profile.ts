@@ -10,6 +10,8 @@
  * `unknown-id-flood` sends tokens of an unknown id open loop (1,000 a second over 200 connections) instead of wrk.
  *
  * `--no-audit` profiles the process without its audit log (bench/direct-server.ts), for the audit's share.
+ * `--stream` ships its audit log to one audit stream (syslog over TCP) whose receiver (bench/stream-sink.ts)
+ * runs with wrk on core 1, for what a stream costs the server (issue #37).
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
@@ -24,6 +26,7 @@ import { describeMachine } from './machine.js';
 import { NAMESPACE_KEYS } from './namespace-read.js';
 import { openLoop, wrongSecretRequest } from './open-loop.js';
 import { type RunningServer, startCoffer, startDirectCoffer } from './servers.js';
+import { startStreamSink } from './stream-sink.js';
 import { ensureTools, runWrk } from './wrk.js';
 
 const { values: args, positionals } = parseArgs({
@@ -33,6 +36,7 @@ const { values: args, positionals } = parseArgs({
     top: { type: 'string', default: '15' },
     connections: { type: 'string', default: '32' },
     'no-audit': { type: 'boolean', default: false },
+    stream: { type: 'boolean', default: false },
   },
 });
 const kind = positionals[0];
@@ -82,12 +86,14 @@ async function profile(name: string): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'coffer-profile-'));
   const profiles = join(dir, 'profiles');
   const root = generateToken().value;
+  const sink = args.stream ? await startStreamSink(1) : undefined;
   const server = await startDirectCoffer(
     {
       dataDir: dir,
       rootToken: root,
       core: 0,
       nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profiles}`],
+      ...(sink ? { env: { COFFER_AUDIT_STREAMS: `syslog+tcp://127.0.0.1:${sink.port}` } } : {}),
     },
     !args['no-audit'],
   );
@@ -110,11 +116,12 @@ async function profile(name: string): Promise<void> {
       await runWrk({ url: server.url, lua, connections, seconds: 1 });
       const result = await runWrk({ url: server.url, lua, connections, seconds });
       console.log(
-        `${name}${args['no-audit'] ? ' (no audit log)' : ''}: ${result.requestsPerSecond.toFixed(0)} req/s under the profiler, p50 ${result.p50Ms.toFixed(2)} ms, p99 ${result.p99Ms.toFixed(2)} ms — ${describeMachine()}`,
+        `${name}${args['no-audit'] ? ' (no audit log)' : ''}${args.stream ? ' (one audit stream)' : ''}: ${result.requestsPerSecond.toFixed(0)} req/s under the profiler, p50 ${result.p50Ms.toFixed(2)} ms, p99 ${result.p99Ms.toFixed(2)} ms — ${describeMachine()}`,
       );
     }
   } finally {
     await server.stop(); // the profile is written as the process exits
+    sink?.stop();
   }
   const [file] = readdirSync(profiles).filter((f) => f.endsWith('.cpuprofile'));
   if (!file) throw new Error('the server wrote no profile');
