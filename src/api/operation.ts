@@ -54,6 +54,11 @@ export interface Operation<Q extends Queries = Queries, B = unknown> {
   /** Served without a token. */
   readonly public?: boolean;
   /**
+   * Spoken as HashiCorp Vault speaks it (api/vault-dialect.ts), for Vault's clients: the token may come in
+   * `X-Vault-Token`, and a refusal is `{"errors": […]}` with Vault's status. Unset: Coffer's own API.
+   */
+  readonly dialect?: 'vault';
+  /**
    * The query parameters it accepts (query-params.ts); any other, and a value its schema refuses, is refused
    * with 400 before the handler runs.
    */

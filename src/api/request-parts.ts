@@ -145,7 +145,10 @@ export function jsonBodyReader(limit: number): (req: Request, res: Response) => 
   });
   return (req, res) => {
     if (!hasBody(req)) return Promise.reject(invalid('a JSON object body is required'));
-    const [media, ...parameters] = (req.headers['content-type'] ?? '').split(';');
+    // Vault's clients (its Go client, so its CLI) send JSON without a Content-Type: taken as JSON there.
+    const sent =
+      req.headers['content-type'] ?? (res.locals.dialect === 'vault' ? 'application/json' : '');
+    const [media, ...parameters] = sent.split(';');
     if (media!.trim().toLowerCase() !== 'application/json') {
       return Promise.reject(
         new AppError(

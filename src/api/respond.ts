@@ -16,6 +16,7 @@ import helmet from 'helmet';
 import { PooledIds } from '../crypto/random.js';
 import { AppError, shownDetail } from '../errors.js';
 import type { InFlight } from './in-flight.js';
+import { vaultErrorBody } from './vault-dialect.js';
 
 /** The problem+json body for `error` (RFC 9457): the one place such a body is made. */
 export function problemBody(error: AppError): string {
@@ -216,11 +217,12 @@ export function createResponder(
     problem: (res, error) => {
       if (res.locals.answered === true) return;
       res.locals.outcomeCode = error.code;
+      const vault = res.locals.dialect === 'vault';
       write(
         res,
         error.status,
-        'application/problem+json',
-        problemBody(error),
+        vault ? 'application/json' : 'application/problem+json',
+        vault ? vaultErrorBody(error) : problemBody(error),
         error.headers && Object.entries(error.headers),
       );
     },

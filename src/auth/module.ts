@@ -28,6 +28,7 @@ import { loginGate } from './routes/login-gate.js';
 import { roleOperations } from './routes/roles.js';
 import { Tarpit } from './routes/tarpit.js';
 import { tokenOperations } from './routes/tokens.js';
+import { vaultTokenOperations } from './routes/vault-token.js';
 import { TokenService } from './token-service.js';
 
 export interface AuthServices {
@@ -167,6 +168,7 @@ export const authFeature: Feature<AuthServices> = {
     const maxTtl = config.max_ttl;
     return [
       ...tokenOperations({ tokens, maxTtl, respond, recordIntent }),
+      ...vaultTokenOperations({ tokens, respond, recordIntent, now }),
       ...loginOperations({ login: auth.login, oidc, loginGate, respond, recordIntent }),
       ...consoleOperations({
         cookies,

@@ -3,6 +3,7 @@
  * COFFER_CONFIG laid over them, then the `COFFER_*` variables; checked against the schema and the rules
  * a schema cannot say.
  */
+
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { TSchema } from '@sinclair/typebox';
@@ -11,6 +12,7 @@ import { checkRoleRules } from '../auth/roles.js';
 import { ConfigError } from '../errors.js';
 import { KEY_PROVIDERS, providerProblem } from '../keys/registry.js';
 import { addressBlocks } from '../model/address-blocks.js';
+import { VaultMountError, vaultMounts } from '../model/vault-mounts.js';
 import {
   type CofferConfig,
   configDefaults,
@@ -146,7 +148,13 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): CofferC
     const field =
       error.instancePath.slice(1).replaceAll('/', '.') ||
       String((error.params as { additionalProperty?: string }).additionalProperty ?? 'config');
-    const setting = fromEnv.get(field) ?? field;
+    // An item of a list from a variable (vault.mounts.0) is named by the variable and its place in it.
+    const item = /^(.+)\.([0-9]+)$/.exec(field);
+    const setting =
+      fromEnv.get(field) ??
+      (item && fromEnv.has(item[1]!)
+        ? `${fromEnv.get(item[1]!)} (item ${Number(item[2]) + 1})`
+        : field);
     const allowed =
       error.keyword === 'enum'
         ? `must be one of: ${(error.params as { allowedValues: unknown[] }).allowedValues.join(', ')}`
@@ -211,6 +219,12 @@ function checkConsistency(config: CofferConfig, fromEnv: Map<string, string>): v
   if (problem) {
     const env = ENV_SETTINGS.find((e) => e.field === problem.field)?.env;
     throw new ConfigError(env ?? problem.field, problem.message);
+  }
+  try {
+    vaultMounts(config.vault.mounts);
+  } catch (err) {
+    if (!(err instanceof VaultMountError)) throw err;
+    throw new ConfigError(name('vault.mounts'), err.message);
   }
   if ((config.tls.cert === null) !== (config.tls.key === null)) {
     throw new ConfigError(

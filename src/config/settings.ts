@@ -389,6 +389,21 @@ export const CoreSettings = Type.Object(
           'the address the metrics port listens on: anyone who reaches it reads the metrics, so keep it private',
       }),
     }),
+    vault: group({
+      mounts: Type.Array(
+        Type.String({
+          pattern:
+            '^[a-z][a-z0-9_-]{0,62}(=[a-z0-9][a-z0-9_.-]*(/[a-z0-9][a-z0-9_.-]*)*)?(:(secret|config))?$',
+        }),
+        {
+          maxItems: 32,
+          default: ['secret'],
+          env: 'COFFER_VAULT_MOUNTS',
+          description:
+            "the KV v2 mounts Vault's clients see under `/vault/v1` ([Vault compatibility](vault-compatibility.md)), comma-separated `name[=namespace prefix][:secret|config]`: `secret` serves `secret/data/<namespace>/<key>` from the top level, `apps=teams/apps:config` serves `apps/data/<path>` from `teams/apps/<path>` as config values",
+        },
+      ),
+    }),
     public_url: optionalString({
       env: 'COFFER_PUBLIC_URL',
       description:

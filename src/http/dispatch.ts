@@ -55,6 +55,8 @@ interface Path {
   readonly template: string;
   readonly prefix: string | undefined;
   readonly public: boolean;
+  /** The dialect its operations speak (operation.ts), which its refusals speak too. */
+  readonly dialect: Operation['dialect'];
   readonly methods: ReadonlyMap<HttpMethod, Runnable>;
   /** The methods served at the request's path (a 405's Allow). */
   readonly allow: (req: Request) => string;
@@ -131,10 +133,14 @@ function pathsOf(operations: readonly Operation[], deps: DispatcherDeps): Path[]
     const isPublic = ops.every((o) => o.public === true);
     if (!isPublic && ops.some((o) => o.public === true))
       throw new Error(`${template} mixes public and authenticated operations`);
+    const { dialect } = ops[0]!;
+    if (ops.some((o) => o.dialect !== dialect))
+      throw new Error(`${template} mixes Coffer's and Vault's dialects`);
     return {
       template,
       prefix: templatePrefix(template),
       public: isPublic,
+      dialect,
       methods: new Map(
         [...new Set(ops.map((o) => o.method))].map((method) => [
           method,
@@ -167,6 +173,7 @@ export function dispatcher(operations: readonly Operation[], deps: DispatcherDep
     // What the request asked for is known before who asks: recorded even when authentication refuses it.
     const asked = path?.methods.get(req.method as HttpMethod);
     if (path) res.locals.route = path.template;
+    if (path?.dialect) res.locals.dialect = path.dialect;
     if (asked) {
       res.locals.action = asked.operation.action;
       const named = asked.operation.pathTarget;

@@ -9,6 +9,7 @@
  */
 import type { AuditLog } from '../audit/audit-log.js';
 import type { DiskWatch } from '../audit/disk-watch.js';
+import { AppError } from '../errors.js';
 import type { Store } from '../store/store.js';
 import { StorageUnavailableError } from '../store/store-errors.js';
 
@@ -81,4 +82,18 @@ export class HealthCheck {
       latency_ms: Math.round((performance.now() - started) * 1000) / 1000,
     };
   }
+}
+
+/**
+ * Why a server whose report is not ok cannot serve: 503 audit_unavailable or storage_unavailable, to try
+ * again in a second (`members`: what the problem carries besides, e.g. the report itself).
+ */
+export function cannotServe(report: HealthReport, members?: Record<string, unknown>): AppError {
+  return new AppError(
+    report.storage.reachable ? 'audit_unavailable' : 'storage_unavailable',
+    report.storage.reachable ? 'the audit log cannot be written' : 'the storage cannot be reached',
+    undefined,
+    { 'Retry-After': '1' },
+    members,
+  );
 }

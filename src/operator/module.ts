@@ -4,6 +4,7 @@
  * (routes/audit.ts); and what runs on its own: automatic keyring rotation and the audit disk's watch.
  */
 import type { Feature } from '../api/feature.js';
+import { vaultMounts } from '../api/vault-dialect.js';
 import { type DiskWatch, watchDisk } from '../audit/disk-watch.js';
 import type { CofferConfig } from '../config/schema.js';
 import { AuditReview } from './audit-review.js';
@@ -16,6 +17,7 @@ import { auditOperations } from './routes/audit.js';
 import { healthOperations } from './routes/health.js';
 import { type SnapshotSchedule, snapshotOperations } from './routes/snapshots.js';
 import { sysOperations } from './routes/sys.js';
+import { vaultSysOperations } from './routes/vault-sys.js';
 import { newestSnapshotTime } from './scheduled-snapshots.js';
 
 export interface OperatorServices {
@@ -94,11 +96,17 @@ export const operatorFeature: Feature<OperatorServices> = {
       },
     };
   },
-  operations(operator, { respond, now }) {
+  operations(operator, { config, respond, now }) {
     return [
       ...sysOperations({ rewrapper: operator.rewrapper, operations: operator.operations, respond }),
       ...snapshotOperations({ schedule: operator.snapshots, now, respond }),
       ...healthOperations({ health: operator.health, respond }),
+      ...vaultSysOperations({
+        health: operator.health,
+        mounts: vaultMounts(config.vault.mounts),
+        storage: config.storage,
+        respond,
+      }),
       ...auditOperations({ review: operator.review, chains: operator.chains, respond }),
     ];
   },

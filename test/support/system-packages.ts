@@ -1,5 +1,5 @@
 /**
- * System packages some tests need (SoftHSM2, Chromium). The suite's global set-up installs a missing one
+ * System packages some tests need (SoftHSM2, rsyslog, Chromium, hvac). The suite's global set-up installs a missing one
  * when it can (Debian's apt-get, as root), saying so in one line; when it cannot, the tests that need it
  * are reported as pending with the reason instead of failing. With COFFER_TEST_REQUIRE_SYSTEM_PACKAGES=1
  * (`.ci/run` sets it) a missing package fails those tests, so CI cannot pass without running them.
@@ -38,11 +38,20 @@ const PACKAGES = {
     purpose: 'the web console browser tests',
     installed: () => existsSync(CHROMIUM),
   },
+  hvac: {
+    debian: 'python3-hvac',
+    purpose: "the Vault compatibility tests (hvac, Vault's Python client)",
+    installed: () => existsSync(DEBIAN_PYTHON) && existsSync(HVAC),
+  },
 } satisfies Record<string, SystemPackage>;
 
 /** Debian's rsyslog daemon, and its GnuTLS network stream driver (package rsyslog-gnutls). */
 export const RSYSLOGD = '/usr/sbin/rsyslogd';
 const RSYSLOG_GTLS = '/usr/lib/x86_64-linux-gnu/rsyslog/lmnsd_gtls.so';
+
+/** Debian's Python, which Debian's hvac is installed for (not a python3 another install put first on PATH). */
+export const DEBIAN_PYTHON = '/usr/bin/python3';
+const HVAC = '/usr/lib/python3/dist-packages/hvac/__init__.py';
 
 /** Debian's Chromium, driven by playwright-core (never a browser download). */
 export const CHROMIUM = '/usr/bin/chromium';

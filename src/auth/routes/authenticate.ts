@@ -35,7 +35,9 @@ export function authenticate(
     const address = res.locals.client ?? req.socket.remoteAddress ?? '';
     try {
       if (repeatedAuthorization(req)) throw invalid('send one Authorization header, not several');
-      const header = req.headers.authorization;
+      // Vault's clients send their token in X-Vault-Token (api/vault-dialect.ts), on its routes alone.
+      const header =
+        req.headers.authorization ?? (res.locals.dialect === 'vault' ? vaultToken(req) : undefined);
       const sessionId = header === undefined ? console?.sessionOf(req) : undefined;
       if (sessionId !== undefined && console) {
         await console.authenticate(req, res, sessionId);
@@ -60,6 +62,14 @@ export function authenticate(
       throw err;
     }
   };
+}
+
+/** X-Vault-Token as an Authorization header's value; one such header only. */
+function vaultToken(req: Request): string | undefined {
+  const sent = req.headers['x-vault-token'];
+  if (sent === undefined) return undefined;
+  if (Array.isArray(sent) || sent.includes(',')) throw invalid('send one X-Vault-Token header');
+  return `Bearer ${sent}`;
 }
 
 /** Node keeps only the first of several Authorization headers in `headers`; the raw list has them all. */

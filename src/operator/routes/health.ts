@@ -7,8 +7,7 @@
 import type { Operation } from '../../api/operation.js';
 import type { Responder } from '../../api/respond.js';
 import { healthReport, ok } from '../../api/response-schemas.js';
-import { AppError } from '../../errors.js';
-import type { HealthCheck } from '../health.js';
+import { cannotServe, type HealthCheck } from '../health.js';
 
 export interface HealthRouteDeps {
   readonly health: HealthCheck;
@@ -32,15 +31,7 @@ export function healthOperations({ health, respond }: HealthRouteDeps): Operatio
     async handler(_req, res) {
       const report = await health.report();
       if (report.status === 'ok') return respond.json(res, 200, report);
-      throw new AppError(
-        report.storage.reachable ? 'audit_unavailable' : 'storage_unavailable',
-        report.storage.reachable
-          ? 'the audit log cannot be written'
-          : 'the storage cannot be reached',
-        undefined,
-        { 'Retry-After': '1' },
-        { health: report },
-      );
+      throw cannotServe(report, { health: report });
     },
   };
   return [check];

@@ -1,0 +1,254 @@
+/**
+ * KV version 2 in Vault's dialect (api/vault-dialect.ts), for each mount COFFER_VAULT_MOUNTS declares:
+ * `GET {mount}/data/{path}` reads a secret (`?version=N`), `PUT|POST {mount}/data/{path}` writes one
+ * (`options.cas`), `GET {mount}/metadata/{path}` reads its versions, and with `?list=true` lists a folder.
+ * A Vault secret is one Coffer key whose value is the secret's JSON object; the same privileges, types,
+ * audit entries (actions `vault.*`, naming the Coffer namespace and key) and limits as the native API.
+ */
+import type { Request } from 'express';
+import { type AuditTarget, auditTarget } from '../../api/audit-target.js';
+import { principalOf } from '../../api/context.js';
+import type { RecordIntent } from '../../api/feature.js';
+import type { Operation } from '../../api/operation.js';
+import { flag, integer } from '../../api/query-params.js';
+import { rawPath } from '../../api/request-parts.js';
+import type { Responder } from '../../api/respond.js';
+import {
+  VAULT_ROOT,
+  type VaultMount,
+  vaultAnswer,
+  vaultKeyOf,
+  vaultNamespaceOf,
+} from '../../api/vault-dialect.js';
+import { AppError, forbidden, invalid } from '../../errors.js';
+import type { Entry } from '../entries.js';
+import type { KvService } from '../kv-service.js';
+import { MAX_VERSION } from './kv-path.js';
+
+/** Vault's KV v2 write: the secret and, optionally, the version it must replace (0: none yet). */
+const writeSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['data'],
+  properties: {
+    data: { type: 'object', description: "the secret's fields" },
+    options: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { cas: { type: 'integer', minimum: 0, maximum: MAX_VERSION } },
+    },
+  },
+} as const;
+
+/** The page a folder is listed by (a Vault listing is the whole folder). */
+const LIST_PAGE = 1000;
+
+interface VaultWrite {
+  readonly data: Record<string, unknown>;
+  readonly options?: { readonly cas?: number };
+}
+
+/** The part of the request's path after `{mount}/{kind}/`, decoded; '' for the mount's root. */
+function vaultPathOf(req: Request, base: string): string {
+  const rest = rawPath(req).slice(base.length + 1);
+  try {
+    return decodeURIComponent(rest).replace(/\/+$/, '');
+  } catch {
+    throw invalid('the path is not valid percent-encoding');
+  }
+}
+
+/** Vault's metadata of one version, as its KV v2 answers carry it. */
+function versionMetadata(info: { version: number; created_at: string }) {
+  return {
+    created_time: info.created_at,
+    custom_metadata: null,
+    deletion_time: '',
+    destroyed: false,
+    version: info.version,
+  };
+}
+
+/**
+ * The secret a Coffer value holds: its JSON object; a value that is not one (written through Coffer's own
+ * API) is shown as `{"value": "<the value>"}`.
+ */
+function secretOf(entry: Entry): Record<string, unknown> {
+  try {
+    const parsed: unknown = JSON.parse(entry.value);
+    if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed))
+      return parsed as Record<string, unknown>;
+  } catch {
+    // Not JSON: shown as one field.
+  }
+  return { value: entry.value };
+}
+
+export function vaultKvOperations({
+  kv,
+  mounts,
+  respond,
+  recordIntent,
+}: {
+  kv: KvService;
+  mounts: readonly VaultMount[];
+  respond: Responder;
+  recordIntent: RecordIntent;
+}): Operation[] {
+  return mounts.flatMap((mount) => {
+    const data = `${VAULT_ROOT}/${mount.name}/data`;
+    const metadata = `${VAULT_ROOT}/${mount.name}/metadata`;
+    /** The Coffer key a secret path names, or the 400 saying why it names none. */
+    const keyOf = (req: Request): { namespace: string; key: string } => {
+      const target = vaultKeyOf(mount, vaultPathOf(req, data));
+      if (!target)
+        throw invalid(
+          `a secret of mount ${mount.name} is ${mount.name}/data/<namespace>/<key>: its path names a Coffer namespace and a key`,
+        );
+      return target;
+    };
+    const pathTarget = (req: Request): AuditTarget => keyOf(req);
+    const readQuery = {
+      version: integer({
+        minimum: 0,
+        maximum: MAX_VERSION,
+        description: 'the version to read; 0 or absent: the latest',
+      }),
+    };
+    const listQuery = { list: flag({ description: "true: the folder's secrets and folders" }) };
+
+    const read: Operation<typeof readQuery> = {
+      method: 'GET',
+      template: `${data}/{path}`,
+      action: 'vault.read',
+      dialect: 'vault',
+      pathTarget,
+      query: readQuery,
+      docs: [
+        {
+          operationId: `vaultRead_${mount.name}`,
+          summary: `Vault KV v2: read a secret of mount ${mount.name} (its latest version, or ?version=N)`,
+          responses: { 200: { description: "Vault's envelope: data.data, data.metadata" } },
+        },
+      ],
+      async handler(req, res, { query }) {
+        const { namespace, key } = keyOf(req);
+        const version = query.version === 0 ? undefined : query.version;
+        const entry = await kv.read(principalOf(res), namespace, key, version);
+        auditTarget(res, { version: entry.version });
+        respond.json(
+          res,
+          200,
+          vaultAnswer(respond.requestId(res), {
+            data: secretOf(entry),
+            metadata: versionMetadata(entry),
+          }),
+        );
+      },
+    };
+
+    const write = (method: 'PUT' | 'POST'): Operation<Record<string, never>, VaultWrite> => ({
+      method,
+      template: `${data}/{path}`,
+      action: 'vault.write',
+      dialect: 'vault',
+      pathTarget,
+      body: { schema: writeSchema, required: true },
+      docs: [
+        {
+          operationId: `vaultWrite${method === 'PUT' ? 'Put' : 'Post'}_${mount.name}`,
+          summary: `Vault KV v2: write a new version of a secret of mount ${mount.name} (options.cas: only over that version; 0: only if absent)`,
+          responses: { 200: { description: "Vault's envelope: the new version's metadata" } },
+        },
+      ],
+      async handler(req, res, input) {
+        const caller = principalOf(res);
+        const { namespace, key } = keyOf(req);
+        if (!caller.access.mayInNamespace('write', namespace))
+          throw forbidden(`write in ${namespace}`);
+        const body = await input.body();
+        let info: Awaited<ReturnType<KvService['put']>>;
+        try {
+          info = await kv.put(
+            caller,
+            namespace,
+            key,
+            JSON.stringify(body.data),
+            mount.type,
+            () => recordIntent(res, { action: 'write', namespace, key }),
+            body.options?.cas,
+          );
+        } catch (err) {
+          // Vault answers a check-and-set that does not hold with 400 and these words.
+          if (err instanceof AppError && err.code === 'precondition_failed')
+            throw invalid('check-and-set parameter did not match the current version');
+          throw err;
+        }
+        auditTarget(res, { version: info.version });
+        respond.json(res, 200, vaultAnswer(respond.requestId(res), versionMetadata(info)));
+      },
+    });
+
+    const readMetadata: Operation<typeof listQuery> = {
+      method: 'GET',
+      template: `${metadata}/{path}`,
+      action: 'vault.metadata',
+      dialect: 'vault',
+      query: listQuery,
+      docs: [
+        {
+          operationId: `vaultMetadata_${mount.name}`,
+          summary: `Vault KV v2: a secret's versions of mount ${mount.name}, or with ?list=true a folder's secrets and folders (the LIST verb cannot reach Node's HTTP server)`,
+          responses: { 200: { description: "Vault's envelope: the versions, or data.keys" } },
+        },
+      ],
+      async handler(req, res, { query }) {
+        const caller = principalOf(res);
+        const path = vaultPathOf(req, metadata);
+        if (query.list === true) {
+          res.locals.action = 'vault.list';
+          const namespace = vaultNamespaceOf(mount, path);
+          auditTarget(res, namespace === '' ? {} : { namespace });
+          // Vault lists a folder whole: every page of it.
+          const keys: string[] = [];
+          let cursor: string | undefined;
+          do {
+            const page = await kv.list(caller, namespace, { limit: LIST_PAGE, cursor });
+            keys.push(...page.namespaces.map((n) => `${n}/`), ...page.keys);
+            cursor = page.next_cursor ?? undefined;
+          } while (cursor !== undefined);
+          keys.sort();
+          // Vault answers an empty folder as one that is not there.
+          if (keys.length === 0) throw new AppError('not_found', 'nothing is listed there');
+          respond.json(res, 200, vaultAnswer(respond.requestId(res), { keys }));
+          return;
+        }
+        const target = vaultKeyOf(mount, path);
+        if (!target) throw invalid(`a secret of mount ${mount.name} names a namespace and a key`);
+        auditTarget(res, target);
+        const list = await kv.versions(caller, target.namespace, target.key);
+        const versions = Object.fromEntries(
+          list.versions.map((v) => [String(v.version), versionMetadata(v)]),
+        );
+        const first = list.versions[0];
+        respond.json(
+          res,
+          200,
+          vaultAnswer(respond.requestId(res), {
+            cas_required: false,
+            created_time: first?.created_at ?? '',
+            current_version: list.current_version,
+            custom_metadata: null,
+            delete_version_after: '0s',
+            max_versions: 0,
+            oldest_version: first?.version ?? 0,
+            updated_time: list.versions.at(-1)?.created_at ?? '',
+            versions,
+          }),
+        );
+      },
+    };
+
+    return [read, write('PUT'), write('POST'), readMetadata] as Operation[];
+  });
+}

@@ -1,0 +1,189 @@
+import { expect } from 'chai';
+import { loadConfig } from '../../src/config/load.js';
+import { auditLines } from '../support/audit-lines.js';
+import { eventually } from '../support/eventually.js';
+import { startTestCoffer, type TestCoffer } from '../support/harness.js';
+
+/**
+ * The requests Vault's clients send (the Vault CLI and External Secrets Operator, from their sources: a token
+ * in X-Vault-Token, JSON without a Content-Type), answered in Vault's dialect (docs/vault-compatibility.md).
+ */
+describe("Vault's dialect under /vault/v1: KV v2, the token, sys", function () {
+  this.timeout(60_000);
+  let c: TestCoffer;
+  before(async () => {
+    c = await startTestCoffer({
+      env: { COFFER_VAULT_MOUNTS: 'secret,apps=teams/apps:config' },
+    });
+  });
+  after(async () => {
+    await c.close();
+  });
+
+  /** A request as Vault's Go client makes it: X-Vault-Token, and a JSON body without a Content-Type. */
+  const vault = (method: string, path: string, token: string | null, json?: unknown) =>
+    c.call(method, `/vault/v1/${path}`, {
+      token: null,
+      headers: token === null ? {} : { 'x-vault-token': token },
+      ...(json === undefined ? {} : { body: JSON.stringify(json) }),
+    });
+
+  it('writes and reads a secret as a JSON object, by version, with check-and-set refused as Vault refuses it (400)', async () => {
+    const written = await vault('POST', 'secret/data/payments/db', c.rootToken, {
+      data: { username: 'app', password: 'first' },
+    });
+    expect(written.status).to.equal(200);
+    expect(written.body.data).to.include({ version: 1, destroyed: false, deletion_time: '' });
+    expect(
+      (
+        await vault('PUT', 'secret/data/payments/db', c.rootToken, {
+          data: { username: 'app', password: 'second' },
+          options: { cas: 1 },
+        })
+      ).body.data.version,
+    ).to.equal(2);
+    const latest = await vault('GET', 'secret/data/payments/db', c.rootToken);
+    expect(latest.status).to.equal(200);
+    expect(latest.body.data.data).to.deep.equal({ username: 'app', password: 'second' });
+    expect(latest.body.data.metadata.version).to.equal(2);
+    expect(latest.body).to.include({ lease_id: '', renewable: false, lease_duration: 0 });
+    const first = await vault('GET', 'secret/data/payments/db?version=1', c.rootToken);
+    expect(first.body.data.data.password).to.equal('first');
+    // The same key through Coffer's own API: the secret's JSON, a secret value.
+    const native = await c.call('GET', '/v1/kv/payments/db');
+    expect(native.body).to.include({ type: 'secret', version: 2 });
+    expect(JSON.parse(native.body.value)).to.deep.equal({ username: 'app', password: 'second' });
+    const stale = await vault('POST', 'secret/data/payments/db', c.rootToken, {
+      data: { password: 'third' },
+      options: { cas: 1 },
+    });
+    expect(stale.status).to.equal(400);
+    expect(stale.body).to.deep.equal({
+      errors: ['check-and-set parameter did not match the current version'],
+    });
+    const exists = await vault('POST', 'secret/data/payments/db', c.rootToken, {
+      data: { password: 'third' },
+      options: { cas: 0 },
+    });
+    expect(exists.status).to.equal(400);
+  });
+
+  it('answers a missing secret 404 {"errors":[]}, a bad token 401 and a forbidden type 403, each with errors', async () => {
+    const missing = await vault('GET', 'secret/data/payments/none', c.rootToken);
+    expect([missing.status, missing.body]).to.deep.equal([404, { errors: [] }]);
+    expect(missing.headers.get('content-type')).to.match(/^application\/json/);
+    const bad = await vault(
+      'GET',
+      'secret/data/payments/db',
+      'AbCdEfGhIjKlMnOpQrStUvWxYz0123456789zzzz',
+    );
+    expect(bad.status).to.equal(401);
+    expect(bad.body.errors).to.have.length(1);
+    const configReader = await c.token({ role: 'config-reader' });
+    const refused = await vault('GET', 'secret/data/payments/db', configReader);
+    expect(refused.status).to.equal(403);
+    expect(refused.body.errors[0]).to.be.a('string');
+    expect(refused.text).to.not.include('second');
+    // Coffer's own routes take no X-Vault-Token: the dialect is /vault/v1's alone.
+    const native = await c.call('GET', '/v1/kv/payments/db', {
+      token: null,
+      headers: { 'x-vault-token': c.rootToken },
+    });
+    expect(native.status).to.equal(401);
+    expect(native.headers.get('content-type')).to.match(/^application\/problem\+json/);
+  });
+
+  it("lists a folder (GET ?list=true, as the Go client does) and reads a secret's versions; a mount with a prefix maps into its namespace, with its type", async () => {
+    const root = await vault('GET', 'secret/metadata/?list=true', c.rootToken);
+    expect(root.body.data.keys).to.include('payments/');
+    const folder = await vault('GET', 'secret/metadata/payments?list=true', c.rootToken);
+    expect(folder.body.data.keys).to.deep.equal(['db']);
+    const meta = await vault('GET', 'secret/metadata/payments/db', c.rootToken);
+    expect(meta.body.data.current_version).to.equal(2);
+    expect(Object.keys(meta.body.data.versions)).to.deep.equal(['1', '2']);
+    expect((await vault('GET', 'secret/metadata/empty?list=true', c.rootToken)).status).to.equal(
+      404,
+    );
+    // apps=teams/apps:config: apps/data/web/settings is teams/apps/web, key settings, a config value.
+    expect(
+      (await vault('POST', 'apps/data/web/settings', c.rootToken, { data: { color: 'blue' } }))
+        .status,
+    ).to.equal(200);
+    const native = await c.call('GET', '/v1/kv/teams/apps/web/settings');
+    expect(native.body.type).to.equal('config');
+    const configReader = await c.token({ role: 'config-reader' });
+    expect(
+      (await vault('GET', 'apps/data/web/settings', configReader)).body.data.data,
+    ).to.deep.equal({ color: 'blue' });
+    // A top-level mount needs a namespace in the path.
+    const oneSegment = await vault('GET', 'secret/data/lonely', c.rootToken);
+    expect(oneSegment.status).to.equal(400);
+    expect(oneSegment.body.errors[0]).to.include('secret/data/<namespace>/<key>');
+  });
+
+  it('audits each request like a native one: vault.* actions naming the Coffer namespace and key, a write with its intent', async () => {
+    const reader = await c.token({ role: 'reader', metadata: { name: 'eso' } });
+    await vault('GET', 'secret/data/payments/db', reader);
+    const readLine = () =>
+      auditLines(c.config.audit.dir!).find(
+        (l) => l.action === 'vault.read' && l.token_name === 'eso' && l.kind === 'request',
+      );
+    await eventually(() => readLine() !== undefined);
+    expect(readLine()).to.include({ namespace: 'payments', key: 'db', version: 2 });
+    const lines = auditLines(c.config.audit.dir!);
+    const writes = lines.filter((l) => l.action === 'vault.write' && l.kind === 'request');
+    expect(writes.length).to.be.at.least(2);
+    expect(lines.some((l) => l.kind === 'intent' && l.key === 'settings')).to.equal(true);
+    // Every stored version is named by its write's entry.
+    const verified = await c.verifyLog();
+    expect(verified.intact).to.equal(true);
+  });
+
+  it('serves the token lookup ESO checks (type, ttl, expire_time; never the token) and revoke-self', async () => {
+    const token = await c.token({ role: 'reader', expires_in: 3600 });
+    const looked = await vault('GET', 'auth/token/lookup-self', token);
+    expect(looked.status).to.equal(200);
+    expect(looked.body.data).to.include({ type: 'service', renewable: true });
+    expect(looked.body.data.ttl).to.be.within(3500, 3600);
+    expect(Date.parse(looked.body.data.expire_time)).to.be.greaterThan(Date.now());
+    expect(looked.body.data.policies).to.deep.equal(['reader']);
+    expect(looked.text).to.not.include(token);
+    // Authorization: Bearer is taken there too.
+    expect((await c.call('GET', '/vault/v1/auth/token/lookup-self', { token })).status).to.equal(
+      200,
+    );
+    expect((await vault('POST', 'auth/token/revoke-self', token)).status).to.equal(204);
+    expect((await vault('GET', 'auth/token/lookup-self', token)).status).to.equal(401);
+  });
+
+  it('answers sys/health and seal-status without a token, and the mounts the Vault CLI asks for with one', async () => {
+    const health = await vault('GET', 'sys/health', null);
+    expect(health.status).to.equal(200);
+    expect(health.body).to.include({ initialized: true, sealed: false, standby: false });
+    const seal = await vault('GET', 'sys/seal-status', null);
+    expect(seal.body).to.include({ sealed: false, initialized: true, type: 'shamir' });
+    const ui = await vault('GET', 'sys/internal/ui/mounts/secret/payments/db', c.rootToken);
+    expect(ui.body.data).to.deep.include({
+      path: 'secret/',
+      type: 'kv',
+      options: { version: '2' },
+    });
+    expect((await vault('GET', 'sys/internal/ui/mounts/nope/x', c.rootToken)).status).to.equal(404);
+    expect((await vault('GET', 'sys/internal/ui/mounts/secret/x', null)).status).to.equal(401);
+    const mounts = await vault('GET', 'sys/mounts', c.rootToken);
+    expect(Object.keys(mounts.body.data).sort()).to.deep.equal(['apps/', 'secret/']);
+  });
+
+  it('refuses at start a mount list that is not of the form COFFER_VAULT_MOUNTS takes, naming the variable', () => {
+    for (const [mounts, says] of [
+      ['secret,secret', /^COFFER_VAULT_MOUNTS: a vault mount is named twice/],
+      ['sys', /^COFFER_VAULT_MOUNTS: vault mount sys: the name is Vault's own/],
+      ['Secret', /^COFFER_VAULT_MOUNTS \(item 1\): invalid value/],
+      ['secret,apps=teams//apps', /^COFFER_VAULT_MOUNTS \(item 2\): invalid value/],
+    ] as const)
+      expect(() => loadConfig({ COFFER_VAULT_MOUNTS: mounts }), mounts).to.throw(says);
+    expect(
+      loadConfig({ COFFER_VAULT_MOUNTS: 'secret,apps=teams/apps:config' }).vault.mounts,
+    ).to.deep.equal(['secret', 'apps=teams/apps:config']);
+  });
+});
