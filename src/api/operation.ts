@@ -9,7 +9,8 @@ import type { Privilege } from '../model/policies.js';
 import type { AuditTarget } from './audit-target.js';
 import type { Queries, QueryValues } from './query-params.js';
 
-export type HttpMethod = 'GET' | 'PUT' | 'POST' | 'DELETE';
+/** PATCH: Vault's dialect alone (a KV v2 merge patch); Coffer's own API has none. */
+export type HttpMethod = 'GET' | 'PUT' | 'POST' | 'DELETE' | 'PATCH';
 
 /** What the dispatcher hands a handler: the checked, typed query, and the body read and validated on demand. */
 export interface OperationInput<Q extends Queries, B> {

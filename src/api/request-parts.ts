@@ -149,7 +149,10 @@ export function jsonBodyReader(limit: number): (req: Request, res: Response) => 
     const sent =
       req.headers['content-type'] ?? (res.locals.dialect === 'vault' ? 'application/json' : '');
     const [media, ...parameters] = sent.split(';');
-    if (media!.trim().toLowerCase() !== 'application/json') {
+    const type = media!.trim().toLowerCase();
+    // Vault's PATCH sends its merge patch as such (RFC 7396): JSON all the same.
+    const merge = type === 'application/merge-patch+json' && res.locals.dialect === 'vault';
+    if (type !== 'application/json' && !merge) {
       return Promise.reject(
         new AppError(
           'unsupported_media_type',

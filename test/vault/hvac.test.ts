@@ -4,7 +4,7 @@ import { startTestCoffer, type TestCoffer } from '../support/harness.js';
 import { DEBIAN_PYTHON, requirePackage } from '../support/system-packages.js';
 
 /** hvac (Debian's python3-hvac), Vault's Python client, driven against Coffer as it would drive a Vault. */
-const SCRIPT = String.raw`
+const SCRIPT = `
 import json, os, hvac
 c = hvac.Client(url=os.environ['VAULT_ADDR'], token=os.environ['VAULT_TOKEN'])
 kv = c.secrets.kv.v2

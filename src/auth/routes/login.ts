@@ -3,11 +3,12 @@
  * (jwt), or a person's sign-in at an OpenID Provider (oidc/start, then oidc/callback). Every refusal is one
  * 401 whose reason goes to the audit entry only; an address past its rate of refusals gets 429.
  */
-import type { TSchema } from '@sinclair/typebox';
+import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import type { Request, Response } from 'express';
 import { auditTarget } from '../../api/audit-target.js';
 import type { RecordIntent } from '../../api/feature.js';
 import type { Operation } from '../../api/operation.js';
+import { rawPath } from '../../api/request-parts.js';
 import type { Responder } from '../../api/respond.js';
 import { createdToken, oidcStart, ok } from '../../api/response-schemas.js';
 import {
@@ -18,10 +19,25 @@ import {
   loginOidcCallbackSchema,
   loginOidcStartSchema,
 } from '../../api/schemas.js';
+import { VAULT_ROOT, vaultAnswer } from '../../api/vault-dialect.js';
+import { AppError } from '../../errors.js';
 import { ROLE_NAME } from '../../model/policies.js';
 import { type JwtLogin, type LoginFacts, LoginRefused } from '../jwt-login.js';
 import type { OidcLogin } from '../oidc-login.js';
 import type { BeforeTokenCommit, TokenView } from '../token-service.js';
+
+/** Vault's login path under /vault/v1/auth: `{mount}/login`. */
+const VAULT_LOGIN = /^([a-z0-9][a-z0-9_-]{0,62})\/login$/;
+
+/** Vault's JWT login body: the login role (empty: the mount's) and the JWT. */
+const vaultLoginSchema = Type.Object(
+  {
+    role: Type.Optional(Type.String({ maxLength: 64 })),
+    jwt: Type.String({ minLength: 1 }),
+  },
+  { additionalProperties: false },
+);
+type VaultLoginRequest = Static<typeof vaultLoginSchema>;
 
 /** The failure rate of logins, per client address (http-app.ts), as for refused tokens (authenticate.ts). */
 export interface LoginGate {
@@ -85,20 +101,25 @@ export function loginOperations({
       recordIntent(res, { action: 'token.create', subject_token_id: id });
 
   /** A public login operation: the gate before its body is read, then `attempt`, audited. */
-  function loginOperation<B extends { role: string }, T extends object>(spec: {
+  function loginOperation<B extends { role?: string }, T extends object>(spec: {
     readonly template: string;
     readonly action: string;
+    /** Vault's dialect (api/vault-dialect.ts), for Vault's login paths. */
+    readonly dialect?: 'vault';
+    /** The login role a request names, when it is not the body's `role`. */
+    readonly roleOf?: (req: Request, body: B) => string;
     readonly schema: TSchema;
     readonly operationId: string;
     readonly summary: string;
     readonly status: 200 | 201;
     readonly answer: { readonly description: string; readonly schema: object };
-    readonly attempt: (body: B, facts: LoginFacts, res: Response) => Promise<T>;
+    readonly attempt: (body: B, facts: LoginFacts, res: Response, role: string) => Promise<T>;
   }): Operation<never, B> {
     return {
       method: 'POST',
       template: spec.template,
       action: spec.action,
+      ...(spec.dialect ? { dialect: spec.dialect } : {}),
       public: true,
       body: { schema: spec.schema, required: true },
       docs: [
@@ -112,8 +133,9 @@ export function loginOperations({
       async handler(req, res, input) {
         await loginGate.before(req, res);
         const body = await input.body();
-        const answer = await audited(req, res, body.role, (facts) =>
-          spec.attempt(body, facts, res),
+        const role = spec.roleOf?.(req, body) ?? body.role ?? '';
+        const answer = await audited(req, res, role, (facts) =>
+          spec.attempt(body, facts, res, role),
         );
         // Never kept by a cache: a token, or an address bound to this sign-in's checks.
         res.setHeader('Cache-Control', 'no-store');
@@ -164,5 +186,45 @@ export function loginOperations({
     attempt: (body, facts, res) => oidc.callback(body.role, body, facts, intentOf(res)),
   });
 
-  return [loginJwt, oidcStartOperation, oidcCallback] as Operation[];
+  /**
+   * Vault's JWT and Kubernetes logins, `auth/{mount}/login {role, jwt}` (vault-action, GitLab CI, ESO's
+   * vault provider, Vault Agent): Coffer's JWT login under the login role `role` — or, when none is given
+   * (vault-action and GitLab send none), the login role named as the mount — answered as Vault answers.
+   */
+  const vaultLogin = loginOperation<VaultLoginRequest, object>({
+    template: `${VAULT_ROOT}/auth/{path}`,
+    action: 'vault.login',
+    dialect: 'vault',
+    schema: vaultLoginSchema,
+    roleOf: (req, body) => {
+      const mount = VAULT_LOGIN.exec(rawPath(req).slice(`${VAULT_ROOT}/auth/`.length))?.[1];
+      if (mount === undefined) throw new AppError('not_found', 'no such login');
+      return body.role === undefined || body.role === '' ? mount : body.role;
+    },
+    operationId: 'vaultLogin',
+    summary: "Vault: a JWT login at auth/{mount}/login, answered with Vault's auth block",
+    status: 200,
+    answer: { description: "Vault's envelope with auth.client_token", schema: {} },
+    attempt: async (body, facts, res, role) => {
+      const made = await login.login(role, body.jwt, facts, intentOf(res));
+      const policies = made.role === null ? ['scoped'] : [made.role];
+      return {
+        ...vaultAnswer(respond.requestId(res), null),
+        auth: {
+          client_token: made.token,
+          accessor: made.id,
+          policies,
+          token_policies: policies,
+          metadata: made.metadata,
+          lease_duration: made.expires_in,
+          renewable: true,
+          entity_id: '',
+          token_type: 'service',
+          orphan: true,
+        },
+      };
+    },
+  });
+
+  return [loginJwt, oidcStartOperation, oidcCallback, vaultLogin] as Operation[];
 }

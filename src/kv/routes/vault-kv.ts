@@ -1,11 +1,11 @@
 /**
  * KV version 2 in Vault's dialect (api/vault-dialect.ts), for each mount COFFER_VAULT_MOUNTS declares:
  * `GET {mount}/data/{path}` reads a secret (`?version=N`), `PUT|POST {mount}/data/{path}` writes one
- * (`options.cas`), `GET {mount}/metadata/{path}` reads its versions, and with `?list=true` lists a folder.
+ * (`options.cas`), `PATCH` merges fields into it, `GET {mount}/metadata/{path}` reads its versions, and with `?list=true` lists a folder.
  * A Vault secret is one Coffer key whose value is the secret's JSON object; the same privileges, types,
  * audit entries (actions `vault.*`, naming the Coffer namespace and key) and limits as the native API.
  */
-import type { Request } from 'express';
+import type { Request, Response } from 'express';
 import { type AuditTarget, auditTarget } from '../../api/audit-target.js';
 import { principalOf } from '../../api/context.js';
 import type { RecordIntent } from '../../api/feature.js';
@@ -39,6 +39,30 @@ const writeSchema = {
     },
   },
 } as const;
+
+/** How often a patch is merged again onto a version written meanwhile before it gives up (400). */
+const PATCH_ATTEMPTS = 3;
+
+/** RFC 7396: `patch`'s fields over `target`'s; null removes a field, objects merge, anything else replaces. */
+function mergePatch(
+  target: Record<string, unknown>,
+  patch: Record<string, unknown>,
+): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...target };
+  for (const [name, value] of Object.entries(patch)) {
+    if (value === null) delete out[name];
+    else if (typeof value === 'object' && !Array.isArray(value)) {
+      const under = out[name];
+      out[name] = mergePatch(
+        under !== null && typeof under === 'object' && !Array.isArray(under)
+          ? (under as Record<string, unknown>)
+          : {},
+        value as Record<string, unknown>,
+      );
+    } else out[name] = value;
+  }
+  return out;
+}
 
 /** The page a folder is listed by (a Vault listing is the whole folder). */
 const LIST_PAGE = 1000;
@@ -108,6 +132,17 @@ export function vaultKvOperations({
       return target;
     };
     const pathTarget = (req: Request): AuditTarget => keyOf(req);
+    /**
+     * The caller and the key a change names, once what can be known before the body is read allows it: a
+     * forbidden caller's body is never parsed.
+     */
+    const writer = (req: Request, res: Response) => {
+      const caller = principalOf(res);
+      const { namespace, key } = keyOf(req);
+      if (!caller.access.mayInNamespace('write', namespace))
+        throw forbidden(`write in ${namespace}`);
+      return { caller, namespace, key };
+    };
     const readQuery = {
       version: integer({
         minimum: 0,
@@ -162,10 +197,7 @@ export function vaultKvOperations({
         },
       ],
       async handler(req, res, input) {
-        const caller = principalOf(res);
-        const { namespace, key } = keyOf(req);
-        if (!caller.access.mayInNamespace('write', namespace))
-          throw forbidden(`write in ${namespace}`);
+        const { caller, namespace, key } = writer(req, res);
         const body = await input.body();
         let info: Awaited<ReturnType<KvService['put']>>;
         try {
@@ -249,6 +281,53 @@ export function vaultKvOperations({
       },
     };
 
-    return [read, write('PUT'), write('POST'), readMetadata] as Operation[];
+    /**
+     * Vault's `kv patch`: the secret's latest version with the body's fields merged in (RFC 7396: null
+     * removes one), written as a new version over the one read — or over `options.cas` when given.
+     */
+    const patch: Operation<Record<string, never>, VaultWrite> = {
+      method: 'PATCH',
+      template: `${data}/{path}`,
+      action: 'vault.patch',
+      dialect: 'vault',
+      pathTarget,
+      body: { schema: writeSchema, required: true },
+      docs: [
+        {
+          operationId: `vaultPatch_${mount.name}`,
+          summary: `Vault KV v2: merge fields into the latest version of a secret of mount ${mount.name}`,
+          responses: { 200: { description: "Vault's envelope: the new version's metadata" } },
+        },
+      ],
+      async handler(req, res, input) {
+        const { caller, namespace, key } = writer(req, res);
+        const body = await input.body();
+        for (let attempt = 1; ; attempt++) {
+          const current = await kv.read(caller, namespace, key);
+          const merged = mergePatch(secretOf(current), body.data);
+          try {
+            const info = await kv.put(
+              caller,
+              namespace,
+              key,
+              JSON.stringify(merged),
+              current.type,
+              () => recordIntent(res, { action: 'write', namespace, key }),
+              body.options?.cas ?? current.version,
+            );
+            auditTarget(res, { version: info.version });
+            respond.json(res, 200, vaultAnswer(respond.requestId(res), versionMetadata(info)));
+            return;
+          } catch (err) {
+            if (!(err instanceof AppError && err.code === 'precondition_failed')) throw err;
+            // Written meanwhile: merged again onto the newer version, unless the caller named one.
+            if (body.options?.cas !== undefined || attempt >= PATCH_ATTEMPTS)
+              throw invalid('check-and-set parameter did not match the current version');
+          }
+        }
+      },
+    };
+
+    return [read, write('PUT'), write('POST'), patch, readMetadata] as Operation[];
   });
 }
