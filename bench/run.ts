@@ -6,7 +6,7 @@
  * alike). Prints a table and the targets, and writes JSON to bench/results/. (`npm run bench:all` runs this
  * and the etcd comparison and writes one report of both: bench/all.ts.)
  *
- *   npm run bench -- [--seconds 10] [--connections 32] [--rounds 5] [--only all-workers|one-process|audit-cost|flood|namespace-read|waits|run-startup|jwt-login]
+ *   npm run bench -- [--seconds 10] [--connections 32] [--rounds 5] [--only all-workers|one-process|audit-cost|flood|namespace-read|waits|run-startup|jwt-login|vault-read]
  *   npm run bench -- --storage postgres [--seconds 10] [--rounds 5]   (PostgreSQL beside LMDB: bench/storage.ts)
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -36,6 +36,7 @@ import {
 import { printRunStartup, type RunStartup, runStartup } from './run-startup.js';
 import { type RunningServer, startBareExpress, startCoffer, startDirectCoffer } from './servers.js';
 import { storageBench } from './storage.js';
+import { printVaultRead, type VaultReadRound, vaultReadCost } from './vault-read.js';
 import { printWaits, type WaitsRound, waitsCost } from './waits.js';
 import { ensureTools, type LoadResult, runWrk } from './wrk.js';
 
@@ -44,7 +45,7 @@ const { values: args } = parseArgs({
   options: {
     seconds: { type: 'string', default: '10' },
     connections: { type: 'string', default: '32' },
-    // 'all-workers', 'one-process', 'audit-cost', 'flood', 'namespace-read', 'waits', 'run-startup' or 'jwt-login'
+    // 'all-workers', 'one-process', 'audit-cost', 'flood', 'namespace-read', 'waits', 'run-startup', 'jwt-login' or 'vault-read'
     only: { type: 'string' },
     rounds: { type: 'string', default: '5' },
     storage: { type: 'string' }, // 'postgres': bench/storage.ts instead
@@ -105,6 +106,7 @@ export interface BenchRun {
   readonly waits?: readonly WaitsRound[];
   readonly runStartup?: RunStartup;
   readonly jwtLogin?: readonly JwtLoginRound[];
+  readonly vaultRead?: readonly VaultReadRound[];
 }
 
 /** Runs every case (or the `only` group) and judges the targets. */
@@ -122,7 +124,7 @@ export async function runBench(only: string | undefined): Promise<BenchRun> {
   if (only === undefined || only === 'one-process') await oneProcess(rows, root);
   // 3. The audit log's cost on the read path.
   if (only === undefined || only === 'audit-cost') await auditCost(rows, root);
-  const applications = ['namespace-read', 'waits', 'run-startup', 'jwt-login'];
+  const applications = ['namespace-read', 'waits', 'run-startup', 'jwt-login', 'vault-read'];
   const targets = only !== undefined && applications.includes(only) ? [] : targetsOf(rows, workers);
   const run: { -readonly [K in keyof BenchRun]: BenchRun[K] } = { rows, targets };
   // 4. A namespace's values in one call against single reads, CPU per value.
@@ -145,6 +147,12 @@ export async function runBench(only: string | undefined): Promise<BenchRun> {
     const cost = await jwtLoginCost(root, { seconds, rounds, connections });
     targets.push(...cost.targets);
     run.jwtLogin = cost.rounds;
+  }
+  // 8. The same secret read through Vault's dialect against the native read.
+  if (only === undefined || only === 'vault-read') {
+    const cost = await vaultReadCost(root, { seconds, rounds, connections });
+    targets.push(cost.target);
+    run.vaultRead = cost.rounds;
   }
   return run;
 }
@@ -459,6 +467,7 @@ function report({
   waits,
   runStartup: startup,
   jwtLogin,
+  vaultRead,
 }: BenchRun): void {
   printTable(
     `Coffer benchmark — ${new Date().toISOString()} — ${describeMachine()}\n${benchHeader()}`,
@@ -468,6 +477,7 @@ function report({
   if (waits) printWaits(waits);
   if (startup) printRunStartup(startup);
   if (jwtLogin) printJwtLogin(jwtLogin);
+  if (vaultRead) printVaultRead(vaultRead);
   printTargets(targets);
   mkdirSync(resultsDir, { recursive: true });
   const file = join(resultsDir, `bench-${new Date().toISOString().replaceAll(':', '-')}.json`);
@@ -485,6 +495,7 @@ function report({
         waits,
         runStartup: startup,
         jwtLogin,
+        vaultRead,
       },
       null,
       2,
