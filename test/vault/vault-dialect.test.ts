@@ -160,6 +160,13 @@ describe("Vault's dialect under /vault/v1: KV v2, the token, sys", function () {
     const health = await vault('GET', 'sys/health', null);
     expect(health.status).to.equal(200);
     expect(health.body).to.include({ initialized: true, sealed: false, standby: false });
+    // The status per state Vault's health takes (node-vault and load balancers send them).
+    const chosen = await vault(
+      'GET',
+      'sys/health?standbyok=true&activecode=299&sealedcode=503',
+      null,
+    );
+    expect(chosen.status).to.equal(299);
     const seal = await vault('GET', 'sys/seal-status', null);
     expect(seal.body).to.include({ sealed: false, initialized: true, type: 'shamir' });
     const ui = await vault('GET', 'sys/internal/ui/mounts/secret/payments/db', c.rootToken);

@@ -5,6 +5,7 @@
  * that cannot serve (its storage or audit log) answers 503 as its own health does.
  */
 import type { Operation } from '../../api/operation.js';
+import { flag, integer } from '../../api/query-params.js';
 import { rawPath } from '../../api/request-parts.js';
 import type { Responder } from '../../api/respond.js';
 import { VAULT_ROOT, type VaultMount, vaultAnswer } from '../../api/vault-dialect.js';
@@ -46,12 +47,26 @@ export function vaultSysOperations({
     if (report.status !== 'ok') throw cannotServe(report);
   };
 
-  const sysHealth: Operation = {
+  // What Vault's health takes: the status to answer per state. A Coffer server that answers is active and
+  // unsealed: activecode is the one that applies; the others are accepted, as Vault's clients send them.
+  const code = (description: string) => integer({ minimum: 200, maximum: 599, description });
+  const healthQuery = {
+    standbyok: flag({ description: 'accepted; a Coffer server is never a standby' }),
+    perfstandbyok: flag({ description: 'accepted; a Coffer server is never a standby' }),
+    activecode: code('the status to answer while serving (default 200)'),
+    standbycode: code('accepted; never used'),
+    performancestandbycode: code('accepted; never used'),
+    drsecondarycode: code('accepted; never used'),
+    sealedcode: code('accepted; never used'),
+    uninitcode: code('accepted; never used'),
+  };
+  const sysHealth: Operation<typeof healthQuery> = {
     method: 'GET',
     template: `${VAULT_ROOT}/sys/health`,
     action: 'vault.sys.health',
     dialect: 'vault',
     public: true,
+    query: healthQuery,
     docs: [
       {
         operationId: 'vaultHealth',
@@ -62,9 +77,9 @@ export function vaultSysOperations({
         },
       },
     ],
-    async handler(_req, res) {
+    async handler(_req, res, { query }) {
       await serving();
-      respond.json(res, 200, {
+      respond.json(res, query.activecode ?? 200, {
         initialized: true,
         sealed: false,
         standby: false,
@@ -165,5 +180,5 @@ export function vaultSysOperations({
     },
   };
 
-  return [sysHealth, sealStatus, mountList, uiMount];
+  return [sysHealth, sealStatus, mountList, uiMount] as Operation[];
 }
