@@ -44,8 +44,8 @@ describe("node-vault against Coffer's /vault: the core flow", function () {
     expect(res.status, res.text).to.equal(201);
   });
   after(async () => {
-    await c.close();
-    await k8s.close();
+    await c?.close();
+    await k8s?.close();
   });
 
   it('logs in with a Kubernetes JWT, writes and reads a secret, looks its token up, and reads the health', async () => {

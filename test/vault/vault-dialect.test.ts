@@ -98,6 +98,9 @@ describe("Vault's dialect under /vault/v1: KV v2, the token, sys", function () {
     expect(root.body.data.keys).to.include('payments/');
     const folder = await vault('GET', 'secret/metadata/payments?list=true', c.rootToken);
     expect(folder.body.data.keys).to.deep.equal(['db']);
+    const shape = await vault('GET', 'secret/subkeys/payments/db', c.rootToken);
+    expect(shape.body.data.subkeys).to.deep.equal({ username: null, password: null });
+    expect(shape.text).to.not.include('second');
     const meta = await vault('GET', 'secret/metadata/payments/db', c.rootToken);
     expect(meta.body.data.current_version).to.equal(2);
     expect(Object.keys(meta.body.data.versions)).to.deep.equal(['1', '2']);
@@ -139,7 +142,7 @@ describe("Vault's dialect under /vault/v1: KV v2, the token, sys", function () {
     expect(verified.intact).to.equal(true);
   });
 
-  it('serves the token lookup ESO checks (type, ttl, expire_time; never the token) and revoke-self', async () => {
+  it('serves the token lookup ESO checks (type, ttl, expire_time; never the token), renew-self and revoke-self', async () => {
     const token = await c.token({ role: 'reader', expires_in: 3600 });
     const looked = await vault('GET', 'auth/token/lookup-self', token);
     expect(looked.status).to.equal(200);
@@ -152,6 +155,15 @@ describe("Vault's dialect under /vault/v1: KV v2, the token, sys", function () {
     expect((await c.call('GET', '/vault/v1/auth/token/lookup-self', { token })).status).to.equal(
       200,
     );
+    const renewed = await vault('POST', 'auth/token/renew-self', token, { increment: '1h' });
+    expect(renewed.status, renewed.text).to.equal(200);
+    expect(renewed.body.auth).to.include({
+      client_token: '',
+      renewable: true,
+      token_type: 'service',
+    });
+    expect(renewed.body.auth.lease_duration).to.be.within(3590, 3600);
+    expect(renewed.text).to.not.include(token);
     expect((await vault('POST', 'auth/token/revoke-self', token)).status).to.equal(204);
     expect((await vault('GET', 'auth/token/lookup-self', token)).status).to.equal(401);
   });

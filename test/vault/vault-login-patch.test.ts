@@ -31,8 +31,8 @@ describe("Vault's dialect: auth/{mount}/login and the KV v2 merge patch", functi
     });
   });
   after(async () => {
-    await c.close();
-    await k8s.close();
+    await c?.close();
+    await k8s?.close();
   });
 
   const vault = (

@@ -1,5 +1,5 @@
 /**
- * Vault's `auth/token/lookup-self` and `revoke-self` in its dialect (api/vault-dialect.ts), which Vault's
+ * Vault's `auth/token/lookup-self`, `renew-self` and `revoke-self` in its dialect (api/vault-dialect.ts), which Vault's
  * clients call to check the token they hold (External Secrets Operator reads `type`, `ttl` and
  * `expire_time`; the Vault CLI's `vault token lookup`). `id` and `accessor` are the Coffer token's id,
  * never the token itself.
@@ -12,6 +12,20 @@ import type { Responder } from '../../api/respond.js';
 import { VAULT_ROOT, vaultAnswer } from '../../api/vault-dialect.js';
 import type { Principal } from '../principal.js';
 import type { TokenService } from '../token-service.js';
+
+/** Vault's renew-self body: an increment, which Coffer takes and does not follow (its renewals are fixed). */
+const renewSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    increment: {
+      anyOf: [
+        { type: 'string', maxLength: 32 },
+        { type: 'integer', minimum: 0 },
+      ],
+    },
+  },
+} as const;
 
 /** The token as Vault's lookup-self describes one (the fields its clients read). */
 function lookupOf(caller: Principal, now: number) {
@@ -97,5 +111,48 @@ export function vaultTokenOperations({
     },
   };
 
-  return [lookupSelf, revokeSelf];
+  /**
+   * Renews the calling token as POST /v1/auth/token/renew does: it lasts the lifetime it was created with
+   * from now, never past its creation + the server's max TTL. Vault's `increment` is accepted and not
+   * followed. The answer is Vault's auth block without the token (client_token ''): the caller has it.
+   */
+  const renewSelf: Operation<Record<string, never>, { increment?: string | number }> = {
+    method: 'POST',
+    template: `${VAULT_ROOT}/auth/token/renew-self`,
+    action: 'vault.token.renew_self',
+    dialect: 'vault',
+    body: { schema: renewSchema, required: false },
+    docs: [
+      {
+        operationId: 'vaultRenewSelf',
+        summary:
+          "Vault: renew the calling token (as POST /v1/auth/token/renew), answered with Vault's auth block",
+        responses: { 200: { description: "Vault's envelope: auth.lease_duration, renewable, …" } },
+      },
+    ],
+    async handler(_req, res, input) {
+      await input.body();
+      const caller = principalOf(res);
+      if (!caller.isRoot) auditTarget(res, { subject_token_id: caller.id });
+      const renewed = await tokens.renewSelf(caller);
+      const policies = [renewed.role ?? 'scoped'];
+      respond.json(res, 200, {
+        ...vaultAnswer(respond.requestId(res), null),
+        auth: {
+          client_token: '',
+          accessor: renewed.id,
+          policies,
+          token_policies: policies,
+          metadata: renewed.metadata,
+          lease_duration: Math.max(0, Math.floor((Date.parse(renewed.expires_at) - now()) / 1000)),
+          renewable: true,
+          entity_id: '',
+          token_type: 'service',
+          orphan: true,
+        },
+      });
+    },
+  };
+
+  return [lookupSelf, revokeSelf, renewSelf] as Operation[];
 }

@@ -1,7 +1,7 @@
 /**
  * KV version 2 in Vault's dialect (api/vault-dialect.ts), for each mount COFFER_VAULT_MOUNTS declares:
  * `GET {mount}/data/{path}` reads a secret (`?version=N`), `PUT|POST {mount}/data/{path}` writes one
- * (`options.cas`), `PATCH` merges fields into it, `GET {mount}/metadata/{path}` reads its versions, and with `?list=true` lists a folder.
+ * (`options.cas`), `PATCH` merges fields into it, `GET {mount}/subkeys/{path}` names its fields without their values, `GET {mount}/metadata/{path}` reads its versions, and with `?list=true` lists a folder.
  * A Vault secret is one Coffer key whose value is the secret's JSON object; the same privileges, types,
  * audit entries (actions `vault.*`, naming the Coffer namespace and key) and limits as the native API.
  */
@@ -39,6 +39,18 @@ const writeSchema = {
     },
   },
 } as const;
+
+/** A secret's shape without its values: each field, null unless it holds an object (then its subkeys). */
+function subkeysOf(secret: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(secret).map(([name, value]) => [
+      name,
+      value !== null && typeof value === 'object' && !Array.isArray(value)
+        ? subkeysOf(value as Record<string, unknown>)
+        : null,
+    ]),
+  );
+}
 
 /** How often a patch is merged again onto a version written meanwhile before it gives up (400). */
 const PATCH_ATTEMPTS = 3;
@@ -122,14 +134,27 @@ export function vaultKvOperations({
   return mounts.flatMap((mount) => {
     const data = `${VAULT_ROOT}/${mount.name}/data`;
     const metadata = `${VAULT_ROOT}/${mount.name}/metadata`;
-    /** The Coffer key a secret path names, or the 400 saying why it names none. */
-    const keyOf = (req: Request): { namespace: string; key: string } => {
-      const target = vaultKeyOf(mount, vaultPathOf(req, data));
+    /** The Coffer key a secret path under `base` names, or the 400 saying why it names none. */
+    const keyAt = (req: Request, base: string): { namespace: string; key: string } => {
+      const target = vaultKeyOf(mount, vaultPathOf(req, base));
       if (!target)
         throw invalid(
           `a secret of mount ${mount.name} is ${mount.name}/data/<namespace>/<key>: its path names a Coffer namespace and a key`,
         );
       return target;
+    };
+    const keyOf = (req: Request) => keyAt(req, data);
+    /** The version a read path under `base` names (Vault's version 0: the latest), its read audited. */
+    const readAt = async (req: Request, res: Response, base: string, version?: number) => {
+      const { namespace, key } = keyAt(req, base);
+      const entry = await kv.read(
+        principalOf(res),
+        namespace,
+        key,
+        version === 0 ? undefined : version,
+      );
+      auditTarget(res, { version: entry.version });
+      return entry;
     };
     const pathTarget = (req: Request): AuditTarget => keyOf(req);
     /**
@@ -167,10 +192,7 @@ export function vaultKvOperations({
         },
       ],
       async handler(req, res, { query }) {
-        const { namespace, key } = keyOf(req);
-        const version = query.version === 0 ? undefined : query.version;
-        const entry = await kv.read(principalOf(res), namespace, key, version);
-        auditTarget(res, { version: entry.version });
+        const entry = await readAt(req, res, data, query.version);
         respond.json(
           res,
           200,
@@ -328,6 +350,34 @@ export function vaultKvOperations({
       },
     };
 
-    return [read, write('PUT'), write('POST'), patch, readMetadata] as Operation[];
+    /** Vault's `subkeys`: the secret's fields with every value that is not an object as null. */
+    const subkeys: Operation<typeof readQuery> = {
+      method: 'GET',
+      template: `${VAULT_ROOT}/${mount.name}/subkeys/{path}`,
+      action: 'vault.subkeys',
+      dialect: 'vault',
+      pathTarget: (req) => keyAt(req, `${VAULT_ROOT}/${mount.name}/subkeys`),
+      query: readQuery,
+      docs: [
+        {
+          operationId: `vaultSubkeys_${mount.name}`,
+          summary: `Vault KV v2: the field names of a secret of mount ${mount.name}, without its values`,
+          responses: { 200: { description: "Vault's envelope: data.subkeys, data.metadata" } },
+        },
+      ],
+      async handler(req, res, { query }) {
+        const entry = await readAt(req, res, `${VAULT_ROOT}/${mount.name}/subkeys`, query.version);
+        respond.json(
+          res,
+          200,
+          vaultAnswer(respond.requestId(res), {
+            subkeys: subkeysOf(secretOf(entry)),
+            metadata: versionMetadata(entry),
+          }),
+        );
+      },
+    };
+
+    return [read, write('PUT'), write('POST'), patch, readMetadata, subkeys] as Operation[];
   });
 }
