@@ -66,6 +66,8 @@ export interface DispatcherDeps {
   readonly authenticate: Authenticate;
   /** Requests under it that match no operation are 404 here; others go on to Express. */
   readonly protectedPrefix: string;
+  /** Requests under it speak Vault's dialect (api/vault-dialect.ts), an unknown path's 404 included. */
+  readonly vaultPrefix?: string;
   readonly clientAddress: ClientAddress;
   readonly onError: ErrorAnswer;
   readonly readBody: BodyReader;
@@ -224,9 +226,12 @@ export function dispatcher(operations: readonly Operation[], deps: DispatcherDep
     res.locals.startedAt = performance.now();
     res.locals.client = deps.clientAddress(req);
     const url = rawPath(req);
+    const vault = deps.vaultPrefix !== undefined && url.startsWith(deps.vaultPrefix);
+    if (vault) res.locals.dialect = 'vault';
+    const guarded = vault || url.startsWith(deps.protectedPrefix);
     // A `.` or `..` segment (as sent, or percent-encoded) names no endpoint: a client that resolves it
     // (a browser does) would have asked another one. Refused before anything else, everywhere.
-    if (url.startsWith(deps.protectedPrefix) && DOT_SEGMENT.test(url)) {
+    if (guarded && DOT_SEGMENT.test(url)) {
       deps.onError(
         new AppError(
           'invalid_request',
@@ -238,7 +243,7 @@ export function dispatcher(operations: readonly Operation[], deps: DispatcherDep
       return;
     }
     const path = find(url);
-    if (!path && !url.startsWith(deps.protectedPrefix)) {
+    if (!path && !guarded) {
       next();
       return;
     }

@@ -4,6 +4,7 @@
  * problem+json; Express only answers what the dispatcher does not serve (404 outside /v1). Every response
  * is written by the responder (respond.ts), which adds the security headers.
  */
+
 import type { RequestListener } from 'node:http';
 import type { Duplex } from 'node:stream';
 import express, { type Request, type Response } from 'express';
@@ -14,6 +15,7 @@ import { outcomeWatcher } from '../api/outcome.js';
 import { jsonBodyReader } from '../api/request-parts.js';
 import { createResponder } from '../api/respond.js';
 import { Validators } from '../api/validate.js';
+import { VAULT_ROOT } from '../api/vault-dialect.js';
 import { FailureSummary } from '../audit/failure-summary.js';
 import { clientAddressOf } from './client-address.js';
 import { clientErrorListener } from './client-errors.js';
@@ -93,6 +95,7 @@ export function buildHttpApp(deps: HttpAppDeps): HttpApp {
   const dispatch = dispatcher(operations, {
     authenticate: deps.authenticate,
     protectedPrefix: '/v1/',
+    vaultPrefix: `${VAULT_ROOT}/`,
     clientAddress: clientAddressOf(config.trusted_proxies),
     onError: answerError,
     readBody: jsonBodyReader(bodyLimit(config.max_value_bytes)),

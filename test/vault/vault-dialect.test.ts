@@ -84,6 +84,12 @@ describe("Vault's dialect under /vault/v1: KV v2, the token, sys", function () {
     expect(refused.status).to.equal(403);
     expect(refused.body.errors[0]).to.be.a('string');
     expect(refused.text).to.not.include('second');
+    // A path Coffer does not serve under /vault/v1 is Vault's 404, and a dot segment its 400.
+    const unknown = await vault('GET', 'nomount/data/a/b', c.rootToken);
+    expect([unknown.status, unknown.body]).to.deep.equal([404, { errors: [] }]);
+    const dots = await vault('GET', 'secret/data/payments/../db', c.rootToken);
+    expect(dots.status).to.equal(400);
+    expect(dots.body.errors[0]).to.include('"." or ".." segment');
     // Coffer's own routes take no X-Vault-Token: the dialect is /vault/v1's alone.
     const native = await c.call('GET', '/v1/kv/payments/db', {
       token: null,
