@@ -21,68 +21,21 @@ import {
   vaultNamespaceOf,
 } from '../../api/vault-dialect.js';
 import { AppError, forbidden, invalid } from '../../errors.js';
-import type { Entry } from '../entries.js';
 import type { KvService } from '../kv-service.js';
 import { MAX_VERSION } from './kv-path.js';
-
-/** Vault's KV v2 write: the secret and, optionally, the version it must replace (0: none yet). */
-const writeSchema = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['data'],
-  properties: {
-    data: { type: 'object', description: "the secret's fields" },
-    options: {
-      type: 'object',
-      additionalProperties: false,
-      properties: { cas: { type: 'integer', minimum: 0, maximum: MAX_VERSION } },
-    },
-  },
-} as const;
-
-/** A secret's shape without its values: each field, null unless it holds an object (then its subkeys). */
-function subkeysOf(secret: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(
-    Object.entries(secret).map(([name, value]) => [
-      name,
-      value !== null && typeof value === 'object' && !Array.isArray(value)
-        ? subkeysOf(value as Record<string, unknown>)
-        : null,
-    ]),
-  );
-}
+import {
+  mergePatch,
+  secretOf,
+  subkeysOf,
+  type VaultWrite,
+  versionMetadata,
+  writeSchema,
+} from './vault-secrets.js';
 
 /** How often a patch is merged again onto a version written meanwhile before it gives up (400). */
 const PATCH_ATTEMPTS = 3;
-
-/** RFC 7396: `patch`'s fields over `target`'s; null removes a field, objects merge, anything else replaces. */
-function mergePatch(
-  target: Record<string, unknown>,
-  patch: Record<string, unknown>,
-): Record<string, unknown> {
-  const out: Record<string, unknown> = { ...target };
-  for (const [name, value] of Object.entries(patch)) {
-    if (value === null) delete out[name];
-    else if (typeof value === 'object' && !Array.isArray(value)) {
-      const under = out[name];
-      out[name] = mergePatch(
-        under !== null && typeof under === 'object' && !Array.isArray(under)
-          ? (under as Record<string, unknown>)
-          : {},
-        value as Record<string, unknown>,
-      );
-    } else out[name] = value;
-  }
-  return out;
-}
-
 /** The page a folder is listed by (a Vault listing is the whole folder). */
 const LIST_PAGE = 1000;
-
-interface VaultWrite {
-  readonly data: Record<string, unknown>;
-  readonly options?: { readonly cas?: number };
-}
 
 /** The part of the request's path after `{mount}/{kind}/`, decoded; '' for the mount's root. */
 function vaultPathOf(req: Request, base: string): string {
@@ -92,32 +45,6 @@ function vaultPathOf(req: Request, base: string): string {
   } catch {
     throw invalid('the path is not valid percent-encoding');
   }
-}
-
-/** Vault's metadata of one version, as its KV v2 answers carry it. */
-function versionMetadata(info: { version: number; created_at: string }) {
-  return {
-    created_time: info.created_at,
-    custom_metadata: null,
-    deletion_time: '',
-    destroyed: false,
-    version: info.version,
-  };
-}
-
-/**
- * The secret a Coffer value holds: its JSON object; a value that is not one (written through Coffer's own
- * API) is shown as `{"value": "<the value>"}`.
- */
-function secretOf(entry: Entry): Record<string, unknown> {
-  try {
-    const parsed: unknown = JSON.parse(entry.value);
-    if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed))
-      return parsed as Record<string, unknown>;
-  } catch {
-    // Not JSON: shown as one field.
-  }
-  return { value: entry.value };
 }
 
 export function vaultKvOperations({
@@ -378,6 +305,40 @@ export function vaultKvOperations({
       },
     };
 
-    return [read, write('PUT'), write('POST'), patch, readMetadata, subkeys] as Operation[];
+    /**
+     * Vault's `DELETE {mount}/metadata/{path}`: every version and the key's metadata gone for good — what
+     * Coffer's own DELETE does (its soft delete is not built yet: DELETE on data is not served).
+     */
+    const removeAll: Operation = {
+      method: 'DELETE',
+      template: `${metadata}/{path}`,
+      action: 'vault.delete_metadata',
+      dialect: 'vault',
+      pathTarget: (req) => keyAt(req, metadata),
+      docs: [
+        {
+          operationId: `vaultDeleteMetadata_${mount.name}`,
+          summary: `Vault KV v2: delete every version of a secret of mount ${mount.name} for good, as DELETE /v1/kv does`,
+          responses: { 204: { description: 'Deleted' } },
+        },
+      ],
+      async handler(req, res) {
+        const { namespace, key } = keyAt(req, metadata);
+        await kv.remove(principalOf(res), namespace, key, () =>
+          recordIntent(res, { action: 'delete', namespace, key }),
+        );
+        respond.empty(res, 204);
+      },
+    };
+
+    return [
+      read,
+      write('PUT'),
+      write('POST'),
+      patch,
+      readMetadata,
+      removeAll,
+      subkeys,
+    ] as Operation[];
   });
 }
