@@ -25,6 +25,17 @@ describe('a full disk under the LMDB store', function () {
         COFFER_AUDIT_DIR: join(tempDir(), 'audit'),
       });
       const p = await startProcess(env);
+      /**
+       * `request`, and when it goes unanswered, which one it was and what the server wrote to stderr (this
+       * test timed out once in CI, "no response within 10 s", and passed every time since: the next one
+       * says where).
+       */
+      const sent = <T>(what: string, request: Promise<T>): Promise<T> =>
+        request.catch((err: unknown) => {
+          throw new Error(
+            `${what}: ${(err as Error).message}\nthe server's stderr, last 4000 characters:\n${p.stderr().slice(-4000)}`,
+          );
+        });
       const workers = workerPids(p.child.pid!).sort();
       const acknowledged = new Map<string, string>();
       let refused: Awaited<ReturnType<typeof send>> | undefined;
@@ -34,7 +45,10 @@ describe('a full disk under the LMDB store', function () {
           // Two writes at once, so both workers meet the full disk.
           const answers = await Promise.all(
             [0, 1].map((j) =>
-              send(p.url, 'PUT', `/v1/kv/full/k${i}-${j}`, root, { value, type: 'secret' }),
+              sent(
+                `write ${i}-${j} while filling`,
+                send(p.url, 'PUT', `/v1/kv/full/k${i}-${j}`, root, { value, type: 'secret' }),
+              ),
             ),
           );
           for (const [j, res] of answers.entries()) {
@@ -48,24 +62,37 @@ describe('a full disk under the LMDB store', function () {
         expect(refused!.headers['retry-after']).to.equal('1');
         // Reads go on; the workers that started are the ones serving.
         const [first, value] = [...acknowledged][0]!;
-        expect((await send(p.url, 'GET', `/v1/kv/${first}`, root)).body.value).to.equal(value);
+        expect(
+          (await sent('a read while full', send(p.url, 'GET', `/v1/kv/${first}`, root))).body.value,
+        ).to.equal(value);
         for (let i = 0; i < 6; i++)
-          await send(p.url, 'PUT', `/v1/kv/full/more${i}`, root, {
-            value: 'x'.repeat(8000),
-            type: 'secret',
-          });
+          await sent(
+            `write more${i} while full`,
+            send(p.url, 'PUT', `/v1/kv/full/more${i}`, root, {
+              value: 'x'.repeat(8000),
+              type: 'secret',
+            }),
+          );
         expect(workerPids(p.child.pid!).sort()).to.deep.equal(workers);
         expect(p.stderr()).not.to.match(/unhandled|Unhandled/);
 
         execFileSync('mount', ['-o', 'remount,size=64m', mount]);
         await eventually(
           async () =>
-            (await send(p.url, 'PUT', '/v1/kv/full/after', root, { value: 'room', type: 'secret' }))
-              .status === 201,
+            (
+              await sent(
+                'a write once there is room',
+                send(p.url, 'PUT', '/v1/kv/full/after', root, { value: 'room', type: 'secret' }),
+              )
+            ).status === 201,
           { interval: 200, what: 'writes accepted again' },
         );
         for (const [key, v] of acknowledged)
-          expect((await send(p.url, 'GET', `/v1/kv/${key}`, root)).body.value, key).to.equal(v);
+          expect(
+            (await sent(`the read of ${key}`, send(p.url, 'GET', `/v1/kv/${key}`, root))).body
+              .value,
+            key,
+          ).to.equal(v);
         expect(workerPids(p.child.pid!).sort()).to.deep.equal(workers);
       } finally {
         await p.stop();

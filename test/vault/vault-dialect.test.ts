@@ -90,6 +90,8 @@ describe("Vault's dialect under /vault/v1: KV v2, the token, sys", function () {
     const dots = await vault('GET', 'secret/data/payments/../db', c.rootToken);
     expect(dots.status).to.equal(400);
     expect(dots.body.errors[0]).to.include('"." or ".." segment');
+    const encoded = await vault('GET', 'secret/data/payments%2F..%2Fdb', c.rootToken);
+    expect(encoded.status).to.equal(400);
     // Coffer's own routes take no X-Vault-Token: the dialect is /vault/v1's alone.
     const native = await c.call('GET', '/v1/kv/payments/db', {
       token: null,

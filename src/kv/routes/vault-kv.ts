@@ -1,7 +1,9 @@
 /**
  * KV version 2 in Vault's dialect (api/vault-dialect.ts), for each mount COFFER_VAULT_MOUNTS declares:
  * `GET {mount}/data/{path}` reads a secret (`?version=N`), `PUT|POST {mount}/data/{path}` writes one
- * (`options.cas`), `PATCH` merges fields into it, `GET {mount}/subkeys/{path}` names its fields without their values, `GET {mount}/metadata/{path}` reads its versions, and with `?list=true` lists a folder.
+ * (`options.cas`), `PATCH` merges fields into it, `GET {mount}/subkeys/{path}` names its fields without
+ * their values, `GET {mount}/metadata/{path}` reads its versions (with `?list=true` lists a folder) and
+ * `DELETE` there deletes every version.
  * A Vault secret is one Coffer key whose value is the secret's JSON object; the same privileges, types,
  * audit entries (actions `vault.*`, naming the Coffer namespace and key) and limits as the native API.
  */
@@ -37,9 +39,13 @@ const PATCH_ATTEMPTS = 3;
 /** The page a folder is listed by (a Vault listing is the whole folder). */
 const LIST_PAGE = 1000;
 
-/** The part of the request's path after `{mount}/{kind}/`, decoded; '' for the mount's root. */
+/**
+ * The part of the request's path after `{mount}/{kind}/`, decoded; '' for the mount's root. A slash is a
+ * path's own: one sent percent-encoded would move the segments' bounds, so it is refused.
+ */
 function vaultPathOf(req: Request, base: string): string {
   const rest = rawPath(req).slice(base.length + 1);
+  if (/%2f/i.test(rest)) throw invalid('a path must not hold a percent-encoded "/"');
   try {
     return decodeURIComponent(rest).replace(/\/+$/, '');
   } catch {
