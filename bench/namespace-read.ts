@@ -27,7 +27,7 @@ export interface NamespaceReadRound {
 }
 
 /** CPU µs per value of the load `lua`, whose every request answers `perRequest` values. */
-async function cpuPerValue(
+export async function cpuPerValue(
   url: string,
   pid: number,
   lua: string,

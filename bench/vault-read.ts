@@ -12,10 +12,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { api } from './api.js';
 import * as shape from './cases.js';
-import { processCpu } from './cpu-accounting.js';
+import { cpuPerValue } from './namespace-read.js';
 import { median, type Target, target } from './report.js';
 import { startDirectCoffer } from './servers.js';
-import { runWrk } from './wrk.js';
 
 /** A secret as Vault's clients keep one: a small JSON object. */
 const SECRET = { username: 'payments', password: 'p'.repeat(32), host: 'db.internal' };
@@ -25,23 +24,6 @@ export interface VaultReadRound {
   readonly vaultUsPerRead: number;
   readonly nativeReadsPerSecond: number;
   readonly vaultReadsPerSecond: number;
-}
-
-async function cpuPerRead(
-  url: string,
-  pid: number,
-  lua: string,
-  options: { seconds: number; connections: number },
-): Promise<{ us: number; perSecond: number }> {
-  await runWrk({ url, lua, connections: options.connections, seconds: 1 }); // warm-up
-  const before = processCpu(pid);
-  const result = await runWrk({ url, lua, ...options });
-  if (result.failedStatus > 0 || result.errors > 0)
-    throw new Error(`${result.failedStatus} failed answers, ${result.errors} errors`);
-  return {
-    us: ((processCpu(pid) - before) / result.requests) * 1e6,
-    perSecond: result.requestsPerSecond,
-  };
 }
 
 export async function vaultReadCost(
@@ -64,14 +46,14 @@ export async function vaultReadCost(
     const native = shape.get('/v1/kv/bench/app/db', reader);
     const vault = shape.get('/vault/v1/secret/data/bench/app/db', reader);
     for (let round = 1; round <= options.rounds; round++) {
-      const got: Record<string, { us: number; perSecond: number }> = {};
+      const got: Record<string, { usPerValue: number; valuesPerSecond: number }> = {};
       for (const form of round % 2 === 1 ? ['native', 'vault'] : ['vault', 'native'])
-        got[form] = await cpuPerRead(server.url, pid, form === 'native' ? native : vault, load);
+        got[form] = await cpuPerValue(server.url, pid, form === 'native' ? native : vault, 1, load);
       rounds.push({
-        nativeUsPerRead: got.native!.us,
-        vaultUsPerRead: got.vault!.us,
-        nativeReadsPerSecond: got.native!.perSecond,
-        vaultReadsPerSecond: got.vault!.perSecond,
+        nativeUsPerRead: got.native!.usPerValue,
+        vaultUsPerRead: got.vault!.usPerValue,
+        nativeReadsPerSecond: got.native!.valuesPerSecond,
+        vaultReadsPerSecond: got.vault!.valuesPerSecond,
       });
     }
   } finally {

@@ -6,6 +6,7 @@ import { useEffect, useState } from 'preact/hooks';
 import type { ApiAuditPage, ApiSealReport, ApiVerification } from '../api/response-schemas.js';
 import { AUDIT_FILTER_NAMES, AUDIT_FILTERS } from '../model/audit-filters.js';
 import { api, messageOf } from './api.js';
+import { Messages } from './messages.js';
 
 /**
  * An entry as the API types it (its head), with the fields of its kind this view reads (docs/audit.md; the
@@ -102,11 +103,7 @@ export function AuditView() {
         ))}
         <button type="submit">Search</button>
       </form>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <Messages error={error} />
       <table class="audit">
         <thead>
           <tr>
@@ -176,11 +173,7 @@ export function SealReportView() {
   return (
     <section aria-labelledby="seal-title">
       <h1 id="seal-title">Seal report</h1>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <Messages error={error} />
       {!report && !error && (
         <p class="loading" role="status">
           Reading every stored record…

@@ -11,6 +11,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import type { ApiListing } from '../api/response-schemas.js';
 import { api, messageOf, pathOf } from './api.js';
 import { type Capability, mayDo } from './capabilities.js';
+import { Messages } from './messages.js';
 import { NAME_CHARACTERS, NAME_RULE } from './names.js';
 import { NamespaceTree } from './namespace-tree.js';
 import { NewKey } from './new-key.js';
@@ -121,11 +122,7 @@ export function Browse({
           {valid ? 'Names that start with this (case-sensitive).' : NAME_RULE}
         </p>
       </div>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <Messages error={error} />
       {shownNamespaces.length > 0 && (
         <>
           <h2>Namespaces</h2>

@@ -9,6 +9,7 @@ import { useEffect, useState } from 'preact/hooks';
 import type { ApiEntry, ApiEntryInfo, ApiVersionList } from '../api/response-schemas.js';
 import { ApiError, api, messageOf, pathOf } from './api.js';
 import { type Capability, mayDo } from './capabilities.js';
+import { Messages } from './messages.js';
 import { namespaceHref } from './routes.js';
 import { TypeField, type ValueType } from './value-type.js';
 
@@ -132,16 +133,7 @@ export function KeyView({
         <a href="#/">All namespaces</a> / <a href={namespaceHref(namespace)}>{namespace}</a>
       </nav>
       <h1 id="key-title">{keyName}</h1>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
-      {notice && (
-        <p class="notice" role="status">
-          {notice}
-        </p>
-      )}
+      <Messages error={error} notice={notice} />
       {revealed && (
         <section class="value" aria-label="Revealed value">
           <h2>

@@ -12,6 +12,7 @@ import type {
   ApiRotation,
 } from '../api/response-schemas.js';
 import { api, messageOf } from './api.js';
+import { Messages } from './messages.js';
 import { ServerFigures } from './server-figures.js';
 import { Snapshots } from './snapshots.js';
 
@@ -99,16 +100,7 @@ export function KeyringView({ manage, metrics }: { manage: boolean; metrics: boo
   return (
     <section aria-labelledby="keyring-title">
       <h1 id="keyring-title">Keyring</h1>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
-      {notice && (
-        <p class="notice" role="status">
-          {notice}
-        </p>
-      )}
+      <Messages error={error} notice={notice} />
       {status && (
         <>
           <p>

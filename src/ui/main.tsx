@@ -18,6 +18,7 @@ import { Browse } from './browse.js';
 import type { Capability } from './capabilities.js';
 import { KeyView } from './key-view.js';
 import { KeyringView } from './keyring.js';
+import { Messages } from './messages.js';
 import { RolesView } from './roles.js';
 import { type Route, routeOf } from './routes.js';
 import type { Session } from './session.js';
@@ -224,11 +225,7 @@ function App() {
           This page was not used for {span(session.idle_timeout_seconds)}, so it put away what it
           showed.
         </p>
-        {error && (
-          <p class="error" role="alert">
-            {error}
-          </p>
-        )}
+        <Messages error={error} />
         <button type="button" onClick={goOn}>
           Go on
         </button>
@@ -275,11 +272,7 @@ function App() {
           </a>
         )}
       </nav>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <Messages error={error} />
       <main>{page(route, rights)}</main>
     </>
   );

@@ -6,6 +6,7 @@
  */
 import { useState } from 'preact/hooks';
 import { ApiError, api, messageOf, pathOf } from './api.js';
+import { Messages } from './messages.js';
 import { isKeyName, isNamespace, NAME_RULE } from './names.js';
 import { keyHref } from './routes.js';
 import { TypeField, type ValueType } from './value-type.js';
@@ -86,11 +87,7 @@ export function NewKey({ namespace }: { namespace: string | undefined }) {
       <label for="new-key-value">Value</label>
       <textarea id="new-key-value" name="value" rows={4} required spellcheck={false} />
       <TypeField id="new-key-type" value={type} onChange={setType} />
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <Messages error={error} />
       {exists && (
         <p class="error" role="alert">
           {exists.key} already exists in {exists.namespace}: nothing was changed.

@@ -5,6 +5,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { ApiLoginRoleList, ApiRoleList } from '../api/response-schemas.js';
 import { api, messageOf } from './api.js';
+import { Messages } from './messages.js';
 
 type Role = ApiRoleList['roles'][number];
 
@@ -91,16 +92,7 @@ export function RolesView() {
   return (
     <section aria-labelledby="roles-title">
       <h1 id="roles-title">Roles</h1>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
-      {notice && (
-        <p class="notice" role="status">
-          {notice}
-        </p>
-      )}
+      <Messages error={error} notice={notice} />
       {editing && (
         <form class="add" onSubmit={save}>
           <h2>

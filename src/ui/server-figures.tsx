@@ -7,6 +7,7 @@
  */
 import { useEffect, useState } from 'preact/hooks';
 import { apiText, messageOf } from './api.js';
+import { Messages } from './messages.js';
 import { mean, type Sample, samplesOf, total } from './prom.js';
 
 const ms = (seconds: number | undefined): string =>
@@ -52,11 +53,7 @@ export function ServerFigures() {
   return (
     <>
       <h2 id="figures-title">Server</h2>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <Messages error={error} />
       {samples && (
         <>
           <dl class="figures" aria-labelledby="figures-title">

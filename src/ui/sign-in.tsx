@@ -6,6 +6,7 @@
  */
 import { useState } from 'preact/hooks';
 import { api, messageOf } from './api.js';
+import { Messages } from './messages.js';
 import type { Session } from './session.js';
 
 /** What a failed sign-in through the provider means, in words. */
@@ -171,11 +172,7 @@ export function SignIn({
         <button type="submit" disabled={busy}>
           Sign in with the token
         </button>
-        {error && (
-          <p class="error" role="alert">
-            {error}
-          </p>
-        )}
+        <Messages error={error} />
       </form>
     </main>
   );

@@ -6,6 +6,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { ApiSnapshotList } from '../api/response-schemas.js';
 import { api, messageOf } from './api.js';
+import { Messages } from './messages.js';
 
 const size = (bytes: number): string =>
   bytes < 1024
@@ -27,11 +28,7 @@ export function Snapshots() {
   return (
     <>
       <h2 id="snapshots-title">Snapshots</h2>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <Messages error={error} />
       {list &&
         (list.scheduled ? (
           <>

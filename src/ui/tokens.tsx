@@ -6,6 +6,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { ApiCreatedToken, ApiRoleList, ApiTokenList } from '../api/response-schemas.js';
 import { api, messageOf } from './api.js';
+import { Messages } from './messages.js';
 
 type Token = ApiTokenList['tokens'][number];
 
@@ -99,16 +100,7 @@ export function TokensView({ listRoles }: { listRoles: boolean }) {
   return (
     <section aria-labelledby="tokens-title">
       <h1 id="tokens-title">Tokens</h1>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
-      {notice && (
-        <p class="notice" role="status">
-          {notice}
-        </p>
-      )}
+      <Messages error={error} notice={notice} />
       {made && (
         <section class="value" aria-label="The new token">
           <h2>Token {made.id}</h2>
