@@ -109,6 +109,22 @@ describe("Vault's dialect under /vault/v1: KV v2, the token, sys", function () {
     const shape = await vault('GET', 'secret/subkeys/payments/db', c.rootToken);
     expect(shape.body.data.subkeys).to.deep.equal({ username: null, password: null });
     expect(shape.text).to.not.include('second');
+    // A value nested far deeper than a request may be (written through Coffer's own API): shown to depth 32.
+    let deep = '"leaf"';
+    for (let i = 0; i < 5000; i++) deep = `{"a":${deep}}`;
+    expect(
+      (await c.call('PUT', '/v1/kv/payments/deep', { json: { value: deep, type: 'secret' } }))
+        .status,
+    ).to.equal(201);
+    const deepShape = await vault('GET', 'secret/subkeys/payments/deep', c.rootToken);
+    expect(deepShape.status).to.equal(200);
+    let level = deepShape.body.data.subkeys;
+    let levels = 0;
+    while (level !== null) {
+      level = level.a;
+      levels++;
+    }
+    expect(levels).to.equal(32);
     const meta = await vault('GET', 'secret/metadata/payments/db', c.rootToken);
     expect(meta.body.data.current_version).to.equal(2);
     expect(Object.keys(meta.body.data.versions)).to.deep.equal(['1', '2']);

@@ -26,19 +26,31 @@ export const writeSchema = {
   },
 } as const;
 
-/** A secret's shape without its values: each field, null unless it holds an object (then its subkeys). */
-export function subkeysOf(secret: Record<string, unknown>): Record<string, unknown> {
+/** How deep `subkeysOf` goes: a stored value may nest deeper than any request body may (32). */
+export const SUBKEYS_DEPTH = 32;
+
+/**
+ * A secret's shape without its values: each field, null unless it holds an object (then its subkeys).
+ * Objects below SUBKEYS_DEPTH levels are shown as null, so no stored value walks the stack.
+ */
+export function subkeysOf(
+  secret: Record<string, unknown>,
+  depth = SUBKEYS_DEPTH,
+): Record<string, unknown> {
   return Object.fromEntries(
     Object.entries(secret).map(([name, value]) => [
       name,
-      value !== null && typeof value === 'object' && !Array.isArray(value)
-        ? subkeysOf(value as Record<string, unknown>)
+      depth > 1 && value !== null && typeof value === 'object' && !Array.isArray(value)
+        ? subkeysOf(value as Record<string, unknown>, depth - 1)
         : null,
     ]),
   );
 }
 
-/** RFC 7396: `patch`'s fields over `target`'s; null removes a field, objects merge, anything else replaces. */
+/**
+ * RFC 7396: `patch`'s fields over `target`'s; null removes a field, objects merge, anything else replaces.
+ * It recurses only where the patch has an object, so no deeper than a request body may nest (32).
+ */
 export function mergePatch(
   target: Record<string, unknown>,
   patch: Record<string, unknown>,
