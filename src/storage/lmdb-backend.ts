@@ -135,24 +135,76 @@ export class LmdbBackend implements StorageBackend, FollowingReads {
     plan: (current: readonly (Uint8Array | undefined)[]) => Plan<T>,
   ): Promise<T> {
     const started = this.observer && performance.now();
+    /** Given up on before the plan ran: it then writes nothing, whenever lmdb-js gets to it. */
+    let abandoned = false;
+    let decided: Plan<T> | undefined;
     // The callback runs inside lmdb-js's write transaction. lmdb-js does not roll back a plain
     // transaction on a throw, so the plan runs to completion before the first write.
+    const committing = this.db.transaction(() => {
+      if (abandoned) return undefined as T;
+      decided = plan(keys.map((key) => this.db.get(asBuffer(key))));
+      for (const write of decided.writes) {
+        if (write.op === 'put') this.db.put(asBuffer(write.key), asBuffer(write.value));
+        else this.db.remove(asBuffer(write.key));
+      }
+      return decided.result;
+    });
     let result: T;
     try {
-      result = await this.db.transaction(() => {
-        const decided = plan(keys.map((key) => this.db.get(asBuffer(key))));
-        for (const write of decided.writes) {
-          if (write.op === 'put') this.db.put(asBuffer(write.key), asBuffer(write.value));
-          else this.db.remove(asBuffer(write.key));
-        }
-        return decided.result;
-      });
+      const settled = await within(committing, STALL_MS);
+      result =
+        settled === STALLED
+          ? await this.unstall(committing, decided, () => (abandoned = true))
+          : settled;
       await this.root.flushed;
     } catch (err) {
       throw await commitFailure(err);
     }
     if (started !== undefined) this.durable(started);
     return result;
+  }
+
+  /**
+   * A transaction lmdb-js has not settled after STALL_MS. On a full disk its write thread can fail a batch
+   * (a page spill that finds no room) and only log it, leaving the batch's transactions pending for ever;
+   * the request would then get no answer at all. What happened is found out before anything is answered:
+   *
+   * - the plan has not run: it is abandoned (when it runs it writes nothing), and the write was not made;
+   * - it has run: an empty transaction queued after it settles only once lmdb-js is done with this one
+   *   (they run in order); then its writes are there (committed: it goes on) or not (it failed, and a
+   *   failed batch is never tried again).
+   *
+   * Either way a 503 is answered only for a write that was not made and never will be.
+   */
+  private async unstall<T>(
+    committing: Promise<T>,
+    decided: Plan<T> | undefined,
+    abandon: () => void,
+  ): Promise<T> {
+    if (decided === undefined) {
+      abandon();
+      throw new StorageUnavailableError('the write was not taken in time; it was not made');
+    }
+    const after = await within(
+      this.db
+        .transaction(() => undefined)
+        .then(
+          () => true,
+          () => true,
+        ),
+      PROBE_MS,
+    );
+    // lmdb-js is not done with the batch even now: nothing can be said yet but what it says, when it does.
+    if (after === STALLED) return committing;
+    const made = decided.writes.every((write) => {
+      const now = this.db.get(asBuffer(write.key));
+      return write.op === 'put'
+        ? now !== undefined && Buffer.compare(now, asBuffer(write.value)) === 0
+        : now === undefined;
+    });
+    if (!made) throw new StorageUnavailableError('the commit failed; the write was not made');
+    // Committed: its own promise may never settle, but its result is the plan's.
+    return decided.result;
   }
 
   observeWrites(observer: WriteObserver): void {
@@ -224,6 +276,23 @@ async function commitFailure(err: unknown): Promise<unknown> {
     new Promise<string>((r) => setTimeout(() => r('commit failed'), 1000).unref()),
   ]);
   return new StorageUnavailableError(String(reason).slice(0, 80));
+}
+
+/** How long a transaction may take before lmdb-js is asked whether it is done with it (LmdbBackend.unstall). */
+const STALL_MS = 3_000;
+/** How long the transaction after it may take to settle, before only the stalled one's own word counts. */
+const PROBE_MS = 3_000;
+const STALLED = Symbol('stalled');
+
+/** `promise`'s value, or STALLED once `ms` have passed without it. */
+function within<T>(promise: Promise<T>, ms: number): Promise<T | typeof STALLED> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    promise,
+    new Promise<typeof STALLED>((resolve) => {
+      timer = setTimeout(() => resolve(STALLED), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
 }
 
 /** Past every key of a segment: its separators are 0x00 and 0x01. */
