@@ -7,7 +7,7 @@
  * slices the ratio this / that, for the secret read and the durable write; reported: the median over the
  * pairs, and the server's CPU time per request (from /proc) likewise.
  *
- *   npm run build && node dist/bench/against-commit.js [--commit <sha>] [--this <sha>] [--case read|write] [--rounds 10] [--seconds 3] [--storage postgres] [--stream]
+ *   npm run build && node dist/bench/against-commit.js [--commit <sha>] [--this <sha>] [--case read|write] [--rounds 10] [--processes 1] [--seconds 3] [--storage postgres] [--stream]
  *
  * With --stream this build's server ships its audit log to one audit stream (COFFER_AUDIT_STREAMS,
  * syslog over TCP) whose receiver (bench/stream-sink.ts) reads and drops the lines, pinned with wrk on
@@ -15,7 +15,8 @@
  *
  * With --storage postgres each build's server runs on PostgreSQL (COFFER_PG_URL, by default the local test
  * server), in a schema of its own, dropped at the end.
- * (--rounds: pairs of slices per case; --seconds: one slice.) The default commit is the last one before
+ * (--rounds: pairs of slices per case; --processes: pairs of server processes, started one after the other, each
+ * measured for --rounds pairs; --seconds: one slice.) The default commit is the last one before
  * the storage barrier (issue #12: it may cost at most 5%).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -25,7 +26,7 @@ import { parseArgs } from 'node:util';
 import { generateToken } from '../src/auth/token-format.js';
 import { api } from './api.js';
 import * as shape from './cases.js';
-import { processCpu } from './cpu-accounting.js';
+import { processCpuSplit } from './cpu-accounting.js';
 import { buildCommit, hasCommit } from './git-build.js';
 import { describeMachine } from './machine.js';
 import { median } from './report.js';
@@ -39,6 +40,8 @@ const { values: args } = parseArgs({
   options: {
     commit: { type: 'string', default: BEFORE_BARRIER },
     rounds: { type: 'string', default: '10' },
+    /** Pairs of server processes, one after the other, each measured for --rounds pairs of slices. */
+    processes: { type: 'string', default: '1' },
     /** Measure this commit's build instead of the working tree's (to find which commit a cost came from). */
     this: { type: 'string' },
     /** Only this case: read or write. */
@@ -57,6 +60,7 @@ const pgUrl = benchPgUrl();
 const schemas: string[] = [];
 const commit = String(args.commit);
 const rounds = Number(args.rounds);
+const processes = Number(args.processes);
 const seconds = Number(args.seconds);
 const VALUE = 'p'.repeat(64);
 
@@ -67,6 +71,16 @@ const CASES = ['secret read', 'secret write (durable)'] as const;
 interface Measured {
   readonly rps: number;
   readonly cpuMicros: number;
+  /** Of which in the kernel, on the process's behalf (its sockets, its files). */
+  readonly systemMicros: number;
+}
+
+/** One case's ratios (this / that) over every pair of slices, and each pair of processes' median. */
+interface Pooled {
+  readonly rps: number[];
+  readonly cpu: number[];
+  readonly system: number[];
+  readonly perProcess: number[];
 }
 
 /** One build's server, set up with a secret to read and a writer's token. */
@@ -116,7 +130,7 @@ async function startSubject(
 
 async function slice(subject: Subject, c: (typeof CASES)[number], secs: number): Promise<Measured> {
   const pid = subject.server.servingPids()[0]!;
-  const before = processCpu(pid);
+  const before = processCpuSplit(pid);
   const result = await runWrk({
     url: subject.server.url,
     lua: subject.lua[c],
@@ -124,9 +138,12 @@ async function slice(subject: Subject, c: (typeof CASES)[number], secs: number):
     seconds: secs,
     core: 1,
   });
+  const after = processCpuSplit(pid);
+  const perRequest = (seconds: number) => (seconds / result.requests) * 1e6;
   return {
     rps: result.requestsPerSecond,
-    cpuMicros: ((processCpu(pid) - before) / result.requests) * 1e6,
+    cpuMicros: perRequest(after.user + after.system - before.user - before.system),
+    systemMicros: perRequest(after.system - before.system),
   };
 }
 
@@ -142,39 +159,56 @@ async function main(): Promise<void> {
     if (args.this) buildCommit(String(args.this), join(work, 'this'));
     const sink = args.stream ? await startStreamSink(1) : undefined;
     if (sink) stops.push(sink.stop);
-    const builds: Record<Build, Subject> = {
-      this: await startSubject(
-        args.this ? join(work, 'this', 'dist', 'bench', 'direct-server.js') : undefined,
-        root,
-        sink ? { COFFER_AUDIT_STREAMS: `syslog+tcp://127.0.0.1:${sink.port}` } : {},
-      ),
-      that: await startSubject(join(work, 'build', 'dist', 'bench', 'direct-server.js'), root),
-    };
-    subjects.push(builds.this, builds.that);
     const that7 = commit.slice(0, 7);
-    console.log(
-      `${args.this ? String(args.this).slice(0, 7) : 'this build'} against ${that7}${args.storage === 'postgres' ? ', each on PostgreSQL' : ''}${args.stream ? ', this build with one audit stream (syslog over TCP)' : ''} — ${describeMachine()}; both servers on core 0, wrk (32 connections) on core 1, ${rounds} pairs of ${seconds}-s slices per case`,
-    );
-    for (const c of CASES.filter(
+    const cases = CASES.filter(
       (name) => args.case === undefined || name.includes(String(args.case)),
-    )) {
-      for (const build of ['this', 'that'] as const) await slice(builds[build], c, 1); // warm-up
-      const ratios: number[] = [];
-      const cpuRatios: number[] = [];
-      for (let pair = 1; pair <= rounds; pair++) {
-        const order: Build[] = pair % 2 === 1 ? ['this', 'that'] : ['that', 'this'];
-        const got: Partial<Record<Build, Measured>> = {};
-        for (const build of order) got[build] = await slice(builds[build], c, seconds);
-        const [a, b] = [got.this!, got.that!];
-        ratios.push(a.rps / b.rps);
-        cpuRatios.push(a.cpuMicros / b.cpuMicros);
-        console.log(
-          `pair ${String(pair).padStart(2)}  ${c.padEnd(24)} this ${a.rps.toFixed(0).padStart(6)} req/s ${a.cpuMicros.toFixed(0).padStart(4)} µs CPU   ${that7} ${b.rps.toFixed(0).padStart(6)} req/s ${b.cpuMicros.toFixed(0).padStart(4)} µs CPU   ratio ${(a.rps / b.rps).toFixed(3)}`,
-        );
+    );
+    console.log(
+      `${args.this ? String(args.this).slice(0, 7) : 'this build'} against ${that7}${args.storage === 'postgres' ? ', each on PostgreSQL' : ''}${args.stream ? ', this build with one audit stream (syslog over TCP)' : ''} — ${describeMachine()}; both servers on core 0, wrk (32 connections) on core 1, ${processes} pair(s) of processes × ${rounds} pairs of ${seconds}-s slices per case`,
+    );
+    const pooled = new Map(
+      cases.map((c) => [c, { rps: [], cpu: [], system: [], perProcess: [] } as Pooled]),
+    );
+    for (let p = 1; p <= processes; p++) {
+      // A new pair of processes each time: one process's luck (its heap's layout, what its JIT made of
+      // the hot path) moved a build's throughput by up to 20% for its whole life on some machines.
+      const builds: Record<Build, Subject> = {
+        this: await startSubject(
+          args.this ? join(work, 'this', 'dist', 'bench', 'direct-server.js') : undefined,
+          root,
+          sink ? { COFFER_AUDIT_STREAMS: `syslog+tcp://127.0.0.1:${sink.port}` } : {},
+        ),
+        that: await startSubject(join(work, 'build', 'dist', 'bench', 'direct-server.js'), root),
+      };
+      subjects.push(builds.this, builds.that);
+      for (const c of cases) {
+        for (const build of ['this', 'that'] as const) await slice(builds[build], c, 1); // warm-up
+        const got = pooled.get(c)!;
+        const mine: number[] = [];
+        for (let pair = 1; pair <= rounds; pair++) {
+          const order: Build[] = pair % 2 === 1 ? ['this', 'that'] : ['that', 'this'];
+          const m: Partial<Record<Build, Measured>> = {};
+          for (const build of order) m[build] = await slice(builds[build], c, seconds);
+          const [a, b] = [m.this!, m.that!];
+          mine.push(a.rps / b.rps);
+          got.rps.push(a.rps / b.rps);
+          got.cpu.push(a.cpuMicros / b.cpuMicros);
+          got.system.push(a.systemMicros / b.systemMicros);
+          console.log(
+            `${processes > 1 ? `processes ${p} ` : ''}pair ${String(pair).padStart(2)}  ${c.padEnd(24)} this ${a.rps.toFixed(0).padStart(6)} req/s ${a.cpuMicros.toFixed(0).padStart(4)} µs CPU (${a.systemMicros.toFixed(0)} system)   ${that7} ${b.rps.toFixed(0).padStart(6)} req/s ${b.cpuMicros.toFixed(0).padStart(4)} µs CPU (${b.systemMicros.toFixed(0)} system)   ratio ${(a.rps / b.rps).toFixed(3)}`,
+          );
+        }
+        got.perProcess.push(median(mine));
       }
-      const [throughput, cpu] = [median(ratios), median(cpuRatios)];
+      for (const subject of subjects.splice(0)) {
+        await subject.server.stop();
+        rmSync(subject.dir, { recursive: true, force: true });
+      }
+    }
+    for (const [c, got] of pooled) {
+      const [throughput, cpu] = [median(got.rps), median(got.cpu)];
       console.log(
-        `median ${c}: throughput ${throughput.toFixed(3)} (cost ${((1 - throughput) * 100).toFixed(1)}%), CPU per request ${cpu.toFixed(3)} (cost ${((cpu - 1) * 100).toFixed(1)}%)`,
+        `median ${c}: throughput ${throughput.toFixed(3)} (cost ${((1 - throughput) * 100).toFixed(1)}%), CPU per request ${cpu.toFixed(3)} (cost ${((cpu - 1) * 100).toFixed(1)}%); the kernel's part of it ${median(got.system).toFixed(3)}${processes > 1 ? `; each pair of processes: ${got.perProcess.map((r) => r.toFixed(3)).join(' ')}` : ''}`,
       );
     }
   } finally {

@@ -9,12 +9,21 @@ const TICKS_PER_SECOND = 100; // USER_HZ on Linux
 
 /** User + system seconds of one process (0 when it is gone). */
 export function processCpu(pid: number): number {
+  const { user, system } = processCpuSplit(pid);
+  return user + system;
+}
+
+/** User and system seconds of one process, apart (0 when it is gone). */
+export function processCpuSplit(pid: number): { user: number; system: number } {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+    return {
+      user: Number(fields[11]) / TICKS_PER_SECOND,
+      system: Number(fields[12]) / TICKS_PER_SECOND,
+    };
   } catch {
-    return 0;
+    return { user: 0, system: 0 };
   }
 }
 

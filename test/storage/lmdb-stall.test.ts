@@ -1,0 +1,88 @@
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { expect } from 'chai';
+import { send } from '../support/http-client.js';
+import { runCoffer, serveSettings, startProcess } from '../support/process.js';
+
+const PROJECT = fileURLToPath(new URL('../../..', import.meta.url));
+
+/**
+ * Another process that opens the store's LMDB environment and holds its write transaction for `ms`: every
+ * write transaction the server begins waits for it, as one did on a full disk when lmdb-js failed a batch
+ * and left it pending (issue #37, item 9). Resolves once the transaction is held; `released` once it ends.
+ */
+async function holdWriteLock(lmdbPath: string, ms: number): Promise<{ released: Promise<void> }> {
+  const script = `
+    const { open } = require('lmdb');
+    const { writeSync } = require('node:fs');
+    const root = open({ path: ${JSON.stringify(lmdbPath)}, noSubdir: false, maxDbs: 4 });
+    root.transactionSync(() => {
+      writeSync(1, 'holding\\n');
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ${ms});
+    });
+    root.close();
+  `;
+  const child = spawn(process.execPath, ['-e', script], {
+    cwd: PROJECT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const released = new Promise<void>((resolve, reject) =>
+    child.once('exit', (code) =>
+      code === 0 ? resolve() : reject(new Error(`the lock holder exited ${code}`)),
+    ),
+  );
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.on('data', (d: Buffer) => {
+      if (d.toString().includes('holding')) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`the lock holder exited ${code}: ${stderr}`)));
+  });
+  return { released };
+}
+
+describe('an LMDB write that lmdb-js does not settle', function () {
+  this.timeout(60_000);
+
+  it('is answered 503 storage_unavailable once 3 s have passed, not left unanswered; it is not made later, and the store writes again afterwards', async () => {
+    const { root, env } = serveSettings(1);
+    const p = await startProcess(env);
+    try {
+      expect(
+        (await send(p.url, 'PUT', '/v1/kv/stall/before', root, { value: 'one', type: 'secret' }))
+          .status,
+      ).to.equal(201);
+      const { released } = await holdWriteLock(join(env.COFFER_DATA_DIR, 'lmdb'), 8_000);
+      const started = Date.now();
+      const res = await send(p.url, 'PUT', '/v1/kv/stall/during', root, {
+        value: 'two',
+        type: 'secret',
+      });
+      const waited = Date.now() - started;
+      expect(res.status, JSON.stringify(res.body)).to.equal(503);
+      expect(res.body.code).to.equal('storage_unavailable');
+      expect(res.headers['retry-after']).to.equal('1');
+      expect(waited).to.be.within(2_500, 7_500);
+      await released;
+      // lmdb-js runs the abandoned plan once the lock is free: it writes nothing.
+      expect(
+        (await send(p.url, 'PUT', '/v1/kv/stall/after', root, { value: 'three', type: 'secret' }))
+          .status,
+      ).to.equal(201);
+      expect((await send(p.url, 'GET', '/v1/kv/stall/during', root)).status).to.equal(404);
+      expect((await send(p.url, 'GET', '/v1/kv/stall/before', root)).body.value).to.equal('one');
+      expect((await send(p.url, 'GET', '/v1/kv/stall/after', root)).body.value).to.equal('three');
+      expect((await send(p.url, 'GET', '/v1/kv/stall', root)).body.keys).to.deep.equal([
+        'after',
+        'before',
+      ]);
+    } finally {
+      await p.stop();
+    }
+    // The refused write's intent and its outcome are in the log, and the log holds.
+    const verify = await runCoffer(['audit', 'verify'], env);
+    expect(verify.code, verify.stdout).to.equal(0);
+  });
+});
