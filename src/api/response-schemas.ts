@@ -190,6 +190,8 @@ export const versionList = closed({
   namespace: Type.String(),
   key: Type.String(),
   current_version: Type.Integer(),
+  /** Present when the key is deleted (in the trash): when. */
+  deleted_at: Type.Optional(timestamp),
   versions: Type.Array(
     closed({ version: Type.Integer(), type: valueTypes, created_at: timestamp }),
   ),
@@ -514,6 +516,13 @@ export const problem = closed({
   current_version: Type.Optional(
     Type.Integer({
       description: "on a 412: the key's latest version now (0: it does not exist)",
+    }),
+  ),
+  deleted_at: Type.Optional(
+    Type.String({
+      format: 'date-time',
+      description:
+        'on a 404 for a deleted key (in the trash), to a caller who may list its type: when it was deleted',
     }),
   ),
 });

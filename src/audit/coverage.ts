@@ -30,6 +30,12 @@ import { intentCopies } from './intent-recovery.js';
 
 const MAX_LISTED = 100;
 
+/**
+ * The request actions after which a key's earlier versions may be gone: a destroy (native or Vault's), and
+ * a delete — which erased the versions until the trash came, and still counts for the logs written then.
+ */
+const ERASING = new Set(['delete', 'destroy', 'vault.delete_metadata', 'vault.destroy']);
+
 export interface StoredVersion {
   readonly namespace: string;
   readonly key: string;
@@ -165,7 +171,7 @@ export async function auditCoverage(
             request_id: entry.request_id ?? '',
           });
       }
-      if (entry.kind === 'request' && entry.action === 'delete' && succeeded(entry)) {
+      if (entry.kind === 'request' && ERASING.has(entry.action ?? '') && succeeded(entry)) {
         const name = keyOf(entry.namespace!, entry.key!);
         deleted.set(name, Math.max(deleted.get(name) ?? 0, Date.parse(entry.ts ?? '')));
       }

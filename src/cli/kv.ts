@@ -1,5 +1,5 @@
 /**
- * `coffer kv get|put|ls|rm|versions`: keys for people, through the client. A key is named by its path,
+ * `coffer kv get|put|ls|rm|undelete|destroy|rollback|versions`: keys for people, through the client. A key is named by its path,
  * NAMESPACE/KEY (payments/prod/db_password); the last segment is the key.
  */
 import { readFile } from 'node:fs/promises';
@@ -23,8 +23,14 @@ export const KV_HELP = `usage: coffer kv <command> [options]
                                         if the key does not exist), else exit 6
   ls [NS] [--prefix P] [--json]         the keys and child namespaces of NS (without NS: the top-level ones);
                                         --prefix P: only those whose names start with P
-  rm NS/KEY [--if-version N]            delete the key and all its versions
-  versions NS/KEY [--json]              the key's versions, oldest first
+  rm NS/KEY [--if-version N]            delete the key: it reads as absent, its versions stay in the trash
+  undelete NS/KEY                       take a deleted key out of the trash, as it was
+  destroy NS/KEY --yes [--if-version N] erase the key for good, live or deleted: every version (--if-version 0:
+                                        only if it is deleted)
+  rollback NS/KEY --version N [--if-version M]
+                                        store version N's value again as a new version (over M when given,
+                                        else over the latest read: a write meanwhile exits 6)
+  versions NS/KEY [--json]              the key's versions, oldest first (and when it was deleted, if it is)
 
 examples:
   printf %s "$PASSWORD" | coffer kv put payments/prod/db_password
@@ -33,6 +39,8 @@ examples:
   coffer kv get payments/prod/db_password --version 2
   coffer kv ls payments --json | jq -r '.keys[]'
   coffer kv ls payments/prod --prefix db_
+  coffer kv rm payments/prod/db_password && coffer kv undelete payments/prod/db_password
+  coffer kv rollback payments/prod/db_password --version 3
 `;
 
 /** NS/KEY: the namespace and the key. */
@@ -70,6 +78,7 @@ export async function kvCommand(args: string[], io: CommandIo = processIo()): Pr
         type: { type: 'string' },
         'if-version': { type: 'string' },
         prefix: { type: 'string' },
+        yes: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -100,6 +109,29 @@ export async function kvCommand(args: string[], io: CommandIo = processIo()): Pr
         await coffer.delete(namespace, key, ifVersion === undefined ? {} : { ifVersion });
         return EXIT.ok;
       }
+      case 'undelete': {
+        const { namespace, key } = keyPath(path);
+        const info = await coffer.undelete(namespace, key);
+        io.write(
+          o.json
+            ? json(info)
+            : `restored ${namespace}/${key}: its latest version is ${info.version} (${info.type})\n`,
+        );
+        return EXIT.ok;
+      }
+      case 'destroy': {
+        const { namespace, key } = keyPath(path);
+        if (o.yes !== true)
+          throw new CliError(
+            `destroy erases every version of ${namespace}/${key} for good, and nothing brings them back: add --yes`,
+            EXIT.usage,
+          );
+        const ifVersion = version(o['if-version'], '--if-version', 0);
+        await coffer.destroy(namespace, key, ifVersion === undefined ? {} : { ifVersion });
+        return EXIT.ok;
+      }
+      case 'rollback':
+        return await rollback(coffer, io, path, o.version, o['if-version'], o.json === true);
       case 'versions': {
         const { namespace, key } = keyPath(path);
         const list = await coffer.versions(namespace, key);
@@ -109,7 +141,7 @@ export async function kvCommand(args: string[], io: CommandIo = processIo()): Pr
             : `${table(
                 ['VERSION', 'TYPE', 'CREATED'],
                 list.versions.map((v) => [String(v.version), v.type, v.created_at]),
-              )}\n`,
+              )}\n${list.deleted_at ? `deleted at ${list.deleted_at} (coffer kv undelete ${namespace}/${key} brings it back)\n` : ''}`,
         );
         return EXIT.ok;
       }
@@ -171,6 +203,36 @@ async function put(
     asJson
       ? json(info)
       : `${info.created ? 'created' : 'stored'} ${namespace}/${key} version ${info.version} (${info.type})\n`,
+  );
+  return EXIT.ok;
+}
+
+/**
+ * Version `v`'s value written again as a new version, of its own type, over the latest version read (or
+ * `--if-version`): a write in between makes it a 412 (exit 6), never a silent overwrite.
+ */
+async function rollback(
+  coffer: Coffer,
+  io: CommandIo,
+  path: string | undefined,
+  v: string | undefined,
+  ifVersionText: string | undefined,
+  asJson: boolean,
+) {
+  const { namespace, key } = keyPath(path);
+  const wanted = version(v, '--version');
+  if (wanted === undefined)
+    throw new CliError('rollback needs --version N: the version to bring back', EXIT.usage);
+  const list = await coffer.versions(namespace, key);
+  // A deleted key is written again (cas 0: only while it is still deleted).
+  const over =
+    version(ifVersionText, '--if-version') ?? (list.deleted_at ? 0 : list.current_version);
+  const old = await coffer.get(namespace, key, { version: wanted });
+  const info = await coffer.put(namespace, key, old.value, { type: old.type, ifVersion: over });
+  io.write(
+    asJson
+      ? json(info)
+      : `stored ${namespace}/${key} version ${info.version} (${info.type}): version ${wanted}'s value\n`,
   );
   return EXIT.ok;
 }

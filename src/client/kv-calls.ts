@@ -44,7 +44,10 @@ export class KvCalls extends Calls {
     return { ...(answer.body as ApiEntryInfo), created: answer.status === 201 };
   }
 
-  /** Deletes the key and all its versions; `ifVersion`: only if its latest version is that one. */
+  /**
+   * Deletes the key: it reads as absent, its versions stay in the trash (undelete brings it back);
+   * `ifVersion`: only if its latest version is that one.
+   */
   async delete(
     namespace: string,
     key: string,
@@ -53,6 +56,35 @@ export class KvCalls extends Calls {
     await this.answer({
       method: 'DELETE',
       path: keyPath(namespace, key) + query({ cas: options.ifVersion }),
+      signal: options.signal,
+    });
+  }
+
+  /** Takes a deleted key out of the trash as it was; its latest version. */
+  undelete(
+    namespace: string,
+    key: string,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<ApiEntryInfo> {
+    return this.call({
+      method: 'POST',
+      path: keyPath(namespace, key) + query({ undelete: true }),
+      signal: options.signal,
+    });
+  }
+
+  /**
+   * Erases the key for good, live or deleted: every version. `ifVersion`: only if its latest version is
+   * that one (0: only if it is deleted).
+   */
+  async destroy(
+    namespace: string,
+    key: string,
+    options: { ifVersion?: number; signal?: AbortSignal } = {},
+  ): Promise<void> {
+    await this.answer({
+      method: 'DELETE',
+      path: keyPath(namespace, key) + query({ destroy: true, cas: options.ifVersion }),
       signal: options.signal,
     });
   }

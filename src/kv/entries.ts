@@ -20,6 +20,8 @@ export interface VersionList {
   readonly namespace: string;
   readonly key: string;
   readonly current_version: number;
+  /** The key is deleted (in the trash) since then; its versions are kept until it is destroyed. */
+  readonly deleted_at?: string;
   readonly versions: { version: number; type: ValueType; created_at: string }[];
 }
 

@@ -9,7 +9,7 @@ import { AppError, forbidden, notFound } from '../errors.js';
 import type { ValueType } from '../model/value-types.js';
 import type { KeyringHolder } from '../store/keyring-store.js';
 import { StaleKeyringError } from '../store/keyring-store.js';
-import type { KeyMeta } from '../store/kv-format.js';
+import type { KeyMeta, TrashedKey } from '../store/kv-format.js';
 import {
   type KvRecords,
   type Latest,
@@ -127,10 +127,13 @@ export class KvService {
         stamp: this.deps.keyring.stamp,
         seal: (version) =>
           packedVersionRecord(keyring, { ...ref, version, type, value, createdAt }),
-        check: (meta) => {
-          // Replacing a key of another type also needs the right to write that type.
+        check: (meta, trashed) => {
+          // Replacing a key of another type also needs the right to write that type; so does writing a
+          // deleted key again, which takes its versions on.
           if (meta && !caller.access.may('write', namespace, meta.type))
             throw forbidden(`replace a ${meta.type} value in ${namespace}`);
+          if (trashed && !caller.access.may('write', namespace, trashed.type))
+            throw forbidden(`write again a deleted ${trashed.type} key in ${namespace}`);
           expectVersion(ifVersion, meta?.latest ?? 0);
         },
         alongside,
@@ -141,12 +144,25 @@ export class KvService {
     }
   }
 
-  /** The latest version, or version `version`. */
+  /**
+   * The latest version, or version `version`. A deleted key has no latest version (404, saying when it was
+   * deleted to a caller who may list its type); its versions are still read by number.
+   */
   async read(caller: Principal, namespace: string, key: string, version?: number): Promise<Entry> {
     if (!caller.access.mayInNamespace('read', namespace)) throw forbidden(`read in ${namespace}`);
     const found = await this.latest(namespace, key);
-    if (!found) throw notFound('no such key');
-    return this.readExisting(caller, namespace, key, found, version);
+    if (found) return this.readExisting(caller, namespace, key, found, version);
+    const trashed = await this.deps.records.trashed({ namespace, key });
+    if (!trashed) throw notFound('no such key');
+    if (version !== undefined)
+      return this.readExisting(
+        caller,
+        namespace,
+        key,
+        { meta: trashed, record: undefined },
+        version,
+      );
+    throw deletedKey(caller, namespace, trashed);
   }
 
   /**
@@ -174,12 +190,17 @@ export class KvService {
     if (mayList && (await this.deps.records.namespaceExists(whole!))) {
       return listNamespace(this.deps.records, caller, whole!, { limit });
     }
+    const trashed =
+      mayKnowKey && (await this.deps.records.trashed({ namespace: parent, key: last }));
+    if (trashed) throw deletedKey(caller, parent, trashed);
     throw notFound('no such key or namespace');
   }
 
+  /** The key's versions, a deleted key's too (saying when it was deleted). */
   async versions(caller: Principal, namespace: string, key: string): Promise<VersionList> {
     if (!caller.access.mayInNamespace('list', namespace)) throw forbidden(`list in ${namespace}`);
-    const meta = await this.meta(namespace, key);
+    const meta: KeyMeta | TrashedKey | undefined =
+      (await this.meta(namespace, key)) ?? (await this.deps.records.trashed({ namespace, key }));
     if (!meta) throw notFound('no such key');
     if (!caller.access.may('list', namespace, meta.type))
       throw forbidden(`list ${meta.type} keys in ${namespace}`);
@@ -189,7 +210,13 @@ export class KvService {
         throw this.deps.records.versionError({ namespace, key }, version, 'does not parse');
       versions.push({ version, type: record.type, created_at: iso(record.createdAt) });
     }
-    return { namespace, key, current_version: meta.latest, versions };
+    return {
+      namespace,
+      key,
+      current_version: meta.latest,
+      ...(isTrashed(meta) ? { deleted_at: iso(meta.deletedAt) } : {}),
+      versions,
+    };
   }
 
   list(
@@ -225,7 +252,10 @@ export class KvService {
     return this.namespaceValues.valuesAfter(caller, namespace, page, tag, limit);
   }
 
-  /** Deletes the key and all its versions; its last version number stays in its counter, so numbers are never reused. */
+  /**
+   * Deletes the key: it reads and lists as absent from now on, its versions are kept in the trash until
+   * it is destroyed (or written again, which takes them on), and undelete brings it back as it was.
+   */
   async remove(
     caller: Principal,
     namespace: string,
@@ -241,23 +271,86 @@ export class KvService {
       if (ifVersion !== undefined) expectVersion(ifVersion, 0);
       throw notFound('no such key');
     }
-    if (!caller.access.may('delete', namespace, meta.type))
-      throw forbidden(`delete ${meta.type} keys in ${namespace}`);
+    mayDelete(caller, namespace, meta.type);
     const alongside = (await beforeCommit?.()) ?? [];
-    const removed = await this.deps.records.remove(
+    const removed = await this.deps.records.trash(
       { namespace, key },
       (now) => {
-        if (!caller.access.may('delete', namespace, now.type))
-          throw forbidden(`delete ${now.type} keys in ${namespace}`);
+        mayDelete(caller, namespace, now.type);
         expectVersion(ifVersion, now.latest);
       },
       alongside,
+      this.deps.now(),
     );
     if (!removed) {
       if (ifVersion !== undefined) expectVersion(ifVersion, 0);
       throw notFound('no such key');
     }
     this.deps.changes?.changed({ namespace, key });
+  }
+
+  /**
+   * Erases the key for good, live or deleted: every version, its index, its place in the trash. Its last
+   * version number stays in its counter, so numbers are never reused. With `ifVersion`, only while the
+   * key is live at that version (0: only a deleted key).
+   */
+  async destroy(
+    caller: Principal,
+    namespace: string,
+    key: string,
+    beforeCommit?: BeforeCommit,
+    ifVersion?: number,
+  ): Promise<void> {
+    if (!caller.access.mayInNamespace('delete', namespace))
+      throw forbidden(`delete in ${namespace}`);
+    const ref = { namespace, key };
+    const meta = (await this.meta(namespace, key)) ?? (await this.deps.records.trashed(ref));
+    if (!meta) throw notFound('no such key, live or deleted');
+    mayDelete(caller, namespace, meta.type);
+    const alongside = (await beforeCommit?.()) ?? [];
+    const destroyed = await this.deps.records.destroy(
+      ref,
+      (now, trashed) => {
+        mayDelete(caller, namespace, now.type);
+        expectVersion(ifVersion, trashed ? 0 : now.latest);
+      },
+      alongside,
+    );
+    if (!destroyed) throw notFound('no such key, live or deleted');
+    this.deps.changes?.changed(ref);
+  }
+
+  /** Brings a deleted key back as it was when deleted: its latest version is read again. */
+  async undelete(
+    caller: Principal,
+    namespace: string,
+    key: string,
+    beforeCommit?: BeforeCommit,
+  ): Promise<EntryInfo> {
+    if (!caller.access.mayInNamespace('delete', namespace))
+      throw forbidden(`undelete in ${namespace}`);
+    const ref = { namespace, key };
+    const trashed = await this.deps.records.trashed(ref);
+    if (!trashed) throw notFound('no deleted key by that name');
+    mayDelete(caller, namespace, trashed.type, 'undelete');
+    const alongside = (await beforeCommit?.()) ?? [];
+    const meta = await this.deps.records.restore(
+      ref,
+      (now) => mayDelete(caller, namespace, now.type, 'undelete'),
+      alongside,
+    );
+    if (!meta) throw notFound('no deleted key by that name');
+    this.deps.changes?.changed(ref);
+    const record = await this.deps.records.version(ref, meta.latest);
+    if (!record)
+      throw this.deps.records.versionError(ref, meta.latest, 'is missing or does not parse');
+    return {
+      namespace,
+      key,
+      version: meta.latest,
+      type: record.type,
+      created_at: iso(record.createdAt),
+    };
   }
 
   /**
@@ -323,6 +416,24 @@ export class KvService {
       created_at: iso(record.createdAt),
     };
   }
+}
+
+/** Deleting, destroying and undeleting a key need the right to delete keys of its type. */
+function mayDelete(caller: Principal, namespace: string, type: ValueType, verb = 'delete'): void {
+  if (!caller.access.may('delete', namespace, type))
+    throw forbidden(`${verb} ${type} keys in ${namespace}`);
+}
+
+function isTrashed(meta: KeyMeta | TrashedKey): meta is TrashedKey {
+  return (meta as Partial<TrashedKey>).deletedAt !== undefined;
+}
+
+/** A deleted key's 404: when it was deleted, to a caller who may list keys of its type. */
+function deletedKey(caller: Principal, namespace: string, trashed: TrashedKey): AppError {
+  if (!caller.access.may('list', namespace, trashed.type)) return notFound('no such key');
+  return new AppError('not_found', 'the key is deleted', undefined, undefined, {
+    deleted_at: iso(trashed.deletedAt),
+  });
 }
 
 /**

@@ -21,6 +21,11 @@ export interface KeyMeta {
   readonly first: number;
 }
 
+/** A key in the trash: its index as it was when deleted, and when that was (ms since the epoch). */
+export interface TrashedKey extends KeyMeta {
+  readonly deletedAt: number;
+}
+
 export type VersionRecord =
   | {
       readonly type: 'config';
@@ -45,7 +50,10 @@ export function unpackMeta(seal: RecordSeal, storageKey: Uint8Array, bytes: Uint
   return metaOf(seal.verified('kv-meta', storageKey, bytes));
 }
 
-/** The meta without checking its MAC: only for reports made without the master key. */
+/**
+ * The meta without checking its MAC: only for reports made without the master key. A deleted key's
+ * record in the trash (packTrashed) reads as the index it keeps.
+ */
 export function peekMeta(bytes: Uint8Array): KeyMeta | undefined {
   try {
     return bytes.byteLength > MAC_BYTES ? metaOf(bytes.subarray(MAC_BYTES)) : undefined;
@@ -57,6 +65,25 @@ export function peekMeta(bytes: Uint8Array): KeyMeta | undefined {
 function metaOf(packed: Uint8Array): KeyMeta {
   const m = packr.unpack(packed) as { l: number; t: ValueType; f: number };
   return { latest: m.l, type: m.t, first: m.f };
+}
+
+export function packTrashed(seal: RecordSeal, storageKey: Uint8Array, key: TrashedKey): Buffer {
+  return seal.authenticate(
+    'kv-trash',
+    storageKey,
+    packr.pack({ l: key.latest, t: key.type, f: key.first, d: key.deletedAt }),
+  );
+}
+
+/** The deleted key's record stored at `storageKey`; throws RecordIntegrityError unless its MAC matches. */
+export function unpackTrashed(
+  seal: RecordSeal,
+  storageKey: Uint8Array,
+  bytes: Uint8Array,
+): TrashedKey {
+  const packed = seal.verified('kv-trash', storageKey, bytes);
+  const m = packr.unpack(packed) as { d: number };
+  return { ...metaOf(packed), deletedAt: m.d };
 }
 
 /** The version counter of a key: the last version number ever assigned. */

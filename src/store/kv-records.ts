@@ -1,7 +1,14 @@
 /**
  * The key-value records: each key's index (`M`: latest version — its counter while it exists —, the
- * latest type, the first version of its current life), a deleted key's counter (`C`) and the version
- * records (`V`), as store/layout.ts places them. The kv service reaches them only through here.
+ * latest type, the first version it keeps), a deleted key's counter (`C`), a deleted key's index as it was
+ * (`D`: the trash) and the version records (`V`), as store/layout.ts places them. The kv service reaches
+ * them only through here.
+ *
+ * A delete moves the key's index to the trash and keeps its versions: every place that reads indexes
+ * (reads, listings, namespaces, waits) sees no key, as before; a version of it can still be read by
+ * number, and undelete moves the index back. A write to a deleted key takes its versions on (numbering
+ * goes on, as after every delete) and empties its place in the trash. Destroy erases the versions, the
+ * index and the trash record for good; only the counter stays.
  *
  * Invariants kept here, for every backend alike:
  * - An index or counter that fails its MAC is a RecordIntegrityError, never a changed answer.
@@ -23,8 +30,12 @@ import { GENERATION_KEY } from './keyring-store.js';
 import {
   type KeyMeta,
   packCounter,
+  packMeta,
+  packTrashed,
+  type TrashedKey,
   unpackCounter,
   unpackMeta,
+  unpackTrashed,
   unpackVersion,
   type VersionRecord,
   VersionsUsedUpError,
@@ -40,6 +51,8 @@ import {
   parseMetaKey,
   parseVersionKey,
   subtreeRange,
+  trashKey,
+  trashRange,
   VERSIONS_RANGE,
   versionKey,
   versionOf,
@@ -76,9 +89,9 @@ export interface NewVersion {
   /**
    * Called under the write's locks with the key's index (undefined when it has no live key); throws to
    * refuse the write: the caller may not replace a version of that type, or the version is not the one the
-   * caller expected (check-and-set).
+   * caller expected (check-and-set). `trashed`: the key is deleted, and the write takes its versions on.
    */
-  readonly check: (meta: KeyMeta | undefined) => void;
+  readonly check: (meta: KeyMeta | undefined, trashed: TrashedKey | undefined) => void;
   /** Committed in the same transaction (the audit intent's copy). */
   readonly alongside: readonly RecordWrite[];
 }
@@ -236,12 +249,16 @@ export class KvRecords {
     if (next > MAX_VERSION) throw new VersionsUsedUpError();
     const sealedAhead = v.seal(next);
     const promised = versionKey(ref.namespace, ref.key, next);
+    const dKey = trashKey(ref.namespace, ref.key);
     return this.storage.atomic(
-      [mKey, cKey, GENERATION_KEY, promised],
-      ([metaBytes, counterBytes, generationBytes, promisedBytes]) => {
+      [mKey, cKey, GENERATION_KEY, promised, dKey],
+      ([metaBytes, counterBytes, generationBytes, promisedBytes, trashBytes]) => {
         this.keyring.checkCurrent(v.stamp, generationBytes);
         const meta = metaBytes && this.openMeta(mKey, metaBytes);
-        v.check(meta);
+        // A deleted key written again keeps its versions: its new index starts where its old one did.
+        const trashed =
+          meta || !trashBytes ? undefined : unpackTrashed(this.seal, dKey, trashBytes);
+        v.check(meta, trashed);
         const version = lastAssigned(meta, counterBytes) + 1;
         // A record already at the number promised, or a number below it: an older index or counter.
         if (version < next || (version === next && promisedBytes !== undefined))
@@ -253,29 +270,33 @@ export class KvRecords {
         if (version > MAX_VERSION) throw new VersionsUsedUpError();
         const writes = versionWrites(
           this.seal,
-          { ...ref, version, type: v.type, previous: meta },
+          { ...ref, version, type: v.type, previous: meta ?? trashed },
           version === next ? sealedAhead : v.seal(version),
         );
+        if (trashed) writes.push({ op: 'delete', key: dKey });
         return { writes: [...writes, ...v.alongside], result: { version, created: !meta } };
       },
-      // Read just now; a remote store then need not read them again to learn what the plan writes.
-      [metaNow, counterNow, v.stamp.bytes, undefined],
+      // Read just now; a remote store then need not read them again to learn what the plan writes (a
+      // deleted key written again is the rare case that costs it a second run).
+      [metaNow, counterNow, v.stamp.bytes, undefined, undefined],
     );
   }
 
   /**
-   * Deletes the key and all its versions in one transaction; its last version number goes to its counter,
-   * so a new life of the key numbers on from it. `mayDelete` throws unless the caller may delete the key
-   * as it is then; false when there is no such key.
+   * Deletes the key in one transaction: its index goes to the trash with `deletedAt`, its last version
+   * number to its counter (what a write after numbers on from), and its versions stay. `mayDelete` throws
+   * unless the caller may delete the key as it is then; false when there is no such key (or it is deleted).
    */
-  remove(
+  trash(
     ref: KeyRef,
     mayDelete: (meta: KeyMeta) => void,
     alongside: readonly RecordWrite[],
+    deletedAt: number,
   ): Promise<boolean> {
     this.keyring.guard();
     const mKey = metaKey(ref.namespace, ref.key);
     const cKey = counterKey(ref.namespace, ref.key);
+    const dKey = trashKey(ref.namespace, ref.key);
     return this.storage.atomic([mKey], ([metaBytes]) => {
       if (!metaBytes) return { writes: [], result: false };
       const meta = this.openMeta(mKey, metaBytes);
@@ -283,12 +304,91 @@ export class KvRecords {
       const writes: StorageWrite[] = [
         { op: 'delete', key: mKey },
         { op: 'put', key: cKey, value: packCounter(this.seal, cKey, meta.latest) },
+        { op: 'put', key: dKey, value: packTrashed(this.seal, dKey, { ...meta, deletedAt }) },
+        ...alongside,
+      ];
+      return { writes, result: true };
+    });
+  }
+
+  /**
+   * Takes a deleted key out of the trash in one transaction: its index as it was, its versions as they
+   * are. `mayRestore` throws unless the caller may; undefined when the key is not in the trash.
+   */
+  restore(
+    ref: KeyRef,
+    mayRestore: (trashed: TrashedKey) => void,
+    alongside: readonly RecordWrite[],
+  ): Promise<KeyMeta | undefined> {
+    this.keyring.guard();
+    const mKey = metaKey(ref.namespace, ref.key);
+    const dKey = trashKey(ref.namespace, ref.key);
+    return this.storage.atomic([mKey, dKey], ([metaBytes, trashBytes]) => {
+      if (!trashBytes) return { writes: [], result: undefined };
+      const trashed = unpackTrashed(this.seal, dKey, trashBytes);
+      // A write empties the key's place in the trash: both at once were put there by hand.
+      if (metaBytes)
+        throw new RecordIntegrityError('kv-trash', printableKey(dKey), 'is beside a live index');
+      mayRestore(trashed);
+      const meta: KeyMeta = { latest: trashed.latest, type: trashed.type, first: trashed.first };
+      return {
+        writes: [
+          { op: 'put', key: mKey, value: packMeta(this.seal, mKey, meta) },
+          { op: 'delete', key: dKey },
+          ...alongside,
+        ],
+        result: meta,
+      };
+    });
+  }
+
+  /**
+   * Destroys the key in one transaction, live or deleted: its versions, its index and its trash record
+   * are erased; its last version number goes to its counter, so a new life of the key numbers on from it.
+   * `mayDestroy` throws unless the caller may; false when there is no such key, live or deleted.
+   */
+  destroy(
+    ref: KeyRef,
+    mayDestroy: (meta: KeyMeta, trashed: boolean) => void,
+    alongside: readonly RecordWrite[],
+  ): Promise<boolean> {
+    this.keyring.guard();
+    const mKey = metaKey(ref.namespace, ref.key);
+    const cKey = counterKey(ref.namespace, ref.key);
+    const dKey = trashKey(ref.namespace, ref.key);
+    return this.storage.atomic([mKey, dKey], ([metaBytes, trashBytes]) => {
+      const meta: KeyMeta | undefined = metaBytes
+        ? this.openMeta(mKey, metaBytes)
+        : trashBytes && unpackTrashed(this.seal, dKey, trashBytes);
+      if (!meta) return { writes: [], result: false };
+      mayDestroy(meta, !metaBytes);
+      const writes: StorageWrite[] = [
+        { op: 'delete', key: metaBytes ? mKey : dKey },
+        { op: 'put', key: cKey, value: packCounter(this.seal, cKey, meta.latest) },
         ...alongside,
       ];
       for (let v = meta.first; v <= meta.latest; v++)
         writes.push({ op: 'delete', key: versionKey(ref.namespace, ref.key, v) });
       return { writes, result: true };
     });
+  }
+
+  /** The deleted key's record, or undefined when the key is not in the trash. */
+  async trashed(ref: KeyRef): Promise<TrashedKey | undefined> {
+    this.keyring.guard();
+    const dKey = trashKey(ref.namespace, ref.key);
+    const bytes = await this.storage.get(dKey);
+    return bytes && unpackTrashed(this.seal, dKey, bytes);
+  }
+
+  /** The deleted keys directly in `namespace`, in order, with their records. */
+  async *trashIn(namespace: string): AsyncIterable<{ key: string; trashed: TrashedKey }> {
+    this.keyring.guard();
+    for await (const entry of this.storage.scan(trashRange(namespace)))
+      yield {
+        key: parseMetaKey(entry.key).key,
+        trashed: unpackTrashed(this.seal, entry.key, entry.value),
+      };
   }
 
   /**

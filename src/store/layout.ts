@@ -5,6 +5,8 @@
  *   M <ns> 0x00 <key>                 key meta: latest version, latest type, first live version
  *   C <ns> 0x00 <key>                 a deleted key's last version number (while a key exists, its meta's
  *                                     latest version is its counter), so numbering goes on after a delete
+ *   D <ns> 0x00 <key>                 a deleted key's index as it was, and when it was deleted: the key is in
+ *                                     the trash, its versions kept until it is destroyed or written again
  *   V <ns> 0x00 <key> 0x00 <u32 BE>   one version record
  *   T <id>                            one token record
  *   U <sha256 of a session id, hex>   one web console session (auth/console-sessions.ts)
@@ -31,6 +33,19 @@ export function metaKey(ns: string, key: string): Buffer {
 export function counterKey(ns: string, key: string): Buffer {
   return bytes(`C${nsPart(ns)}\0${key}`);
 }
+
+export function trashKey(ns: string, key: string): Buffer {
+  return bytes(`D${nsPart(ns)}\0${key}`);
+}
+
+/** The deleted keys directly in `ns`, in order. */
+export function trashRange(ns: string): KeyRange {
+  const base = `D${nsPart(ns)}`;
+  return { start: bytes(`${base}\0`), end: bytes(`${base}\x01`) };
+}
+
+/** Every deleted key's record. */
+export const TRASH_RANGE: KeyRange = { start: bytes('D'), end: bytes('E') };
 
 export function versionKey(ns: string, key: string, version: number): Buffer {
   const out = Buffer.alloc(1 + Buffer.byteLength(ns) + 1 + key.length + 1 + 4);

@@ -28,6 +28,7 @@ import {
   REWRAP_STATE_KEY,
   ROOT_TOKEN_KEY,
   TOKENS_RANGE,
+  TRASH_RANGE,
 } from './layout.js';
 
 /** The range holding the one key `key`. */
@@ -71,6 +72,11 @@ const TABLE = {
   'kv-counter': {
     words: 'version counter',
     stored: { range: COUNTERS_RANGE, protection: 'mac', format1: fourBytes },
+  },
+  // Format 1 deleted a key's versions with it: it had no trash.
+  'kv-trash': {
+    words: 'deleted key record',
+    stored: { range: TRASH_RANGE, protection: 'mac', format1: NOT_IN_FORMAT_1 },
   },
   'keyring-generation': {
     words: 'keyring generation',

@@ -20,7 +20,7 @@ import { openSecret, type RecordIdentity, verifyConfig } from '../crypto/envelop
 import type { Keyring } from '../crypto/keyring.js';
 import type { StorageBackend } from '../storage/backend.js';
 import { type KeyMeta, peekMeta, unpackVersion } from './kv-format.js';
-import { metaKey, parseVersionKey, VERSIONS_RANGE } from './layout.js';
+import { metaKey, parseVersionKey, trashKey, VERSIONS_RANGE } from './layout.js';
 import { type RecordCount, recordCensus } from './record-census.js';
 import { RecordSeal } from './record-seal.js';
 import { emptyCounts, type RecordCounts, versionRows } from './version-counts.js';
@@ -166,8 +166,11 @@ export async function sealReport(
     const keyName = `${id.namespace}\0${id.key}`;
     if (keyName !== currentKey) {
       currentKey = keyName;
-      const metaBytes = await storage.get(metaKey(id.namespace, id.key));
-      // Read, not checked: the census below checks every index record's MAC (with verify).
+      // A deleted key's versions are counted by its record in the trash, which keeps its index as it was.
+      const metaBytes =
+        (await storage.get(metaKey(id.namespace, id.key))) ??
+        (await storage.get(trashKey(id.namespace, id.key)));
+      // Read, not checked: the census below checks every index and trash record's MAC (with verify).
       meta = metaBytes && peekMeta(metaBytes);
     }
 
@@ -199,7 +202,9 @@ export async function sealReport(
     if (problem) note(problem);
     else if (type === 'secret') sealed++;
     if (!meta || id.version < meta.first || id.version > meta.latest)
-      note('a version of no live key (its key is deleted, or the version lies outside it)');
+      note(
+        'a version of no key, live or deleted (its key is destroyed, or the version lies outside it)',
+      );
 
     if (versions % 500 === 0) {
       options.onProgress?.(versions, Math.max(total, versions));

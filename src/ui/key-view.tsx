@@ -3,7 +3,8 @@
  * person reveals it (each reveal is one read, audited as the session's token; the value is never in the
  * page before that), a copy button, a form for a new version (of the latest version's type unless the person
  * picks the other: saving without looking never changes a key's type), and deletion behind a confirmation
- * that names the key.
+ * that names the key. A deleted key (in the trash) shows since when, its versions still revealable, with
+ * a restore and — behind a confirmation that names it — destroying it for good.
  */
 import { useEffect, useState } from 'preact/hooks';
 import type { ApiEntry, ApiEntryInfo, ApiVersionList } from '../api/response-schemas.js';
@@ -30,8 +31,10 @@ export function KeyView({
   const [revealed, setRevealed] = useState<ApiEntry | undefined>(undefined);
   const [error, setError] = useState<string | undefined>(undefined);
   const [notice, setNotice] = useState<string | undefined>(undefined);
-  const [confirming, setConfirming] = useState(false);
-  const [deleted, setDeleted] = useState(false);
+  const [confirming, setConfirming] = useState<'delete' | 'destroy' | undefined>(undefined);
+  /** When the key was deleted, while it is in the trash. */
+  const [deletedAt, setDeletedAt] = useState<string | undefined>(undefined);
+  const [destroyed, setDestroyed] = useState(false);
   /** The type the person picked for a new version; until then, the latest version's. */
   const [pickedType, setPickedType] = useState<ValueType | undefined>(undefined);
   const latestType = versions?.find((v) => v.version === current)?.type;
@@ -44,6 +47,7 @@ export function KeyView({
       const list = await api<ApiVersionList>('GET', `${path}/versions`);
       setVersions([...list.versions].reverse());
       setCurrent(list.current_version);
+      setDeletedAt(list.deleted_at);
       setError(undefined);
       return true;
     } catch (err) {
@@ -106,22 +110,35 @@ export function KeyView({
     }
   }
 
-  async function remove(): Promise<void> {
+  /** Delete (to the trash), restore from it, or destroy for good; then the page shows what is now. */
+  async function change(kind: 'delete' | 'restore' | 'destroy'): Promise<void> {
     try {
-      await api('DELETE', path);
-      setDeleted(true);
-      setConfirming(false);
+      if (kind === 'delete') await api('DELETE', path);
+      else if (kind === 'restore') await api('POST', `${path}?undelete=true`);
+      else await api('DELETE', `${path}?destroy=true`);
+      setConfirming(undefined);
+      setRevealed(undefined);
+      if (kind === 'destroy') {
+        setDestroyed(true);
+        return;
+      }
+      setNotice(
+        kind === 'delete'
+          ? `Deleted ${keyName}: it reads as absent now. Its versions are kept in the trash until it is destroyed.`
+          : `Restored ${keyName}, as it was.`,
+      );
+      await load();
     } catch (err) {
       setError(messageOf(err));
     }
   }
 
-  if (deleted)
+  if (destroyed)
     return (
       <section>
         <h1>{keyName}</h1>
         <p role="status">
-          Deleted {keyName} from {namespace}, with all its versions.
+          Destroyed {keyName} in {namespace}: every version is erased.
         </p>
         <a href={namespaceHref(namespace)}>Back to {namespace}</a>
       </section>
@@ -134,6 +151,12 @@ export function KeyView({
       </nav>
       <h1 id="key-title">{keyName}</h1>
       <Messages error={error} notice={notice} />
+      {deletedAt && (
+        <p class="deleted">
+          Deleted {new Date(deletedAt).toLocaleString()}: in the trash. It reads as absent and is in
+          no listing; its versions below are kept.
+        </p>
+      )}
       {revealed && (
         <section class="value" aria-label="Revealed value">
           <h2>
@@ -194,7 +217,7 @@ export function KeyView({
           </tbody>
         </table>
       )}
-      {mayDo(capabilities, 'write', namespace) && (
+      {mayDo(capabilities, 'write', namespace) && !deletedAt && (
         <>
           <h2>Add a version</h2>
           <form class="add" onSubmit={addVersion}>
@@ -212,24 +235,46 @@ export function KeyView({
           </form>
         </>
       )}
-      {!mayDo(capabilities, 'delete', namespace) ? null : confirming ? (
+      {!mayDo(capabilities, 'delete', namespace) ? null : confirming === 'delete' ? (
         <fieldset class="confirm" aria-labelledby="confirm-text">
           <p id="confirm-text">
-            Delete <strong>{keyName}</strong> from <strong>{namespace}</strong>, with all its
-            versions? This cannot be undone.
+            Delete <strong>{keyName}</strong> from <strong>{namespace}</strong>? It will read as
+            absent; its versions stay in the trash, and it can be restored.
           </p>
-          <button type="button" class="danger" onClick={remove}>
+          <button type="button" class="danger" onClick={() => change('delete')}>
             Delete {keyName}
           </button>
-          <button type="button" onClick={() => setConfirming(false)}>
+          <button type="button" onClick={() => setConfirming(undefined)}>
+            Cancel
+          </button>
+        </fieldset>
+      ) : confirming === 'destroy' ? (
+        <fieldset class="confirm" aria-labelledby="confirm-text">
+          <p id="confirm-text">
+            Destroy <strong>{keyName}</strong> in <strong>{namespace}</strong>: erase every one of
+            its versions for good? This cannot be undone.
+          </p>
+          <button type="button" class="danger" onClick={() => change('destroy')}>
+            Destroy {keyName}
+          </button>
+          <button type="button" onClick={() => setConfirming(undefined)}>
             Cancel
           </button>
         </fieldset>
       ) : (
         <>
-          <h2>Delete</h2>
-          <button type="button" class="danger" onClick={() => setConfirming(true)}>
-            Delete this key…
+          <h2>{deletedAt ? 'The trash' : 'Delete'}</h2>
+          {deletedAt ? (
+            <button type="button" onClick={() => change('restore')}>
+              Restore {keyName}
+            </button>
+          ) : (
+            <button type="button" class="danger" onClick={() => setConfirming('delete')}>
+              Delete this key…
+            </button>
+          )}
+          <button type="button" class="danger" onClick={() => setConfirming('destroy')}>
+            Destroy for good…
           </button>
         </>
       )}

@@ -135,7 +135,9 @@ describe('intents are committed with their changes: one sync for both', function
             .status,
         ).to.equal(201);
       }
-      expect((await send(p.url, 'DELETE', '/v1/kv/lost/c', root)).status).to.equal(204);
+      expect((await send(p.url, 'DELETE', '/v1/kv/lost/c?destroy=true', root)).status).to.equal(
+        204,
+      );
       await killAll(p);
     }
 
@@ -240,7 +242,7 @@ describe('intents are committed with their changes: one sync for both', function
         'write',
         'write',
         'write',
-        'delete',
+        'destroy',
       ]);
 
       const after = await runCoffer(['audit', 'verify'], envOf(dir));

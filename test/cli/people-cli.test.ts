@@ -133,6 +133,44 @@ describe('the coffer command for people: kv, token, whoami, export', function ()
       expect(gone.stderr).to.equal('coffer: team/app/new: not found (404)\n');
     });
 
+    it('the trash: rm keeps the versions, undelete brings the key back, rollback writes an old value again, destroy needs --yes', async () => {
+      for (const value of ['one', 'two']) await command(['kv', 'put', 'team/trash/k', value], env);
+      expect((await command(['kv', 'rm', 'team/trash/k'], env)).code).to.equal(0);
+      expect((await command(['kv', 'get', 'team/trash/k'], env)).code).to.equal(3);
+      const listed = (await command(['kv', 'versions', 'team/trash/k'], env)).stdout;
+      expect(listed).to.match(
+        /^deleted at \d{4}-.*coffer kv undelete team\/trash\/k brings it back\)$/m,
+      );
+      const restored = await command(['kv', 'undelete', 'team/trash/k'], env);
+      expect([restored.code, restored.stdout]).to.deep.equal([
+        0,
+        'restored team/trash/k: its latest version is 2 (secret)\n',
+      ]);
+      const back = await command(['kv', 'rollback', 'team/trash/k', '--version', '1'], env);
+      expect([back.code, back.stdout]).to.deep.equal([
+        0,
+        "stored team/trash/k version 3 (secret): version 1's value\n",
+      ]);
+      expect((await command(['kv', 'get', 'team/trash/k'], env)).stdout).to.equal('one');
+      // Over a version that is no longer the latest: exit 6, nothing written.
+      expect(
+        (
+          await command(
+            ['kv', 'rollback', 'team/trash/k', '--version', '2', '--if-version', '2'],
+            env,
+          )
+        ).code,
+      ).to.equal(6);
+      const unsure = await command(['kv', 'destroy', 'team/trash/k'], env);
+      expect(unsure.code).to.equal(2);
+      expect(unsure.stderr).to.include('add --yes');
+      expect((await command(['kv', 'destroy', 'team/trash/k', '--yes'], env)).code).to.equal(0);
+      expect((await command(['kv', 'get', 'team/trash/k', '--version', '1'], env)).code).to.equal(
+        3,
+      );
+      expect((await command(['kv', 'undelete', 'team/trash/k'], env)).code).to.equal(3);
+    });
+
     it('says each error in one line with its exit code: no token, 403, 404, unreachable, bad arguments', async () => {
       const noToken = await command(['kv', 'get', 'team/app/flag'], { COFFER_ADDR: c.url });
       expect([noToken.code, noToken.stderr]).to.deep.equal([

@@ -231,7 +231,7 @@ describe('key-value API', () => {
   });
 
   describe('DELETE', () => {
-    it('removes all versions with 204, then 404; numbering continues after the last version', async () => {
+    it('moves the key to the trash with 204, then 404; numbering continues after the last version', async () => {
       await c.put('del/k', 'a');
       await c.put('del/k', 'b');
       await c.put('del/k', 'c');
@@ -239,9 +239,11 @@ describe('key-value API', () => {
       expect(del.status).to.equal(204);
       expect(del.text).to.equal('');
       expect((await c.call('GET', '/v1/kv/del/k')).status).to.equal(404);
+      expect((await c.call('DELETE', '/v1/kv/del/k')).status).to.equal(404);
+      // Destroyed, nothing is kept; the numbers are not used again (test/kv/trash.test.ts: the rest).
+      expect((await c.call('DELETE', '/v1/kv/del/k?destroy=true')).status).to.equal(204);
       expect((await c.call('GET', '/v1/kv/del/k?version=1')).status).to.equal(404);
       expect((await c.call('GET', '/v1/kv/del/k/versions')).status).to.equal(404);
-      expect((await c.call('DELETE', '/v1/kv/del/k')).status).to.equal(404);
       const again = await c.put('del/k', 'd');
       expect(again.status).to.equal(201);
       expect(again.body.version).to.equal(4);

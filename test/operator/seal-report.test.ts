@@ -70,6 +70,7 @@ describe('the seal report', function () {
       'audit-lines',
       'kv-meta',
       'kv-counter',
+      'kv-trash',
       'keyring-generation',
       'rewrap-state',
       'audit-count',
@@ -184,6 +185,10 @@ describe('the seal report', function () {
       result: undefined,
     }));
 
+    // A deleted key's versions, kept in the trash, are a deleted key's: no anomaly.
+    await c.put('apps/web/trashed', 'kept');
+    expect((await c.call('DELETE', '/v1/kv/apps/web/trashed')).status).to.equal(204);
+
     const r = (await c.call('GET', '/v1/sys/seal-report')).body;
     const problems = Object.fromEntries(
       r.anomalies.map((a: { namespace: string; key: string; problem: string }) => [
@@ -195,8 +200,9 @@ describe('the seal report', function () {
     expect(problems['db/s1']).to.match(/keyring version 99 is not in the keyring/);
     expect(problems['apps/web/s1']).to.match(/value's nonce is missing/);
     expect(problems['apps/web/s2']).to.match(/unreadable/);
-    expect(problems['apps/web/gone']).to.match(/no live key/);
+    expect(problems['apps/web/gone']).to.match(/no key, live or deleted/);
     expect(problems).not.to.have.property('db/s2'); // a flipped ciphertext bit has the right shape
+    expect(problems).not.to.have.property('apps/web/trashed');
     expect(r.totals.anomalies).to.equal(5);
     expect(JSON.stringify(r)).not.to.include(marker);
 

@@ -74,7 +74,7 @@ describe('the web console in Chromium', function () {
     await c?.close();
   });
 
-  it('signs in with a token, browses, reveals, adds a version, deletes and signs out, under its CSP without an error', async () => {
+  it('signs in with a token, browses, reveals, adds a version, deletes, restores, destroys and signs out, under its CSP without an error', async () => {
     const context = await browser.newContext({ viewport: LAPTOP });
     const { page, errors } = await watchedPage(context);
     const main = await page.goto(`${c.url}/ui/`);
@@ -170,11 +170,26 @@ describe('the web console in Chromium', function () {
       'rotated-password',
     );
 
+    // Delete puts the key in the trash: restored from there, or destroyed behind its own confirmation.
     await page.getByRole('button', { name: 'Delete this key…' }).click();
-    await page.getByText('Delete db_password from payments/prod, with all its versions?').waitFor();
+    await page.getByText('Delete db_password from payments/prod? It will read as absent').waitFor();
     await page.getByRole('button', { name: 'Delete db_password' }).click();
-    await page.getByText('Deleted db_password from payments/prod').waitFor();
+    await page.getByText('Deleted db_password: it reads as absent now.').waitFor();
+    await page.getByText(/^Deleted .*: in the trash/).waitFor();
     expect((await c.call('GET', '/v1/kv/payments/prod/db_password')).status).to.equal(404);
+    expect(await page.getByRole('button', { name: 'Reveal version 1' }).count()).to.equal(1);
+    await page.getByRole('button', { name: 'Restore db_password' }).click();
+    await page.getByText('Restored db_password, as it was.').waitFor();
+    expect((await c.call('GET', '/v1/kv/payments/prod/db_password')).body.value).to.equal(
+      'rotated-password',
+    );
+    await page.getByRole('button', { name: 'Destroy for good…' }).click();
+    await page.getByText('erase every one of its versions for good?').waitFor();
+    await page.getByRole('button', { name: 'Destroy db_password' }).click();
+    await page.getByText('Destroyed db_password in payments/prod').waitFor();
+    expect((await c.call('GET', '/v1/kv/payments/prod/db_password?version=1')).status).to.equal(
+      404,
+    );
 
     await page.getByRole('link', { name: 'Back to payments/prod' }).click();
     await page.getByRole('link', { name: 'api_url' }).click();

@@ -37,11 +37,46 @@ except hvac.exceptions.Forbidden:
 print(json.dumps(out))
 `;
 
-function runHvac(env: Record<string, string>): Promise<Record<string, unknown>> {
+/** Delete, undelete and destroy, as hvac sends them (Coffer's trash underneath). */
+const TRASH_SCRIPT = `
+import json, os, hvac
+c = hvac.Client(url=os.environ['VAULT_ADDR'], token=os.environ['VAULT_TOKEN'])
+kv = c.secrets.kv.v2
+out = {}
+def status(call):
+    try:
+        call()
+        return 'ok'
+    except hvac.exceptions.InvalidPath:
+        return 'InvalidPath'
+    except hvac.exceptions.InvalidRequest:
+        return 'InvalidRequest'
+kv.create_or_update_secret(path='team/trash', secret={'a': '1'})
+kv.create_or_update_secret(path='team/trash', secret={'a': '2'})
+kv.delete_latest_version_of_secret(path='team/trash')
+out['read_deleted'] = status(lambda: kv.read_secret_version(path='team/trash'))
+meta = kv.read_secret_metadata(path='team/trash')['data']
+out['deletion_time_set'] = meta['versions']['2']['deletion_time'] != ''
+out['v1_still'] = kv.read_secret_version(path='team/trash', version=1)['data']['data']
+kv.undelete_secret_versions(path='team/trash', versions=[2])
+out['undeleted'] = kv.read_secret_version(path='team/trash')['data']['data']
+kv.delete_secret_versions(path='team/trash', versions=[2])
+out['deleted_again'] = status(lambda: kv.read_secret_version(path='team/trash'))
+out['delete_older'] = status(lambda: kv.delete_secret_versions(path='team/trash', versions=[1]))
+out['destroy_some'] = status(lambda: kv.destroy_secret_versions(path='team/trash', versions=[1]))
+kv.destroy_secret_versions(path='team/trash', versions=[1, 2])
+out['after_destroy'] = status(lambda: kv.read_secret_metadata(path='team/trash'))
+kv.create_or_update_secret(path='team/gone', secret={'x': '1'})
+kv.delete_metadata_and_all_versions(path='team/gone')
+out['after_metadata_delete'] = status(lambda: kv.read_secret_version(path='team/gone', version=1))
+print(json.dumps(out))
+`;
+
+function runHvac(env: Record<string, string>, script = SCRIPT): Promise<Record<string, unknown>> {
   return new Promise((resolve, reject) => {
     execFile(
       DEBIAN_PYTHON,
-      ['-c', SCRIPT],
+      ['-c', script],
       { env: { PATH: process.env.PATH ?? '', ...env }, timeout: 30_000 },
       (err, stdout, stderr) => {
         if (err) reject(new Error(`hvac failed: ${stderr || err.message}`));
@@ -83,5 +118,26 @@ describe("hvac, Vault's Python client (Debian's python3-hvac), against Coffer's 
       reader_write: 'Forbidden',
     });
     expect(out.stale_cas).to.include('check-and-set parameter did not match the current version');
+  });
+
+  it("deletes, undeletes and destroys through Coffer's trash; refuses what Coffer cannot do to one version alone", async () => {
+    const out = await runHvac(
+      { VAULT_ADDR: `${c.url}/vault`, VAULT_TOKEN: c.rootToken },
+      TRASH_SCRIPT,
+    );
+    expect(out).to.deep.equal({
+      read_deleted: 'InvalidPath',
+      deletion_time_set: true,
+      v1_still: { a: '1' },
+      undeleted: { a: '2' },
+      deleted_again: 'InvalidPath',
+      delete_older: 'InvalidRequest',
+      destroy_some: 'InvalidRequest',
+      after_destroy: 'InvalidPath',
+      after_metadata_delete: 'InvalidPath',
+    });
+    // The same keys through Coffer's own API: team/trash and team/gone are destroyed.
+    expect((await c.call('GET', '/v1/kv/team/trash?version=1')).status).to.equal(404);
+    expect((await c.call('GET', '/v1/kv/team/gone/versions')).status).to.equal(404);
   });
 });

@@ -1,10 +1,14 @@
-/** PUT and DELETE of a key under /v1/kv/..., each optionally conditional on its latest version (If-Match, ?cas=). */
+/**
+ * PUT and DELETE of a key under /v1/kv/..., each optionally conditional on its latest version (If-Match,
+ * ?cas=); DELETE moves the key to the trash (`?destroy=true` erases it for good, live or deleted), and
+ * POST `?undelete=true` brings a deleted key back.
+ */
 import type { Request } from 'express';
 import { auditTarget } from '../../api/audit-target.js';
 import { principalOf } from '../../api/context.js';
 import type { RecordIntent } from '../../api/feature.js';
 import type { Operation } from '../../api/operation.js';
-import { integer } from '../../api/query-params.js';
+import { flag, integer } from '../../api/query-params.js';
 import { queryError, rawPath } from '../../api/request-parts.js';
 import type { Responder } from '../../api/respond.js';
 import { entryInfo, ok } from '../../api/response-schemas.js';
@@ -33,6 +37,18 @@ const CAS_QUERY = {
     description:
       'change only if the latest version is this one (0: only if the key does not exist); 412 otherwise',
   }),
+};
+
+const DELETE_QUERY = {
+  ...CAS_QUERY,
+  destroy: flag({
+    description:
+      'true: erase the key for good, live or deleted: every version, and its place in the trash (cas=0: only a deleted key)',
+  }),
+};
+
+const UNDELETE_QUERY = {
+  undelete: flag({ description: 'true (required): take the deleted key out of the trash' }),
 };
 
 const ifMatchParam = {
@@ -153,38 +169,81 @@ export function kvWriteOperations({
     },
   };
 
-  const remove: Operation<typeof CAS_QUERY> = {
+  const remove: Operation<typeof DELETE_QUERY> = {
     method: 'DELETE',
     template: TEMPLATE,
     action: 'delete',
     pathTarget,
     serves: mayNameKey,
-    query: CAS_QUERY,
+    query: DELETE_QUERY,
     docs: [
       {
         operationId: 'deleteKey',
         summary:
-          'Delete the key and all its versions (numbers are never reused); with If-Match or cas, only if the latest version is the one named (412 otherwise)',
+          'Delete the key: it reads and lists as absent (404), its versions stay in the trash, readable by number, until it is destroyed; undelete brings it back, a write takes them on. With ?destroy=true, erase it for good, live or deleted (numbers are never reused). With If-Match or cas, only if the latest version is the one named (412 otherwise)',
         path: '/v1/kv/{namespace}/{key}',
         pathParams: [namespaceParam, keyParam, ifMatchParam],
-        responses: { 204: { description: 'Deleted' } },
+        responses: { 204: { description: 'Deleted (or destroyed)' } },
         errors: [403, 404, 412],
       },
     ],
     async handler(req, res, { query }) {
       const { namespace, key } = keyTarget(req);
-      const ifVersion = expectedVersion(req, query.cas, false);
+      const destroy = query.destroy === true;
+      const ifVersion = expectedVersion(req, query.cas, destroy);
       auditTarget(res, { namespace, key });
-      await kv.remove(
-        principalOf(res),
-        namespace,
-        key,
-        () => recordIntent(res, { action: 'delete', namespace, key }),
-        ifVersion,
-      );
+      if (destroy) {
+        res.locals.action = 'destroy';
+        await kv.destroy(
+          principalOf(res),
+          namespace,
+          key,
+          () => recordIntent(res, { action: 'destroy', namespace, key }),
+          ifVersion,
+        );
+      } else {
+        await kv.remove(
+          principalOf(res),
+          namespace,
+          key,
+          () => recordIntent(res, { action: 'delete', namespace, key }),
+          ifVersion,
+        );
+      }
       respond.empty(res, 204);
     },
   };
 
-  return [write, remove] as Operation[];
+  const undelete: Operation<typeof UNDELETE_QUERY> = {
+    method: 'POST',
+    template: TEMPLATE,
+    action: 'undelete',
+    pathTarget,
+    serves: mayNameKey,
+    query: UNDELETE_QUERY,
+    docs: [
+      {
+        operationId: 'undeleteKey',
+        summary:
+          'With ?undelete=true: take a deleted key out of the trash, as it was when deleted (its versions, its latest); 404 when it is not in the trash',
+        path: '/v1/kv/{namespace}/{key}',
+        pathParams: [namespaceParam, keyParam],
+        responses: { 200: ok('Restored: its latest version', entryInfo) },
+        errors: [400, 403, 404],
+      },
+    ],
+    async handler(req, res, { query }) {
+      const { namespace, key } = keyTarget(req);
+      if (query.undelete !== true)
+        throw queryError('undelete', 'POST on a key takes ?undelete=true (PUT writes a value)');
+      auditTarget(res, { namespace, key });
+      const info = await kv.undelete(principalOf(res), namespace, key, () =>
+        recordIntent(res, { action: 'undelete', namespace, key }),
+      );
+      auditTarget(res, { version: info.version });
+      respond.json(res, 200, info);
+    },
+  };
+
+  return [write, remove, undelete] as Operation[];
 }

@@ -72,15 +72,35 @@ export function mergePatch(
 }
 
 /** Vault's metadata of one version, as its KV v2 answers carry it. */
-export function versionMetadata(info: { version: number; created_at: string }) {
+export function versionMetadata(info: { version: number; created_at: string }, deletedAt = '') {
   return {
     created_time: info.created_at,
     custom_metadata: null,
-    deletion_time: '',
+    deletion_time: deletedAt,
     destroyed: false,
     version: info.version,
   };
 }
+
+/** Vault's delete, undelete and destroy of versions: which ones (Coffer acts on the key: vault-kv.ts). */
+export interface VaultVersions {
+  readonly versions: readonly number[];
+}
+
+export const versionsSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['versions'],
+  properties: {
+    versions: {
+      type: 'array',
+      minItems: 1,
+      maxItems: 1000,
+      items: { type: 'integer', minimum: 1, maximum: MAX_VERSION },
+      description: 'the versions to act on',
+    },
+  },
+} as const;
 
 /**
  * The secret a Coffer value holds: its JSON object; a value that is not one (written through Coffer's own
