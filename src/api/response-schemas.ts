@@ -186,6 +186,20 @@ export const namespaceValues = closed({
   next_cursor: nullable(Type.String({ description: 'null on the last page' })),
 });
 
+export const trashListing = closed({
+  kind: kindOf('trash'),
+  namespace: Type.String(),
+  keys: Type.Array(
+    closed({
+      key: Type.String(),
+      type: valueTypes,
+      version: Type.Integer({ description: 'its latest version when it was deleted' }),
+      deleted_at: timestamp,
+    }),
+  ),
+  next_cursor: nullable(Type.String({ description: 'null on the last page' })),
+});
+
 export const versionList = closed({
   namespace: Type.String(),
   key: Type.String(),
@@ -603,6 +617,7 @@ export type ApiEntryInfo = Static<typeof entryInfo>;
 export type ApiListing = Static<typeof listing>;
 export type ApiNamespaceValues = Static<typeof namespaceValues>;
 export type ApiVersionList = Static<typeof versionList>;
+export type ApiTrashListing = Static<typeof trashListing>;
 export type ApiKeyringStatus = Static<typeof keyringStatus>;
 export type ApiRotation = Static<typeof rotation>;
 export type ApiRetirement = Static<typeof retirement>;
@@ -637,6 +652,7 @@ export const NAMED_SCHEMAS: Readonly<Record<string, object>> = {
   NamespaceValue: namespaceValue,
   NamespaceValues: namespaceValues,
   VersionList: versionList,
+  TrashListing: trashListing,
   KeyringStatus: keyringStatus,
   ServerVersion: serverVersion,
   Rotation: rotation,

@@ -24,6 +24,7 @@ export const KV_HELP = `usage: coffer kv <command> [options]
   ls [NS] [--prefix P] [--json]         the keys and child namespaces of NS (without NS: the top-level ones);
                                         --prefix P: only those whose names start with P
   rm NS/KEY [--if-version N]            delete the key: it reads as absent, its versions stay in the trash
+  trash NS [--json]                     the keys deleted in NS: their latest version and when
   undelete NS/KEY                       take a deleted key out of the trash, as it was
   destroy NS/KEY --yes [--if-version N] erase the key for good, live or deleted: every version (--if-version 0:
                                         only if it is deleted)
@@ -107,6 +108,25 @@ export async function kvCommand(args: string[], io: CommandIo = processIo()): Pr
         const { namespace, key } = keyPath(path);
         const ifVersion = version(o['if-version'], '--if-version');
         await coffer.delete(namespace, key, ifVersion === undefined ? {} : { ifVersion });
+        return EXIT.ok;
+      }
+      case 'trash': {
+        if (path === undefined) throw new CliError('trash NS: name the namespace', EXIT.usage);
+        const keys: Awaited<ReturnType<Coffer['trash']>>['keys'] = [];
+        let cursor: string | undefined;
+        do {
+          const page = await coffer.trash(path, cursor === undefined ? {} : { cursor });
+          keys.push(...page.keys);
+          cursor = page.next_cursor ?? undefined;
+        } while (cursor !== undefined);
+        io.write(
+          o.json
+            ? json({ namespace: path, keys })
+            : `${table(
+                ['KEY', 'VERSION', 'TYPE', 'DELETED'],
+                keys.map((k) => [k.key, String(k.version), k.type, k.deleted_at]),
+              )}\n`,
+        );
         return EXIT.ok;
       }
       case 'undelete': {

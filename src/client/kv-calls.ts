@@ -4,6 +4,7 @@ import type {
   ApiEntryInfo,
   ApiListing,
   ApiNamespaceValues,
+  ApiTrashListing,
   ApiVersionList,
 } from '../api/response-schemas.js';
 import { Calls } from './calls.js';
@@ -56,6 +57,18 @@ export class KvCalls extends Calls {
     await this.answer({
       method: 'DELETE',
       path: keyPath(namespace, key) + query({ cas: options.ifVersion }),
+      signal: options.signal,
+    });
+  }
+
+  /** One page of the keys deleted directly in `namespace` (its trash): names and versions, no value. */
+  trash(
+    namespace: string,
+    options: { limit?: number; cursor?: string; signal?: AbortSignal } = {},
+  ): Promise<ApiTrashListing> {
+    return this.call({
+      method: 'GET',
+      path: `/v1/kv/${namespacePath(namespace)}/${query({ trash: true, limit: options.limit, cursor: options.cursor })}`,
       signal: options.signal,
     });
   }

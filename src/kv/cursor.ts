@@ -29,6 +29,23 @@ export function invalidCursor() {
   ]);
 }
 
+/** A trash listing's cursor: the namespace and the last deleted key returned. */
+export function encodeTrashCursor(namespace: string, after: string): string {
+  return Buffer.from(JSON.stringify({ n: namespace, t: 1, a: after })).toString('base64url');
+}
+
+export function decodeTrashCursor(namespace: string, text: string): string {
+  let d: { n?: unknown; t?: unknown; a?: unknown } | null;
+  try {
+    d = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'));
+  } catch {
+    throw invalidCursor();
+  }
+  if (d === null || typeof d !== 'object' || d.n !== namespace || d.t !== 1) throw invalidCursor();
+  if (typeof d.a !== 'string' || !isSegment(d.a)) throw invalidCursor();
+  return d.a;
+}
+
 export function decodeCursor(namespace: string, text: string, prefix = ''): Cursor {
   const bad = invalidCursor();
   let data: unknown;

@@ -25,6 +25,14 @@ export interface VersionList {
   readonly versions: { version: number; type: ValueType; created_at: string }[];
 }
 
+/** One page of a namespace's deleted keys (GET /v1/kv/{ns}/?trash=true): names and versions, no value. */
+export interface TrashListing {
+  readonly kind: 'trash';
+  readonly namespace: string;
+  readonly keys: { key: string; type: ValueType; version: number; deleted_at: string }[];
+  readonly next_cursor: string | null;
+}
+
 /** One page of a namespace's values (GET /v1/kv/{ns}/?values=true). */
 export interface NamespaceValues {
   readonly kind: 'values';

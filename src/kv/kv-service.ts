@@ -18,13 +18,22 @@ import {
 } from '../store/kv-records.js';
 import { VersionReader } from '../store/kv-version-reads.js';
 import { packedVersionRecord } from '../store/kv-version-writes.js';
+import { Deletions, deletedKey, isTrashed } from './deletions.js';
 import { type Entry, type EntryInfo, iso, type TaggedValues, type VersionList } from './entries.js';
+import { expectVersion } from './expect-version.js';
 import { type KeyChanges, untilChanged, type WaitLimit } from './key-changes.js';
 import { type Listing, listNamespace } from './listing.js';
 import { NamespaceValuesReader } from './namespace-values.js';
 import { openVersion } from './version-access.js';
 
-export type { Entry, EntryInfo, NamespaceValues, TaggedValues, VersionList } from './entries.js';
+export type {
+  Entry,
+  EntryInfo,
+  NamespaceValues,
+  TaggedValues,
+  TrashListing,
+  VersionList,
+} from './entries.js';
 export type { WaitLimit } from './key-changes.js';
 export { VALUES_PAGE_BYTES } from './namespace-values.js';
 
@@ -46,7 +55,11 @@ export class KvService {
   private readonly reader: VersionReader;
   private readonly namespaceValues: NamespaceValuesReader;
 
+  /** Delete, undelete, destroy and the trash (deletions.ts). */
+  readonly deletions: Deletions;
+
   constructor(private readonly deps: KvServiceDeps) {
+    this.deletions = new Deletions(deps);
     this.reader = new VersionReader(deps.keyring, deps.records);
     this.namespaceValues = new NamespaceValuesReader({
       records: deps.records,
@@ -152,7 +165,7 @@ export class KvService {
     if (!caller.access.mayInNamespace('read', namespace)) throw forbidden(`read in ${namespace}`);
     const found = await this.latest(namespace, key);
     if (found) return this.readExisting(caller, namespace, key, found, version);
-    const trashed = await this.deps.records.trashed({ namespace, key });
+    const trashed = await this.deps.records.trash.get({ namespace, key });
     if (!trashed) throw notFound('no such key');
     if (version !== undefined)
       return this.readExisting(
@@ -191,7 +204,7 @@ export class KvService {
       return listNamespace(this.deps.records, caller, whole!, { limit });
     }
     const trashed =
-      mayKnowKey && (await this.deps.records.trashed({ namespace: parent, key: last }));
+      mayKnowKey && (await this.deps.records.trash.get({ namespace: parent, key: last }));
     if (trashed) throw deletedKey(caller, parent, trashed);
     throw notFound('no such key or namespace');
   }
@@ -200,7 +213,7 @@ export class KvService {
   async versions(caller: Principal, namespace: string, key: string): Promise<VersionList> {
     if (!caller.access.mayInNamespace('list', namespace)) throw forbidden(`list in ${namespace}`);
     const meta: KeyMeta | TrashedKey | undefined =
-      (await this.meta(namespace, key)) ?? (await this.deps.records.trashed({ namespace, key }));
+      (await this.meta(namespace, key)) ?? (await this.deps.records.trash.get({ namespace, key }));
     if (!meta) throw notFound('no such key');
     if (!caller.access.may('list', namespace, meta.type))
       throw forbidden(`list ${meta.type} keys in ${namespace}`);
@@ -250,107 +263,6 @@ export class KvService {
     limit: WaitLimit,
   ): Promise<TaggedValues | 'unchanged'> {
     return this.namespaceValues.valuesAfter(caller, namespace, page, tag, limit);
-  }
-
-  /**
-   * Deletes the key: it reads and lists as absent from now on, its versions are kept in the trash until
-   * it is destroyed (or written again, which takes them on), and undelete brings it back as it was.
-   */
-  async remove(
-    caller: Principal,
-    namespace: string,
-    key: string,
-    beforeCommit?: BeforeCommit,
-    ifVersion?: number,
-  ): Promise<void> {
-    if (!caller.access.mayInNamespace('delete', namespace))
-      throw forbidden(`delete in ${namespace}`);
-    const meta = await this.meta(namespace, key);
-    if (!meta) {
-      // A precondition on a key that is not there fails (RFC 9110, If-Match): 412, not 404.
-      if (ifVersion !== undefined) expectVersion(ifVersion, 0);
-      throw notFound('no such key');
-    }
-    mayDelete(caller, namespace, meta.type);
-    const alongside = (await beforeCommit?.()) ?? [];
-    const removed = await this.deps.records.trash(
-      { namespace, key },
-      (now) => {
-        mayDelete(caller, namespace, now.type);
-        expectVersion(ifVersion, now.latest);
-      },
-      alongside,
-      this.deps.now(),
-    );
-    if (!removed) {
-      if (ifVersion !== undefined) expectVersion(ifVersion, 0);
-      throw notFound('no such key');
-    }
-    this.deps.changes?.changed({ namespace, key });
-  }
-
-  /**
-   * Erases the key for good, live or deleted: every version, its index, its place in the trash. Its last
-   * version number stays in its counter, so numbers are never reused. With `ifVersion`, only while the
-   * key is live at that version (0: only a deleted key).
-   */
-  async destroy(
-    caller: Principal,
-    namespace: string,
-    key: string,
-    beforeCommit?: BeforeCommit,
-    ifVersion?: number,
-  ): Promise<void> {
-    if (!caller.access.mayInNamespace('delete', namespace))
-      throw forbidden(`delete in ${namespace}`);
-    const ref = { namespace, key };
-    const meta = (await this.meta(namespace, key)) ?? (await this.deps.records.trashed(ref));
-    if (!meta) throw notFound('no such key, live or deleted');
-    mayDelete(caller, namespace, meta.type);
-    const alongside = (await beforeCommit?.()) ?? [];
-    const destroyed = await this.deps.records.destroy(
-      ref,
-      (now, trashed) => {
-        mayDelete(caller, namespace, now.type);
-        expectVersion(ifVersion, trashed ? 0 : now.latest);
-      },
-      alongside,
-    );
-    if (!destroyed) throw notFound('no such key, live or deleted');
-    this.deps.changes?.changed(ref);
-  }
-
-  /** Brings a deleted key back as it was when deleted: its latest version is read again. */
-  async undelete(
-    caller: Principal,
-    namespace: string,
-    key: string,
-    beforeCommit?: BeforeCommit,
-  ): Promise<EntryInfo> {
-    if (!caller.access.mayInNamespace('delete', namespace))
-      throw forbidden(`undelete in ${namespace}`);
-    const ref = { namespace, key };
-    const trashed = await this.deps.records.trashed(ref);
-    if (!trashed) throw notFound('no deleted key by that name');
-    mayDelete(caller, namespace, trashed.type, 'undelete');
-    const alongside = (await beforeCommit?.()) ?? [];
-    const meta = await this.deps.records.restore(
-      ref,
-      (now) => mayDelete(caller, namespace, now.type, 'undelete'),
-      alongside,
-    );
-    if (!meta) throw notFound('no deleted key by that name');
-    this.deps.changes?.changed(ref);
-    const record = await this.deps.records.version(ref, meta.latest);
-    if (!record)
-      throw this.deps.records.versionError(ref, meta.latest, 'is missing or does not parse');
-    return {
-      namespace,
-      key,
-      version: meta.latest,
-      type: record.type,
-      created_at: iso(record.createdAt),
-    };
   }
 
   /**
@@ -416,41 +328,4 @@ export class KvService {
       created_at: iso(record.createdAt),
     };
   }
-}
-
-/** Deleting, destroying and undeleting a key need the right to delete keys of its type. */
-function mayDelete(caller: Principal, namespace: string, type: ValueType, verb = 'delete'): void {
-  if (!caller.access.may('delete', namespace, type))
-    throw forbidden(`${verb} ${type} keys in ${namespace}`);
-}
-
-function isTrashed(meta: KeyMeta | TrashedKey): meta is TrashedKey {
-  return (meta as Partial<TrashedKey>).deletedAt !== undefined;
-}
-
-/** A deleted key's 404: when it was deleted, to a caller who may list keys of its type. */
-function deletedKey(caller: Principal, namespace: string, trashed: TrashedKey): AppError {
-  if (!caller.access.may('list', namespace, trashed.type)) return notFound('no such key');
-  return new AppError('not_found', 'the key is deleted', undefined, undefined, {
-    deleted_at: iso(trashed.deletedAt),
-  });
-}
-
-/**
- * Check-and-set: refuses a change unless the key's latest version is `expected` (0: the key has no live
- * version). Checked under the write's locks, so of two writers expecting the same version one wins.
- */
-function expectVersion(expected: number | undefined, current: number): void {
-  if (expected === undefined || expected === current) return;
-  throw new AppError(
-    'precondition_failed',
-    current === 0
-      ? `the key does not exist (expected version ${expected})`
-      : expected === 0
-        ? `the key exists (its latest version is ${current})`
-        : `the key's latest version is ${current}, not ${expected}`,
-    undefined,
-    undefined,
-    { current_version: current },
-  );
 }

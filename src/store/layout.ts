@@ -38,10 +38,13 @@ export function trashKey(ns: string, key: string): Buffer {
   return bytes(`D${nsPart(ns)}\0${key}`);
 }
 
-/** The deleted keys directly in `ns`, in order. */
-export function trashRange(ns: string): KeyRange {
+/** The deleted keys directly in `ns`, in order, from just after `after`. */
+export function trashRange(ns: string, after?: string): KeyRange {
   const base = `D${nsPart(ns)}`;
-  return { start: bytes(`${base}\0`), end: bytes(`${base}\x01`) };
+  return {
+    start: bytes(after === undefined ? `${base}\0` : `${base}\0${after}\0`),
+    end: bytes(`${base}\x01`),
+  };
 }
 
 /** Every deleted key's record. */

@@ -5,7 +5,7 @@
  * the listing itself (`details=true`: one call and one audit entry a page) — never its value. Only what the session may list is there: the API leaves the
  * rest out. The search asks the API for the names that start with what is typed (`?prefix=`, a range of
  * the store: every match however many pages the namespace has), a quarter second after the typing stops.
- * A new key is made here (new-key.tsx).
+ * A new key is made here (new-key.tsx); the namespace's deleted keys are shown on asking (trash.tsx).
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { ApiListing } from '../api/response-schemas.js';
@@ -16,6 +16,7 @@ import { NAME_CHARACTERS, NAME_RULE } from './names.js';
 import { NamespaceTree } from './namespace-tree.js';
 import { NewKey } from './new-key.js';
 import { keyHref, namespaceHref } from './routes.js';
+import { Trash } from './trash.js';
 
 /** A listed key's latest version, its type and time (`details=true`). */
 type KeyDetail = NonNullable<ApiListing['details']>[number];
@@ -176,6 +177,7 @@ export function Browse({
           Show more
         </button>
       )}
+      {namespace !== undefined && <Trash namespace={namespace} />}
       {(namespace === undefined
         ? capabilities.some((c) => c.actions.includes('write'))
         : mayDo(capabilities, 'write', namespace)) && (

@@ -74,9 +74,16 @@ describe('audit streams (COFFER_AUDIT_STREAMS)', function () {
         expect((await c.put(`ship/k${i}`, `w${i}`)).status).to.be.oneOf([200, 201]);
         expect((await c.call('GET', `/v1/kv/ship/k${i}`)).status).to.equal(200);
       }
-      // The outage shows: in the metrics (per stream, by its name) and as a health detail.
-      const metrics = (await c.call('GET', '/v1/sys/metrics')).text;
-      expect(metrics).to.match(/coffer_audit_stream_up\{stream="siem"\} 0/);
+      // The outage shows, once the stream next sends (it gathers lines for up to 100 ms): in the
+      // metrics (per stream, by its name) and as a health detail.
+      let metrics = '';
+      await eventually(
+        async () => {
+          metrics = (await c.call('GET', '/v1/sys/metrics')).text;
+          return /coffer_audit_stream_up\{stream="siem"\} 0/.test(metrics);
+        },
+        { what: 'the outage seen in the metrics', timeout: 5_000 },
+      );
       const lag = Number(/coffer_audit_stream_lag_lines\{stream="siem"\} (\d+)/.exec(metrics)?.[1]);
       expect(lag).to.be.greaterThan(20);
       const health = await c.call('GET', '/v1/sys/health', { token: null });

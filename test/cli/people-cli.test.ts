@@ -137,6 +137,9 @@ describe('the coffer command for people: kv, token, whoami, export', function ()
       for (const value of ['one', 'two']) await command(['kv', 'put', 'team/trash/k', value], env);
       expect((await command(['kv', 'rm', 'team/trash/k'], env)).code).to.equal(0);
       expect((await command(['kv', 'get', 'team/trash/k'], env)).code).to.equal(3);
+      const trash = (await command(['kv', 'trash', 'team/trash'], env)).stdout.split('\n');
+      expect(trash[0]).to.match(/^KEY\s+VERSION\s+TYPE\s+DELETED$/);
+      expect(trash[1]).to.match(/^k\s+2\s+secret\s+\d{4}-/);
       const listed = (await command(['kv', 'versions', 'team/trash/k'], env)).stdout;
       expect(listed).to.match(
         /^deleted at \d{4}-.*coffer kv undelete team\/trash\/k brings it back\)$/m,

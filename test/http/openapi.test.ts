@@ -39,6 +39,7 @@ const EXAMPLES: Record<string, { path: string; json?: unknown }> = {
   readKey: { path: '/v1/kv/doc/k' },
   writeKey: { path: '/v1/kv/doc/k', json: { value: 'v', type: 'config' } },
   deleteKey: { path: '/v1/kv/doc/gone' },
+  undeleteKey: { path: '/v1/kv/doc/k?undelete=false' },
   listKeyVersions: { path: '/v1/kv/doc/v/versions' },
   getKeyringStatus: { path: '/v1/sys/keyring' },
   getServerVersion: { path: '/v1/sys/version' },
@@ -204,9 +205,13 @@ describe('OpenAPI document', () => {
     });
     expect(ok('/v1/kv/{namespace}').discriminator).to.deep.equal({
       propertyName: 'kind',
-      mapping: { listing: ref('Listing'), values: ref('NamespaceValues') },
+      mapping: {
+        listing: ref('Listing'),
+        values: ref('NamespaceValues'),
+        trash: ref('TrashListing'),
+      },
     });
-    for (const name of ['Entry', 'Listing', 'NamespaceValues'])
+    for (const name of ['Entry', 'Listing', 'NamespaceValues', 'TrashListing'])
       expect(doc.components.schemas[name].required, name).to.include('kind');
     // The same readKey path gives an entry, or (naming a namespace) a listing; listNamespace, values.
     await c.put('doc/sub/k', 'v', 'config');
@@ -214,6 +219,7 @@ describe('OpenAPI document', () => {
     expect((await c.call('GET', '/v1/kv/doc/sub')).body.kind).to.equal('listing');
     expect((await c.call('GET', '/v1/kv/doc')).body.kind).to.equal('listing');
     expect((await c.call('GET', '/v1/kv/doc?values=true')).body.kind).to.equal('values');
+    expect((await c.call('GET', '/v1/kv/doc?trash=true')).body.kind).to.equal('trash');
   });
 
   it('documents only operations the server serves, and every one of them', async () => {

@@ -53,6 +53,34 @@ describe('the trash: delete keeps the versions, undelete brings the key back, de
       expect(list.body.versions.map((v: { version: number }) => v.version)).to.deep.equal([
         1, 2, 3,
       ]);
+
+      // The namespace's trash lists it, paged; a deleted key elsewhere is not in it.
+      const trash = await c.call('GET', '/v1/kv/trash/?trash=true');
+      expect(trash.body).to.deep.equal({
+        kind: 'trash',
+        namespace: 'trash',
+        keys: [{ key: 'k', type: 'secret', version: 3, deleted_at: latest.body.deleted_at }],
+        next_cursor: null,
+      });
+      await c.put('trash/k2', 'x');
+      expect((await c.call('DELETE', '/v1/kv/trash/k2')).status).to.equal(204);
+      const first = await c.call('GET', '/v1/kv/trash?trash=true&limit=1');
+      expect(first.body.keys.map((k: { key: string }) => k.key)).to.deep.equal(['k']);
+      const second = await c.call(
+        'GET',
+        `/v1/kv/trash?trash=true&limit=1&cursor=${first.body.next_cursor}`,
+      );
+      expect(second.body.keys.map((k: { key: string }) => k.key)).to.deep.equal(['k2']);
+      expect(second.body.next_cursor).to.equal(null);
+      // A listing's cursor is not the trash's, and the trash takes no listing-only parameter.
+      await c.put('trash/z', 'x');
+      const listing = await c.call('GET', '/v1/kv/trash/?limit=1');
+      expect(listing.body.next_cursor).to.be.a('string');
+      expect(
+        (await c.call('GET', `/v1/kv/trash/?trash=true&cursor=${listing.body.next_cursor}`)).status,
+      ).to.equal(400);
+      expect((await c.call('GET', '/v1/kv/trash/?trash=true&values=true')).status).to.equal(400);
+      expect((await c.call('GET', '/v1/kv/?trash=true')).status).to.equal(400);
     });
 
     it('undelete brings the key back as it was; a second undelete is 404', async () => {

@@ -183,6 +183,14 @@ describe('the web console in Chromium', function () {
     expect((await c.call('GET', '/v1/kv/payments/prod/db_password')).body.value).to.equal(
       'rotated-password',
     );
+    // The namespace's trash lists it; its link leads back to the key page.
+    await page.getByRole('button', { name: 'Delete this key…' }).click();
+    await page.getByRole('button', { name: 'Delete db_password' }).click();
+    await page.getByText('Deleted db_password: it reads as absent now.').waitFor();
+    await page.getByRole('link', { name: 'payments/prod' }).first().click();
+    await page.getByRole('button', { name: 'Show deleted keys' }).click();
+    await page.locator('table.trash').getByRole('link', { name: 'db_password' }).click();
+    await page.getByText(/^Deleted .*: in the trash/).waitFor();
     await page.getByRole('button', { name: 'Destroy for good…' }).click();
     await page.getByText('erase every one of its versions for good?').waitFor();
     await page.getByRole('button', { name: 'Destroy db_password' }).click();

@@ -20,6 +20,7 @@ import {
   namespaceValues,
   ok,
   oneOfKinds,
+  trashListing,
   versionList,
 } from '../../api/response-schemas.js';
 import { invalid } from '../../errors.js';
@@ -65,6 +66,10 @@ const READ_QUERY = {
   values: flag({
     description: `the latest values of the keys directly in the namespace that the caller may read (NamespaceValues), paged by limit (at most ${MAX_VALUES_LIMIT} with values; default ${MAX_VALUES_LIMIT}) and cursor like a listing, and a page ends early once it holds ${VALUES_PAGE_BYTES / 1024 / 1024} MiB of values. Each value read is audited: the call's entry names every key and version it returned. The answer's ETag (the same on every page) changes when a key in the namespace that the caller may read is written, added or deleted: If-None-Match with it answers 304 while it holds, and with timeout waits for a change`,
   }),
+  trash: flag({
+    description:
+      'the keys deleted directly in the namespace (its trash) whose type the caller may list, with their latest version and when they were deleted (TrashListing; no value), paged by limit and cursor',
+  }),
   ...WAIT_QUERY,
 };
 
@@ -81,6 +86,7 @@ function classify(req: Request, q: QueryValues<typeof READ_QUERY>): string {
     if (version !== undefined)
       throw queryError('version', 'applies to a key, not to a namespace listing');
     if (q.values === true) throw queryError('values', 'a key needs a namespace: name one');
+    if (q.trash === true) throw queryError('trash', 'a deleted key is in a namespace: name one');
     if (q.details === true) throw queryError('details', 'the top level holds namespaces, not keys');
     if (condition) throw queryError('timeout', "a wait applies to a key or a namespace's values");
     return 'listTopNamespaces';
@@ -89,7 +95,11 @@ function classify(req: Request, q: QueryValues<typeof READ_QUERY>): string {
   const last = path.segments[path.segments.length - 1]!;
   // One segment of the path names a namespace (`payments%2Fprod` too, as a generated client sends it).
   const listingMarked =
-    path.trailingSlash || q.list === true || q.values === true || path.rawSegments === 1;
+    path.trailingSlash ||
+    q.list === true ||
+    q.values === true ||
+    q.trash === true ||
+    path.rawSegments === 1;
   if (version !== undefined) {
     for (const name of ['cursor', 'limit', 'prefix'] as const)
       if (q[name] !== undefined)
@@ -163,12 +173,12 @@ export function kvReadOperations({
       operationId: 'listNamespace',
       summary: 'List a namespace (a one-segment path, a trailing slash, or list=true)',
       path: '/v1/kv/{namespace}',
-      query: ['limit', 'cursor', 'prefix', 'list', 'details', 'values', 'timeout'],
+      query: ['limit', 'cursor', 'prefix', 'list', 'details', 'values', 'trash', 'timeout'],
       pathParams: [namespaceParam, ifNoneMatchParam],
       responses: {
         200: {
           description:
-            'Keys and child namespaces the caller may see (a Listing), or with values=true the values it may read (NamespaceValues)',
+            'Keys and child namespaces the caller may see (a Listing), with values=true the values it may read (NamespaceValues), or with trash=true its deleted keys (TrashListing)',
           headers: {
             ETag: {
               description: "with values=true: the page's tag (If-None-Match takes it)",
@@ -179,6 +189,7 @@ export function kvReadOperations({
             oneOfKinds({
               listing: [listing, 'Listing'],
               values: [namespaceValues, 'NamespaceValues'],
+              trash: [trashListing, 'TrashListing'],
             }),
           ),
         },
@@ -197,6 +208,18 @@ export function kvReadOperations({
       const details = q.details === true;
       const limit = q.limit ?? DEFAULT_LIMIT;
       const condition = conditionOf(req, q);
+      if (q.trash === true) {
+        const stray = q.values ? 'values' : details ? 'details' : prefix ? 'prefix' : null;
+        if (stray ?? condition) throw queryError(stray ?? 'timeout', 'does not go with trash=true');
+        const namespace = namespaceOf(segments);
+        auditTarget(res, { action: 'list', namespace });
+        respond.json(
+          res,
+          200,
+          await kv.deletions.list(caller, namespace, { limit, cursor: q.cursor }),
+        );
+        return;
+      }
       if (q.values === true) {
         if (details)
           throw queryError(

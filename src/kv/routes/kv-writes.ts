@@ -194,7 +194,7 @@ export function kvWriteOperations({
       auditTarget(res, { namespace, key });
       if (destroy) {
         res.locals.action = 'destroy';
-        await kv.destroy(
+        await kv.deletions.destroy(
           principalOf(res),
           namespace,
           key,
@@ -202,7 +202,7 @@ export function kvWriteOperations({
           ifVersion,
         );
       } else {
-        await kv.remove(
+        await kv.deletions.remove(
           principalOf(res),
           namespace,
           key,
@@ -237,7 +237,7 @@ export function kvWriteOperations({
       if (query.undelete !== true)
         throw queryError('undelete', 'POST on a key takes ?undelete=true (PUT writes a value)');
       auditTarget(res, { namespace, key });
-      const info = await kv.undelete(principalOf(res), namespace, key, () =>
+      const info = await kv.deletions.undelete(principalOf(res), namespace, key, () =>
         recordIntent(res, { action: 'undelete', namespace, key }),
       );
       auditTarget(res, { version: info.version });

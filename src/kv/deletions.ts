@@ -1,0 +1,177 @@
+/**
+ * Deleting a key, and what follows from it: the trash (store/kv-trash.ts). A delete moves the key there —
+ * it reads and lists as absent, its versions are kept —; undelete brings it back as it was; destroy erases
+ * a key, live or deleted, for good; the trash of a namespace is listed. Each needs the right to delete
+ * keys of the key's type, checked before anything is read that could tell a forbidden caller what exists,
+ * and again under the change's lock.
+ */
+import type { Principal } from '../auth/principal.js';
+import { AppError, forbidden, notFound } from '../errors.js';
+import type { ValueType } from '../model/value-types.js';
+import type { KeyMeta, TrashedKey } from '../store/kv-format.js';
+import { decodeTrashCursor, encodeTrashCursor } from './cursor.js';
+import { type EntryInfo, iso, type TrashListing } from './entries.js';
+import { expectVersion } from './expect-version.js';
+import type { BeforeCommit, KvServiceDeps } from './kv-service.js';
+
+export class Deletions {
+  constructor(private readonly deps: KvServiceDeps) {}
+
+  /** The key's index (a RecordIntegrityError, answered 500, when it fails its check). */
+  private meta(namespace: string, key: string): Promise<KeyMeta | undefined> {
+    return this.deps.records.index({ namespace, key });
+  }
+
+  /**
+   * Deletes the key: it reads and lists as absent from now on, its versions are kept in the trash until
+   * it is destroyed (or written again, which takes them on), and undelete brings it back as it was.
+   */
+  async remove(
+    caller: Principal,
+    namespace: string,
+    key: string,
+    beforeCommit?: BeforeCommit,
+    ifVersion?: number,
+  ): Promise<void> {
+    if (!caller.access.mayInNamespace('delete', namespace))
+      throw forbidden(`delete in ${namespace}`);
+    const meta = await this.meta(namespace, key);
+    if (!meta) {
+      // A precondition on a key that is not there fails (RFC 9110, If-Match): 412, not 404.
+      if (ifVersion !== undefined) expectVersion(ifVersion, 0);
+      throw notFound('no such key');
+    }
+    mayDelete(caller, namespace, meta.type);
+    const alongside = (await beforeCommit?.()) ?? [];
+    const removed = await this.deps.records.trash.move(
+      { namespace, key },
+      (now) => {
+        mayDelete(caller, namespace, now.type);
+        expectVersion(ifVersion, now.latest);
+      },
+      alongside,
+      this.deps.now(),
+    );
+    if (!removed) {
+      if (ifVersion !== undefined) expectVersion(ifVersion, 0);
+      throw notFound('no such key');
+    }
+    this.deps.changes?.changed({ namespace, key });
+  }
+
+  /**
+   * Erases the key for good, live or deleted: every version, its index, its place in the trash. Its last
+   * version number stays in its counter, so numbers are never reused. With `ifVersion`, only while the
+   * key is live at that version (0: only a deleted key).
+   */
+  async destroy(
+    caller: Principal,
+    namespace: string,
+    key: string,
+    beforeCommit?: BeforeCommit,
+    ifVersion?: number,
+  ): Promise<void> {
+    if (!caller.access.mayInNamespace('delete', namespace))
+      throw forbidden(`delete in ${namespace}`);
+    const ref = { namespace, key };
+    const meta = (await this.meta(namespace, key)) ?? (await this.deps.records.trash.get(ref));
+    if (!meta) throw notFound('no such key, live or deleted');
+    mayDelete(caller, namespace, meta.type);
+    const alongside = (await beforeCommit?.()) ?? [];
+    const destroyed = await this.deps.records.trash.destroy(
+      ref,
+      (now, trashed) => {
+        mayDelete(caller, namespace, now.type);
+        expectVersion(ifVersion, trashed ? 0 : now.latest);
+      },
+      alongside,
+    );
+    if (!destroyed) throw notFound('no such key, live or deleted');
+    this.deps.changes?.changed(ref);
+  }
+
+  /** Brings a deleted key back as it was when deleted: its latest version is read again. */
+  async undelete(
+    caller: Principal,
+    namespace: string,
+    key: string,
+    beforeCommit?: BeforeCommit,
+  ): Promise<EntryInfo> {
+    if (!caller.access.mayInNamespace('delete', namespace))
+      throw forbidden(`undelete in ${namespace}`);
+    const ref = { namespace, key };
+    const trashed = await this.deps.records.trash.get(ref);
+    if (!trashed) throw notFound('no deleted key by that name');
+    mayDelete(caller, namespace, trashed.type, 'undelete');
+    const alongside = (await beforeCommit?.()) ?? [];
+    const meta = await this.deps.records.trash.restore(
+      ref,
+      (now) => mayDelete(caller, namespace, now.type, 'undelete'),
+      alongside,
+    );
+    if (!meta) throw notFound('no deleted key by that name');
+    this.deps.changes?.changed(ref);
+    const record = await this.deps.records.version(ref, meta.latest);
+    if (!record)
+      throw this.deps.records.versionError(ref, meta.latest, 'is missing or does not parse');
+    return {
+      namespace,
+      key,
+      version: meta.latest,
+      type: record.type,
+      created_at: iso(record.createdAt),
+    };
+  }
+
+  /**
+   * A page of the keys deleted directly in `namespace` (its trash), oldest name first: those of a type the
+   * caller may list, with their latest version and when they were deleted; never a value.
+   */
+  async list(
+    caller: Principal,
+    namespace: string,
+    page: { limit: number; cursor?: string | undefined },
+  ): Promise<TrashListing> {
+    if (!caller.access.mayInNamespace('list', namespace)) throw forbidden(`list in ${namespace}`);
+    const after = page.cursor === undefined ? undefined : decodeTrashCursor(namespace, page.cursor);
+    const keys: TrashListing['keys'] = [];
+    let more = false;
+    for await (const { key, trashed } of this.deps.records.trash.keysIn(namespace, after)) {
+      if (!caller.access.may('list', namespace, trashed.type)) continue;
+      if (keys.length === page.limit) {
+        more = true;
+        break;
+      }
+      keys.push({
+        key,
+        type: trashed.type,
+        version: trashed.latest,
+        deleted_at: iso(trashed.deletedAt),
+      });
+    }
+    return {
+      kind: 'trash',
+      namespace,
+      keys,
+      next_cursor: more ? encodeTrashCursor(namespace, keys.at(-1)!.key) : null,
+    };
+  }
+}
+
+/** Deleting, destroying and undeleting a key need the right to delete keys of its type. */
+function mayDelete(caller: Principal, namespace: string, type: ValueType, verb = 'delete'): void {
+  if (!caller.access.may('delete', namespace, type))
+    throw forbidden(`${verb} ${type} keys in ${namespace}`);
+}
+
+export function isTrashed(meta: KeyMeta | TrashedKey): meta is TrashedKey {
+  return (meta as Partial<TrashedKey>).deletedAt !== undefined;
+}
+
+/** A deleted key's 404: when it was deleted, to a caller who may list keys of its type. */
+export function deletedKey(caller: Principal, namespace: string, trashed: TrashedKey): AppError {
+  if (!caller.access.may('list', namespace, trashed.type)) return notFound('no such key');
+  return new AppError('not_found', 'the key is deleted', undefined, undefined, {
+    deleted_at: iso(trashed.deletedAt),
+  });
+}

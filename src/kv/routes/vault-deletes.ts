@@ -1,0 +1,147 @@
+/**
+ * Deleting in Vault's dialect (routes/vault-kv.ts), onto Coffer's trash (kv/deletions.ts): `DELETE
+ * {mount}/data/{path}` deletes a secret, `{mount}/delete|undelete|destroy/{path} {versions}` act on its
+ * versions as far as Coffer acts on a key, and `DELETE {mount}/metadata/{path}` destroys every version.
+ */
+import type { Request } from 'express';
+import { principalOf } from '../../api/context.js';
+import type { RecordIntent } from '../../api/feature.js';
+import type { Operation } from '../../api/operation.js';
+import type { Responder } from '../../api/respond.js';
+import { VAULT_ROOT, type VaultMount } from '../../api/vault-dialect.js';
+import { AppError, invalid } from '../../errors.js';
+import type { KvService } from '../kv-service.js';
+import { type VaultVersions, versionsSchema } from './vault-secrets.js';
+
+export function vaultDeleteOperations({
+  kv,
+  mount,
+  respond,
+  recordIntent,
+  keyAt,
+}: {
+  kv: KvService;
+  mount: VaultMount;
+  respond: Responder;
+  recordIntent: RecordIntent;
+  /** The Coffer key a secret path under `base` names (a 400 when it names none). */
+  keyAt: (req: Request, base: string) => { namespace: string; key: string };
+}): Operation[] {
+  const data = `${VAULT_ROOT}/${mount.name}/data`;
+  const metadata = `${VAULT_ROOT}/${mount.name}/metadata`;
+
+  /** Vault's `DELETE {mount}/data/{path}`: the secret's latest version deleted — Coffer's trash. */
+  const remove: Operation = {
+    method: 'DELETE',
+    template: `${data}/{path}`,
+    action: 'vault.delete',
+    dialect: 'vault',
+    pathTarget: (req) => keyAt(req, data),
+    docs: [
+      {
+        operationId: `vaultDelete_${mount.name}`,
+        summary: `Vault KV v2: delete a secret of mount ${mount.name} (Coffer's trash: every version kept; undelete brings it back)`,
+        responses: { 204: { description: 'Deleted' } },
+      },
+    ],
+    async handler(req, res) {
+      const { namespace, key } = keyAt(req, data);
+      await kv.deletions.remove(principalOf(res), namespace, key, () =>
+        recordIntent(res, { action: 'delete', namespace, key }),
+      );
+      respond.empty(res, 204);
+    },
+  };
+
+  /**
+   * Vault's `{mount}/delete|undelete|destroy/{path} {versions}`. Coffer deletes, restores and destroys a
+   * key, not one version of it: `delete` and `undelete` act when `versions` holds the key's latest
+   * version (and a version already as asked is left as it is, as Vault does); `destroy` when it names
+   * every version the key keeps. Other lists are refused (400) naming what Coffer can do instead.
+   */
+  const versionsAction = (
+    kind: 'delete' | 'undelete' | 'destroy',
+    method: 'PUT' | 'POST',
+  ): Operation<Record<string, never>, VaultVersions> => {
+    const base = `${VAULT_ROOT}/${mount.name}/${kind}`;
+    return {
+      method,
+      template: `${base}/{path}`,
+      action: `vault.${kind}`,
+      dialect: 'vault',
+      pathTarget: (req) => keyAt(req, base),
+      body: { schema: versionsSchema, required: true },
+      docs: [
+        {
+          operationId: `vault${kind[0]!.toUpperCase()}${kind.slice(1)}${method === 'PUT' ? 'Put' : 'Post'}_${mount.name}`,
+          summary: `Vault KV v2: ${kind} versions of a secret of mount ${mount.name}, as far as Coffer ${kind}s a key`,
+          responses: { 204: { description: 'Done' } },
+        },
+      ],
+      async handler(req, res, input) {
+        const caller = principalOf(res);
+        const { namespace, key } = keyAt(req, base);
+        const asked = new Set((await input.body()).versions);
+        const list = await kv.versions(caller, namespace, key).catch((err: unknown) => {
+          // Vault answers a secret that is not there as done: nothing to act on.
+          if (err instanceof AppError && err.code === 'not_found') return undefined;
+          throw err;
+        });
+        const deleted = list?.deleted_at !== undefined;
+        if (list && asked.has(list.current_version) && kind === 'delete' && !deleted)
+          await kv.deletions.remove(caller, namespace, key, () =>
+            recordIntent(res, { action: 'delete', namespace, key }),
+          );
+        else if (list && asked.has(list.current_version) && kind === 'undelete' && deleted)
+          await kv.deletions.undelete(caller, namespace, key, () =>
+            recordIntent(res, { action: 'undelete', namespace, key }),
+          );
+        else if (list && kind === 'destroy') {
+          if (!list.versions.every((v) => asked.has(v.version)))
+            throw invalid(
+              `Coffer destroys a secret's versions together: name every version it keeps (${list.versions.map((v) => v.version).join(', ')}), or DELETE ${mount.name}/metadata/<path>`,
+            );
+          await kv.deletions.destroy(caller, namespace, key, () =>
+            recordIntent(res, { action: 'destroy', namespace, key }),
+          );
+        } else if (list && !asked.has(list.current_version) && kind !== 'destroy')
+          throw invalid(
+            `Coffer ${kind}s a secret's latest version (${list.current_version}) and only that; an older version is read, and destroyed with the rest`,
+          );
+        respond.empty(res, 204);
+      },
+    };
+  };
+
+  /** Vault's `DELETE {mount}/metadata/{path}`: every version and the key's metadata gone for good. */
+  const removeAll: Operation = {
+    method: 'DELETE',
+    template: `${metadata}/{path}`,
+    action: 'vault.delete_metadata',
+    dialect: 'vault',
+    pathTarget: (req) => keyAt(req, metadata),
+    docs: [
+      {
+        operationId: `vaultDeleteMetadata_${mount.name}`,
+        summary: `Vault KV v2: destroy every version of a secret of mount ${mount.name} for good, as DELETE /v1/kv?destroy=true does`,
+        responses: { 204: { description: 'Deleted' } },
+      },
+    ],
+    async handler(req, res) {
+      const { namespace, key } = keyAt(req, metadata);
+      await kv.deletions.destroy(principalOf(res), namespace, key, () =>
+        recordIntent(res, { action: 'destroy', namespace, key }),
+      );
+      respond.empty(res, 204);
+    },
+  };
+
+  return [
+    remove,
+    ...(['delete', 'undelete', 'destroy'] as const).flatMap((kind) => [
+      versionsAction(kind, 'PUT'),
+      versionsAction(kind, 'POST'),
+    ]),
+    removeAll,
+  ] as Operation[];
+}
