@@ -150,8 +150,15 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   },
   kv: {
     client: true,
-    summary: 'get, put, ls, rm and versions of keys',
+    summary:
+      'get, put, ls, rm (to the trash), undelete, destroy, rollback, trash and versions of keys',
     run: async (args, io) => (await import('./cli/kv.js')).kvCommand(args, io),
+  },
+  import: {
+    client: true,
+    summary:
+      'copy a Vault or OpenBao KV v2 export into Coffer, every version, checked after copying',
+    run: async (args, io) => (await import('./cli/import-vault.js')).importCommand(args, io),
   },
   token: {
     client: true,

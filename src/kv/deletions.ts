@@ -12,7 +12,7 @@ import type { KeyMeta, TrashedKey } from '../store/kv-format.js';
 import { decodeTrashCursor, encodeTrashCursor } from './cursor.js';
 import { type EntryInfo, iso, type TrashListing } from './entries.js';
 import { expectVersion } from './expect-version.js';
-import type { BeforeCommit, KvServiceDeps } from './kv-service.js';
+import type { BeforeCommit, KvServiceDeps } from './kv-deps.js';
 
 export class Deletions {
   constructor(private readonly deps: KvServiceDeps) {}

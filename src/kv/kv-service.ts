@@ -7,21 +7,15 @@
 import type { Principal } from '../auth/principal.js';
 import { AppError, forbidden, notFound } from '../errors.js';
 import type { ValueType } from '../model/value-types.js';
-import type { KeyringHolder } from '../store/keyring-store.js';
 import { StaleKeyringError } from '../store/keyring-store.js';
 import type { KeyMeta, TrashedKey } from '../store/kv-format.js';
-import {
-  type KvRecords,
-  type Latest,
-  type RecordWrite,
-  VersionsUsedUpError,
-} from '../store/kv-records.js';
+import { type Latest, type RecordWrite, VersionsUsedUpError } from '../store/kv-records.js';
 import { VersionReader } from '../store/kv-version-reads.js';
 import { packedVersionRecord } from '../store/kv-version-writes.js';
 import { Deletions, deletedKey, isTrashed } from './deletions.js';
 import { type Entry, type EntryInfo, iso, type TaggedValues, type VersionList } from './entries.js';
 import { expectVersion } from './expect-version.js';
-import { type KeyChanges, untilChanged, type WaitLimit } from './key-changes.js';
+import { untilChanged, type WaitLimit } from './key-changes.js';
 import { type Listing, listNamespace } from './listing.js';
 import { NamespaceValuesReader } from './namespace-values.js';
 import { openVersion } from './version-access.js';
@@ -37,18 +31,9 @@ export type {
 export type { WaitLimit } from './key-changes.js';
 export { VALUES_PAGE_BYTES } from './namespace-values.js';
 
-/** Runs just before a change (the audit intent); what it returns is committed in the change's transaction. */
-export type BeforeCommit = () => Promise<readonly RecordWrite[]>;
+import type { BeforeCommit, KvServiceDeps } from './kv-deps.js';
 
-export interface KvServiceDeps {
-  readonly records: KvRecords;
-  /** This process's keyring; a rotation by any process is picked up through it. */
-  readonly keyring: Pick<KeyringHolder, 'current' | 'stamp' | 'refresh'>;
-  readonly maxValueBytes: number;
-  readonly now: () => number;
-  /** Told of every change this service makes, to wake the requests waiting for it. */
-  readonly changes?: KeyChanges;
-}
+export type { BeforeCommit, KvServiceDeps };
 
 export class KvService {
   /** Opens what the store reads (store/kv-version-reads.ts): the service never holds an envelope. */

@@ -12,6 +12,12 @@ import { MAC_BYTES, type RecordSeal } from './record-seal.js';
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true });
 
+/** A key: its namespace and name. */
+export interface KeyRef {
+  readonly namespace: string;
+  readonly key: string;
+}
+
 export interface KeyMeta {
   /** Latest version. */
   readonly latest: number;

@@ -29,6 +29,7 @@ import type { GenerationStamp, KeyringHolder } from './keyring-store.js';
 import { GENERATION_KEY } from './keyring-store.js';
 import {
   type KeyMeta,
+  type KeyRef,
   type TrashedKey,
   unpackCounter,
   unpackMeta,
@@ -58,10 +59,7 @@ import {
 import { printableKey, RecordIntegrityError, type RecordSeal } from './record-seal.js';
 
 /** A key: its namespace and name. */
-export interface KeyRef {
-  readonly namespace: string;
-  readonly key: string;
-}
+export type { KeyRef };
 
 export { VersionsUsedUpError };
 

@@ -8,13 +8,13 @@ import type { StorageBackend, StorageWrite } from '../storage/backend.js';
 import type { KeyringHolder } from './keyring-store.js';
 import {
   type KeyMeta,
+  type KeyRef,
   packCounter,
   packMeta,
   packTrashed,
   type TrashedKey,
   unpackTrashed,
 } from './kv-format.js';
-import type { KeyRef, RecordWrite } from './kv-records.js';
 import { counterKey, metaKey, parseMetaKey, trashKey, trashRange, versionKey } from './layout.js';
 import { printableKey, RecordIntegrityError, type RecordSeal } from './record-seal.js';
 
@@ -35,7 +35,7 @@ export class KvTrash {
   move(
     ref: KeyRef,
     mayDelete: (meta: KeyMeta) => void,
-    alongside: readonly RecordWrite[],
+    alongside: readonly StorageWrite[],
     deletedAt: number,
   ): Promise<boolean> {
     this.keyring.guard();
@@ -63,7 +63,7 @@ export class KvTrash {
   restore(
     ref: KeyRef,
     mayRestore: (trashed: TrashedKey) => void,
-    alongside: readonly RecordWrite[],
+    alongside: readonly StorageWrite[],
   ): Promise<KeyMeta | undefined> {
     this.keyring.guard();
     const mKey = metaKey(ref.namespace, ref.key);
@@ -95,7 +95,7 @@ export class KvTrash {
   destroy(
     ref: KeyRef,
     mayDestroy: (meta: KeyMeta, trashed: boolean) => void,
-    alongside: readonly RecordWrite[],
+    alongside: readonly StorageWrite[],
   ): Promise<boolean> {
     this.keyring.guard();
     const mKey = metaKey(ref.namespace, ref.key);
