@@ -12,6 +12,8 @@ export interface AuditTarget {
   readonly version?: number;
   /** A namespace's values read in one call (?values=true): each key and the version returned. */
   readonly reads?: readonly { readonly key: string; readonly version: number }[];
+  /** A write's versions destroyed by the key's max_versions, oldest first. */
+  readonly pruned?: readonly number[];
   /** A token acted on (created, revoked), by id. */
   readonly subject_token_id?: string;
   /** A JWT login: its login role, the issuer, the verified subject, and why it was refused (never the JWT). */

@@ -85,7 +85,14 @@ export interface ServerContext {
 
 /** What a request is about to change, for its intent entry. */
 export interface Change {
-  readonly action: 'write' | 'delete' | 'destroy' | 'undelete' | 'token.create' | 'token.revoke';
+  readonly action:
+    | 'write'
+    | 'delete'
+    | 'destroy'
+    | 'undelete'
+    | 'metadata'
+    | 'token.create'
+    | 'token.revoke';
   readonly namespace?: string;
   readonly key?: string;
   readonly subject_token_id?: string;

@@ -9,7 +9,7 @@ import type { Privilege } from '../model/policies.js';
 import type { AuditTarget } from './audit-target.js';
 import type { Queries, QueryValues } from './query-params.js';
 
-/** PATCH: Vault's dialect alone (a KV v2 merge patch); Coffer's own API has none. */
+/** PATCH: Vault's KV v2 merge patch, and Coffer's own change of a key's metadata (never its value). */
 export type HttpMethod = 'GET' | 'PUT' | 'POST' | 'DELETE' | 'PATCH';
 
 /** What the dispatcher hands a handler: the checked, typed query, and the body read and validated on demand. */

@@ -36,6 +36,17 @@ const count = Type.Integer({ minimum: 0 });
 const scope = closed({ namespace: Type.String(), read: Type.Boolean(), write: Type.Boolean() });
 
 // Typed as the map it is: TypeBox's static type would drop the free fields.
+/** A key's own metadata: free string fields (PATCH /v1/kv/{ns}/{key} sets them). */
+const keyFields = Type.Unsafe<Record<string, string>>(
+  Type.Object(
+    {},
+    {
+      additionalProperties: Type.String(),
+      description: "Map: the key's own metadata, free string fields (PATCH sets them)",
+    },
+  ),
+);
+
 const metadata = Type.Unsafe<{
   name?: string;
   description?: string;
@@ -186,6 +197,13 @@ export const namespaceValues = closed({
   next_cursor: nullable(Type.String({ description: 'null on the last page' })),
 });
 
+export const keyMetadata = closed({
+  namespace: Type.String(),
+  key: Type.String(),
+  custom_metadata: keyFields,
+  max_versions: Type.Integer({ description: 'versions kept at the most; 0: no limit' }),
+});
+
 export const trashListing = closed({
   kind: kindOf('trash'),
   namespace: Type.String(),
@@ -206,6 +224,8 @@ export const versionList = closed({
   current_version: Type.Integer(),
   /** Present when the key is deleted (in the trash): when. */
   deleted_at: Type.Optional(timestamp),
+  custom_metadata: keyFields,
+  max_versions: Type.Integer({ description: 'versions kept at the most; 0: no limit' }),
   versions: Type.Array(
     closed({ version: Type.Integer(), type: valueTypes, created_at: timestamp }),
   ),
@@ -618,6 +638,7 @@ export type ApiListing = Static<typeof listing>;
 export type ApiNamespaceValues = Static<typeof namespaceValues>;
 export type ApiVersionList = Static<typeof versionList>;
 export type ApiTrashListing = Static<typeof trashListing>;
+export type ApiKeyMetadata = Static<typeof keyMetadata>;
 export type ApiKeyringStatus = Static<typeof keyringStatus>;
 export type ApiRotation = Static<typeof rotation>;
 export type ApiRetirement = Static<typeof retirement>;
@@ -653,6 +674,7 @@ export const NAMED_SCHEMAS: Readonly<Record<string, object>> = {
   NamespaceValues: namespaceValues,
   VersionList: versionList,
   TrashListing: trashListing,
+  KeyMetadata: keyMetadata,
   KeyringStatus: keyringStatus,
   ServerVersion: serverVersion,
   Rotation: rotation,

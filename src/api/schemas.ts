@@ -25,6 +25,42 @@ export const kvPutSchema = Type.Object(
 /** What PUT /v1/kv/{namespace}/{key} takes. */
 export type KvPutRequest = Static<typeof kvPutSchema>;
 
+/** A key's own metadata: free string fields, bounded as a token's are (model/tokens.ts). */
+export const keyMetadataSchema = Type.Unsafe<Record<string, string>>(
+  Type.Object(
+    {},
+    {
+      maxProperties: METADATA_LIMITS.fields,
+      patternProperties: {
+        [METADATA_LIMITS.field.source]: Type.String({ maxLength: METADATA_LIMITS.value }),
+      },
+      additionalProperties: false,
+      description: `Free string fields (at most ${METADATA_LIMITS.fields}, names of letters, digits, _ . -, values up to ${METADATA_LIMITS.value} characters, ${METADATA_LIMITS.bytes / 1024} KiB in all); not secret: shown to whoever may list the key`,
+    },
+  ),
+);
+
+/** The most versions a key may be set to keep (max_versions). */
+export const MAX_KEPT_VERSIONS = 100_000;
+
+/** What PATCH /v1/kv/{namespace}/{key} takes: the key's metadata, not its value. */
+export const kvMetadataSchema = Type.Object(
+  {
+    custom_metadata: Type.Optional(keyMetadataSchema),
+    max_versions: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: MAX_KEPT_VERSIONS,
+        description:
+          'versions kept at the most (0: no limit); each write beyond it destroys the oldest, audited in its entry (pruned)',
+      }),
+    ),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+
+export type KvMetadataRequest = Static<typeof kvMetadataSchema>;
+
 const scopeRequest = Type.Object(
   {
     namespace: Type.String({

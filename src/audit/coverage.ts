@@ -96,6 +96,7 @@ interface Entry {
   readonly namespace?: string;
   readonly key?: string;
   readonly version?: number;
+  readonly pruned?: unknown;
   readonly token_id?: string;
   readonly subject_token_id?: string;
   readonly also_revoked?: unknown;
@@ -122,6 +123,8 @@ export async function auditCoverage(
   // For the other direction: each 2xx write (key, version, when, request) and each key's newest 2xx delete.
   const writes: { name: string; version: number; at: number; request_id: string }[] = [];
   const deleted = new Map<string, number>();
+  /** Versions a later write pruned (max_versions), by key name and version. */
+  const pruned = new Set<string>();
   const revokedEvents = new Set<string>();
   const logged = { generation: 0, chains: 0 };
   const answered = new Set<string>();
@@ -171,6 +174,9 @@ export async function auditCoverage(
             request_id: entry.request_id ?? '',
           });
       }
+      // A write beyond a key's max_versions names the versions it destroyed.
+      if (entry.kind === 'request' && Array.isArray(entry.pruned) && succeeded(entry))
+        for (const v of entry.pruned) pruned.add(`${keyOf(entry.namespace!, entry.key!)}\0${v}`);
       if (entry.kind === 'request' && ERASING.has(entry.action ?? '') && succeeded(entry)) {
         const name = keyOf(entry.namespace!, entry.key!);
         deleted.set(name, Math.max(deleted.get(name) ?? 0, Date.parse(entry.ts ?? '')));
@@ -229,6 +235,7 @@ export async function auditCoverage(
   for (const w of writes) {
     if (writesMissing.length >= MAX_LISTED) break;
     if (storedVersions.has(`${w.name}\0${w.version}`)) continue;
+    if (pruned.has(`${w.name}\0${w.version}`)) continue;
     // Deleted later (a delete answered in the same millisecond counts: two chains can interleave there).
     if ((deleted.get(w.name) ?? -Infinity) >= w.at) continue;
     const [namespace, key] = w.name.split('\0') as [string, string];

@@ -102,6 +102,7 @@ export function requestAuditor(
       key: target.key,
       version: target.version,
       reads: target.reads,
+      pruned: target.pruned,
       subject_token_id: target.subject_token_id,
       login_role: target.login_role,
       issuer: target.issuer,

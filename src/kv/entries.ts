@@ -10,6 +10,20 @@ export interface EntryInfo {
   readonly created_at: string;
 }
 
+/** A key's own metadata and how many versions it keeps (PATCH /v1/kv/{ns}/{key}). */
+export interface KeyMetadata {
+  readonly namespace: string;
+  readonly key: string;
+  readonly custom_metadata: Readonly<Record<string, string>>;
+  readonly max_versions: number;
+}
+
+/** A change of a key's metadata: the map replaced when given, the limit set when given. */
+export interface KeyMetadataChange {
+  readonly custom_metadata?: Readonly<Record<string, string>>;
+  readonly max_versions?: number;
+}
+
 /** A key's value: `kind` tells it from a listing where a path may name either (GET /v1/kv/{ns}/{key}). */
 export interface Entry extends EntryInfo {
   readonly kind: 'entry';
@@ -22,6 +36,9 @@ export interface VersionList {
   readonly current_version: number;
   /** The key is deleted (in the trash) since then; its versions are kept until it is destroyed. */
   readonly deleted_at?: string;
+  /** The key's own metadata, and how many versions it keeps at the most (0: no limit). */
+  readonly custom_metadata: Readonly<Record<string, string>>;
+  readonly max_versions: number;
   readonly versions: { version: number; type: ValueType; created_at: string }[];
 }
 

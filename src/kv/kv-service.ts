@@ -6,6 +6,7 @@
  */
 import type { Principal } from '../auth/principal.js';
 import { AppError, forbidden, notFound } from '../errors.js';
+import { METADATA_LIMITS } from '../model/tokens.js';
 import type { ValueType } from '../model/value-types.js';
 import { StaleKeyringError } from '../store/keyring-store.js';
 import type { KeyMeta, TrashedKey } from '../store/kv-format.js';
@@ -13,7 +14,15 @@ import { type Latest, type RecordWrite, VersionsUsedUpError } from '../store/kv-
 import { VersionReader } from '../store/kv-version-reads.js';
 import { packedVersionRecord } from '../store/kv-version-writes.js';
 import { Deletions, deletedKey, isTrashed } from './deletions.js';
-import { type Entry, type EntryInfo, iso, type TaggedValues, type VersionList } from './entries.js';
+import {
+  type Entry,
+  type EntryInfo,
+  iso,
+  type KeyMetadata,
+  type KeyMetadataChange,
+  type TaggedValues,
+  type VersionList,
+} from './entries.js';
 import { expectVersion } from './expect-version.js';
 import { untilChanged, type WaitLimit } from './key-changes.js';
 import { type Listing, listNamespace } from './listing.js';
@@ -66,7 +75,7 @@ export class KvService {
     type: ValueType,
     beforeCommit?: BeforeCommit,
     ifVersion?: number,
-  ): Promise<EntryInfo & { created: boolean }> {
+  ): Promise<EntryInfo & { created: boolean; pruned: number[] }> {
     if (!caller.access.may('write', namespace, type))
       throw forbidden(`write ${type} values in ${namespace}`);
     if (Buffer.byteLength(value, 'utf8') > this.deps.maxValueBytes) {
@@ -97,6 +106,7 @@ export class KvService {
           type,
           created_at: iso(createdAt),
           created: result.created,
+          pruned: result.pruned,
         };
       } catch (err) {
         if (!(err instanceof StaleKeyringError) || attempt >= 3) throw err;
@@ -115,7 +125,7 @@ export class KvService {
     createdAt: number,
     alongside: readonly RecordWrite[],
     ifVersion: number | undefined,
-  ): Promise<{ version: number; created: boolean }> {
+  ): Promise<{ version: number; created: boolean; pruned: number[] }> {
     const keyring = this.deps.keyring.current();
     const ref = { namespace, key };
     try {
@@ -194,6 +204,50 @@ export class KvService {
     throw notFound('no such key or namespace');
   }
 
+  /**
+   * Sets the key's own metadata (its map replaced when given) and the most versions it keeps (0: no
+   * limit; the next write prunes beyond it). Needs the right to write the key's type.
+   */
+  async setMetadata(
+    caller: Principal,
+    namespace: string,
+    key: string,
+    change: KeyMetadataChange,
+    beforeCommit?: BeforeCommit,
+  ): Promise<KeyMetadata> {
+    if (!caller.access.mayInNamespace('write', namespace)) throw forbidden(`write in ${namespace}`);
+    const custom = change.custom_metadata;
+    if (custom && Buffer.byteLength(JSON.stringify(custom)) > METADATA_LIMITS.bytes)
+      throw new AppError(
+        'invalid_request',
+        `custom_metadata is over ${METADATA_LIMITS.bytes} bytes in all`,
+      );
+    const may = (type: ValueType): void => {
+      if (!caller.access.may('write', namespace, type))
+        throw forbidden(`write ${type} keys in ${namespace}`);
+    };
+    const meta = await this.meta(namespace, key);
+    if (!meta) throw notFound('no such key');
+    may(meta.type);
+    const alongside = (await beforeCommit?.()) ?? [];
+    const now = await this.deps.records.metadata.set(
+      { namespace, key },
+      {
+        ...(custom === undefined ? {} : { custom }),
+        ...(change.max_versions === undefined ? {} : { maxVersions: change.max_versions }),
+      },
+      (m) => may(m.type),
+      alongside,
+    );
+    if (!now) throw notFound('no such key');
+    return {
+      namespace,
+      key,
+      custom_metadata: now.custom ?? {},
+      max_versions: now.maxVersions ?? 0,
+    };
+  }
+
   /** The key's versions, a deleted key's too (saying when it was deleted). */
   async versions(caller: Principal, namespace: string, key: string): Promise<VersionList> {
     if (!caller.access.mayInNamespace('list', namespace)) throw forbidden(`list in ${namespace}`);
@@ -213,6 +267,8 @@ export class KvService {
       key,
       current_version: meta.latest,
       ...(isTrashed(meta) ? { deleted_at: iso(meta.deletedAt) } : {}),
+      custom_metadata: meta.custom ?? {},
+      max_versions: meta.maxVersions ?? 0,
       versions,
     };
   }

@@ -23,8 +23,12 @@ export interface KeyMeta {
   readonly latest: number;
   /** Type of the latest version: it decides who may see the key. */
   readonly type: ValueType;
-  /** First version of the key's current life (after a delete, numbering goes on from the counter). */
+  /** The oldest version it keeps (after a destroy, numbering goes on from the counter). */
   readonly first: number;
+  /** The key's own metadata: a bounded map of strings (model/key-metadata.ts); absent when empty. */
+  readonly custom?: Readonly<Record<string, string>>;
+  /** Versions kept at the most: a write beyond them prunes the oldest; absent for no limit. */
+  readonly maxVersions?: number;
 }
 
 /** A key in the trash: its index as it was when deleted, and when that was (ms since the epoch). */
@@ -43,12 +47,19 @@ export type VersionRecord =
 
 const FORMAT = 1;
 
+/** A key's index as packed: the optional fields only when set, so an index without them is as it was. */
+function packedIndex(meta: KeyMeta): Record<string, unknown> {
+  return {
+    l: meta.latest,
+    t: meta.type,
+    f: meta.first,
+    ...(meta.custom && Object.keys(meta.custom).length > 0 ? { c: meta.custom } : {}),
+    ...(meta.maxVersions ? { mv: meta.maxVersions } : {}),
+  };
+}
+
 export function packMeta(seal: RecordSeal, storageKey: Uint8Array, meta: KeyMeta): Buffer {
-  return seal.authenticate(
-    'kv-meta',
-    storageKey,
-    packr.pack({ l: meta.latest, t: meta.type, f: meta.first }),
-  );
+  return seal.authenticate('kv-meta', storageKey, packr.pack(packedIndex(meta)));
 }
 
 /** The meta stored at `storageKey`; throws RecordIntegrityError unless its MAC matches. */
@@ -69,15 +80,27 @@ export function peekMeta(bytes: Uint8Array): KeyMeta | undefined {
 }
 
 function metaOf(packed: Uint8Array): KeyMeta {
-  const m = packr.unpack(packed) as { l: number; t: ValueType; f: number };
-  return { latest: m.l, type: m.t, first: m.f };
+  const m = packr.unpack(packed) as {
+    l: number;
+    t: ValueType;
+    f: number;
+    c?: Record<string, string>;
+    mv?: number;
+  };
+  return {
+    latest: m.l,
+    type: m.t,
+    first: m.f,
+    ...(m.c && typeof m.c === 'object' ? { custom: m.c } : {}),
+    ...(typeof m.mv === 'number' ? { maxVersions: m.mv } : {}),
+  };
 }
 
 export function packTrashed(seal: RecordSeal, storageKey: Uint8Array, key: TrashedKey): Buffer {
   return seal.authenticate(
     'kv-trash',
     storageKey,
-    packr.pack({ l: key.latest, t: key.type, f: key.first, d: key.deletedAt }),
+    packr.pack({ ...packedIndex(key), d: key.deletedAt }),
   );
 }
 

@@ -38,8 +38,9 @@ import {
   type VersionRecord,
   VersionsUsedUpError,
 } from './kv-format.js';
+import { KvKeyMetadata } from './kv-key-metadata.js';
 import { KvTrash } from './kv-trash.js';
-import { versionWrites } from './kv-version-writes.js';
+import { pruning, versionWrites } from './kv-version-writes.js';
 import { LastOpened } from './last-opened.js';
 import {
   counterKey,
@@ -112,13 +113,17 @@ export class KvRecords {
   private readonly checked = new LastOpened<KeyMeta>(10_000);
   /** Deleted keys (store/kv-trash.ts). */
   readonly trash: KvTrash;
+  /** A key's own metadata and version limit (store/kv-key-metadata.ts). */
+  readonly metadata: KvKeyMetadata;
 
   constructor(
     private readonly storage: StorageBackend,
     private readonly seal: RecordSeal,
     private readonly keyring: Pick<KeyringHolder, 'checkCurrent' | 'guard'>,
   ) {
-    this.trash = new KvTrash(storage, seal, keyring, (mKey, bytes) => this.openMeta(mKey, bytes));
+    const openIndex = (mKey: Uint8Array, bytes: Uint8Array) => this.openMeta(mKey, bytes);
+    this.trash = new KvTrash(storage, seal, keyring, openIndex);
+    this.metadata = new KvKeyMetadata(storage, seal, keyring, openIndex);
   }
 
   /** The key's index, or undefined when the key does not exist. */
@@ -231,7 +236,10 @@ export class KvRecords {
    * the index (or a deleted key's counter) promises now, so the shared write lock is not held while
    * sealing; only if another write took that number meanwhile is it sealed again inside.
    */
-  async append(ref: KeyRef, v: NewVersion): Promise<{ version: number; created: boolean }> {
+  async append(
+    ref: KeyRef,
+    v: NewVersion,
+  ): Promise<{ version: number; created: boolean; pruned: number[] }> {
     this.keyring.guard();
     const mKey = metaKey(ref.namespace, ref.key);
     const cKey = counterKey(ref.namespace, ref.key);
@@ -273,7 +281,8 @@ export class KvRecords {
           version === next ? sealedAhead : v.seal(version),
         );
         if (trashed) writes.push({ op: 'delete', key: dKey });
-        return { writes: [...writes, ...v.alongside], result: { version, created: !meta } };
+        const { pruned } = pruning(meta ?? trashed, version);
+        return { writes: [...writes, ...v.alongside], result: { version, created: !meta, pruned } };
       },
       // Read just now; a remote store then need not read them again to learn what the plan writes (a
       // deleted key written again is the rare case that costs it a second run).

@@ -75,7 +75,7 @@ export class KvTrash {
       if (metaBytes)
         throw new RecordIntegrityError('kv-trash', printableKey(dKey), 'is beside a live index');
       mayRestore(trashed);
-      const meta: KeyMeta = { latest: trashed.latest, type: trashed.type, first: trashed.first };
+      const { deletedAt: _deletedAt, ...meta } = trashed;
       return {
         writes: [
           { op: 'put', key: mKey, value: packMeta(this.seal, mKey, meta) },

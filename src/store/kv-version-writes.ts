@@ -43,21 +43,43 @@ export function packedVersionRecord(
   return packVersion(record);
 }
 
-/** The writes that add version record `packed` as `v`, after `previous` (the key's index, if it exists). */
+/**
+ * The versions a write of `version` prunes from a key that keeps at most `maxVersions` (none without a
+ * limit), and the oldest version kept after it.
+ */
+export function pruning(
+  previous: KeyMeta | undefined,
+  version: number,
+): { first: number; pruned: number[] } {
+  const first = previous ? previous.first : version;
+  const max = previous?.maxVersions;
+  if (!max || version - first + 1 <= max) return { first, pruned: [] };
+  const kept = version - max + 1;
+  return { first: kept, pruned: Array.from({ length: kept - first }, (_, i) => first + i) };
+}
+
+/**
+ * The writes that add version record `packed` as `v`, after `previous` (the key's index, if it exists: its
+ * metadata goes on, and versions beyond its limit are pruned, oldest first).
+ */
 export function versionWrites(
   seal: RecordSeal,
   v: VersionIdentity & { readonly previous: KeyMeta | undefined },
   packed: Buffer,
 ): StorageWrite[] {
+  const { first, pruned } = pruning(v.previous, v.version);
   const meta: KeyMeta = {
     latest: v.version,
     type: v.type,
-    first: v.previous ? v.previous.first : v.version,
+    first,
+    ...(v.previous?.custom ? { custom: v.previous.custom } : {}),
+    ...(v.previous?.maxVersions ? { maxVersions: v.previous.maxVersions } : {}),
   };
   const mKey = metaKey(v.namespace, v.key);
   return [
     { op: 'put', key: versionKey(v.namespace, v.key, v.version), value: packed },
     { op: 'put', key: mKey, value: packMeta(seal, mKey, meta) },
+    ...pruned.map((old) => ({ op: 'delete' as const, key: versionKey(v.namespace, v.key, old) })),
   ];
 }
 

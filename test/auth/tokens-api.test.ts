@@ -405,7 +405,7 @@ describe('token API', () => {
     it('routes first (an unknown path 404, a method the path does not serve 405), then checks the token before the body or the name', async () => {
       for (const [method, path, status] of [
         ['GET', '/v1/nothing', 404],
-        ['PATCH', '/v1/kv/a/b', 405],
+        ['OPTIONS', '/v1/kv/a/b', 405],
         ['PUT', '/v1/kv/a/versions', 401],
         ['PUT', '/v1/kv/a/b', 401],
       ] as const) {

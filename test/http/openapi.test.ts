@@ -40,6 +40,7 @@ const EXAMPLES: Record<string, { path: string; json?: unknown }> = {
   writeKey: { path: '/v1/kv/doc/k', json: { value: 'v', type: 'config' } },
   deleteKey: { path: '/v1/kv/doc/gone' },
   undeleteKey: { path: '/v1/kv/doc/k?undelete=false' },
+  setKeyMetadata: { path: '/v1/kv/doc/k', json: { max_versions: 0 } },
   listKeyVersions: { path: '/v1/kv/doc/v/versions' },
   getKeyringStatus: { path: '/v1/sys/keyring' },
   getServerVersion: { path: '/v1/sys/version' },

@@ -166,7 +166,7 @@ describe('the API contract: answers against the OpenAPI document', () => {
         { ...listing, header: (n) => (n === 'allow' ? 'GET' : listing.header(n)) },
         /sends allow, which this response does not declare/,
       );
-      fires({ ...listing, method: 'PATCH', status: 400 }, /no operation serves PATCH here/);
+      fires({ ...listing, method: 'OPTIONS', status: 400 }, /no operation serves OPTIONS here/);
       const res = await c.call('GET', '/v1/auth/me', { token: null });
       const denied: Answer = {
         method: 'GET',

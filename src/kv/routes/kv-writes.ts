@@ -11,8 +11,8 @@ import type { Operation } from '../../api/operation.js';
 import { flag, integer } from '../../api/query-params.js';
 import { queryError, rawPath } from '../../api/request-parts.js';
 import type { Responder } from '../../api/respond.js';
-import { entryInfo, ok } from '../../api/response-schemas.js';
-import { kvPutSchema } from '../../api/schemas.js';
+import { entryInfo, keyMetadata, ok } from '../../api/response-schemas.js';
+import { type KvMetadataRequest, kvMetadataSchema, kvPutSchema } from '../../api/schemas.js';
 import { forbidden, invalid } from '../../errors.js';
 import { RESERVED_KEY } from '../../model/names.js';
 import type { ValueType } from '../../model/value-types.js';
@@ -155,7 +155,7 @@ export function kvWriteOperations({
       if (!caller.access.mayInNamespace('write', namespace))
         throw forbidden(`write in ${namespace}`);
       const body = await input.body();
-      const { created, ...info } = await kv.put(
+      const { created, pruned, ...info } = await kv.put(
         caller,
         namespace,
         key,
@@ -164,7 +164,7 @@ export function kvWriteOperations({
         () => recordIntent(res, { action: 'write', namespace, key }),
         ifVersion,
       );
-      auditTarget(res, { version: info.version });
+      auditTarget(res, { version: info.version, ...(pruned.length > 0 ? { pruned } : {}) });
       respond.json(res, created ? 201 : 200, info);
     },
   };
@@ -245,5 +245,40 @@ export function kvWriteOperations({
     },
   };
 
-  return [write, remove, undelete] as Operation[];
+  const setMetadata: Operation<Record<string, never>, KvMetadataRequest> = {
+    method: 'PATCH',
+    template: TEMPLATE,
+    action: 'metadata',
+    pathTarget,
+    serves: mayNameKey,
+    body: { schema: kvMetadataSchema, required: true },
+    docs: [
+      {
+        operationId: 'setKeyMetadata',
+        summary:
+          "Set a key's own metadata (custom_metadata: its map, replaced) and the most versions it keeps (max_versions; 0: no limit; the next write destroys the oldest beyond it, named in that write's audit entry), not its value",
+        path: '/v1/kv/{namespace}/{key}',
+        pathParams: [namespaceParam, keyParam],
+        responses: { 200: ok("The key's metadata now", keyMetadata) },
+        errors: [400, 403, 404],
+      },
+    ],
+    async handler(req, res, input) {
+      const caller = principalOf(res);
+      const { namespace, key } = keyTarget(req);
+      auditTarget(res, { namespace, key });
+      if (!caller.access.mayInNamespace('write', namespace))
+        throw forbidden(`write in ${namespace}`);
+      const body = await input.body();
+      respond.json(
+        res,
+        200,
+        await kv.setMetadata(caller, namespace, key, body, () =>
+          recordIntent(res, { action: 'metadata', namespace, key }),
+        ),
+      );
+    },
+  };
+
+  return [write, remove, undelete, setMetadata] as Operation[];
 }

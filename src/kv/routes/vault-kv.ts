@@ -194,7 +194,10 @@ export function vaultKvOperations({
             throw invalid('check-and-set parameter did not match the current version');
           throw err;
         }
-        auditTarget(res, { version: info.version });
+        auditTarget(res, {
+          version: info.version,
+          ...(info.pruned.length > 0 ? { pruned: info.pruned } : {}),
+        });
         respond.json(res, 200, vaultAnswer(respond.requestId(res), versionMetadata(info)));
       },
     });
@@ -251,9 +254,10 @@ export function vaultKvOperations({
             cas_required: false,
             created_time: first?.created_at ?? '',
             current_version: list.current_version,
-            custom_metadata: null,
+            custom_metadata:
+              Object.keys(list.custom_metadata).length > 0 ? list.custom_metadata : null,
             delete_version_after: '0s',
-            max_versions: 0,
+            max_versions: list.max_versions,
             oldest_version: first?.version ?? 0,
             updated_time: list.versions.at(-1)?.created_at ?? '',
             versions,
@@ -296,7 +300,10 @@ export function vaultKvOperations({
               () => recordIntent(res, { action: 'write', namespace, key }),
               body.options?.cas ?? current.version,
             );
-            auditTarget(res, { version: info.version });
+            auditTarget(res, {
+              version: info.version,
+              ...(info.pruned.length > 0 ? { pruned: info.pruned } : {}),
+            });
             respond.json(res, 200, vaultAnswer(respond.requestId(res), versionMetadata(info)));
             return;
           } catch (err) {
