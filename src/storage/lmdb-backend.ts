@@ -174,7 +174,9 @@ export class LmdbBackend implements StorageBackend, FollowingReads {
    *   (they run in order); then its writes are there (committed: it goes on) or not (it failed, and a
    *   failed batch is never tried again).
    *
-   * Either way a 503 is answered only for a write that was not made and never will be.
+   * Either way a 503 is answered only for a write that was not made and never will be — except when lmdb-js
+   * settles neither: then, after SETTLE_MS more, a write not there is answered 503 saying it may still be
+   * made (unsure, never silent).
    */
   private async unstall<T>(
     committing: Promise<T>,
@@ -194,15 +196,32 @@ export class LmdbBackend implements StorageBackend, FollowingReads {
         ),
       PROBE_MS,
     );
-    // lmdb-js is not done with the batch even now: nothing can be said yet but what it says, when it does.
-    if (after === STALLED) return committing;
-    const made = decided.writes.every((write) => {
-      const now = this.db.get(asBuffer(write.key));
-      return write.op === 'put'
-        ? now !== undefined && Buffer.compare(now, asBuffer(write.value)) === 0
-        : now === undefined;
-    });
-    if (!made) throw new StorageUnavailableError('the commit failed; the write was not made');
+    const made = (): boolean =>
+      decided.writes.every((write) => {
+        const now = this.db.get(asBuffer(write.key));
+        return write.op === 'put'
+          ? now !== undefined && Buffer.compare(now, asBuffer(write.value)) === 0
+          : now === undefined;
+      });
+    if (after === STALLED) {
+      // lmdb-js is not done with the batch even now (a write thread that failed a page spill on a full
+      // disk, seen in CI, stalls everything after it). The request is answered all the same, after at most
+      // SETTLE_MS more: its writes there (readers see a commit once its data pages are written) are made;
+      // not there, it is answered 503 saying the write may still be made — never left without an answer.
+      const settled = await within(
+        committing.then(
+          () => true,
+          () => true,
+        ),
+        SETTLE_MS,
+      );
+      if (settled !== STALLED) return committing;
+      if (made()) return decided.result;
+      throw new StorageUnavailableError(
+        'the storage has not finished this write and it is not there now; it may still be made',
+      );
+    }
+    if (!made()) throw new StorageUnavailableError('the commit failed; the write was not made');
     // Committed: its own promise may never settle, but its result is the plan's.
     return decided.result;
   }
@@ -282,6 +301,8 @@ async function commitFailure(err: unknown): Promise<unknown> {
 const STALL_MS = 3_000;
 /** How long the transaction after it may take to settle, before only the stalled one's own word counts. */
 const PROBE_MS = 3_000;
+/** How much longer a write waits when the transaction after it has not settled either, before it is answered. */
+const SETTLE_MS = 3_000;
 const STALLED = Symbol('stalled');
 
 /** `promise`'s value, or STALLED once `ms` have passed without it. */

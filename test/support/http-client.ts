@@ -60,8 +60,9 @@ export function sendText(
       });
       res.on('error', reject);
     });
-    // A request that gets no answer is a failure, never a hang.
-    req.setTimeout(10_000, () => req.destroy(new Error('no response within 10 s')));
+    // A request that gets no answer is a failure, never a hang. (15 s: a write LMDB does not settle is
+    // answered within about 9 s, storage/lmdb-backend.ts.)
+    req.setTimeout(15_000, () => req.destroy(new Error('no response within 15 s')));
     req.on('error', reject);
     req.end(body);
   });
