@@ -69,6 +69,13 @@ out['after_destroy'] = status(lambda: kv.read_secret_metadata(path='team/trash')
 kv.create_or_update_secret(path='team/gone', secret={'x': '1'})
 kv.delete_metadata_and_all_versions(path='team/gone')
 out['after_metadata_delete'] = status(lambda: kv.read_secret_version(path='team/gone', version=1))
+kv.create_or_update_secret(path='team/kept', secret={'v': '1'})
+kv.update_metadata(path='team/kept', max_versions=2)
+kv.create_or_update_secret(path='team/kept', secret={'v': '2'})
+kv.create_or_update_secret(path='team/kept', secret={'v': '3'})
+kept = kv.read_secret_metadata(path='team/kept')['data']
+out['kept'] = [kept['max_versions'], sorted(kept['versions'].keys())]
+out['cas_required'] = status(lambda: kv.update_metadata(path='team/kept', cas_required=True))
 print(json.dumps(out))
 `;
 
@@ -135,6 +142,9 @@ describe("hvac, Vault's Python client (Debian's python3-hvac), against Coffer's 
       destroy_some: 'InvalidRequest',
       after_destroy: 'InvalidPath',
       after_metadata_delete: 'InvalidPath',
+      // max_versions through Vault's metadata write: the oldest version pruned by the third write.
+      kept: [2, ['2', '3']],
+      cas_required: 'InvalidRequest',
     });
     // The same keys through Coffer's own API: team/trash and team/gone are destroyed.
     expect((await c.call('GET', '/v1/kv/team/trash?version=1')).status).to.equal(404);

@@ -148,6 +148,43 @@ describe("Vault's dialect under /vault/v1: KV v2, the token, sys", function () {
     expect(oneSegment.body.errors[0]).to.include('secret/data/<namespace>/<key>');
   });
 
+  it("writes a secret's custom_metadata as ESO's PushSecret does (replaced by POST, merged by PATCH, null removing), and refuses what Coffer does not keep", async () => {
+    const root = c.rootToken;
+    expect(
+      (await vault('POST', 'secret/data/meta/pushed', root, { data: { a: '1' } })).status,
+    ).to.equal(200);
+    const set = await vault('POST', 'secret/metadata/meta/pushed', root, {
+      custom_metadata: { 'managed-by': 'external-secrets', team: 'payments' },
+    });
+    expect(set.status, set.text).to.equal(204);
+    const patched = await vault('PATCH', 'secret/metadata/meta/pushed', root, {
+      custom_metadata: { team: null, env: 'prod' },
+    });
+    expect(patched.status, patched.text).to.equal(204);
+    const read = (await vault('GET', 'secret/metadata/meta/pushed', root)).body.data;
+    expect(read.custom_metadata).to.deep.equal({ 'managed-by': 'external-secrets', env: 'prod' });
+    // Coffer's own version list shows the same.
+    expect((await c.call('GET', '/v1/kv/meta/pushed/versions')).body.custom_metadata).to.deep.equal(
+      {
+        'managed-by': 'external-secrets',
+        env: 'prod',
+      },
+    );
+    for (const body of [
+      { cas_required: true },
+      { delete_version_after: '1h' },
+      { custom_metadata: { 'bad name': 'x' } },
+      { custom_metadata: { a: 1 } },
+    ])
+      expect(
+        (await vault('POST', 'secret/metadata/meta/pushed', root, body)).status,
+        JSON.stringify(body),
+      ).to.equal(400);
+    expect(
+      (await vault('POST', 'secret/metadata/meta/none', root, { max_versions: 2 })).status,
+    ).to.equal(404);
+  });
+
   it('audits each request like a native one: vault.* actions naming the Coffer namespace and key, a write with its intent', async () => {
     const reader = await c.token({ role: 'reader', metadata: { name: 'eso' } });
     await vault('GET', 'secret/data/payments/db', reader);

@@ -13,20 +13,23 @@ import { AppError, invalid } from '../../errors.js';
 import type { KvService } from '../kv-service.js';
 import { type VaultVersions, versionsSchema } from './vault-secrets.js';
 
+/** What the routes of one Vault mount are made with (routes/vault-kv.ts gives them). */
+export interface VaultMountRoutes {
+  readonly kv: KvService;
+  readonly mount: VaultMount;
+  readonly respond: Responder;
+  readonly recordIntent: RecordIntent;
+  /** The Coffer key a secret path under `base` names (a 400 when it names none). */
+  readonly keyAt: (req: Request, base: string) => { namespace: string; key: string };
+}
+
 export function vaultDeleteOperations({
   kv,
   mount,
   respond,
   recordIntent,
   keyAt,
-}: {
-  kv: KvService;
-  mount: VaultMount;
-  respond: Responder;
-  recordIntent: RecordIntent;
-  /** The Coffer key a secret path under `base` names (a 400 when it names none). */
-  keyAt: (req: Request, base: string) => { namespace: string; key: string };
-}): Operation[] {
+}: VaultMountRoutes): Operation[] {
   const data = `${VAULT_ROOT}/${mount.name}/data`;
   const metadata = `${VAULT_ROOT}/${mount.name}/metadata`;
 

@@ -28,6 +28,7 @@ import { AppError, forbidden, invalid } from '../../errors.js';
 import type { KvService } from '../kv-service.js';
 import { MAX_VERSION } from './kv-path.js';
 import { vaultDeleteOperations } from './vault-deletes.js';
+import { vaultMetadataOperations } from './vault-metadata.js';
 import {
   mergePatch,
   secretOf,
@@ -350,6 +351,7 @@ export function vaultKvOperations({
       write('POST'),
       patch,
       ...vaultDeleteOperations({ kv, mount, respond, recordIntent, keyAt }),
+      ...vaultMetadataOperations({ kv, mount, respond, recordIntent, keyAt }),
       readMetadata,
       subkeys,
     ] as Operation[];

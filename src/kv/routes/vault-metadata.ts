@@ -1,0 +1,101 @@
+/**
+ * Vault's metadata writes (routes/vault-kv.ts), onto a key's own metadata (PATCH /v1/kv/{ns}/{key}):
+ * `POST|PUT {mount}/metadata/{path}` sets `custom_metadata` (replaced) and `max_versions`; `PATCH` merges
+ * `custom_metadata` (null removes a field). `cas_required: true` and a `delete_version_after` other than
+ * none are refused (400): Coffer keeps neither. The secret must exist (Vault would keep metadata alone).
+ */
+import { principalOf } from '../../api/context.js';
+import type { Operation } from '../../api/operation.js';
+import { MAX_KEPT_VERSIONS } from '../../api/schemas.js';
+import { VAULT_ROOT } from '../../api/vault-dialect.js';
+import { invalid } from '../../errors.js';
+import { METADATA_LIMITS } from '../../model/tokens.js';
+import type { VaultMountRoutes } from './vault-deletes.js';
+
+interface VaultMetadataWrite {
+  readonly max_versions?: number;
+  readonly cas_required?: boolean;
+  readonly delete_version_after?: string;
+  readonly custom_metadata?: Record<string, string | null> | null;
+}
+
+function metadataSchema(nullable: boolean) {
+  return {
+    type: 'object',
+    additionalProperties: false,
+    properties: {
+      max_versions: { type: 'integer', minimum: 0, maximum: MAX_KEPT_VERSIONS },
+      cas_required: { type: 'boolean' },
+      delete_version_after: { type: 'string', maxLength: 64 },
+      custom_metadata: {
+        type: nullable ? ['object', 'null'] : 'object',
+        maxProperties: METADATA_LIMITS.fields,
+        additionalProperties: false,
+        patternProperties: {
+          [METADATA_LIMITS.field.source]: nullable
+            ? { type: ['string', 'null'], maxLength: METADATA_LIMITS.value }
+            : { type: 'string', maxLength: METADATA_LIMITS.value },
+        },
+      },
+    },
+  } as const;
+}
+
+export function vaultMetadataOperations({
+  kv,
+  mount,
+  respond,
+  recordIntent,
+  keyAt,
+}: VaultMountRoutes): Operation[] {
+  const metadata = `${VAULT_ROOT}/${mount.name}/metadata`;
+  const write = (
+    method: 'POST' | 'PUT' | 'PATCH',
+  ): Operation<Record<string, never>, VaultMetadataWrite> => ({
+    method,
+    template: `${metadata}/{path}`,
+    action: 'vault.metadata_write',
+    dialect: 'vault',
+    pathTarget: (req) => keyAt(req, metadata),
+    body: { schema: metadataSchema(method === 'PATCH'), required: true },
+    docs: [
+      {
+        operationId: `vaultMetadataWrite${method[0]}${method.slice(1).toLowerCase()}_${mount.name}`,
+        summary: `Vault KV v2: set a secret's custom_metadata and max_versions, mount ${mount.name}`,
+        responses: { 204: { description: 'Set' } },
+      },
+    ],
+    async handler(req, res, input) {
+      const caller = principalOf(res);
+      const { namespace, key } = keyAt(req, metadata);
+      const body = await input.body();
+      if (body.cas_required === true)
+        throw invalid('cas_required is not kept by Coffer: send options.cas with each write');
+      if (![undefined, '', '0', '0s'].includes(body.delete_version_after))
+        throw invalid(
+          'delete_version_after is not kept by Coffer: versions are deleted by a request',
+        );
+      let custom: Record<string, string> | undefined;
+      if (method === 'PATCH' && body.custom_metadata) {
+        // Merged into what the key keeps: null removes a field.
+        const now = (await kv.versions(caller, namespace, key)).custom_metadata;
+        const merged: Record<string, string> = { ...now };
+        for (const [name, value] of Object.entries(body.custom_metadata))
+          if (value === null) delete merged[name];
+          else merged[name] = value;
+        custom = merged;
+      } else if (body.custom_metadata !== undefined)
+        custom = (body.custom_metadata ?? {}) as Record<string, string>;
+      const change = {
+        ...(custom === undefined ? {} : { custom_metadata: custom }),
+        ...(body.max_versions === undefined ? {} : { max_versions: body.max_versions }),
+      };
+      if (Object.keys(change).length > 0)
+        await kv.setMetadata(caller, namespace, key, change, () =>
+          recordIntent(res, { action: 'metadata', namespace, key }),
+        );
+      respond.empty(res, 204);
+    },
+  });
+  return [write('POST'), write('PUT'), write('PATCH')];
+}
