@@ -102,10 +102,42 @@ export function socketProblem(
   requestId: string,
 ): void {
   const body = problemBody(error);
-  const headers = [
-    ...securityHeaders(tls),
+  socketAnswer(socket, `${error.status} ${error.title}`, tls, requestId, body, [
     'Content-Type',
     'application/problem+json',
+  ]);
+}
+
+/**
+ * A 303 See Other written straight to such a socket (Vault's LIST verb, list-verb.ts), its body a line
+ * saying why; the connection is closed after it.
+ */
+export function socketRedirect(
+  socket: Duplex,
+  location: string,
+  detail: string,
+  tls: boolean,
+  requestId: string,
+): void {
+  socketAnswer(socket, '303 See Other', tls, requestId, `${detail}\n`, [
+    'Location',
+    location,
+    'Content-Type',
+    'text/plain; charset=utf-8',
+  ]);
+}
+
+function socketAnswer(
+  socket: Duplex,
+  statusLine: string,
+  tls: boolean,
+  requestId: string,
+  body: string,
+  extra: readonly string[],
+): void {
+  const headers = [
+    ...securityHeaders(tls),
+    ...extra,
     'Content-Length',
     String(Buffer.byteLength(body)),
     'X-Request-Id',
@@ -113,7 +145,7 @@ export function socketProblem(
     'Connection',
     'close',
   ];
-  const lines = [`HTTP/1.1 ${error.status} ${error.title}`];
+  const lines = [`HTTP/1.1 ${statusLine}`];
   for (let i = 0; i < headers.length; i += 2) lines.push(`${headers[i]}: ${headers[i + 1]}`);
   socket.end(`${lines.join('\r\n')}\r\n\r\n${body}`);
 }

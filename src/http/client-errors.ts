@@ -6,14 +6,16 @@
  * entry records the 408 the client gets (it used to record the 400 of the body reader that failed after).
  *
  * What is refused before any request exists has no audit entry: its X-Request-Id names the server log's
- * line (`http.refused`) instead, with the status and the client's address.
+ * line (`http.refused`) instead, with the status and the client's address. Vault's LIST verb is the one
+ * refusal answered otherwise: a 303 to the same path with `list=true` (list-verb.ts).
  */
 import type { Duplex } from 'node:stream';
 import type { Response } from 'express';
 import type { Logger } from 'pino';
-import { type Responder, socketProblem } from '../api/respond.js';
+import { type Responder, socketProblem, socketRedirect } from '../api/respond.js';
 import { randomBase62 } from '../crypto/random.js';
 import { AppError, invalid } from '../errors.js';
+import { listRedirectTarget } from './list-verb.js';
 
 /** The response a connection is serving, if any (kept by the request listener, http-app.ts). */
 export type InFlight = Pick<WeakMap<Duplex, Response>, 'get'>;
@@ -47,6 +49,20 @@ export function clientErrorListener(deps: {
     );
     socketProblem(socket, error, deps.tls, requestId);
   };
+  const redirectList = (socket: Duplex, location: string): void => {
+    const requestId = randomBase62(16);
+    deps.log.info(
+      { event: 'http.list_redirected', request_id: requestId, status: 303 },
+      'LIST sent to the same path with list=true',
+    );
+    socketRedirect(
+      socket,
+      location,
+      "Coffer's HTTP server cannot read the LIST method: ask again with GET and list=true",
+      deps.tls,
+      requestId,
+    );
+  };
   return (err, socket) => {
     if (!socket.writable || err.code === 'ECONNRESET') return void socket.destroy();
     const res = deps.inFlight.get(socket);
@@ -64,6 +80,8 @@ export function clientErrorListener(deps: {
     }
     // A response still being written on this connection cannot be followed by another answer.
     if (res && !res.writableEnded) return void socket.destroy();
+    const listTarget = listRedirectTarget(err);
+    if (listTarget !== undefined) return redirectList(socket, listTarget);
     refuse(
       socket,
       err.code === 'HPE_HEADER_OVERFLOW'

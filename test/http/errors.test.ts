@@ -1,7 +1,7 @@
-import { connect } from 'node:net';
 import { expect } from 'chai';
 import { bodyLimit } from '../../src/http/http-app.js';
 import { startTestCoffer, type TestCoffer } from '../support/harness.js';
+import { rawExchange } from '../support/raw-http.js';
 
 describe('HTTP errors and limits', () => {
   let c: TestCoffer;
@@ -344,16 +344,3 @@ describe('HTTP errors and limits', () => {
     expect(responses[0]!.headers.get('allow')).to.equal('GET, PUT, DELETE, POST, PATCH');
   });
 });
-
-/** Sends raw bytes on a new connection and returns everything the server sends back before closing. */
-function rawExchange(url: string, bytes: Buffer): Promise<string> {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve, reject) => {
-    const socket = connect({ host: hostname, port: Number(port) }, () => socket.write(bytes));
-    let text = '';
-    socket.setTimeout(10_000, () => socket.destroy(new Error('no answer within 10 s')));
-    socket.on('data', (d: Buffer) => (text += d.toString('latin1')));
-    socket.on('close', () => resolve(text));
-    socket.on('error', reject);
-  });
-}

@@ -25,6 +25,9 @@ try:
 except hvac.exceptions.InvalidPath:
     out['missing'] = 'InvalidPath'
 out['current'] = kv.read_secret_metadata(path='team/app')['data']['current_version']
+kv.create_or_update_secret(path='team/db/main', secret={'pw': 'x'})
+out['listed'] = kv.list_secrets(path='team')['data']['keys']
+out['listed_root'] = kv.list_secrets(path='')['data']['keys']
 out['sealed'] = c.sys.is_sealed()
 out['policies'] = c.auth.token.lookup_self()['data']['policies']
 reader = hvac.Client(url=os.environ['VAULT_ADDR'], token=os.environ['READER_TOKEN'])
@@ -104,7 +107,7 @@ describe("hvac, Vault's Python client (Debian's python3-hvac), against Coffer's 
     await c?.close();
   });
 
-  it('writes, reads by version, refuses a stale check-and-set, reads metadata, checks its token and the seal; a reader reads and may not write', async () => {
+  it('writes, reads by version, lists, refuses a stale check-and-set, reads metadata, checks its token and the seal; a reader reads and may not write', async () => {
     const reader = await c.token({ role: 'reader' });
     const out = await runHvac({
       VAULT_ADDR: `${c.url}/vault`,
@@ -119,6 +122,9 @@ describe("hvac, Vault's Python client (Debian's python3-hvac), against Coffer's 
       first: { user: 'app', pw: 'one' },
       missing: 'InvalidPath',
       current: 2,
+      // list_secrets sends the LIST verb: answered 303 to ?list=true, which requests follows with GET.
+      listed: ['app', 'db/'],
+      listed_root: ['team/'],
       sealed: false,
       policies: ['root'],
       reader: 'two',

@@ -8,6 +8,7 @@ interface NodeVault {
     path: string,
   ): Promise<{ data: { data: Record<string, unknown>; metadata: { version: number } } }>;
   write(path: string, body: unknown): Promise<{ data: { version: number } }>;
+  list(path: string): Promise<{ data: { keys: string[] } }>;
   tokenLookupSelf(): Promise<{ data: { ttl: number; type: string; policies: string[] } }>;
   health(query?: Record<string, unknown>): Promise<{ initialized: boolean; sealed: boolean }>;
   kubernetesLogin(body: {
@@ -48,7 +49,7 @@ describe("node-vault against Coffer's /vault: the core flow", function () {
     await k8s?.close();
   });
 
-  it('logs in with a Kubernetes JWT, writes and reads a secret, looks its token up, and reads the health', async () => {
+  it('logs in with a Kubernetes JWT, writes, reads and lists (the LIST verb) secrets, looks its token up, and reads the health', async () => {
     const vault = nodeVault({ apiVersion: 'v1', endpoint: `${c.url}/vault` });
     const health = await vault.health({ standbyok: true });
     expect(health).to.include({ initialized: true, sealed: false });
@@ -66,6 +67,9 @@ describe("node-vault against Coffer's /vault: the core flow", function () {
     const read = await vault.read('secret/data/team/app');
     expect(read.data.data).to.deep.equal({ user: 'app', pw: 'one' });
     expect(read.data.metadata.version).to.equal(1);
+    await vault.write('secret/data/team/db/main', { data: { pw: 'two' } });
+    // node-vault sends the LIST verb; Coffer answers it 303 to ?list=true, which axios follows with GET.
+    expect((await vault.list('secret/metadata/team')).data.keys).to.deep.equal(['app', 'db/']);
     const self = await vault.tokenLookupSelf();
     expect(self.data.type).to.equal('service');
     expect(self.data.ttl).to.be.within(290, 300);

@@ -212,7 +212,7 @@ export function vaultKvOperations({
       docs: [
         {
           operationId: `vaultMetadata_${mount.name}`,
-          summary: `Vault KV v2: a secret's versions of mount ${mount.name}, or with ?list=true a folder's secrets and folders (the LIST verb cannot reach Node's HTTP server)`,
+          summary: `Vault KV v2: a secret's versions of mount ${mount.name}, or with ?list=true a folder's secrets and folders (the LIST verb is answered 303 to this form: list-verb.ts)`,
           responses: { 200: { description: "Vault's envelope: the versions, or data.keys" } },
         },
       ],
