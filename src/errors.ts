@@ -19,6 +19,7 @@ const ERRORS = {
   request_timeout: { status: 408, title: 'Request timeout', showDetail: true },
   conflict: { status: 409, title: 'Conflict', showDetail: true },
   precondition_failed: { status: 412, title: 'Precondition failed', showDetail: true },
+  precondition_required: { status: 428, title: 'Precondition required', showDetail: true },
   payload_too_large: { status: 413, title: 'Payload too large', showDetail: true },
   unsupported_media_type: { status: 415, title: 'Unsupported media type', showDetail: true },
   too_many_requests: { status: 429, title: 'Too many requests', showDetail: true },

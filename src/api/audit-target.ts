@@ -14,6 +14,8 @@ export interface AuditTarget {
   readonly reads?: readonly { readonly key: string; readonly version: number }[];
   /** A write's versions destroyed by the key's max_versions, oldest first. */
   readonly pruned?: readonly number[];
+  /** Versions deleted, undeleted or destroyed one by one (the action says which), oldest first. */
+  readonly versions?: readonly number[];
   /** A token acted on (created, revoked), by id. */
   readonly subject_token_id?: string;
   /** A JWT login: its login role, the issuer, the verified subject, and why it was refused (never the JWT). */

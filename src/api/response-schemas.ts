@@ -202,6 +202,7 @@ export const keyMetadata = closed({
   key: Type.String(),
   custom_metadata: keyFields,
   max_versions: Type.Integer({ description: 'versions kept at the most; 0: no limit' }),
+  cas_required: Type.Boolean({ description: 'every write must name the version it replaces' }),
 });
 
 export const trashListing = closed({
@@ -218,6 +219,17 @@ export const trashListing = closed({
   next_cursor: nullable(Type.String({ description: 'null on the last page' })),
 });
 
+export const versionsChange = closed({
+  namespace: Type.String(),
+  key: Type.String(),
+  action: literals(['delete', 'undelete', 'destroy'] as const),
+  versions: Type.Array(Type.Integer(), {
+    description:
+      'the versions changed, oldest first: those already as asked, or not kept, are not named',
+  }),
+  key_state: literals(['live', 'deleted'] as const),
+});
+
 export const versionList = closed({
   namespace: Type.String(),
   key: Type.String(),
@@ -226,8 +238,22 @@ export const versionList = closed({
   deleted_at: Type.Optional(timestamp),
   custom_metadata: keyFields,
   max_versions: Type.Integer({ description: 'versions kept at the most; 0: no limit' }),
+  cas_required: Type.Boolean({ description: 'every write must name the version it replaces' }),
   versions: Type.Array(
-    closed({ version: Type.Integer(), type: valueTypes, created_at: timestamp }),
+    closed({
+      version: Type.Integer(),
+      type: valueTypes,
+      created_at: timestamp,
+      deleted_at: Type.Optional(
+        Type.String({
+          format: 'date-time',
+          description: 'the version is deleted alone (not read until undeleted): when',
+        }),
+      ),
+      destroyed: Type.Optional(
+        Type.Literal(true, { description: 'the version is destroyed alone: its value is gone' }),
+      ),
+    }),
   ),
 });
 
@@ -556,7 +582,12 @@ export const problem = closed({
     Type.String({
       format: 'date-time',
       description:
-        'on a 404 for a deleted key (in the trash), to a caller who may list its type: when it was deleted',
+        'on a 404 for a deleted key (in the trash) or a version deleted alone, to a caller who may list its type: when it was deleted',
+    }),
+  ),
+  destroyed: Type.Optional(
+    Type.Literal(true, {
+      description: 'on a 404 for a version destroyed alone, to a caller who may list its type',
     }),
   ),
 });
@@ -566,6 +597,7 @@ export type ApiCreatedToken = Static<typeof createdToken>;
 export type ApiTokenList = Static<typeof tokenList>;
 export type ApiSelf = Static<typeof self>;
 export type ApiEntry = Static<typeof entry>;
+export type ApiVersionsChange = Static<typeof versionsChange>;
 const roleRule = closed({
   namespaces: Type.Array(Type.String()),
   actions: Type.Array(literals(['read', 'list', 'write', 'delete'] as const)),

@@ -55,6 +55,12 @@ export const kvMetadataSchema = Type.Object(
           'versions kept at the most (0: no limit); each write beyond it destroys the oldest, audited in its entry (pruned)',
       }),
     ),
+    cas_required: Type.Optional(
+      Type.Boolean({
+        description:
+          'true: every write must name the version it replaces (If-Match or cas; 0 for a new key), else 428',
+      }),
+    ),
   },
   { additionalProperties: false, minProperties: 1 },
 );

@@ -33,6 +33,8 @@ const MAX_LISTED = 100;
 /**
  * The request actions after which a key's earlier versions may be gone: a destroy (native or Vault's), and
  * a delete — which erased the versions until the trash came, and still counts for the logs written then.
+ * An entry that names `versions` acted on those one by one: a destroy erased just them, anything else
+ * erased nothing.
  */
 const ERASING = new Set(['delete', 'destroy', 'vault.delete_metadata', 'vault.destroy']);
 
@@ -97,6 +99,7 @@ interface Entry {
   readonly key?: string;
   readonly version?: number;
   readonly pruned?: unknown;
+  readonly versions?: unknown;
   readonly token_id?: string;
   readonly subject_token_id?: string;
   readonly also_revoked?: unknown;
@@ -174,10 +177,17 @@ export async function auditCoverage(
             request_id: entry.request_id ?? '',
           });
       }
-      // A write beyond a key's max_versions names the versions it destroyed.
-      if (entry.kind === 'request' && Array.isArray(entry.pruned) && succeeded(entry))
-        for (const v of entry.pruned) pruned.add(`${keyOf(entry.namespace!, entry.key!)}\0${v}`);
-      if (entry.kind === 'request' && ERASING.has(entry.action ?? '') && succeeded(entry)) {
+      // A write beyond a key's max_versions names the versions it destroyed; so does a destroy of some.
+      const destroyedAlone = /destroy$/.test(entry.action ?? '') ? entry.versions : undefined;
+      for (const list of [entry.pruned, destroyedAlone])
+        if (entry.kind === 'request' && Array.isArray(list) && succeeded(entry))
+          for (const v of list) pruned.add(`${keyOf(entry.namespace!, entry.key!)}\0${v}`);
+      if (
+        entry.kind === 'request' &&
+        ERASING.has(entry.action ?? '') &&
+        !Array.isArray(entry.versions) &&
+        succeeded(entry)
+      ) {
         const name = keyOf(entry.namespace!, entry.key!);
         deleted.set(name, Math.max(deleted.get(name) ?? 0, Date.parse(entry.ts ?? '')));
       }

@@ -28,10 +28,15 @@ export const KV_HELP = `usage: coffer kv <command> [options]
   undelete NS/KEY                       take a deleted key out of the trash, as it was
   destroy NS/KEY --yes [--if-version N] erase the key for good, live or deleted: every version (--if-version 0:
                                         only if it is deleted)
+  rm|undelete|destroy NS/KEY --versions 1,3 [--yes]
+                                        the same to those versions one by one, the others kept: a deleted
+                                        version is not read until undeleted, a destroyed one is gone (destroy
+                                        needs --yes); naming the latest acts on the key itself
   rollback NS/KEY --version N [--if-version M]
                                         store version N's value again as a new version (over M when given,
                                         else over the latest read: a write meanwhile exits 6)
-  versions NS/KEY [--json]              the key's versions, oldest first (and when it was deleted, if it is)
+  versions NS/KEY [--json]              the key's versions, oldest first, each deleted or destroyed alone
+                                        marked (and when the key was deleted, if it is)
 
 examples:
   printf %s "$PASSWORD" | coffer kv put payments/prod/db_password
@@ -78,6 +83,7 @@ export async function kvCommand(args: string[], io: CommandIo = processIo()): Pr
         version: { type: 'string' },
         type: { type: 'string' },
         'if-version': { type: 'string' },
+        versions: { type: 'string' },
         prefix: { type: 'string' },
         yes: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
@@ -104,6 +110,18 @@ export async function kvCommand(args: string[], io: CommandIo = processIo()): Pr
         return await put(coffer, io, path, rest, o.type, o['if-version'], o.json === true);
       case 'ls':
         return await list(coffer, io, path, o.prefix, o.json === true);
+      case 'rm':
+      case 'undelete':
+      case 'destroy':
+        if (o.versions === undefined) break;
+        if (command === 'destroy' && o.yes !== true)
+          throw new CliError(
+            `destroy erases versions ${o.versions} of ${path} for good, and nothing brings them back: add --yes`,
+            EXIT.usage,
+          );
+        return await changeVersions(coffer, io, command, path, o.versions, o.json === true);
+    }
+    switch (command) {
       case 'rm': {
         const { namespace, key } = keyPath(path);
         const ifVersion = version(o['if-version'], '--if-version');
@@ -159,8 +177,13 @@ export async function kvCommand(args: string[], io: CommandIo = processIo()): Pr
           o.json
             ? json(list)
             : `${table(
-                ['VERSION', 'TYPE', 'CREATED'],
-                list.versions.map((v) => [String(v.version), v.type, v.created_at]),
+                ['VERSION', 'TYPE', 'CREATED', 'STATE'],
+                list.versions.map((v) => [
+                  String(v.version),
+                  v.type,
+                  v.created_at,
+                  v.destroyed ? 'destroyed' : v.deleted_at ? `deleted ${v.deleted_at}` : '',
+                ]),
               )}\n${list.deleted_at ? `deleted at ${list.deleted_at} (coffer kv undelete ${namespace}/${key} brings it back)\n` : ''}`,
         );
         return EXIT.ok;
@@ -231,6 +254,34 @@ async function put(
  * Version `v`'s value written again as a new version, of its own type, over the latest version read (or
  * `--if-version`): a write in between makes it a 412 (exit 6), never a silent overwrite.
  */
+/** `rm|undelete|destroy NS/KEY --versions 1,3`: those versions one by one. */
+async function changeVersions(
+  coffer: Coffer,
+  io: CommandIo,
+  action: 'rm' | 'undelete' | 'destroy',
+  path: string | undefined,
+  text: string,
+  asJson: boolean,
+): Promise<number> {
+  const { namespace, key } = keyPath(path);
+  if (!/^\d{1,10}(,\d{1,10}){0,999}$/.test(text))
+    throw new CliError(`--versions ${text}: version numbers, comma-separated`, EXIT.usage);
+  const versions = text.split(',').map((v) => version(v, '--versions')!);
+  const change = await coffer.changeVersions(
+    namespace,
+    key,
+    action === 'rm' ? 'delete' : action,
+    versions,
+  );
+  const done = { delete: 'deleted', undelete: 'undeleted', destroy: 'destroyed' }[change.action];
+  io.write(
+    asJson
+      ? json(change)
+      : `${change.versions.length > 0 ? `${done} version${change.versions.length > 1 ? 's' : ''} ${change.versions.join(', ')}` : 'nothing to change'} of ${namespace}/${key}; the key is ${change.key_state}\n`,
+  );
+  return EXIT.ok;
+}
+
 async function rollback(
   coffer: Coffer,
   io: CommandIo,

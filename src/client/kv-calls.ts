@@ -6,6 +6,7 @@ import type {
   ApiNamespaceValues,
   ApiTrashListing,
   ApiVersionList,
+  ApiVersionsChange,
 } from '../api/response-schemas.js';
 import { Calls } from './calls.js';
 import type { ListOptions, NamespaceValue, PageOptions, ValueType } from './options.js';
@@ -69,6 +70,31 @@ export class KvCalls extends Calls {
     return this.call({
       method: 'GET',
       path: `/v1/kv/${namespacePath(namespace)}/${query({ trash: true, limit: options.limit, cursor: options.cursor })}`,
+      signal: options.signal,
+    });
+  }
+
+  /**
+   * Deletes, undeletes or destroys `versions` of the key one by one, live or deleted: naming its latest
+   * version deletes the key (undeleting: restores it). What changed.
+   */
+  changeVersions(
+    namespace: string,
+    key: string,
+    action: 'delete' | 'undelete' | 'destroy',
+    versions: readonly number[],
+    options: { signal?: AbortSignal } = {},
+  ): Promise<ApiVersionsChange> {
+    const list = versions.join(',');
+    return this.call({
+      method: action === 'undelete' ? 'POST' : 'DELETE',
+      path:
+        keyPath(namespace, key) +
+        query(
+          action === 'undelete'
+            ? { undelete: true, versions: list }
+            : { destroy: action === 'destroy' || undefined, versions: list },
+        ),
       signal: options.signal,
     });
   }

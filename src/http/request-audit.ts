@@ -103,6 +103,7 @@ export function requestAuditor(
       version: target.version,
       reads: target.reads,
       pruned: target.pruned,
+      versions: target.versions,
       subject_token_id: target.subject_token_id,
       login_role: target.login_role,
       issuer: target.issuer,

@@ -9,8 +9,9 @@ import type { Principal } from '../auth/principal.js';
 import { AppError, forbidden, notFound } from '../errors.js';
 import type { ValueType } from '../model/value-types.js';
 import type { KeyMeta, TrashedKey } from '../store/kv-format.js';
+import { TooManyMarkedVersionsError, type VersionsAction } from '../store/kv-version-marks.js';
 import { decodeTrashCursor, encodeTrashCursor } from './cursor.js';
-import { type EntryInfo, iso, type TrashListing } from './entries.js';
+import { type EntryInfo, iso, type TrashListing, type VersionsChange } from './entries.js';
 import { expectVersion } from './expect-version.js';
 import type { BeforeCommit, KvServiceDeps } from './kv-deps.js';
 
@@ -102,13 +103,17 @@ export class Deletions {
     const ref = { namespace, key };
     const trashed = await this.deps.records.trash.get(ref);
     if (!trashed) throw notFound('no deleted key by that name');
-    mayDelete(caller, namespace, trashed.type, 'undelete');
+    const mayRestore = (now: TrashedKey): void => {
+      mayDelete(caller, namespace, now.type, 'undelete');
+      if (now.destroyedVersions?.has(now.latest))
+        throw new AppError(
+          'conflict',
+          `the key's latest version (${now.latest}) is destroyed: write a new version, or undelete an older one by number`,
+        );
+    };
+    mayRestore(trashed);
     const alongside = (await beforeCommit?.()) ?? [];
-    const meta = await this.deps.records.trash.restore(
-      ref,
-      (now) => mayDelete(caller, namespace, now.type, 'undelete'),
-      alongside,
-    );
+    const meta = await this.deps.records.trash.restore(ref, mayRestore, alongside);
     if (!meta) throw notFound('no deleted key by that name');
     this.deps.changes?.changed(ref);
     const record = await this.deps.records.version(ref, meta.latest);
@@ -120,6 +125,52 @@ export class Deletions {
       version: meta.latest,
       type: record.type,
       created_at: iso(record.createdAt),
+    };
+  }
+
+  /**
+   * Deletes, undeletes or destroys `versions` of the key one by one, live or deleted
+   * (store/kv-version-marks.ts): naming its latest version deletes the key (undeleting: restores it). A
+   * version the key does not keep is left as it is. Needs the right to delete keys of its type.
+   */
+  async versions(
+    caller: Principal,
+    namespace: string,
+    key: string,
+    action: VersionsAction,
+    versions: readonly number[],
+    beforeCommit?: BeforeCommit,
+  ): Promise<VersionsChange> {
+    const verb = action === 'undelete' ? 'undelete' : 'delete';
+    if (!caller.access.mayInNamespace('delete', namespace))
+      throw forbidden(`${verb} in ${namespace}`);
+    const ref = { namespace, key };
+    const meta = (await this.meta(namespace, key)) ?? (await this.deps.records.trash.get(ref));
+    if (!meta) throw notFound('no such key, live or deleted');
+    mayDelete(caller, namespace, meta.type, verb);
+    const alongside = (await beforeCommit?.()) ?? [];
+    const outcome = await this.deps.records.marks
+      .act(
+        ref,
+        action,
+        versions,
+        (now) => mayDelete(caller, namespace, now.type, verb),
+        alongside,
+        this.deps.now(),
+      )
+      .catch((err: unknown) => {
+        if (err instanceof TooManyMarkedVersionsError)
+          throw new AppError('invalid_request', err.message);
+        throw err;
+      });
+    if (!outcome) throw notFound('no such key, live or deleted');
+    if (outcome.changed.length > 0) this.deps.changes?.changed(ref);
+    return {
+      namespace,
+      key,
+      action,
+      versions: outcome.changed,
+      key_state: outcome.live ? 'live' : 'deleted',
     };
   }
 

@@ -16,12 +16,15 @@ export interface KeyMetadata {
   readonly key: string;
   readonly custom_metadata: Readonly<Record<string, string>>;
   readonly max_versions: number;
+  /** Every write must name the version it replaces. */
+  readonly cas_required: boolean;
 }
 
-/** A change of a key's metadata: the map replaced when given, the limit set when given. */
+/** A change of a key's metadata: the map replaced when given, the limit and check-and-set set when given. */
 export interface KeyMetadataChange {
   readonly custom_metadata?: Readonly<Record<string, string>>;
   readonly max_versions?: number;
+  readonly cas_required?: boolean;
 }
 
 /** A key's value: `kind` tells it from a listing where a path may name either (GET /v1/kv/{ns}/{key}). */
@@ -39,7 +42,26 @@ export interface VersionList {
   /** The key's own metadata, and how many versions it keeps at the most (0: no limit). */
   readonly custom_metadata: Readonly<Record<string, string>>;
   readonly max_versions: number;
-  readonly versions: { version: number; type: ValueType; created_at: string }[];
+  readonly cas_required: boolean;
+  /** Oldest first; a version deleted alone has `deleted_at`, one destroyed alone `destroyed`. */
+  readonly versions: {
+    version: number;
+    type: ValueType;
+    created_at: string;
+    deleted_at?: string;
+    destroyed?: true;
+  }[];
+}
+
+/** What a delete, undelete or destroy of versions one by one did (`?versions=`). */
+export interface VersionsChange {
+  readonly namespace: string;
+  readonly key: string;
+  readonly action: 'delete' | 'undelete' | 'destroy';
+  /** The versions it changed, oldest first: those already as asked, or not kept, are not named. */
+  readonly versions: number[];
+  /** The key after it: naming its latest version deletes it (undeleting: restores it). */
+  readonly key_state: 'live' | 'deleted';
 }
 
 /** One page of a namespace's deleted keys (GET /v1/kv/{ns}/?trash=true): names and versions, no value. */

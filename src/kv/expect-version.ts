@@ -18,3 +18,15 @@ export function expectVersion(expected: number | undefined, current: number): vo
     { current_version: current },
   );
 }
+
+/**
+ * A key that requires check-and-set (its metadata's cas_required) refuses a write that does not name the
+ * version it replaces: 428. `named`: the caller named one (a merge over the version it read does not).
+ */
+export function requireNamedVersion(casRequired: boolean | undefined, named: boolean): void {
+  if (casRequired && !named)
+    throw new AppError(
+      'precondition_required',
+      'this key requires check-and-set: name the version a write replaces (If-Match or cas; 0 when the key is new)',
+    );
+}

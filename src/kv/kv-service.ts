@@ -23,7 +23,7 @@ import {
   type TaggedValues,
   type VersionList,
 } from './entries.js';
-import { expectVersion } from './expect-version.js';
+import { expectVersion, requireNamedVersion } from './expect-version.js';
 import { untilChanged, type WaitLimit } from './key-changes.js';
 import { type Listing, listNamespace } from './listing.js';
 import { NamespaceValuesReader } from './namespace-values.js';
@@ -75,6 +75,8 @@ export class KvService {
     type: ValueType,
     beforeCommit?: BeforeCommit,
     ifVersion?: number,
+    /** `ifVersion` is the version the caller read, not one it named: a key requiring check-and-set refuses. */
+    versionImplied = false,
   ): Promise<EntryInfo & { created: boolean; pruned: number[] }> {
     if (!caller.access.may('write', namespace, type))
       throw forbidden(`write ${type} values in ${namespace}`);
@@ -97,6 +99,7 @@ export class KvService {
           createdAt,
           alongside,
           ifVersion,
+          ifVersion !== undefined && !versionImplied,
         );
         this.deps.changes?.changed({ namespace, key });
         return {
@@ -125,6 +128,7 @@ export class KvService {
     createdAt: number,
     alongside: readonly RecordWrite[],
     ifVersion: number | undefined,
+    versionNamed: boolean,
   ): Promise<{ version: number; created: boolean; pruned: number[] }> {
     const keyring = this.deps.keyring.current();
     const ref = { namespace, key };
@@ -142,6 +146,7 @@ export class KvService {
             throw forbidden(`replace a ${meta.type} value in ${namespace}`);
           if (trashed && !caller.access.may('write', namespace, trashed.type))
             throw forbidden(`write again a deleted ${trashed.type} key in ${namespace}`);
+          requireNamedVersion((meta ?? trashed)?.casRequired, versionNamed);
           expectVersion(ifVersion, meta?.latest ?? 0);
         },
         alongside,
@@ -235,6 +240,7 @@ export class KvService {
       {
         ...(custom === undefined ? {} : { custom }),
         ...(change.max_versions === undefined ? {} : { maxVersions: change.max_versions }),
+        ...(change.cas_required === undefined ? {} : { casRequired: change.cas_required }),
       },
       (m) => may(m.type),
       alongside,
@@ -245,6 +251,7 @@ export class KvService {
       key,
       custom_metadata: now.custom ?? {},
       max_versions: now.maxVersions ?? 0,
+      cas_required: now.casRequired === true,
     };
   }
 
@@ -260,8 +267,18 @@ export class KvService {
     for await (const { version, record } of this.deps.records.versions({ namespace, key })) {
       if (!record)
         throw this.deps.records.versionError({ namespace, key }, version, 'does not parse');
-      versions.push({ version, type: record.type, created_at: iso(record.createdAt) });
+      const deletedAt = meta.deletedVersions?.get(version);
+      versions.push({
+        version,
+        type: record.type,
+        created_at: iso(record.createdAt),
+        ...(deletedAt === undefined ? {} : { deleted_at: iso(deletedAt) }),
+      });
     }
+    // Those destroyed alone, from what the index keeps of them, in their place.
+    for (const [version, gone] of meta.destroyedVersions ?? [])
+      versions.push({ version, type: gone.type, created_at: iso(gone.createdAt), destroyed: true });
+    versions.sort((a, b) => a.version - b.version);
     return {
       namespace,
       key,
@@ -269,6 +286,7 @@ export class KvService {
       ...(isTrashed(meta) ? { deleted_at: iso(meta.deletedAt) } : {}),
       custom_metadata: meta.custom ?? {},
       max_versions: meta.maxVersions ?? 0,
+      cas_required: meta.casRequired === true,
       versions,
     };
   }

@@ -1,12 +1,14 @@
 /**
  * One version of a key as a caller may have it: its read right checked for the latest type and for the
- * version's own, the version in the key's range, then opened by the store (store/kv-version-reads.ts).
+ * version's own, the version in the key's range and not deleted or destroyed alone, then opened by the
+ * store (store/kv-version-reads.ts).
  */
 import type { Principal } from '../auth/principal.js';
-import { forbidden, notFound } from '../errors.js';
-import type { VersionRecord } from '../store/kv-format.js';
+import { AppError, forbidden, notFound } from '../errors.js';
+import type { KeyMeta, VersionRecord } from '../store/kv-format.js';
 import type { KvRecords, Latest } from '../store/kv-records.js';
 import type { VersionReader } from '../store/kv-version-reads.js';
+import { iso } from './entries.js';
 
 /** Version `version` of the key, opened (a secret) or checked (a config value), for `caller`. */
 export async function openVersion(
@@ -23,6 +25,8 @@ export async function openVersion(
   if (!caller.access.may('read', namespace, meta.type))
     throw forbidden(`read ${meta.type} values in ${namespace}`);
   if (version < meta.first || version > meta.latest) throw notFound('no such version');
+  const marked = markedVersion(caller, namespace, meta, version);
+  if (marked) throw marked;
   const record: VersionRecord | undefined =
     version === meta.latest && latestRecord !== undefined
       ? latestRecord
@@ -33,4 +37,28 @@ export async function openVersion(
   if (!caller.access.may('read', namespace, record.type))
     throw forbidden(`read ${record.type} values in ${namespace}`);
   return { record, value: await deps.reader.value({ namespace, key, version }, record) };
+}
+
+/**
+ * The 404 of a version deleted or destroyed alone (store/kv-version-marks.ts), saying which and (deleted)
+ * when to a caller who may list keys of its type; undefined when it is neither.
+ */
+export function markedVersion(
+  caller: Principal,
+  namespace: string,
+  meta: KeyMeta,
+  version: number,
+): AppError | undefined {
+  const destroyed = meta.destroyedVersions?.get(version);
+  const deletedAt = meta.deletedVersions?.get(version);
+  if (!destroyed && deletedAt === undefined) return undefined;
+  if (!caller.access.may('list', namespace, destroyed?.type ?? meta.type))
+    return notFound('no such version');
+  return destroyed
+    ? new AppError('not_found', `version ${version} is destroyed`, undefined, undefined, {
+        destroyed: true,
+      })
+    : new AppError('not_found', `version ${version} is deleted`, undefined, undefined, {
+        deleted_at: iso(deletedAt!),
+      });
 }

@@ -29,6 +29,45 @@ export interface KeyMeta {
   readonly custom?: Readonly<Record<string, string>>;
   /** Versions kept at the most: a write beyond them prunes the oldest; absent for no limit. */
   readonly maxVersions?: number;
+  /** Every write must name the version it replaces (check-and-set); absent when not required. */
+  readonly casRequired?: true;
+  /**
+   * Versions deleted one by one (kept, not read until undeleted): when each was, in ms since the epoch.
+   * Never the latest version of a live key (deleting that deletes the key: the trash).
+   */
+  readonly deletedVersions?: ReadonlyMap<number, number>;
+  /** Versions destroyed one by one (their records erased): when each was written, and its type. */
+  readonly destroyedVersions?: ReadonlyMap<number, DestroyedVersion>;
+}
+
+/** What a key's index keeps of a version destroyed alone: when it was written, and its type. */
+export interface DestroyedVersion {
+  readonly createdAt: number;
+  readonly type: ValueType;
+}
+
+/** The most versions a key's index marks deleted or destroyed one by one, together. */
+export const MARKED_VERSIONS_LIMIT = 1000;
+
+/**
+ * The marks of `meta` on versions from `first` on (those below it are pruned): what an index written after
+ * it carries on.
+ */
+export function marksFrom(
+  meta: KeyMeta | undefined,
+  first: number,
+): Pick<KeyMeta, 'deletedVersions' | 'destroyedVersions'> {
+  const from = <T>(marks: ReadonlyMap<number, T> | undefined) => {
+    if (!marks?.size) return undefined;
+    const kept = new Map([...marks].filter(([v]) => v >= first));
+    return kept.size > 0 ? kept : undefined;
+  };
+  const deletedVersions = from(meta?.deletedVersions);
+  const destroyedVersions = from(meta?.destroyedVersions);
+  return {
+    ...(deletedVersions ? { deletedVersions } : {}),
+    ...(destroyedVersions ? { destroyedVersions } : {}),
+  };
 }
 
 /** A key in the trash: its index as it was when deleted, and when that was (ms since the epoch). */
@@ -55,6 +94,11 @@ function packedIndex(meta: KeyMeta): Record<string, unknown> {
     f: meta.first,
     ...(meta.custom && Object.keys(meta.custom).length > 0 ? { c: meta.custom } : {}),
     ...(meta.maxVersions ? { mv: meta.maxVersions } : {}),
+    ...(meta.casRequired ? { cr: 1 } : {}),
+    ...(meta.deletedVersions?.size ? { vd: [...meta.deletedVersions] } : {}),
+    ...(meta.destroyedVersions?.size
+      ? { vx: [...meta.destroyedVersions].map(([v, d]) => [v, d.createdAt, d.type]) }
+      : {}),
   };
 }
 
@@ -86,14 +130,39 @@ function metaOf(packed: Uint8Array): KeyMeta {
     f: number;
     c?: Record<string, string>;
     mv?: number;
+    cr?: number;
+    vd?: unknown;
+    vx?: unknown;
   };
+  // Most indexes mark no version: nothing to build for them.
+  const deleted = pairsOf(m.vd, (e) => (typeof e[1] === 'number' ? e[1] : undefined));
+  const destroyed = pairsOf(m.vx, (e) =>
+    typeof e[1] === 'number' && (e[2] === 'secret' || e[2] === 'config')
+      ? { createdAt: e[1], type: e[2] as ValueType }
+      : undefined,
+  );
   return {
     latest: m.l,
     type: m.t,
     first: m.f,
     ...(m.c && typeof m.c === 'object' ? { custom: m.c } : {}),
     ...(typeof m.mv === 'number' ? { maxVersions: m.mv } : {}),
+    ...(m.cr === 1 ? { casRequired: true as const } : {}),
+    ...(deleted.size > 0 ? { deletedVersions: deleted } : {}),
+    ...(destroyed.size > 0 ? { destroyedVersions: destroyed } : {}),
   };
+}
+
+/** A packed list of `[version, …]` entries as a map by version; an entry that does not parse is left out. */
+function pairsOf<T>(list: unknown, value: (entry: unknown[]) => T | undefined): Map<number, T> {
+  const out = new Map<number, T>();
+  if (list === undefined || !Array.isArray(list)) return out;
+  for (const entry of list) {
+    if (!Array.isArray(entry) || typeof entry[0] !== 'number') continue;
+    const v = value(entry);
+    if (v !== undefined) out.set(entry[0], v);
+  }
+  return out;
 }
 
 export function packTrashed(seal: RecordSeal, storageKey: Uint8Array, key: TrashedKey): Buffer {

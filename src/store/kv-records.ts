@@ -40,6 +40,7 @@ import {
 } from './kv-format.js';
 import { KvKeyMetadata } from './kv-key-metadata.js';
 import { KvTrash } from './kv-trash.js';
+import { KvVersionMarks } from './kv-version-marks.js';
 import { pruning, versionWrites } from './kv-version-writes.js';
 import { LastOpened } from './last-opened.js';
 import {
@@ -115,6 +116,8 @@ export class KvRecords {
   readonly trash: KvTrash;
   /** A key's own metadata and version limit (store/kv-key-metadata.ts). */
   readonly metadata: KvKeyMetadata;
+  /** Versions deleted, undeleted and destroyed one by one (store/kv-version-marks.ts). */
+  readonly marks: KvVersionMarks;
 
   constructor(
     private readonly storage: StorageBackend,
@@ -124,6 +127,7 @@ export class KvRecords {
     const openIndex = (mKey: Uint8Array, bytes: Uint8Array) => this.openMeta(mKey, bytes);
     this.trash = new KvTrash(storage, seal, keyring, openIndex);
     this.metadata = new KvKeyMetadata(storage, seal, keyring, openIndex);
+    this.marks = new KvVersionMarks(storage, seal, keyring, openIndex);
   }
 
   /** The key's index, or undefined when the key does not exist. */

@@ -8,7 +8,7 @@ import { type RecordIdentity, sealConfig, sealSecret } from '../crypto/envelope.
 import type { Keyring } from '../crypto/keyring.js';
 import type { ValueType } from '../model/value-types.js';
 import type { StorageWrite } from '../storage/backend.js';
-import { type KeyMeta, packMeta, packVersion, type VersionRecord } from './kv-format.js';
+import { type KeyMeta, marksFrom, packMeta, packVersion, type VersionRecord } from './kv-format.js';
 import { metaKey, versionKey } from './layout.js';
 import type { RecordSeal } from './record-seal.js';
 
@@ -55,7 +55,11 @@ export function pruning(
   const max = previous?.maxVersions;
   if (!max || version - first + 1 <= max) return { first, pruned: [] };
   const kept = version - max + 1;
-  return { first: kept, pruned: Array.from({ length: kept - first }, (_, i) => first + i) };
+  // A version destroyed alone is already gone: it is not pruned again.
+  const pruned = Array.from({ length: kept - first }, (_, i) => first + i).filter(
+    (v) => !previous?.destroyedVersions?.has(v),
+  );
+  return { first: kept, pruned };
 }
 
 /**
@@ -74,6 +78,8 @@ export function versionWrites(
     first,
     ...(v.previous?.custom ? { custom: v.previous.custom } : {}),
     ...(v.previous?.maxVersions ? { maxVersions: v.previous.maxVersions } : {}),
+    ...(v.previous?.casRequired ? { casRequired: true as const } : {}),
+    ...marksFrom(v.previous, first),
   };
   const mKey = metaKey(v.namespace, v.key);
   return [

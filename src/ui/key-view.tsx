@@ -4,7 +4,8 @@
  * page before that), a copy button, a form for a new version (of the latest version's type unless the person
  * picks the other: saving without looking never changes a key's type), and deletion behind a confirmation
  * that names the key. A deleted key (in the trash) shows since when, its versions still revealable, with
- * a restore and — behind a confirmation that names it — destroying it for good.
+ * a restore and — behind a confirmation that names it — destroying it for good. A version deleted or
+ * destroyed alone (the API's `?versions=`, the CLI's `--versions`) is marked so, with nothing to reveal.
  */
 import { useEffect, useState } from 'preact/hooks';
 import type { ApiEntry, ApiEntryInfo, ApiVersionList } from '../api/response-schemas.js';
@@ -200,7 +201,14 @@ export function KeyView({
                 <td>{v.type}</td>
                 <td>{new Date(v.created_at).toLocaleString()}</td>
                 <td>
-                  {mayDo(capabilities, 'read', namespace, v.type) ? (
+                  {v.destroyed ? (
+                    <span class="muted">destroyed</span>
+                  ) : v.deleted_at ? (
+                    <span class="muted">
+                      deleted {new Date(v.deleted_at).toLocaleString()} (coffer kv undelete
+                      --versions)
+                    </span>
+                  ) : mayDo(capabilities, 'read', namespace, v.type) ? (
                     <button
                       type="button"
                       onClick={() => reveal(v.version)}

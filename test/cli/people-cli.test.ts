@@ -102,7 +102,7 @@ describe('the coffer command for people: kv, token, whoami, export', function ()
       const table = (await command(['kv', 'versions', 'team/app/db_password'], env)).stdout.split(
         '\n',
       );
-      expect(table[0]).to.match(/^VERSION\s+TYPE\s+CREATED$/);
+      expect(table[0]).to.match(/^VERSION\s+TYPE\s+CREATED\s+STATE$/);
       expect(table[1]).to.match(/^1\s+secret\s+\d{4}-/);
       expect(table[2]).to.match(/^2\s+secret\s+\d{4}-/);
     });
@@ -172,6 +172,35 @@ describe('the coffer command for people: kv, token, whoami, export', function ()
         3,
       );
       expect((await command(['kv', 'undelete', 'team/trash/k'], env)).code).to.equal(3);
+    });
+
+    it('--versions: rm, undelete and destroy (with --yes) one version, the others kept; versions shows each state', async () => {
+      for (const value of ['one', 'two', 'three'])
+        await command(['kv', 'put', 'team/some/k', value], env);
+      const rm = await command(['kv', 'rm', 'team/some/k', '--versions', '1'], env);
+      expect([rm.code, rm.stdout]).to.deep.equal([
+        0,
+        'deleted version 1 of team/some/k; the key is live\n',
+      ]);
+      expect((await command(['kv', 'get', 'team/some/k', '--version', '1'], env)).code).to.equal(3);
+      expect((await command(['kv', 'get', 'team/some/k'], env)).stdout).to.equal('three');
+      const unsure = await command(['kv', 'destroy', 'team/some/k', '--versions', '2'], env);
+      expect([unsure.code, unsure.stderr.includes('add --yes')]).to.deep.equal([2, true]);
+      const destroyed = await command(
+        ['kv', 'destroy', 'team/some/k', '--versions', '2', '--yes', '--json'],
+        env,
+      );
+      expect(JSON.parse(destroyed.stdout)).to.deep.include({ versions: [2], key_state: 'live' });
+      const states = (await command(['kv', 'versions', 'team/some/k'], env)).stdout.split('\n');
+      expect(states[1]).to.match(/^1\s+secret\s+\S+\s+deleted \d{4}-/);
+      expect(states[2]).to.match(/^2\s+secret\s+\S+\s+destroyed$/);
+      expect(states[3]).to.match(/^3\s+secret\s+\S+$/);
+      const back = await command(['kv', 'undelete', 'team/some/k', '--versions', '1,2'], env);
+      expect(back.stdout).to.equal('undeleted version 1 of team/some/k; the key is live\n');
+      expect((await command(['kv', 'get', 'team/some/k', '--version', '1'], env)).stdout).to.equal(
+        'one',
+      );
+      expect((await command(['kv', 'rm', 'team/some/k', '--versions', 'x'], env)).code).to.equal(2);
     });
 
     it('says each error in one line with its exit code: no token, 403, 404, unreachable, bad arguments', async () => {

@@ -26,6 +26,7 @@ describe("a key's own metadata and max_versions (PATCH /v1/kv/{ns}/{key})", () =
         key: 'k',
         custom_metadata: { owner: 'payments', 'rotated.by': 'ops' },
         max_versions: 0,
+        cas_required: false,
       });
       await c.put('meta/k', 'two');
       expect((await c.call('DELETE', '/v1/kv/meta/k')).status).to.equal(204);
@@ -54,6 +55,7 @@ describe("a key's own metadata and max_versions (PATCH /v1/kv/{ns}/{key})", () =
           ),
         },
         { max_versions: -1 },
+        { cas_required: 'yes' },
         { unknown: 1 },
       ])
         expect(
@@ -102,6 +104,55 @@ describe("a key's own metadata and max_versions (PATCH /v1/kv/{ns}/{key})", () =
       expect(
         auditLines(c.config.audit.dir!).some((l) => l.kind === 'intent' && l.action === 'metadata'),
       ).to.equal(true);
+    });
+
+    it('cas_required: a write that names no version is refused (428) and writes nothing; one that names it is taken; kept through delete and a new life', async () => {
+      await c.put('meta/cas', 'one');
+      const set = await c.call('PATCH', '/v1/kv/meta/cas', { json: { cas_required: true } });
+      expect(set.status, set.text).to.equal(200);
+      expect(set.body.cas_required).to.equal(true);
+      const bare = await c.call('PUT', '/v1/kv/meta/cas', {
+        json: { value: 'two', type: 'config' },
+      });
+      expect(bare.status, bare.text).to.equal(428);
+      expect(bare.body.code).to.equal('precondition_required');
+      expect(bare.body.detail).to.include('requires check-and-set');
+      expect((await c.call('GET', '/v1/kv/meta/cas')).body.value).to.equal('one');
+      expect(
+        (await c.call('PUT', '/v1/kv/meta/cas?cas=7', { json: { value: 'two', type: 'config' } }))
+          .status,
+      ).to.equal(412);
+      const named = await c.call('PUT', '/v1/kv/meta/cas', {
+        headers: { 'if-match': '"1"' },
+        json: { value: 'two', type: 'config' },
+      });
+      expect(named.status, named.text).to.equal(200);
+      const list = (await c.call('GET', '/v1/kv/meta/cas/versions')).body;
+      expect(list.cas_required).to.equal(true);
+      expect(list.current_version).to.equal(2);
+      // Deleted and written again: still required; 0 names "no live version".
+      expect((await c.call('DELETE', '/v1/kv/meta/cas')).status).to.equal(204);
+      expect(
+        (await c.call('PUT', '/v1/kv/meta/cas', { json: { value: 'three', type: 'config' } }))
+          .status,
+      ).to.equal(428);
+      expect(
+        (await c.call('PUT', '/v1/kv/meta/cas?cas=0', { json: { value: 'three', type: 'config' } }))
+          .status,
+      ).to.equal(201);
+      // Cleared: a bare write is taken again.
+      await c.call('PATCH', '/v1/kv/meta/cas', { json: { cas_required: false } });
+      expect(
+        (await c.call('PUT', '/v1/kv/meta/cas', { json: { value: 'four', type: 'config' } }))
+          .status,
+      ).to.equal(200);
+      const refused = auditLines(c.config.audit.dir!).filter(
+        (l) =>
+          l.kind === 'request' &&
+          l.key === 'cas' &&
+          (l.outcome as { status?: number } | undefined)?.status === 428,
+      );
+      expect(refused).to.have.length(2);
     });
   });
 });

@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { expect } from 'chai';
 import { startTestCoffer, type TestCoffer } from '../support/harness.js';
+import { TestIssuer } from '../support/jwt-issuer.js';
 import { DEBIAN_PYTHON, requirePackage } from '../support/system-packages.js';
 
 /** hvac (Debian's python3-hvac), Vault's Python client, driven against Coffer as it would drive a Vault. */
@@ -66,9 +67,22 @@ out['undeleted'] = kv.read_secret_version(path='team/trash')['data']['data']
 kv.delete_secret_versions(path='team/trash', versions=[2])
 out['deleted_again'] = status(lambda: kv.read_secret_version(path='team/trash'))
 out['delete_older'] = status(lambda: kv.delete_secret_versions(path='team/trash', versions=[1]))
+out['v1_deleted'] = status(lambda: kv.read_secret_version(path='team/trash', version=1))
+out['v1_deletion_time_set'] = kv.read_secret_metadata(path='team/trash')['data']['versions']['1']['deletion_time'] != ''
+kv.undelete_secret_versions(path='team/trash', versions=[1])
+out['v1_back'] = kv.read_secret_version(path='team/trash', version=1)['data']['data']
 out['destroy_some'] = status(lambda: kv.destroy_secret_versions(path='team/trash', versions=[1]))
+out['v1_destroyed'] = status(lambda: kv.read_secret_version(path='team/trash', version=1))
+flags = lambda: [v['destroyed'] for k, v in sorted(kv.read_secret_metadata(path='team/trash')['data']['versions'].items())]
+out['destroyed_flags'] = flags()
 kv.destroy_secret_versions(path='team/trash', versions=[1, 2])
-out['after_destroy'] = status(lambda: kv.read_secret_metadata(path='team/trash'))
+out['after_destroy'] = flags()
+kv.create_or_update_secret(path='team/live', secret={'n': '1'})
+kv.create_or_update_secret(path='team/live', secret={'n': '2'})
+kv.create_or_update_secret(path='team/live', secret={'n': '3'})
+kv.destroy_secret_versions(path='team/live', versions=[2])
+out['live_latest'] = kv.read_secret_version(path='team/live')['data']['data']
+out['live_v2'] = status(lambda: kv.read_secret_version(path='team/live', version=2))
 kv.create_or_update_secret(path='team/gone', secret={'x': '1'})
 kv.delete_metadata_and_all_versions(path='team/gone')
 out['after_metadata_delete'] = status(lambda: kv.read_secret_version(path='team/gone', version=1))
@@ -79,6 +93,31 @@ kv.create_or_update_secret(path='team/kept', secret={'v': '3'})
 kept = kv.read_secret_metadata(path='team/kept')['data']
 out['kept'] = [kept['max_versions'], sorted(kept['versions'].keys())]
 out['cas_required'] = status(lambda: kv.update_metadata(path='team/kept', cas_required=True))
+out['bare_write'] = status(lambda: kv.create_or_update_secret(path='team/kept', secret={'v': '4'}))
+out['cas_write'] = status(lambda: kv.create_or_update_secret(path='team/kept', secret={'v': '4'}, cas=3))
+out['cas_required_read'] = kv.read_secret_metadata(path='team/kept')['data']['cas_required']
+print(json.dumps(out))
+`;
+
+/** JWT and Kubernetes logins as hvac sends them, then a read with the token each gives. */
+const LOGIN_SCRIPT = `
+import json, os, hvac
+out = {}
+c = hvac.Client(url=os.environ['VAULT_ADDR'])
+out['before'] = c.is_authenticated()
+login = c.auth.jwt.jwt_login(role='deploy', jwt=os.environ['CI_JWT'])['auth']
+out['jwt'] = {'policies': login['policies'], 'token_type': login['token_type'], 'renewable': login['renewable']}
+out['jwt_authenticated'] = c.is_authenticated()
+out['jwt_read'] = c.secrets.kv.v2.read_secret_version(path='deploy/api')['data']['data']
+try:
+    c.auth.jwt.jwt_login(role='deploy', jwt=os.environ['FORGED_JWT'])
+    out['forged'] = 'accepted'
+except hvac.exceptions.VaultError as e:
+    out['forged'] = type(e).__name__
+k = hvac.Client(url=os.environ['VAULT_ADDR'])
+k.auth.kubernetes.login(role='pods', jwt=os.environ['K8S_JWT'])
+out['k8s_ttl_positive'] = k.auth.token.lookup_self()['data']['ttl'] > 0
+out['k8s_read'] = k.secrets.kv.v2.read_secret_version(path='deploy/api')['data']['data']
 print(json.dumps(out))
 `;
 
@@ -133,7 +172,7 @@ describe("hvac, Vault's Python client (Debian's python3-hvac), against Coffer's 
     expect(out.stale_cas).to.include('check-and-set parameter did not match the current version');
   });
 
-  it("deletes, undeletes and destroys through Coffer's trash; refuses what Coffer cannot do to one version alone", async () => {
+  it("deletes, undeletes and destroys through Coffer's trash; deletes, undeletes and destroys single versions; requires check-and-set where the metadata says so", async () => {
     const out = await runHvac(
       { VAULT_ADDR: `${c.url}/vault`, VAULT_TOKEN: c.rootToken },
       TRASH_SCRIPT,
@@ -144,16 +183,83 @@ describe("hvac, Vault's Python client (Debian's python3-hvac), against Coffer's 
       v1_still: { a: '1' },
       undeleted: { a: '2' },
       deleted_again: 'InvalidPath',
-      delete_older: 'InvalidRequest',
-      destroy_some: 'InvalidRequest',
-      after_destroy: 'InvalidPath',
+      // One version at a time, as Vault does: the others stay readable.
+      delete_older: 'ok',
+      v1_deleted: 'InvalidPath',
+      v1_deletion_time_set: true,
+      v1_back: { a: '1' },
+      destroy_some: 'ok',
+      v1_destroyed: 'InvalidPath',
+      destroyed_flags: [true, false],
+      after_destroy: [true, true],
+      live_latest: { n: '3' },
+      live_v2: 'InvalidPath',
       after_metadata_delete: 'InvalidPath',
       // max_versions through Vault's metadata write: the oldest version pruned by the third write.
       kept: [2, ['2', '3']],
-      cas_required: 'InvalidRequest',
+      // cas_required through Vault's metadata write: a write without cas refused as Vault refuses it.
+      cas_required: 'ok',
+      bare_write: 'InvalidRequest',
+      cas_write: 'ok',
+      cas_required_read: true,
     });
-    // The same keys through Coffer's own API: team/trash and team/gone are destroyed.
-    expect((await c.call('GET', '/v1/kv/team/trash?version=1')).status).to.equal(404);
+    // The same keys through Coffer's own API: team/trash's versions and team/gone are destroyed.
+    const destroyed = await c.call('GET', '/v1/kv/team/trash?version=1');
+    expect(destroyed.status).to.equal(404);
+    expect(destroyed.body.destroyed).to.equal(true);
     expect((await c.call('GET', '/v1/kv/team/gone/versions')).status).to.equal(404);
+  });
+
+  it('logs in with a JWT (jwt_login) and a Kubernetes service-account token (kubernetes.login), and reads with each token; a token signed by another key is refused', async () => {
+    const issuer = await TestIssuer.start('RS256');
+    const stranger = await TestIssuer.start('RS256');
+    try {
+      const role = (bound: Record<string, unknown>) => ({
+        issuer: issuer.url,
+        jwks_url: issuer.jwksUrl,
+        bound_audiences: ['coffer'],
+        bound_claims: bound,
+        scopes: [{ namespace: 'deploy', read: true }],
+        ttl: 300,
+      });
+      for (const [name, body] of [
+        ['deploy', role({ repository: 'acme/api' })],
+        ['pods', role({ 'kubernetes.io.serviceaccount.name': 'api' })],
+      ] as const) {
+        const res = await c.call('PUT', `/v1/sys/login-roles/${name}`, { json: body });
+        expect(res.status, res.text).to.equal(201);
+      }
+      await c.call('PUT', '/v1/kv/deploy/api', {
+        json: { value: JSON.stringify({ key: 'k1' }), type: 'secret' },
+      });
+      // A JWT signed by a key the issuer's JWKS does not hold, claiming the issuer.
+      const forged = await stranger.sign({
+        ...issuer.githubClaims('acme/api', 'refs/heads/main'),
+        iss: issuer.url,
+      });
+      const out = await runHvac(
+        {
+          VAULT_ADDR: `${c.url}/vault`,
+          CI_JWT: await issuer.sign(issuer.githubClaims('acme/api', 'refs/heads/main')),
+          FORGED_JWT: forged,
+          K8S_JWT: await issuer.sign(issuer.kubernetesClaims('prod', 'api')),
+        },
+        LOGIN_SCRIPT,
+      );
+      expect(out).to.deep.equal({
+        before: false,
+        // A login role's token is of Coffer's role `scoped`, shown as Vault's policies.
+        jwt: { policies: ['scoped'], token_type: 'service', renewable: true },
+        jwt_authenticated: true,
+        jwt_read: { key: 'k1' },
+        // Coffer refuses a JWT it cannot verify 401, as its own login does; hvac raises Unauthorized.
+        forged: 'Unauthorized',
+        k8s_ttl_positive: true,
+        k8s_read: { key: 'k1' },
+      });
+    } finally {
+      await issuer.close();
+      await stranger.close();
+    }
   });
 });

@@ -171,7 +171,7 @@ describe("Vault's dialect under /vault/v1: KV v2, the token, sys", function () {
       },
     );
     for (const body of [
-      { cas_required: true },
+      { cas_required: 'yes' },
       { delete_version_after: '1h' },
       { custom_metadata: { 'bad name': 'x' } },
       { custom_metadata: { a: 1 } },
@@ -183,6 +183,44 @@ describe("Vault's dialect under /vault/v1: KV v2, the token, sys", function () {
     expect(
       (await vault('POST', 'secret/metadata/meta/none', root, { max_versions: 2 })).status,
     ).to.equal(404);
+  });
+
+  it("cas_required in a secret's metadata: a write or a patch without options.cas is 400 in Vault's words; with it, taken", async () => {
+    const root = c.rootToken;
+    await vault('POST', 'secret/data/meta/guarded', root, { data: { a: '1' } });
+    const set = await vault('POST', 'secret/metadata/meta/guarded', root, { cas_required: true });
+    expect(set.status, set.text).to.equal(204);
+    expect(
+      (await vault('GET', 'secret/metadata/meta/guarded', root)).body.data.cas_required,
+    ).to.equal(true);
+    for (const method of ['POST', 'PATCH']) {
+      const bare = await vault(method, 'secret/data/meta/guarded', root, { data: { a: '2' } });
+      expect(bare.status, method).to.equal(400);
+      expect(bare.body.errors, method).to.deep.equal([
+        'check-and-set parameter required for this call',
+      ]);
+    }
+    expect((await c.call('GET', '/v1/kv/meta/guarded/versions')).body.current_version).to.equal(1);
+    const written = await vault('POST', 'secret/data/meta/guarded', root, {
+      data: { a: '2' },
+      options: { cas: 1 },
+    });
+    expect(written.status, written.text).to.equal(200);
+    const patched = await vault('PATCH', 'secret/data/meta/guarded', root, {
+      data: { b: '3' },
+      options: { cas: 2 },
+    });
+    expect(patched.status, patched.text).to.equal(200);
+    expect((await vault('GET', 'secret/data/meta/guarded', root)).body.data.data).to.deep.equal({
+      a: '2',
+      b: '3',
+    });
+    // PATCH merges the metadata: cas_required stays until set false.
+    await vault('PATCH', 'secret/metadata/meta/guarded', root, { max_versions: 5 });
+    expect((await c.call('GET', '/v1/kv/meta/guarded/versions')).body).to.include({
+      cas_required: true,
+      max_versions: 5,
+    });
   });
 
   it('audits each request like a native one: vault.* actions naming the Coffer namespace and key, a write with its intent', async () => {

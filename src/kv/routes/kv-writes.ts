@@ -1,21 +1,24 @@
 /**
  * PUT and DELETE of a key under /v1/kv/..., each optionally conditional on its latest version (If-Match,
  * ?cas=); DELETE moves the key to the trash (`?destroy=true` erases it for good, live or deleted), and
- * POST `?undelete=true` brings a deleted key back.
+ * POST `?undelete=true` brings a deleted key back. With `?versions=1,3`, DELETE deletes (or destroys) and
+ * POST undeletes those versions one by one (kv/deletions.ts).
  */
-import type { Request } from 'express';
+import { Type } from '@sinclair/typebox';
+import type { Request, Response } from 'express';
 import { auditTarget } from '../../api/audit-target.js';
 import { principalOf } from '../../api/context.js';
 import type { RecordIntent } from '../../api/feature.js';
 import type { Operation } from '../../api/operation.js';
-import { flag, integer } from '../../api/query-params.js';
+import { flag, integer, parsed } from '../../api/query-params.js';
 import { queryError, rawPath } from '../../api/request-parts.js';
 import type { Responder } from '../../api/respond.js';
-import { entryInfo, keyMetadata, ok } from '../../api/response-schemas.js';
+import { entryInfo, keyMetadata, ok, versionsChange } from '../../api/response-schemas.js';
 import { type KvMetadataRequest, kvMetadataSchema, kvPutSchema } from '../../api/schemas.js';
 import { forbidden, invalid } from '../../errors.js';
 import { RESERVED_KEY } from '../../model/names.js';
 import type { ValueType } from '../../model/value-types.js';
+import type { VersionsChange } from '../entries.js';
 import type { KvService } from '../kv-service.js';
 import {
   keyParam,
@@ -39,8 +42,18 @@ const CAS_QUERY = {
   }),
 };
 
+/** Versions acted on one by one: `1,3,4`, at most 1,000. */
+const VERSIONS = parsed({
+  pattern: '^[1-9][0-9]{0,9}(,[1-9][0-9]{0,9}){0,999}$',
+  parse: (text) => text.split(',').map(Number),
+  description:
+    'versions to act on one by one, comma-separated (at most 1,000): naming the latest acts on the key itself; versions the key does not keep are left as they are. Answered 200 with what changed',
+  invalid: 'a comma-separated list of version numbers, at most 1,000',
+});
+
 const DELETE_QUERY = {
   ...CAS_QUERY,
+  versions: VERSIONS,
   destroy: flag({
     description:
       'true: erase the key for good, live or deleted: every version, and its place in the trash (cas=0: only a deleted key)',
@@ -49,6 +62,7 @@ const DELETE_QUERY = {
 
 const UNDELETE_QUERY = {
   undelete: flag({ description: 'true (required): take the deleted key out of the trash' }),
+  versions: VERSIONS,
 };
 
 const ifMatchParam = {
@@ -127,6 +141,27 @@ export function kvWriteOperations({
   respond: Responder;
   recordIntent: RecordIntent;
 }): Operation[] {
+  /** `?versions=`: those versions deleted, undeleted or destroyed one by one, audited with what changed. */
+  const actOnVersions = async (
+    res: Response,
+    action: VersionsChange['action'],
+    namespace: string,
+    key: string,
+    versions: readonly number[],
+  ): Promise<void> => {
+    res.locals.action = action;
+    const change = await kv.deletions.versions(
+      principalOf(res),
+      namespace,
+      key,
+      action,
+      versions,
+      () => recordIntent(res, { action, namespace, key }),
+    );
+    auditTarget(res, { versions: change.versions });
+    respond.json(res, 200, change);
+  };
+
   const write: Operation<typeof CAS_QUERY, { value: string; type: ValueType }> = {
     method: 'PUT',
     template: TEMPLATE,
@@ -139,11 +174,11 @@ export function kvWriteOperations({
       {
         operationId: 'writeKey',
         summary:
-          'Store a new version; 201 when the key is created, 200 when a version is added; with If-Match or cas, only over the version named (412 otherwise)',
+          'Store a new version; 201 when the key is created, 200 when a version is added; with If-Match or cas, only over the version named (412 otherwise). A key whose metadata sets cas_required refuses a write without them (428)',
         path: '/v1/kv/{namespace}/{key}',
         pathParams: [namespaceParam, keyParam, ifMatchParam],
         responses: { 200: ok('Version added', entryInfo), 201: ok('Key created', entryInfo) },
-        errors: [403, 412],
+        errors: [403, 412, 428],
       },
     ],
     async handler(req, res, input) {
@@ -180,11 +215,14 @@ export function kvWriteOperations({
       {
         operationId: 'deleteKey',
         summary:
-          'Delete the key: it reads and lists as absent (404), its versions stay in the trash, readable by number, until it is destroyed; undelete brings it back, a write takes them on. With ?destroy=true, erase it for good, live or deleted (numbers are never reused). With If-Match or cas, only if the latest version is the one named (412 otherwise)',
+          'Delete the key: it reads and lists as absent (404), its versions stay in the trash, readable by number, until it is destroyed; undelete brings it back, a write takes them on. With ?destroy=true, erase it for good, live or deleted (numbers are never reused). With If-Match or cas, only if the latest version is the one named (412 otherwise). With ?versions=, delete (or destroy) those versions one by one, live key or deleted: a deleted version is 404 until undeleted, a destroyed one is gone; naming the latest deletes the key too',
         path: '/v1/kv/{namespace}/{key}',
         pathParams: [namespaceParam, keyParam, ifMatchParam],
-        responses: { 204: { description: 'Deleted (or destroyed)' } },
-        errors: [403, 404, 412],
+        responses: {
+          200: ok('With ?versions=: what changed', versionsChange),
+          204: { description: 'Deleted (or destroyed)' },
+        },
+        errors: [400, 403, 404, 412],
       },
     ],
     async handler(req, res, { query }) {
@@ -192,6 +230,11 @@ export function kvWriteOperations({
       const destroy = query.destroy === true;
       const ifVersion = expectedVersion(req, query.cas, destroy);
       auditTarget(res, { namespace, key });
+      if (query.versions !== undefined) {
+        if (ifVersion !== undefined)
+          throw queryError('versions', 'names versions itself: not with If-Match or cas');
+        return actOnVersions(res, destroy ? 'destroy' : 'delete', namespace, key, query.versions);
+      }
       if (destroy) {
         res.locals.action = 'destroy';
         await kv.deletions.destroy(
@@ -225,11 +268,16 @@ export function kvWriteOperations({
       {
         operationId: 'undeleteKey',
         summary:
-          'With ?undelete=true: take a deleted key out of the trash, as it was when deleted (its versions, its latest); 404 when it is not in the trash',
+          'With ?undelete=true: take a deleted key out of the trash, as it was when deleted (its versions, its latest); 404 when it is not in the trash, 409 when its latest version is destroyed. With ?versions= as well, undelete those versions one by one (naming the latest of a deleted key restores the key)',
         path: '/v1/kv/{namespace}/{key}',
         pathParams: [namespaceParam, keyParam],
-        responses: { 200: ok('Restored: its latest version', entryInfo) },
-        errors: [400, 403, 404],
+        responses: {
+          200: ok(
+            'Restored: its latest version (with ?versions=: what changed)',
+            Type.Union([entryInfo, versionsChange]),
+          ),
+        },
+        errors: [400, 403, 404, 409],
       },
     ],
     async handler(req, res, { query }) {
@@ -237,6 +285,8 @@ export function kvWriteOperations({
       if (query.undelete !== true)
         throw queryError('undelete', 'POST on a key takes ?undelete=true (PUT writes a value)');
       auditTarget(res, { namespace, key });
+      if (query.versions !== undefined)
+        return actOnVersions(res, 'undelete', namespace, key, query.versions);
       const info = await kv.deletions.undelete(principalOf(res), namespace, key, () =>
         recordIntent(res, { action: 'undelete', namespace, key }),
       );
@@ -256,7 +306,7 @@ export function kvWriteOperations({
       {
         operationId: 'setKeyMetadata',
         summary:
-          "Set a key's own metadata (custom_metadata: its map, replaced) and the most versions it keeps (max_versions; 0: no limit; the next write destroys the oldest beyond it, named in that write's audit entry), not its value",
+          "Set a key's own metadata (custom_metadata: its map, replaced), the most versions it keeps (max_versions; 0: no limit; the next write destroys the oldest beyond it, named in that write's audit entry) and whether every write must name the version it replaces (cas_required), not its value",
         path: '/v1/kv/{namespace}/{key}',
         pathParams: [namespaceParam, keyParam],
         responses: { 200: ok("The key's metadata now", keyMetadata) },

@@ -1,15 +1,16 @@
 /**
  * Deleting in Vault's dialect (routes/vault-kv.ts), onto Coffer's trash (kv/deletions.ts): `DELETE
  * {mount}/data/{path}` deletes a secret, `{mount}/delete|undelete|destroy/{path} {versions}` act on its
- * versions as far as Coffer acts on a key, and `DELETE {mount}/metadata/{path}` destroys every version.
+ * versions one by one, and `DELETE {mount}/metadata/{path}` destroys every version.
  */
 import type { Request } from 'express';
+import { auditTarget } from '../../api/audit-target.js';
 import { principalOf } from '../../api/context.js';
 import type { RecordIntent } from '../../api/feature.js';
 import type { Operation } from '../../api/operation.js';
 import type { Responder } from '../../api/respond.js';
 import { VAULT_ROOT, type VaultMount } from '../../api/vault-dialect.js';
-import { AppError, invalid } from '../../errors.js';
+import { AppError } from '../../errors.js';
 import type { KvService } from '../kv-service.js';
 import { type VaultVersions, versionsSchema } from './vault-secrets.js';
 
@@ -57,10 +58,10 @@ export function vaultDeleteOperations({
   };
 
   /**
-   * Vault's `{mount}/delete|undelete|destroy/{path} {versions}`. Coffer deletes, restores and destroys a
-   * key, not one version of it: `delete` and `undelete` act when `versions` holds the key's latest
-   * version (and a version already as asked is left as it is, as Vault does); `destroy` when it names
-   * every version the key keeps. Other lists are refused (400) naming what Coffer can do instead.
+   * Vault's `{mount}/delete|undelete|destroy/{path} {versions}`: those versions one by one, as Vault does
+   * (kv/deletions.ts): deleting or destroying the latest version deletes the secret (Coffer's trash),
+   * undeleting it brings the secret back. Versions the secret does not keep are left alone, and a secret
+   * that is not there is done (204), as Vault answers.
    */
   const versionsAction = (
     kind: 'delete' | 'undelete' | 'destroy',
@@ -77,40 +78,26 @@ export function vaultDeleteOperations({
       docs: [
         {
           operationId: `vault${kind[0]!.toUpperCase()}${kind.slice(1)}${method === 'PUT' ? 'Put' : 'Post'}_${mount.name}`,
-          summary: `Vault KV v2: ${kind} versions of a secret of mount ${mount.name}, as far as Coffer ${kind}s a key`,
+          summary: `Vault KV v2: ${kind} versions of a secret of mount ${mount.name}, one by one (the latest: the secret itself)`,
           responses: { 204: { description: 'Done' } },
         },
       ],
       async handler(req, res, input) {
-        const caller = principalOf(res);
         const { namespace, key } = keyAt(req, base);
-        const asked = new Set((await input.body()).versions);
-        const list = await kv.versions(caller, namespace, key).catch((err: unknown) => {
-          // Vault answers a secret that is not there as done: nothing to act on.
-          if (err instanceof AppError && err.code === 'not_found') return undefined;
-          throw err;
-        });
-        const deleted = list?.deleted_at !== undefined;
-        if (list && asked.has(list.current_version) && kind === 'delete' && !deleted)
-          await kv.deletions.remove(caller, namespace, key, () =>
-            recordIntent(res, { action: 'delete', namespace, key }),
+        const { versions } = await input.body();
+        try {
+          const change = await kv.deletions.versions(
+            principalOf(res),
+            namespace,
+            key,
+            kind,
+            versions,
+            () => recordIntent(res, { action: kind, namespace, key }),
           );
-        else if (list && asked.has(list.current_version) && kind === 'undelete' && deleted)
-          await kv.deletions.undelete(caller, namespace, key, () =>
-            recordIntent(res, { action: 'undelete', namespace, key }),
-          );
-        else if (list && kind === 'destroy') {
-          if (!list.versions.every((v) => asked.has(v.version)))
-            throw invalid(
-              `Coffer destroys a secret's versions together: name every version it keeps (${list.versions.map((v) => v.version).join(', ')}), or DELETE ${mount.name}/metadata/<path>`,
-            );
-          await kv.deletions.destroy(caller, namespace, key, () =>
-            recordIntent(res, { action: 'destroy', namespace, key }),
-          );
-        } else if (list && !asked.has(list.current_version) && kind !== 'destroy')
-          throw invalid(
-            `Coffer ${kind}s a secret's latest version (${list.current_version}) and only that; an older version is read, and destroyed with the rest`,
-          );
+          auditTarget(res, { versions: change.versions });
+        } catch (err) {
+          if (!(err instanceof AppError && err.code === 'not_found')) throw err;
+        }
         respond.empty(res, 204);
       },
     };

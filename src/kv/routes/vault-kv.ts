@@ -133,19 +133,28 @@ export function vaultKvOperations({
         try {
           entry = await readAt(req, res, data, query.version);
         } catch (err) {
-          // Vault answers a deleted version 404 with its metadata: when it was deleted.
-          const deletedAt = err instanceof AppError ? err.members?.deleted_at : undefined;
-          if (typeof deletedAt !== 'string') throw err;
+          // Vault answers a deleted or destroyed version 404 with its metadata: when it was deleted.
+          const members = err instanceof AppError ? err.members : undefined;
+          const deletedAt =
+            typeof members?.deleted_at === 'string' ? members.deleted_at : undefined;
+          const destroyed = members?.destroyed === true;
+          if (deletedAt === undefined && !destroyed) throw err;
           const { namespace, key } = keyOf(req);
           const list = await kv.versions(principalOf(res), namespace, key);
-          const latest = list.versions.at(-1)!;
+          const wanted = query.version ?? list.current_version;
+          const version = list.versions.find((v) => v.version === wanted);
+          if (!version) throw err;
           res.locals.outcomeCode = 'not_found';
           respond.json(
             res,
             404,
             vaultAnswer(respond.requestId(res), {
               data: null,
-              metadata: versionMetadata(latest, deletedAt),
+              metadata: versionMetadata(
+                version,
+                version.deleted_at ?? deletedAt ?? '',
+                destroyed || version.destroyed === true,
+              ),
             }),
           );
           return;
@@ -190,9 +199,12 @@ export function vaultKvOperations({
             body.options?.cas,
           );
         } catch (err) {
-          // Vault answers a check-and-set that does not hold with 400 and these words.
+          // Vault answers a check-and-set that does not hold, or is missing where the secret's metadata
+          // requires one, with 400 and these words.
           if (err instanceof AppError && err.code === 'precondition_failed')
             throw invalid('check-and-set parameter did not match the current version');
+          if (err instanceof AppError && err.code === 'precondition_required')
+            throw invalid('check-and-set parameter required for this call');
           throw err;
         }
         auditTarget(res, {
@@ -244,7 +256,11 @@ export function vaultKvOperations({
         const versions = Object.fromEntries(
           list.versions.map((v) => [
             String(v.version),
-            versionMetadata(v, v.version === list.current_version ? (list.deleted_at ?? '') : ''),
+            versionMetadata(
+              v,
+              v.deleted_at ?? (v.version === list.current_version ? (list.deleted_at ?? '') : ''),
+              v.destroyed === true,
+            ),
           ]),
         );
         const first = list.versions[0];
@@ -252,7 +268,7 @@ export function vaultKvOperations({
           res,
           200,
           vaultAnswer(respond.requestId(res), {
-            cas_required: false,
+            cas_required: list.cas_required,
             created_time: first?.created_at ?? '',
             current_version: list.current_version,
             custom_metadata:
@@ -300,6 +316,7 @@ export function vaultKvOperations({
               current.type,
               () => recordIntent(res, { action: 'write', namespace, key }),
               body.options?.cas ?? current.version,
+              body.options?.cas === undefined,
             );
             auditTarget(res, {
               version: info.version,
@@ -308,6 +325,8 @@ export function vaultKvOperations({
             respond.json(res, 200, vaultAnswer(respond.requestId(res), versionMetadata(info)));
             return;
           } catch (err) {
+            if (err instanceof AppError && err.code === 'precondition_required')
+              throw invalid('check-and-set parameter required for this call');
             if (!(err instanceof AppError && err.code === 'precondition_failed')) throw err;
             // Written meanwhile: merged again onto the newer version, unless the caller named one.
             if (body.options?.cas !== undefined || attempt >= PATCH_ATTEMPTS)

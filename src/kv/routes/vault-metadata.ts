@@ -1,8 +1,9 @@
 /**
  * Vault's metadata writes (routes/vault-kv.ts), onto a key's own metadata (PATCH /v1/kv/{ns}/{key}):
  * `POST|PUT {mount}/metadata/{path}` sets `custom_metadata` (replaced) and `max_versions`; `PATCH` merges
- * `custom_metadata` (null removes a field). `cas_required: true` and a `delete_version_after` other than
- * none are refused (400): Coffer keeps neither. The secret must exist (Vault would keep metadata alone).
+ * `custom_metadata` (null removes a field); `cas_required` as the key's own. A `delete_version_after` other
+ * than none is refused (400): Coffer does not keep it. The secret must exist (Vault would keep metadata
+ * alone).
  */
 import { principalOf } from '../../api/context.js';
 import type { Operation } from '../../api/operation.js';
@@ -61,7 +62,7 @@ export function vaultMetadataOperations({
     docs: [
       {
         operationId: `vaultMetadataWrite${method[0]}${method.slice(1).toLowerCase()}_${mount.name}`,
-        summary: `Vault KV v2: set a secret's custom_metadata and max_versions, mount ${mount.name}`,
+        summary: `Vault KV v2: set a secret's custom_metadata, max_versions and cas_required, mount ${mount.name}`,
         responses: { 204: { description: 'Set' } },
       },
     ],
@@ -69,8 +70,6 @@ export function vaultMetadataOperations({
       const caller = principalOf(res);
       const { namespace, key } = keyAt(req, metadata);
       const body = await input.body();
-      if (body.cas_required === true)
-        throw invalid('cas_required is not kept by Coffer: send options.cas with each write');
       if (![undefined, '', '0', '0s'].includes(body.delete_version_after))
         throw invalid(
           'delete_version_after is not kept by Coffer: versions are deleted by a request',
@@ -89,6 +88,7 @@ export function vaultMetadataOperations({
       const change = {
         ...(custom === undefined ? {} : { custom_metadata: custom }),
         ...(body.max_versions === undefined ? {} : { max_versions: body.max_versions }),
+        ...(body.cas_required === undefined ? {} : { cas_required: body.cas_required }),
       };
       if (Object.keys(change).length > 0)
         await kv.setMetadata(caller, namespace, key, change, () =>

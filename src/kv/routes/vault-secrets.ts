@@ -72,12 +72,16 @@ export function mergePatch(
 }
 
 /** Vault's metadata of one version, as its KV v2 answers carry it. */
-export function versionMetadata(info: { version: number; created_at: string }, deletedAt = '') {
+export function versionMetadata(
+  info: { version: number; created_at: string },
+  deletedAt = '',
+  destroyed = false,
+) {
   return {
     created_time: info.created_at,
     custom_metadata: null,
     deletion_time: deletedAt,
-    destroyed: false,
+    destroyed,
     version: info.version,
   };
 }
