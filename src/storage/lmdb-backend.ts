@@ -156,7 +156,12 @@ export class LmdbBackend implements StorageBackend, FollowingReads {
         settled === STALLED
           ? await this.unstall(committing, decided, () => (abandoned = true))
           : settled;
-      await this.root.flushed;
+      // The flush too can stall behind a write thread that failed (a full disk, seen in CI at caceb9c:
+      // a write committed, then no answer, its flush never done): unconfirmed, it is not answered as made.
+      if ((await within(this.root.flushed, FLUSH_MS)) === STALLED)
+        throw new StorageUnavailableError(
+          'the storage took this write but has not confirmed it is on disk; it may still be made',
+        );
     } catch (err) {
       throw await commitFailure(err);
     }
@@ -303,6 +308,8 @@ const STALL_MS = 3_000;
 const PROBE_MS = 3_000;
 /** How much longer a write waits when the transaction after it has not settled either, before it is answered. */
 const SETTLE_MS = 3_000;
+/** How long a committed write's flush may take before the write is answered unconfirmed (503). */
+const FLUSH_MS = 5_000;
 const STALLED = Symbol('stalled');
 
 /** `promise`'s value, or STALLED once `ms` have passed without it. */
