@@ -102,8 +102,9 @@ export class Deletions {
       throw forbidden(`undelete in ${namespace}`);
     const ref = { namespace, key };
     const trashed = await this.deps.records.trash.get(ref);
-    if (!trashed) throw notFound('no deleted key by that name');
+    if (!trashed || !keepsVersions(trashed)) throw notFound('no deleted key by that name');
     const mayRestore = (now: TrashedKey): void => {
+      if (!keepsVersions(now)) throw notFound('no deleted key by that name');
       mayDelete(caller, namespace, now.type, 'undelete');
       if (now.destroyedVersions?.has(now.latest))
         throw new AppError(
@@ -188,7 +189,7 @@ export class Deletions {
     const keys: TrashListing['keys'] = [];
     let more = false;
     for await (const { key, trashed } of this.deps.records.trash.keysIn(namespace, after)) {
-      if (!caller.access.may('list', namespace, trashed.type)) continue;
+      if (!caller.access.may('list', namespace, trashed.type) || !keepsVersions(trashed)) continue;
       if (keys.length === page.limit) {
         more = true;
         break;
@@ -215,13 +216,19 @@ function mayDelete(caller: Principal, namespace: string, type: ValueType, verb =
     throw forbidden(`${verb} ${type} keys in ${namespace}`);
 }
 
+/** False for a key kept for its metadata alone, before its first version (KvKeyMetadata.set's create). */
+export function keepsVersions(meta: KeyMeta): boolean {
+  return meta.first <= meta.latest;
+}
+
 export function isTrashed(meta: KeyMeta | TrashedKey): meta is TrashedKey {
   return (meta as Partial<TrashedKey>).deletedAt !== undefined;
 }
 
 /** A deleted key's 404: when it was deleted, to a caller who may list keys of its type. */
 export function deletedKey(caller: Principal, namespace: string, trashed: TrashedKey): AppError {
-  if (!caller.access.may('list', namespace, trashed.type)) return notFound('no such key');
+  if (!caller.access.may('list', namespace, trashed.type) || !keepsVersions(trashed))
+    return notFound('no such key');
   return new AppError('not_found', 'the key is deleted', undefined, undefined, {
     deleted_at: iso(trashed.deletedAt),
   });

@@ -219,6 +219,8 @@ export class KvService {
     key: string,
     change: KeyMetadataChange,
     beforeCommit?: BeforeCommit,
+    /** With no such key, keep the metadata for its first version, of this type (Vault's metadata alone). */
+    createAs?: ValueType,
   ): Promise<KeyMetadata> {
     if (!caller.access.mayInNamespace('write', namespace)) throw forbidden(`write in ${namespace}`);
     const custom = change.custom_metadata;
@@ -231,9 +233,10 @@ export class KvService {
       if (!caller.access.may('write', namespace, type))
         throw forbidden(`write ${type} keys in ${namespace}`);
     };
-    const meta = await this.meta(namespace, key);
-    if (!meta) throw notFound('no such key');
-    may(meta.type);
+    const meta =
+      (await this.meta(namespace, key)) ?? (await this.deps.records.trash.get({ namespace, key }));
+    if (!meta && createAs === undefined) throw notFound('no such key');
+    may(meta?.type ?? createAs!);
     const alongside = (await beforeCommit?.()) ?? [];
     const now = await this.deps.records.metadata.set(
       { namespace, key },
@@ -244,6 +247,7 @@ export class KvService {
       },
       (m) => may(m.type),
       alongside,
+      createAs === undefined ? undefined : { type: createAs, at: this.deps.now() },
     );
     if (!now) throw notFound('no such key');
     return {
@@ -283,7 +287,8 @@ export class KvService {
       namespace,
       key,
       current_version: meta.latest,
-      ...(isTrashed(meta) ? { deleted_at: iso(meta.deletedAt) } : {}),
+      // A key kept for its metadata alone, before its first version, is not a deleted one.
+      ...(isTrashed(meta) && meta.first <= meta.latest ? { deleted_at: iso(meta.deletedAt) } : {}),
       custom_metadata: meta.custom ?? {},
       max_versions: meta.maxVersions ?? 0,
       cas_required: meta.casRequired === true,

@@ -1,12 +1,22 @@
 /**
  * A key's own metadata (its free string fields), the most versions it keeps and whether its writes must
- * name the version they replace (check-and-set), on its index
+ * name the version they replace (check-and-set), on its index (or its trash record)
  * (store/kv-format.ts): set in one transaction; a write beyond the limit prunes (kv-version-writes.ts).
  */
+
+import type { ValueType } from '../model/value-types.js';
 import type { StorageBackend, StorageWrite } from '../storage/backend.js';
 import type { KeyringHolder } from './keyring-store.js';
-import { type KeyMeta, type KeyRef, packMeta } from './kv-format.js';
-import { metaKey } from './layout.js';
+import {
+  type KeyMeta,
+  type KeyRef,
+  packMeta,
+  packTrashed,
+  type TrashedKey,
+  unpackCounter,
+  unpackTrashed,
+} from './kv-format.js';
+import { counterKey, metaKey, trashKey } from './layout.js';
 import type { RecordSeal } from './record-seal.js';
 
 export class KvKeyMetadata {
@@ -21,8 +31,11 @@ export class KvKeyMetadata {
   /**
    * Sets the key's own metadata in one transaction: `custom` replaces its map when given ({} empties it),
    * `maxVersions` its limit (0: none; the next write prunes beyond it), `casRequired` whether every write
-   * must name the version it replaces. `may` throws unless the caller may
-   * change the key as it is then; undefined when there is no such (live) key, else its index now.
+   * must name the version it replaces. A live key's index takes it; a deleted key's trash record keeps it
+   * for when it comes back or is written again. With `create` and no such key, the metadata is kept before
+   * its first version (as Vault keeps metadata alone): a trash record holding no version, numbered on from
+   * the key's counter, which the key's next write takes on. `may` throws unless the caller may change the key
+   * as it is then; undefined when there is no such key (and nothing was created), else its index now.
    */
   set(
     ref: KeyRef,
@@ -33,27 +46,37 @@ export class KvKeyMetadata {
     },
     may: (meta: KeyMeta) => void,
     alongside: readonly StorageWrite[],
+    create?: { readonly type: ValueType; readonly at: number },
   ): Promise<KeyMeta | undefined> {
     this.keyring.guard();
     const mKey = metaKey(ref.namespace, ref.key);
-    return this.storage.atomic([mKey], ([metaBytes]) => {
-      if (!metaBytes) return { writes: [], result: undefined };
-      const now = this.openIndex(mKey, metaBytes);
+    const dKey = trashKey(ref.namespace, ref.key);
+    const cKey = counterKey(ref.namespace, ref.key);
+    return this.storage.atomic([mKey, dKey, cKey], ([metaBytes, trashBytes, counterBytes]) => {
+      const live = metaBytes && this.openIndex(mKey, metaBytes);
+      const trashed = live || !trashBytes ? undefined : unpackTrashed(this.seal, dKey, trashBytes);
+      let now: KeyMeta | TrashedKey | undefined = live ?? trashed;
+      if (!now && create) {
+        // No version yet: the range from the next number on is empty until the first write.
+        const counter = unpackCounter(this.seal, cKey, counterBytes);
+        now = { latest: counter, first: counter + 1, type: create.type, deletedAt: create.at };
+      }
+      if (!now) return { writes: [], result: undefined };
       may(now);
       const { custom: _custom, maxVersions: _max, casRequired: _cas, ...index } = now;
       const custom = change.custom ?? now.custom;
       const maxVersions = change.maxVersions ?? now.maxVersions;
       const casRequired = change.casRequired ?? now.casRequired === true;
-      const meta: KeyMeta = {
+      const meta = {
         ...index,
         ...(custom && Object.keys(custom).length > 0 ? { custom } : {}),
         ...(maxVersions ? { maxVersions } : {}),
         ...(casRequired ? { casRequired: true as const } : {}),
       };
-      return {
-        writes: [{ op: 'put', key: mKey, value: packMeta(this.seal, mKey, meta) }, ...alongside],
-        result: meta,
-      };
+      const write: StorageWrite = live
+        ? { op: 'put', key: mKey, value: packMeta(this.seal, mKey, meta) }
+        : { op: 'put', key: dKey, value: packTrashed(this.seal, dKey, meta as TrashedKey) };
+      return { writes: [write, ...alongside], result: meta };
     });
   }
 }

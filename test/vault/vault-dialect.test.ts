@@ -180,9 +180,54 @@ describe("Vault's dialect under /vault/v1: KV v2, the token, sys", function () {
         (await vault('POST', 'secret/metadata/meta/pushed', root, body)).status,
         JSON.stringify(body),
       ).to.equal(400);
+    // PATCH needs the secret; POST keeps metadata for a secret not written yet (next test).
     expect(
-      (await vault('POST', 'secret/metadata/meta/none', root, { max_versions: 2 })).status,
+      (await vault('PATCH', 'secret/metadata/meta/none', root, { max_versions: 2 })).status,
     ).to.equal(404);
+  });
+
+  it("keeps a new secret's metadata before its first version, as ESO's PushSecret writes it (metadata, then the data with cas 0)", async () => {
+    const root = c.rootToken;
+    // ESO's vault provider: read the secret (absent), write its metadata, then its data with cas 0.
+    expect((await vault('GET', 'secret/data/meta/fresh', root)).status).to.equal(404);
+    const meta = await vault('POST', 'secret/metadata/meta/fresh', root, {
+      custom_metadata: { 'managed-by': 'external-secrets' },
+    });
+    expect(meta.status, meta.text).to.equal(204);
+    const before = await vault('GET', 'secret/metadata/meta/fresh', root);
+    expect(before.status, before.text).to.equal(200);
+    expect(before.body.data).to.include({ current_version: 0, oldest_version: 0 });
+    expect(before.body.data.versions).to.deep.equal({});
+    expect(before.body.data.custom_metadata).to.deep.equal({ 'managed-by': 'external-secrets' });
+    const absent = await vault('GET', 'secret/data/meta/fresh', root);
+    expect([absent.status, absent.body]).to.deep.equal([404, { errors: [] }]);
+    // Natively: not a key yet, not in the trash, nothing to undelete.
+    const native = await c.call('GET', '/v1/kv/meta/fresh');
+    expect(native.status).to.equal(404);
+    expect(native.body.deleted_at).to.equal(undefined);
+    const trash = (await c.call('GET', '/v1/kv/meta/?trash=true')).body.keys;
+    expect(trash.map((k: { key: string }) => k.key)).not.to.include('fresh');
+    expect((await c.call('POST', '/v1/kv/meta/fresh?undelete=true')).status).to.equal(404);
+    const written = await vault('POST', 'secret/data/meta/fresh', root, {
+      data: { token: 't1' },
+      options: { cas: 0 },
+    });
+    expect(written.status, written.text).to.equal(200);
+    expect(written.body.data.version).to.equal(1);
+    const after = (await vault('GET', 'secret/metadata/meta/fresh', root)).body.data;
+    expect(after).to.include({ current_version: 1 });
+    expect(after.custom_metadata).to.deep.equal({ 'managed-by': 'external-secrets' });
+    // A key destroyed before numbers on from its counter, its metadata kept first all the same.
+    await vault('POST', 'secret/data/meta/again', root, { data: { a: '1' } });
+    await vault('POST', 'secret/data/meta/again', root, { data: { a: '2' } });
+    expect((await vault('DELETE', 'secret/metadata/meta/again', root)).status).to.equal(204);
+    await vault('POST', 'secret/metadata/meta/again', root, { max_versions: 3 });
+    const third = await vault('POST', 'secret/data/meta/again', root, { data: { a: '3' } });
+    expect(third.body.data.version).to.equal(3);
+    const list = (await c.call('GET', '/v1/kv/meta/again/versions')).body;
+    expect(list.versions.map((v: { version: number }) => v.version)).to.deep.equal([3]);
+    expect(list.max_versions).to.equal(3);
+    expect((await c.call('GET', '/v1/kv/meta/again?version=3')).status).to.equal(200);
   });
 
   it("cas_required in a secret's metadata: a write or a patch without options.cas is 400 in Vault's words; with it, taken", async () => {

@@ -2,8 +2,8 @@
  * Vault's metadata writes (routes/vault-kv.ts), onto a key's own metadata (PATCH /v1/kv/{ns}/{key}):
  * `POST|PUT {mount}/metadata/{path}` sets `custom_metadata` (replaced) and `max_versions`; `PATCH` merges
  * `custom_metadata` (null removes a field); `cas_required` as the key's own. A `delete_version_after` other
- * than none is refused (400): Coffer does not keep it. The secret must exist (Vault would keep metadata
- * alone).
+ * than none is refused (400): Coffer does not keep it. POST and PUT keep the metadata of a secret not
+ * written yet, for its first version (kv/deletions.ts, keepsVersions); PATCH needs the secret.
  */
 import { principalOf } from '../../api/context.js';
 import type { Operation } from '../../api/operation.js';
@@ -90,9 +90,16 @@ export function vaultMetadataOperations({
         ...(body.max_versions === undefined ? {} : { max_versions: body.max_versions }),
         ...(body.cas_required === undefined ? {} : { cas_required: body.cas_required }),
       };
+      // POST and PUT keep metadata for a secret not written yet, as Vault does: External Secrets
+      // Operator's PushSecret writes the metadata of a new secret before its first version.
       if (Object.keys(change).length > 0)
-        await kv.setMetadata(caller, namespace, key, change, () =>
-          recordIntent(res, { action: 'metadata', namespace, key }),
+        await kv.setMetadata(
+          caller,
+          namespace,
+          key,
+          change,
+          () => recordIntent(res, { action: 'metadata', namespace, key }),
+          method === 'PATCH' ? undefined : mount.type,
         );
       respond.empty(res, 204);
     },
