@@ -1,5 +1,5 @@
 /**
- * `coffer kv get|put|ls|rm|undelete|destroy|rollback|versions`: keys for people, through the client. A key is named by its path,
+ * `coffer kv get|put|ls|rm|undelete|destroy|rollback|versions|meta`: keys for people, through the client. A key is named by its path,
  * NAMESPACE/KEY (payments/prod/db_password); the last segment is the key.
  */
 import { readFile } from 'node:fs/promises';
@@ -8,6 +8,7 @@ import type { Coffer } from '../client/coffer.js';
 import { type CommandIo, processIo } from './command-io.js';
 import { argumentsError, CliError, EXIT } from './exit-codes.js';
 import { fileProblem } from './file-errors.js';
+import { keyMeta } from './kv-meta.js';
 import { connect, explain } from './session.js';
 import { table } from './table.js';
 
@@ -35,6 +36,11 @@ export const KV_HELP = `usage: coffer kv <command> [options]
   rollback NS/KEY --version N [--if-version M]
                                         store version N's value again as a new version (over M when given,
                                         else over the latest read: a write meanwhile exits 6)
+  meta NS/KEY [--set NAME=VALUE]... [--unset NAME]... [--max-versions N] [--cas-required true|false] [--json]
+                                        the key's own metadata, changed when asked: its fields (not secret:
+                                        whoever may list the key sees them), the most versions it keeps (0: no
+                                        limit; the next write destroys the oldest beyond it), and whether every
+                                        write must name the version it replaces (--if-version)
   versions NS/KEY [--json]              the key's versions, oldest first, each deleted or destroyed alone
                                         marked (and when the key was deleted, if it is)
 
@@ -84,6 +90,10 @@ export async function kvCommand(args: string[], io: CommandIo = processIo()): Pr
         type: { type: 'string' },
         'if-version': { type: 'string' },
         versions: { type: 'string' },
+        set: { type: 'string', multiple: true },
+        unset: { type: 'string', multiple: true },
+        'max-versions': { type: 'string' },
+        'cas-required': { type: 'string' },
         prefix: { type: 'string' },
         yes: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
@@ -167,6 +177,16 @@ export async function kvCommand(args: string[], io: CommandIo = processIo()): Pr
         const ifVersion = version(o['if-version'], '--if-version', 0);
         await coffer.destroy(namespace, key, ifVersion === undefined ? {} : { ifVersion });
         return EXIT.ok;
+      }
+      case 'meta': {
+        const { namespace, key } = keyPath(path);
+        return await keyMeta(coffer, io, namespace, key, {
+          ...(o.set ? { set: o.set } : {}),
+          ...(o.unset ? { unset: o.unset } : {}),
+          ...(o['max-versions'] === undefined ? {} : { maxVersions: o['max-versions'] }),
+          ...(o['cas-required'] === undefined ? {} : { casRequired: o['cas-required'] }),
+          json: o.json === true,
+        });
       }
       case 'rollback':
         return await rollback(coffer, io, path, o.version, o['if-version'], o.json === true);

@@ -2,6 +2,7 @@
 import type {
   ApiEntry,
   ApiEntryInfo,
+  ApiKeyMetadata,
   ApiListing,
   ApiNamespaceValues,
   ApiTrashListing,
@@ -95,6 +96,28 @@ export class KvCalls extends Calls {
             ? { undelete: true, versions: list }
             : { destroy: action === 'destroy' || undefined, versions: list },
         ),
+      signal: options.signal,
+    });
+  }
+
+  /**
+   * Sets the key's own metadata: `custom_metadata` replaced when given, `max_versions` (0: no limit) and
+   * `cas_required` when given. The key's metadata after it.
+   */
+  setMetadata(
+    namespace: string,
+    key: string,
+    change: {
+      custom_metadata?: Record<string, string>;
+      max_versions?: number;
+      cas_required?: boolean;
+    },
+    options: { signal?: AbortSignal } = {},
+  ): Promise<ApiKeyMetadata> {
+    return this.call({
+      method: 'PATCH',
+      path: keyPath(namespace, key),
+      body: change,
       signal: options.signal,
     });
   }

@@ -38,7 +38,7 @@ export interface TransportOptions {
 }
 
 export interface Call {
-  readonly method: 'GET' | 'PUT' | 'POST' | 'DELETE';
+  readonly method: 'GET' | 'PUT' | 'POST' | 'PATCH' | 'DELETE';
   /** Already encoded, from /v1/... */
   readonly path: string;
   readonly body?: unknown;

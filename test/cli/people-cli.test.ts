@@ -203,6 +203,56 @@ describe('the coffer command for people: kv, token, whoami, export', function ()
       expect((await command(['kv', 'rm', 'team/some/k', '--versions', 'x'], env)).code).to.equal(2);
     });
 
+    it("meta: shows a key's own metadata, and sets fields, the versions kept and check-and-set", async () => {
+      await command(['kv', 'put', 'team/meta/k', 'one'], env);
+      const none = await command(['kv', 'meta', 'team/meta/k'], env);
+      expect([none.code, none.stdout]).to.deep.equal([
+        0,
+        'versions kept: no limit\ncheck-and-set required: no\nmetadata: none\n',
+      ]);
+      const set = await command(
+        [
+          'kv',
+          'meta',
+          'team/meta/k',
+          '--set',
+          'owner=payments',
+          '--set',
+          'tier=gold',
+          '--max-versions',
+          '5',
+          '--cas-required',
+          'true',
+        ],
+        env,
+      );
+      expect(set.stdout).to.equal(
+        'versions kept: 5\ncheck-and-set required: yes\nmetadata:\n  owner=payments\n  tier=gold\n',
+      );
+      const unset = await command(['kv', 'meta', 'team/meta/k', '--unset', 'tier', '--json'], env);
+      expect(JSON.parse(unset.stdout)).to.deep.include({
+        custom_metadata: { owner: 'payments' },
+        max_versions: 5,
+        cas_required: true,
+      });
+      // Check-and-set is now required: a write without --if-version is refused, one with it is taken.
+      const bare = await command(['kv', 'put', 'team/meta/k', 'two'], env);
+      expect(bare.code).to.equal(1);
+      expect(bare.stderr).to.include('requires check-and-set');
+      expect(
+        (await command(['kv', 'put', 'team/meta/k', 'two', '--if-version', '1'], env)).code,
+      ).to.equal(0);
+      for (const bad of [
+        ['--max-versions', 'x'],
+        ['--cas-required', 'yes'],
+        ['--set', 'novalue'],
+      ])
+        expect(
+          (await command(['kv', 'meta', 'team/meta/k', ...bad], env)).code,
+          bad.join(' '),
+        ).to.equal(2);
+    });
+
     it('says each error in one line with its exit code: no token, 403, 404, unreachable, bad arguments', async () => {
       const noToken = await command(['kv', 'get', 'team/app/flag'], { COFFER_ADDR: c.url });
       expect([noToken.code, noToken.stderr]).to.deep.equal([
