@@ -73,7 +73,10 @@ export class KvVersionMarks {
     this.keyring.guard();
     const mKey = metaKey(ref.namespace, ref.key);
     const dKey = trashKey(ref.namespace, ref.key);
-    const asked = [...new Set(versions)].sort((a, b) => a - b);
+    // Numbers past the last a version can have are versions the key does not keep.
+    const asked = [...new Set(versions)]
+      .filter((v) => Number.isInteger(v) && v >= 1 && v <= 0xffff_ffff)
+      .sort((a, b) => a - b);
     // Destroying keeps when each version was written and its type: their records are read with the index.
     const vKeys =
       action === 'destroy' ? asked.map((v) => versionKey(ref.namespace, ref.key, v)) : [];

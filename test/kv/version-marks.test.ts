@@ -41,10 +41,12 @@ describe('versions one by one: DELETE ?versions=, ?destroy=true&versions=, POST 
       expect((await read('marks/a')).body.value).to.equal('4');
       expect((await read('marks/a?version=1')).body.value).to.equal('1');
       expect(await marks('marks/a')).to.deep.equal(['1', '2d', '3', '4']);
-      // Already deleted: nothing changes; a version the key never had is left alone.
+      // Already deleted: nothing changes; a version the key never had is left alone, however large.
       expect((await c.call('DELETE', '/v1/kv/marks/a?versions=2,9')).body.versions).to.deep.equal(
         [],
       );
+      const huge = await c.call('DELETE', '/v1/kv/marks/a?destroy=true&versions=9999999999');
+      expect([huge.status, huge.body.versions]).to.deep.equal([200, []]);
       const back = await c.call('POST', '/v1/kv/marks/a?undelete=true&versions=2');
       expect(back.body).to.include({ action: 'undelete', key_state: 'live' });
       expect(back.body.versions).to.deep.equal([2]);
