@@ -2,8 +2,11 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
+import { StorageUnavailableError } from '../../src/storage/backend.js';
+import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
 import { send } from '../support/http-client.js';
 import { runCoffer, serveSettings, startProcess } from '../support/process.js';
+import { tempDir } from '../support/temp-dirs.js';
 
 const PROJECT = fileURLToPath(new URL('../../..', import.meta.url));
 
@@ -84,5 +87,40 @@ describe('an LMDB write that lmdb-js does not settle', function () {
     // The refused write's intent and its outcome are in the log, and the log holds.
     const verify = await runCoffer(['audit', 'verify'], env);
     expect(verify.code, verify.stdout).to.equal(0);
+  });
+});
+
+describe("a committed LMDB write whose flush lmdb-js never confirms (injected: its 'flushed' left pending)", function () {
+  this.timeout(30_000);
+  it('is answered 503 storage_unavailable within about 5 s, saying it may still be made, never left waiting', async () => {
+    const backend = new LmdbBackend({ path: join(tempDir(), 'lmdb') });
+    try {
+      const key = Buffer.from('Kflush');
+      await backend.atomic([], () => ({
+        writes: [{ op: 'put', key, value: Buffer.from('one') }],
+        result: undefined,
+      }));
+      // What CI met on a full disk: the transaction settled, its flush never did.
+      const root = (backend as unknown as { root: { flushed: PromiseLike<unknown> } }).root;
+      const flushed = root.flushed;
+      root.flushed = new Promise<never>(() => undefined);
+      const started = Date.now();
+      const failed = await backend
+        .atomic([], () => ({
+          writes: [{ op: 'put', key, value: Buffer.from('two') }],
+          result: undefined,
+        }))
+        .then(
+          () => null,
+          (err: unknown) => err,
+        );
+      const waited = Date.now() - started;
+      expect(failed).to.be.instanceOf(StorageUnavailableError);
+      expect((failed as Error).message).to.include('may still be made');
+      expect(waited).to.be.within(4_500, 8_000);
+      root.flushed = flushed;
+    } finally {
+      await backend.close();
+    }
   });
 });
