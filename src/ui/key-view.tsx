@@ -5,7 +5,8 @@
  * picks the other: saving without looking never changes a key's type), and deletion behind a confirmation
  * that names the key. A deleted key (in the trash) shows since when, its versions still revealable, with
  * a restore and — behind a confirmation that names it — destroying it for good. A version deleted or
- * destroyed alone (the API's `?versions=`, the CLI's `--versions`) is marked so, with nothing to reveal.
+ * destroyed alone is marked so, with nothing to reveal; an older version can be deleted, restored or
+ * destroyed alone (version-actions.tsx).
  */
 import { useEffect, useState } from 'preact/hooks';
 import type { ApiEntry, ApiEntryInfo, ApiVersionList } from '../api/response-schemas.js';
@@ -14,6 +15,7 @@ import { type Capability, mayDo } from './capabilities.js';
 import { Messages } from './messages.js';
 import { namespaceHref } from './routes.js';
 import { TypeField, type ValueType } from './value-type.js';
+import { VersionActions } from './version-actions.js';
 
 type Version = ApiVersionList['versions'][number];
 
@@ -204,10 +206,7 @@ export function KeyView({
                   {v.destroyed ? (
                     <span class="muted">destroyed</span>
                   ) : v.deleted_at ? (
-                    <span class="muted">
-                      deleted {new Date(v.deleted_at).toLocaleString()} (coffer kv undelete
-                      --versions)
-                    </span>
+                    <span class="muted">deleted {new Date(v.deleted_at).toLocaleString()}</span>
                   ) : mayDo(capabilities, 'read', namespace, v.type) ? (
                     <button
                       type="button"
@@ -218,6 +217,18 @@ export function KeyView({
                     </button>
                   ) : (
                     <span class="muted">not readable with this session</span>
+                  )}
+                  {v.version !== current && mayDo(capabilities, 'delete', namespace) && (
+                    <VersionActions
+                      path={path}
+                      version={v}
+                      onDone={(done) => {
+                        setRevealed(undefined);
+                        setNotice(done);
+                        void load();
+                      }}
+                      onError={setError}
+                    />
                   )}
                 </td>
               </tr>

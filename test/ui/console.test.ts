@@ -170,6 +170,22 @@ describe('the web console in Chromium', function () {
       'rotated-password',
     );
 
+    // An older version alone: deleted (absent until restored), restored; its destroy asks first.
+    await page.getByRole('button', { name: 'Delete version 1', exact: true }).click();
+    await page.getByText('Deleted version 1: it reads as absent until restored.').waitFor();
+    expect((await c.call('GET', '/v1/kv/payments/prod/db_password?version=1')).status).to.equal(
+      404,
+    );
+    await page.getByRole('button', { name: 'Restore version 1' }).click();
+    await page.getByText('Restored version 1.').waitFor();
+    expect((await c.call('GET', '/v1/kv/payments/prod/db_password?version=1')).status).to.equal(
+      200,
+    );
+    await page.getByRole('button', { name: 'Destroy version 1…' }).click();
+    await page.getByText('Erase version 1 for good?').waitFor();
+    await page.getByRole('button', { name: 'Cancel' }).click();
+    expect(await page.getByRole('button', { name: 'Delete version 2' }).count()).to.equal(0);
+
     // Delete puts the key in the trash: restored from there, or destroyed behind its own confirmation.
     await page.getByRole('button', { name: 'Delete this key…' }).click();
     await page.getByText('Delete db_password from payments/prod? It will read as absent').waitFor();
