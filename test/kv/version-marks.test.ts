@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { auditLines } from '../support/audit-lines.js';
 import { onEachBackend } from '../support/each-backend.js';
-import type { TestCoffer } from '../support/harness.js';
+import { startTestCoffer, type TestCoffer } from '../support/harness.js';
 import { send } from '../support/http-client.js';
 import { runCoffer, serveSettings, startProcess } from '../support/process.js';
 
@@ -171,5 +171,31 @@ describe('verify holds over versions destroyed one by one', function () {
     const verify = await runCoffer(['audit', 'verify'], env);
     expect(verify.code, verify.stdout).to.equal(0);
     expect(verify.stdout).to.match(/^intact: /);
+  });
+});
+
+describe('versions one by one: at most 1,000 marked on a key', function () {
+  this.timeout(120_000);
+  let c: TestCoffer;
+  before(async () => {
+    c = await startTestCoffer();
+  });
+  after(async () => {
+    await c?.close();
+  });
+
+  it('refuses (400) a change that would mark more, and changes nothing', async () => {
+    for (let v = 1; v <= 1002; v++) await c.put('limit/k', String(v));
+    const all = Array.from({ length: 1000 }, (_, i) => i + 1).join(',');
+    const first = await c.call('DELETE', `/v1/kv/limit/k?versions=${all}`);
+    expect(first.status, first.text).to.equal(200);
+    expect(first.body.versions).to.have.length(1000);
+    const over = await c.call('DELETE', '/v1/kv/limit/k?destroy=true&versions=1001');
+    expect(over.status, over.text).to.equal(400);
+    expect(over.body.detail).to.include('at most 1000 versions');
+    expect((await c.call('GET', '/v1/kv/limit/k?version=1001')).body.value).to.equal('1001');
+    // Taking marks off is always possible.
+    const back = await c.call('POST', '/v1/kv/limit/k?undelete=true&versions=1');
+    expect(back.body.versions).to.deep.equal([1]);
   });
 });

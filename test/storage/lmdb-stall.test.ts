@@ -94,6 +94,8 @@ describe("a committed LMDB write whose flush lmdb-js never confirms (injected: i
   this.timeout(30_000);
   it('is answered 503 storage_unavailable within about 5 s, saying it may still be made, never left waiting', async () => {
     const backend = new LmdbBackend({ path: join(tempDir(), 'lmdb') });
+    const root = (backend as unknown as { root: { flushed: PromiseLike<unknown> } }).root;
+    const flushed = root.flushed;
     try {
       const key = Buffer.from('Kflush');
       await backend.atomic([], () => ({
@@ -101,8 +103,6 @@ describe("a committed LMDB write whose flush lmdb-js never confirms (injected: i
         result: undefined,
       }));
       // What CI met on a full disk: the transaction settled, its flush never did.
-      const root = (backend as unknown as { root: { flushed: PromiseLike<unknown> } }).root;
-      const flushed = root.flushed;
       root.flushed = new Promise<never>(() => undefined);
       const started = Date.now();
       const failed = await backend
@@ -118,8 +118,9 @@ describe("a committed LMDB write whose flush lmdb-js never confirms (injected: i
       expect(failed).to.be.instanceOf(StorageUnavailableError);
       expect((failed as Error).message).to.include('may still be made');
       expect(waited).to.be.within(4_500, 8_000);
-      root.flushed = flushed;
     } finally {
+      // The real flush back first: closing waits on it.
+      root.flushed = flushed;
       await backend.close();
     }
   });

@@ -208,6 +208,18 @@ describe("Vault's dialect under /vault/v1: KV v2, the token, sys", function () {
     const trash = (await c.call('GET', '/v1/kv/meta/?trash=true')).body.keys;
     expect(trash.map((k: { key: string }) => k.key)).not.to.include('fresh');
     expect((await c.call('POST', '/v1/kv/meta/fresh?undelete=true')).status).to.equal(404);
+    const versions = await c.call('GET', '/v1/kv/meta/fresh/versions');
+    expect(versions.status, versions.text).to.equal(200);
+    expect(versions.body).to.deep.include({
+      current_version: 0,
+      versions: [],
+      custom_metadata: { 'managed-by': 'external-secrets' },
+    });
+    expect(versions.body.deleted_at).to.equal(undefined);
+    // Vault's delete of versions of a secret that is not there is done: 204, as Vault answers.
+    expect(
+      (await vault('POST', 'secret/delete/meta/never', root, { versions: [1] })).status,
+    ).to.equal(204);
     const written = await vault('POST', 'secret/data/meta/fresh', root, {
       data: { token: 't1' },
       options: { cas: 0 },
