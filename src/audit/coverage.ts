@@ -2,7 +2,8 @@
  * Which stored changes the audit log covers. Every stored version must be named by an audit entry: the
  * write's request entry (namespace, key, version), or — when the process was killed between the commit and
  * that entry — the write's intent entry, written before the commit and durable with it (audit/audit-log.ts
- * `intent`), whose request never got its own entry. An intent counts wherever it is: in its chain's file,
+ * `intent`), whose request never got its own entry or was answered 503 `storage_unavailable` (its storage
+ * could not say whether the write was made). An intent counts wherever it is: in its chain's file,
  * put back into the log by an `audit.intent_recovered` event, or still only in the store as the copy
  * committed with its change (audit/intent-journal.ts) when no server has started since a power loss. One
  * such open intent covers one version of its key. Versions created before the oldest entry in the log (an
@@ -104,11 +105,15 @@ interface Entry {
   readonly subject_token_id?: string;
   readonly also_revoked?: unknown;
   readonly active_version?: number;
-  readonly outcome?: { readonly status?: number };
+  readonly outcome?: { readonly status?: number; readonly code?: string };
   readonly high_water?: { readonly generation?: unknown; readonly chains?: unknown };
 }
 
 const keyOf = (namespace: string, key: string): string => `${namespace}\0${key}`;
+
+/** An answer that leaves the change's fate unknown: the storage could not say whether it was made. */
+const unsure = (entry: Entry): boolean =>
+  entry.outcome?.status === 503 && entry.outcome.code === 'storage_unavailable';
 
 /** Coverage by the chains of `paths`, and with `stored` (shared storage) every other chain the store keeps. */
 export async function auditCoverage(
@@ -164,7 +169,9 @@ export async function auditCoverage(
       if (line === '') continue;
       const entry = JSON.parse(line) as Entry;
       if (entry.ts !== undefined) logStart = Math.min(logStart, Date.parse(entry.ts));
-      if (entry.kind === 'request' && entry.request_id !== undefined)
+      // A write answered 503 storage_unavailable may have been made all the same (its storage could not
+      // say: an LMDB flush unconfirmed, a PostgreSQL commit cut off): its intent stays open, as one cut off.
+      if (entry.kind === 'request' && entry.request_id !== undefined && !unsure(entry))
         answered.add(entry.request_id);
       if (entry.kind === 'request' && entry.action === 'write' && entry.version !== undefined) {
         const name = keyOf(entry.namespace!, entry.key!);

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { StorageUnavailableError } from '../../src/storage/backend.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
+import { startTestCoffer } from '../support/harness.js';
 import { send } from '../support/http-client.js';
 import { runCoffer, serveSettings, startProcess } from '../support/process.js';
 import { tempDir } from '../support/temp-dirs.js';
@@ -122,6 +123,31 @@ describe("a committed LMDB write whose flush lmdb-js never confirms (injected: i
       // The real flush back first: closing waits on it.
       root.flushed = flushed;
       await backend.close();
+    }
+  });
+});
+
+describe('a write answered 503 storage_unavailable whose version was stored all the same', function () {
+  this.timeout(60_000);
+  it('is covered by its intent entry: verify holds', async () => {
+    const c = await startTestCoffer();
+    const root = (c.storage as unknown as { root: { flushed: PromiseLike<unknown> } }).root;
+    const flushed = root.flushed;
+    try {
+      expect((await c.put('unsure/k', 'one')).status).to.equal(201);
+      root.flushed = new Promise<never>(() => undefined);
+      const unsure = await c.put('unsure/k', 'two');
+      root.flushed = flushed;
+      expect(unsure.status, unsure.text).to.equal(503);
+      expect(unsure.body.code).to.equal('storage_unavailable');
+      // It was made: its version is stored, named by no request entry, covered by its intent.
+      expect((await c.call('GET', '/v1/kv/unsure/k')).body.version).to.equal(2);
+      const verify = await c.call('GET', '/v1/sys/audit/verify');
+      expect(verify.status, verify.text).to.equal(200);
+      expect(verify.body.coverage).to.include({ uncovered_count: 0, by_intent: 1 });
+    } finally {
+      root.flushed = flushed;
+      await c.close();
     }
   });
 });
