@@ -49,9 +49,15 @@ export function toAppError(
       { event: 'storage.unavailable', reason: err.message, route: req.res?.locals.route ?? null },
       'storage unavailable: answering 503',
     );
+    // A change cut off says whether it was made, as far as the storage could tell.
+    const change = req.method !== 'GET' && req.method !== 'HEAD';
     return new AppError(
       'storage_unavailable',
-      'the storage cannot be reached; try again',
+      !change
+        ? 'the storage cannot be reached; try again'
+        : err.made === 'not'
+          ? 'the storage cannot be reached; the change was not made: try again'
+          : 'the storage cannot be reached; the change may have been made all the same: read before making it again',
       undefined,
       {
         'Retry-After': '1',

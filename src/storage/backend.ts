@@ -190,7 +190,11 @@ export function hasChangeFeed(storage: StorageBackend): storage is StorageBacken
  * whose commit met this error was committed is unknown, so it is never acknowledged.
  */
 export class StorageUnavailableError extends Error {
-  constructor(reason: string) {
+  constructor(
+    reason: string,
+    /** Whether the change it cut off was made: `not` only where the backend knows it was not. */
+    readonly made: 'not' | 'unknown' = 'unknown',
+  ) {
     super(`the storage cannot be reached (${reason})`);
     this.name = 'StorageUnavailableError';
   }

@@ -190,7 +190,7 @@ export class LmdbBackend implements StorageBackend, FollowingReads {
   ): Promise<T> {
     if (decided === undefined) {
       abandon();
-      throw new StorageUnavailableError('the write was not taken in time; it was not made');
+      throw new StorageUnavailableError('the write was not taken in time; it was not made', 'not');
     }
     const after = await within(
       this.db
@@ -226,7 +226,8 @@ export class LmdbBackend implements StorageBackend, FollowingReads {
         'the storage has not finished this write and it is not there now; it may still be made',
       );
     }
-    if (!made()) throw new StorageUnavailableError('the commit failed; the write was not made');
+    if (!made())
+      throw new StorageUnavailableError('the commit failed; the write was not made', 'not');
     // Committed: its own promise may never settle, but its result is the plan's.
     return decided.result;
   }
@@ -299,7 +300,8 @@ async function commitFailure(err: unknown): Promise<unknown> {
     ),
     new Promise<string>((r) => setTimeout(() => r('commit failed'), 1000).unref()),
   ]);
-  return new StorageUnavailableError(String(reason).slice(0, 80));
+  // lmdb-js failed the batch and never tries it again: the write was not made.
+  return new StorageUnavailableError(String(reason).slice(0, 80), 'not');
 }
 
 /** How long a transaction may take before lmdb-js is asked whether it is done with it (LmdbBackend.unstall). */

@@ -67,6 +67,10 @@ describe('an LMDB write that lmdb-js does not settle', function () {
       const waited = Date.now() - started;
       expect(res.status, JSON.stringify(res.body)).to.equal(503);
       expect(res.body.code).to.equal('storage_unavailable');
+      // The plan never ran: the answer says the change was not made.
+      expect(res.body.detail).to.equal(
+        'the storage cannot be reached; the change was not made: try again',
+      );
       expect(res.headers['retry-after']).to.equal('1');
       expect(waited).to.be.within(2_500, 7_500);
       await released;
@@ -140,6 +144,8 @@ describe('a write answered 503 storage_unavailable whose version was stored all 
       root.flushed = flushed;
       expect(unsure.status, unsure.text).to.equal(503);
       expect(unsure.body.code).to.equal('storage_unavailable');
+      // Its flush unconfirmed, the answer says so: it may have been made.
+      expect(unsure.body.detail).to.include('may have been made all the same');
       // It was made: its version is stored, named by no request entry, covered by its intent.
       expect((await c.call('GET', '/v1/kv/unsure/k')).body.version).to.equal(2);
       const verify = await c.call('GET', '/v1/sys/audit/verify');
