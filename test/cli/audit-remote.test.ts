@@ -11,8 +11,8 @@ describe('coffer audit verify --remote and coffer audit search (offline and --re
   before(async () => {
     c = await startTestCoffer();
     const reader = await c.token({ role: 'reader', metadata: { name: 'search-me' } });
-    await c.put('audited/app/db_password', 'pw');
-    await c.put('audited/app/db_password', 'pw2');
+    await c.put('audited/app/db_password', 'hunter2-audited');
+    await c.put('audited/app/db_password', 'hunter2-audited-2');
     await c.call('GET', '/v1/kv/audited/app/db_password', { token: reader });
     await c.call('GET', '/v1/kv/audited/app/?values=true', { token: reader });
     await c.call('GET', '/v1/kv/audited/app/missing', { token: reader });
@@ -72,7 +72,7 @@ describe('coffer audit verify --remote and coffer audit search (offline and --re
     expect(byName.stdout).to.match(
       /read {2}audited\/app\/missing {2}404 not_found {2}search-me \(/,
     );
-    expect(byName.stdout).not.to.include('pw');
+    expect(byName.stdout).not.to.include('hunter2');
   });
 
   it('refuses a malformed filter before reading anything, and a token that may not read the log', async () => {
