@@ -149,6 +149,13 @@ const entryFields = {
   version: Type.Integer({ minimum: 1 }),
   type: valueTypes,
   created_at: timestamp,
+  deletes_at: Type.Optional(
+    Type.String({
+      format: 'date-time',
+      description:
+        "the version is to be deleted then (its key's delete_version_after when it was written)",
+    }),
+  ),
 };
 export const entryInfo = closed(entryFields);
 /** What tells the answers apart where one path may give either (their `oneOf`'s discriminator). */
@@ -197,12 +204,17 @@ export const namespaceValues = closed({
   next_cursor: nullable(Type.String({ description: 'null on the last page' })),
 });
 
+const deleteVersionAfter = Type.Integer({
+  description: 'each new version is deleted this many seconds after it is written; 0: never',
+});
+
 export const keyMetadata = closed({
   namespace: Type.String(),
   key: Type.String(),
   custom_metadata: keyFields,
   max_versions: Type.Integer({ description: 'versions kept at the most; 0: no limit' }),
   cas_required: Type.Boolean({ description: 'every write must name the version it replaces' }),
+  delete_version_after: deleteVersionAfter,
 });
 
 export const trashListing = closed({
@@ -234,11 +246,12 @@ export const versionList = closed({
   namespace: Type.String(),
   key: Type.String(),
   current_version: Type.Integer(),
-  /** Present when the key is deleted (in the trash): when. */
+  /** Present when the key is deleted (in the trash, or by its latest version's time): when. */
   deleted_at: Type.Optional(timestamp),
   custom_metadata: keyFields,
   max_versions: Type.Integer({ description: 'versions kept at the most; 0: no limit' }),
   cas_required: Type.Boolean({ description: 'every write must name the version it replaces' }),
+  delete_version_after: deleteVersionAfter,
   versions: Type.Array(
     closed({
       version: Type.Integer(),
@@ -247,7 +260,14 @@ export const versionList = closed({
       deleted_at: Type.Optional(
         Type.String({
           format: 'date-time',
-          description: 'the version is deleted alone (not read until undeleted): when',
+          description:
+            'the version is deleted alone, or by its time (not read until undeleted): when',
+        }),
+      ),
+      deletes_at: Type.Optional(
+        Type.String({
+          format: 'date-time',
+          description: 'the version is to be deleted then (delete_version_after)',
         }),
       ),
       destroyed: Type.Optional(

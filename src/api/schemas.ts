@@ -43,6 +43,9 @@ export const keyMetadataSchema = Type.Unsafe<Record<string, string>>(
 /** The most versions a key may be set to keep (max_versions). */
 export const MAX_KEPT_VERSIONS = 100_000;
 
+/** The longest delete_version_after a key may be set to: ten years, in seconds. */
+export const MAX_DELETE_AFTER_SECONDS = 10 * 365 * 86_400;
+
 /** What PATCH /v1/kv/{namespace}/{key} takes: the key's metadata, not its value. */
 export const kvMetadataSchema = Type.Object(
   {
@@ -59,6 +62,14 @@ export const kvMetadataSchema = Type.Object(
       Type.Boolean({
         description:
           'true: every write must name the version it replaces (If-Match or cas; 0 for a new key), else 428',
+      }),
+    ),
+    delete_version_after: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: MAX_DELETE_AFTER_SECONDS,
+        description:
+          'seconds after which each new version is deleted (kept, read again once undeleted); 0: never. Versions written before keep their own time. While set, the key keeps at most 1,000 versions',
       }),
     ),
   },

@@ -2,10 +2,11 @@
  * `coffer kv meta NS/KEY`: a key's own metadata — its free string fields, the most versions it keeps and
  * whether its writes must name the version they replace (PATCH /v1/kv/{ns}/{key}). Without a change it
  * prints them; `--set NAME=VALUE` and `--unset NAME` change single fields (the map is read and written
- * whole: a change made by someone else in between is replaced), `--max-versions N` and
- * `--cas-required true|false` set the others.
+ * whole: a change made by someone else in between is replaced), `--max-versions N`,
+ * `--cas-required true|false` and `--delete-after 12h` (0: never) set the others.
  */
 import type { Coffer } from '../client/coffer.js';
+import { parseDuration } from '../model/duration.js';
 import type { CommandIo } from './command-io.js';
 import { CliError, EXIT } from './exit-codes.js';
 
@@ -14,6 +15,7 @@ export interface MetaOptions {
   readonly unset?: readonly string[];
   readonly maxVersions?: string;
   readonly casRequired?: string;
+  readonly deleteAfter?: string;
   readonly json: boolean;
 }
 
@@ -28,6 +30,7 @@ export async function keyMeta(
     custom_metadata?: Record<string, string>;
     max_versions?: number;
     cas_required?: boolean;
+    delete_version_after?: number;
   } = {};
   if (o.maxVersions !== undefined) {
     if (!/^\d{1,6}$/.test(o.maxVersions))
@@ -41,6 +44,15 @@ export async function keyMeta(
     if (o.casRequired !== 'true' && o.casRequired !== 'false')
       throw new CliError(`--cas-required ${o.casRequired}: true or false`, EXIT.usage);
     change.cas_required = o.casRequired === 'true';
+  }
+  if (o.deleteAfter !== undefined) {
+    const ms = o.deleteAfter === '0' ? 0 : parseDuration(o.deleteAfter);
+    if (ms === undefined)
+      throw new CliError(
+        `--delete-after ${o.deleteAfter}: a duration such as 45s, 30m, 12h or 7d (0: never)`,
+        EXIT.usage,
+      );
+    change.delete_version_after = ms / 1000;
   }
   const now = await coffer.versions(namespace, key);
   if ((o.set?.length ?? 0) > 0 || (o.unset?.length ?? 0) > 0) {
@@ -62,6 +74,7 @@ export async function keyMeta(
           custom_metadata: now.custom_metadata,
           max_versions: now.max_versions,
           cas_required: now.cas_required,
+          delete_version_after: now.delete_version_after,
         };
   if (o.json) io.write(`${JSON.stringify(shown, null, 2)}\n`);
   else {
@@ -70,6 +83,7 @@ export async function keyMeta(
       [
         `versions kept: ${shown.max_versions === 0 ? 'no limit' : shown.max_versions}`,
         `check-and-set required: ${shown.cas_required ? 'yes' : 'no'}`,
+        `versions deleted after: ${shown.delete_version_after === 0 ? 'never' : inUnits(shown.delete_version_after)}`,
         `metadata:${fields.length === 0 ? ' none' : ''}`,
         ...fields.map(([name, value]) => `  ${name}=${value}`),
         '',
@@ -77,4 +91,15 @@ export async function keyMeta(
     );
   }
   return EXIT.ok;
+}
+
+/** Seconds in the largest unit `--delete-after` takes that holds them whole: `12h`, `90m`, `45s`. */
+function inUnits(seconds: number): string {
+  for (const [unit, size] of [
+    ['d', 86_400],
+    ['h', 3_600],
+    ['m', 60],
+  ] as const)
+    if (seconds % size === 0) return `${seconds / size}${unit}`;
+  return `${seconds}s`;
 }

@@ -36,11 +36,14 @@ export const KV_HELP = `usage: coffer kv <command> [options]
   rollback NS/KEY --version N [--if-version M]
                                         store version N's value again as a new version (over M when given,
                                         else over the latest read: a write meanwhile exits 6)
-  meta NS/KEY [--set NAME=VALUE]... [--unset NAME]... [--max-versions N] [--cas-required true|false] [--json]
+  meta NS/KEY [--set NAME=VALUE]... [--unset NAME]... [--max-versions N] [--cas-required true|false]
+       [--delete-after 12h|0] [--json]
                                         the key's own metadata, changed when asked: its fields (not secret:
                                         whoever may list the key sees them), the most versions it keeps (0: no
-                                        limit; the next write destroys the oldest beyond it), and whether every
-                                        write must name the version it replaces (--if-version)
+                                        limit; the next write destroys the oldest beyond it), whether every
+                                        write must name the version it replaces (--if-version), and how long
+                                        after it is written each new version is deleted (s, m, h or d; 0:
+                                        never; undelete brings one back for good)
   versions NS/KEY [--json]              the key's versions, oldest first, each deleted or destroyed alone
                                         marked (and when the key was deleted, if it is)
 
@@ -94,6 +97,7 @@ export async function kvCommand(args: string[], io: CommandIo = processIo()): Pr
         unset: { type: 'string', multiple: true },
         'max-versions': { type: 'string' },
         'cas-required': { type: 'string' },
+        'delete-after': { type: 'string' },
         prefix: { type: 'string' },
         yes: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
@@ -185,6 +189,7 @@ export async function kvCommand(args: string[], io: CommandIo = processIo()): Pr
           ...(o.unset ? { unset: o.unset } : {}),
           ...(o['max-versions'] === undefined ? {} : { maxVersions: o['max-versions'] }),
           ...(o['cas-required'] === undefined ? {} : { casRequired: o['cas-required'] }),
+          ...(o['delete-after'] === undefined ? {} : { deleteAfter: o['delete-after'] }),
           json: o.json === true,
         });
       }
@@ -202,7 +207,13 @@ export async function kvCommand(args: string[], io: CommandIo = processIo()): Pr
                   String(v.version),
                   v.type,
                   v.created_at,
-                  v.destroyed ? 'destroyed' : v.deleted_at ? `deleted ${v.deleted_at}` : '',
+                  v.destroyed
+                    ? 'destroyed'
+                    : v.deleted_at
+                      ? `deleted ${v.deleted_at}`
+                      : v.deletes_at
+                        ? `deleted from ${v.deletes_at}`
+                        : '',
                 ]),
               )}\n${list.deleted_at ? `deleted at ${list.deleted_at} (coffer kv undelete ${namespace}/${key} brings it back)\n` : ''}`,
         );

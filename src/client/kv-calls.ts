@@ -101,8 +101,8 @@ export class KvCalls extends Calls {
   }
 
   /**
-   * Sets the key's own metadata: `custom_metadata` replaced when given, `max_versions` (0: no limit) and
-   * `cas_required` when given. The key's metadata after it.
+   * Sets the key's own metadata: `custom_metadata` replaced when given, `max_versions` (0: no limit),
+   * `cas_required` and `delete_version_after` (seconds; 0: never) when given. The key's metadata after it.
    */
   setMetadata(
     namespace: string,
@@ -111,6 +111,7 @@ export class KvCalls extends Calls {
       custom_metadata?: Record<string, string>;
       max_versions?: number;
       cas_required?: boolean;
+      delete_version_after?: number;
     },
     options: { signal?: AbortSignal } = {},
   ): Promise<ApiKeyMetadata> {

@@ -8,7 +8,7 @@
 import type { Principal } from '../auth/principal.js';
 import { AppError, forbidden, notFound } from '../errors.js';
 import type { ValueType } from '../model/value-types.js';
-import type { KeyMeta, TrashedKey } from '../store/kv-format.js';
+import { expiredAt, type KeyMeta, type KeyRef, type TrashedKey } from '../store/kv-format.js';
 import { TooManyMarkedVersionsError, type VersionsAction } from '../store/kv-version-marks.js';
 import { decodeTrashCursor, encodeTrashCursor } from './cursor.js';
 import { type EntryInfo, iso, type TrashListing, type VersionsChange } from './entries.js';
@@ -36,7 +36,9 @@ export class Deletions {
   ): Promise<void> {
     if (!caller.access.mayInNamespace('delete', namespace))
       throw forbidden(`delete in ${namespace}`);
-    const meta = await this.meta(namespace, key);
+    const found = await this.meta(namespace, key);
+    // A key deleted by its time is deleted already, as one in the trash is.
+    const meta = found && expiredAt(found, this.deps.now()) === undefined ? found : undefined;
     if (!meta) {
       // A precondition on a key that is not there fails (RFC 9110, If-Match): 412, not 404.
       if (ifVersion !== undefined) expectVersion(ifVersion, 0);
@@ -91,7 +93,10 @@ export class Deletions {
     this.deps.changes?.changed(ref);
   }
 
-  /** Brings a deleted key back as it was when deleted: its latest version is read again. */
+  /**
+   * Brings a deleted key back as it was when deleted: its latest version is read again (and, deleted by its
+   * time, is no longer marked for one).
+   */
   async undelete(
     caller: Principal,
     namespace: string,
@@ -102,7 +107,8 @@ export class Deletions {
       throw forbidden(`undelete in ${namespace}`);
     const ref = { namespace, key };
     const trashed = await this.deps.records.trash.get(ref);
-    if (!trashed || !keepsVersions(trashed)) throw notFound('no deleted key by that name');
+    if (!trashed) return this.undeleteExpired(caller, namespace, key, beforeCommit);
+    if (!keepsVersions(trashed)) throw notFound('no deleted key by that name');
     const mayRestore = (now: TrashedKey): void => {
       if (!keepsVersions(now)) throw notFound('no deleted key by that name');
       mayDelete(caller, namespace, now.type, 'undelete');
@@ -116,14 +122,48 @@ export class Deletions {
     const alongside = (await beforeCommit?.()) ?? [];
     const meta = await this.deps.records.trash.restore(ref, mayRestore, alongside);
     if (!meta) throw notFound('no deleted key by that name');
+    return this.restored(ref, meta.latest);
+  }
+
+  /** Undelete of a live key deleted by its time: its latest version's mark taken off. */
+  private async undeleteExpired(
+    caller: Principal,
+    namespace: string,
+    key: string,
+    beforeCommit?: BeforeCommit,
+  ): Promise<EntryInfo> {
+    const meta = await this.meta(namespace, key);
+    if (!meta || expiredAt(meta, this.deps.now()) === undefined)
+      throw notFound('no deleted key by that name');
+    mayDelete(caller, namespace, meta.type, 'undelete');
+    const alongside = (await beforeCommit?.()) ?? [];
+    const ref = { namespace, key };
+    const outcome = await this.deps.records.marks.act(
+      ref,
+      'undelete',
+      [meta.latest],
+      (now, trashed) => {
+        // Written, deleted or undeleted meanwhile: not the key deleted by its time that was asked for.
+        if (trashed || now.latest !== meta.latest || !now.deletedVersions?.has(now.latest))
+          throw notFound('no deleted key by that name');
+        mayDelete(caller, namespace, now.type, 'undelete');
+      },
+      alongside,
+      this.deps.now(),
+    );
+    if (!outcome) throw notFound('no deleted key by that name');
+    return this.restored(ref, meta.latest);
+  }
+
+  /** What an undelete answers: the key's latest version, read again (waiters told of the change). */
+  private async restored(ref: KeyRef, latest: number): Promise<EntryInfo> {
     this.deps.changes?.changed(ref);
-    const record = await this.deps.records.version(ref, meta.latest);
-    if (!record)
-      throw this.deps.records.versionError(ref, meta.latest, 'is missing or does not parse');
+    const record = await this.deps.records.version(ref, latest);
+    if (!record) throw this.deps.records.versionError(ref, latest, 'is missing or does not parse');
     return {
-      namespace,
-      key,
-      version: meta.latest,
+      namespace: ref.namespace,
+      key: ref.key,
+      version: latest,
       type: record.type,
       created_at: iso(record.createdAt),
     };
@@ -176,8 +216,10 @@ export class Deletions {
   }
 
   /**
-   * A page of the keys deleted directly in `namespace` (its trash), oldest name first: those of a type the
-   * caller may list, with their latest version and when they were deleted; never a value.
+   * A page of the keys deleted directly in `namespace` (its trash, and the keys deleted by their time),
+   * oldest name first: those of a type the caller may list, with their latest version and when they were
+   * deleted; never a value. (Those deleted by their time are found among the namespace's live keys: the
+   * trash view reads all of them.)
    */
   async list(
     caller: Principal,
@@ -188,7 +230,11 @@ export class Deletions {
     const after = page.cursor === undefined ? undefined : decodeTrashCursor(namespace, page.cursor);
     const keys: TrashListing['keys'] = [];
     let more = false;
-    for await (const { key, trashed } of this.deps.records.trash.keysIn(namespace, after)) {
+    const deleted = byName(
+      this.deps.records.trash.keysIn(namespace, after),
+      expiredIn(this.deps.records.keysIn(namespace, after), this.deps.now()),
+    );
+    for await (const { key, trashed } of deleted) {
       if (!caller.access.may('list', namespace, trashed.type) || !keepsVersions(trashed)) continue;
       if (keys.length === page.limit) {
         more = true;
@@ -207,6 +253,42 @@ export class Deletions {
       keys,
       next_cursor: more ? encodeTrashCursor(namespace, keys.at(-1)!.key) : null,
     };
+  }
+}
+
+/** The keys of `live` deleted by their time (KeyMeta.deleteAfter), as the trash lists a key. */
+async function* expiredIn(
+  live: AsyncIterable<{ key: string; meta: KeyMeta }>,
+  now: number,
+): AsyncIterable<{ key: string; trashed: TrashedKey }> {
+  for await (const { key, meta } of live) {
+    const at = expiredAt(meta, now);
+    if (at !== undefined) yield { key, trashed: { ...meta, deletedAt: at } };
+  }
+}
+
+/** Two lists of keys in the store's order (code points: UTF-8 bytes) as one, in that order. */
+async function* byName<T extends { key: string }>(
+  a: AsyncIterable<T>,
+  b: AsyncIterable<T>,
+): AsyncIterable<T> {
+  const [ia, ib] = [a[Symbol.asyncIterator](), b[Symbol.asyncIterator]()];
+  let [na, nb] = await Promise.all([ia.next(), ib.next()]);
+  try {
+    while (!na.done || !nb.done) {
+      const takeA =
+        !na.done &&
+        (nb.done || Buffer.compare(Buffer.from(na.value.key), Buffer.from(nb.value.key)) <= 0);
+      if (takeA) {
+        yield na.value;
+        na = await ia.next();
+      } else if (!nb.done) {
+        yield nb.value;
+        nb = await ib.next();
+      }
+    }
+  } finally {
+    await Promise.all([ia.return?.(), ib.return?.()]);
   }
 }
 

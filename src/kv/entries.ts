@@ -18,6 +18,8 @@ export interface KeyMetadata {
   readonly max_versions: number;
   /** Every write must name the version it replaces. */
   readonly cas_required: boolean;
+  /** Each new version is deleted this many seconds after it is written (0: never). */
+  readonly delete_version_after: number;
 }
 
 /** A change of a key's metadata: the map replaced when given, the limit and check-and-set set when given. */
@@ -25,30 +27,43 @@ export interface KeyMetadataChange {
   readonly custom_metadata?: Readonly<Record<string, string>>;
   readonly max_versions?: number;
   readonly cas_required?: boolean;
+  /** Seconds (0: never). */
+  readonly delete_version_after?: number;
 }
 
 /** A key's value: `kind` tells it from a listing where a path may name either (GET /v1/kv/{ns}/{key}). */
 export interface Entry extends EntryInfo {
   readonly kind: 'entry';
   readonly value: string;
+  /** The version is to be deleted then (its key's delete_version_after when it was written). */
+  readonly deletes_at?: string;
 }
 
 export interface VersionList {
   readonly namespace: string;
   readonly key: string;
   readonly current_version: number;
-  /** The key is deleted (in the trash) since then; its versions are kept until it is destroyed. */
+  /**
+   * The key is deleted (in the trash, or by its latest version's time) since then; its versions are kept
+   * until it is destroyed.
+   */
   readonly deleted_at?: string;
   /** The key's own metadata, and how many versions it keeps at the most (0: no limit). */
   readonly custom_metadata: Readonly<Record<string, string>>;
   readonly max_versions: number;
   readonly cas_required: boolean;
-  /** Oldest first; a version deleted alone has `deleted_at`, one destroyed alone `destroyed`. */
+  /** Each new version is deleted this many seconds after it is written (0: never). */
+  readonly delete_version_after: number;
+  /**
+   * Oldest first; a version deleted alone (or by its time) has `deleted_at`, one to be deleted at a time
+   * still to come `deletes_at`, one destroyed alone `destroyed`.
+   */
   readonly versions: {
     version: number;
     type: ValueType;
     created_at: string;
     deleted_at?: string;
+    deletes_at?: string;
     destroyed?: true;
   }[];
 }

@@ -9,11 +9,11 @@ import { AppError, forbidden, notFound } from '../errors.js';
 import { METADATA_LIMITS } from '../model/tokens.js';
 import type { ValueType } from '../model/value-types.js';
 import { StaleKeyringError } from '../store/keyring-store.js';
-import type { KeyMeta, TrashedKey } from '../store/kv-format.js';
+import { expiredAt, type KeyMeta, type TrashedKey } from '../store/kv-format.js';
 import { type Latest, type RecordWrite, VersionsUsedUpError } from '../store/kv-records.js';
 import { VersionReader } from '../store/kv-version-reads.js';
-import { packedVersionRecord } from '../store/kv-version-writes.js';
-import { Deletions, deletedKey, isTrashed } from './deletions.js';
+import { type AppendedVersion, packedVersionRecord } from '../store/kv-version-writes.js';
+import { Deletions, deletedKey } from './deletions.js';
 import {
   type Entry,
   type EntryInfo,
@@ -28,6 +28,7 @@ import { untilChanged, type WaitLimit } from './key-changes.js';
 import { type Listing, listNamespace } from './listing.js';
 import { NamespaceValuesReader } from './namespace-values.js';
 import { openVersion } from './version-access.js';
+import { versionList } from './version-list.js';
 
 export type {
   Entry,
@@ -59,6 +60,7 @@ export class KvService {
       records: deps.records,
       reader: this.reader,
       changes: deps.changes,
+      now: deps.now,
     });
   }
 
@@ -77,7 +79,7 @@ export class KvService {
     ifVersion?: number,
     /** `ifVersion` is the version the caller read, not one it named: a key requiring check-and-set refuses. */
     versionImplied = false,
-  ): Promise<EntryInfo & { created: boolean; pruned: number[] }> {
+  ): Promise<EntryInfo & { created: boolean; pruned: number[]; deletes_at?: string }> {
     if (!caller.access.may('write', namespace, type))
       throw forbidden(`write ${type} values in ${namespace}`);
     if (Buffer.byteLength(value, 'utf8') > this.deps.maxValueBytes) {
@@ -110,6 +112,7 @@ export class KvService {
           created_at: iso(createdAt),
           created: result.created,
           pruned: result.pruned,
+          ...(result.deleteAfter ? { deletes_at: iso(createdAt + result.deleteAfter) } : {}),
         };
       } catch (err) {
         if (!(err instanceof StaleKeyringError) || attempt >= 3) throw err;
@@ -129,7 +132,7 @@ export class KvService {
     alongside: readonly RecordWrite[],
     ifVersion: number | undefined,
     versionNamed: boolean,
-  ): Promise<{ version: number; created: boolean; pruned: number[] }> {
+  ): Promise<AppendedVersion> {
     const keyring = this.deps.keyring.current();
     const ref = { namespace, key };
     try {
@@ -194,17 +197,22 @@ export class KvService {
     const mayKnowKey = mayRead || caller.access.mayInNamespace('list', parent);
     const mayList = whole !== null && caller.access.mayBeneath('list', whole);
     if (!mayKnowKey && !mayList) throw forbidden(`read or list in ${parent}`);
+    // A key deleted by its time is as one in the trash: the namespace of the same name is listed.
+    let expired: TrashedKey | undefined;
     if (mayKnowKey) {
       const found = await this.latest(parent, last);
-      if (found && mayRead) return this.readExisting(caller, parent, last, found, undefined);
-      if (found && caller.access.may('list', parent, found.meta.type))
+      const at = found?.meta.deletedVersions && expiredAt(found.meta, this.deps.now());
+      if (found && at !== undefined) expired = { ...found.meta, deletedAt: at };
+      else if (found && mayRead) return this.readExisting(caller, parent, last, found, undefined);
+      else if (found && caller.access.may('list', parent, found.meta.type))
         throw forbidden(`read ${found.meta.type} values in ${parent}`);
     }
     if (mayList && (await this.deps.records.namespaceExists(whole!))) {
-      return listNamespace(this.deps.records, caller, whole!, { limit });
+      return listNamespace(this.deps.records, caller, whole!, { limit }, this.deps.now());
     }
     const trashed =
-      mayKnowKey && (await this.deps.records.trash.get({ namespace: parent, key: last }));
+      mayKnowKey &&
+      (expired ?? (await this.deps.records.trash.get({ namespace: parent, key: last })));
     if (trashed) throw deletedKey(caller, parent, trashed);
     throw notFound('no such key or namespace');
   }
@@ -244,6 +252,9 @@ export class KvService {
         ...(custom === undefined ? {} : { custom }),
         ...(change.max_versions === undefined ? {} : { maxVersions: change.max_versions }),
         ...(change.cas_required === undefined ? {} : { casRequired: change.cas_required }),
+        ...(change.delete_version_after === undefined
+          ? {}
+          : { deleteAfter: change.delete_version_after * 1000 }),
       },
       (m) => may(m.type),
       alongside,
@@ -256,44 +267,13 @@ export class KvService {
       custom_metadata: now.custom ?? {},
       max_versions: now.maxVersions ?? 0,
       cas_required: now.casRequired === true,
+      delete_version_after: (now.deleteAfter ?? 0) / 1000,
     };
   }
 
-  /** The key's versions, a deleted key's too (saying when it was deleted). */
-  async versions(caller: Principal, namespace: string, key: string): Promise<VersionList> {
-    if (!caller.access.mayInNamespace('list', namespace)) throw forbidden(`list in ${namespace}`);
-    const meta: KeyMeta | TrashedKey | undefined =
-      (await this.meta(namespace, key)) ?? (await this.deps.records.trash.get({ namespace, key }));
-    if (!meta) throw notFound('no such key');
-    if (!caller.access.may('list', namespace, meta.type))
-      throw forbidden(`list ${meta.type} keys in ${namespace}`);
-    const versions: VersionList['versions'] = [];
-    for await (const { version, record } of this.deps.records.versions({ namespace, key })) {
-      if (!record)
-        throw this.deps.records.versionError({ namespace, key }, version, 'does not parse');
-      const deletedAt = meta.deletedVersions?.get(version);
-      versions.push({
-        version,
-        type: record.type,
-        created_at: iso(record.createdAt),
-        ...(deletedAt === undefined ? {} : { deleted_at: iso(deletedAt) }),
-      });
-    }
-    // Those destroyed alone, from what the index keeps of them, in their place.
-    for (const [version, gone] of meta.destroyedVersions ?? [])
-      versions.push({ version, type: gone.type, created_at: iso(gone.createdAt), destroyed: true });
-    versions.sort((a, b) => a.version - b.version);
-    return {
-      namespace,
-      key,
-      current_version: meta.latest,
-      // A key kept for its metadata alone, before its first version, is not a deleted one.
-      ...(isTrashed(meta) && meta.first <= meta.latest ? { deleted_at: iso(meta.deletedAt) } : {}),
-      custom_metadata: meta.custom ?? {},
-      max_versions: meta.maxVersions ?? 0,
-      cas_required: meta.casRequired === true,
-      versions,
-    };
+  /** The key's versions, a deleted key's too (saying when it was deleted): version-list.ts. */
+  versions(caller: Principal, namespace: string, key: string): Promise<VersionList> {
+    return versionList(this.deps, caller, namespace, key);
   }
 
   list(
@@ -306,7 +286,7 @@ export class KvService {
       details?: boolean;
     },
   ): Promise<Listing> {
-    return listNamespace(this.deps.records, caller, namespace, page);
+    return listNamespace(this.deps.records, caller, namespace, page, this.deps.now());
   }
 
   /** A page of the namespace's values the caller may read (namespace-values.ts). */
@@ -343,7 +323,12 @@ export class KvService {
   ): Promise<Entry | 'unchanged'> {
     if (!caller.access.mayInNamespace('read', namespace)) throw forbidden(`read in ${namespace}`);
     return untilChanged(this.deps.changes, namespace, key, limit, async () => {
-      const found = await this.latest(namespace, key);
+      const latest = await this.latest(namespace, key);
+      // Deleted by its time: as a deleted key is, absent.
+      const found =
+        latest?.meta.deletedVersions && expiredAt(latest.meta, this.deps.now()) !== undefined
+          ? undefined
+          : latest;
       if (found && found.meta.latest > after)
         return this.readExisting(caller, namespace, key, found, undefined);
       if (found && !caller.access.may('read', namespace, found.meta.type))
@@ -374,8 +359,14 @@ export class KvService {
     wanted: number | undefined,
   ): Promise<Entry> {
     const version = wanted ?? latest.meta.latest;
+    const marks = latest.meta.deletedVersions;
+    // The latest version's time to be deleted has come: the key reads as deleted.
+    const expired =
+      wanted === undefined && marks ? expiredAt(latest.meta, this.deps.now()) : undefined;
+    if (expired !== undefined)
+      throw deletedKey(caller, namespace, { ...latest.meta, deletedAt: expired });
     const { record, value } = await openVersion(
-      { records: this.deps.records, reader: this.reader },
+      { records: this.deps.records, reader: this.reader, now: this.deps.now },
       caller,
       namespace,
       key,
@@ -390,6 +381,7 @@ export class KvService {
       type: record.type,
       value,
       created_at: iso(record.createdAt),
+      ...(marks?.has(version) ? { deletes_at: iso(marks.get(version)!) } : {}),
     };
   }
 }

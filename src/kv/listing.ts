@@ -1,9 +1,12 @@
 /**
  * Listing a namespace: the keys directly in it, then its child namespaces, each sorted by code point,
  * as one paged stream (only the names that start with `prefix`, when one is given: a range of the store,
- * not a filter of what was read); the root ('', GET /v1/kv/) has only child namespaces: the top-level ones. Only what the caller may list is shown: a key whose latest type the caller may
- * not list is left out, and a child namespace appears only if the caller could list at least one key
- * in it or beneath it.
+ * not a filter of what was read); the root ('', GET /v1/kv/) has only child namespaces: the top-level ones.
+ * Only what the caller may list is shown: a key whose latest type the caller may not list is left out, and
+ * a child namespace appears only if the caller could list at least one key in it or beneath it. A key
+ * deleted by its time (KeyMeta.deleteAfter) is left out as a deleted one is; its namespace is still named
+ * among its parent's to a caller who may list everything beneath it (who is not scanned for: see
+ * docs/vault-compatibility.md) until the key is written, undeleted or destroyed.
  *
  * Cost: keys are read in order from a prefix cursor; the page's child namespaces are found in one storage
  * call (StorageBackend.segments: one query on PostgreSQL, a seek past each child's whole subtree on LMDB),
@@ -13,6 +16,7 @@
 import type { Principal } from '../auth/principal.js';
 import { forbidden } from '../errors.js';
 import type { ValueType } from '../model/value-types.js';
+import { expiredAt } from '../store/kv-format.js';
 import type { KvRecords } from '../store/kv-records.js';
 import { type Cursor, decodeCursor, encodeCursor } from './cursor.js';
 import { iso } from './entries.js';
@@ -45,6 +49,8 @@ export async function listNamespace(
     prefix?: string | undefined;
     details?: boolean;
   },
+  /** Now: a key whose latest version's time to be deleted has come is deleted (KeyMeta.deleteAfter). */
+  now: number,
 ): Promise<Listing> {
   const prefix = page.prefix ?? '';
   // The root ('') holds no key; everyone may list it and sees the top-level namespaces they could list in.
@@ -58,7 +64,8 @@ export async function listNamespace(
 
   if (namespace !== '' && (start === undefined || start.phase === 'keys')) {
     for await (const { key, meta } of records.keysIn(namespace, start?.after, prefix)) {
-      if (caller.access.may('list', namespace, meta.type)) keys.push(key);
+      if (caller.access.may('list', namespace, meta.type) && expiredAt(meta, now) === undefined)
+        keys.push(key);
       if (keys.length === want) break;
     }
   }
@@ -67,7 +74,9 @@ export async function listNamespace(
     const wanted = want - keys.length - namespaces.length;
     const children = await records.children(namespace, after, wanted, prefix);
     for (const child of children)
-      if (await childVisible(records, caller, namespace === '' ? child : `${namespace}/${child}`))
+      if (
+        await childVisible(records, caller, namespace === '' ? child : `${namespace}/${child}`, now)
+      )
         namespaces.push(child);
     if (children.length < wanted) break;
     after = children[children.length - 1];
@@ -88,7 +97,7 @@ export async function listNamespace(
     keys,
     namespaces,
     next_cursor: next && encodeCursor(namespace, next, prefix),
-    ...(page.details ? { details: await keyDetails(records, caller, namespace, keys) } : {}),
+    ...(page.details ? { details: await keyDetails(records, caller, namespace, keys, now) } : {}),
   };
 }
 
@@ -101,6 +110,7 @@ async function keyDetails(
   caller: Principal,
   namespace: string,
   keys: readonly string[],
+  now: number,
 ): Promise<KeyDetail[]> {
   const found = await records.latestMany(namespace, keys);
   const details: KeyDetail[] = [];
@@ -108,6 +118,7 @@ async function keyDetails(
     const latest = found[i];
     // Deleted since the scan, or now of a type the caller may not list: left out.
     if (!latest || !caller.access.may('list', namespace, latest.meta.type)) continue;
+    if (expiredAt(latest.meta, now) !== undefined) continue;
     const version = latest.meta.latest;
     const record = latest.record ?? (await records.version({ namespace, key }, version));
     if (!record) throw records.versionError({ namespace, key }, version, 'does not parse');
@@ -125,10 +136,12 @@ async function childVisible(
   records: KvRecords,
   caller: Principal,
   child: string,
+  now: number,
 ): Promise<boolean> {
   if (caller.access.mayEverywhereBeneath('list', child)) return true;
   if (!caller.access.mayBeneath('list', child)) return false;
   for await (const { namespace, meta } of records.subtree(child))
-    if (caller.access.may('list', namespace, meta.type)) return true;
+    if (caller.access.may('list', namespace, meta.type) && expiredAt(meta, now) === undefined)
+      return true;
   return false;
 }

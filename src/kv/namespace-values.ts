@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import type { Principal } from '../auth/principal.js';
 import { forbidden } from '../errors.js';
+import { expiredAt, type KeyMeta } from '../store/kv-format.js';
 import type { KvRecords } from '../store/kv-records.js';
 import type { VersionReader } from '../store/kv-version-reads.js';
 import { decodeCursor, encodeCursor, invalidCursor } from './cursor.js';
@@ -25,12 +26,14 @@ export class NamespaceValuesReader {
       readonly records: KvRecords;
       readonly reader: VersionReader;
       readonly changes?: KeyChanges | undefined;
+      readonly now: () => number;
     },
   ) {}
 
   /**
    * The latest values of the keys directly in `namespace` that the caller may read, in key order, a page at
-   * a time. A key whose type the caller may not read is left out, and the answer does not say that it was
+   * a time (one deleted by its time, KeyMeta.deleteAfter, is left out as a deleted one is). A key whose
+   * type the caller may not read is left out, and the answer does not say that it was
    * (a config reader learns nothing of the secrets beside its values). Each value is read as a single read
    * reads it — its index and newest version together, opened and checked — and one that fails its check
    * fails the whole call (500), never a page without it. The reads of a page are asked for together: on
@@ -61,8 +64,9 @@ export class NamespaceValuesReader {
       after = cursor.after;
     }
     const keys: { key: string; version: number }[] = [];
+    const now = this.deps.now();
     for await (const { key, meta } of this.deps.records.keysIn(namespace, after)) {
-      if (caller.access.may('read', namespace, meta.type)) keys.push({ key, version: meta.latest });
+      if (readable(caller, namespace, meta, now)) keys.push({ key, version: meta.latest });
       if (keys.length > page.limit) break;
     }
     // The tag is the whole namespace's, whichever page this is: a watcher of the first page hears of a
@@ -74,8 +78,9 @@ export class NamespaceValuesReader {
   /** The tag of every key directly in `namespace` whose latest type the caller may read. */
   private async namespaceTag(caller: Principal, namespace: string): Promise<string> {
     const keys: { key: string; version: number }[] = [];
+    const now = this.deps.now();
     for await (const { key, meta } of this.deps.records.keysIn(namespace))
-      if (caller.access.may('read', namespace, meta.type)) keys.push({ key, version: meta.latest });
+      if (readable(caller, namespace, meta, now)) keys.push({ key, version: meta.latest });
     return tagOf(keys);
   }
 
@@ -96,7 +101,7 @@ export class NamespaceValuesReader {
     for (const [i, { key }] of inPage.entries()) {
       const latest = found[i];
       // Deleted, or replaced by a type the caller may not read, since the scan: left out as well.
-      if (!latest || !caller.access.may('read', namespace, latest.meta.type)) continue;
+      if (!latest || !readable(caller, namespace, latest.meta, this.deps.now())) continue;
       const version = latest.meta.latest;
       // The common case at once; an older keyring version or a record read apart, through open().
       const { record, value } =
@@ -145,6 +150,11 @@ export class NamespaceValuesReader {
         : await this.valuesOf(caller, namespace, page, candidates);
     });
   }
+}
+
+/** A live key (not deleted by its time) whose latest type the caller may read. */
+function readable(caller: Principal, namespace: string, meta: KeyMeta, now: number): boolean {
+  return caller.access.may('read', namespace, meta.type) && expiredAt(meta, now) === undefined;
 }
 
 /** A digest of keys and their versions: what changes when one is written, added or deleted. */

@@ -5,7 +5,7 @@
  */
 import type { Principal } from '../auth/principal.js';
 import { AppError, forbidden, notFound } from '../errors.js';
-import type { KeyMeta, VersionRecord } from '../store/kv-format.js';
+import { deletedAt, type KeyMeta, type VersionRecord } from '../store/kv-format.js';
 import type { KvRecords, Latest } from '../store/kv-records.js';
 import type { VersionReader } from '../store/kv-version-reads.js';
 import { iso } from './entries.js';
@@ -15,6 +15,7 @@ export async function openVersion(
   deps: {
     readonly records: Pick<KvRecords, 'version' | 'versionError'>;
     readonly reader: VersionReader;
+    readonly now: () => number;
   },
   caller: Principal,
   namespace: string,
@@ -25,7 +26,11 @@ export async function openVersion(
   if (!caller.access.may('read', namespace, meta.type))
     throw forbidden(`read ${meta.type} values in ${namespace}`);
   if (version < meta.first || version > meta.latest) throw notFound('no such version');
-  const marked = markedVersion(caller, namespace, meta, version);
+  // Most keys mark no version: then no time is needed.
+  const marked =
+    meta.deletedVersions || meta.destroyedVersions
+      ? markedVersion(caller, namespace, meta, version, deps.now())
+      : undefined;
   if (marked) throw marked;
   const record: VersionRecord | undefined =
     version === meta.latest && latestRecord !== undefined
@@ -40,18 +45,19 @@ export async function openVersion(
 }
 
 /**
- * The 404 of a version deleted or destroyed alone (store/kv-version-marks.ts), saying which and (deleted)
- * when to a caller who may list keys of its type; undefined when it is neither.
+ * The 404 of a version deleted or destroyed alone (store/kv-version-marks.ts), or deleted by its time,
+ * saying which and (deleted) when to a caller who may list keys of its type; undefined when it is neither.
  */
 export function markedVersion(
   caller: Principal,
   namespace: string,
   meta: KeyMeta,
   version: number,
+  now: number,
 ): AppError | undefined {
   const destroyed = meta.destroyedVersions?.get(version);
-  const deletedAt = meta.deletedVersions?.get(version);
-  if (!destroyed && deletedAt === undefined) return undefined;
+  const deleted = deletedAt(meta, version, now);
+  if (!destroyed && deleted === undefined) return undefined;
   if (!caller.access.may('list', namespace, destroyed?.type ?? meta.type))
     return notFound('no such version');
   return destroyed
@@ -59,6 +65,6 @@ export function markedVersion(
         destroyed: true,
       })
     : new AppError('not_found', `version ${version} is deleted`, undefined, undefined, {
-        deleted_at: iso(deletedAt!),
+        deleted_at: iso(deleted!),
       });
 }

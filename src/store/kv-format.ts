@@ -32,8 +32,15 @@ export interface KeyMeta {
   /** Every write must name the version it replaces (check-and-set); absent when not required. */
   readonly casRequired?: true;
   /**
-   * Versions deleted one by one (kept, not read until undeleted): when each was, in ms since the epoch.
-   * Never the latest version of a live key (deleting that deletes the key: the trash).
+   * New versions are deleted this long (ms) after they are written (Vault's `delete_version_after`): each
+   * is marked in `deletedVersions` for its time when written; absent for none.
+   */
+  readonly deleteAfter?: number;
+  /**
+   * Versions deleted one by one (kept, not read until undeleted): when each was, or will be, in ms since
+   * the epoch. A time still to come is not a deletion yet (`deletedAt`). The latest version of a live key
+   * is marked only for a time (`deleteAfter`): deleting it deletes the key (the trash), and once its time
+   * has come the key reads and lists as deleted (`expiredAt`).
    */
   readonly deletedVersions?: ReadonlyMap<number, number>;
   /** Versions destroyed one by one (their records erased): when each was written, and its type. */
@@ -48,6 +55,26 @@ export interface DestroyedVersion {
 
 /** The most versions a key's index marks deleted or destroyed one by one, together. */
 export const MARKED_VERSIONS_LIMIT = 1000;
+
+/**
+ * The most versions a key keeps while its versions are deleted after a time: each is marked for it, and
+ * the marks are bounded (MARKED_VERSIONS_LIMIT); a write beyond it prunes the oldest, as `maxVersions` does.
+ */
+export const TIMED_VERSIONS_LIMIT = MARKED_VERSIONS_LIMIT;
+
+/** When version `version` was deleted, once it is: a mark whose time is still to come is not a deletion. */
+export function deletedAt(meta: KeyMeta, version: number, now: number): number | undefined {
+  const at = meta.deletedVersions?.get(version);
+  return at !== undefined && at <= now ? at : undefined;
+}
+
+/**
+ * When a live key's latest version was deleted by its time (`deleteAfter`), once it is: the key then reads
+ * and lists as deleted, its versions kept, until it is undeleted or written again.
+ */
+export function expiredAt(meta: KeyMeta, now: number): number | undefined {
+  return meta.deletedVersions === undefined ? undefined : deletedAt(meta, meta.latest, now);
+}
 
 /**
  * The marks of `meta` on versions from `first` on (those below it are pruned): what an index written after
@@ -95,6 +122,7 @@ function packedIndex(meta: KeyMeta): Record<string, unknown> {
     ...(meta.custom && Object.keys(meta.custom).length > 0 ? { c: meta.custom } : {}),
     ...(meta.maxVersions ? { mv: meta.maxVersions } : {}),
     ...(meta.casRequired ? { cr: 1 } : {}),
+    ...(meta.deleteAfter ? { da: meta.deleteAfter } : {}),
     ...(meta.deletedVersions?.size ? { vd: [...meta.deletedVersions] } : {}),
     ...(meta.destroyedVersions?.size
       ? { vx: [...meta.destroyedVersions].map(([v, d]) => [v, d.createdAt, d.type]) }
@@ -131,6 +159,7 @@ function metaOf(packed: Uint8Array): KeyMeta {
     c?: Record<string, string>;
     mv?: number;
     cr?: number;
+    da?: number;
     vd?: unknown;
     vx?: unknown;
   };
@@ -148,6 +177,7 @@ function metaOf(packed: Uint8Array): KeyMeta {
     ...(m.c && typeof m.c === 'object' ? { custom: m.c } : {}),
     ...(typeof m.mv === 'number' ? { maxVersions: m.mv } : {}),
     ...(m.cr === 1 ? { casRequired: true as const } : {}),
+    ...(typeof m.da === 'number' && m.da > 0 ? { deleteAfter: m.da } : {}),
     ...(deleted.size > 0 ? { deletedVersions: deleted } : {}),
     ...(destroyed.size > 0 ? { destroyedVersions: destroyed } : {}),
   };

@@ -31,7 +31,8 @@ export class KvKeyMetadata {
   /**
    * Sets the key's own metadata in one transaction: `custom` replaces its map when given ({} empties it),
    * `maxVersions` its limit (0: none; the next write prunes beyond it), `casRequired` whether every write
-   * must name the version it replaces. A live key's index takes it; a deleted key's trash record keeps it
+   * must name the version it replaces, `deleteAfter` how long after it is written each new version is
+   * deleted (0: never; versions written before keep the time they were marked for, as in Vault). A live key's index takes it; a deleted key's trash record keeps it
    * for when it comes back or is written again. With `create` and no such key, the metadata is kept before
    * its first version (as Vault keeps metadata alone): a trash record holding no version, numbered on from
    * the key's counter, which the key's next write takes on. `may` throws unless the caller may change the key
@@ -43,6 +44,7 @@ export class KvKeyMetadata {
       readonly custom?: Readonly<Record<string, string>>;
       readonly maxVersions?: number;
       readonly casRequired?: boolean;
+      readonly deleteAfter?: number;
     },
     may: (meta: KeyMeta) => void,
     alongside: readonly StorageWrite[],
@@ -63,15 +65,23 @@ export class KvKeyMetadata {
       }
       if (!now) return { writes: [], result: undefined };
       may(now);
-      const { custom: _custom, maxVersions: _max, casRequired: _cas, ...index } = now;
+      const {
+        custom: _custom,
+        maxVersions: _max,
+        casRequired: _cas,
+        deleteAfter: _after,
+        ...index
+      } = now;
       const custom = change.custom ?? now.custom;
       const maxVersions = change.maxVersions ?? now.maxVersions;
       const casRequired = change.casRequired ?? now.casRequired === true;
+      const deleteAfter = change.deleteAfter ?? now.deleteAfter;
       const meta = {
         ...index,
         ...(custom && Object.keys(custom).length > 0 ? { custom } : {}),
         ...(maxVersions ? { maxVersions } : {}),
         ...(casRequired ? { casRequired: true as const } : {}),
+        ...(deleteAfter ? { deleteAfter } : {}),
       };
       const write: StorageWrite = live
         ? { op: 'put', key: mKey, value: packMeta(this.seal, mKey, meta) }

@@ -25,12 +25,11 @@ import {
   type StorageBackend,
   type StorageWrite,
 } from '../storage/backend.js';
-import type { GenerationStamp, KeyringHolder } from './keyring-store.js';
+import type { KeyringHolder } from './keyring-store.js';
 import { GENERATION_KEY } from './keyring-store.js';
 import {
   type KeyMeta,
   type KeyRef,
-  type TrashedKey,
   unpackCounter,
   unpackMeta,
   unpackTrashed,
@@ -41,7 +40,12 @@ import {
 import { KvKeyMetadata } from './kv-key-metadata.js';
 import { KvTrash } from './kv-trash.js';
 import { KvVersionMarks } from './kv-version-marks.js';
-import { pruning, versionWrites } from './kv-version-writes.js';
+import {
+  type AppendedVersion,
+  type NewVersion,
+  pruning,
+  versionWrites,
+} from './kv-version-writes.js';
 import { LastOpened } from './last-opened.js';
 import {
   counterKey,
@@ -73,24 +77,6 @@ export interface Latest {
   readonly meta: KeyMeta;
   /** undefined when the record could not be read with the index, or does not parse. */
   readonly record: VersionRecord | undefined;
-}
-
-/** What a new version needs from the kv service: its type, its sealed bytes, and the rights to check. */
-export interface NewVersion {
-  readonly type: VersionRecord['type'];
-  readonly createdAt: number;
-  /** The keyring generation the value is sealed under: the write refuses another (StaleKeyringError). */
-  readonly stamp: GenerationStamp;
-  /** The version record for `version` (sealing binds the number). */
-  readonly seal: (version: number) => Buffer;
-  /**
-   * Called under the write's locks with the key's index (undefined when it has no live key); throws to
-   * refuse the write: the caller may not replace a version of that type, or the version is not the one the
-   * caller expected (check-and-set). `trashed`: the key is deleted, and the write takes its versions on.
-   */
-  readonly check: (meta: KeyMeta | undefined, trashed: TrashedKey | undefined) => void;
-  /** Committed in the same transaction (the audit intent's copy). */
-  readonly alongside: readonly RecordWrite[];
 }
 
 /** One stored version record as a whole-store pass meets it; `cursor` continues a pass just after it. */
@@ -240,10 +226,7 @@ export class KvRecords {
    * the index (or a deleted key's counter) promises now, so the shared write lock is not held while
    * sealing; only if another write took that number meanwhile is it sealed again inside.
    */
-  async append(
-    ref: KeyRef,
-    v: NewVersion,
-  ): Promise<{ version: number; created: boolean; pruned: number[] }> {
+  async append(ref: KeyRef, v: NewVersion): Promise<AppendedVersion> {
     this.keyring.guard();
     const mKey = metaKey(ref.namespace, ref.key);
     const cKey = counterKey(ref.namespace, ref.key);
@@ -279,14 +262,16 @@ export class KvRecords {
             `is older than the versions stored (version ${version} exists)`,
           );
         if (version > MAX_VERSION) throw new VersionsUsedUpError();
+        const previous = meta ?? trashed;
         const writes = versionWrites(
           this.seal,
-          { ...ref, version, type: v.type, previous: meta ?? trashed },
+          { ...ref, version, type: v.type, previous, createdAt: v.createdAt },
           version === next ? sealedAhead : v.seal(version),
         );
         if (trashed) writes.push({ op: 'delete', key: dKey });
-        const { pruned } = pruning(meta ?? trashed, version);
-        return { writes: [...writes, ...v.alongside], result: { version, created: !meta, pruned } };
+        const { pruned } = pruning(previous, version);
+        const result = { version, created: !meta, pruned, deleteAfter: previous?.deleteAfter };
+        return { writes: [...writes, ...v.alongside], result };
       },
       // Read just now; a remote store then need not read them again to learn what the plan writes (a
       // deleted key written again is the rare case that costs it a second run).

@@ -57,7 +57,8 @@ export class KvTrash {
   }
 
   /**
-   * Takes a deleted key out of the trash in one transaction: its index as it was, its versions as they
+   * Takes a deleted key out of the trash in one transaction: its index as it was (its latest version no
+   * longer marked for a time to be deleted: undeleted, as Vault's undelete clears it), its versions as they
    * are. `mayRestore` throws unless the caller may; undefined when the key is not in the trash.
    */
   restore(
@@ -75,7 +76,7 @@ export class KvTrash {
       if (metaBytes)
         throw new RecordIntegrityError('kv-trash', printableKey(dKey), 'is beside a live index');
       mayRestore(trashed);
-      const { deletedAt: _deletedAt, ...meta } = trashed;
+      const { deletedAt: _deletedAt, ...meta } = withoutLatestMark(trashed);
       return {
         writes: [
           { op: 'put', key: mKey, value: packMeta(this.seal, mKey, meta) },
@@ -138,4 +139,13 @@ export class KvTrash {
         trashed: unpackTrashed(this.seal, entry.key, entry.value),
       };
   }
+}
+
+/** `meta` without the mark on its latest version: that version read again, for good. */
+export function withoutLatestMark<T extends KeyMeta>(meta: T): T {
+  if (!meta.deletedVersions?.has(meta.latest)) return meta;
+  const { deletedVersions, ...rest } = meta;
+  const kept = new Map(deletedVersions);
+  kept.delete(meta.latest);
+  return (kept.size > 0 ? { ...rest, deletedVersions: kept } : rest) as T;
 }

@@ -1,10 +1,12 @@
 /**
  * Deleting, undeleting and destroying versions one by one (Vault's `delete|undelete|destroy {versions}`),
  * marked on the key's index (store/kv-format.ts), live or in the trash, in one transaction:
- * - delete marks a version deleted: it stays stored and is not read until undeleted. Naming the latest
- *   version of a live key deletes the key (it goes to the trash, as a delete of the key does);
- * - undelete takes the mark off. Naming the latest version of a deleted key brings the key back (not when
- *   that version is destroyed: there is nothing to read);
+ * - delete marks a version deleted (now, over a mark for a time still to come): it stays stored and is not
+ *   read until undeleted. Naming the latest version of a live key deletes the key (it goes to the trash,
+ *   as a delete of the key does);
+ * - undelete takes the mark off — a mark for a time to be deleted too (KeyMeta.deleteAfter), as Vault's
+ *   undelete clears it. Naming the latest version of a deleted key brings the key back (not when that
+ *   version is destroyed: there is nothing to read), as it does a live key deleted by its time;
  * - destroy erases the version's record and marks it destroyed, keeping when it was written and its type.
  *   Naming the latest version of a live key also deletes the key: its latest version cannot be read.
  * A version the key does not keep (never written, pruned, destroyed) is left as it is, as Vault does.
@@ -113,12 +115,15 @@ export class KvVersionMarks {
           changed.push(v);
           if (latest && live) key = 'deleted';
         } else if (latest) {
-          // The latest version is the key's own: deleting it deletes the key, undeleting it restores it.
+          // The latest version is the key's own: deleting it deletes the key, undeleting it restores it
+          // (and takes off the mark of a time to be deleted, as Vault's undelete clears it).
           if (action === 'delete' && live) key = 'deleted';
           else if (action === 'undelete' && trashed) key = 'restored';
-          else return;
+          else if (action !== 'undelete' || !deleted.has(v)) return;
+          deleted.delete(v);
           changed.push(v);
-        } else if (action === 'delete' && !deleted.has(v)) {
+        } else if (action === 'delete' && (deleted.get(v) ?? Number.POSITIVE_INFINITY) > now) {
+          // Not deleted yet (a mark for a time still to come counts as none): deleted now.
           deleted.set(v, now);
           changed.push(v);
         } else if (action === 'undelete' && deleted.delete(v)) changed.push(v);

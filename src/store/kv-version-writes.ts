@@ -8,9 +8,45 @@ import { type RecordIdentity, sealConfig, sealSecret } from '../crypto/envelope.
 import type { Keyring } from '../crypto/keyring.js';
 import type { ValueType } from '../model/value-types.js';
 import type { StorageWrite } from '../storage/backend.js';
-import { type KeyMeta, marksFrom, packMeta, packVersion, type VersionRecord } from './kv-format.js';
+import type { GenerationStamp } from './keyring-store.js';
+import {
+  type KeyMeta,
+  marksFrom,
+  packMeta,
+  packVersion,
+  TIMED_VERSIONS_LIMIT,
+  type TrashedKey,
+  type VersionRecord,
+} from './kv-format.js';
 import { metaKey, versionKey } from './layout.js';
 import type { RecordSeal } from './record-seal.js';
+
+/** What a new version needs from the kv service: its type, its sealed bytes, and the rights to check. */
+export interface NewVersion {
+  readonly type: VersionRecord['type'];
+  readonly createdAt: number;
+  /** The keyring generation the value is sealed under: the write refuses another (StaleKeyringError). */
+  readonly stamp: GenerationStamp;
+  /** The version record for `version` (sealing binds the number). */
+  readonly seal: (version: number) => Buffer;
+  /**
+   * Called under the write's locks with the key's index (undefined when it has no live key); throws to
+   * refuse the write: the caller may not replace a version of that type, or the version is not the one the
+   * caller expected (check-and-set). `trashed`: the key is deleted, and the write takes its versions on.
+   */
+  readonly check: (meta: KeyMeta | undefined, trashed: TrashedKey | undefined) => void;
+  /** Committed in the same transaction (the audit intent's copy). */
+  readonly alongside: readonly StorageWrite[];
+}
+
+/** What `append` stored: the version, whether it made the key, what it pruned, when it will be deleted. */
+export interface AppendedVersion {
+  readonly version: number;
+  readonly created: boolean;
+  readonly pruned: number[];
+  /** The key's versions are deleted this long after they are written (ms), if they are. */
+  readonly deleteAfter: number | undefined;
+}
 
 /** One version of a key: where it goes and what it holds. */
 export interface VersionIdentity {
@@ -45,14 +81,17 @@ export function packedVersionRecord(
 
 /**
  * The versions a write of `version` prunes from a key that keeps at most `maxVersions` (none without a
- * limit), and the oldest version kept after it.
+ * limit; TIMED_VERSIONS_LIMIT at the most while its versions are deleted after a time), and the oldest
+ * version kept after it.
  */
 export function pruning(
   previous: KeyMeta | undefined,
   version: number,
 ): { first: number; pruned: number[] } {
   const first = previous ? previous.first : version;
-  const max = previous?.maxVersions;
+  const max = previous?.deleteAfter
+    ? Math.min(previous.maxVersions || TIMED_VERSIONS_LIMIT, TIMED_VERSIONS_LIMIT)
+    : previous?.maxVersions;
   if (!max || version - first + 1 <= max) return { first, pruned: [] };
   const kept = version - max + 1;
   // A version destroyed alone is already gone: it is not pruned again.
@@ -63,15 +102,21 @@ export function pruning(
 }
 
 /**
- * The writes that add version record `packed` as `v`, after `previous` (the key's index, if it exists: its
- * metadata goes on, and versions beyond its limit are pruned, oldest first).
+ * The writes that add version record `packed` as `v`, written at `createdAt`, after `previous` (the key's
+ * index, if it exists: its metadata goes on, versions beyond its limit are pruned, oldest first, and with
+ * `deleteAfter` the new version is marked for its deletion).
  */
 export function versionWrites(
   seal: RecordSeal,
-  v: VersionIdentity & { readonly previous: KeyMeta | undefined },
+  v: VersionIdentity & { readonly previous: KeyMeta | undefined; readonly createdAt: number },
   packed: Buffer,
 ): StorageWrite[] {
   const { first, pruned } = pruning(v.previous, v.version);
+  const deleteAfter = v.previous?.deleteAfter;
+  const marks = marksFrom(v.previous, first);
+  const deletedVersions = deleteAfter
+    ? new Map(marks.deletedVersions).set(v.version, v.createdAt + deleteAfter)
+    : marks.deletedVersions;
   const meta: KeyMeta = {
     latest: v.version,
     type: v.type,
@@ -79,7 +124,9 @@ export function versionWrites(
     ...(v.previous?.custom ? { custom: v.previous.custom } : {}),
     ...(v.previous?.maxVersions ? { maxVersions: v.previous.maxVersions } : {}),
     ...(v.previous?.casRequired ? { casRequired: true as const } : {}),
-    ...marksFrom(v.previous, first),
+    ...(deleteAfter ? { deleteAfter } : {}),
+    ...marks,
+    ...(deletedVersions ? { deletedVersions } : {}),
   };
   const mKey = metaKey(v.namespace, v.key);
   return [

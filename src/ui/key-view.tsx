@@ -218,6 +218,12 @@ export function KeyView({
                   ) : (
                     <span class="muted">not readable with this session</span>
                   )}
+                  {v.deletes_at && !v.deleted_at && !v.destroyed && (
+                    <span class="muted">
+                      {' '}
+                      deleted from {new Date(v.deletes_at).toLocaleString()}
+                    </span>
+                  )}
                   {v.version !== current && mayDo(capabilities, 'delete', namespace) && (
                     <VersionActions
                       path={path}

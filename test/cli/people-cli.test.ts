@@ -208,7 +208,7 @@ describe('the coffer command for people: kv, token, whoami, export', function ()
       const none = await command(['kv', 'meta', 'team/meta/k'], env);
       expect([none.code, none.stdout]).to.deep.equal([
         0,
-        'versions kept: no limit\ncheck-and-set required: no\nmetadata: none\n',
+        'versions kept: no limit\ncheck-and-set required: no\nversions deleted after: never\nmetadata: none\n',
       ]);
       const set = await command(
         [
@@ -223,17 +223,22 @@ describe('the coffer command for people: kv, token, whoami, export', function ()
           '5',
           '--cas-required',
           'true',
+          '--delete-after',
+          '12h',
         ],
         env,
       );
       expect(set.stdout).to.equal(
-        'versions kept: 5\ncheck-and-set required: yes\nmetadata:\n  owner=payments\n  tier=gold\n',
+        'versions kept: 5\ncheck-and-set required: yes\nversions deleted after: 12h\nmetadata:\n  owner=payments\n  tier=gold\n',
       );
+      const bad = await command(['kv', 'meta', 'team/meta/k', '--delete-after', 'soon'], env);
+      expect(bad.code).to.equal(2);
       const unset = await command(['kv', 'meta', 'team/meta/k', '--unset', 'tier', '--json'], env);
       expect(JSON.parse(unset.stdout)).to.deep.include({
         custom_metadata: { owner: 'payments' },
         max_versions: 5,
         cas_required: true,
+        delete_version_after: 43_200,
       });
       // Check-and-set is now required: a write without --if-version is refused, one with it is taken.
       const bare = await command(['kv', 'put', 'team/meta/k', 'two'], env);

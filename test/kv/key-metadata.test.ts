@@ -27,6 +27,7 @@ describe("a key's own metadata and max_versions (PATCH /v1/kv/{ns}/{key})", () =
         custom_metadata: { owner: 'payments', 'rotated.by': 'ops' },
         max_versions: 0,
         cas_required: false,
+        delete_version_after: 0,
       });
       await c.put('meta/k', 'two');
       expect((await c.call('DELETE', '/v1/kv/meta/k')).status).to.equal(204);

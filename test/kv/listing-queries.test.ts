@@ -80,10 +80,16 @@ describe('a listing page on PostgreSQL costs one query, not one per child namesp
         checkCurrent: () => undefined,
         guard: () => undefined,
       });
-      const page = await listNamespace(records, ROOT_PRINCIPAL, 'app', {
-        limit: 100,
-        ...(cursor === undefined ? {} : { cursor }),
-      });
+      const page = await listNamespace(
+        records,
+        ROOT_PRINCIPAL,
+        'app',
+        {
+          limit: 100,
+          ...(cursor === undefined ? {} : { cursor }),
+        },
+        Date.now(),
+      );
       costs.push(calls());
       names.push(...page.keys, ...page.namespaces);
       cursor = page.next_cursor ?? undefined;

@@ -99,6 +99,39 @@ out['cas_required_read'] = kv.read_secret_metadata(path='team/kept')['data']['ca
 print(json.dumps(out))
 `;
 
+/** delete_version_after through hvac's metadata write: a version deleted its time after it is written. */
+const DELETE_AFTER_SCRIPT = `
+import json, os, time, hvac
+c = hvac.Client(url=os.environ['VAULT_ADDR'], token=os.environ['VAULT_TOKEN'])
+kv = c.secrets.kv.v2
+out = {}
+kv.create_or_update_secret(path='team/temp', secret={'t': '1'})
+kv.update_metadata(path='team/temp', delete_version_after='1s')
+out['setting'] = kv.read_secret_metadata(path='team/temp')['data']['delete_version_after']
+written = kv.create_or_update_secret(path='team/temp', secret={'t': '2'})['data']
+out['written_deletion_time_set'] = written['deletion_time'] != ''
+out['read_before'] = kv.read_secret_version(path='team/temp')['data']['data']
+time.sleep(1.3)
+try:
+    kv.read_secret_version(path='team/temp')
+    out['read_after'] = 'found'
+except hvac.exceptions.InvalidPath:
+    out['read_after'] = 'InvalidPath'
+versions = kv.read_secret_metadata(path='team/temp')['data']['versions']
+out['deletion_times_set'] = [versions['1']['deletion_time'] != '', versions['2']['deletion_time'] != '']
+out['v1'] = kv.read_secret_version(path='team/temp', version=1)['data']['data']
+kv.undelete_secret_versions(path='team/temp', versions=[2])
+out['undeleted'] = kv.read_secret_version(path='team/temp')['data']['data']
+kv.update_metadata(path='team/temp', delete_version_after='1h30m')
+out['setting_again'] = kv.read_secret_metadata(path='team/temp')['data']['delete_version_after']
+try:
+    kv.update_metadata(path='team/temp', delete_version_after='1500ms')
+    out['fraction'] = 'accepted'
+except hvac.exceptions.InvalidRequest:
+    out['fraction'] = 'InvalidRequest'
+print(json.dumps(out))
+`;
+
 /** JWT and Kubernetes logins as hvac sends them, then a read with the token each gives. */
 const LOGIN_SCRIPT = `
 import json, os, hvac
@@ -208,6 +241,25 @@ describe("hvac, Vault's Python client (Debian's python3-hvac), against Coffer's 
     expect(destroyed.status).to.equal(404);
     expect(destroyed.body.destroyed).to.equal(true);
     expect((await c.call('GET', '/v1/kv/team/gone/versions')).status).to.equal(404);
+  });
+
+  it('sets delete_version_after (update_metadata): a version written after reads until its time, then as deleted (InvalidPath, with its deletion_time), and comes back with undelete', async () => {
+    const out = await runHvac(
+      { VAULT_ADDR: `${c.url}/vault`, VAULT_TOKEN: c.rootToken },
+      DELETE_AFTER_SCRIPT,
+    );
+    expect(out).to.deep.equal({
+      setting: '1s',
+      written_deletion_time_set: true,
+      read_before: { t: '2' },
+      read_after: 'InvalidPath',
+      // Version 1 was written before the setting: it keeps no time, as in Vault.
+      deletion_times_set: [false, true],
+      v1: { t: '1' },
+      undeleted: { t: '2' },
+      setting_again: '1h30m0s',
+      fraction: 'InvalidRequest',
+    });
   });
 
   it('logs in with a JWT (jwt_login) and a Kubernetes service-account token (kubernetes.login), and reads with each token; a token signed by another key is refused', async () => {

@@ -172,7 +172,10 @@ describe("Vault's dialect under /vault/v1: KV v2, the token, sys", function () {
     );
     for (const body of [
       { cas_required: 'yes' },
-      { delete_version_after: '1h' },
+      { delete_version_after: '-1h' },
+      { delete_version_after: '1500ms' },
+      { delete_version_after: 'soon' },
+      { delete_version_after: 1.5 },
       { custom_metadata: { 'bad name': 'x' } },
       { custom_metadata: { a: 1 } },
     ])
@@ -180,6 +183,22 @@ describe("Vault's dialect under /vault/v1: KV v2, the token, sys", function () {
         (await vault('POST', 'secret/metadata/meta/pushed', root, body)).status,
         JSON.stringify(body),
       ).to.equal(400);
+    // delete_version_after as Vault takes it (seconds, or a Go duration, or days) and shows it (Go's form).
+    for (const [given, shown] of [
+      [90, '1m30s'],
+      ['3600', '1h0m0s'],
+      ['1h30m', '1h30m0s'],
+      ['2d', '48h0m0s'],
+      ['0.5m', '30s'],
+      ['0s', '0s'],
+    ] as const) {
+      const set = await vault('POST', 'secret/metadata/meta/pushed', root, {
+        delete_version_after: given,
+      });
+      expect(set.status, `${given}: ${set.text}`).to.equal(204);
+      const now = (await vault('GET', 'secret/metadata/meta/pushed', root)).body.data;
+      expect(now.delete_version_after, String(given)).to.equal(shown);
+    }
     // PATCH needs the secret; POST keeps metadata for a secret not written yet (next test).
     expect(
       (await vault('PATCH', 'secret/metadata/meta/none', root, { max_versions: 2 })).status,

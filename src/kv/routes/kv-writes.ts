@@ -306,7 +306,7 @@ export function kvWriteOperations({
       {
         operationId: 'setKeyMetadata',
         summary:
-          "Set a key's own metadata (custom_metadata: its map, replaced), the most versions it keeps (max_versions; 0: no limit; the next write destroys the oldest beyond it, named in that write's audit entry) and whether every write must name the version it replaces (cas_required), not its value",
+          "Set a key's own metadata (custom_metadata: its map, replaced), the most versions it keeps (max_versions; 0: no limit; the next write destroys the oldest beyond it, named in that write's audit entry), whether every write must name the version it replaces (cas_required) and how many seconds after it is written each new version is deleted (delete_version_after; 0: never), not its value",
         path: '/v1/kv/{namespace}/{key}',
         pathParams: [namespaceParam, keyParam],
         responses: { 200: ok("The key's metadata now", keyMetadata) },

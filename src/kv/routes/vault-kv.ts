@@ -28,6 +28,7 @@ import { AppError, forbidden, invalid } from '../../errors.js';
 import type { KvService } from '../kv-service.js';
 import { MAX_VERSION } from './kv-path.js';
 import { vaultDeleteOperations } from './vault-deletes.js';
+import { goDuration } from './vault-duration.js';
 import { vaultMetadataOperations } from './vault-metadata.js';
 import {
   mergePatch,
@@ -164,7 +165,7 @@ export function vaultKvOperations({
           200,
           vaultAnswer(respond.requestId(res), {
             data: secretOf(entry),
-            metadata: versionMetadata(entry),
+            metadata: versionMetadata(entry, entry.deletes_at),
           }),
         );
       },
@@ -211,7 +212,11 @@ export function vaultKvOperations({
           version: info.version,
           ...(info.pruned.length > 0 ? { pruned: info.pruned } : {}),
         });
-        respond.json(res, 200, vaultAnswer(respond.requestId(res), versionMetadata(info)));
+        respond.json(
+          res,
+          200,
+          vaultAnswer(respond.requestId(res), versionMetadata(info, info.deletes_at)),
+        );
       },
     });
 
@@ -258,7 +263,9 @@ export function vaultKvOperations({
             String(v.version),
             versionMetadata(
               v,
-              v.deleted_at ?? (v.version === list.current_version ? (list.deleted_at ?? '') : ''),
+              v.deleted_at ??
+                v.deletes_at ??
+                (v.version === list.current_version ? (list.deleted_at ?? '') : ''),
               v.destroyed === true,
             ),
           ]),
@@ -273,7 +280,7 @@ export function vaultKvOperations({
             current_version: list.current_version,
             custom_metadata:
               Object.keys(list.custom_metadata).length > 0 ? list.custom_metadata : null,
-            delete_version_after: '0s',
+            delete_version_after: goDuration(list.delete_version_after),
             max_versions: list.max_versions,
             oldest_version: first?.version ?? 0,
             updated_time: list.versions.at(-1)?.created_at ?? '',
@@ -322,7 +329,11 @@ export function vaultKvOperations({
               version: info.version,
               ...(info.pruned.length > 0 ? { pruned: info.pruned } : {}),
             });
-            respond.json(res, 200, vaultAnswer(respond.requestId(res), versionMetadata(info)));
+            respond.json(
+              res,
+              200,
+              vaultAnswer(respond.requestId(res), versionMetadata(info, info.deletes_at)),
+            );
             return;
           } catch (err) {
             if (err instanceof AppError && err.code === 'precondition_required')
@@ -358,7 +369,7 @@ export function vaultKvOperations({
           200,
           vaultAnswer(respond.requestId(res), {
             subkeys: subkeysOf(secretOf(entry)),
-            metadata: versionMetadata(entry),
+            metadata: versionMetadata(entry, entry.deletes_at),
           }),
         );
       },

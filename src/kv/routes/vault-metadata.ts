@@ -1,22 +1,23 @@
 /**
  * Vault's metadata writes (routes/vault-kv.ts), onto a key's own metadata (PATCH /v1/kv/{ns}/{key}):
  * `POST|PUT {mount}/metadata/{path}` sets `custom_metadata` (replaced) and `max_versions`; `PATCH` merges
- * `custom_metadata` (null removes a field); `cas_required` as the key's own. A `delete_version_after` other
- * than none is refused (400): Coffer does not keep it. POST and PUT keep the metadata of a secret not
+ * `custom_metadata` (null removes a field); `cas_required` and `delete_version_after` (a duration, kept in
+ * whole seconds: vault-duration.ts) as the key's own. POST and PUT keep the metadata of a secret not
  * written yet, for its first version (kv/deletions.ts, keepsVersions); PATCH needs the secret.
  */
 import { principalOf } from '../../api/context.js';
 import type { Operation } from '../../api/operation.js';
-import { MAX_KEPT_VERSIONS } from '../../api/schemas.js';
+import { MAX_DELETE_AFTER_SECONDS, MAX_KEPT_VERSIONS } from '../../api/schemas.js';
 import { VAULT_ROOT } from '../../api/vault-dialect.js';
 import { invalid } from '../../errors.js';
 import { METADATA_LIMITS } from '../../model/tokens.js';
 import type { VaultMountRoutes } from './vault-deletes.js';
+import { vaultDurationSeconds } from './vault-duration.js';
 
 interface VaultMetadataWrite {
   readonly max_versions?: number;
   readonly cas_required?: boolean;
-  readonly delete_version_after?: string;
+  readonly delete_version_after?: string | number;
   readonly custom_metadata?: Record<string, string | null> | null;
 }
 
@@ -27,7 +28,9 @@ function metadataSchema(nullable: boolean) {
     properties: {
       max_versions: { type: 'integer', minimum: 0, maximum: MAX_KEPT_VERSIONS },
       cas_required: { type: 'boolean' },
-      delete_version_after: { type: 'string', maxLength: 64 },
+      delete_version_after: {
+        anyOf: [{ type: 'string', maxLength: 64 }, { type: 'integer' }],
+      },
       custom_metadata: {
         type: nullable ? ['object', 'null'] : 'object',
         maxProperties: METADATA_LIMITS.fields,
@@ -62,7 +65,7 @@ export function vaultMetadataOperations({
     docs: [
       {
         operationId: `vaultMetadataWrite${method[0]}${method.slice(1).toLowerCase()}_${mount.name}`,
-        summary: `Vault KV v2: set a secret's custom_metadata, max_versions and cas_required, mount ${mount.name}`,
+        summary: `Vault KV v2: set a secret's custom_metadata, max_versions, cas_required and delete_version_after, mount ${mount.name}`,
         responses: { 204: { description: 'Set' } },
       },
     ],
@@ -70,10 +73,16 @@ export function vaultMetadataOperations({
       const caller = principalOf(res);
       const { namespace, key } = keyAt(req, metadata);
       const body = await input.body();
-      if (![undefined, '', '0', '0s'].includes(body.delete_version_after))
+      const deleteAfter =
+        body.delete_version_after === undefined
+          ? undefined
+          : vaultDurationSeconds(body.delete_version_after);
+      if (deleteAfter === undefined && body.delete_version_after !== undefined)
         throw invalid(
-          'delete_version_after is not kept by Coffer: versions are deleted by a request',
+          'delete_version_after must be a duration of whole seconds, not negative (30s, 1h30m, 7d, 3600)',
         );
+      if (deleteAfter !== undefined && deleteAfter > MAX_DELETE_AFTER_SECONDS)
+        throw invalid(`delete_version_after is at most ${MAX_DELETE_AFTER_SECONDS} seconds`);
       let custom: Record<string, string> | undefined;
       if (method === 'PATCH' && body.custom_metadata) {
         // Merged into what the key keeps: null removes a field.
@@ -89,6 +98,7 @@ export function vaultMetadataOperations({
         ...(custom === undefined ? {} : { custom_metadata: custom }),
         ...(body.max_versions === undefined ? {} : { max_versions: body.max_versions }),
         ...(body.cas_required === undefined ? {} : { cas_required: body.cas_required }),
+        ...(deleteAfter === undefined ? {} : { delete_version_after: deleteAfter }),
       };
       // POST and PUT keep metadata for a secret not written yet, as Vault does: External Secrets
       // Operator's PushSecret writes the metadata of a new secret before its first version.
