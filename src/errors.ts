@@ -18,6 +18,7 @@ const ERRORS = {
   method_not_allowed: { status: 405, title: 'Method not allowed', showDetail: true },
   request_timeout: { status: 408, title: 'Request timeout', showDetail: true },
   conflict: { status: 409, title: 'Conflict', showDetail: true },
+  events_expired: { status: 410, title: 'Events no longer kept', showDetail: true },
   precondition_failed: { status: 412, title: 'Precondition failed', showDetail: true },
   precondition_required: { status: 428, title: 'Precondition required', showDetail: true },
   payload_too_large: { status: 413, title: 'Payload too large', showDetail: true },

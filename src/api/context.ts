@@ -24,6 +24,11 @@ declare global {
       client?: string;
       /** Who is calling, once authenticated. */
       principal?: Principal;
+      /**
+       * The caller as its credential stands now (revoked, expired or its role changed since): what a
+       * long-held answer (an event stream) checks again before it sends more; 401 once it no longer holds.
+       */
+      reauthenticate?: () => Promise<Principal>;
       /** The web console session it came through, when it came with the session cookie. */
       console?: ConsoleSession;
       /** The error code it was answered with, if any. */

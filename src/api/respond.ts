@@ -86,6 +86,12 @@ export interface Responder {
   raw(res: Response, status: number, contentType: string, body: string, headers?: HeaderList): void;
   /** The problem+json answer for `error`, with its headers. */
   problem(res: Response, error: AppError): void;
+  /**
+   * Opens a streamed answer (200, `contentType`, written to as it goes, ended by its handler): once its
+   * audit entry is durable the head is sent and true is given back; false when the entry could not be
+   * written (the client then got the refusal, 503) or the request was answered already.
+   */
+  stream(res: Response, contentType: string, headers?: HeaderList): Promise<boolean>;
   /** Whether `res` has been answered (or its answer is waiting for its audit entry). */
   answered(res: Response): boolean;
 }
@@ -202,6 +208,18 @@ export function createResponder(
     res.end(body);
     observer?.sent(res, status);
   };
+  /** The refusal of an answer whose audit entry could not be written (503, Retry-After). */
+  const refuseUnrecorded = (res: Response, id: string): void => {
+    const refused = refusal();
+    send(
+      res,
+      refused.status,
+      'application/problem+json',
+      problemBody(refused),
+      [['Retry-After', '1']],
+      id,
+    );
+  };
   const requestId = (res: Response): string => {
     res.locals.requestId ??= requestIds.next();
     return res.locals.requestId;
@@ -220,17 +238,7 @@ export function createResponder(
       return;
     }
     const id = requestId(res);
-    const refuse = (): void => {
-      const refused = refusal();
-      send(
-        res,
-        refused.status,
-        'application/problem+json',
-        problemBody(refused),
-        [['Retry-After', '1']],
-        id,
-      );
-    };
+    const refuse = (): void => refuseUnrecorded(res, id);
     const asked = observer ? performance.now() : 0;
     const answered = auditor(res, status, id).then((recorded) => {
       observer?.audited((performance.now() - asked) / 1000);
@@ -259,5 +267,29 @@ export function createResponder(
       );
     },
     answered: (res) => res.locals.answered === true,
+    stream: async (res, contentType, extra) => {
+      if (res.locals.answered === true) return false;
+      res.locals.answered = true;
+      const open = (id: string | null): void => {
+        const headers = common.slice();
+        headers.push('Content-Type', contentType);
+        if (id !== null) headers.push('X-Request-Id', id);
+        if (extra) for (const [name, value] of extra) headers.push(name, value);
+        res.writeHead(200, headers);
+        res.flushHeaders();
+        observer?.sent(res, 200);
+      };
+      if (!auditor) {
+        open(null);
+        return true;
+      }
+      const id = requestId(res);
+      if (await auditor(res, 200, id).catch(() => false)) {
+        open(id);
+        return true;
+      }
+      refuseUnrecorded(res, id);
+      return false;
+    },
   };
 }

@@ -31,6 +31,8 @@ import { tokenOperations } from './routes/tokens.js';
 import { vaultTokenOperations } from './routes/vault-token.js';
 import { TokenService } from './token-service.js';
 
+/** Change events deleted in one transaction by the tidy run. */
+const EVENTS_PRUNED_AT_ONCE = 1000;
 export interface AuthServices {
   readonly tokens: TokenService;
   readonly roles: RoleAdmin;
@@ -134,7 +136,14 @@ export const authFeature: Feature<AuthServices> = {
     const tidy = startTidy({
       purgeTokens: (before) => records.tokens.purgeExpired(before),
       purgeConsoleSessions: () => sessions.purgeEnded(),
+      purgeEvents: async (before) => {
+        let purged = 0;
+        for (let batch = EVENTS_PRUNED_AT_ONCE; batch === EVENTS_PRUNED_AT_ONCE; purged += batch)
+          batch = await records.events.prune(before, EVENTS_PRUNED_AT_ONCE);
+        return purged;
+      },
       retentionMs: parseDuration(config.token_retention)!,
+      eventsRetentionMs: parseDuration(config.events_retention)!,
       everyMs: options.tidyEveryMs ?? 3_600_000,
       events,
       now,

@@ -226,6 +226,13 @@ export const CoreSettings = Type.Object(
       description:
         "how long a token's record is kept after the token expired (listed by `GET /v1/auth/tokens?all=true`) before the hourly tidy deletes it (`7d`, `12h`); ended web console sessions are deleted then too",
     }),
+    events_retention: Type.String({
+      pattern: INTERVAL,
+      default: '7d',
+      env: 'COFFER_EVENTS_RETENTION',
+      description:
+        'how long the event log keeps each change event (`GET /v1/events` resumes from within it; an older position is 410) before the hourly tidy deletes it (`7d`, `12h`)',
+    }),
     max_ttl: Type.Integer({
       minimum: 1,
       default: 31_536_000,

@@ -54,6 +54,7 @@ export class Deletions {
       },
       alongside,
       this.deps.now(),
+      caller.id,
     );
     if (!removed) {
       if (ifVersion !== undefined) expectVersion(ifVersion, 0);
@@ -88,6 +89,7 @@ export class Deletions {
         expectVersion(ifVersion, trashed ? 0 : now.latest);
       },
       alongside,
+      caller.id,
     );
     if (!destroyed) throw notFound('no such key, live or deleted');
     this.deps.changes?.changed(ref);
@@ -120,7 +122,7 @@ export class Deletions {
     };
     mayRestore(trashed);
     const alongside = (await beforeCommit?.()) ?? [];
-    const meta = await this.deps.records.trash.restore(ref, mayRestore, alongside);
+    const meta = await this.deps.records.trash.restore(ref, mayRestore, alongside, caller.id);
     if (!meta) throw notFound('no deleted key by that name');
     return this.restored(ref, meta.latest);
   }
@@ -150,6 +152,7 @@ export class Deletions {
       },
       alongside,
       this.deps.now(),
+      caller.id,
     );
     if (!outcome) throw notFound('no deleted key by that name');
     return this.restored(ref, meta.latest);
@@ -198,6 +201,7 @@ export class Deletions {
         (now) => mayDelete(caller, namespace, now.type, verb),
         alongside,
         this.deps.now(),
+        caller.id,
       )
       .catch((err: unknown) => {
         if (err instanceof TooManyMarkedVersionsError)

@@ -79,6 +79,8 @@ interface Waiter {
 }
 
 const NAMESPACE = '\u0001ns';
+/** Where a hold for every change is kept (an event stream's: kv/event-stream.ts). */
+const EVERY = '\u0002every';
 const id = (namespace: string, key: string): string => `${namespace}\u0000${key}`;
 
 export class KeyChanges {
@@ -94,13 +96,21 @@ export class KeyChanges {
     private readonly publish: Publish = () => undefined,
   ) {}
 
+  /** The server is stopping: no new wait, and those held are answered. */
+  get closing(): boolean {
+    return this.closed;
+  }
+
   /** How many requests are held now. */
   get size(): number {
     return this.held;
   }
 
-  /** Registers a wait for `key` in `namespace`, or for any key directly in `namespace` (key undefined). */
-  hold(namespace: string, key: string | undefined, holder?: WaitHolder): Hold {
+  /**
+   * Registers a wait for `key` in `namespace`, for any key directly in `namespace` (key undefined), or for
+   * any change at all (`every`: an event stream, which reads the event log when woken).
+   */
+  hold(namespace: string, key: string | undefined, holder?: WaitHolder, every = false): Hold {
     if (this.held >= this.max)
       throw new AppError(
         'too_many_requests',
@@ -129,7 +139,7 @@ export class KeyChanges {
       count(this.byAddress, holder.address, 1);
     }
     this.held++;
-    const where = id(namespace, key ?? NAMESPACE);
+    const where = every ? EVERY : id(namespace, key ?? NAMESPACE);
     const waiter: Waiter = { woken: false, wake: undefined };
     const set = this.waiters.get(where) ?? new Set<Waiter>();
     this.waiters.set(where, set);
@@ -181,6 +191,12 @@ export class KeyChanges {
     this.wake(ref);
   }
 
+  /** Something changed elsewhere, what is not known (the event log moved on): every event stream reads. */
+  heardEvery(): void {
+    const set = this.waiters.get(EVERY);
+    if (set) for (const waiter of set) this.signal(waiter);
+  }
+
   /** News may have been lost (a change feed reconnected): every waiter reads again. */
   heardAll(): void {
     for (const set of this.waiters.values()) for (const waiter of set) this.signal(waiter);
@@ -193,7 +209,7 @@ export class KeyChanges {
   }
 
   private wake({ namespace, key }: KeyRef): void {
-    for (const where of [id(namespace, key), id(namespace, NAMESPACE)]) {
+    for (const where of [id(namespace, key), id(namespace, NAMESPACE), EVERY]) {
       const set = this.waiters.get(where);
       if (set) for (const waiter of set) this.signal(waiter);
     }

@@ -140,6 +140,7 @@ export class KvService {
         type,
         createdAt,
         stamp: this.deps.keyring.stamp,
+        actor: caller.id,
         seal: (version) =>
           packedVersionRecord(keyring, { ...ref, version, type, value, createdAt }),
         check: (meta, trashed) => {
@@ -258,9 +259,11 @@ export class KvService {
       },
       (m) => may(m.type),
       alongside,
+      caller.id,
       createAs === undefined ? undefined : { type: createAs, at: this.deps.now() },
     );
     if (!now) throw notFound('no such key');
+    this.deps.changes?.changed({ namespace, key });
     return {
       namespace,
       key,

@@ -1,25 +1,34 @@
 /**
  * The key-value feature: /v1/kv (routes/kv-reads.ts: four GET operations; routes/kv-writes.ts: PUT,
- * DELETE) and the same keys as Vault's KV v2 mounts (routes/vault-kv.ts), its service (kv-service.ts) and who waits for which key (key-changes.ts), woken by this
- * process's writes, its siblings' (the supervisor's workers) and, on PostgreSQL, other servers'.
+ * DELETE), the change events of its keys (routes/kv-events.ts: GET /v1/events, event-streams.ts) and the
+ * same keys as Vault's KV v2 mounts (routes/vault-kv.ts), its service (kv-service.ts) and who waits for
+ * which key (key-changes.ts), woken by this process's writes, its siblings' (the supervisor's workers)
+ * and, on PostgreSQL, other servers'.
  */
 import type { Feature } from '../api/feature.js';
 import { vaultMounts } from '../api/vault-dialect.js';
+import { EventStreams } from './event-streams.js';
 import { KeyChanges } from './key-changes.js';
 import { KvService } from './kv-service.js';
+import { kvEventOperations } from './routes/kv-events.js';
 import { kvReadOperations } from './routes/kv-reads.js';
 import { kvWriteOperations } from './routes/kv-writes.js';
 import { vaultKvOperations } from './routes/vault-kv.js';
 
-export const kvFeature: Feature<{ readonly kv: KvService }> = {
+export const kvFeature: Feature<{ readonly kv: KvService; readonly streams: EventStreams }> = {
   name: 'kv',
-  open({ config, options, records, keyring, metrics, now }) {
+  open({ config, options, records, keyring, metrics, now, audit }) {
     const changes = new KeyChanges(config.max_waits, (ref) => options.peers?.publish(ref));
     options.peers?.subscribe((ref) => changes.heard(ref));
     const stopHearing = records.kv.onChange((ref) =>
       ref === undefined ? changes.heardAll() : changes.heard(ref),
     );
+    // Another server's change moved the event log on: the event streams read it.
+    const stopFollowing = records.events.onMoved((gap) =>
+      gap ? changes.heardAll() : changes.heardEvery(),
+    );
     metrics.sources.kvWaitsHeld = () => changes.size;
+    const streams = new EventStreams({ log: records.events, changes, audit });
     const kv = new KvService({
       records: records.kv,
       keyring,
@@ -28,17 +37,19 @@ export const kvFeature: Feature<{ readonly kv: KvService }> = {
       changes,
     });
     return {
-      services: { kv },
+      services: { kv, streams },
       // Held waits answer now (304: nothing changed yet), so their connections can drain.
       drain() {
         changes.close();
         stopHearing();
+        stopFollowing();
       },
     };
   },
-  operations: ({ kv }, { config, respond, recordIntent }) => [
+  operations: ({ kv, streams }, { config, respond, recordIntent }) => [
     ...kvReadOperations({ kv, respond }),
     ...kvWriteOperations({ kv, respond, recordIntent }),
+    ...kvEventOperations({ streams, respond }),
     // The same keys in Vault's dialect, for Vault's clients (KV v2 under /vault/v1).
     ...vaultKvOperations({ kv, mounts: vaultMounts(config.vault.mounts), respond, recordIntent }),
   ],

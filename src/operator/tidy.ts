@@ -4,7 +4,9 @@
  * not all scan it at once; a second process finding the work done deletes nothing):
  *   - token records `token_retention` (COFFER_TOKEN_RETENTION, 7 days) after their token expired: until
  *     then `GET /v1/auth/tokens?all=true` lists them; an expired token is refused whatever its record says;
- *   - web console sessions that have ended (idle, or past their lifetime) without their cookie coming back.
+ *   - web console sessions that have ended (idle, or past their lifetime) without their cookie coming back;
+ *   - change events older than `events_retention` (COFFER_EVENTS_RETENTION, 7 days): a stream that asks to
+ *     resume before the oldest kept is told so (410), never given a gap.
  * A run that deleted something is an operator event (`store.tidy`, with the counts) in the audit log.
  */
 import { randomInt } from 'node:crypto';
@@ -15,10 +17,13 @@ export interface TidyTasks {
   readonly purgeTokens: (before: number) => Promise<number>;
   /** Deletes the console sessions that have ended; how many. */
   readonly purgeConsoleSessions: () => Promise<number>;
+  /** Deletes the change events committed before `before`; how many. */
+  readonly purgeEvents: (before: number) => Promise<number>;
 }
 
 export interface TidyOptions extends TidyTasks {
   readonly retentionMs: number;
+  readonly eventsRetentionMs: number;
   readonly everyMs: number;
   readonly events: OperatorEvents;
   readonly now: () => number;
@@ -26,9 +31,16 @@ export interface TidyOptions extends TidyTasks {
 
 export interface Tidy {
   /** One run now (the schedule's runs are these); resolves with what it deleted. */
-  run(): Promise<{ tokens: number; console_sessions: number }>;
+  run(): Promise<TidyDone>;
   /** Stops the schedule and waits for a run in progress. */
   stop(): Promise<void>;
+}
+
+/** What a run deleted. */
+export interface TidyDone {
+  readonly tokens: number;
+  readonly console_sessions: number;
+  readonly events: number;
 }
 
 export function startTidy(options: TidyOptions): Tidy {
@@ -39,16 +51,17 @@ export function startTidy(options: TidyOptions): Tidy {
   const once = async () => {
     const tokens = await options.purgeTokens(options.now() - options.retentionMs);
     const consoleSessions = await options.purgeConsoleSessions();
-    const done = { tokens, console_sessions: consoleSessions };
-    if (tokens + consoleSessions > 0)
+    const events = await options.purgeEvents(options.now() - options.eventsRetentionMs);
+    const done = { tokens, console_sessions: consoleSessions, events };
+    if (tokens + consoleSessions + events > 0)
       await options.events.record(
         'store.tidy',
-        { tokens_purged: tokens, console_sessions_purged: consoleSessions },
-        'tidied the store: expired tokens and ended console sessions deleted',
+        { tokens_purged: tokens, console_sessions_purged: consoleSessions, events_purged: events },
+        'tidied the store: expired tokens, ended console sessions and old change events deleted',
       );
     return done;
   };
-  const run = (): Promise<{ tokens: number; console_sessions: number }> => {
+  const run = (): Promise<TidyDone> => {
     const next = running.then(once, once);
     running = next.catch(() => undefined);
     return next;

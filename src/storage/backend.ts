@@ -21,7 +21,16 @@ export interface KeyRange {
 }
 
 export type StorageWrite =
-  | { readonly op: 'put'; readonly key: Uint8Array; readonly value: Uint8Array }
+  | {
+      readonly op: 'put';
+      readonly key: Uint8Array;
+      readonly value: Uint8Array;
+      /**
+       * The key is one only this transaction can write, because of a key its plan reads and writes (an
+       * event at the position its plan took, store/event-log.ts): it needs no lock of its own.
+       */
+      readonly guarded?: true;
+    }
   | { readonly op: 'delete'; readonly key: Uint8Array };
 
 /** What a plan decided: the writes to apply and the result to hand back. */

@@ -280,8 +280,9 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
             : [];
       const { writes } = plan(guess);
       for (const w of writes) {
-        want(locks, w.key, true);
         if (w.op === 'put') bytes += w.value.byteLength;
+        // A guarded key is the transaction's own: the key that guards it is locked.
+        if (!(w.op === 'put' && w.guarded)) want(locks, w.key, true);
       }
       for (const key of keys) want(locks, key, false);
     } catch {

@@ -87,7 +87,9 @@ export async function runGroup(
       } catch (error) {
         return { kind: 'failed', error };
       }
-      const escalate = decided.writes.filter((w) => !held.has(nameOf(w.key))).map((w) => w.key);
+      const escalate = decided.writes
+        .filter((w) => !held.has(nameOf(w.key)) && !(w.op === 'put' && w.guarded))
+        .map((w) => w.key);
       if (escalate.length > 0) return { kind: 'escalate', escalate };
       for (const w of decided.writes)
         state.set(nameOf(w.key), w.op === 'put' ? w.value : undefined);

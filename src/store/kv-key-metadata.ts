@@ -6,6 +6,7 @@
 
 import type { ValueType } from '../model/value-types.js';
 import type { StorageBackend, StorageWrite } from '../storage/backend.js';
+import { keyEvent, withEvents } from './event-log.js';
 import type { KeyringHolder } from './keyring-store.js';
 import {
   type KeyMeta,
@@ -48,45 +49,57 @@ export class KvKeyMetadata {
     },
     may: (meta: KeyMeta) => void,
     alongside: readonly StorageWrite[],
+    /** Who changes it (a token id), for its event (store/event-log.ts). */
+    actor: string,
     create?: { readonly type: ValueType; readonly at: number },
   ): Promise<KeyMeta | undefined> {
     this.keyring.guard();
     const mKey = metaKey(ref.namespace, ref.key);
     const dKey = trashKey(ref.namespace, ref.key);
     const cKey = counterKey(ref.namespace, ref.key);
-    return this.storage.atomic([mKey, dKey, cKey], ([metaBytes, trashBytes, counterBytes]) => {
-      const live = metaBytes && this.openIndex(mKey, metaBytes);
-      const trashed = live || !trashBytes ? undefined : unpackTrashed(this.seal, dKey, trashBytes);
-      let now: KeyMeta | TrashedKey | undefined = live ?? trashed;
-      if (!now && create) {
-        // No version yet: the range from the next number on is empty until the first write.
-        const counter = unpackCounter(this.seal, cKey, counterBytes);
-        now = { latest: counter, first: counter + 1, type: create.type, deletedAt: create.at };
-      }
-      if (!now) return { writes: [], result: undefined };
-      may(now);
-      const {
-        custom: _custom,
-        maxVersions: _max,
-        casRequired: _cas,
-        deleteAfter: _after,
-        ...index
-      } = now;
-      const custom = change.custom ?? now.custom;
-      const maxVersions = change.maxVersions ?? now.maxVersions;
-      const casRequired = change.casRequired ?? now.casRequired === true;
-      const deleteAfter = change.deleteAfter ?? now.deleteAfter;
-      const meta = {
-        ...index,
-        ...(custom && Object.keys(custom).length > 0 ? { custom } : {}),
-        ...(maxVersions ? { maxVersions } : {}),
-        ...(casRequired ? { casRequired: true as const } : {}),
-        ...(deleteAfter ? { deleteAfter } : {}),
-      };
-      const write: StorageWrite = live
-        ? { op: 'put', key: mKey, value: packMeta(this.seal, mKey, meta) }
-        : { op: 'put', key: dKey, value: packTrashed(this.seal, dKey, meta as TrashedKey) };
-      return { writes: [write, ...alongside], result: meta };
-    });
+    const setting = withEvents(
+      this.seal,
+      [mKey, dKey, cKey],
+      ([metaBytes, trashBytes, counterBytes]) => {
+        const live = metaBytes && this.openIndex(mKey, metaBytes);
+        const trashed =
+          live || !trashBytes ? undefined : unpackTrashed(this.seal, dKey, trashBytes);
+        let now: KeyMeta | TrashedKey | undefined = live ?? trashed;
+        if (!now && create) {
+          // No version yet: the range from the next number on is empty until the first write.
+          const counter = unpackCounter(this.seal, cKey, counterBytes);
+          now = { latest: counter, first: counter + 1, type: create.type, deletedAt: create.at };
+        }
+        if (!now) return { writes: [], result: undefined };
+        may(now);
+        const {
+          custom: _custom,
+          maxVersions: _max,
+          casRequired: _cas,
+          deleteAfter: _after,
+          ...index
+        } = now;
+        const custom = change.custom ?? now.custom;
+        const maxVersions = change.maxVersions ?? now.maxVersions;
+        const casRequired = change.casRequired ?? now.casRequired === true;
+        const deleteAfter = change.deleteAfter ?? now.deleteAfter;
+        const meta = {
+          ...index,
+          ...(custom && Object.keys(custom).length > 0 ? { custom } : {}),
+          ...(maxVersions ? { maxVersions } : {}),
+          ...(casRequired ? { casRequired: true as const } : {}),
+          ...(deleteAfter ? { deleteAfter } : {}),
+        };
+        const write: StorageWrite = live
+          ? { op: 'put', key: mKey, value: packMeta(this.seal, mKey, meta) }
+          : { op: 'put', key: dKey, value: packTrashed(this.seal, dKey, meta as TrashedKey) };
+        return {
+          writes: [write, ...alongside],
+          result: meta,
+          events: [keyEvent('metadata', ref, meta, actor)],
+        };
+      },
+    );
+    return this.storage.atomic(...setting);
   }
 }

@@ -25,6 +25,7 @@ import {
   type StorageBackend,
   type StorageWrite,
 } from '../storage/backend.js';
+import { withEvents } from './event-log.js';
 import type { KeyringHolder } from './keyring-store.js';
 import { GENERATION_KEY } from './keyring-store.js';
 import {
@@ -244,7 +245,8 @@ export class KvRecords {
     const sealedAhead = v.seal(next);
     const promised = versionKey(ref.namespace, ref.key, next);
     const dKey = trashKey(ref.namespace, ref.key);
-    return this.storage.atomic(
+    const logged = withEvents(
+      this.seal,
       [mKey, cKey, GENERATION_KEY, promised, dKey],
       ([metaBytes, counterBytes, generationBytes, promisedBytes, trashBytes]) => {
         this.keyring.checkCurrent(v.stamp, generationBytes);
@@ -271,12 +273,15 @@ export class KvRecords {
         if (trashed) writes.push({ op: 'delete', key: dKey });
         const { pruned } = pruning(previous, version);
         const result = { version, created: !meta, pruned, deleteAfter: previous?.deleteAfter };
-        return { writes: [...writes, ...v.alongside], result };
+        const event = { kind: 'kv', operation: 'write', ...ref, version, type: v.type } as const;
+        const events = [{ ...event, actor: v.actor }];
+        return { writes: [...writes, ...v.alongside], result, events };
       },
       // Read just now; a remote store then need not read them again to learn what the plan writes (a
       // deleted key written again is the rare case that costs it a second run).
       [metaNow, counterNow, v.stamp.bytes, undefined, undefined],
     );
+    return this.storage.atomic(...logged);
   }
 
   /**

@@ -5,6 +5,7 @@
  * deleted key takes it out of the trash in its own (KvRecords.append).
  */
 import type { StorageBackend, StorageWrite } from '../storage/backend.js';
+import { keyEvent, withEvents } from './event-log.js';
 import type { KeyringHolder } from './keyring-store.js';
 import {
   type KeyMeta,
@@ -37,23 +38,27 @@ export class KvTrash {
     mayDelete: (meta: KeyMeta) => void,
     alongside: readonly StorageWrite[],
     deletedAt: number,
+    /** Who deletes it (a token id), for its event (store/event-log.ts). */
+    actor: string,
   ): Promise<boolean> {
     this.keyring.guard();
     const mKey = metaKey(ref.namespace, ref.key);
     const cKey = counterKey(ref.namespace, ref.key);
     const dKey = trashKey(ref.namespace, ref.key);
-    return this.storage.atomic([mKey], ([metaBytes]) => {
-      if (!metaBytes) return { writes: [], result: false };
-      const meta = this.openIndex(mKey, metaBytes);
-      mayDelete(meta);
-      const writes: StorageWrite[] = [
-        { op: 'delete', key: mKey },
-        { op: 'put', key: cKey, value: packCounter(this.seal, cKey, meta.latest) },
-        { op: 'put', key: dKey, value: packTrashed(this.seal, dKey, { ...meta, deletedAt }) },
-        ...alongside,
-      ];
-      return { writes, result: true };
-    });
+    return this.storage.atomic(
+      ...withEvents(this.seal, [mKey], ([metaBytes]) => {
+        if (!metaBytes) return { writes: [], result: false };
+        const meta = this.openIndex(mKey, metaBytes);
+        mayDelete(meta);
+        const writes: StorageWrite[] = [
+          { op: 'delete', key: mKey },
+          { op: 'put', key: cKey, value: packCounter(this.seal, cKey, meta.latest) },
+          { op: 'put', key: dKey, value: packTrashed(this.seal, dKey, { ...meta, deletedAt }) },
+          ...alongside,
+        ];
+        return { writes, result: true, events: [keyEvent('delete', ref, meta, actor)] };
+      }),
+    );
   }
 
   /**
@@ -65,11 +70,13 @@ export class KvTrash {
     ref: KeyRef,
     mayRestore: (trashed: TrashedKey) => void,
     alongside: readonly StorageWrite[],
+    /** Who restores it (a token id), for its event (store/event-log.ts). */
+    actor: string,
   ): Promise<KeyMeta | undefined> {
     this.keyring.guard();
     const mKey = metaKey(ref.namespace, ref.key);
     const dKey = trashKey(ref.namespace, ref.key);
-    return this.storage.atomic([mKey, dKey], ([metaBytes, trashBytes]) => {
+    const restoring = withEvents(this.seal, [mKey, dKey], ([metaBytes, trashBytes]) => {
       if (!trashBytes) return { writes: [], result: undefined };
       const trashed = unpackTrashed(this.seal, dKey, trashBytes);
       // A write empties the key's place in the trash: both at once were put there by hand.
@@ -84,8 +91,10 @@ export class KvTrash {
           ...alongside,
         ],
         result: meta,
+        events: [keyEvent('undelete', ref, meta, actor)],
       };
     });
+    return this.storage.atomic(...restoring);
   }
 
   /**
@@ -97,12 +106,14 @@ export class KvTrash {
     ref: KeyRef,
     mayDestroy: (meta: KeyMeta, trashed: boolean) => void,
     alongside: readonly StorageWrite[],
+    /** Who destroys it (a token id), for its event (store/event-log.ts). */
+    actor: string,
   ): Promise<boolean> {
     this.keyring.guard();
     const mKey = metaKey(ref.namespace, ref.key);
     const cKey = counterKey(ref.namespace, ref.key);
     const dKey = trashKey(ref.namespace, ref.key);
-    return this.storage.atomic([mKey, dKey], ([metaBytes, trashBytes]) => {
+    const destroying = withEvents(this.seal, [mKey, dKey], ([metaBytes, trashBytes]) => {
       const meta: KeyMeta | undefined = metaBytes
         ? this.openIndex(mKey, metaBytes)
         : trashBytes && unpackTrashed(this.seal, dKey, trashBytes);
@@ -115,8 +126,9 @@ export class KvTrash {
       ];
       for (let v = meta.first; v <= meta.latest; v++)
         writes.push({ op: 'delete', key: versionKey(ref.namespace, ref.key, v) });
-      return { writes, result: true };
+      return { writes, result: true, events: [keyEvent('destroy', ref, meta, actor)] };
     });
+    return this.storage.atomic(...destroying);
   }
 
   /** The deleted key's record, or undefined when the key is not in the trash. */

@@ -37,6 +37,8 @@ export interface NewVersion {
   readonly check: (meta: KeyMeta | undefined, trashed: TrashedKey | undefined) => void;
   /** Committed in the same transaction (the audit intent's copy). */
   readonly alongside: readonly StorageWrite[];
+  /** Who writes it (a token id), for its event (store/event-log.ts). */
+  readonly actor: string;
 }
 
 /** What `append` stored: the version, whether it made the key, what it pruned, when it will be deleted. */

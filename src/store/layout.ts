@@ -15,6 +15,9 @@
  *   J <chain id> 0x00 <u32 BE seq>    an intent entry's copy, committed with its change (audit/intent-journal.ts)
  *   L <chain id> 0x00 <u32 BE seq>    a run of an audit chain's lines from seq on, on shared storage
  *                                     (audit/database-copy.ts)
+ *   E <u64 BE position>               one change event, at its position in the event log (store/event-log.ts)
+ *   E 0xFF                            the event log's last position given: after every event (a position's
+ *                                     first byte is 0x00), so it shares the newest events' page
  *
  * where <ns> is the namespace with '/' written as 0x01. So the keys directly in `ns` lie in
  * [M ns 0x00, M ns 0x01), everything beneath it in [M ns 0x01, M ns 0x02), and skipping past a child
@@ -199,4 +202,28 @@ export const AUDIT_LINES_RANGE: KeyRange = { start: bytes('L'), end: bytes('M') 
 /** One chain's audit lines records. */
 export function auditLinesRange(chain: string): KeyRange {
   return { start: bytes(`L${chain}\0`), end: bytes(`L${chain}\u0001`) };
+}
+
+/** The event log's last position given (store/event-log.ts): each change's plan reads and writes it. */
+export const EVENT_POSITION_KEY = Buffer.from([0x45, 0xff]);
+
+/** The event at `position` (1, 2, …): its number big-endian, so that key order is position order. */
+export function eventKey(position: number): Buffer {
+  const out = Buffer.alloc(9);
+  out.write('E', 'latin1');
+  out.writeBigUInt64BE(BigInt(position), 1);
+  return out;
+}
+
+/** The position of the event at `storageKey`. */
+export function positionOf(storageKey: Uint8Array): number {
+  return Number(Buffer.from(storageKey).readBigUInt64BE(1));
+}
+
+/** Every event (the position record, E 0xFF, is past them). */
+export const EVENTS_RANGE: KeyRange = { start: bytes('E'), end: EVENT_POSITION_KEY };
+
+/** The events from `position` on. */
+export function eventsFrom(position: number): KeyRange {
+  return { start: eventKey(position), end: EVENTS_RANGE.end };
 }

@@ -21,6 +21,8 @@ import {
   AUDIT_LINES_RANGE,
   CONSOLE_SESSIONS_RANGE,
   COUNTERS_RANGE,
+  EVENT_POSITION_KEY,
+  EVENTS_RANGE,
   GENERATION_KEY,
   INTENT_JOURNAL_RANGE,
   METAS_RANGE,
@@ -102,6 +104,15 @@ const TABLE = {
   'console-session': {
     words: 'console session',
     stored: { range: CONSOLE_SESSIONS_RANGE, protection: 'seal', format1: NOT_IN_FORMAT_1 },
+  },
+  // Format 1 had no event log.
+  event: {
+    words: 'change event',
+    stored: { range: EVENTS_RANGE, protection: 'mac', format1: NOT_IN_FORMAT_1 },
+  },
+  'event-position': {
+    words: 'event log position',
+    stored: { range: only(EVENT_POSITION_KEY), protection: 'mac', format1: NOT_IN_FORMAT_1 },
   },
   // Not the store's own: the key's versions (sealed by envelope, kv-version-writes.ts) and the keyring
   // (wrapped by the master key).

@@ -21,6 +21,7 @@ import { openStorage, type StorageSettings, storeMayExist } from '../storage/reg
 import { AuditRecords } from './audit-records.js';
 import { setBackend } from './backend-of.js';
 import { ConsoleSessionRecords } from './console-session-records.js';
+import { EventLog } from './event-log.js';
 import { HighWater } from './high-water.js';
 import {
   type HolderOptions,
@@ -30,7 +31,7 @@ import {
   type WrappingKey,
 } from './keyring-store.js';
 import { KvRecords } from './kv-records.js';
-import { GENERATION_KEY, METAS_RANGE, POLICIES_KEY } from './layout.js';
+import { EVENT_POSITION_KEY, GENERATION_KEY, METAS_RANGE, POLICIES_KEY } from './layout.js';
 import { PolicyRecords } from './policy-records.js';
 import type { RecordIntegrityError } from './record-seal.js';
 import { RewrapRecords } from './rewrap-records.js';
@@ -60,7 +61,8 @@ export {
 const ANNOUNCED: Announced = {
   // Every keyring change (rotation, revocation, a new root token, migration) writes the generation;
   // every change of a runtime role or login role writes the policy document.
-  keys: [GENERATION_KEY, POLICIES_KEY],
+  // Every change of a key takes the event log's next position: the event streams of every server hear it.
+  keys: [GENERATION_KEY, POLICIES_KEY, EVENT_POSITION_KEY],
   // Every write or delete of a key writes its index: the waits (GET …?wait_after) of every server hear it.
   prefixes: [METAS_RANGE.start],
 };
@@ -69,6 +71,8 @@ const ANNOUNCED: Announced = {
 export interface Records {
   readonly keyring: KeyringHolder;
   readonly kv: KvRecords;
+  /** Every change's event, in commit order (store/event-log.ts). */
+  readonly events: EventLog;
   readonly tokens: TokenRecords;
   readonly rootToken: RootTokenRecord;
   readonly audit: AuditRecords;
@@ -145,6 +149,7 @@ export class Store {
     return {
       keyring,
       kv: new KvRecords(this.storage, seal, keyring),
+      events: new EventLog(this.storage, seal, keyring),
       tokens: new TokenRecords(this.storage, seal, keyring, onIntegrityError),
       rootToken: new RootTokenRecord(this.storage, keyring),
       audit: new AuditRecords(

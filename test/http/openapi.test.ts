@@ -41,6 +41,8 @@ const EXAMPLES: Record<string, { path: string; json?: unknown }> = {
   deleteKey: { path: '/v1/kv/doc/gone' },
   undeleteKey: { path: '/v1/kv/doc/k?undelete=false' },
   setKeyMetadata: { path: '/v1/kv/doc/k', json: { max_versions: 0 } },
+  // An open stream never ends: a refused filter reaches the operation and is answered at once.
+  streamEvents: { path: '/v1/events?kinds=nothing' },
   listKeyVersions: { path: '/v1/kv/doc/v/versions' },
   getKeyringStatus: { path: '/v1/sys/keyring' },
   getServerVersion: { path: '/v1/sys/version' },

@@ -76,7 +76,20 @@ describe('the seal report', function () {
       'audit-count',
       'policies',
       'console-session',
+      'event',
+      'event-position',
     ]);
+    // Every change made an event, each checked: the 9 writes of the 8 keys, and the position's record.
+    expect(r.records.find((k: { kind: string }) => k.kind === 'event-position')).to.deep.equal({
+      kind: 'event-position',
+      records: 1,
+      failed: 0,
+    });
+    expect(r.records.find((k: { kind: string }) => k.kind === 'event')).to.deep.equal({
+      kind: 'event',
+      records: 9,
+      failed: 0,
+    });
     expect(r.records.find((k: { kind: string }) => k.kind === 'keyring-generation')).to.deep.equal({
       kind: 'keyring-generation',
       records: 1,

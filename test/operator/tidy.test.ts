@@ -52,7 +52,7 @@ describe('tidy: expired tokens and ended console sessions are deleted (COFFER_TO
         offset = 2 * DAY + 120_000; // `recent` expired a minute ago: kept
         expect(await listed()).to.include.members([idOf(shortLived), idOf(recent)]);
         const done = await c.app.tidy.run();
-        expect(done).to.deep.equal({ tokens: 1, console_sessions: 1 });
+        expect(done).to.deep.equal({ tokens: 1, console_sessions: 1, events: 0 });
         const after = await listed();
         expect(after).to.not.include(idOf(shortLived));
         expect(after).to.include.members([idOf(longLived), idOf(recent)]);
@@ -66,7 +66,11 @@ describe('tidy: expired tokens and ended console sessions are deleted (COFFER_TO
         expect(session.body.signed_in).to.equal(false);
 
         // One audit event for the run that deleted something; a run with nothing to do says nothing.
-        expect(await c.app.tidy.run()).to.deep.equal({ tokens: 0, console_sessions: 0 });
+        expect(await c.app.tidy.run()).to.deep.equal({
+          tokens: 0,
+          console_sessions: 0,
+          events: 0,
+        });
         const events = await c.call('GET', '/v1/sys/audit?action=store.tidy&limit=100');
         expect(events.status).to.equal(200);
         const tidied = events.body.entries.filter(

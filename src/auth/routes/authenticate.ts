@@ -49,6 +49,7 @@ export function authenticate(
       if (value === undefined || !BEARER_VALUE.test(value))
         throw authenticator.reject('the Authorization header is not a well-formed bearer token');
       res.locals.principal = await authenticator.authenticate(value, address);
+      res.locals.reauthenticate = () => authenticator.authenticate(value, address);
     } catch (err) {
       if (
         err instanceof AppError &&

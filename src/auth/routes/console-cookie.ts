@@ -63,6 +63,7 @@ export class ConsoleCookies implements ConsoleCookie {
       );
     res.locals.principal = session.principal;
     res.locals.console = session;
+    res.locals.reauthenticate = async () => (await this.sessions.resolve(sessionId)).principal;
   }
 
   /** The Set-Cookie value that hands the browser its session's cookie. */

@@ -1,0 +1,168 @@
+/**
+ * One caller's stream of change events (GET /v1/events, routes/kv-events.ts): the event log's events
+ * (store/event-log.ts) after a position, in order, those the filters select and the caller may read — its
+ * rights checked again before every batch, so a token revoked, expired or narrowed meanwhile hears no more
+ * than it may now (a credential that no longer holds ends the stream). Woken by every change this server
+ * hears of (kv/key-changes.ts: its own writes, its siblings', other servers' on PostgreSQL), it reads the
+ * log from where it is; between changes it sends a heartbeat. A stream holds one of the server's wait slots
+ * (COFFER_MAX_WAITS, with the same per-token and per-address shares), for as long as it is open, and
+ * gives it back when it ends.
+ */
+import { type NamespacePattern, patternMatches } from '../auth/patterns.js';
+import type { Principal } from '../auth/principal.js';
+import { AppError } from '../errors.js';
+import type { EventLog, KvOperation, StoredEvent } from '../store/event-log.js';
+import { iso } from './entries.js';
+import type { Hold, KeyChanges, WaitHolder } from './key-changes.js';
+
+/** Events read from the log at once. */
+const PAGE = 500;
+/** How long a stream is quiet before a heartbeat (a comment line) keeps proxies from closing it. */
+export const HEARTBEAT_MS = 15_000;
+
+/**
+ * Which events a stream selects: namespace patterns as scopes write them (`*`, `a/*`: a and beneath, `b/c`:
+ * exactly; auth/patterns.ts) and operations; absent: all.
+ */
+export interface EventFilter {
+  readonly namespaces?: readonly NamespacePattern[];
+  readonly kinds?: readonly KvOperation[];
+}
+
+/** An event as a stream sends it: no value, ever. */
+export interface EventMessage {
+  readonly position: number;
+  readonly kind: 'kv';
+  readonly operation: KvOperation;
+  readonly namespace: string;
+  readonly key: string;
+  readonly version: number;
+  readonly type: string;
+  readonly versions?: { readonly action: string; readonly of: number[] };
+  readonly at: string;
+  readonly actor: string;
+}
+
+/** Where a stream's events go, and how it learns that the client went away. */
+export interface EventSink {
+  send(message: EventMessage): void;
+  heartbeat(): void;
+  /** Fires when the client has gone (the response closed). */
+  readonly gone: AbortSignal;
+}
+
+/** 410: the position asked to resume after is older than what the log keeps. */
+export function eventsExpired(oldest: number): AppError {
+  return new AppError(
+    'events_expired',
+    `the events after that position are no longer kept (the oldest kept is ${oldest}): read the state again, then follow the stream from now`,
+  );
+}
+
+export class EventStream {
+  /** How many events it sent. */
+  delivered = 0;
+  /** The last position it read past (sent or left out). */
+  reached = 0;
+
+  constructor(
+    private readonly deps: { readonly log: EventLog; readonly changes: KeyChanges },
+    private readonly filter: EventFilter,
+    /** The caller as its credential stands now; throws once it no longer holds. */
+    private readonly caller: () => Promise<Principal>,
+  ) {}
+
+  /**
+   * The position a stream resumes after: `after` when given, else the log's last (only what comes next).
+   * 410 when `after` is older than the log keeps, or beyond its last position (the store was put back to an
+   * older state, a snapshot say: what the client holds is not what the store holds).
+   */
+  async start(after: number | undefined): Promise<number> {
+    const { oldest, last } = await this.deps.log.horizon();
+    if (after === undefined) return last;
+    if (after + 1 < oldest) throw eventsExpired(oldest);
+    if (after > last)
+      throw new AppError(
+        'events_expired',
+        `no event has that position yet: the last is ${last} (the store was put back to an older state?): read the state again, then follow the stream from now`,
+      );
+    return after;
+  }
+
+  /**
+   * Sends every selected event after `position` as it comes, until the client goes, the server stops, or
+   * the caller's credential no longer holds. Resolves with why it ended.
+   */
+  /** The stream's wait slot (429 when this server, this token or this address holds its share). */
+  reserve(holder: WaitHolder): Hold {
+    return this.deps.changes.hold('', undefined, holder, true);
+  }
+
+  async run(
+    position: number,
+    sink: EventSink,
+    hold: Hold,
+  ): Promise<'gone' | 'closed' | 'unauthorized'> {
+    this.reached = position;
+    try {
+      for (;;) {
+        const events = await this.deps.log.after(this.reached, PAGE);
+        if (events.length > 0) {
+          let principal: Principal;
+          try {
+            principal = await this.caller();
+          } catch {
+            return 'unauthorized';
+          }
+          if (sink.gone.aborted) return 'gone';
+          for (const event of events) {
+            this.reached = event.position;
+            if (this.selects(event) && principal.access.may('read', event.namespace, event.type)) {
+              sink.send(messageOf(event));
+              this.delivered++;
+            }
+          }
+          if (events.length === PAGE) continue;
+        }
+        if (sink.gone.aborted) return 'gone';
+        const woken = await hold.next(Date.now() + HEARTBEAT_MS, sink.gone);
+        if (sink.gone.aborted) return 'gone';
+        if (!woken) {
+          // Quiet for a while, or the server is stopping (which wakes no one: the slot says so).
+          if (this.deps.changes.closing) return 'closed';
+          try {
+            await this.caller();
+          } catch {
+            return 'unauthorized';
+          }
+          sink.heartbeat();
+        }
+      }
+    } finally {
+      hold.release();
+    }
+  }
+
+  private selects(event: StoredEvent): boolean {
+    return (
+      (!this.filter.namespaces ||
+        this.filter.namespaces.some((p) => patternMatches(p, event.namespace))) &&
+      (!this.filter.kinds || this.filter.kinds.includes(event.operation))
+    );
+  }
+}
+
+function messageOf(event: StoredEvent): EventMessage {
+  return {
+    position: event.position,
+    kind: event.kind,
+    operation: event.operation,
+    namespace: event.namespace,
+    key: event.key,
+    version: event.version,
+    type: event.type,
+    ...(event.versions ? { versions: event.versions } : {}),
+    at: iso(event.at),
+    actor: event.actor,
+  };
+}

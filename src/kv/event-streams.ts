@@ -1,0 +1,50 @@
+/**
+ * The event streams of this server (GET /v1/events: routes/kv-events.ts): each opened on the event log
+ * (store/event-log.ts) and woken by the kv feature's changes (key-changes.ts), and the audit entry that
+ * says how each ended.
+ */
+import type { Principal } from '../auth/principal.js';
+import type { EventLog } from '../store/event-log.js';
+import { type EventFilter, EventStream } from './event-stream.js';
+import type { KeyChanges } from './key-changes.js';
+
+export { type NamespacePattern, parsePattern } from '../auth/patterns.js';
+export type { KvOperation } from '../store/event-log.js';
+
+/** How a stream ended, for its closing audit entry. */
+export interface StreamEnd {
+  readonly after: number;
+  readonly delivered: number;
+  readonly reached: number;
+  /** The client went, the server stopped, the token no longer held, or the storage could not be read. */
+  readonly ended: 'gone' | 'closed' | 'unauthorized' | 'unavailable';
+}
+
+/** Where a stream's closing entry goes: the audit log's operator events (audit/audit-log.ts). */
+export interface StreamAudit {
+  event(event: string, fields: Record<string, unknown>): Promise<boolean>;
+}
+
+export class EventStreams {
+  constructor(
+    private readonly deps: {
+      readonly log: EventLog;
+      readonly changes: KeyChanges;
+      readonly audit: StreamAudit | undefined;
+    },
+  ) {}
+
+  /** A stream of what `filter` selects, for the caller as `caller()` finds it at each delivery. */
+  open(filter: EventFilter, caller: () => Promise<Principal>): EventStream {
+    return new EventStream(this.deps, filter, caller);
+  }
+
+  /** The stream answered as request `requestId` has ended: one audit entry says how. */
+  async closed(requestId: string, tokenId: string, end: StreamEnd): Promise<void> {
+    await this.deps.audit?.event('events.stream_closed', {
+      request_id: requestId,
+      token_id: tokenId,
+      ...end,
+    });
+  }
+}

@@ -1,0 +1,222 @@
+/**
+ * The event log: every change to a key (a write, a delete, an undelete, a destroy, versions acted on one
+ * by one, its metadata) gets the next position, written in the same transaction as the change — the
+ * change's plan reads and writes the log's last position (EVENT_POSITION_KEY) and the event record at the
+ * next (`E <position>`, store/layout.ts). So positions follow commit order on every backend: LMDB has one
+ * writer at a time; on PostgreSQL the position record's lock is held to COMMIT by every change, across
+ * servers. No position is skipped and none is seen after a later one. A change refused or failed writes
+ * no event.
+ *
+ * An event names the namespace, the key, the version, the value's type, the operation, the time and the
+ * token id of who made it — never a value —, MACed with its position bound (store/record-seal.ts), as the
+ * key's index that holds the same names is: a record changed, or moved to another position, fails its
+ * check. (Sealing it too cost a durable write about a tenth more CPU, for names the index keeps in the
+ * clear anyway.) Events are kept for a retention (the tidy run prunes older ones, oldest first).
+ */
+import { Packr } from 'msgpackr';
+import type { ValueType } from '../model/value-types.js';
+import {
+  hasChangeFeed,
+  type Plan,
+  type StorageBackend,
+  type StorageWrite,
+} from '../storage/backend.js';
+import type { KeyringHolder } from './keyring-store.js';
+import type { KeyMeta, KeyRef } from './kv-format.js';
+import { EVENT_POSITION_KEY, EVENTS_RANGE, eventKey, eventsFrom, positionOf } from './layout.js';
+import type { RecordSeal } from './record-seal.js';
+
+const packr = new Packr({ useRecords: false, mapsAsObjects: true });
+
+/** What a change to a key did. */
+export type KvOperation = 'write' | 'delete' | 'undelete' | 'destroy' | 'metadata' | 'versions';
+
+/** An event as a change's plan makes it: the log gives it its position and time. */
+export interface EventDraft {
+  readonly kind: 'kv';
+  readonly operation: KvOperation;
+  readonly namespace: string;
+  readonly key: string;
+  /** The version written, or the key's latest version when it changed otherwise. */
+  readonly version: number;
+  readonly type: ValueType;
+  /** The versions acted on one by one (`versions`), and what was done to them. */
+  readonly versions?: { readonly action: 'delete' | 'undelete' | 'destroy'; readonly of: number[] };
+  /** The token id of the change's caller. */
+  readonly actor: string;
+}
+
+/** An event as the log keeps it. */
+export interface StoredEvent extends EventDraft {
+  readonly position: number;
+  /** When its change was committed, near enough: when its plan ran (ms since the epoch). */
+  readonly at: number;
+}
+
+/** The event of a change to the key as a whole: its latest version and type as the change found them. */
+export function keyEvent(
+  operation: KvOperation,
+  ref: KeyRef,
+  meta: KeyMeta,
+  actor: string,
+): EventDraft {
+  return { kind: 'kv', operation, ...ref, version: meta.latest, type: meta.type, actor };
+}
+
+/** A plan that also says what events its change makes (none: it writes no event). */
+export type LoggedPlan<T> = Plan<T> & { readonly events?: readonly EventDraft[] };
+
+/**
+ * `keys` and `plan` for StorageBackend.atomic, with the event log's position read and written too: the
+ * plan's events are written at the next positions, in its transaction. `expected` (what the caller read at
+ * `keys`) is extended likewise.
+ */
+export function withEvents<T>(
+  seal: RecordSeal,
+  keys: readonly Uint8Array[],
+  plan: (current: readonly (Uint8Array | undefined)[]) => LoggedPlan<T>,
+  expected?: readonly (Uint8Array | undefined)[],
+): [
+  readonly Uint8Array[],
+  (current: readonly (Uint8Array | undefined)[]) => Plan<T>,
+  (readonly (Uint8Array | undefined)[])?,
+] {
+  const logged = (current: readonly (Uint8Array | undefined)[]): Plan<T> => {
+    const decided = plan(current.slice(0, keys.length));
+    const events = decided.events ?? [];
+    if (events.length === 0) return { writes: decided.writes, result: decided.result };
+    let position = lastPosition(seal, current[keys.length]);
+    const at = Date.now();
+    const writes: StorageWrite[] = [...decided.writes];
+    for (const event of events) {
+      position++;
+      const key = eventKey(position);
+      const value = seal.authenticate('event', key, packr.pack(packed(event, at)));
+      writes.push({ op: 'put', key, value, guarded: true });
+    }
+    writes.push({
+      op: 'put',
+      key: EVENT_POSITION_KEY,
+      value: seal.authenticate('event-position', EVENT_POSITION_KEY, packPosition(position)),
+    });
+    return { writes, result: decided.result };
+  };
+  return [[...keys, EVENT_POSITION_KEY], logged, expected && [...expected, undefined]];
+}
+
+/** The last position given, from its record (0 before the first event). */
+function lastPosition(seal: RecordSeal, bytes: Uint8Array | undefined): number {
+  if (bytes === undefined) return 0;
+  return Number(seal.verified('event-position', EVENT_POSITION_KEY, bytes).readBigUInt64BE(0));
+}
+
+function packPosition(position: number): Buffer {
+  const out = Buffer.alloc(8);
+  out.writeBigUInt64BE(BigInt(position));
+  return out;
+}
+
+/** An event record's fields, MAC-checked. */
+function opened(seal: RecordSeal, key: Uint8Array, value: Uint8Array): StoredEvent {
+  const fields = packr.unpack(seal.verified('event', key, value)) as Record<string, unknown>;
+  return unpacked(positionOf(key), fields);
+}
+
+function packed(event: EventDraft, at: number): Record<string, unknown> {
+  return {
+    k: event.kind,
+    o: event.operation,
+    n: event.namespace,
+    y: event.key,
+    v: event.version,
+    t: event.type,
+    a: event.actor,
+    at,
+    ...(event.versions ? { vs: event.versions.of, va: event.versions.action } : {}),
+  };
+}
+
+function unpacked(position: number, r: Record<string, unknown>): StoredEvent {
+  return {
+    position,
+    at: r.at as number,
+    kind: 'kv',
+    operation: r.o as KvOperation,
+    namespace: r.n as string,
+    key: r.y as string,
+    version: r.v as number,
+    type: r.t as ValueType,
+    actor: r.a as string,
+    ...(Array.isArray(r.vs)
+      ? {
+          versions: {
+            action: r.va as 'delete' | 'undelete' | 'destroy',
+            of: r.vs as number[],
+          },
+        }
+      : {}),
+  };
+}
+
+/** Reading the log, and pruning it. */
+export class EventLog {
+  constructor(
+    private readonly storage: StorageBackend,
+    private readonly seal: RecordSeal,
+    private readonly keyring: Pick<KeyringHolder, 'guard'>,
+  ) {}
+
+  /**
+   * Calls `listener` when another server's change moved the log on (PostgreSQL announces the position's
+   * record), and with true after a gap in which such news may have been lost; nothing where the storage
+   * cannot tell (LMDB: one host, whose processes tell each other). Returns the function that stops it.
+   */
+  onMoved(listener: (gap: boolean) => void): () => void {
+    if (!hasChangeFeed(this.storage)) return () => undefined;
+    return this.storage.onChange((key) => {
+      if (key === undefined) listener(true);
+      else if (Buffer.from(key).equals(EVENT_POSITION_KEY)) listener(false);
+    });
+  }
+
+  /** Up to `limit` events after `position`, in order; a record that fails its check is an integrity error. */
+  async after(position: number, limit: number): Promise<StoredEvent[]> {
+    this.keyring.guard();
+    const out: StoredEvent[] = [];
+    for await (const { key, value } of this.storage.scan({ ...eventsFrom(position + 1), limit }))
+      out.push(opened(this.seal, key, value));
+    return out;
+  }
+
+  /**
+   * The oldest position still kept and the last given (oldest is last + 1 when none is kept): a reader
+   * after a position below oldest − 1 has missed events that were pruned.
+   */
+  async horizon(): Promise<{ readonly oldest: number; readonly last: number }> {
+    this.keyring.guard();
+    const last = lastPosition(this.seal, await this.storage.get(EVENT_POSITION_KEY));
+    for await (const { key } of this.storage.scan({ ...EVENTS_RANGE, limit: 1 }))
+      return { oldest: positionOf(key), last };
+    return { oldest: last + 1, last };
+  }
+
+  /**
+   * Deletes the events committed before `before` (ms since the epoch), oldest first, at most `batch` in
+   * one transaction; how many it deleted (fewer than `batch`: none older is left).
+   */
+  async prune(before: number, batch: number): Promise<number> {
+    this.keyring.guard();
+    const old: Uint8Array[] = [];
+    for await (const { key, value } of this.storage.scan({ ...EVENTS_RANGE, limit: batch })) {
+      const event = opened(this.seal, key, value);
+      if (event.at >= before) break;
+      old.push(key);
+    }
+    if (old.length === 0) return 0;
+    await this.storage.atomic(old, () => ({
+      writes: old.map((key) => ({ op: 'delete' as const, key })),
+      result: undefined,
+    }));
+    return old.length;
+  }
+}

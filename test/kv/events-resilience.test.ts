@@ -1,0 +1,120 @@
+import { expect } from 'chai';
+import { openEventStream, opened, type TestEventStream } from '../support/event-stream.js';
+import { startTestCoffer } from '../support/harness.js';
+import { send } from '../support/http-client.js';
+import { Relay } from '../support/pg-relay.js';
+import { dropTestSchemas, PG_TEST_URL, requirePostgres, testSchema } from '../support/postgres.js';
+import { killAll, serveSettings, startProcess } from '../support/process.js';
+import { pgEnv, twoServersOnPostgres } from '../support/shared-servers.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The events' versions and positions, checked to follow one another with none repeated. */
+function inOrder(events: readonly { id: string; data: { version: number } }[]): number[] {
+  const positions = events.map((e) => Number(e.id));
+  expect(new Set(positions).size, 'a position repeated').to.equal(positions.length);
+  for (let i = 1; i < positions.length; i++)
+    expect(positions[i], 'positions in order').to.be.above(positions[i - 1]!);
+  return events.map((e) => e.data.version);
+}
+
+describe('change events across servers and failures', function () {
+  this.timeout(120_000);
+
+  describe('two servers on one PostgreSQL store', () => {
+    const servers = twoServersOnPostgres();
+    let s: TestEventStream | undefined;
+    after(() => s?.close());
+
+    it("delivers a write made on B to a stream on A, in commit order with A's own", async () => {
+      const [a, b] = [servers.a(), servers.b()];
+      s = openEventStream(a.url, a.rootToken, '?namespaces=two');
+      expect(await opened(s)).to.equal(200);
+      await b.put('two/k', 'from-b-1');
+      await a.put('two/k', 'from-a-2');
+      await b.put('two/k', 'from-b-3');
+      const got = await s.until(3, 5_000);
+      expect(inOrder(got)).to.deep.equal([1, 2, 3]);
+      const positions = got.map((e) => Number(e.id));
+      expect(positions[2]! - positions[0]!).to.equal(2);
+    });
+  });
+
+  it('kill -9 of the server while it is written: a stream resumed after it misses no committed change and repeats none', async () => {
+    const { env, root } = serveSettings(2);
+    let p = await startProcess(env);
+    const stream = openEventStream(p.url, root, '?namespaces=killed');
+    let resumed: TestEventStream | undefined;
+    try {
+      expect(await opened(stream)).to.equal(200);
+      let acknowledged = 0;
+      let writing = true;
+      const writer = (async () => {
+        for (let v = 1; writing; v++) {
+          const res = await send(p.url, 'PUT', '/v1/kv/killed/k', root, {
+            value: `v${v}`,
+            type: 'secret',
+          }).catch(() => undefined);
+          if (!res) return;
+          if (res.status === 200 || res.status === 201) acknowledged = res.body.version;
+        }
+      })();
+      await stream.until(20, 20_000);
+      await killAll(p);
+      writing = false;
+      await writer;
+      stream.close();
+      const before = stream.received.slice();
+      p = await startProcess(env);
+      const latest = (await send(p.url, 'GET', '/v1/kv/killed/k', root)).body.version as number;
+      expect(latest).to.be.at.least(acknowledged);
+      resumed = openEventStream(p.url, root, '?namespaces=killed', {
+        'Last-Event-ID': before.at(-1)!.id,
+      });
+      const rest = await resumed.until(latest - before.length, 20_000);
+      // Every version the store holds, once, in order: what was acknowledged before the kill, and any
+      // write committed as it came.
+      expect(inOrder([...before, ...rest])).to.deep.equal(
+        Array.from({ length: latest }, (_, i) => i + 1),
+      );
+      await sleep(200);
+      expect(resumed.received).to.have.length(latest - before.length);
+    } finally {
+      stream.close();
+      resumed?.close();
+      await killAll(p).catch(() => undefined);
+    }
+  });
+
+  it('a PostgreSQL connection cut: the stream ends, the EventSource comes back with Last-Event-ID, and misses none', async function () {
+    await requirePostgres(this);
+    const relay = new Relay(new URL(PG_TEST_URL));
+    await relay.start();
+    const c = await startTestCoffer({ env: pgEnv(testSchema(), relay.url()) });
+    const s = openEventStream(c.url, c.rootToken, '?namespaces=cut');
+    try {
+      expect(await opened(s)).to.equal(200);
+      for (const v of ['1', '2']) await c.put('cut/k', v);
+      await s.until(2);
+      await relay.cut();
+      // Writes fail while the database cannot be reached; none is acknowledged.
+      const refused = await c.call('PUT', '/v1/kv/cut/k', { json: { value: 'x', type: 'secret' } });
+      expect(refused.status).to.equal(503);
+      await relay.start(relay.port);
+      let written = 0;
+      for (let i = 0; written < 2 && i < 50; i++) {
+        const res = await c.call('PUT', '/v1/kv/cut/k', { json: { value: 'y', type: 'secret' } });
+        if (res.status === 200) written++;
+        else await sleep(200);
+      }
+      const latest = (await c.call('GET', '/v1/kv/cut/k')).body.version as number;
+      const got = await s.until(latest, 20_000);
+      expect(inOrder(got)).to.deep.equal(Array.from({ length: latest }, (_, i) => i + 1));
+    } finally {
+      s.close();
+      await c.close();
+      await relay.cut();
+      await dropTestSchemas();
+    }
+  });
+});

@@ -1,0 +1,189 @@
+import { expect } from 'chai';
+import { auditLines } from '../support/audit-lines.js';
+import { onEachBackend } from '../support/each-backend.js';
+import { openEventStream, opened, type TestEventStream } from '../support/event-stream.js';
+import type { TestCoffer } from '../support/harness.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('change events: GET /v1/events, a resumable stream of what the caller may read', () => {
+  onEachBackend((start) => {
+    let c: TestCoffer;
+    const streams: TestEventStream[] = [];
+    const stream = async (token: string, query = '', headers: Record<string, string> = {}) => {
+      const s = openEventStream(c.url, token, query, headers);
+      streams.push(s);
+      expect(await opened(s)).to.equal(200);
+      return s;
+    };
+    before(async () => {
+      c = await start();
+    });
+    afterEach(() => {
+      for (const s of streams.splice(0)) s.close();
+    });
+    after(async () => {
+      await c?.close();
+    });
+
+    it('sends every change of a key in commit order, one position after another, never a value', async () => {
+      const s = await stream(c.rootToken, '?namespaces=ev/all');
+      await c.put('ev/all/k', 'first-secret-value');
+      await c.put('ev/all/k', 'second-secret-value');
+      await c.call('PATCH', '/v1/kv/ev/all/k', { json: { custom_metadata: { owner: 'ops' } } });
+      await c.call('DELETE', '/v1/kv/ev/all/k?versions=1');
+      await c.call('DELETE', '/v1/kv/ev/all/k');
+      await c.call('POST', '/v1/kv/ev/all/k?undelete=true');
+      await c.call('DELETE', '/v1/kv/ev/all/k?destroy=true');
+      const got = await s.until(7);
+      expect(got.map((e) => [e.data.operation, e.data.version])).to.deep.equal([
+        ['write', 1],
+        ['write', 2],
+        ['metadata', 2],
+        ['versions', 2],
+        ['delete', 2],
+        ['undelete', 2],
+        ['destroy', 2],
+      ]);
+      expect(got[3]!.data.versions).to.deep.equal({ action: 'delete', of: [1] });
+      const positions = got.map((e) => Number(e.id));
+      for (let i = 1; i < positions.length; i++) expect(positions[i]).to.equal(positions[0]! + i);
+      for (const e of got) {
+        expect(e.data).to.include({
+          kind: 'kv',
+          namespace: 'ev/all',
+          key: 'k',
+          type: 'secret',
+          actor: 'root',
+        });
+        expect(e.data.position).to.equal(Number(e.id));
+        expect(e.raw).to.not.match(/secret-value/);
+      }
+      // A change refused writes no event: the next event is the next position.
+      expect(
+        (await c.call('PUT', '/v1/kv/ev/all/k?cas=7', { json: { value: 'x', type: 'secret' } }))
+          .status,
+      ).to.equal(412);
+      await c.put('ev/all/k', 'third');
+      const [, , , , , , , next] = await s.until(8);
+      expect(Number(next!.id)).to.equal(positions.at(-1)! + 1);
+    });
+
+    it('resumes exactly after Last-Event-ID or ?after= (none missed, none repeated); without either, from the next change', async () => {
+      const first = await stream(c.rootToken, '?namespaces=ev/resume');
+      for (const v of ['1', '2', '3']) await c.put('ev/resume/k', v);
+      const three = await first.until(3);
+      first.close();
+      for (const v of ['4', '5']) await c.put('ev/resume/k', v);
+      const byHeader = await stream(c.rootToken, '?namespaces=ev/resume', {
+        'Last-Event-ID': three[1]!.id,
+      });
+      expect((await byHeader.until(3)).map((e) => e.data.version)).to.deep.equal([3, 4, 5]);
+      const byQuery = await stream(c.rootToken, `?namespaces=ev/resume&after=${three[2]!.id}`);
+      expect((await byQuery.until(2)).map((e) => e.data.version)).to.deep.equal([4, 5]);
+      const fresh = await stream(c.rootToken, '?namespaces=ev/resume');
+      await c.put('ev/resume/k', '6');
+      expect((await fresh.until(1)).map((e) => e.data.version)).to.deep.equal([6]);
+      await sleep(200);
+      expect(fresh.received).to.have.length(1);
+      expect(byHeader.received).to.have.length(4);
+    });
+
+    it('selects by namespace pattern and kind, and sends a config reader no event of a secret', async () => {
+      const configReader = await c.token({ role: 'config-reader' });
+      const reader = await stream(configReader, '?namespaces=ev/sel/*');
+      const deletes = await stream(c.rootToken, '?namespaces=ev/sel/*&kinds=delete,destroy');
+      await c.put('ev/sel/a/secret_key', 's', 'secret');
+      await c.put('ev/sel/a/config_key', 'c', 'config');
+      await c.put('ev/other/config_key', 'c', 'config');
+      await c.call('DELETE', '/v1/kv/ev/sel/a/secret_key');
+      await c.call('DELETE', '/v1/kv/ev/sel/a/config_key');
+      const seen = await reader.until(2);
+      expect(seen.map((e) => [e.data.key, e.data.operation])).to.deep.equal([
+        ['config_key', 'write'],
+        ['config_key', 'delete'],
+      ]);
+      expect((await deletes.until(2)).map((e) => e.data.key)).to.deep.equal([
+        'secret_key',
+        'config_key',
+      ]);
+      await sleep(200);
+      expect(reader.received).to.have.length(2);
+      expect(deletes.received).to.have.length(2);
+    });
+
+    it('applies a role narrowed while the stream is open to the next event, and ends the stream of a revoked token (audited as it ended)', async () => {
+      const role = (types: string[]) => ({
+        rules: [{ namespaces: ['ev/narrow/*'], actions: ['read', 'list'], types }],
+      });
+      expect(
+        (await c.call('PUT', '/v1/sys/roles/ev-watch', { json: role(['secret', 'config']) }))
+          .status,
+      ).to.be.oneOf([200, 201]);
+      const token = await c.token({ role: 'ev-watch' });
+      const s = await stream(token, '?namespaces=ev/narrow/*');
+      await c.put('ev/narrow/s1', 'x', 'secret');
+      await s.until(1);
+      expect(
+        (await c.call('PUT', '/v1/sys/roles/ev-watch', { json: role(['config']) })).status,
+      ).to.equal(200);
+      await c.put('ev/narrow/s2', 'x', 'secret');
+      await c.put('ev/narrow/c1', 'x', 'config');
+      const got = await s.until(2);
+      expect(got.map((e) => e.data.key)).to.deep.equal(['s1', 'c1']);
+      const me = await c.call('GET', '/v1/auth/me', { token });
+      expect((await c.call('DELETE', `/v1/auth/token/${me.body.id}`)).status).to.equal(204);
+      await c.put('ev/narrow/c2', 'x', 'config');
+      await sleep(500);
+      expect(s.received.map((e) => e.data.key)).to.deep.equal(['s1', 'c1']);
+      // The client tries again, as an EventSource does, and is refused.
+      expect(s.statuses.slice(1).every((status) => status === 401)).to.equal(true);
+      const closed = auditLines(c.config.audit.dir!).filter(
+        (l) => l.event === 'events.stream_closed' && l.token_id === me.body.id,
+      );
+      expect(closed.map((l) => [l.ended, l.delivered])).to.deep.include(['unauthorized', 2]);
+      const opened = auditLines(c.config.audit.dir!).filter(
+        (l) => l.kind === 'request' && l.action === 'events' && l.token_id === me.body.id,
+      );
+      expect(opened.length).to.be.at.least(1);
+    });
+
+    it('refuses a malformed filter or position (400), and a position beyond the last given (410)', async () => {
+      for (const query of ['?namespaces=a*b', '?kinds=read', '?after=-1', '?after=x'])
+        expect((await c.call('GET', `/v1/events${query}`)).status, query).to.equal(400);
+      const both = await c.call('GET', '/v1/events?after=1', { headers: { 'Last-Event-ID': '2' } });
+      expect(both.status).to.equal(400);
+      const badHeader = await c.call('GET', '/v1/events', { headers: { 'Last-Event-ID': 'abc' } });
+      expect(badHeader.status).to.equal(400);
+      // Beyond the last position: the store holds less than the client saw (put back to an older state).
+      const ahead = await c.call('GET', '/v1/events?after=999999999');
+      expect([ahead.status, ahead.body.code]).to.deep.equal([410, 'events_expired']);
+    });
+  });
+});
+
+describe('change events: retention', () => {
+  it('the tidy run deletes events older than COFFER_EVENTS_RETENTION; resuming before the oldest kept is 410 events_expired', async () => {
+    const { startTestCoffer } = await import('../support/harness.js');
+    const c = await startTestCoffer({ env: { COFFER_EVENTS_RETENTION: '1s' } });
+    try {
+      await c.put('ret/k', '1');
+      await c.put('ret/k', '2');
+      await sleep(1_100);
+      await c.put('ret/k', '3');
+      const done = await c.app.tidy.run();
+      expect(done.events).to.equal(2);
+      const gone = await c.call('GET', '/v1/events?after=0');
+      expect([gone.status, gone.body.code]).to.deep.equal([410, 'events_expired']);
+      expect(gone.body.detail).to.include('the oldest kept is 3');
+      const s = openEventStream(c.url, c.rootToken, '?after=2');
+      try {
+        expect((await s.until(1)).map((e) => e.data.version)).to.deep.equal([3]);
+      } finally {
+        s.close();
+      }
+    } finally {
+      await c.close();
+    }
+  });
+});
