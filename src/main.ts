@@ -154,6 +154,11 @@ const COMMANDS: Readonly<Record<string, Command>> = {
       'get, put, ls, rm (to the trash), undelete, destroy, rollback, trash and versions of keys',
     run: async (args, io) => (await import('./cli/kv.js')).kvCommand(args, io),
   },
+  events: {
+    client: true,
+    summary: 'tail: every change the token may read, as it is committed (never a value)',
+    run: async (args, io) => (await import('./cli/events.js')).eventsCommand(args, io),
+  },
   import: {
     client: true,
     summary:

@@ -29,6 +29,7 @@ export type {
 } from '../api/schemas.js';
 export { Coffer } from './coffer.js';
 export { CofferError } from './errors.js';
+export type { ChangeEvent, EventsOptions } from './events.js';
 export type { JwtLogin, TokenCache } from './jwt-session.js';
 export type {
   AuditQuery,

@@ -10,6 +10,7 @@ import type {
   ApiVersionsChange,
 } from '../api/response-schemas.js';
 import { Calls } from './calls.js';
+import { type ChangeEvent, type EventsOptions, eventsQuery, followEvents } from './events.js';
 import type { ListOptions, NamespaceValue, PageOptions, ValueType } from './options.js';
 import { keyPath, namespacePath, query } from './paths.js';
 import { watchKey, watchNamespaceValues } from './watch.js';
@@ -228,6 +229,33 @@ export class KvCalls extends Calls {
     options: { waitSeconds?: number; signal?: AbortSignal } = {},
   ): AsyncGenerator<NamespaceValue[], void, undefined> {
     return watchNamespaceValues(this.watcher(), namespace, options);
+  }
+
+  /**
+   * Every change the caller may read, as it is committed (GET /v1/events: client/events.ts), on one
+   * connection whatever the namespaces followed: `namespaces` (patterns: `payments/*`) and `kinds` select;
+   * from `after` (a position) when given, else from the next change. It comes back by itself after a
+   * disconnect and resumes after the last event yielded; a position no longer kept fails with
+   * `events_expired`; `signal` ends it quietly. Never a value: read the key for it.
+   */
+  events(options: EventsOptions = {}): AsyncGenerator<ChangeEvent, void, undefined> {
+    const path = `/v1/events${eventsQuery(options)}`;
+    return followEvents(
+      async (last, signal) => {
+        const token = await this.transport.token();
+        return this.transport.fetch(this.url + path, {
+          headers: {
+            accept: 'text/event-stream',
+            'user-agent': this.transport.userAgent,
+            authorization: `Bearer ${token}`,
+            ...(last === undefined ? {} : { 'last-event-id': String(last) }),
+          },
+          signal,
+        });
+      },
+      options,
+      this.transport.retry,
+    );
   }
 
   /** What the watches call. */

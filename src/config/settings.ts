@@ -252,7 +252,7 @@ export const CoreSettings = Type.Object(
       default: 1000,
       env: 'COFFER_MAX_WAITS',
       description:
-        'requests each server process holds while they wait for a change (`wait_after`, or `If-None-Match` with `timeout`); one more is 429 with Retry-After. One token holds at most a quarter of them, one client address at most half (each at least one). 0: no waits',
+        'requests each server process holds while they wait for a change (`wait_after`, or `If-None-Match` with `timeout`), each open change stream (`GET /v1/events`) counted among them; one more is 429 with Retry-After. One token holds at most a quarter of them, one client address at most half (each at least one). 0: no waits and no streams',
     }),
     request_timeout_seconds: Type.Integer({
       minimum: 1,

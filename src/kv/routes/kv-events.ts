@@ -148,8 +148,9 @@ export function kvEventOperations({
           framing.clear();
           if (res.writableLength > MAX_UNSENT_BYTES) res.destroy();
         };
-        // Tell an EventSource how soon to come back, and that the stream is open.
-        framing.retry(2000).comment('coffer events').dispatch();
+        // Tell an EventSource how soon to come back, and where the stream starts: an id with no data moves
+        // its last event id without an event, so that coming back before any event resumes from here.
+        framing.retry(2000).comment('coffer events').id(String(start)).dispatch();
         write();
         // The storage gone away mid-stream (a PostgreSQL cut): the stream ends, and the client resumes
         // after the last event it got once the storage is back (EventSource does it by itself).
