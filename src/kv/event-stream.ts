@@ -12,6 +12,7 @@ import { type NamespacePattern, patternMatches } from '../auth/patterns.js';
 import type { Principal } from '../auth/principal.js';
 import { AppError } from '../errors.js';
 import type { EventLog, KvOperation, StoredEvent } from '../store/event-log.js';
+import { RecordIntegrityError } from '../store/record-seal.js';
 import { iso } from './entries.js';
 import type { Hold, KeyChanges, WaitHolder } from './key-changes.js';
 
@@ -102,11 +103,18 @@ export class EventStream {
     position: number,
     sink: EventSink,
     hold: Hold,
-  ): Promise<'gone' | 'closed' | 'unauthorized'> {
+  ): Promise<'gone' | 'closed' | 'unauthorized' | 'integrity_error'> {
     this.reached = position;
     try {
       for (;;) {
-        const events = await this.deps.log.after(this.reached, PAGE);
+        let events: StoredEvent[];
+        try {
+          events = await this.deps.log.after(this.reached, PAGE);
+        } catch (err) {
+          // An event that fails its check (changed, or moved): the stream ends there, saying why.
+          if (err instanceof RecordIntegrityError) return 'integrity_error';
+          throw err;
+        }
         if (events.length > 0) {
           let principal: Principal;
           try {

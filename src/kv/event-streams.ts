@@ -16,8 +16,11 @@ export interface StreamEnd {
   readonly after: number;
   readonly delivered: number;
   readonly reached: number;
-  /** The client went, the server stopped, the token no longer held, or the storage could not be read. */
-  readonly ended: 'gone' | 'closed' | 'unauthorized' | 'unavailable';
+  /**
+   * The client went, the server stopped, the token no longer held, an event failed its check, or the
+   * storage could not be read.
+   */
+  readonly ended: 'gone' | 'closed' | 'unauthorized' | 'integrity_error' | 'unavailable';
 }
 
 /** Where a stream's closing entry goes: the audit log's operator events (audit/audit-log.ts). */

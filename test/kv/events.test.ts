@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { eventKey } from '../../src/store/layout.js';
 import { auditLines } from '../support/audit-lines.js';
 import { onEachBackend } from '../support/each-backend.js';
 import { openEventStream, opened, type TestEventStream } from '../support/event-stream.js';
@@ -146,6 +147,27 @@ describe('change events: GET /v1/events, a resumable stream of what the caller m
         (l) => l.kind === 'request' && l.action === 'events' && l.token_id === me.body.id,
       );
       expect(opened.length).to.be.at.least(1);
+    });
+
+    it('ends a stream at an event record that fails its check, audited as integrity_error', async () => {
+      const first = await stream(c.rootToken, '?namespaces=ev/tamper');
+      await c.put('ev/tamper/k', 'v');
+      const [event] = await first.until(1);
+      first.close();
+      const position = Number(event!.id);
+      // Someone who can write the storage changes the event's record.
+      await c.storage.atomic([], () => ({
+        writes: [{ op: 'put', key: eventKey(position), value: Buffer.alloc(40, 7) }],
+        result: undefined,
+      }));
+      const again = await stream(c.rootToken, `?namespaces=ev/tamper&after=${position - 1}`);
+      await sleep(500);
+      again.close();
+      expect(again.received).to.deep.equal([]);
+      const ended = auditLines(c.config.audit.dir!).filter(
+        (l) => l.event === 'events.stream_closed' && l.after === position - 1,
+      );
+      expect(ended.map((l) => l.ended)).to.include('integrity_error');
     });
 
     it('refuses a malformed filter or position (400), and a position beyond the last given (410)', async () => {
