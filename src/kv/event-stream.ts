@@ -90,15 +90,16 @@ export class EventStream {
     return after;
   }
 
-  /**
-   * Sends every selected event after `position` as it comes, until the client goes, the server stops, or
-   * the caller's credential no longer holds. Resolves with why it ended.
-   */
   /** The stream's wait slot (429 when this server, this token or this address holds its share). */
   reserve(holder: WaitHolder): Hold {
     return this.deps.changes.hold('', undefined, holder, true);
   }
 
+  /**
+   * Sends every selected event after `position` as it comes, until the client goes, the server stops, the
+   * caller's credential no longer holds or an event fails its check. Resolves with why it ended; rejects
+   * when the storage cannot be read (the route says so).
+   */
   async run(
     position: number,
     sink: EventSink,
@@ -116,12 +117,8 @@ export class EventStream {
           throw err;
         }
         if (events.length > 0) {
-          let principal: Principal;
-          try {
-            principal = await this.caller();
-          } catch {
-            return 'unauthorized';
-          }
+          const principal = await this.callerNow();
+          if (!principal) return 'unauthorized';
           if (sink.gone.aborted) return 'gone';
           for (const event of events) {
             this.reached = event.position;
@@ -138,16 +135,22 @@ export class EventStream {
         if (!woken) {
           // Quiet for a while, or the server is stopping (which wakes no one: the slot says so).
           if (this.deps.changes.closing) return 'closed';
-          try {
-            await this.caller();
-          } catch {
-            return 'unauthorized';
-          }
+          if (!(await this.callerNow())) return 'unauthorized';
           sink.heartbeat();
         }
       }
     } finally {
       hold.release();
+    }
+  }
+
+  /** The caller now; undefined once its credential no longer holds (a storage failure is thrown on). */
+  private async callerNow(): Promise<Principal | undefined> {
+    try {
+      return await this.caller();
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'unauthorized') return undefined;
+      throw err;
     }
   }
 
