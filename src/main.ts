@@ -159,6 +159,11 @@ const COMMANDS: Readonly<Record<string, Command>> = {
     summary: 'tail: every change the token may read, as it is committed (never a value)',
     run: async (args, io) => (await import('./cli/events.js')).eventsCommand(args, io),
   },
+  webhook: {
+    client: true,
+    summary: 'ls, show, put, rm, test: signed webhooks for the change events',
+    run: async (args, io) => (await import('./cli/webhooks.js')).webhookCommand(args, io),
+  },
   import: {
     client: true,
     summary:

@@ -33,6 +33,7 @@ export const BUILT_IN_ROLES: RoleTable = {
  *   list_tokens     list tokens (metadata only)       manage_keyring  rotate, rewrap, retire, migrate
  *   read_keyring    keyring status, rewrap progress   read_audit      the audit log and the seal report
  *   manage_roles    custom roles and login roles       read_metrics    GET /v1/sys/metrics
+ *   manage_webhooks webhooks (/v1/sys/webhooks)
  */
 export const ROLE_PRIVILEGES: Readonly<Record<string, readonly Privilege[]>> = {
   auditor: ['list_tokens', 'read_keyring', 'read_audit'],

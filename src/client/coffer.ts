@@ -28,8 +28,15 @@ import type {
   ApiVerification,
 } from '../api/response-schemas.js';
 import type { LoginRolePutRequest, RewrapRequest, RolePutRequest } from '../api/schemas.js';
+import type {
+  ApiWebhook,
+  ApiWebhookList,
+  ApiWebhookTest,
+  ApiWebhookWithSecret,
+  WebhookPutRequest,
+} from '../api/webhook-schemas.js';
 import type { AuditQuery } from './options.js';
-import { query, rolePath } from './paths.js';
+import { query, rolePath, webhookPath } from './paths.js';
 import { TokenCalls } from './token-calls.js';
 
 export class Coffer extends TokenCalls {
@@ -98,6 +105,43 @@ export class Coffer extends TokenCalls {
     await this.answer({
       method: 'DELETE',
       path: rolePath('login-roles', name),
+      signal: options.signal,
+    });
+  }
+
+  // --- webhooks (root, or a token with manage_webhooks) ---
+
+  listWebhooks(options: { signal?: AbortSignal } = {}): Promise<ApiWebhookList> {
+    return this.call({ method: 'GET', path: '/v1/sys/webhooks', signal: options.signal });
+  }
+
+  getWebhook(name: string, options: { signal?: AbortSignal } = {}): Promise<ApiWebhook> {
+    return this.call({ method: 'GET', path: webhookPath(name), signal: options.signal });
+  }
+
+  /** Creates or changes a webhook; `secret` is in the answer when it was created or rotated, never again. */
+  putWebhook(
+    name: string,
+    webhook: WebhookPutRequest,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<ApiWebhookWithSecret> {
+    return this.call({
+      method: 'PUT',
+      path: webhookPath(name),
+      body: webhook,
+      signal: options.signal,
+    });
+  }
+
+  async deleteWebhook(name: string, options: { signal?: AbortSignal } = {}): Promise<void> {
+    await this.answer({ method: 'DELETE', path: webhookPath(name), signal: options.signal });
+  }
+
+  /** Sends the webhook one signed `webhook.test` message now; says whether its receiver took it. */
+  testWebhook(name: string, options: { signal?: AbortSignal } = {}): Promise<ApiWebhookTest> {
+    return this.call({
+      method: 'POST',
+      path: `${webhookPath(name)}/test`,
       signal: options.signal,
     });
   }

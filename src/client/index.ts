@@ -27,6 +27,13 @@ export type {
   RolePutRequest,
   TokenCreateRequest,
 } from '../api/schemas.js';
+export type {
+  ApiWebhook as Webhook,
+  ApiWebhookList as WebhookList,
+  ApiWebhookTest as WebhookTest,
+  ApiWebhookWithSecret as WebhookWithSecret,
+  WebhookPutRequest,
+} from '../api/webhook-schemas.js';
 export { Coffer } from './coffer.js';
 export { CofferError } from './errors.js';
 export type { ChangeEvent, EventsOptions } from './events.js';

@@ -10,6 +10,8 @@ export function namespacePath(namespace: string): string {
 export const rolePath = (kind: 'roles' | 'login-roles', name: string): string =>
   `/v1/sys/${kind}/${encodeURIComponent(name)}`;
 
+export const webhookPath = (name: string): string => `/v1/sys/webhooks/${encodeURIComponent(name)}`;
+
 export const keyPath = (namespace: string, key: string): string =>
   `/v1/kv/${namespacePath(namespace)}/${encodeURIComponent(key)}`;
 

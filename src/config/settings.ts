@@ -233,6 +233,12 @@ export const CoreSettings = Type.Object(
       description:
         'how long the event log keeps each change event (`GET /v1/events` resumes from within it; an older position is 410) before the hourly tidy deletes it (`7d`, `12h`)',
     }),
+    webhooks_allow_private: Type.Boolean({
+      default: false,
+      env: 'COFFER_WEBHOOKS_ALLOW_PRIVATE',
+      description:
+        'let webhooks reach loopback, private, link-local and reserved addresses (refused by default: a webhook would otherwise reach what only the server can, a cloud metadata service say)',
+    }),
     max_ttl: Type.Integer({
       minimum: 1,
       default: 31_536_000,

@@ -163,7 +163,7 @@ export class EventStream {
   }
 }
 
-function messageOf(event: StoredEvent): EventMessage {
+export function messageOf(event: StoredEvent): EventMessage {
   return {
     position: event.position,
     kind: event.kind,

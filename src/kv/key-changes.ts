@@ -139,12 +139,29 @@ export class KeyChanges {
       count(this.byAddress, holder.address, 1);
     }
     this.held++;
-    const where = every ? EVERY : id(namespace, key ?? NAMESPACE);
+    return this.register(every ? EVERY : id(namespace, key ?? NAMESPACE), () => {
+      this.held--;
+      if (holder) {
+        count(this.byToken, holder.token, -1);
+        count(this.byAddress, holder.address, -1);
+      }
+    });
+  }
+
+  /**
+   * Woken by every change, as an event stream is, for the server's own use (webhook delivery): not one of
+   * the waits clients hold, so COFFER_MAX_WAITS does not bound it.
+   */
+  follow(): Hold {
+    return this.register(EVERY, () => undefined);
+  }
+
+  private register(where: string, released: () => void): Hold {
     const waiter: Waiter = { woken: false, wake: undefined };
     const set = this.waiters.get(where) ?? new Set<Waiter>();
     this.waiters.set(where, set);
     set.add(waiter);
-    let released = false;
+    let done = false;
     return {
       next: (deadline, signal) => {
         if (waiter.woken) {
@@ -153,27 +170,23 @@ export class KeyChanges {
         }
         if (this.closed || signal?.aborted || Date.now() >= deadline) return Promise.resolve(false);
         return new Promise<boolean>((resolve) => {
-          const done = (woken: boolean): void => {
+          const finish = (woken: boolean): void => {
             clearTimeout(timer);
             signal?.removeEventListener('abort', onAbort);
             waiter.wake = undefined;
             waiter.woken = false;
             resolve(woken);
           };
-          const onAbort = (): void => done(false);
-          const timer = setTimeout(() => done(false), deadline - Date.now());
+          const onAbort = (): void => finish(false);
+          const timer = setTimeout(() => finish(false), deadline - Date.now());
           signal?.addEventListener('abort', onAbort, { once: true });
-          waiter.wake = () => done(!this.closed);
+          waiter.wake = () => finish(!this.closed);
         });
       },
       release: () => {
-        if (released) return;
-        released = true;
-        this.held--;
-        if (holder) {
-          count(this.byToken, holder.token, -1);
-          count(this.byAddress, holder.address, -1);
-        }
+        if (done) return;
+        done = true;
+        released();
         set.delete(waiter);
         if (set.size === 0 && this.waiters.get(where) === set) this.waiters.delete(where);
       },

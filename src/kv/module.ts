@@ -12,12 +12,19 @@ import { KeyChanges } from './key-changes.js';
 import { KvService } from './kv-service.js';
 import { kvEventOperations } from './routes/kv-events.js';
 import { kvReadOperations } from './routes/kv-reads.js';
+import { kvWebhookOperations } from './routes/kv-webhooks.js';
 import { kvWriteOperations } from './routes/kv-writes.js';
 import { vaultKvOperations } from './routes/vault-kv.js';
+import { WebhookAdmin } from './webhooks/webhook-admin.js';
+import { WebhookDispatch } from './webhooks/webhook-dispatch.js';
 
-export const kvFeature: Feature<{ readonly kv: KvService; readonly streams: EventStreams }> = {
+export const kvFeature: Feature<{
+  readonly kv: KvService;
+  readonly streams: EventStreams;
+  readonly webhooks: WebhookAdmin;
+}> = {
   name: 'kv',
-  open({ config, options, records, keyring, metrics, now, audit }) {
+  open({ config, options, records, keyring, metrics, now, audit, log, events }) {
     const changes = new KeyChanges(config.max_waits, (ref) => options.peers?.publish(ref));
     options.peers?.subscribe((ref) => changes.heard(ref));
     const stopHearing = records.kv.onChange((ref) =>
@@ -36,20 +43,38 @@ export const kvFeature: Feature<{ readonly kv: KvService; readonly streams: Even
       now,
       changes,
     });
+    const delivery = {
+      log: records.events,
+      records: records.webhooks,
+      changes,
+      audit,
+      logger: log,
+      allowPrivate: config.webhooks_allow_private,
+      userAgent: 'Coffer-Webhooks',
+    };
+    const dispatch = new WebhookDispatch(delivery);
+    dispatch.start();
+    metrics.sources.webhooks = () => dispatch.states();
+    const webhooks = new WebhookAdmin({ ...delivery, dispatch, events, now });
+    let stopped: Promise<void> = Promise.resolve();
     return {
-      services: { kv, streams },
-      // Held waits answer now (304: nothing changed yet), so their connections can drain.
+      services: { kv, streams, webhooks },
+      // Held waits answer now (304: nothing changed yet), so their connections can drain. Webhook
+      // delivery stops, its cursors stored, and lets its lease go to a process that goes on serving.
       drain() {
+        stopped = dispatch.close();
         changes.close();
         stopHearing();
         stopFollowing();
       },
+      close: () => stopped,
     };
   },
-  operations: ({ kv, streams }, { config, respond, recordIntent }) => [
+  operations: ({ kv, streams, webhooks }, { config, respond, recordIntent }) => [
     ...kvReadOperations({ kv, respond }),
     ...kvWriteOperations({ kv, respond, recordIntent }),
     ...kvEventOperations({ streams, respond }),
+    ...kvWebhookOperations({ webhooks, respond }),
     // The same keys in Vault's dialect, for Vault's clients (KV v2 under /vault/v1).
     ...vaultKvOperations({ kv, mounts: vaultMounts(config.vault.mounts), respond, recordIntent }),
   ],

@@ -28,6 +28,7 @@ export const PRIVILEGES = [
   'read_audit',
   'manage_roles',
   'read_metrics',
+  'manage_webhooks',
 ] as const;
 export type Privilege = (typeof PRIVILEGES)[number];
 

@@ -11,6 +11,7 @@
  *   coffer_storage_commit_writes                            writes made durable by one commit (group commit)
  *   coffer_snapshot_newest_timestamp_seconds                 with scheduled snapshots: the newest one's time
  *   coffer_audit_stream_up{stream}, coffer_audit_stream_lag_lines{stream}, …_delivered_lines{stream}
+ *   coffer_webhook_attempts{webhook,outcome}, coffer_webhook_failing{webhook}, coffer_webhook_behind{webhook}
  * and on PostgreSQL
  *   coffer_storage_writes_queued                            writes waiting for a group commit
  *   coffer_pg_pool_connections{state}, coffer_pg_pool_max, coffer_pg_pool_waiting
@@ -59,6 +60,14 @@ export interface MetricSources {
     readonly up: boolean;
     readonly lag: number;
     readonly delivered: number;
+  }[];
+  /** Each webhook this process delivers (kv/webhooks/webhook-delivery.ts's DeliveryState). */
+  webhooks?: () => readonly {
+    readonly name: string;
+    readonly delivered: number;
+    readonly failed: number;
+    readonly failing: boolean;
+    readonly behind: number;
   }[];
 }
 
@@ -246,6 +255,46 @@ export class CofferMetrics {
         collect() {
           for (const stream of sources.auditStreams?.() ?? [])
             this.set({ stream: stream.name }, read(stream as never));
+        },
+      });
+    // Per webhook (its name, an operator's word: at most 64). Only the process holding the delivery lease
+    // has any; summed over the workers, that one's figures.
+    new Gauge({
+      name: 'coffer_webhook_attempts',
+      help: 'Webhook delivery attempts since this process took up delivery, by outcome (delivered, failed)',
+      labelNames: ['webhook', 'outcome'],
+      registers,
+      aggregator: 'sum',
+      collect() {
+        this.reset();
+        for (const w of sources.webhooks?.() ?? []) {
+          this.set({ webhook: w.name, outcome: 'delivered' }, w.delivered);
+          this.set({ webhook: w.name, outcome: 'failed' }, w.failed);
+        }
+      },
+    });
+    for (const [name, help, read] of [
+      [
+        'coffer_webhook_failing',
+        "1 while the webhook's receiver does not take its messages (they wait, in order)",
+        (w: { failing: boolean }) => (w.failing ? 1 : 0),
+      ],
+      [
+        'coffer_webhook_behind',
+        'Events in the log after what the webhook has delivered',
+        (w: { behind: number }) => w.behind,
+      ],
+    ] as const)
+      new Gauge({
+        name,
+        help,
+        labelNames: ['webhook'],
+        registers,
+        aggregator: 'sum',
+        collect() {
+          this.reset();
+          for (const w of sources.webhooks?.() ?? [])
+            this.set({ webhook: w.name }, read(w as never));
         },
       });
     for (const [name, help, read] of [

@@ -14,6 +14,7 @@
  * clear anyway.) Events are kept for a retention (the tidy run prunes older ones, oldest first).
  */
 import { Packr } from 'msgpackr';
+import type { KvOperation } from '../model/kv-operations.js';
 import type { ValueType } from '../model/value-types.js';
 import {
   hasChangeFeed,
@@ -28,8 +29,7 @@ import type { RecordSeal } from './record-seal.js';
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true });
 
-/** What a change to a key did. */
-export type KvOperation = 'write' | 'delete' | 'undelete' | 'destroy' | 'metadata' | 'versions';
+export type { KvOperation } from '../model/kv-operations.js';
 
 /** An event as a change's plan makes it: the log gives it its position and time. */
 export interface EventDraft {

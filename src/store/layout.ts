@@ -18,6 +18,8 @@
  *   E <u64 BE position>               one change event, at its position in the event log (store/event-log.ts)
  *   E 0xFF                            the event log's last position given: after every event (a position's
  *                                     first byte is 0x00), so it shares the newest events' page
+ *   H <name>                          one webhook: its destination, filters and signing secret
+ *   I <name>                          one webhook's delivery cursor (store/webhook-records.ts)
  *
  * where <ns> is the namespace with '/' written as 0x01. So the keys directly in `ns` lie in
  * [M ns 0x00, M ns 0x01), everything beneath it in [M ns 0x01, M ns 0x02), and skipping past a child
@@ -156,7 +158,14 @@ export function consoleSessionKey(idHash: string): Buffer {
 export const CONSOLE_SESSIONS_RANGE: KeyRange = { start: bytes('U'), end: bytes('V') };
 
 export function systemKey(
-  name: 'root-token' | 'keyring' | 'keyring-generation' | 'rewrap' | 'audit-chains' | 'policies',
+  name:
+    | 'root-token'
+    | 'keyring'
+    | 'keyring-generation'
+    | 'rewrap'
+    | 'audit-chains'
+    | 'policies'
+    | 'webhook-lease',
 ): Buffer {
   return bytes(`S${name}`);
 }
@@ -227,3 +236,20 @@ export const EVENTS_RANGE: KeyRange = { start: bytes('E'), end: EVENT_POSITION_K
 export function eventsFrom(position: number): KeyRange {
   return { start: eventKey(position), end: EVENTS_RANGE.end };
 }
+
+/** One webhook's definition (store/webhook-records.ts). */
+export function webhookKey(name: string): Buffer {
+  return bytes(`H${name}`);
+}
+
+export const WEBHOOKS_RANGE: KeyRange = { start: bytes('H'), end: bytes('I') };
+
+/** One webhook's delivery cursor: the last event position it has delivered. */
+export function webhookCursorKey(name: string): Buffer {
+  return bytes(`I${name}`);
+}
+
+export const WEBHOOK_CURSORS_RANGE: KeyRange = { start: bytes('I'), end: bytes('J') };
+
+/** Which server process delivers the webhooks, and until when (store/webhook-records.ts). */
+export const WEBHOOK_LEASE_KEY = systemKey('webhook-lease');

@@ -31,6 +31,9 @@ import {
   ROOT_TOKEN_KEY,
   TOKENS_RANGE,
   TRASH_RANGE,
+  WEBHOOK_CURSORS_RANGE,
+  WEBHOOK_LEASE_KEY,
+  WEBHOOKS_RANGE,
 } from './layout.js';
 
 /** The range holding the one key `key`. */
@@ -113,6 +116,19 @@ const TABLE = {
   'event-position': {
     words: 'event log position',
     stored: { range: only(EVENT_POSITION_KEY), protection: 'mac', format1: NOT_IN_FORMAT_1 },
+  },
+  // Format 1 had no webhooks.
+  webhook: {
+    words: 'webhook record',
+    stored: { range: WEBHOOKS_RANGE, protection: 'seal', format1: NOT_IN_FORMAT_1 },
+  },
+  'webhook-cursor': {
+    words: 'webhook delivery cursor',
+    stored: { range: WEBHOOK_CURSORS_RANGE, protection: 'seal', format1: NOT_IN_FORMAT_1 },
+  },
+  'webhook-lease': {
+    words: 'webhook delivery lease',
+    stored: { range: only(WEBHOOK_LEASE_KEY), protection: 'seal', format1: NOT_IN_FORMAT_1 },
   },
   // Not the store's own: the key's versions (sealed by envelope, kv-version-writes.ts) and the keyring
   // (wrapped by the master key).

@@ -46,6 +46,7 @@ import {
 import { copyStore } from './store-copy.js';
 import { TokenRecords } from './token-records.js';
 import { type UpgradeResult, upgradeStore } from './upgrade.js';
+import { WebhookRecords } from './webhook-records.js';
 
 export {
   copyTarget,
@@ -79,6 +80,7 @@ export interface Records {
   readonly rewrap: RewrapRecords;
   readonly policies: PolicyRecords;
   readonly consoleSessions: ConsoleSessionRecords;
+  readonly webhooks: WebhookRecords;
 }
 
 export class Store {
@@ -166,6 +168,7 @@ export class Store {
       rewrap: new RewrapRecords(this.storage, seal, keyring),
       policies: new PolicyRecords(this.storage, seal, onIntegrityError),
       consoleSessions: new ConsoleSessionRecords(this.storage, seal, onIntegrityError),
+      webhooks: new WebhookRecords(this.storage, seal, onIntegrityError),
     };
   }
 

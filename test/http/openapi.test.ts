@@ -26,6 +26,9 @@ const DOC_LOGIN_ROLE = {
 };
 
 /** A request that reaches each documented operation, by operationId. */
+/** A webhook the examples read: a public address (none reached here), sent no namespace the tests write. */
+const DOC_WEBHOOK = { url: 'https://93.184.215.14/hook', namespaces: ['doc-webhook-none'] };
+
 const EXAMPLES: Record<string, { path: string; json?: unknown }> = {
   getOpenApiDocument: { path: '/v1/openapi.json' },
   getSelf: { path: '/v1/auth/me' },
@@ -94,6 +97,11 @@ const EXAMPLES: Record<string, { path: string; json?: unknown }> = {
   getLoginRole: { path: '/v1/sys/login-roles/doc' },
   putLoginRole: { path: '/v1/sys/login-roles/doc', json: DOC_LOGIN_ROLE },
   deleteLoginRole: { path: '/v1/sys/login-roles/doc-gone' },
+  listWebhooks: { path: '/v1/sys/webhooks' },
+  getWebhook: { path: '/v1/sys/webhooks/doc' },
+  putWebhook: { path: '/v1/sys/webhooks/doc', json: DOC_WEBHOOK },
+  deleteWebhook: { path: '/v1/sys/webhooks/doc-gone' },
+  testWebhook: { path: '/v1/sys/webhooks/doc/test' },
 };
 
 function operationsOf(doc: {
@@ -118,6 +126,9 @@ describe('OpenAPI document', () => {
     expect(
       (await c.call('PUT', '/v1/sys/login-roles/doc', { json: DOC_LOGIN_ROLE })).status,
     ).to.equal(201);
+    expect((await c.call('PUT', '/v1/sys/webhooks/doc', { json: DOC_WEBHOOK })).status).to.equal(
+      201,
+    );
   });
   after(async () => {
     await c.close();

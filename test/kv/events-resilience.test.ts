@@ -6,6 +6,7 @@ import { Relay } from '../support/pg-relay.js';
 import { dropTestSchemas, PG_TEST_URL, requirePostgres, testSchema } from '../support/postgres.js';
 import { killAll, serveSettings, startProcess } from '../support/process.js';
 import { pgEnv, twoServersOnPostgres } from '../support/shared-servers.js';
+import { steadyWriter } from '../support/steady-writer.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -47,27 +48,15 @@ describe('change events across servers and failures', function () {
     let resumed: TestEventStream | undefined;
     try {
       expect(await opened(stream)).to.equal(200);
-      let acknowledged = 0;
-      let writing = true;
-      const writer = (async () => {
-        for (let v = 1; writing; v++) {
-          const res = await send(p.url, 'PUT', '/v1/kv/killed/k', root, {
-            value: `v${v}`,
-            type: 'secret',
-          }).catch(() => undefined);
-          if (!res) return;
-          if (res.status === 200 || res.status === 201) acknowledged = res.body.version;
-        }
-      })();
+      const writer = steadyWriter(p.url, root, '/v1/kv/killed/k');
       await stream.until(20, 20_000);
       await killAll(p);
-      writing = false;
-      await writer;
+      await writer.stop();
       stream.close();
       const before = stream.received.slice();
       p = await startProcess(env);
       const latest = (await send(p.url, 'GET', '/v1/kv/killed/k', root)).body.version as number;
-      expect(latest).to.be.at.least(acknowledged);
+      expect(latest).to.be.at.least(writer.acknowledged());
       resumed = openEventStream(p.url, root, '?namespaces=killed', {
         'Last-Event-ID': before.at(-1)!.id,
       });

@@ -78,6 +78,9 @@ describe('the seal report', function () {
       'console-session',
       'event',
       'event-position',
+      'webhook',
+      'webhook-cursor',
+      'webhook-lease',
     ]);
     // Every change made an event, each checked: the 9 writes of the 8 keys, and the position's record.
     expect(r.records.find((k: { kind: string }) => k.kind === 'event-position')).to.deep.equal({

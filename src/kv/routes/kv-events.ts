@@ -16,6 +16,7 @@ import { integer, parsed } from '../../api/query-params.js';
 import { rawHeader } from '../../api/request-parts.js';
 import type { Responder } from '../../api/respond.js';
 import { invalid } from '../../errors.js';
+import { KV_OPERATIONS } from '../../model/kv-operations.js';
 import {
   type EventStreams,
   type KvOperation,
@@ -24,14 +25,7 @@ import {
 } from '../event-streams.js';
 import { clientGone } from './kv-waits.js';
 
-const OPERATIONS: readonly KvOperation[] = [
-  'write',
-  'delete',
-  'undelete',
-  'destroy',
-  'metadata',
-  'versions',
-];
+const OPERATIONS: readonly KvOperation[] = KV_OPERATIONS;
 /** The most patterns one stream may name. */
 const MAX_PATTERNS = 32;
 /** A client that lets this much wait unread is cut off (it resumes with Last-Event-ID). */

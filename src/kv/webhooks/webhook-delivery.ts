@@ -1,0 +1,255 @@
+/**
+ * One webhook's delivery: the event log's events after the webhook's cursor, in order, those its filters
+ * select each sent as one signed message (webhook-send.ts), one at a time — the next only once the
+ * receiver took this one, so a key's events arrive in the order they happened. A failed attempt is tried
+ * again after a jittered backoff (1 s doubling to 30 s), for as long as it takes: nothing is skipped for a
+ * receiver that is down. The cursor is stored at most every second and when the delivery stops, so a
+ * crash or a change of the delivering process repeats at most the last second's messages, with the same
+ * webhook-id (at least once, never lost). Every attempt is one audit entry; a receiver that starts or stops
+ * failing is one line in the server's log.
+ */
+import { randomInt } from 'node:crypto';
+import type { Logger } from 'pino';
+import { type NamespacePattern, parsePattern, patternMatches } from '../../auth/patterns.js';
+import type { EventLog, StoredEvent } from '../../store/event-log.js';
+import type { WebhookRecord, WebhookRecords } from '../../store/webhook-records.js';
+import { messageOf } from '../event-stream.js';
+import type { Hold } from '../key-changes.js';
+import { parseDestination } from './destination.js';
+import { type Attempt, sendMessage, type WebhookMessage } from './webhook-send.js';
+
+/** Events read from the log at once. */
+const PAGE = 100;
+const FIRST_RETRY_MS = 1_000;
+const LAST_RETRY_MS = 30_000;
+/** The cursor is stored at most this often while messages go out. */
+const SAVE_EVERY_MS = 1_000;
+/** A quiet delivery reads the log this often even when nothing woke it. */
+const IDLE_MS = 5_000;
+
+/** Where each attempt's audit entry goes (the audit log's operator entries). */
+export interface WebhookAudit {
+  event(event: string, fields: Record<string, unknown>): Promise<boolean>;
+}
+
+export interface DeliveryDeps {
+  readonly log: EventLog;
+  readonly records: Pick<WebhookRecords, 'cursor' | 'advance'>;
+  readonly audit: WebhookAudit | undefined;
+  readonly logger: Logger;
+  readonly allowPrivate: boolean;
+  readonly userAgent: string;
+}
+
+/** What the metrics show of a delivery. */
+export interface DeliveryState {
+  readonly name: string;
+  readonly delivered: number;
+  readonly failed: number;
+  readonly failing: boolean;
+  /** Events in the log after the cursor, as last seen (those the filters leave out included). */
+  readonly behind: number;
+}
+
+/** The message of an event: its id is the same at every attempt, and names the event's commit time too. */
+export function eventMessage(event: StoredEvent): WebhookMessage {
+  return {
+    id: `evt_${event.position}_${event.at}`,
+    type: `kv.${event.operation}`,
+    data: messageOf(event),
+  };
+}
+
+/** Which events `record`'s filters select. */
+export function webhookFilter(record: WebhookRecord): (event: StoredEvent) => boolean {
+  const patterns = record.namespaces
+    .map(parsePattern)
+    .filter((p): p is NamespacePattern => p !== null);
+  return (event) =>
+    (patterns.length === 0 || patterns.some((p) => patternMatches(p, event.namespace))) &&
+    (record.kinds.length === 0 || record.kinds.includes(event.operation));
+}
+
+export class WebhookDelivery {
+  private readonly stopping = new AbortController();
+  private running: Promise<void> = Promise.resolve();
+  private cursor = 0;
+  private saved = 0;
+  private savedAt = 0;
+  private latest = 0;
+  private delivered = 0;
+  private failed = 0;
+  private failing = false;
+  private readonly selects: (event: StoredEvent) => boolean;
+
+  constructor(
+    readonly name: string,
+    readonly record: WebhookRecord,
+    private readonly deps: DeliveryDeps,
+    private readonly follow: Hold,
+  ) {
+    this.selects = webhookFilter(record);
+  }
+
+  state(): DeliveryState {
+    return {
+      name: this.name,
+      delivered: this.delivered,
+      failed: this.failed,
+      failing: this.failing,
+      behind: Math.max(0, this.latest - this.cursor),
+    };
+  }
+
+  start(): void {
+    this.running = this.run().catch((err: Error) =>
+      this.deps.logger.error(
+        { event: 'webhook.delivery_stopped', webhook: this.name, reason: err.message },
+        'webhook %s stopped delivering; the next start of delivery goes on from its cursor',
+        this.name,
+      ),
+    );
+  }
+
+  /** Stops after the attempt in flight, and stores how far it got. */
+  async close(): Promise<void> {
+    this.stopping.abort();
+    await this.running;
+    this.follow.release();
+  }
+
+  private get stopped(): boolean {
+    return this.stopping.signal.aborted;
+  }
+
+  private async run(): Promise<void> {
+    const { log, records } = this.deps;
+    const { last } = await log.horizon();
+    const stored = await records.cursor(this.name, this.record.id);
+    // A cursor past the log's last position: the store was put back to an older state. What is numbered
+    // from here on is new: delivered from the log's last position, said in the audit log.
+    if (stored !== undefined && stored > last)
+      await this.audit('webhook.cursor_ahead', { cursor: stored, last });
+    this.cursor = stored === undefined || stored > last ? last : stored;
+    this.saved = this.cursor;
+    this.latest = last;
+    try {
+      while (!this.stopped) {
+        const events = await this.read();
+        if (events === undefined) continue;
+        const first = events[0];
+        if (first && first.position > this.cursor + 1)
+          // Pruned (older than the retention) before they were delivered: said, then passed.
+          await this.audit('webhook.events_expired', {
+            after: this.cursor,
+            next: first.position,
+          });
+        for (const event of events) {
+          if (this.selects(event) && !(await this.deliver(event))) return;
+          this.cursor = event.position;
+          this.latest = Math.max(this.latest, event.position);
+          if (Date.now() - this.savedAt >= SAVE_EVERY_MS) await this.save();
+        }
+        if (events.length < PAGE) {
+          await this.save();
+          await this.follow.next(Date.now() + IDLE_MS, this.stopping.signal);
+        }
+      }
+    } finally {
+      await this.save().catch(() => undefined);
+    }
+  }
+
+  /** The next page of events, or undefined after the storage failed to give it (tried again shortly). */
+  private async read(): Promise<StoredEvent[] | undefined> {
+    try {
+      return await this.deps.log.after(this.cursor, PAGE);
+    } catch (err) {
+      this.deps.logger.warn(
+        { event: 'webhook.read_failed', webhook: this.name, reason: (err as Error).message },
+        'webhook %s cannot read the event log now; it tries again',
+        this.name,
+      );
+      await pause(FIRST_RETRY_MS, this.stopping.signal);
+      return undefined;
+    }
+  }
+
+  /** Sends `event` until the receiver takes it; false when the delivery stopped first. */
+  private async deliver(event: StoredEvent): Promise<boolean> {
+    const message = eventMessage(event);
+    const url = parseDestination(this.record.url);
+    for (let attempt = 1; !this.stopped; attempt++) {
+      const result = await sendMessage(url, this.record.secret, message, this.deps);
+      await this.audit('webhook.delivery', {
+        position: event.position,
+        message_id: message.id,
+        attempt,
+        delivered: result.delivered,
+        ...(result.status === undefined ? {} : { status: result.status }),
+        ...(result.error === undefined ? {} : { error: result.error }),
+        ms: result.ms,
+      });
+      if (result.delivered) {
+        this.delivered++;
+        this.recovered();
+        return true;
+      }
+      this.failed++;
+      this.failedAttempt(result);
+      this.latest = Math.max(
+        this.latest,
+        (await this.deps.log.horizon().catch(() => null))?.last ?? 0,
+      );
+      const base = Math.min(LAST_RETRY_MS, FIRST_RETRY_MS * 2 ** Math.min(attempt - 1, 10));
+      // Equal jitter: between half the backoff and all of it, drawn from the CSPRNG.
+      await pause(base / 2 + randomInt(Math.floor(base / 2) + 1), this.stopping.signal);
+    }
+    return false;
+  }
+
+  private failedAttempt(result: Attempt): void {
+    if (this.failing) return;
+    this.failing = true;
+    this.deps.logger.warn(
+      { event: 'webhook.failing', webhook: this.name, reason: result.error },
+      'webhook %s is not taking messages; they wait, in order, and are sent again',
+      this.name,
+    );
+  }
+
+  private recovered(): void {
+    if (!this.failing) return;
+    this.failing = false;
+    this.deps.logger.info(
+      { event: 'webhook.recovered', webhook: this.name },
+      'webhook %s takes messages again',
+      this.name,
+    );
+  }
+
+  private async save(): Promise<void> {
+    this.savedAt = Date.now();
+    if (this.cursor <= this.saved) return;
+    await this.deps.records.advance(this.name, this.record.id, this.cursor);
+    this.saved = this.cursor;
+  }
+
+  private async audit(event: string, fields: Record<string, unknown>): Promise<void> {
+    await this.deps.audit?.event(event, { webhook: this.name, ...fields }).catch(() => false);
+  }
+}
+
+/** Waits `ms`, or less when `signal` aborts. */
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
