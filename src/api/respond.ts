@@ -92,6 +92,11 @@ export interface Responder {
    * written (the client then got the refusal, 503) or the request was answered already.
    */
   stream(res: Response, contentType: string, headers?: HeaderList): Promise<boolean>;
+  /**
+   * Switches protocols (a WebSocket handshake, api/upgrades.ts): once its audit entry (101) is durable,
+   * `open` takes the connection and true is given back; false as for `stream`.
+   */
+  switching(res: Response, open: () => void): Promise<boolean>;
   /** Whether `res` has been answered (or its answer is waiting for its audit entry). */
   answered(res: Response): boolean;
 }
@@ -267,6 +272,18 @@ export function createResponder(
       );
     },
     answered: (res) => res.locals.answered === true,
+    switching: async (res, open) => {
+      if (res.locals.answered === true) return false;
+      res.locals.answered = true;
+      const id = auditor ? requestId(res) : null;
+      if (id === null || (await auditor!(res, 101, id).catch(() => false))) {
+        open();
+        observer?.sent(res, 101);
+        return true;
+      }
+      refuseUnrecorded(res, id);
+      return false;
+    },
     stream: async (res, contentType, extra) => {
       if (res.locals.answered === true) return false;
       res.locals.answered = true;

@@ -3,14 +3,22 @@
  * cannot parse (client-errors.ts), and listening, with a port in use or a wrong address said in one line.
  */
 import { readFileSync } from 'node:fs';
-import { createServer as createHttpServer, type Server } from 'node:http';
+import {
+  createServer as createHttpServer,
+  type IncomingMessage,
+  type Server,
+  ServerResponse,
+} from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import {
   type AddressInfo,
   createServer as createNetServer,
   type Server as NetServer,
+  type Socket,
 } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
+import { markUpgrade } from '../api/upgrades.js';
 import { ConfigError } from '../errors.js';
 import type { HttpApp } from './http-app.js';
 
@@ -61,6 +69,17 @@ export async function serveHttp(
   server.requestTimeout = config.request_timeout_seconds * 1000;
   server.headersTimeout = Math.min(10_000, server.requestTimeout);
   server.on('clientError', app.onClientError);
+  // A request asking to switch protocols (a WebSocket handshake: Vault's event subscription) is served as
+  // any other: routed, authenticated and audited. The operation that takes it switches (respond.switching);
+  // any other answer is written as usual, and the connection closes after it.
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    markUpgrade(req, socket, head);
+    const res = new ServerResponse(req);
+    res.shouldKeepAlive = false;
+    res.assignSocket(socket as Socket);
+    res.on('finish', () => socket.end());
+    app.listener(req, res);
+  });
   await listen(server, config);
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;

@@ -5,8 +5,8 @@
  */
 import type { Principal } from '../auth/principal.js';
 import type { EventLog } from '../store/event-log.js';
-import { type EventFilter, EventStream } from './event-stream.js';
-import type { KeyChanges } from './key-changes.js';
+import { type EventFilter, type EventSink, EventStream } from './event-stream.js';
+import type { Hold, KeyChanges } from './key-changes.js';
 
 export { type NamespacePattern, parsePattern } from '../auth/patterns.js';
 export type { KvOperation } from '../store/event-log.js';
@@ -42,12 +42,32 @@ export class EventStreams {
     return new EventStream(this.deps, filter, caller);
   }
 
-  /** The stream answered as request `requestId` has ended: one audit entry says how. */
-  async closed(requestId: string, tokenId: string, end: StreamEnd): Promise<void> {
-    await this.deps.audit?.event('events.stream_closed', {
-      request_id: requestId,
-      token_id: tokenId,
-      ...end,
-    });
+  /**
+   * Runs `stream` from `after` (EventStream.run), and once it has ended writes the one audit entry that
+   * says how: request `requestId`'s, by `tokenId`. Resolves with why it ended; the storage failing it is
+   * `unavailable`.
+   */
+  async follow(
+    stream: EventStream,
+    after: number,
+    sink: EventSink,
+    hold: Hold,
+    who: { readonly requestId: string; readonly tokenId: string },
+  ): Promise<StreamEnd['ended']> {
+    const ended = await stream.run(after, sink, hold).catch(() => 'unavailable' as const);
+    const end: StreamEnd = {
+      after,
+      delivered: stream.delivered,
+      reached: stream.reached,
+      ended,
+    };
+    await this.deps.audit
+      ?.event('events.stream_closed', {
+        request_id: who.requestId,
+        token_id: who.tokenId,
+        ...end,
+      })
+      .catch(() => undefined);
+    return ended;
   }
 }

@@ -14,6 +14,7 @@ import { kvEventOperations } from './routes/kv-events.js';
 import { kvReadOperations } from './routes/kv-reads.js';
 import { kvWebhookOperations } from './routes/kv-webhooks.js';
 import { kvWriteOperations } from './routes/kv-writes.js';
+import { vaultEventOperations } from './routes/vault-events.js';
 import { vaultKvOperations } from './routes/vault-kv.js';
 import { WebhookAdmin } from './webhooks/webhook-admin.js';
 import { WebhookDispatch } from './webhooks/webhook-dispatch.js';
@@ -77,5 +78,6 @@ export const kvFeature: Feature<{
     ...kvWebhookOperations({ webhooks, respond }),
     // The same keys in Vault's dialect, for Vault's clients (KV v2 under /vault/v1).
     ...vaultKvOperations({ kv, mounts: vaultMounts(config.vault.mounts), respond, recordIntent }),
+    ...vaultEventOperations({ streams, mounts: vaultMounts(config.vault.mounts), respond }),
   ],
 };

@@ -339,6 +339,7 @@ describe('token API', () => {
           'read_audit',
           'manage_roles',
           'read_metrics',
+          'manage_webhooks',
         ],
       });
     });

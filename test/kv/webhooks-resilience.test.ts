@@ -3,6 +3,7 @@ import { Webhook } from 'standardwebhooks';
 import { eventually } from '../support/eventually.js';
 import { startTestCoffer, type TestCoffer } from '../support/harness.js';
 import { send } from '../support/http-client.js';
+import { Relay } from '../support/pg-relay.js';
 import { dropTestSchemas, PG_TEST_URL, requirePostgres, testSchema } from '../support/postgres.js';
 import { killAll, serveSettings, startProcess } from '../support/process.js';
 import { pgEnv, secondServer } from '../support/shared-servers.js';
@@ -99,5 +100,39 @@ describe('webhooks across servers and failures', function () {
       await eventually(() => versionsOf(receiver, secret, 'k').length >= 10, { timeout: 20_000 });
       expect(versionsOf(receiver, secret, 'k')).to.deep.equal(upTo(10));
     });
+  });
+
+  it('a PostgreSQL connection cut: delivery stops while the database is away and goes on after, missing nothing', async function () {
+    await requirePostgres(this);
+    const relay = new Relay(new URL(PG_TEST_URL));
+    await relay.start();
+    const c = await startTestCoffer({ env: { ...pgEnv(testSchema(), relay.url()), ...ALLOW } });
+    try {
+      const made = await c.call('PUT', '/v1/sys/webhooks/cut', {
+        json: { url: receiver.url, namespaces: ['cut'] },
+      });
+      const secret = String(made.body.secret);
+      for (const v of ['1', '2']) await c.put('cut/k', v);
+      await eventually(() => versionsOf(receiver, secret, 'k').length >= 2);
+      await relay.cut();
+      // Long enough for the delivery's reads and its lease's renewal to fail.
+      await new Promise((r) => setTimeout(r, 4_000));
+      await relay.start(relay.port);
+      let written = 0;
+      for (let i = 0; written < 2 && i < 50; i++) {
+        const res = await c.call('PUT', '/v1/kv/cut/k', { json: { value: 'y', type: 'secret' } });
+        if (res.status === 200) written++;
+        else await new Promise((r) => setTimeout(r, 200));
+      }
+      const latest = (await c.call('GET', '/v1/kv/cut/k')).body.version as number;
+      await eventually(() => versionsOf(receiver, secret, 'k').length >= latest, {
+        timeout: 30_000,
+      });
+      expect(versionsOf(receiver, secret, 'k')).to.deep.equal(upTo(latest));
+    } finally {
+      await c.close();
+      await relay.cut();
+      await dropTestSchemas();
+    }
   });
 });

@@ -148,31 +148,23 @@ export function kvEventOperations({
         write();
         // The storage gone away mid-stream (a PostgreSQL cut): the stream ends, and the client resumes
         // after the last event it got once the storage is back (EventSource does it by itself).
-        const ended = await events
-          .run(
-            start,
-            {
-              send: (message) => {
-                framing.push(message, 'kv', String(message.position));
-                write();
-              },
-              heartbeat: () => {
-                framing.comment('').dispatch();
-                write();
-              },
-              gone: clientGone(res),
+        await streams.follow(
+          events,
+          start,
+          {
+            send: (message) => {
+              framing.push(message, 'kv', String(message.position));
+              write();
             },
-            hold,
-          )
-          .catch(() => 'unavailable' as const);
-        await streams
-          .closed(respond.requestId(res), caller.id, {
-            after: start,
-            delivered: events.delivered,
-            reached: events.reached,
-            ended,
-          })
-          .catch(() => undefined);
+            heartbeat: () => {
+              framing.comment('').dispatch();
+              write();
+            },
+            gone: clientGone(res),
+          },
+          hold,
+          { requestId: respond.requestId(res), tokenId: caller.id },
+        );
         res.end();
       } finally {
         hold.release();

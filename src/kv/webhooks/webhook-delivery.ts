@@ -80,6 +80,8 @@ export class WebhookDelivery {
   private delivered = 0;
   private failed = 0;
   private failing = false;
+  /** Its run ended on its own (the storage failed it): the dispatcher starts it again. */
+  ended = false;
   private readonly selects: (event: StoredEvent) => boolean;
 
   constructor(
@@ -102,13 +104,17 @@ export class WebhookDelivery {
   }
 
   start(): void {
-    this.running = this.run().catch((err: Error) =>
-      this.deps.logger.error(
-        { event: 'webhook.delivery_stopped', webhook: this.name, reason: err.message },
-        'webhook %s stopped delivering; the next start of delivery goes on from its cursor',
-        this.name,
-      ),
-    );
+    this.running = this.run()
+      .catch((err: Error) =>
+        this.deps.logger.error(
+          { event: 'webhook.delivery_stopped', webhook: this.name, reason: err.message },
+          'webhook %s stopped delivering; it starts again from its stored cursor',
+          this.name,
+        ),
+      )
+      .finally(() => {
+        this.ended = true;
+      });
   }
 
   /** Stops after the attempt in flight, and stores how far it got. */

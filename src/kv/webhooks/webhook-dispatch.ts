@@ -5,7 +5,8 @@
  * (webhook-delivery.ts), so there is one message in flight per webhook and its order holds. A holder that
  * stops lets the lease go (another takes it within 2 s); one that dies or stalls loses it after 10 s, and
  * its successor goes on from the stored cursors (repeating at most the last second's messages).
- * A webhook put or removed here is taken up at once; elsewhere at the next renewal.
+ * A webhook put or removed here is taken up at once; elsewhere at the next renewal. A delivery the storage
+ * failed (a database cut) starts again at the next renewal, from its stored cursor.
  */
 import { randomUUID } from 'node:crypto';
 import type { WebhookRecord, WebhookRecords } from '../../store/webhook-records.js';
@@ -91,7 +92,7 @@ export class WebhookDispatch {
       }
     for (const { name, record } of stored) {
       const running = this.deliveries.get(name);
-      if (running && !changed(running.record, record)) continue;
+      if (running && !running.ended && !changed(running.record, record)) continue;
       if (running) await running.close();
       const delivery = new WebhookDelivery(name, record, this.deps, this.deps.changes.follow());
       this.deliveries.set(name, delivery);
