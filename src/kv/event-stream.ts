@@ -4,7 +4,7 @@
  * rights checked again before every batch, so a token revoked, expired or narrowed meanwhile hears no more
  * than it may now (a credential that no longer holds ends the stream). Woken by every change this server
  * hears of (kv/key-changes.ts: its own writes, its siblings', other servers' on PostgreSQL), it reads the
- * log from where it is; between changes it sends a heartbeat. A stream holds one of the server's wait slots
+ * log from where it is (through the process's one reader, event-feed.ts); between changes it sends a heartbeat. A stream holds one of the server's wait slots
  * (COFFER_MAX_WAITS, with the same per-token and per-address shares), for as long as it is open, and
  * gives it back when it ends.
  */
@@ -14,6 +14,7 @@ import { AppError } from '../errors.js';
 import type { EventLog, KvOperation, StoredEvent } from '../store/event-log.js';
 import { RecordIntegrityError } from '../store/record-seal.js';
 import { iso } from './entries.js';
+import type { CallerChecks, EventFeed } from './event-feed.js';
 import type { Hold, KeyChanges, WaitHolder } from './key-changes.js';
 
 /** Events read from the log at once. */
@@ -67,9 +68,15 @@ export class EventStream {
   reached = 0;
 
   constructor(
-    private readonly deps: { readonly log: EventLog; readonly changes: KeyChanges },
+    private readonly deps: {
+      readonly log: EventLog;
+      readonly feed: EventFeed;
+      readonly checks: CallerChecks;
+      readonly changes: KeyChanges;
+    },
     private readonly filter: EventFilter,
-    /** The caller as its credential stands now; throws once it no longer holds. */
+    /** The caller's token id, and the caller as its credential stands now (throws once it no longer holds). */
+    private readonly tokenId: string,
     private readonly caller: () => Promise<Principal>,
   ) {}
 
@@ -110,23 +117,26 @@ export class EventStream {
       for (;;) {
         let events: StoredEvent[];
         try {
-          events = await this.deps.log.after(this.reached, PAGE);
+          events = await this.deps.feed.after(this.reached, PAGE);
         } catch (err) {
           // An event that fails its check (changed, or moved): the stream ends there, saying why.
           if (err instanceof RecordIntegrityError) return 'integrity_error';
           throw err;
         }
-        if (events.length > 0) {
-          const principal = await this.callerNow();
+        const selected = events.filter((event) => this.selects(event));
+        if (selected.length > 0) {
+          // Rights as they stand now: checked once for the streams of this token woken by this change.
+          const principal = await this.callerNow(this.deps.feed.round);
           if (!principal) return 'unauthorized';
           if (sink.gone.aborted) return 'gone';
-          for (const event of events) {
-            this.reached = event.position;
-            if (this.selects(event) && principal.access.may('read', event.namespace, event.type)) {
-              sink.send(messageOf(event));
+          for (const event of selected)
+            if (principal.access.may('read', event.namespace, event.type)) {
+              sink.send(shared(event));
               this.delivered++;
             }
-          }
+        }
+        if (events.length > 0) {
+          this.reached = events.at(-1)!.position;
           if (events.length === PAGE) continue;
         }
         if (sink.gone.aborted) return 'gone';
@@ -144,10 +154,16 @@ export class EventStream {
     }
   }
 
-  /** The caller now; undefined once its credential no longer holds (a storage failure is thrown on). */
-  private async callerNow(): Promise<Principal | undefined> {
+  /**
+   * The caller now; undefined once its credential no longer holds (a storage failure is thrown on). With
+   * `round` (the change that woke it), a check made for another stream of the same token woken by the
+   * same change serves this one too.
+   */
+  private async callerNow(round?: number): Promise<Principal | undefined> {
     try {
-      return await this.caller();
+      return await (round === undefined
+        ? this.caller()
+        : this.deps.checks.check(this.tokenId, round, this.caller));
     } catch (err) {
       if (err instanceof AppError && err.code === 'unauthorized') return undefined;
       throw err;
@@ -161,6 +177,20 @@ export class EventStream {
       (!this.filter.kinds || this.filter.kinds.includes(event.operation))
     );
   }
+}
+
+/**
+ * The message of `event`, made once for every stream that sends it (the feed hands the same event to all
+ * of them): a sink may keep what it makes of a message (its framing) by the message, too.
+ */
+const messages = new WeakMap<StoredEvent, EventMessage>();
+function shared(event: StoredEvent): EventMessage {
+  let message = messages.get(event);
+  if (message === undefined) {
+    message = messageOf(event);
+    messages.set(event, message);
+  }
+  return message;
 }
 
 export function messageOf(event: StoredEvent): EventMessage {

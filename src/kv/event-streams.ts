@@ -5,6 +5,7 @@
  */
 import type { Principal } from '../auth/principal.js';
 import type { EventLog } from '../store/event-log.js';
+import { CallerChecks, EventFeed } from './event-feed.js';
 import { type EventFilter, type EventSink, EventStream } from './event-stream.js';
 import type { Hold, KeyChanges } from './key-changes.js';
 
@@ -29,17 +30,33 @@ export interface StreamAudit {
 }
 
 export class EventStreams {
+  /** This process's one reader of the log, for all its streams. */
+  private readonly feed: EventFeed;
+  private readonly checks = new CallerChecks();
+
   constructor(
     private readonly deps: {
       readonly log: EventLog;
       readonly changes: KeyChanges;
       readonly audit: StreamAudit | undefined;
     },
-  ) {}
+  ) {
+    const feed = new EventFeed(deps.log);
+    deps.changes.onAnyChange(() => feed.moved());
+    this.feed = feed;
+  }
 
-  /** A stream of what `filter` selects, for the caller as `caller()` finds it at each delivery. */
-  open(filter: EventFilter, caller: () => Promise<Principal>): EventStream {
-    return new EventStream(this.deps, filter, caller);
+  /**
+   * A stream of what `filter` selects, for token `tokenId`'s holder as `caller()` finds it at each
+   * delivery.
+   */
+  open(filter: EventFilter, tokenId: string, caller: () => Promise<Principal>): EventStream {
+    return new EventStream(
+      { ...this.deps, feed: this.feed, checks: this.checks },
+      filter,
+      tokenId,
+      caller,
+    );
   }
 
   /**

@@ -87,6 +87,7 @@ export class KeyChanges {
   private readonly waiters = new Map<string, Set<Waiter>>();
   private held = 0;
   private closed = false;
+  private readonly listeners: (() => void)[] = [];
   /** Waits held per token and per client address. */
   private readonly byToken = new Map<string, number>();
   private readonly byAddress = new Map<string, number>();
@@ -193,6 +194,11 @@ export class KeyChanges {
     };
   }
 
+  /** Tells `listener` of every change, before any waiter is woken (the event feed: event-feed.ts). */
+  onAnyChange(listener: () => void): void {
+    this.listeners.push(listener);
+  }
+
   /** A key changed here: wake its waiters and its namespace's, and tell the other processes. */
   changed(ref: KeyRef): void {
     this.wake(ref);
@@ -206,12 +212,14 @@ export class KeyChanges {
 
   /** Something changed elsewhere, what is not known (the event log moved on): every event stream reads. */
   heardEvery(): void {
+    for (const listener of this.listeners) listener();
     const set = this.waiters.get(EVERY);
     if (set) for (const waiter of set) this.signal(waiter);
   }
 
   /** News may have been lost (a change feed reconnected): every waiter reads again. */
   heardAll(): void {
+    for (const listener of this.listeners) listener();
     for (const set of this.waiters.values()) for (const waiter of set) this.signal(waiter);
   }
 
@@ -222,6 +230,7 @@ export class KeyChanges {
   }
 
   private wake({ namespace, key }: KeyRef): void {
+    for (const listener of this.listeners) listener();
     for (const where of [id(namespace, key), id(namespace, NAMESPACE), EVERY]) {
       const set = this.waiters.get(where);
       if (set) for (const waiter of set) this.signal(waiter);

@@ -17,6 +17,7 @@ import { rawHeader } from '../../api/request-parts.js';
 import type { Responder } from '../../api/respond.js';
 import { invalid } from '../../errors.js';
 import { KV_OPERATIONS } from '../../model/kv-operations.js';
+import type { EventMessage } from '../event-stream.js';
 import {
   type EventStreams,
   type KvOperation,
@@ -71,6 +72,19 @@ const EVENTS_QUERY = {
     description: `the operations whose events are sent, comma separated: ${OPERATIONS.join(', ')}; default all`,
   }),
 };
+
+/** Each message's frame, made once for every stream that sends it (kv/event-stream.ts shares messages). */
+const frames = new WeakMap<EventMessage, string>();
+function framed(message: EventMessage): string {
+  let frame = frames.get(message);
+  if (frame === undefined) {
+    const framing = createEventBuffer();
+    framing.push(message, 'kv', String(message.position));
+    frame = framing.read();
+    frames.set(message, frame);
+  }
+  return frame;
+}
 
 /** The position a request resumes after: Last-Event-ID or `after` (both: the same), else none. */
 function resumeAfter(req: Request, after: number | undefined): number | undefined {
@@ -130,6 +144,7 @@ export function kvEventOperations({
           ...(query.namespaces ? { namespaces: query.namespaces } : {}),
           ...(query.kinds ? { kinds: query.kinds } : {}),
         },
+        caller.id,
         res.locals.reauthenticate ?? (async () => caller),
       );
       const start = await events.start(after);
@@ -153,8 +168,8 @@ export function kvEventOperations({
           start,
           {
             send: (message) => {
-              framing.push(message, 'kv', String(message.position));
-              write();
+              res.write(framed(message));
+              if (res.writableLength > MAX_UNSENT_BYTES) res.destroy();
             },
             heartbeat: () => {
               framing.comment('').dispatch();

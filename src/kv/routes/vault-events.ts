@@ -18,6 +18,7 @@ import type { Responder } from '../../api/respond.js';
 import { upgradeOf } from '../../api/upgrades.js';
 import { VAULT_ROOT, type VaultMount } from '../../api/vault-dialect.js';
 import { AppError, invalid } from '../../errors.js';
+import type { EventMessage } from '../event-stream.js';
 import type { EventStreams } from '../event-streams.js';
 import { eventTypeMatcher, vaultEventMessages } from '../vault-events.js';
 
@@ -31,6 +32,23 @@ const query = {
     description: "true: each message is JSON (Vault's other form, protobuf, is not served)",
   }),
 };
+
+/** Each event's Vault messages as sent, made once for every subscription that sends them. */
+const framed = new WeakMap<EventMessage, { type: string; text: string }[]>();
+function vaultFrames(
+  message: EventMessage,
+  mounts: readonly VaultMount[],
+): { type: string; text: string }[] {
+  let frames = framed.get(message);
+  if (frames === undefined) {
+    frames = vaultEventMessages(message, mounts).map((m) => ({
+      type: m.data.event_type,
+      text: JSON.stringify(m),
+    }));
+    framed.set(message, frames);
+  }
+  return frames;
+}
 
 /** The {type} of …/sys/events/subscribe/{type}: Vault's event type, `*` matching any run of characters. */
 function typeIn(req: Request, prefix: string): string {
@@ -92,7 +110,11 @@ export function vaultEventOperations({
           throw new AppError('unauthorized', 'send the token in X-Vault-Token');
         const selects = eventTypeMatcher(typeIn(req, prefix));
         const caller = principalOf(res);
-        const events = streams.open({}, res.locals.reauthenticate ?? (async () => caller));
+        const events = streams.open(
+          {},
+          caller.id,
+          res.locals.reauthenticate ?? (async () => caller),
+        );
         const start = await events.start(undefined);
         const hold = events.reserve({ token: caller.id, address: res.locals.client ?? '' });
         try {
@@ -111,8 +133,7 @@ export function vaultEventOperations({
             start,
             {
               send: (message) => {
-                for (const m of vaultEventMessages(message, mounts))
-                  if (selects(m.data.event_type)) ws.send(JSON.stringify(m));
+                for (const m of vaultFrames(message, mounts)) if (selects(m.type)) ws.send(m.text);
                 if (ws.bufferedAmount > MAX_UNSENT_BYTES) ws.terminate();
               },
               heartbeat: () => ws.ping(),

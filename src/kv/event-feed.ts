@@ -1,0 +1,109 @@
+/**
+ * One reader of the event log per process, for all of its streams (event-stream.ts): when a change wakes
+ * them, the first stream to ask reads the log once — each new event's record read and checked once — and
+ * every other stream takes the same events from memory. The newest events are kept (up to KEEP); a stream
+ * further behind than that (one resuming after a while) reads the log itself, as before. Without it, each
+ * change made every open stream read and check the log: 1,000 streams, 1,000 reads.
+ */
+import type { Principal } from '../auth/principal.js';
+import type { EventLog, StoredEvent } from '../store/event-log.js';
+
+/** Events read from the log at once. */
+const PAGE = 500;
+/** The newest events kept in memory. */
+const KEEP = 4096;
+
+export class EventFeed {
+  /** The newest events read, positions following one another. */
+  private recent: StoredEvent[] = [];
+  /** The last position read from the log; undefined until the first read, which starts at the log's end. */
+  private last: number | undefined;
+  /** Changes heard (moved()), and how many of them the last finished read began after. */
+  private heard = 1;
+  private covered = 0;
+  private reading: Promise<void> | null = null;
+
+  constructor(private readonly log: Pick<EventLog, 'after' | 'horizon'>) {}
+
+  /** A change was committed or heard of: a reader that asks after this reads the log again. */
+  moved(): void {
+    this.heard++;
+  }
+
+  /** How many changes have been heard: the streams woken by one change see the same number. */
+  get round(): number {
+    return this.heard;
+  }
+
+  /** Up to `limit` events after `position`, in order: from memory when it holds them, else from the log. */
+  async after(position: number, limit: number): Promise<StoredEvent[]> {
+    await this.catchUp();
+    const first = this.recent[0]?.position;
+    if (first !== undefined && position + 1 >= first && position <= this.last!) {
+      const from = position + 1 - first;
+      return this.recent.slice(from, from + limit);
+    }
+    return this.log.after(position, limit);
+  }
+
+  /**
+   * Waits for a read of the log that began after every change heard before this call: one read serves
+   * every caller waiting meanwhile, and a caller never waits for changes heard after it asked.
+   */
+  private async catchUp(): Promise<void> {
+    const need = this.heard;
+    while (this.covered < need) {
+      if (!this.reading) {
+        const began = this.heard;
+        this.reading = this.read()
+          .then(() => {
+            this.covered = Math.max(this.covered, began);
+          })
+          .finally(() => {
+            this.reading = null;
+          });
+      }
+      await this.reading;
+    }
+  }
+
+  private async read(): Promise<void> {
+    this.last ??= (await this.log.horizon()).last;
+    for (;;) {
+      const events = await this.log.after(this.last, PAGE);
+      const first = events[0];
+      if (!first) return;
+      if (first.position !== this.last + 1) this.recent = [];
+      for (const event of events) this.recent.push(event);
+      this.last = events.at(-1)!.position;
+      if (this.recent.length > KEEP) this.recent = this.recent.slice(-KEEP);
+      if (events.length < PAGE) return;
+    }
+  }
+}
+
+/** How long one check of a token's rights may serve the other streams of that token woken with it. */
+const CHECK_MS = 100;
+
+/**
+ * One check of a token's rights (its credential read again: authenticator.ts) for all of the streams of
+ * that token woken by the same change, within CHECK_MS: 1,000 streams of one token, one check. A check
+ * made before the change that wakes them is never reused, so a token revoked or narrowed before a change
+ * is checked afresh for it.
+ */
+export class CallerChecks {
+  private readonly checks = new Map<
+    string,
+    { readonly round: number; readonly at: number; readonly principal: Promise<Principal> }
+  >();
+
+  check(tokenId: string, round: number, caller: () => Promise<Principal>): Promise<Principal> {
+    const now = Date.now();
+    const known = this.checks.get(tokenId);
+    if (known && known.round === round && now - known.at < CHECK_MS) return known.principal;
+    if (this.checks.size >= 10_000) this.checks.clear();
+    const principal = caller();
+    this.checks.set(tokenId, { round, at: now, principal });
+    return principal;
+  }
+}
