@@ -33,9 +33,11 @@ that come to one variable, or a key that gives no valid name, is an error naming
   --fallback-max-age AGE    refuse a copy older than AGE (default 24h; 90s, 30m, 24h, 7d)
   --fallback-key-file FILE  the copy's key: 32 random bytes (or COFFER_FALLBACK_KEY, hex or base64)
   --watch                   when a value the command was given changes (or a key is added or deleted),
-                            restart it: SIGTERM, up to 10 s to exit, then the new values. Coffer out of
-                            reach never stops the command; the watch tries again. The token is renewed
-                            before it expires, up to its maximum lifetime
+                            restart it: SIGTERM, up to 10 s to exit, then the new values. All namespaces
+                            are followed on one connection (the change stream); a change that leaves the
+                            command's variables as they were restarts nothing. Coffer out of reach never
+                            stops the command; the watch tries again. The token is renewed before it
+                            expires, up to its maximum lifetime
   --watch-signal SIGNAL     with --watch: send SIGNAL (HUP, USR1, …) instead of restarting (the command's
                             environment cannot change while it runs: for programs that read Coffer again)
 
@@ -323,9 +325,10 @@ function start(command: string[], env: NodeJS.ProcessEnv): Started {
 }
 
 /**
- * Follows each namespace's values (held requests: the server answers when a key there changes) and calls
- * `changed` with the new environment when it differs from the last. Coffer out of reach only delays it: the
- * command goes on running, and the watch tries again (up to every 30 s), saying so on stderr.
+ * Follows the namespaces' values on one change stream (the client's watchNamespaces: each namespace read
+ * again after a change in it) and calls `changed` with the new environment when it differs from the last.
+ * Coffer out of reach only delays it: the command goes on running, and the watch tries again (up to every
+ * 30 s), saying so on stderr.
  */
 async function watchValues(
   watching: Watching,
@@ -333,54 +336,44 @@ async function watchValues(
   signal: AbortSignal,
   changed: (env: NodeJS.ProcessEnv) => Promise<void>,
 ): Promise<void> {
-  const latest = new Map<string, SourceValue[]>();
   let current = JSON.stringify(first);
-  let settled = Promise.resolve();
-  await Promise.all(
-    watching.namespaces.map(async (namespace) => {
-      let delay = 1000;
-      while (!signal.aborted) {
+  let delay = 1000;
+  while (!signal.aborted) {
+    try {
+      for await (const latest of watching.coffer.watchNamespaces(watching.namespaces, { signal })) {
+        delay = 1000;
+        const all: SourceValue[] = watching.namespaces.flatMap((namespace) =>
+          (latest.get(namespace) ?? []).map((v) => ({ namespace, key: v.key, value: v.value })),
+        );
+        let next: NodeJS.ProcessEnv;
         try {
-          for await (const values of watching.coffer.watchValues(namespace, { signal })) {
-            delay = 1000;
-            latest.set(
-              namespace,
-              values.map((v) => ({ namespace, key: v.key, value: v.value })),
-            );
-            if (latest.size < watching.namespaces.length) continue;
-            const all = watching.namespaces.flatMap((ns) => latest.get(ns) ?? []);
-            let next: NodeJS.ProcessEnv;
-            try {
-              next = watching.environment(all);
-            } catch (err) {
-              watching.warn(
-                `coffer: the values changed, but ${(err as Error).message}; the command keeps the values it has`,
-              );
-              continue;
-            }
-            const text = JSON.stringify(next);
-            if (text === current) continue;
-            current = text;
-            if (watching.fallback)
-              await writeFallback(
-                watching.fallback.file,
-                watching.fallback.key,
-                watching.coffer.url,
-                watching.namespaces,
-                all,
-              );
-            settled = settled.then(() => changed(next));
-            await settled;
-          }
+          next = watching.environment(all);
         } catch (err) {
-          if (signal.aborted) return;
           watching.warn(
-            `coffer: watching ${namespace}: ${(explain(err, watching.coffer, namespace) as Error).message}; trying again in ${delay / 1000}s`,
+            `coffer: the values changed, but ${(err as Error).message}; the command keeps the values it has`,
           );
-          await new Promise((resolve) => setTimeout(resolve, delay).unref());
-          delay = Math.min(30_000, delay * 2);
+          continue;
         }
+        const text = JSON.stringify(next);
+        if (text === current) continue;
+        current = text;
+        if (watching.fallback)
+          await writeFallback(
+            watching.fallback.file,
+            watching.fallback.key,
+            watching.coffer.url,
+            watching.namespaces,
+            all,
+          );
+        await changed(next);
       }
-    }),
-  );
+    } catch (err) {
+      if (signal.aborted) return;
+      watching.warn(
+        `coffer: watching ${watching.namespaces.join(', ')}: ${(explain(err, watching.coffer, watching.namespaces.join(', ')) as Error).message}; trying again in ${delay / 1000}s`,
+      );
+      await new Promise((resolve) => setTimeout(resolve, delay).unref());
+      delay = Math.min(30_000, delay * 2);
+    }
+  }
 }

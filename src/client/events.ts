@@ -32,6 +32,11 @@ export interface EventsOptions {
   /** Resume after this position; default: from the next change. */
   readonly after?: number;
   readonly signal?: AbortSignal;
+  /**
+   * Told the position each connection starts after, once the server has opened it (the first, and each
+   * after a reconnection): what happens from then on will be yielded.
+   */
+  readonly onStart?: (position: number) => void;
 }
 
 /** Opens the stream after `lastEventId` (none: from the next change). */
@@ -109,10 +114,15 @@ export async function* followEvents(
       }
       if (res.status !== 200 || !res.body) throw await refusal(res);
       failures = 0;
+      let started = false;
       try {
         for await (const event of serverSentEvents(res.body, (ms) => (waitMs = ms))) {
           // The stream's first line names where it starts: coming back, it resumes from there.
           if (/^\d{1,16}$/.test(event.id)) last = Number(event.id);
+          if (!started && last !== undefined) {
+            started = true;
+            options.onStart?.(last);
+          }
           if (event.type !== 'kv' || event.data === '') continue;
           yield JSON.parse(event.data) as ChangeEvent;
           if (signal.aborted) return;

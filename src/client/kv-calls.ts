@@ -13,7 +13,7 @@ import { Calls } from './calls.js';
 import { type ChangeEvent, type EventsOptions, eventsQuery, followEvents } from './events.js';
 import type { ListOptions, NamespaceValue, PageOptions, ValueType } from './options.js';
 import { keyPath, namespacePath, query } from './paths.js';
-import { watchKey, watchNamespaceValues } from './watch.js';
+import { watchKey, watchNamespaces, watchNamespaceValues } from './watch.js';
 
 export class KvCalls extends Calls {
   /** The latest version of the key, or `version`. */
@@ -221,14 +221,28 @@ export class KvCalls extends Calls {
   }
 
   /**
-   * Every value the caller may read directly in the namespace now, then again each time a key there is
-   * written, added or deleted (If-None-Match on the first page's ETag, held up to `waitSeconds` each time).
+   * Every value the caller may read directly in the namespace now, then again each time they change (a key
+   * there written, added or deleted): watchNamespaces with one namespace.
    */
   watchValues(
     namespace: string,
-    options: { waitSeconds?: number; signal?: AbortSignal } = {},
+    options: { signal?: AbortSignal } = {},
   ): AsyncGenerator<NamespaceValue[], void, undefined> {
-    return watchNamespaceValues(this.watcher(), namespace, options);
+    return watchNamespaceValues(this.namespacesWatcher(), namespace, options);
+  }
+
+  /**
+   * The values the caller may read directly in each of `namespaces` now (by namespace), then again each time
+   * they change, all followed on one change stream (GET /v1/events): after a change, the namespaces it
+   * touched are read again, and the values are yielded when they differ from the last yielded. It comes
+   * back by itself after a disconnect (and reads everything again after one too long to resume from);
+   * `signal` ends it quietly.
+   */
+  watchNamespaces(
+    namespaces: readonly string[],
+    options: { signal?: AbortSignal } = {},
+  ): AsyncGenerator<Map<string, NamespaceValue[]>, void, undefined> {
+    return watchNamespaces(this.namespacesWatcher(), namespaces, options);
   }
 
   /**
@@ -260,10 +274,10 @@ export class KvCalls extends Calls {
 
   /** What the watches call. */
   private watcher() {
-    return {
-      get: this.get.bind(this),
-      valuesPage: this.valuesPage.bind(this),
-      held: this.held.bind(this),
-    };
+    return { get: this.get.bind(this), held: this.held.bind(this) };
+  }
+
+  private namespacesWatcher() {
+    return { values: this.values.bind(this), events: this.events.bind(this) };
   }
 }

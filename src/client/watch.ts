@@ -1,24 +1,114 @@
 /**
- * The client's watches: a key's new versions, and a namespace's values each time they change, each as one
- * held request at a time (the server's wait_after and If-None-Match with timeout), ended quietly by the
- * caller's signal.
+ * The client's watches, ended quietly by the caller's signal: a key's new versions, as one held request at
+ * a time (the server's wait_after); and the values of one or more namespaces each time they change, all
+ * followed on one change stream (GET /v1/events: events.ts), each namespace read again after a change in
+ * it.
  */
-import type { ApiEntry, ApiNamespaceValues } from '../api/response-schemas.js';
+import type { ApiEntry } from '../api/response-schemas.js';
 import { CofferError } from './errors.js';
-import type { NamespaceValue, PageOptions } from './options.js';
-import { keyPath, namespacePath, query } from './paths.js';
+import type { ChangeEvent, EventsOptions } from './events.js';
+import type { NamespaceValue } from './options.js';
+import { keyPath, query } from './paths.js';
 import type { Answer, Call } from './transport.js';
 
 /** The calls a watch makes. */
 export interface Watcher {
   get(namespace: string, key: string, options?: { signal?: AbortSignal }): Promise<ApiEntry>;
-  valuesPage(namespace: string, options?: PageOptions): Promise<ApiNamespaceValues>;
   /** A request the server may hold up to `waitSeconds` (its 304 is an answer); undefined once aborted. */
   held(
     call: Pick<Call, 'method' | 'path' | 'headers'>,
     waitSeconds: number,
     signal: AbortSignal | undefined,
   ): Promise<Answer | undefined>;
+}
+
+/** The calls a watch of namespaces makes. */
+export interface NamespacesWatcher {
+  values(namespace: string, options?: { signal?: AbortSignal }): Promise<NamespaceValue[]>;
+  events(options: EventsOptions): AsyncGenerator<ChangeEvent, void, undefined>;
+}
+
+/** Changes that come together (a burst of writes) are read once, after this long. */
+const SETTLE_MS = 50;
+
+/** What Coffer.watchNamespaces runs (kv-calls.ts documents it). */
+export async function* watchNamespaces(
+  client: NamespacesWatcher,
+  namespaces: readonly string[],
+  options: { signal?: AbortSignal } = {},
+): AsyncGenerator<Map<string, NamespaceValue[]>, void, undefined> {
+  const stop = new AbortController();
+  const signal = options.signal ? AbortSignal.any([options.signal, stop.signal]) : stop.signal;
+  /** Namespaces changed since they were last read: all of them, first. */
+  const touched = new Set(namespaces);
+  let failed: unknown;
+  let wake: (() => void) | undefined;
+  const woken = () => {
+    wake?.();
+    wake = undefined;
+  };
+  let started!: () => void;
+  const open = new Promise<void>((resolve) => {
+    started = resolve;
+  });
+  // The stream first, the values after it has opened: a change between the two is read again, never lost.
+  const follow = async (): Promise<void> => {
+    for (;;) {
+      try {
+        for await (const event of client.events({
+          namespaces,
+          signal,
+          onStart: () => started(),
+        })) {
+          touched.add(event.namespace);
+          woken();
+        }
+        return;
+      } catch (err) {
+        // Too long away (the events were pruned): read everything again and follow from now.
+        if (err instanceof CofferError && err.code === 'events_expired' && !signal.aborted) {
+          for (const ns of namespaces) touched.add(ns);
+          woken();
+          continue;
+        }
+        failed = err;
+        started();
+        woken();
+        return;
+      }
+    }
+  };
+  const following = follow();
+  try {
+    await open;
+    const latest = new Map<string, NamespaceValue[]>();
+    let shown = '';
+    while (!signal.aborted) {
+      if (failed !== undefined) throw failed;
+      if (touched.size > 0) {
+        const now = [...touched];
+        touched.clear();
+        for (const ns of now) latest.set(ns, await client.values(ns, { signal }));
+        const text = JSON.stringify(namespaces.map((ns) => latest.get(ns)));
+        if (text !== shown) {
+          shown = text;
+          yield new Map(latest);
+        }
+        continue;
+      }
+      await new Promise<void>((resolve) => {
+        wake = resolve;
+        signal.addEventListener('abort', () => resolve(), { once: true });
+      });
+      await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+    }
+  } catch (err) {
+    if (signal.aborted) return;
+    throw err;
+  } finally {
+    stop.abort();
+    await following;
+  }
 }
 
 /** What Coffer.watch runs (kv-calls.ts documents it). */
@@ -59,38 +149,12 @@ export async function* watchKey(
   }
 }
 
-/** What Coffer.watchValues runs (kv-calls.ts documents it). */
+/** What Coffer.watchValues runs (kv-calls.ts documents it): one namespace's values, on the stream. */
 export async function* watchNamespaceValues(
-  client: Watcher,
+  client: NamespacesWatcher,
   namespace: string,
-  options: { waitSeconds?: number; signal?: AbortSignal } = {},
+  options: { signal?: AbortSignal } = {},
 ): AsyncGenerator<NamespaceValue[], void, undefined> {
-  const wait = options.waitSeconds ?? 30;
-  let etag: string | undefined;
-  while (!options.signal?.aborted) {
-    const answer = await client.held(
-      {
-        method: 'GET',
-        path: `/v1/kv/${namespacePath(namespace)}/${query({ values: true, timeout: etag === undefined ? undefined : `${wait}s` })}`,
-        ...(etag === undefined ? {} : { headers: { 'if-none-match': etag } }),
-      },
-      wait,
-      options.signal,
-    );
-    if (answer === undefined) return;
-    if (answer.status === 304) continue;
-    etag = answer.headers.get('etag') ?? undefined;
-    const first = answer.body as ApiNamespaceValues;
-    const values = [...first.values];
-    let cursor = first.next_cursor ?? undefined;
-    while (cursor !== undefined) {
-      const page = await client.valuesPage(namespace, {
-        cursor,
-        ...(options.signal ? { signal: options.signal } : {}),
-      });
-      values.push(...page.values);
-      cursor = page.next_cursor ?? undefined;
-    }
-    yield values;
-  }
+  for await (const all of watchNamespaces(client, [namespace], options))
+    yield all.get(namespace) ?? [];
 }

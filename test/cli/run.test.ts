@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { auditLines } from '../support/audit-lines.js';
 import { eventually } from '../support/eventually.js';
 import { type FaultProxy, startFaultProxy } from '../support/fault-proxy.js';
 import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
@@ -352,6 +353,61 @@ describe('coffer run', function () {
     ).to.have.length(1);
     signalled.child.kill('SIGTERM');
     expect((await signalled.done).code).to.equal(42);
+  });
+
+  it('--watch follows all its namespaces on one change stream, and restarts the command only when a variable it was given changed', async () => {
+    await c.put('watch/one/app_flag', 'on', 'config');
+    await c.put('watch/two/db_user', 'alice', 'secret');
+    await c.put('watch/two/unused', 'x', 'secret');
+    const me = await c.call('GET', '/v1/auth/me', { token });
+    const since = new Date().toISOString();
+    const running = startCommand(
+      [
+        'run',
+        '--ns',
+        'watch/one',
+        '--ns',
+        'watch/two',
+        '--only',
+        'app_flag',
+        '--only',
+        'db_user',
+        '--',
+        process.execPath,
+        program,
+        'wait',
+      ].flatMap((arg) => (arg === 'watch/two' ? [arg, '--watch'] : [arg])),
+      env,
+    );
+    await eventually(() => running.stdout().includes('ready'));
+    const starts = () =>
+      running
+        .stdout()
+        .split('\n')
+        .filter((l) => l === 'ready').length;
+    // Changes that leave its variables as they were: a key it does not take, a key's metadata.
+    await c.put('watch/two/unused', 'y', 'secret');
+    await c.call('PATCH', '/v1/kv/watch/one/app_flag', {
+      json: { custom_metadata: { by: 'ops' } },
+    });
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(starts()).to.equal(1);
+    await c.put('watch/two/db_user', 'bob', 'secret');
+    await eventually(() => starts() === 2);
+    const given = running
+      .stdout()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l).env);
+    expect(given.at(-1)).to.deep.equal({ APP_FLAG: 'on', DB_USER: 'bob' });
+    running.child.kill('SIGTERM');
+    await running.done;
+    // One stream for both namespaces; no held request per namespace.
+    const lines = auditLines(c.config.audit.dir!).filter(
+      (l) => l.token_id === me.body.id && l.ts >= since,
+    );
+    expect(lines.filter((l) => l.kind === 'request' && l.action === 'events')).to.have.length(1);
+    expect(lines.filter((l) => String(l.action).includes('wait'))).to.deep.equal([]);
   });
 
   it('--watch renews its token before it expires', async function () {
