@@ -55,6 +55,7 @@ try {
   const stop = new AbortController();
   const following = (async () => {
     for await (const event of coffer.events({ namespaces: ['latency'], signal: stop.signal })) {
+      if (event.kind !== 'kv') continue;
       const at = sentAt.get(event.key);
       if (at !== undefined) latencies.push(performance.now() - at);
       const acked = ackedAt.get(event.key);

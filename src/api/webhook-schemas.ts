@@ -3,7 +3,7 @@
  * route, the OpenAPI document and the TypeScript client.
  */
 import { type Static, Type } from '@sinclair/typebox';
-import { KV_OPERATIONS, type KvOperation } from '../model/kv-operations.js';
+import { EVENT_KINDS, type EventKindName } from '../model/kv-operations.js';
 
 export const webhookPutSchema = Type.Object(
   {
@@ -21,9 +21,10 @@ export const webhookPutSchema = Type.Object(
       }),
     ),
     kinds: Type.Optional(
-      Type.Array(Type.Unsafe<KvOperation>({ type: 'string', enum: [...KV_OPERATIONS] }), {
+      Type.Array(Type.Unsafe<EventKindName>({ type: 'string', enum: [...EVENT_KINDS] }), {
         uniqueItems: true,
-        description: 'the operations sent; none or empty: all',
+        description:
+          "the kinds of event sent: a key's operations, token.revoke, keyring.rotate; none or empty: every change to a key (a revocation or a rotation only when named)",
       }),
     ),
     rotate_secret: Type.Optional(

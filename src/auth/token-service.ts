@@ -281,7 +281,7 @@ export class TokenService {
     const live = new Set(records.filter((r) => r.revokedAt === null).map((r) => r.id));
     const alsoRevoked = below.filter((child) => live.has(child));
     const alongside = (await beforeCommit?.(id, alsoRevoked)) ?? [];
-    const { outcome, revoked } = await this.deps.store.revoke(id, now, alongside, alsoRevoked);
+    const { outcome, revoked } = await this.deps.store.revoke(id, now, alongside, alsoRevoked, by);
     if (outcome === 'missing') throw notFound('no such token');
     if (outcome === 'revoked')
       await this.deps.events.record('token.revoke', { by, token_id: id }, 'token revoked');
@@ -294,7 +294,7 @@ export class TokenService {
       (child) => !listed.has(child),
     );
     if (late.length > 0) {
-      const swept = await this.deps.store.revoke(id, this.deps.now(), [], late);
+      const swept = await this.deps.store.revoke(id, this.deps.now(), [], late, by);
       await this.recordWithParent(by, id, swept.revoked);
     }
     // Revoking a revoked token again answers the same, and changes and records nothing (unless it

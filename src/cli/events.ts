@@ -4,7 +4,7 @@
  * interrupted. Never a value: a line names the key, the version and what was done.
  */
 import { parseArgs } from 'node:util';
-import type { ChangeEvent } from '../client/index.js';
+import type { ChangeEvent, EventKind } from '../client/index.js';
 import { type CommandIo, processIo } from './command-io.js';
 import { argumentsError, CliError, EXIT } from './exit-codes.js';
 import { connect, explain } from './session.js';
@@ -16,7 +16,8 @@ export const EVENTS_HELP = `usage: coffer events tail [--namespaces PATTERNS] [-
           value. It comes back by itself after a disconnect or a server restart, missing nothing.
 
   --namespaces   patterns as scopes write them, comma separated: payments/*,shared (default: all)
-  --kinds        operations, comma separated: write, delete, undelete, destroy, metadata, versions
+  --kinds        kinds, comma separated: write, delete, undelete, destroy, metadata, versions, and
+                 token.revoke, keyring.rotate (sent only when named)
   --after        start after this position (a line's first column), not from the next change
   --json         one JSON object a line, as the server sends it
 
@@ -27,6 +28,10 @@ examples:
 
 /** One event as a line. */
 function lineOf(e: ChangeEvent): string {
+  if (e.kind === 'token')
+    return `${e.position}  ${e.at}  token revoke  ${e.token_id}${e.revoked.length > 1 ? ` (and ${e.revoked.length - 1} it created)` : ''}  by ${e.actor}\n`;
+  if (e.kind === 'keyring')
+    return `${e.position}  ${e.at}  keyring rotate  v${e.version}  by ${e.actor}\n`;
   const versions = e.versions ? ` ${e.versions.action} ${e.versions.of.join(',')}` : '';
   return `${e.position}  ${e.at}  ${e.operation}${versions}  ${e.namespace}/${e.key}  v${e.version}  ${e.type}  by ${e.actor}\n`;
 }
@@ -59,7 +64,7 @@ export async function eventsCommand(args: string[], io: CommandIo = processIo())
   try {
     for await (const event of coffer.events({
       ...(o.namespaces ? { namespaces: list(o.namespaces)! } : {}),
-      ...(o.kinds ? { kinds: list(o.kinds)! as ChangeEvent['operation'][] } : {}),
+      ...(o.kinds ? { kinds: list(o.kinds)! as EventKind[] } : {}),
       ...(o.after === undefined ? {} : { after: Number(o.after) }),
       signal: stop.signal,
     }))

@@ -9,8 +9,8 @@
 import { CofferError } from './errors.js';
 import { backoff, type RetryPolicy, retryAfterMs } from './transport.js';
 
-/** One change, as the stream sends it: never a value. */
-export interface ChangeEvent {
+/** One change to a key, as the stream sends it: never a value. */
+export interface KeyChangeEvent {
   readonly position: number;
   readonly kind: 'kv';
   readonly operation: 'write' | 'delete' | 'undelete' | 'destroy' | 'metadata' | 'versions';
@@ -24,11 +24,41 @@ export interface ChangeEvent {
   readonly actor: string;
 }
 
+/** A token revoked, with the tokens it created (`revoked`: every token the revocation took). */
+export interface TokenRevokedEvent {
+  readonly position: number;
+  readonly kind: 'token';
+  readonly operation: 'revoke';
+  readonly token_id: string;
+  readonly revoked: readonly string[];
+  readonly at: string;
+  readonly actor: string;
+}
+
+/** The keyring rotated: `version` is the new active one. */
+export interface KeyringRotatedEvent {
+  readonly position: number;
+  readonly kind: 'keyring';
+  readonly operation: 'rotate';
+  readonly version: number;
+  readonly at: string;
+  readonly actor: string;
+}
+
+/** One event: a key's change, or (when `kinds` names them) a revocation or a rotation. */
+export type ChangeEvent = KeyChangeEvent | TokenRevokedEvent | KeyringRotatedEvent;
+
+/** What `kinds` may name. */
+export type EventKind = KeyChangeEvent['operation'] | 'token.revoke' | 'keyring.rotate';
+
 export interface EventsOptions {
   /** Namespace patterns as scopes write them (`payments/*`, `payments/prod`); default every namespace. */
   readonly namespaces?: readonly string[];
-  /** Operations; default all. */
-  readonly kinds?: readonly ChangeEvent['operation'][];
+  /**
+   * Kinds of event: a key's operations, `token.revoke`, `keyring.rotate`; default every change to a key (a
+   * revocation or a rotation only when named).
+   */
+  readonly kinds?: readonly EventKind[];
   /** Resume after this position; default: from the next change. */
   readonly after?: number;
   readonly signal?: AbortSignal;
@@ -123,7 +153,7 @@ export async function* followEvents(
             started = true;
             options.onStart?.(last);
           }
-          if (event.type !== 'kv' || event.data === '') continue;
+          if (!['kv', 'token', 'keyring'].includes(event.type) || event.data === '') continue;
           yield JSON.parse(event.data) as ChangeEvent;
           if (signal.aborted) return;
         }

@@ -36,7 +36,14 @@ export type {
 } from '../api/webhook-schemas.js';
 export { Coffer } from './coffer.js';
 export { CofferError } from './errors.js';
-export type { ChangeEvent, EventsOptions } from './events.js';
+export type {
+  ChangeEvent,
+  EventKind,
+  EventsOptions,
+  KeyChangeEvent,
+  KeyringRotatedEvent,
+  TokenRevokedEvent,
+} from './events.js';
 export type { JwtLogin, TokenCache } from './jwt-session.js';
 export type {
   AuditQuery,

@@ -60,7 +60,7 @@ export async function* watchNamespaces(
           signal,
           onStart: () => started(),
         })) {
-          touched.add(event.namespace);
+          if (event.kind === 'kv') touched.add(event.namespace);
           woken();
         }
         return;

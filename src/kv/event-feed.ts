@@ -56,6 +56,13 @@ export class EventFeed {
       if (!this.reading) {
         const began = this.heard;
         this.reading = this.read()
+          .catch(() => {
+            // A record that fails its check, or the storage failing: the feed starts again from the
+            // log's end, and until it has read past where a stream is, that stream reads the log itself
+            // (meeting the failure, if it is its own, without stopping the streams beyond it).
+            this.last = undefined;
+            this.recent = [];
+          })
           .then(() => {
             this.covered = Math.max(this.covered, began);
           })

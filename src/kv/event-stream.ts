@@ -11,6 +11,7 @@
 import { type NamespacePattern, patternMatches } from '../auth/patterns.js';
 import type { Principal } from '../auth/principal.js';
 import { AppError } from '../errors.js';
+import type { EventKindName } from '../model/kv-operations.js';
 import type { EventLog, KvOperation, StoredEvent } from '../store/event-log.js';
 import { RecordIntegrityError } from '../store/record-seal.js';
 import { iso } from './entries.js';
@@ -24,16 +25,24 @@ export const HEARTBEAT_MS = 15_000;
 
 /**
  * Which events a stream selects: namespace patterns as scopes write them (`*`, `a/*`: a and beneath, `b/c`:
- * exactly; auth/patterns.ts) and operations; absent: all.
+ * exactly; auth/patterns.ts) and kinds (a key's operations, `token.revoke`, `keyring.rotate`). Absent: every
+ * change to a key; a token's revocation or the keyring's rotation only when `kinds` names it.
  */
 export interface EventFilter {
   readonly namespaces?: readonly NamespacePattern[];
-  readonly kinds?: readonly KvOperation[];
+  readonly kinds?: readonly EventKindName[];
 }
 
-/** An event as a stream sends it: no value, ever. */
-export interface EventMessage {
+interface MessageBase {
   readonly position: number;
+  /** When its change committed (ISO 8601, ms). */
+  readonly at: string;
+  /** The token id of who made it. */
+  readonly actor: string;
+}
+
+/** A change to a key, as a stream sends it. */
+export type KvEventMessage = MessageBase & {
   readonly kind: 'kv';
   readonly operation: KvOperation;
   readonly namespace: string;
@@ -41,8 +50,43 @@ export interface EventMessage {
   readonly version: number;
   readonly type: string;
   readonly versions?: { readonly action: string; readonly of: number[] };
-  readonly at: string;
-  readonly actor: string;
+};
+
+/** An event as a stream sends it: no value, ever. */
+export type EventMessage =
+  | KvEventMessage
+  | (MessageBase & {
+      readonly kind: 'token';
+      readonly operation: 'revoke';
+      readonly token_id: string;
+      readonly revoked: readonly string[];
+    })
+  | (MessageBase & {
+      readonly kind: 'keyring';
+      readonly operation: 'rotate';
+      readonly version: number;
+    });
+
+/** The name `kinds` selects an event by: a key's operation, or `token.revoke`, `keyring.rotate`. */
+export function kindName(event: StoredEvent | EventMessage): EventKindName {
+  return event.kind === 'kv'
+    ? event.operation
+    : (`${event.kind}.${event.operation}` as EventKindName);
+}
+
+/**
+ * Whether `principal` may hear of `event`: a key's change if it may read values of its type in its
+ * namespace; a revocation if it may list tokens; a rotation if it may read the keyring's status.
+ */
+export function mayHear(principal: Principal, event: StoredEvent): boolean {
+  switch (event.kind) {
+    case 'kv':
+      return principal.access.may('read', event.namespace, event.type);
+    case 'token':
+      return principal.privileges.has('list_tokens') || principal.privileges.has('manage_tokens');
+    case 'keyring':
+      return principal.privileges.has('read_keyring') || principal.privileges.has('manage_keyring');
+  }
 }
 
 /** Where a stream's events go, and how it learns that the client went away. */
@@ -130,7 +174,7 @@ export class EventStream {
           if (!principal) return 'unauthorized';
           if (sink.gone.aborted) return 'gone';
           for (const event of selected)
-            if (principal.access.may('read', event.namespace, event.type)) {
+            if (mayHear(principal, event)) {
               sink.send(shared(event));
               this.delivered++;
             }
@@ -171,10 +215,11 @@ export class EventStream {
   }
 
   private selects(event: StoredEvent): boolean {
+    const { namespaces, kinds } = this.filter;
+    if (event.kind !== 'kv') return kinds?.includes(kindName(event)) ?? false;
     return (
-      (!this.filter.namespaces ||
-        this.filter.namespaces.some((p) => patternMatches(p, event.namespace))) &&
-      (!this.filter.kinds || this.filter.kinds.includes(event.operation))
+      (!namespaces || namespaces.some((p) => patternMatches(p, event.namespace))) &&
+      (!kinds || kinds.includes(event.operation))
     );
   }
 }
@@ -194,16 +239,39 @@ function shared(event: StoredEvent): EventMessage {
 }
 
 export function messageOf(event: StoredEvent): EventMessage {
-  return {
-    position: event.position,
-    kind: event.kind,
-    operation: event.operation,
-    namespace: event.namespace,
-    key: event.key,
-    version: event.version,
-    type: event.type,
-    ...(event.versions ? { versions: event.versions } : {}),
-    at: iso(event.at),
-    actor: event.actor,
-  };
+  const at = iso(event.at);
+  switch (event.kind) {
+    case 'kv':
+      return {
+        position: event.position,
+        kind: 'kv',
+        operation: event.operation,
+        namespace: event.namespace,
+        key: event.key,
+        version: event.version,
+        type: event.type,
+        ...(event.versions ? { versions: event.versions } : {}),
+        at,
+        actor: event.actor,
+      };
+    case 'token':
+      return {
+        position: event.position,
+        kind: 'token',
+        operation: 'revoke',
+        token_id: event.token_id,
+        revoked: event.revoked,
+        at,
+        actor: event.actor,
+      };
+    case 'keyring':
+      return {
+        position: event.position,
+        kind: 'keyring',
+        operation: 'rotate',
+        version: event.version,
+        at,
+        actor: event.actor,
+      };
+  }
 }

@@ -8,11 +8,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { VaultMount } from '../model/vault-mounts.js';
-import type { EventMessage } from './event-stream.js';
+import type { EventMessage, KvEventMessage } from './event-stream.js';
 
 /** Vault's KV v2 operation for a Coffer change, and the paths its event names (relative to the mount). */
 function kvV2(
-  event: EventMessage,
+  event: KvEventMessage,
   rest: string,
 ): { operation: string; path: string; data?: string } {
   const data = `data/${rest}`;
@@ -63,12 +63,13 @@ export interface VaultEventMessage {
   readonly time: string;
 }
 
-/** The Vault messages of `event`: one per mount the key lies under. */
+/** The Vault messages of `event`: one per mount the key lies under (none for a change that is not a key's). */
 export function vaultEventMessages(
   event: EventMessage,
   mounts: readonly VaultMount[],
 ): VaultEventMessage[] {
   const out: VaultEventMessage[] = [];
+  if (event.kind !== 'kv') return out;
   for (const mount of mounts) {
     const rest = pathUnder(mount, event.namespace, event.key);
     if (rest === undefined) continue;

@@ -9,3 +9,11 @@ export const KV_OPERATIONS = [
 ] as const;
 
 export type KvOperation = (typeof KV_OPERATIONS)[number];
+
+/**
+ * What a stream's or a webhook's `kinds` may name: a key's operations, and the other changes the event log
+ * records, which are sent only to one that names them.
+ */
+export const EVENT_KINDS = [...KV_OPERATIONS, 'token.revoke', 'keyring.rotate'] as const;
+
+export type EventKindName = (typeof EVENT_KINDS)[number];

@@ -31,7 +31,7 @@ export class KeyringOperations {
   /** Adds a keyring version and makes it the active one. `by`: the caller's token id. */
   async rotate(by: string): Promise<{ previous_version: number; active_version: number }> {
     const previous = this.deps.keyring.current().activeVersion;
-    const active = await this.deps.keyring.rotate(this.deps.now());
+    const active = await this.deps.keyring.rotate(this.deps.now(), by);
     await this.deps.events.record(
       'keyring.rotate',
       { by, previous_version: previous, active_version: active },

@@ -1,6 +1,6 @@
 /**
  * The event log: every change to a key (a write, a delete, an undelete, a destroy, versions acted on one
- * by one, its metadata) gets the next position, written in the same transaction as the change — the
+ * by one, its metadata), every token revocation and every keyring rotation gets the next position, written in the same transaction as the change — the
  * change's plan reads and writes the log's last position (EVENT_POSITION_KEY) and the event record at the
  * next (`E <position>`, store/layout.ts). So positions follow commit order on every backend: LMDB has one
  * writer at a time; on PostgreSQL the position record's lock is held to COMMIT by every change, across
@@ -31,8 +31,8 @@ const packr = new Packr({ useRecords: false, mapsAsObjects: true });
 
 export type { KvOperation } from '../model/kv-operations.js';
 
-/** An event as a change's plan makes it: the log gives it its position and time. */
-export interface EventDraft {
+/** A change to a key, as a change's plan makes it: the log gives it its position and time. */
+export interface KvEventDraft {
   readonly kind: 'kv';
   readonly operation: KvOperation;
   readonly namespace: string;
@@ -46,12 +46,34 @@ export interface EventDraft {
   readonly actor: string;
 }
 
+/** A token revoked, with the tokens it created (and theirs) revoked in the same transaction. */
+export interface TokenEventDraft {
+  readonly kind: 'token';
+  readonly operation: 'revoke';
+  /** The token whose revocation was asked for. */
+  readonly token_id: string;
+  /** Every token this transaction revoked: it, if it was live, and its live descendants. */
+  readonly revoked: readonly string[];
+  readonly actor: string;
+}
+
+/** The keyring rotated: a new version is the active one. */
+export interface KeyringEventDraft {
+  readonly kind: 'keyring';
+  readonly operation: 'rotate';
+  /** The new active version. */
+  readonly version: number;
+  readonly actor: string;
+}
+
+export type EventDraft = KvEventDraft | TokenEventDraft | KeyringEventDraft;
+
 /** An event as the log keeps it. */
-export interface StoredEvent extends EventDraft {
+export type StoredEvent = EventDraft & {
   readonly position: number;
   /** When its change was committed, near enough: when its plan ran (ms since the epoch). */
   readonly at: number;
-}
+};
 
 /** The event of a change to the key as a whole: its latest version and type as the change found them. */
 export function keyEvent(
@@ -59,7 +81,7 @@ export function keyEvent(
   ref: KeyRef,
   meta: KeyMeta,
   actor: string,
-): EventDraft {
+): KvEventDraft {
   return { kind: 'kv', operation, ...ref, version: meta.latest, type: meta.type, actor };
 }
 
@@ -123,30 +145,44 @@ function opened(seal: RecordSeal, key: Uint8Array, value: Uint8Array): StoredEve
 }
 
 function packed(event: EventDraft, at: number): Record<string, unknown> {
-  return {
-    k: event.kind,
-    o: event.operation,
-    n: event.namespace,
-    y: event.key,
-    v: event.version,
-    t: event.type,
-    a: event.actor,
-    at,
-    ...(event.versions ? { vs: event.versions.of, va: event.versions.action } : {}),
-  };
+  const common = { k: event.kind, o: event.operation, a: event.actor, at };
+  switch (event.kind) {
+    case 'kv':
+      return {
+        ...common,
+        n: event.namespace,
+        y: event.key,
+        v: event.version,
+        t: event.type,
+        ...(event.versions ? { vs: event.versions.of, va: event.versions.action } : {}),
+      };
+    case 'token':
+      return { ...common, s: event.token_id, r: event.revoked };
+    case 'keyring':
+      return { ...common, v: event.version };
+  }
 }
 
 function unpacked(position: number, r: Record<string, unknown>): StoredEvent {
+  const common = { position, at: r.at as number, actor: r.a as string };
+  if (r.k === 'token')
+    return {
+      ...common,
+      kind: 'token',
+      operation: 'revoke',
+      token_id: r.s as string,
+      revoked: r.r as string[],
+    };
+  if (r.k === 'keyring')
+    return { ...common, kind: 'keyring', operation: 'rotate', version: r.v as number };
   return {
-    position,
-    at: r.at as number,
+    ...common,
     kind: 'kv',
     operation: r.o as KvOperation,
     namespace: r.n as string,
     key: r.y as string,
     version: r.v as number,
     type: r.t as ValueType,
-    actor: r.a as string,
     ...(Array.isArray(r.vs)
       ? {
           versions: {

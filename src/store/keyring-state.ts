@@ -11,6 +11,7 @@ import type { HighWaterAnchor } from '../keys/key-provider.js';
 import { type KeyProvider, KeyProviderError } from '../keys/key-provider.js';
 import type { ProviderConfig } from '../keys/registry.js';
 import type { StorageBackend, StorageWrite } from '../storage/backend.js';
+import { type EventDraft, type LoggedPlan, withEvents } from './event-log.js';
 import { HighWater } from './high-water.js';
 import {
   GENERATION_KEY,
@@ -293,6 +294,7 @@ export abstract class KeyringState {
   protected async change(
     change: (keyring: Keyring) => Keyring | null,
     writes: readonly StorageWrite[] = [],
+    events?: (next: Keyring) => readonly EventDraft[],
   ): Promise<Keyring> {
     for (;;) {
       await this.refresh();
@@ -300,7 +302,7 @@ export abstract class KeyringState {
       const next = change(this.keyring)?.withEpoch(from + 1);
       if (next === undefined) return this.keyring;
       const stored = await this.storedAsNow(next);
-      if (await this.commit(from, stored, next, writes)) {
+      if (await this.commit(from, stored, next, writes, events?.(next))) {
         this.keyring = next;
         return next;
       }
@@ -313,12 +315,13 @@ export abstract class KeyringState {
     stored: StoredKeyring,
     keyring: Keyring,
     writes: readonly StorageWrite[],
+    events: readonly EventDraft[] = [],
   ): Promise<boolean> {
     const record = pack(stored);
     const generation = packGeneration(keyring, from + 1);
-    const done = await this.storage.atomic([GENERATION_KEY], ([gen]) =>
-      Math.max(generationIn(gen, this.keyring, new RecordSeal(() => keyring.recordKeys())), 1) !==
-      from
+    const seal = new RecordSeal(() => keyring.recordKeys());
+    const decide = ([gen]: readonly (Uint8Array | undefined)[]): LoggedPlan<boolean> =>
+      Math.max(generationIn(gen, this.keyring, seal), 1) !== from
         ? { writes: [], result: false }
         : {
             writes: [
@@ -327,8 +330,12 @@ export abstract class KeyringState {
               ...writes,
             ],
             result: true,
-          },
-    );
+            events,
+          };
+    // An event (a rotation) is written in the same transaction, at the event log's next position.
+    const [keys, plan] =
+      events.length > 0 ? withEvents(seal, [GENERATION_KEY], decide) : [[GENERATION_KEY], decide];
+    const done = await this.storage.atomic(keys, plan);
     if (done) {
       this.stamped = { generation: from + 1, bytes: generation };
       this.stored = stored;

@@ -32,6 +32,7 @@ import { Keyring, type Revocation } from '../crypto/keyring.js';
 import { randomBase62 } from '../crypto/random.js';
 import type { KeyProvider } from '../keys/key-provider.js';
 import type { StorageBackend } from '../storage/backend.js';
+import type { EventDraft } from './event-log.js';
 import { GENERATION_KEY, packGeneration } from './keyring-generation.js';
 import {
   KEYRING_KEY,
@@ -147,8 +148,8 @@ export class KeyringHolder extends KeyringState {
    * Adds a keyring version and makes it the active one, for every process sharing the store. Returns the
    * new active version.
    */
-  async rotate(now: number): Promise<number> {
-    const next = await this.change((keyring) => keyring.rotate(now));
+  async rotate(now: number, actor = 'system'): Promise<number> {
+    const next = await this.change((keyring) => keyring.rotate(now), [], rotated(actor));
     return next.activeVersion;
   }
 
@@ -158,12 +159,16 @@ export class KeyringHolder extends KeyringState {
    */
   async rotateIfOlderThan(maxAgeMs: number, now: number): Promise<number | null> {
     const due = (keyring: Keyring): boolean => now - keyring.activeCreatedAt >= maxAgeMs;
-    let rotated = false;
-    const next = await this.change((keyring) => {
-      rotated = due(keyring);
-      return rotated ? keyring.rotate(now) : null;
-    });
-    return rotated ? next.activeVersion : null;
+    let done = false;
+    const next = await this.change(
+      (keyring) => {
+        done = due(keyring);
+        return done ? keyring.rotate(now) : null;
+      },
+      [],
+      rotated('system'),
+    );
+    return done ? next.activeVersion : null;
   }
 
   /** The revocation of token `id` as the keyring this process holds records it, if any. */
@@ -223,4 +228,9 @@ export class KeyringHolder extends KeyringState {
   async retire(versions: readonly number[]): Promise<void> {
     await this.change((keyring) => keyring.without(versions));
   }
+}
+
+/** A rotation's event (store/event-log.ts): the new active version, and who rotated. */
+function rotated(actor: string): (next: Keyring) => readonly EventDraft[] {
+  return (next) => [{ kind: 'keyring', operation: 'rotate', version: next.activeVersion, actor }];
 }

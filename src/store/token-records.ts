@@ -13,6 +13,7 @@
  */
 import { statusOf, type TokenRecord } from '../model/tokens.js';
 import type { StorageBackend, StorageWrite } from '../storage/backend.js';
+import { type LoggedPlan, withEvents } from './event-log.js';
 import type { KeyringHolder } from './keyring-store.js';
 import { LastOpened } from './last-opened.js';
 import { TOKENS_RANGE, tokenKey } from './layout.js';
@@ -119,39 +120,63 @@ export class TokenRecords {
     now: number,
     alongside: readonly StorageWrite[] = [],
     descendants: readonly string[] = [],
+    actor = 'system',
   ): Promise<{ outcome: 'revoked' | 'already' | 'missing'; revoked: string[] }> {
     this.revocations.guard();
     const key = tokenKey(id);
     const keys = [key, ...descendants.map(tokenKey)];
     let failed: RecordIntegrityError | undefined;
     let revoked: TokenRecord[] = [];
-    const result = await this.storage.atomic(keys, (current) => {
-      failed = undefined;
-      revoked = [];
-      const writes: StorageWrite[] = [];
-      let outcome: 'revoked' | 'already' | 'missing' = 'missing';
-      for (const [i, bytes] of current.entries()) {
-        if (!bytes) continue;
-        let record: TokenRecord;
-        try {
-          record = this.seal.open<TokenRecord>('token', keys[i]!, bytes);
-        } catch (err) {
-          if (!(err instanceof RecordIntegrityError)) throw err;
-          if (i === 0) {
-            failed = err;
-            return { writes: [], result: 'missing' as const };
+    // The revocation is an event in the event log, in the same transaction (store/event-log.ts).
+    const [logged, plan] = withEvents(
+      this.seal,
+      keys,
+      (current): LoggedPlan<'revoked' | 'already' | 'missing'> => {
+        failed = undefined;
+        revoked = [];
+        const writes: StorageWrite[] = [];
+        let outcome: 'revoked' | 'already' | 'missing' = 'missing';
+        for (const [i, bytes] of current.entries()) {
+          if (!bytes) continue;
+          let record: TokenRecord;
+          try {
+            record = this.seal.open<TokenRecord>('token', keys[i]!, bytes);
+          } catch (err) {
+            if (!(err instanceof RecordIntegrityError)) throw err;
+            if (i === 0) {
+              failed = err;
+              return { writes: [], result: 'missing' as const };
+            }
+            continue; // a damaged descendant is refused at its every use anyway
           }
-          continue; // a damaged descendant is refused at its every use anyway
+          if (i === 0) outcome = record.revokedAt === null ? 'revoked' : 'already';
+          if (record.revokedAt !== null) continue;
+          const marked = { ...record, revokedAt: now };
+          revoked.push(marked);
+          writes.push({
+            op: 'put',
+            key: keys[i]!,
+            value: this.seal.seal('token', keys[i]!, marked),
+          });
         }
-        if (i === 0) outcome = record.revokedAt === null ? 'revoked' : 'already';
-        if (record.revokedAt !== null) continue;
-        const marked = { ...record, revokedAt: now };
-        revoked.push(marked);
-        writes.push({ op: 'put', key: keys[i]!, value: this.seal.seal('token', keys[i]!, marked) });
-      }
-      if (outcome === 'missing') return { writes: [], result: outcome };
-      return { writes: writes.length > 0 ? [...writes, ...alongside] : [], result: outcome };
-    });
+        if (outcome === 'missing') return { writes: [], result: outcome };
+        if (writes.length === 0) return { writes: [], result: outcome };
+        return {
+          writes: [...writes, ...alongside],
+          result: outcome,
+          events: [
+            {
+              kind: 'token',
+              operation: 'revoke',
+              token_id: id,
+              revoked: revoked.map((r) => r.id),
+              actor,
+            },
+          ],
+        };
+      },
+    );
+    const result = await this.storage.atomic(logged, plan);
     if (failed) throw failed;
     for (const record of revoked) await this.anchor(record);
     return { outcome: result, revoked: revoked.map((r) => r.id) };

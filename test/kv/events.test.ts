@@ -188,6 +188,52 @@ describe('change events: GET /v1/events, a resumable stream of what the caller m
         (l) => l.event === 'events.stream_closed' && l.after === position - 1,
       );
       expect(ended.map((l) => l.ended)).to.include('integrity_error');
+      // Only the streams that reach it: one that starts after it hears what follows.
+      const later = await stream(c.rootToken, '?namespaces=ev/tamper');
+      await c.put('ev/tamper/k', 'v3');
+      expect((await later.until(1))[0]!.data.version).to.equal(3);
+    });
+
+    it("sends a token's revocation and the keyring's rotation only to a stream that names them, and only to a caller that may hear of them", async () => {
+      const auditor = await c.token({ role: 'auditor' });
+      const reader = await c.token({ role: 'reader' });
+      const named = await stream(c.rootToken, '?kinds=token.revoke,keyring.rotate,write');
+      // An auditor may list tokens and read the keyring's status, not a value: it hears of the first two.
+      const audits = await stream(auditor, '?kinds=token.revoke,keyring.rotate,write');
+      const unprivileged = await stream(reader, '?kinds=token.revoke,keyring.rotate,write');
+      const plain = await stream(c.rootToken, '?namespaces=ev/sys');
+      const victim = await c.token({ role: 'reader' });
+      const victimId = (await c.call('GET', '/v1/auth/me', { token: victim })).body.id as string;
+      expect((await c.call('DELETE', `/v1/auth/token/${victimId}`)).status).to.equal(204);
+      const rotated = await c.call('POST', '/v1/sys/keyring/rotate');
+      expect(rotated.status).to.equal(200);
+      await c.put('ev/sys/k', 'v');
+      const got = await named.until(3);
+      expect(got.map((e) => e.type)).to.deep.equal(['token', 'keyring', 'kv']);
+      expect(got[0]!.data).to.deep.include({
+        kind: 'token',
+        operation: 'revoke',
+        token_id: victimId,
+        revoked: [victimId],
+        actor: 'root',
+      });
+      expect(got[1]!.data).to.include({
+        kind: 'keyring',
+        operation: 'rotate',
+        version: rotated.body.active_version,
+        actor: 'root',
+      });
+      const positions = got.map((e) => Number(e.id));
+      expect(positions[1]).to.equal(positions[0]! + 1);
+      expect((await audits.until(2)).map((e) => e.type)).to.deep.equal(['token', 'keyring']);
+      // A reader may not list tokens or read the keyring: it hears of the write only; a stream that does
+      // not name them hears of neither.
+      expect((await unprivileged.until(1)).map((e) => e.type)).to.deep.equal(['kv']);
+      expect((await plain.until(1)).map((e) => e.type)).to.deep.equal(['kv']);
+      await sleep(300);
+      expect(unprivileged.received).to.have.length(1);
+      expect(plain.received).to.have.length(1);
+      expect(audits.received).to.have.length(2);
     });
 
     it('refuses a malformed filter or position (400), and a position beyond the last given (410)', async () => {

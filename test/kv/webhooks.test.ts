@@ -19,6 +19,8 @@ interface Message {
     namespace: string;
     key: string;
     version: number;
+    token_id?: string;
+    revoked?: string[];
   };
 }
 
@@ -133,6 +135,26 @@ describe('signed webhooks: /v1/sys/webhooks', function () {
           expect(once(verified(receiver, secret)).map((m) => m.data.key)).to.deep.equal([
             'after-rotation',
           ]);
+        });
+
+        it("sends a token's revocation to a webhook whose kinds name it, and no key's change", async () => {
+          receiver.received.length = 0;
+          const made = await putWebhook(c, 'revocations', {
+            url: receiver.url,
+            kinds: ['token.revoke'],
+          });
+          const secret = String(made.body.secret);
+          const victim = await c.token({ role: 'reader' });
+          const id = (await c.call('GET', '/v1/auth/me', { token: victim })).body.id as string;
+          // Not under wh/a/* (the other webhook's): only this webhook could be sent it, and is not.
+          await c.put('wh/z/not-for-it', 'v');
+          await c.call('DELETE', `/v1/auth/token/${id}`);
+          await eventually(() => receiver.received.length >= 1, { timeout: 15_000 });
+          await new Promise((r) => setTimeout(r, 300));
+          const got = once(verified(receiver, secret));
+          expect(got.map((m) => m.type)).to.deep.equal(['token.revoke']);
+          expect(got[0]!.data).to.deep.include({ token_id: id, revoked: [id] });
+          expect((await c.call('DELETE', '/v1/sys/webhooks/revocations')).status).to.equal(204);
         });
 
         it('tests a webhook on demand, and once deleted sends it nothing more', async () => {

@@ -41,15 +41,16 @@ export function openEventStream(
       return res;
     },
   });
-  source.addEventListener('kv', (event) => {
-    received.push({
-      id: event.lastEventId,
-      type: event.type,
-      data: JSON.parse(event.data),
-      raw: event.data,
+  for (const kind of ['kv', 'token', 'keyring'])
+    source.addEventListener(kind, (event) => {
+      received.push({
+        id: event.lastEventId,
+        type: event.type,
+        data: JSON.parse(event.data),
+        raw: event.data,
+      });
+      for (const wake of waiters.splice(0)) wake();
     });
-    for (const wake of waiters.splice(0)) wake();
-  });
   return {
     received,
     statuses,

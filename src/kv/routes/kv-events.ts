@@ -16,17 +16,12 @@ import { integer, parsed } from '../../api/query-params.js';
 import { rawHeader } from '../../api/request-parts.js';
 import type { Responder } from '../../api/respond.js';
 import { invalid } from '../../errors.js';
-import { KV_OPERATIONS } from '../../model/kv-operations.js';
+import { EVENT_KINDS, type EventKindName } from '../../model/kv-operations.js';
 import type { EventMessage } from '../event-stream.js';
-import {
-  type EventStreams,
-  type KvOperation,
-  type NamespacePattern,
-  parsePattern,
-} from '../event-streams.js';
+import { type EventStreams, type NamespacePattern, parsePattern } from '../event-streams.js';
 import { clientGone } from './kv-waits.js';
 
-const OPERATIONS: readonly KvOperation[] = KV_OPERATIONS;
+const OPERATIONS: readonly EventKindName[] = EVENT_KINDS;
 /** The most patterns one stream may name. */
 const MAX_PATTERNS = 32;
 /** A client that lets this much wait unread is cut off (it resumes with Last-Event-ID). */
@@ -46,11 +41,11 @@ function patterns(text: string): NamespacePattern[] {
   });
 }
 
-function kinds(text: string): KvOperation[] {
+function kinds(text: string): EventKindName[] {
   return text.split(',').map((item) => {
-    if (!OPERATIONS.includes(item as KvOperation))
+    if (!OPERATIONS.includes(item as EventKindName))
       throw invalid(`kinds: ${JSON.stringify(item)} is not one of ${OPERATIONS.join(', ')}`);
-    return item as KvOperation;
+    return item as EventKindName;
   });
 }
 
@@ -67,9 +62,9 @@ const EVENTS_QUERY = {
     description: `the namespaces whose keys' events are sent: patterns as scopes write them, comma separated (*, payments/*, payments/prod), at most ${MAX_PATTERNS}; default every namespace`,
   }),
   kinds: parsed({
-    pattern: '^[a-z,]{1,128}$',
+    pattern: '^[a-z.,]{1,128}$',
     parse: kinds,
-    description: `the operations whose events are sent, comma separated: ${OPERATIONS.join(', ')}; default all`,
+    description: `the kinds of event sent, comma separated: ${OPERATIONS.join(', ')}; default every change to a key (a token's revocation only when named, to a caller that may list tokens; the keyring's rotation only when named, to one that may read the keyring's status)`,
   }),
 };
 
@@ -79,7 +74,7 @@ function framed(message: EventMessage): string {
   let frame = frames.get(message);
   if (frame === undefined) {
     const framing = createEventBuffer();
-    framing.push(message, 'kv', String(message.position));
+    framing.push(message, message.kind, String(message.position));
     frame = framing.read();
     frames.set(message, frame);
   }

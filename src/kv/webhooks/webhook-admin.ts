@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { parsePattern } from '../../auth/patterns.js';
 import { invalid, notFound } from '../../errors.js';
-import type { KvOperation } from '../../model/kv-operations.js';
+import type { EventKindName } from '../../model/kv-operations.js';
 import type { OperatorEvents } from '../../model/operator-events.js';
 import type { EventLog } from '../../store/event-log.js';
 import type { WebhookRecord, WebhookRecords } from '../../store/webhook-records.js';
@@ -24,7 +24,7 @@ const MOST = 64;
 export interface WebhookInput {
   readonly url: string;
   readonly namespaces?: readonly string[];
-  readonly kinds?: readonly KvOperation[];
+  readonly kinds?: readonly EventKindName[];
   /** Draw a new signing secret (the old one stops signing at once). */
   readonly rotate_secret?: boolean;
 }

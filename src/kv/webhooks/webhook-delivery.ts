@@ -13,7 +13,7 @@ import type { Logger } from 'pino';
 import { type NamespacePattern, parsePattern, patternMatches } from '../../auth/patterns.js';
 import type { EventLog, StoredEvent } from '../../store/event-log.js';
 import type { WebhookRecord, WebhookRecords } from '../../store/webhook-records.js';
-import { messageOf } from '../event-stream.js';
+import { kindName, messageOf } from '../event-stream.js';
 import type { Hold } from '../key-changes.js';
 import { parseDestination } from './destination.js';
 import { type Attempt, sendMessage, type WebhookMessage } from './webhook-send.js';
@@ -55,19 +55,25 @@ export interface DeliveryState {
 export function eventMessage(event: StoredEvent): WebhookMessage {
   return {
     id: `evt_${event.position}_${event.at}`,
-    type: `kv.${event.operation}`,
+    type: event.kind === 'kv' ? `kv.${event.operation}` : kindName(event),
     data: messageOf(event),
   };
 }
 
-/** Which events `record`'s filters select. */
+/**
+ * Which events `record`'s filters select: a key's change by namespace and operation; a token's revocation
+ * or the keyring's rotation only when its kinds name it (`token.revoke`, `keyring.rotate`).
+ */
 export function webhookFilter(record: WebhookRecord): (event: StoredEvent) => boolean {
   const patterns = record.namespaces
     .map(parsePattern)
     .filter((p): p is NamespacePattern => p !== null);
+  const kinds = record.kinds as readonly string[];
   return (event) =>
-    (patterns.length === 0 || patterns.some((p) => patternMatches(p, event.namespace))) &&
-    (record.kinds.length === 0 || record.kinds.includes(event.operation));
+    event.kind === 'kv'
+      ? (patterns.length === 0 || patterns.some((p) => patternMatches(p, event.namespace))) &&
+        (kinds.length === 0 || kinds.includes(event.operation))
+      : kinds.includes(kindName(event));
 }
 
 export class WebhookDelivery {
