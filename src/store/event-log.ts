@@ -22,7 +22,6 @@ import {
   type StorageBackend,
   type StorageWrite,
 } from '../storage/backend.js';
-import type { KeyringHolder } from './keyring-store.js';
 import type { KeyMeta, KeyRef } from './kv-format.js';
 import { EVENT_POSITION_KEY, EVENTS_RANGE, eventKey, eventsFrom, positionOf } from './layout.js';
 import type { RecordSeal } from './record-seal.js';
@@ -199,7 +198,8 @@ export class EventLog {
   constructor(
     private readonly storage: StorageBackend,
     private readonly seal: RecordSeal,
-    private readonly keyring: Pick<KeyringHolder, 'guard'>,
+    /** The keyring (keyring-store.ts): refuses a read while it cannot be trusted. */
+    private readonly keyring: { guard(): void },
   ) {}
 
   /**

@@ -24,6 +24,7 @@ import { type Route, routeOf } from './routes.js';
 import type { Session } from './session.js';
 import { SignIn } from './sign-in.js';
 import { TokensView } from './tokens.js';
+import { WebhooksView } from './webhooks.js';
 
 /** What the session's token is (GET /v1/auth/me): its system privileges, and what it may do where. */
 interface Rights {
@@ -63,6 +64,8 @@ function page(route: Route, { privileges, capabilities }: Rights) {
       return <TokensView listRoles={privileges.has('manage_roles')} />;
     case 'roles':
       return <RolesView />;
+    case 'webhooks':
+      return <WebhooksView />;
     case 'keyring':
       return (
         <KeyringView
@@ -259,6 +262,11 @@ function App() {
         {may('manage_roles') && (
           <a href="#/roles" aria-current={current(route, 'roles')}>
             Roles
+          </a>
+        )}
+        {may('manage_webhooks') && (
+          <a href="#/webhooks" aria-current={current(route, 'webhooks')}>
+            Webhooks
           </a>
         )}
         {may('read_keyring', 'manage_keyring') && (

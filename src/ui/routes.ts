@@ -3,7 +3,7 @@ import { isKeyName, isNamespace } from './names.js';
 
 export type Route =
   | { readonly page: 'browse'; readonly namespace?: string }
-  | { readonly page: 'tokens' | 'roles' | 'keyring' | 'audit' | 'seal-report' }
+  | { readonly page: 'tokens' | 'roles' | 'webhooks' | 'keyring' | 'audit' | 'seal-report' }
   | { readonly page: 'sign-in-failed'; readonly reason: string }
   | { readonly page: 'key'; readonly namespace: string; readonly key: string };
 
@@ -29,7 +29,7 @@ export function routeOf(hash: string): Route {
         ? { page: 'key', key: name, namespace }
         : { page: 'browse' };
     }
-    for (const page of ['tokens', 'roles', 'keyring', 'audit', 'seal-report'] as const)
+    for (const page of ['tokens', 'roles', 'webhooks', 'keyring', 'audit', 'seal-report'] as const)
       if (path === page) return { page };
     const failed = /^sign-in-failed\/(.+)$/.exec(path);
     if (failed) return { page: 'sign-in-failed', reason: decodeURIComponent(failed[1]!) };

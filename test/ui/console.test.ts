@@ -5,12 +5,14 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
+import { Webhook } from 'standardwebhooks';
 import { AUDIT_FILTER_NAMES, AUDIT_FILTERS } from '../../src/model/audit-filters.js';
 import { snapshotName } from '../../src/operator/scheduled-snapshots.js';
 import { LAPTOP, launchChromium, PHONE, watchedPage } from '../support/browser.js';
 import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
 import { putPeopleLoginRole, TestOidcProvider } from '../support/oidc-provider.js';
 import { requirePackage } from '../support/system-packages.js';
+import { startWebhookReceiver } from '../support/webhook-receiver.js';
 
 const SECRET = 'pg-password-9f3a71c2';
 const CONFIG = 'https://payments.internal:8443';
@@ -584,7 +586,12 @@ describe('the web console’s tokens, roles, keyring and audit screens, in Chrom
     snapshot = snapshotName(Date.UTC(2026, 10, 24, 18));
     writeFileSync(join(snapshots, snapshot), Buffer.alloc(3 * 1024));
     c = await startTestCoffer({
-      env: { COFFER_SNAPSHOT_DIR: snapshots, COFFER_SNAPSHOT_EVERY: '6h' },
+      env: {
+        COFFER_SNAPSHOT_DIR: snapshots,
+        COFFER_SNAPSHOT_EVERY: '6h',
+        // The webhook screen's test sends to a receiver on loopback.
+        COFFER_WEBHOOKS_ALLOW_PRIVATE: 'true',
+      },
     });
     auditor = await c.token({ role: 'auditor', metadata: { name: 'the-auditor' } });
     for (let i = 0; i < 30; i++) await c.put(`payments/prod/key_${i}`, `value-${i}`, 'secret');
@@ -615,7 +622,10 @@ describe('the web console’s tokens, roles, keyring and audit screens, in Chrom
         await page.screenshot({
           path: `${SHOTS}/${screen}-${width}.png`,
           fullPage: true,
-          mask: [page.getByLabel('The new token').locator('pre')],
+          mask: [
+            page.getByLabel('The new token').locator('pre'),
+            page.locator('.secret-once code'),
+          ],
         });
       expect(await accessibilityViolations(page), `${screen} at ${width} width`).to.deep.equal([]);
     }
@@ -708,6 +718,54 @@ describe('the web console’s tokens, roles, keyring and audit screens, in Chrom
     );
     expect(errors.filter((e) => e.includes('pattern'))).to.deep.equal([]);
     await context.close();
+  });
+
+  it('root adds a webhook, keeps its secret shown once, tests it against a receiver, rotates the secret and deletes it', async () => {
+    const receiver = await startWebhookReceiver();
+    const context = await browser.newContext({ viewport: LAPTOP });
+    const { page, errors } = await watchedPage(context);
+    page.on('dialog', (dialog) => void dialog.accept());
+    try {
+      await signIn(page, c.url, c.rootToken);
+      await page.getByRole('link', { name: 'Webhooks' }).click();
+      await page.getByRole('button', { name: 'New webhook…' }).click();
+      await page.getByLabel('Name', { exact: true }).fill('deploys');
+      await page.getByLabel(/^URL/).fill(receiver.url);
+      await page.getByLabel(/^Namespaces/).fill('payments/*');
+      await page.getByRole('button', { name: 'Save' }).click();
+      const shown = page.locator('.secret-once code');
+      await shown.waitFor();
+      const secret = (await shown.textContent())!;
+      expect(secret).to.match(/^whsec_/);
+      await page.getByRole('cell', { name: 'payments/*' }).waitFor();
+      await check(page, 'webhooks');
+      await page.getByRole('button', { name: 'I have kept it' }).click();
+      expect(await page.content()).to.not.include(secret);
+
+      await page.getByRole('button', { name: 'Test deploys' }).click();
+      await page.getByText(/the receiver took the test message/).waitFor();
+      const wh = new Webhook(secret);
+      const [message] = receiver.received;
+      expect(wh.verify(message!.body, message!.headers as Record<string, string>)).to.include({
+        type: 'webhook.test',
+      });
+
+      await page.getByRole('button', { name: 'Rotate secret of deploys' }).click();
+      await shown.waitFor();
+      const rotated = (await shown.textContent())!;
+      expect(rotated)
+        .to.match(/^whsec_/)
+        .and.not.equal(secret);
+      await page.getByRole('button', { name: 'I have kept it' }).click();
+
+      await page.getByRole('button', { name: 'Delete deploys' }).click();
+      await page.getByText('Deleted webhook deploys.').waitFor();
+      expect((await c.call('GET', '/v1/sys/webhooks/deploys')).status).to.equal(404);
+      expect(errors.filter((e) => e.startsWith(c.url))).to.deep.equal([]);
+    } finally {
+      await context.close();
+      await receiver.close();
+    }
   });
 
   it('an auditor reads and searches the audit log, sees an entry’s details, verifies it, and reads the seal report', async () => {
