@@ -5,7 +5,10 @@
  * write, the time from sending it to its event arriving; reported: how many writes were acknowledged, how
  * many events arrived, and the latency's p50, p99 and maximum.
  *
- *   npm run build && node dist/bench/event-latency.js [--rate 1000] [--seconds 10] [--workers 2]
+ * With --storage postgres, two servers share one PostgreSQL database (a schema of their own, dropped at
+ * the end): the writes go to one, the stream is on the other, so each event crosses servers (NOTIFY).
+ *
+ *   npm run build && node dist/bench/event-latency.js [--rate 1000] [--seconds 10] [--workers 2] [--storage postgres]
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
@@ -16,14 +19,17 @@ import { generateToken } from '../src/auth/token-format.js';
 import { Coffer } from '../src/client/index.js';
 import { describeMachine } from './machine.js';
 import { startCoffer } from './servers.js';
+import { benchPgUrl, benchSchema, dropBenchSchemas } from './storage.js';
 
 const { values: args } = parseArgs({
   options: {
     rate: { type: 'string', default: '1000' },
     seconds: { type: 'string', default: '10' },
     workers: { type: 'string', default: '2' },
+    storage: { type: 'string', default: 'lmdb' },
   },
 });
+const onPostgres = args.storage === 'postgres';
 const rate = Number(args.rate);
 const seconds = Number(args.seconds);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -36,14 +42,30 @@ function percentile(sorted: readonly number[], p: number): number {
 
 const root = generateToken().value;
 const dir = mkdtempSync(join(tmpdir(), 'coffer-event-latency-'));
+const pgUrl = benchPgUrl();
+const schema = benchSchema();
+const pg = onPostgres
+  ? { COFFER_STORAGE: 'postgres', COFFER_PG_URL: pgUrl, COFFER_PG_SCHEMA: schema }
+  : undefined;
 const server = await startCoffer({
   dataDir: dir,
   rootToken: root,
   workers: Number(args.workers),
   core: null,
+  ...(pg ? { env: pg } : {}),
 });
+/** Where the writes go: the same server, or on PostgreSQL another one sharing the database. */
+const writer = pg
+  ? await startCoffer({
+      dataDir: mkdtempSync(join(tmpdir(), 'coffer-event-latency-b-')),
+      rootToken: root,
+      workers: Number(args.workers),
+      core: null,
+      env: { ...pg, COFFER_MASTER_KEY_FILE: join(dir, 'master.key') },
+    })
+  : server;
 const agent = new Agent({ keepAlive: true, maxSockets: 64 });
-const url = new URL(server.url);
+const url = new URL(writer.url);
 try {
   const coffer = new Coffer({ url: server.url, token: root });
   const sentAt = new Map<string, number>();
@@ -124,7 +146,9 @@ try {
   await following;
 
   const sorted = latencies.slice().sort((a, b) => a - b);
-  console.log(`write → event latency — ${describeMachine()}; ${args.workers} worker(s), open loop`);
+  console.log(
+    `write → event latency — ${describeMachine()}; ${args.workers} worker(s)${onPostgres ? ' on each of two servers sharing one PostgreSQL database, written on one, followed on the other' : ''}, open loop`,
+  );
   console.log(
     `writes sent ${sent} in ${sending.toFixed(1)} s (${(sent / sending).toFixed(0)}/s), acknowledged ${acknowledged}, refused ${refused}; events received ${latencies.length}`,
   );
@@ -140,6 +164,8 @@ try {
   console.log(`target: p99 ≤ 100 ms at ${rate} writes/s — ${p99 <= 100 ? 'met' : 'MISSED'}`);
 } finally {
   agent.destroy();
+  if (writer !== server) await writer.stop();
   await server.stop();
   rmSync(dir, { recursive: true, force: true });
+  if (onPostgres) await dropBenchSchemas(pgUrl, [schema]);
 }

@@ -58,6 +58,8 @@ export interface CofferServerOptions {
   readonly workers: number;
   /** Pin the whole server to one core (for one-process runs); null leaves it free. */
   readonly core: number | null;
+  /** More settings (COFFER_STORAGE=postgres, say), laid over the ones above. */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 export async function startCoffer(options: CofferServerOptions): Promise<RunningServer> {
@@ -72,6 +74,7 @@ export async function startCoffer(options: CofferServerOptions): Promise<Running
       COFFER_MASTER_KEY_FILE: join(options.dataDir, 'master.key'),
       COFFER_ROOT_TOKEN: options.rootToken,
       COFFER_LOG_LEVEL: 'info',
+      ...options.env,
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
