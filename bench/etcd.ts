@@ -1,8 +1,10 @@
 /**
  * `npm run bench:etcd`: Coffer (all workers) against etcd 3.4 with authentication on, both on loopback,
  * driven by the same wrk client at the same concurrency, alternating A B A B over 3 rounds: an
- * authenticated read of one key, and a durable write of a new key. Prints each round's Coffer/etcd ratio
- * and the median of the rounds, and writes JSON to bench/results/. Installs etcd-server, etcd-client and
+ * authenticated read of one key, and a durable write of a new key. Each read round also measures the
+ * machine's ceiling, a bare node:http cluster of as many workers answering a fixed body
+ * (http-ceiling.ts). Prints each round's Coffer/etcd ratio (and Coffer/ceiling for reads) and the median
+ * of the rounds against issue #42's targets, and writes JSON to bench/results/. Installs etcd-server, etcd-client and
  * wrk from Debian when missing, and stops everything it started.
  *
  *   npm run bench:etcd -- [--seconds 10] [--connections 32] [--rounds 3] [--only read|write]
@@ -15,6 +17,7 @@ import { parseArgs } from 'node:util';
 import { generateToken } from '../src/auth/token-format.js';
 import { api } from './api.js';
 import * as shape from './cases.js';
+import { startCeiling } from './http-ceiling.js';
 import { describeMachine, machine } from './machine.js';
 import { markdownTable, median, resultsDir, type Target, target } from './report.js';
 import { startCoffer } from './servers.js';
@@ -130,6 +133,9 @@ export interface EtcdRound {
   readonly coffer: LoadResult;
   readonly etcd: LoadResult;
   readonly ratio: number;
+  /** Reads: the bare node:http cluster in the same round, and Coffer's share of it. */
+  readonly ceiling?: LoadResult;
+  readonly ofCeiling?: number;
 }
 
 export interface EtcdRun {
@@ -139,7 +145,10 @@ export interface EtcdRun {
   readonly targets: Target[];
 }
 
-const WANTED = { read: 1.5, write: 1.0 } as const;
+/** Issue #42's targets: reads ≥ 3× etcd and ≥ 0.35× the ceiling; durable writes ≥ 1.2× etcd, p99 ≤ 1.5× etcd's. */
+const WANTED = { read: 3, write: 1.2 } as const;
+const CEILING_SHARE = 0.35;
+const WRITE_P99_RATIO = 1.5;
 const NAMES = { read: 'authenticated read', write: 'durable write' } as const;
 
 /** Runs the comparison; each round's ratio is Coffer's and etcd's requests per second measured back to back. */
@@ -154,6 +163,7 @@ export async function runEtcdComparison(): Promise<EtcdRun> {
     workers: availableParallelism(),
     core: null,
   });
+  const ceiling = await startCeiling(availableParallelism());
   try {
     const etcdToken = await enableAuth();
     await api(coffer.url, root, 'PUT', '/v1/kv/bench/app/secret', { value: VALUE, type: 'secret' });
@@ -168,6 +178,7 @@ export async function runEtcdComparison(): Promise<EtcdRun> {
       read: {
         coffer: { url: coffer.url, lua: shape.get('/v1/kv/bench/app/secret', reader) },
         etcd: { url: CLIENT, lua: shape.etcdRange('/bench/secret', etcdToken) },
+        ceiling: { url: ceiling.url, lua: shape.get('/', reader) },
       },
       write: {
         coffer: {
@@ -184,14 +195,10 @@ export async function runEtcdComparison(): Promise<EtcdRun> {
       for (const { url, lua } of Object.values(pair))
         await runWrk({ url, lua, connections, seconds: 1 }); // warm-up
       for (let round = 1; round <= rounds; round++) {
-        const results: Partial<Record<'coffer' | 'etcd', LoadResult>> = {};
-        for (const system of ['coffer', 'etcd'] as const) {
-          const result = await runWrk({
-            url: pair[system].url,
-            lua: pair[system].lua,
-            connections,
-            seconds,
-          });
+        const results: Partial<Record<'coffer' | 'etcd' | 'ceiling', LoadResult>> = {};
+        for (const system of Object.keys(pair) as ('coffer' | 'etcd' | 'ceiling')[]) {
+          const { url, lua } = (pair as Record<string, { url: string; lua: string }>)[system]!;
+          const result = await runWrk({ url, lua, connections, seconds });
           if (result.failedStatus > 0 || result.errors > 0)
             throw new Error(
               `${system} ${name}: ${result.failedStatus} failed responses, ${result.errors} errors`,
@@ -201,28 +208,52 @@ export async function runEtcdComparison(): Promise<EtcdRun> {
             `round ${round}  ${name.padEnd(6)} ${system.padEnd(7)} ${result.requestsPerSecond.toFixed(0).padStart(7)} req/s  p50 ${result.p50Ms.toFixed(2)} ms  p99 ${result.p99Ms.toFixed(2)} ms`,
           );
         }
-        const { coffer: c, etcd: e } = results as Record<'coffer' | 'etcd', LoadResult>;
+        const {
+          coffer: c,
+          etcd: e,
+          ceiling: h,
+        } = results as Record<'coffer' | 'etcd', LoadResult> & { ceiling?: LoadResult };
         measured.push({
           round,
           case: name,
           coffer: c,
           etcd: e,
           ratio: c.requestsPerSecond / e.requestsPerSecond,
+          ...(h ? { ceiling: h, ofCeiling: c.requestsPerSecond / h.requestsPerSecond } : {}),
         });
       }
     }
+    const of = (name: 'read' | 'write') => measured.filter((r) => r.case === name);
     const targets = (['read', 'write'] as const)
-      .filter((name) => measured.some((r) => r.case === name))
-      .map((name) =>
+      .filter((name) => of(name).length > 0)
+      .flatMap((name) => [
         target(
           `${NAMES[name]}: Coffer / etcd (median of ${rounds} rounds)`,
-          median(measured.filter((r) => r.case === name).map((r) => r.ratio)),
+          median(of(name).map((r) => r.ratio)),
           '≥',
           WANTED[name],
         ),
-      );
+        ...(name === 'read'
+          ? [
+              target(
+                `${NAMES[name]}: Coffer / bare node:http (median)`,
+                median(of(name).map((r) => r.ofCeiling!)),
+                '≥',
+                CEILING_SHARE,
+              ),
+            ]
+          : [
+              target(
+                `${NAMES[name]}: p99, Coffer / etcd (median)`,
+                median(of(name).map((r) => r.coffer.p99Ms / r.etcd.p99Ms)),
+                '≤',
+                WRITE_P99_RATIO,
+              ),
+            ]),
+      ]);
     return { connections, seconds, rounds: measured, targets };
   } finally {
+    await ceiling.stop();
     await coffer.stop();
     await new Promise<void>((resolve) => {
       etcd.once('exit', () => resolve());
@@ -233,7 +264,7 @@ export async function runEtcdComparison(): Promise<EtcdRun> {
 }
 
 export function etcdHeader(): string {
-  return `etcd 3.4 with authentication on, both on loopback; wrk ${connections} connections, ${seconds} s per run, ${rounds} rounds A B A B; Coffer with ${availableParallelism()} workers`;
+  return `etcd 3.4 with authentication on, both on loopback; wrk ${connections} connections, ${seconds} s per run, ${rounds} rounds A B A B (reads A B C, C a bare node:http cluster of as many workers answering a fixed body); Coffer with ${availableParallelism()} workers`;
 }
 
 export function etcdMarkdown(run: EtcdRun): string {
@@ -246,6 +277,8 @@ export function etcdMarkdown(run: EtcdRun): string {
       'etcd req/s',
       'etcd p99 ms',
       'Coffer / etcd',
+      'bare node:http req/s',
+      'Coffer / node:http',
     ],
     run.rounds.map((r) => [
       NAMES[r.case],
@@ -255,6 +288,8 @@ export function etcdMarkdown(run: EtcdRun): string {
       r.etcd.requestsPerSecond.toFixed(0),
       r.etcd.p99Ms.toFixed(2),
       r.ratio.toFixed(2),
+      r.ceiling ? r.ceiling.requestsPerSecond.toFixed(0) : '',
+      r.ofCeiling === undefined ? '' : r.ofCeiling.toFixed(2),
     ]),
   );
 }
@@ -265,7 +300,9 @@ async function main(): Promise<void> {
     `\nCoffer vs etcd — ${new Date().toISOString()} — ${describeMachine()}\n${etcdHeader()}`,
   );
   for (const r of run.rounds)
-    console.log(`  round ${r.round}  ${NAMES[r.case].padEnd(20)} ratio ${r.ratio.toFixed(2)}`);
+    console.log(
+      `  round ${r.round}  ${NAMES[r.case].padEnd(20)} ratio ${r.ratio.toFixed(2)}${r.ofCeiling === undefined ? '' : `  of the ceiling ${r.ofCeiling.toFixed(2)}`}`,
+    );
   for (const t of run.targets)
     console.log(
       `  ${t.name.padEnd(56)} ${t.value.toFixed(2)}  (${t.wanted})${t.met ? '' : '  MISSED'}`,
