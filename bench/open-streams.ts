@@ -132,6 +132,8 @@ async function main(): Promise<void> {
       String(streams),
     ]);
     const holder = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'inherit'] });
+    // Not left behind when a round fails (killed again after its count is read: harmless).
+    stops.push(() => holder.kill('SIGKILL'));
     let said = '';
     holder.stdout!.on('data', (d: Buffer) => (said += d.toString()));
     while (!said.includes('open ')) {

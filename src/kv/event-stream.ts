@@ -78,7 +78,7 @@ export function kindName(event: StoredEvent | EventMessage): EventKindName {
  * Whether `principal` may hear of `event`: a key's change if it may read values of its type in its
  * namespace; a revocation if it may list tokens; a rotation if it may read the keyring's status.
  */
-export function mayHear(principal: Principal, event: StoredEvent): boolean {
+function mayHear(principal: Principal, event: StoredEvent): boolean {
   switch (event.kind) {
     case 'kv':
       return principal.access.may('read', event.namespace, event.type);
@@ -215,13 +215,20 @@ export class EventStream {
   }
 
   private selects(event: StoredEvent): boolean {
-    const { namespaces, kinds } = this.filter;
-    if (event.kind !== 'kv') return kinds?.includes(kindName(event)) ?? false;
-    return (
-      (!namespaces || namespaces.some((p) => patternMatches(p, event.namespace))) &&
-      (!kinds || kinds.includes(event.operation))
-    );
+    return selects(this.filter, event);
   }
+}
+
+/**
+ * Whether `filter` selects `event` (a stream's, or a webhook's): a key's change by namespace and
+ * operation; a token's revocation or the keyring's rotation only when `kinds` names it.
+ */
+export function selects({ namespaces, kinds }: EventFilter, event: StoredEvent): boolean {
+  if (event.kind !== 'kv') return kinds?.includes(kindName(event)) ?? false;
+  return (
+    (!namespaces || namespaces.some((p) => patternMatches(p, event.namespace))) &&
+    (!kinds || kinds.includes(event.operation))
+  );
 }
 
 /**

@@ -10,7 +10,6 @@ import { type EventFilter, type EventSink, EventStream } from './event-stream.js
 import type { Hold, KeyChanges } from './key-changes.js';
 
 export { type NamespacePattern, parsePattern } from '../auth/patterns.js';
-export type { KvOperation } from '../store/event-log.js';
 
 /** How a stream ended, for its closing audit entry. */
 export interface StreamEnd {

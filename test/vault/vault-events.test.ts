@@ -152,7 +152,13 @@ describe("Vault's event subscription (sys/events/subscribe, WebSocket)", functio
 
   it('a server that stops closes its subscriptions (1001, going away), and its stop does not wait on them', async () => {
     const other = await startTestCoffer();
-    const s = await subscribe(other, '/vault/v1/sys/events/subscribe/kv*?json=true');
+    let s: Subscriber;
+    try {
+      s = await subscribe(other, '/vault/v1/sys/events/subscribe/kv*?json=true');
+    } catch (err) {
+      await other.close();
+      throw err;
+    }
     const started = Date.now();
     await other.close();
     expect(await s.closed).to.equal(1001);

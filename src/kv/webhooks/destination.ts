@@ -44,7 +44,7 @@ for (const [net, prefix] of [
   BLOCKED.addSubnet(net, prefix, 'ipv6');
 
 /** Whether `address` (an IPv4 or IPv6 literal) is one a webhook may not reach without the setting. */
-export function isPrivateAddress(address: string): boolean {
+function isPrivateAddress(address: string): boolean {
   const family = isIP(address);
   if (family === 0) return true;
   // BlockList checks an IPv4-mapped IPv6 address (::ffff:7f00:1) against the IPv4 ranges.

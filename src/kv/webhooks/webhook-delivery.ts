@@ -10,10 +10,11 @@
  */
 import { randomInt } from 'node:crypto';
 import type { Logger } from 'pino';
-import { type NamespacePattern, parsePattern, patternMatches } from '../../auth/patterns.js';
+import { type NamespacePattern, parsePattern } from '../../auth/patterns.js';
+import type { EventKindName } from '../../model/kv-operations.js';
 import type { EventLog, StoredEvent } from '../../store/event-log.js';
 import type { WebhookRecord, WebhookRecords } from '../../store/webhook-records.js';
-import { kindName, messageOf } from '../event-stream.js';
+import { type EventFilter, kindName, messageOf, selects } from '../event-stream.js';
 import type { Hold } from '../key-changes.js';
 import { parseDestination } from './destination.js';
 import { type Attempt, sendMessage, type WebhookMessage } from './webhook-send.js';
@@ -52,7 +53,7 @@ export interface DeliveryState {
 }
 
 /** The message of an event: its id is the same at every attempt, and names the event's commit time too. */
-export function eventMessage(event: StoredEvent): WebhookMessage {
+function eventMessage(event: StoredEvent): WebhookMessage {
   return {
     id: `evt_${event.position}_${event.at}`,
     type: event.kind === 'kv' ? `kv.${event.operation}` : kindName(event),
@@ -60,20 +61,15 @@ export function eventMessage(event: StoredEvent): WebhookMessage {
   };
 }
 
-/**
- * Which events `record`'s filters select: a key's change by namespace and operation; a token's revocation
- * or the keyring's rotation only when its kinds name it (`token.revoke`, `keyring.rotate`).
- */
-export function webhookFilter(record: WebhookRecord): (event: StoredEvent) => boolean {
-  const patterns = record.namespaces
+/** `record`'s filters as a stream's (event-stream.ts): none or empty is every namespace, every key's change. */
+function webhookFilter(record: WebhookRecord): EventFilter {
+  const namespaces = record.namespaces
     .map(parsePattern)
     .filter((p): p is NamespacePattern => p !== null);
-  const kinds = record.kinds as readonly string[];
-  return (event) =>
-    event.kind === 'kv'
-      ? (patterns.length === 0 || patterns.some((p) => patternMatches(p, event.namespace))) &&
-        (kinds.length === 0 || kinds.includes(event.operation))
-      : kinds.includes(kindName(event));
+  return {
+    ...(namespaces.length > 0 ? { namespaces } : {}),
+    ...(record.kinds.length > 0 ? { kinds: record.kinds as EventKindName[] } : {}),
+  };
 }
 
 export class WebhookDelivery {
@@ -88,7 +84,7 @@ export class WebhookDelivery {
   private failing = false;
   /** Its run ended on its own (the storage failed it): the dispatcher starts it again. */
   ended = false;
-  private readonly selects: (event: StoredEvent) => boolean;
+  private readonly filter: EventFilter;
 
   constructor(
     readonly name: string,
@@ -96,7 +92,7 @@ export class WebhookDelivery {
     private readonly deps: DeliveryDeps,
     private readonly follow: Hold,
   ) {
-    this.selects = webhookFilter(record);
+    this.filter = webhookFilter(record);
   }
 
   state(): DeliveryState {
@@ -157,7 +153,7 @@ export class WebhookDelivery {
             next: first.position,
           });
         for (const event of events) {
-          if (this.selects(event) && !(await this.deliver(event))) return;
+          if (selects(this.filter, event) && !(await this.deliver(event))) return;
           this.cursor = event.position;
           this.latest = Math.max(this.latest, event.position);
           if (Date.now() - this.savedAt >= SAVE_EVERY_MS) await this.save();

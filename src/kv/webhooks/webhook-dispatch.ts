@@ -65,8 +65,9 @@ export class WebhookDispatch {
   }
 
   private async tick(): Promise<void> {
+    const stored = await this.deps.records.list();
     // No webhook: no lease taken (nor a write every renewal).
-    if ((await this.deps.records.list()).length === 0) {
+    if (stored.length === 0) {
       await this.stopAll();
       if (this.holding) await this.deps.records.release(this.holder);
       this.holding = false;
@@ -83,7 +84,6 @@ export class WebhookDispatch {
     }
     this.holding = held;
     if (!held) return this.stopAll();
-    const stored = await this.deps.records.list();
     const names = new Set(stored.map((s) => s.name));
     for (const [name, delivery] of this.deliveries)
       if (!names.has(name)) {

@@ -33,8 +33,6 @@ export interface Attempt {
   readonly ms: number;
 }
 
-export const SIGNATURE_HEADERS = ['webhook-id', 'webhook-timestamp', 'webhook-signature'] as const;
-
 /** Sends `message` to `url` once, signed with `secret`. */
 export function sendMessage(
   url: URL,
