@@ -7,7 +7,13 @@
  * slices the ratio this / that, for the secret read and the durable write; reported: the median over the
  * pairs, and the server's CPU time per request (from /proc) likewise.
  *
- *   npm run build && node dist/bench/against-commit.js [--commit <sha>] [--this <sha>] [--case read|write] [--rounds 10] [--processes 1] [--seconds 3] [--storage postgres] [--stream]
+ *   npm run build && node dist/bench/against-commit.js [--commit <sha>] [--this <sha>] [--case read|write] [--rounds 10] [--processes 1] [--seconds 3] [--storage postgres] [--stream] [--together]
+ *
+ * With --together both servers are loaded at once in every slice (a wrk of 16 connections each, both on
+ * core 1), so that they share core 0 and whatever the machine does meanwhile (another tenant, the
+ * hypervisor taking the core) falls on both in the same moment: each gets half the core, and the ratio of
+ * their throughputs is the inverse ratio of their CPU per request. On machines whose speed moves ±20% from
+ * second to second, alternated slices cannot resolve a cost of a few percent; together ones can.
  *
  * With --stream this build's server ships its audit log to one audit stream (COFFER_AUDIT_STREAMS,
  * syslog over TCP) whose receiver (bench/stream-sink.ts) reads and drops the lines, pinned with wrk on
@@ -49,6 +55,7 @@ const { values: args } = parseArgs({
     seconds: { type: 'string', default: '3' },
     storage: { type: 'string', default: 'lmdb' },
     stream: { type: 'boolean', default: false },
+    together: { type: 'boolean', default: false },
   },
 });
 if (args.storage !== 'lmdb' && args.storage !== 'postgres') {
@@ -128,13 +135,18 @@ async function startSubject(
   };
 }
 
-async function slice(subject: Subject, c: (typeof CASES)[number], secs: number): Promise<Measured> {
+async function slice(
+  subject: Subject,
+  c: (typeof CASES)[number],
+  secs: number,
+  connections = 32,
+): Promise<Measured> {
   const pid = subject.server.servingPids()[0]!;
   const before = processCpuSplit(pid);
   const result = await runWrk({
     url: subject.server.url,
     lua: subject.lua[c],
-    connections: 32,
+    connections,
     seconds: secs,
     core: 1,
   });
@@ -145,6 +157,25 @@ async function slice(subject: Subject, c: (typeof CASES)[number], secs: number):
     cpuMicros: perRequest(after.user + after.system - before.user - before.system),
     systemMicros: perRequest(after.system - before.system),
   };
+}
+
+/** One pair of slices: alternated (this then that, or that then this), or both at once with --together. */
+async function pairOfSlices(
+  builds: Record<Build, Subject>,
+  c: (typeof CASES)[number],
+  pair: number,
+): Promise<Record<Build, Measured>> {
+  if (args.together) {
+    const [a, b] = await Promise.all([
+      slice(builds.this, c, seconds, 16),
+      slice(builds.that, c, seconds, 16),
+    ]);
+    return { this: a, that: b };
+  }
+  const order: Build[] = pair % 2 === 1 ? ['this', 'that'] : ['that', 'this'];
+  const m: Partial<Record<Build, Measured>> = {};
+  for (const build of order) m[build] = await slice(builds[build], c, seconds);
+  return m as Record<Build, Measured>;
 }
 
 async function main(): Promise<void> {
@@ -164,7 +195,7 @@ async function main(): Promise<void> {
       (name) => args.case === undefined || name.includes(String(args.case)),
     );
     console.log(
-      `${args.this ? String(args.this).slice(0, 7) : 'this build'} against ${that7}${args.storage === 'postgres' ? ', each on PostgreSQL' : ''}${args.stream ? ', this build with one audit stream (syslog over TCP)' : ''} — ${describeMachine()}; both servers on core 0, wrk (32 connections) on core 1, ${processes} pair(s) of processes × ${rounds} pairs of ${seconds}-s slices per case`,
+      `${args.this ? String(args.this).slice(0, 7) : 'this build'} against ${that7}${args.storage === 'postgres' ? ', each on PostgreSQL' : ''}${args.stream ? ', this build with one audit stream (syslog over TCP)' : ''} — ${describeMachine()}; both servers on core 0, wrk (32 connections) on core 1${args.together ? ', both loaded at once (16 connections each)' : ''}, ${processes} pair(s) of processes × ${rounds} pairs of ${seconds}-s slices per case`,
     );
     const pooled = new Map(
       cases.map((c) => [c, { rps: [], cpu: [], system: [], perProcess: [] } as Pooled]),
@@ -186,10 +217,8 @@ async function main(): Promise<void> {
         const got = pooled.get(c)!;
         const mine: number[] = [];
         for (let pair = 1; pair <= rounds; pair++) {
-          const order: Build[] = pair % 2 === 1 ? ['this', 'that'] : ['that', 'this'];
-          const m: Partial<Record<Build, Measured>> = {};
-          for (const build of order) m[build] = await slice(builds[build], c, seconds);
-          const [a, b] = [m.this!, m.that!];
+          const m = await pairOfSlices(builds, c, pair);
+          const [a, b] = [m.this, m.that];
           mine.push(a.rps / b.rps);
           got.rps.push(a.rps / b.rps);
           got.cpu.push(a.cpuMicros / b.cpuMicros);

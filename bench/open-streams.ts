@@ -6,7 +6,11 @@
  * (core 1) alternate between the two in slices (A B, B A, …); reported: the median ratio of reads a second
  * (with streams / without) and of the server's CPU per read, and the events each stream got.
  *
- *   npm run build && node dist/bench/open-streams.js [--streams 1000] [--writes 20] [--rounds 6] [--seconds 3]
+ *   npm run build && node dist/bench/open-streams.js [--streams 1000] [--writes 20] [--rounds 6] [--seconds 3] [--together]
+ *
+ * With --together both servers are read at once in every slice (a wrk of 16 connections each) and both
+ * are written to, so that they share core 0 and whatever else the machine does falls on both in the
+ * same moment (bench/against-commit.ts --together says why).
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -93,6 +97,7 @@ async function main(): Promise<void> {
       writes: { type: 'string', default: '20' },
       rounds: { type: 'string', default: '6' },
       seconds: { type: 'string', default: '3' },
+      together: { type: 'boolean', default: false },
     },
   });
   const streams = Number(args.streams);
@@ -104,12 +109,13 @@ async function main(): Promise<void> {
   try {
     // Steady writes to the server being read, each waking every stream it has; none to the other, so that
     // the streams' work falls in their server's own slices.
-    let writing: Subject | undefined;
+    const writing = new Set<Subject>();
     let n = 0;
     if (writes > 0) {
       const timer = setInterval(() => {
-        if (writing)
-          api(writing.server.url, writing.writer, 'PUT', `/v1/kv/bench/streamed/k${n++ % 100}`, {
+        const k = n++ % 100;
+        for (const s of writing)
+          api(s.server.url, s.writer, 'PUT', `/v1/kv/bench/streamed/k${k}`, {
             value: 'v',
             type: 'config',
           }).catch(() => undefined);
@@ -141,23 +147,23 @@ async function main(): Promise<void> {
       await new Promise((r) => setTimeout(r, 100));
     }
     console.log(
-      `${streams} open change streams against none, ${writes} writes a second to each server — ${describeMachine()}; both servers on core 0, wrk (32 connections) and the streams' holder on core 1`,
+      `${streams} open change streams against none, ${writes} writes a second to each server — ${describeMachine()}; both servers on core 0, wrk (32 connections) and the streams' holder on core 1${args.together ? '; both read at once (16 connections each)' : ''}`,
     );
     const ratios: number[] = [];
     const cpu: number[] = [];
-    const slice = async (s: Subject) => {
-      writing = s;
+    const slice = async (s: Subject, connections = 32) => {
+      writing.add(s);
       const pid = s.server.servingPids()[0]!;
       const before = processCpuSplit(pid);
       const r = await runWrk({
         url: s.server.url,
         lua: s.lua,
-        connections: 32,
+        connections,
         seconds: Number(args.seconds),
         core: 1,
       });
       const after = processCpuSplit(pid);
-      writing = undefined;
+      writing.delete(s);
       return {
         rps: r.requestsPerSecond,
         cpu: (after.user + after.system - before.user - before.system) / r.requests,
@@ -166,9 +172,14 @@ async function main(): Promise<void> {
     await slice(withStreams);
     await slice(without);
     for (let round = 1; round <= Number(args.rounds); round++) {
-      const order = round % 2 ? [withStreams, without] : [without, withStreams];
       const got = new Map<Subject, { rps: number; cpu: number }>();
-      for (const s of order) got.set(s, await slice(s));
+      if (args.together) {
+        const [a, b] = await Promise.all([slice(withStreams, 16), slice(without, 16)]);
+        got.set(withStreams, a).set(without, b);
+      } else {
+        const order = round % 2 ? [withStreams, without] : [without, withStreams];
+        for (const s of order) got.set(s, await slice(s));
+      }
       const [a, b] = [got.get(withStreams)!, got.get(without)!];
       ratios.push(a.rps / b.rps);
       cpu.push(a.cpu / b.cpu);
@@ -177,7 +188,7 @@ async function main(): Promise<void> {
       );
     }
     holder.kill('SIGTERM');
-    await new Promise((r) => holder.once('exit', r));
+    await new Promise((r) => holder.once('close', r));
     const events = Number(/events (\d+)/.exec(said)?.[1] ?? 0);
     console.log(
       `median: reads with ${streams} open streams ${median(ratios).toFixed(3)} of without (cost ${((1 - median(ratios)) * 100).toFixed(1)}%), CPU per read ${median(cpu).toFixed(3)}; the streams got ${events} event frames in all (${(events / streams).toFixed(0)} each)`,

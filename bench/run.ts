@@ -6,7 +6,7 @@
  * alike). Prints a table and the targets, and writes JSON to bench/results/. (`npm run bench:all` runs this
  * and the etcd comparison and writes one report of both: bench/all.ts.)
  *
- *   npm run bench -- [--seconds 10] [--connections 32] [--rounds 5] [--only all-workers|one-process|audit-cost|flood|namespace-read|waits|run-startup|jwt-login|vault-read]
+ *   npm run bench -- [--seconds 10] [--connections 32] [--rounds 5] [--workers N] [--only all-workers|one-process|audit-cost|flood|namespace-read|waits|run-startup|jwt-login|vault-read|write-scaling]
  *   npm run bench -- --storage postgres [--seconds 10] [--rounds 5]   (PostgreSQL beside LMDB: bench/storage.ts)
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -38,6 +38,7 @@ import { type RunningServer, startBareExpress, startCoffer, startDirectCoffer } 
 import { storageBench } from './storage.js';
 import { printVaultRead, type VaultReadRound, vaultReadCost } from './vault-read.js';
 import { printWaits, type WaitsRound, waitsCost } from './waits.js';
+import { type WriteScalingRound, writeScaling } from './write-scaling.js';
 import { ensureTools, type LoadResult, runWrk } from './wrk.js';
 
 const { values: args } = parseArgs({
@@ -45,12 +46,21 @@ const { values: args } = parseArgs({
   options: {
     seconds: { type: 'string', default: '10' },
     connections: { type: 'string', default: '32' },
-    // 'all-workers', 'one-process', 'audit-cost', 'flood', 'namespace-read', 'waits', 'run-startup', 'jwt-login' or 'vault-read'
+    // 'all-workers', 'one-process', 'audit-cost', 'flood', 'namespace-read', 'waits', 'run-startup', 'jwt-login', 'vault-read' or 'write-scaling'
     only: { type: 'string' },
+    /** The server's workers where it runs with all of them (default: the machine's cores). */
+    workers: { type: 'string' },
     rounds: { type: 'string', default: '5' },
     storage: { type: 'string' }, // 'postgres': bench/storage.ts instead
   },
 });
+if (
+  args.workers !== undefined &&
+  !(Number.isInteger(Number(args.workers)) && Number(args.workers) >= 1)
+) {
+  console.error('--workers takes a positive whole number');
+  process.exit(2);
+}
 const seconds = Number(args.seconds);
 const connections = Number(args.connections);
 const rounds = Number(args.rounds);
@@ -107,6 +117,7 @@ export interface BenchRun {
   readonly runStartup?: RunStartup;
   readonly jwtLogin?: readonly JwtLoginRound[];
   readonly vaultRead?: readonly VaultReadRound[];
+  readonly writeScaling?: readonly WriteScalingRound[];
 }
 
 /** Runs every case (or the `only` group) and judges the targets. */
@@ -114,7 +125,7 @@ export async function runBench(only: string | undefined): Promise<BenchRun> {
   ensureTools({ wrk: 'wrk', taskset: 'util-linux' });
   const rows: Row[] = [];
   const root = generateToken().value;
-  const workers = availableParallelism();
+  const workers = args.workers === undefined ? availableParallelism() : Number(args.workers);
 
   // 1. All workers.
   if (only === undefined || only === 'all-workers') await allWorkers(rows, root, workers);
@@ -124,7 +135,14 @@ export async function runBench(only: string | undefined): Promise<BenchRun> {
   if (only === undefined || only === 'one-process') await oneProcess(rows, root);
   // 3. The audit log's cost on the read path.
   if (only === undefined || only === 'audit-cost') await auditCost(rows, root);
-  const applications = ['namespace-read', 'waits', 'run-startup', 'jwt-login', 'vault-read'];
+  const applications = [
+    'namespace-read',
+    'waits',
+    'run-startup',
+    'jwt-login',
+    'vault-read',
+    'write-scaling',
+  ];
   const targets = only !== undefined && applications.includes(only) ? [] : targetsOf(rows, workers);
   const run: { -readonly [K in keyof BenchRun]: BenchRun[K] } = { rows, targets };
   // 4. A namespace's values in one call against single reads, CPU per value.
@@ -153,6 +171,12 @@ export async function runBench(only: string | undefined): Promise<BenchRun> {
     const cost = await vaultReadCost(root, { seconds, rounds, connections });
     targets.push(cost.target);
     run.vaultRead = cost.rounds;
+  }
+  // 9. Durable writes with 1, 2 and all workers.
+  if (only === undefined || only === 'write-scaling') {
+    const scaling = await writeScaling(root, { seconds, rounds, connections, workers });
+    targets.push(...scaling.targets);
+    run.writeScaling = scaling.rounds;
   }
   return run;
 }

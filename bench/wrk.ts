@@ -78,7 +78,8 @@ export async function runWrk(load: LoadCase): Promise<LoadResult> {
       const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'] });
       let text = '';
       child.stdout.on('data', (d: Buffer) => (text += d.toString()));
-      child.once('exit', (code) =>
+      // 'close', not 'exit': the exit may be heard before its output was all read.
+      child.once('close', (code) =>
         code === 0 ? resolve(text) : reject(new Error(`wrk exited with ${code}`)),
       );
     });
