@@ -3,6 +3,7 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { COLLECTOR_FLAGS } from '../src/server/collector-flags.js';
 import { pinned } from './machine.js';
 
 const HERE = fileURLToPath(new URL('.', import.meta.url));
@@ -106,6 +107,8 @@ export async function startDirectCoffer(
   audit: boolean,
 ): Promise<RunningServer> {
   const [cmd, args] = pinned(options.core, process.execPath, [
+    // As a server's workers run (src/server/collector-flags.ts).
+    ...COLLECTOR_FLAGS,
     ...(options.nodeArgs ?? []),
     options.script ?? DIRECT,
     audit ? 'audit' : 'no-audit',

@@ -18,6 +18,7 @@ import {
   type ScheduledSnapshots,
   startScheduledSnapshots,
 } from '../operator/scheduled-snapshots.js';
+import { workerExecArgv } from './collector-flags.js';
 import type { SupervisorMessage, WorkerMessage } from './messages.js';
 import { clusterMetrics } from './metrics-cluster.js';
 import { listenForMetrics, type MetricsListener } from './metrics-listener.js';
@@ -53,6 +54,8 @@ export async function runSupervisor(
   // the kernel instead keeps unaccepted connections for the surviving workers. It is also faster
   // (measured: ~40% more durable writes with two workers).
   cluster.schedulingPolicy = cluster.SCHED_NONE;
+  // Each worker runs with the collector's flags (collector-flags.ts).
+  cluster.setupPrimary({ execArgv: workerExecArgv(process.execArgv) });
   const count = config.workers === 0 ? availableParallelism() : config.workers;
 
   let stopping = false;

@@ -1,7 +1,9 @@
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { generateToken } from '../../src/auth/token-format.js';
 import { LocalKeyProvider, loadOrCreateMasterKey } from '../../src/keys/local-provider.js';
+import { COLLECTOR_FLAGS } from '../../src/server/collector-flags.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
 import { KeyringHolder } from '../../src/store/keyring-store.js';
 import { unpackVersion } from '../../src/store/kv-format.js';
@@ -33,6 +35,13 @@ describe('several worker processes', function () {
   });
   after(async () => {
     if (p.child.exitCode === null) await p.stop();
+  });
+
+  it("runs every worker with the collector's flags (pretenuring off: docs/performance.md)", () => {
+    for (const pid of workerPids(p.child.pid!)) {
+      const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      for (const flag of COLLECTOR_FLAGS) expect(argv).to.include(flag);
+    }
   });
 
   it('assigns 60 concurrent PUTs to one key, spread over the workers, the versions 1..60', async () => {
