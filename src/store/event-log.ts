@@ -13,6 +13,7 @@
  * check. (Sealing it too cost a durable write about a tenth more CPU, for names the index keeps in the
  * clear anyway.) Events are kept for a retention (the tidy run prunes older ones, oldest first).
  */
+import { timingSafeEqual } from 'node:crypto';
 import { Packr } from 'msgpackr';
 import type { KvOperation } from '../model/kv-operations.js';
 import type { ValueType } from '../model/value-types.js';
@@ -115,20 +116,42 @@ export function withEvents<T>(
       const value = seal.authenticate('event', key, packr.pack(packed(event, at)));
       writes.push({ op: 'put', key, value, guarded: true });
     }
-    writes.push({
-      op: 'put',
-      key: EVENT_POSITION_KEY,
-      value: seal.authenticate('event-position', EVENT_POSITION_KEY, packPosition(position)),
-    });
+    const record = seal.authenticate('event-position', EVENT_POSITION_KEY, packPosition(position));
+    // Known for the next change's plan only if it finds these very bytes (stored, then, by this one).
+    knownRecord.set(seal, { bytes: record, position });
+    writes.push({ op: 'put', key: EVENT_POSITION_KEY, value: record });
     return { writes, result: decided.result };
   };
   return [[...keys, EVENT_POSITION_KEY], logged, expected && [...expected, undefined]];
 }
 
+/**
+ * The position record this process last wrote or checked, by seal, and its position: the next change's
+ * plan finds the same bytes when no other process wrote since, and its MAC need not be computed again (a
+ * store's record keys never change: record-seal.ts). Compared in constant time.
+ */
+const knownRecord = new WeakMap<
+  RecordSeal,
+  { readonly bytes: Buffer; readonly position: number }
+>();
+
+function isKnown(seal: RecordSeal, bytes: Uint8Array): number | undefined {
+  const known = knownRecord.get(seal);
+  if (!known || known.bytes.length !== bytes.byteLength) return undefined;
+  return timingSafeEqual(known.bytes, bytes) ? known.position : undefined;
+}
+
 /** The last position given, from its record (0 before the first event). */
 function lastPosition(seal: RecordSeal, bytes: Uint8Array | undefined): number {
   if (bytes === undefined) return 0;
-  return Number(seal.verified('event-position', EVENT_POSITION_KEY, bytes).readBigUInt64BE(0));
+  const known = isKnown(seal, bytes);
+  if (known !== undefined) return known;
+  const position = Number(
+    seal.verified('event-position', EVENT_POSITION_KEY, bytes).readBigUInt64BE(0),
+  );
+  // A copy: the storage may reuse the buffer it read into.
+  knownRecord.set(seal, { bytes: Buffer.from(bytes), position });
+  return position;
 }
 
 function packPosition(position: number): Buffer {
@@ -143,22 +166,37 @@ function opened(seal: RecordSeal, key: Uint8Array, value: Uint8Array): StoredEve
   return unpacked(positionOf(key), fields);
 }
 
+/** The fields an event record packs (short names), built without spreading: it runs on every change. */
 function packed(event: EventDraft, at: number): Record<string, unknown> {
-  const common = { k: event.kind, o: event.operation, a: event.actor, at };
   switch (event.kind) {
-    case 'kv':
-      return {
-        ...common,
+    case 'kv': {
+      const fields: Record<string, unknown> = {
+        k: event.kind,
+        o: event.operation,
+        a: event.actor,
+        at,
         n: event.namespace,
         y: event.key,
         v: event.version,
         t: event.type,
-        ...(event.versions ? { vs: event.versions.of, va: event.versions.action } : {}),
       };
+      if (event.versions) {
+        fields.vs = event.versions.of;
+        fields.va = event.versions.action;
+      }
+      return fields;
+    }
     case 'token':
-      return { ...common, s: event.token_id, r: event.revoked };
+      return {
+        k: event.kind,
+        o: event.operation,
+        a: event.actor,
+        at,
+        s: event.token_id,
+        r: event.revoked,
+      };
     case 'keyring':
-      return { ...common, v: event.version };
+      return { k: event.kind, o: event.operation, a: event.actor, at, v: event.version };
   }
 }
 

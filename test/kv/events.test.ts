@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { eventKey } from '../../src/store/layout.js';
+import { EVENT_POSITION_KEY, eventKey } from '../../src/store/layout.js';
 import { auditLines } from '../support/audit-lines.js';
 import { onEachBackend } from '../support/each-backend.js';
 import { openEventStream, opened, type TestEventStream } from '../support/event-stream.js';
@@ -192,6 +192,28 @@ describe('change events: GET /v1/events, a resumable stream of what the caller m
       const later = await stream(c.rootToken, '?namespaces=ev/tamper');
       await c.put('ev/tamper/k', 'v3');
       expect((await later.until(1))[0]!.data.version).to.equal(3);
+    });
+
+    it("refuses the next change when the log's position record was changed under a running server (its check is not skipped for a record this process knows)", async () => {
+      expect((await c.put('ev/position/k', 'v')).status).to.be.oneOf([200, 201]);
+      const stored = Buffer.from((await c.storage.get(EVENT_POSITION_KEY))!);
+      // The position moved back by one, its MAC left as it was: the bytes differ from what this process
+      // wrote, and the record fails its check.
+      const changed = Buffer.from(stored);
+      changed[changed.length - 1] = changed[changed.length - 1]! ^ 1;
+      await c.storage.atomic([], () => ({
+        writes: [{ op: 'put', key: EVENT_POSITION_KEY, value: changed }],
+        result: undefined,
+      }));
+      const refused = await c.put('ev/position/k', 'v2');
+      expect(refused.status).to.equal(500);
+      expect(refused.body.code).to.equal('integrity_error');
+      // Put back as it was, the record is taken again.
+      await c.storage.atomic([], () => ({
+        writes: [{ op: 'put', key: EVENT_POSITION_KEY, value: stored }],
+        result: undefined,
+      }));
+      expect((await c.put('ev/position/k', 'v3')).status).to.equal(200);
     });
 
     it("sends a token's revocation and the keyring's rotation only to a stream that names them, and only to a caller that may hear of them", async () => {
