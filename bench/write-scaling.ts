@@ -29,25 +29,28 @@ export async function writeScaling(
   options: { seconds: number; rounds: number; connections: number; workers: number },
 ): Promise<{ rounds: WriteScalingRound[]; targets: Target[] }> {
   const counts = [...new Set([1, 2, options.workers])].sort((a, b) => a - b);
-  const servers = new Map<number, { server: RunningServer; dir: string; lua: string }>();
+  /** What was made, taken down at the end whatever fails: each count's data directory and server. */
+  const dirs: string[] = [];
+  const running: RunningServer[] = [];
+  const servers = new Map<number, { url: string; lua: string }>();
   const rounds: WriteScalingRound[] = [];
   try {
     for (const workers of counts) {
       const dir = mkdtempSync(join(tmpdir(), 'coffer-bench-'));
+      dirs.push(dir);
       const server = await startCoffer({ dataDir: dir, rootToken: root, workers, core: null });
-      servers.set(workers, { server, dir, lua: '' });
+      running.push(server);
       const writer = String(
         (await api(server.url, root, 'POST', '/v1/auth/token', { role: 'writer' })).token,
       );
       servers.set(workers, {
-        server,
-        dir,
+        url: server.url,
         lua: shape.putNew('/v1/kv/bench/writes/k', writer, { value: VALUE, type: 'secret' }),
       });
     }
     const load = (workers: number, seconds: number) => {
-      const { server, lua } = servers.get(workers)!;
-      return runWrk({ url: server.url, lua, connections: options.connections, seconds, core: 1 });
+      const { url, lua } = servers.get(workers)!;
+      return runWrk({ url, lua, connections: options.connections, seconds, core: 1 });
     };
     for (const workers of counts) await load(workers, 1); // warm-up: JIT, caches
     console.log(
@@ -66,10 +69,8 @@ export async function writeScaling(
       );
     }
   } finally {
-    for (const { server, dir } of servers.values()) {
-      await server.stop();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    for (const server of running) await server.stop();
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   }
   const ratio = (workers: number) =>
     median(rounds.map((r) => r.byWorkers[workers]!.rps / r.byWorkers[1]!.rps));

@@ -4,9 +4,9 @@
  * rights checked again before every batch, so a token revoked, expired or narrowed meanwhile hears no more
  * than it may now (a credential that no longer holds ends the stream). Woken by every change this server
  * hears of (kv/key-changes.ts: its own writes, its siblings', other servers' on PostgreSQL), it reads the
- * log from where it is (through the process's one reader, event-feed.ts); between changes it sends a heartbeat. A stream holds one of the server's wait slots
- * (COFFER_MAX_WAITS, with the same per-token and per-address shares), for as long as it is open, and
- * gives it back when it ends.
+ * log from where it is (through the process's one reader, event-feed.ts); between changes it sends a
+ * heartbeat. A stream holds one of the server's wait slots (COFFER_MAX_WAITS, with the same per-token and
+ * per-address shares), for as long as it is open, and gives it back when it ends.
  */
 import { type NamespacePattern, patternMatches } from '../auth/patterns.js';
 import type { Principal } from '../auth/principal.js';

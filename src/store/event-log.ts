@@ -1,7 +1,7 @@
 /**
  * The event log: every change to a key (a write, a delete, an undelete, a destroy, versions acted on one
- * by one, its metadata), every token revocation and every keyring rotation gets the next position, written in the same transaction as the change — the
- * change's plan reads and writes the log's last position (EVENT_POSITION_KEY) and the event record at the
+ * by one, its metadata), every token revocation and every keyring rotation gets the next position,
+ * written in the same transaction as the change — the change's plan reads and writes the log's last position (EVENT_POSITION_KEY) and the event record at the
  * next (`E <position>`, store/layout.ts). So positions follow commit order on every backend: LMDB has one
  * writer at a time; on PostgreSQL the position record's lock is held to COMMIT by every change, across
  * servers. No position is skipped and none is seen after a later one. A change refused or failed writes

@@ -201,18 +201,21 @@ describe('change events: GET /v1/events, a resumable stream of what the caller m
       // wrote, and the record fails its check.
       const changed = Buffer.from(stored);
       changed[changed.length - 1] = changed[changed.length - 1]! ^ 1;
-      await c.storage.atomic([], () => ({
-        writes: [{ op: 'put', key: EVENT_POSITION_KEY, value: changed }],
-        result: undefined,
-      }));
-      const refused = await c.put('ev/position/k', 'v2');
-      expect(refused.status).to.equal(500);
-      expect(refused.body.code).to.equal('integrity_error');
-      // Put back as it was, the record is taken again.
-      await c.storage.atomic([], () => ({
-        writes: [{ op: 'put', key: EVENT_POSITION_KEY, value: stored }],
-        result: undefined,
-      }));
+      const putRecord = (value: Buffer) =>
+        c.storage.atomic([], () => ({
+          writes: [{ op: 'put', key: EVENT_POSITION_KEY, value }],
+          result: undefined,
+        }));
+      await putRecord(changed);
+      try {
+        const refused = await c.put('ev/position/k', 'v2');
+        expect(refused.status).to.equal(500);
+        expect(refused.body.code).to.equal('integrity_error');
+      } finally {
+        // Put back as it was (the tests after this one write on), even when an assertion failed.
+        await putRecord(stored);
+      }
+      // Put back, the record is taken again.
       expect((await c.put('ev/position/k', 'v3')).status).to.equal(200);
     });
 
