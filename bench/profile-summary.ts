@@ -1,6 +1,8 @@
 /**
  * Summarizes a V8 .cpuprofile (from node --cpu-prof): the top frames by self time, and self time per
- * package or source area.   node dist/bench/profile-summary.js <file.cpuprofile> [top]
+ * package or source area; with patterns after `top`, the share of time spent under (inclusive of callees)
+ * any frame whose `function  url` matches each pattern (a regular expression).
+ *   node dist/bench/profile-summary.js <file.cpuprofile> [top] [pattern…]
  */
 import { readFileSync } from 'node:fs';
 
@@ -8,6 +10,7 @@ interface ProfileNode {
   id: number;
   callFrame: { functionName: string; url: string; lineNumber: number };
   hitCount?: number;
+  children?: number[];
 }
 interface Profile {
   nodes: ProfileNode[];
@@ -15,9 +18,9 @@ interface Profile {
   timeDeltas: number[];
 }
 
-const [file, topArg] = process.argv.slice(2);
+const [file, topArg, ...patterns] = process.argv.slice(2);
 if (!file) {
-  console.error('usage: profile-summary <file.cpuprofile> [top]');
+  console.error('usage: profile-summary <file.cpuprofile> [top] [pattern…]');
   process.exit(2);
 }
 const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
@@ -52,3 +55,23 @@ for (const [name, us] of [...frames].sort((a, b) => b[1] - a[1]).slice(0, Number
 console.log('\nself time by area');
 for (const [name, us] of [...areas].sort((a, b) => b[1] - a[1]).slice(0, 15))
   console.log(`${pct(us)}  ${name}`);
+
+if (patterns.length > 0) {
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const label = (n: ProfileNode): string =>
+    `${n.callFrame.functionName || '(anonymous)'}  ${n.callFrame.url}`;
+  console.log('\ntime under frames matching (inclusive)');
+  for (const pattern of patterns) {
+    const re = new RegExp(pattern);
+    let under = 0;
+    for (const [id, us] of selfUs) {
+      for (let at: number | undefined = id; at !== undefined; at = parent.get(at))
+        if (re.test(label(byId.get(at)!))) {
+          under += us;
+          break;
+        }
+    }
+    console.log(`${pct(under)}  ${pattern}`);
+  }
+}

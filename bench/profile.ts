@@ -5,7 +5,10 @@
  * by area). `supervised` instead measures what the supervisor costs: one worker under it against the plain
  * process, both pinned to core 0, alternated over three rounds, no profiler.
  *
- *   npm run build && node dist/bench/profile.js read|write|mix|namespace-read|token-create|unknown-id-flood|supervised [--seconds 10] [--top 15] [--no-audit]
+ *   npm run build && node dist/bench/profile.js read|write|mix|namespace-read|token-create|unknown-id-flood|supervised [--seconds 10] [--top 15] [--no-audit] [--under <regexp>]… [--keep <file>]
+ *
+ * `--under` adds the share of time spent under (callees included) frames matching each pattern; `--keep`
+ * copies the .cpuprofile there (to open in Chrome's DevTools, or summarize again).
  *
  * `unknown-id-flood` sends tokens of an unknown id open loop (1,000 a second over 200 connections) instead of wrk.
  *
@@ -14,7 +17,7 @@
  * runs with wrk on core 1, for what a stream costs the server (issue #37).
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -37,6 +40,8 @@ const { values: args, positionals } = parseArgs({
     connections: { type: 'string', default: '32' },
     'no-audit': { type: 'boolean', default: false },
     stream: { type: 'boolean', default: false },
+    under: { type: 'string', multiple: true, default: [] },
+    keep: { type: 'string' },
   },
 });
 const kind = positionals[0];
@@ -126,8 +131,14 @@ async function profile(name: string): Promise<void> {
   const [file] = readdirSync(profiles).filter((f) => f.endsWith('.cpuprofile'));
   if (!file) throw new Error('the server wrote no profile');
   console.log(
-    execFileSync(process.execPath, [SUMMARY, join(profiles, file), String(args.top)]).toString(),
+    execFileSync(process.execPath, [
+      SUMMARY,
+      join(profiles, file),
+      String(args.top),
+      ...(args.under ?? []),
+    ]).toString(),
   );
+  if (args.keep) copyFileSync(join(profiles, file), args.keep);
   rmSync(dir, { recursive: true, force: true });
 }
 

@@ -6,11 +6,10 @@
  * is where it was asked to be: `durable` — synced to disk (fdatasync), for entries that name changes — or
  * `written` — in the file, i.e. in the kernel, which a killed process cannot lose, and synced within
  * `syncMs` (for reads, which then never wait for a disk). Lines are written in batches (group commit), one
- * batch at a time, and one fdatasync covers a whole batch. When a
- * batch cannot be written (disk full, directory gone read-only), its waiters are refused (the caller answers
- * 503) but the lines stay queued, in order, with a note of the refusal: they are written, chain intact,
- * once the directory is writable again, which a retry timer tests. While the sink is failing, append()
- * refuses at once instead of waiting.
+ * batch at a time, and one fdatasync covers a whole batch. When a batch cannot be written (disk full,
+ * directory gone read-only), its waiters are refused (the caller answers 503) but the lines stay queued,
+ * in order, with a note of the refusal: they are written, chain intact, once the directory is writable
+ * again, which a retry timer tests. While the sink is failing, append() refuses at once instead of waiting.
  *
  * Lines are linked and checkpoints signed as audit/entry.ts says (format 2). A checkpoint is appended every
  * `checkpointEvery` entries, after `checkpointMs` with entries but no checkpoint, and at close; each is
@@ -20,7 +19,7 @@
 import { StorageUnavailableError } from '../store/store-errors.js';
 import { type AuditFields, GENESIS } from './entry.js';
 import type { StreamState } from './streams/audit-stream.js';
-import { ChainStreams } from './streams/chain-streams.js';
+import { ChainStreams, SHIP_MS } from './streams/chain-streams.js';
 import { refusedEntry, renderLine, writeCopies } from './writer-lines.js';
 import {
   type Appended,
@@ -53,8 +52,8 @@ export class AuditWriter {
   /** The seq of the last line written into the file. */
   private writtenThrough = 0;
   private syncTimer: NodeJS.Timeout | null = null;
-  /** With sealBatches: the timer that seals read-only batches' lines within syncMs. */
-  private sealTimer: NodeJS.Timeout | null = null;
+  /** With sealBatches: the timer that seals read-only batches' lines and ships them, within SHIP_MS. */
+  private shipTimer: NodeJS.Timeout | null = null;
   /** Whether the newest entry placed in the chain is a checkpoint: nothing after it to seal. */
   private sealed = true;
   /** The timed sync in flight: it runs beside the writing of later batches, never holding them up. */
@@ -131,8 +130,8 @@ export class AuditWriter {
     clearInterval(this.checkpointTimer);
     if (this.syncTimer) clearTimeout(this.syncTimer);
     this.syncTimer = null;
-    if (this.sealTimer) clearTimeout(this.sealTimer);
-    this.sealTimer = null;
+    if (this.shipTimer) clearTimeout(this.shipTimer);
+    this.shipTimer = null;
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = null;
     this.closing = true;
@@ -186,16 +185,20 @@ export class AuditWriter {
     if (!this.sealed) this.enqueue({ kind: 'checkpoint' }, 'written', true);
   }
 
-  /** Seals what was written without one within syncMs (the timed sync then covers the seal too). */
-  private scheduleSeal(): void {
-    if (this.sealTimer !== null || this.closed || this.sealed) return;
-    this.sealTimer = setTimeout(() => {
-      this.sealTimer = null;
-      if (this.closed || this.sealed) return;
+  /**
+   * Within SHIP_MS of a batch: seals what follows the last checkpoint (reads' lines) and ships the streams
+   * that are not required everything through that seal (chain-streams.ts), their batch's signature last.
+   */
+  private scheduleShip(): void {
+    if (this.shipTimer !== null || this.closed || (this.sealed && !this.streams.gathering)) return;
+    this.shipTimer = setTimeout(() => {
+      this.shipTimer = null;
+      if (this.closed) return;
       this.seal();
       this.kick();
-    }, this.options.syncMs ?? 50);
-    this.sealTimer.unref();
+      this.streams.shipThrough(this.seq);
+    }, SHIP_MS);
+    this.shipTimer.unref();
   }
 
   private enqueueCheckpoint(): Pending {
@@ -306,7 +309,6 @@ export class AuditWriter {
     // (With a required stream, every entry also waits for that stream: streamed(), below.)
     if (!this.streams.anyRequired)
       for (const p of batch) if (!p.durable) for (const w of p.waiters.splice(0)) w.resolve();
-    if (this.options.sealBatches) this.scheduleSeal();
     if (!mustSync) {
       this.unsynced = true;
       this.scheduleSync();
@@ -323,6 +325,8 @@ export class AuditWriter {
           err as NodeJS.ErrnoException,
           batch.filter((p) => p.durable),
         );
+        // The lines are in the chain all the same: the streams get them, in order.
+        void this.streamed(batch, lines);
         return;
       }
     }
@@ -357,7 +361,9 @@ export class AuditWriter {
   private async streamed(batch: readonly Pending[], lines: readonly string[]): Promise<boolean> {
     if (batch.length === 0) return true;
     const waited = batch.some((p) => p.waiters.length > 0);
-    if (await this.streams.offer(lines, waited)) return true;
+    const offered = this.streams.offer(lines, batch[batch.length - 1]!.seq, waited);
+    if (this.options.sealBatches) this.scheduleShip();
+    if (await offered) return true;
     const reason = this.streams.failure() ?? 'a required audit stream did not take lines in time';
     const error = new AuditUnavailableError(reason);
     const refused = batch.filter((p) => p.waiters.length > 0 && !p.checkpoint).map((p) => p.seq);

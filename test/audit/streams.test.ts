@@ -74,7 +74,7 @@ describe('audit streams (COFFER_AUDIT_STREAMS)', function () {
         expect((await c.put(`ship/k${i}`, `w${i}`)).status).to.be.oneOf([200, 201]);
         expect((await c.call('GET', `/v1/kv/ship/k${i}`)).status).to.equal(200);
       }
-      // The outage shows, once the stream next sends (it gathers lines for up to 100 ms): in the
+      // The outage shows, once the stream next sends (lines gather for up to SHIP_MS): in the
       // metrics (per stream, by its name) and as a health detail.
       let metrics = '';
       await eventually(
@@ -129,6 +129,51 @@ describe('audit streams (COFFER_AUDIT_STREAMS)', function () {
     const entries = receiver.lines.filter((l) => JSON.parse(l).kind !== 'checkpoint').length;
     expect(verify.stdout).to.include(
       `; ${entries} of them under a shipped checkpoint whose signature verified`,
+    );
+  });
+
+  it('a stream that is not required is sent lines sealed: under steady reads and writes, each batch it takes ends with a signed checkpoint, within about SHIP_MS (250 ms) of its lines', async () => {
+    const c = await startTestCoffer({
+      dataDir: tempDir(),
+      env: { COFFER_AUDIT_STREAMS: receiver.url },
+    });
+    let reads = 0;
+    try {
+      expect((await c.put('sealed/k', 'v')).status).to.equal(201);
+      // Requests without a pause, so that lines are written as the stream is shipped them.
+      const until = performance.now() + 2_000;
+      const reader = async () => {
+        while (performance.now() < until) {
+          expect((await c.call('GET', '/v1/kv/sealed/k')).status).to.equal(200);
+          reads += 1;
+        }
+      };
+      const writer = async () => {
+        for (let i = 0; performance.now() < until; i++)
+          expect((await c.put('sealed/k', `v${i}`)).status).to.equal(200);
+      };
+      await Promise.all([reader(), reader(), reader(), writer()]);
+      const answered = performance.now();
+      const local = () => [...localChains(c.config.audit.dir!).values()].flat().length;
+      await eventually(async () => receiver.lines.length === local(), {
+        what: 'every line shipped',
+        timeout: 2_000,
+        interval: 5,
+      });
+      // Gathered for at most SHIP_MS, then sealed and sent (the machine's own delays on top).
+      expect(performance.now() - answered).to.be.below(1_000);
+    } finally {
+      await c.close();
+    }
+    expect(receiver.batches.length).to.be.greaterThan(5);
+    for (const batch of receiver.batches) {
+      const last = JSON.parse(batch.at(-1)!) as { kind: string; sig?: string };
+      expect(last.kind, batch.at(-1)).to.equal('checkpoint');
+      expect(last.sig).to.match(/^[0-9a-f]{128}$/);
+    }
+    const shipped = receiver.lines.map((l) => JSON.parse(l) as { kind: string; action?: string });
+    expect(shipped.filter((e) => e.kind === 'request' && e.action === 'read')).to.have.length(
+      reads,
     );
   });
 

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import type { ChainKeys } from '../../src/audit/chain-keys.js';
 import { FileSink } from '../../src/audit/file-sink.js';
+import { SHIP_MS } from '../../src/audit/streams/chain-streams.js';
 import { AuditWriter } from '../../src/audit/writer.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
 import { AuditRecords } from '../../src/store/audit-records.js';
@@ -104,7 +105,7 @@ describe('audit writer: when lines reach the disk', () => {
     }
   });
 
-  it('with sealBatches, a batch with a change ends with a signed checkpoint before its answers go out, reads are sealed within sync_ms and wait for neither, and the store records only the other checkpoints', async () => {
+  it('with sealBatches, a batch with a change ends with a signed checkpoint before its answers go out, reads are sealed within SHIP_MS (when streams are sent lines) and wait for neither, and the store records only the other checkpoints', async () => {
     const dir = tempDir();
     const { storage, writer } = writerIn(dir, 'test-3-seal', 40, true);
     const records = new AuditRecords(storage, new RecordSeal(() => RECORD_KEYS));
@@ -133,7 +134,7 @@ describe('audit writer: when lines reach the disk', () => {
         writer.append({ kind: 'request', action: 'read' }, 'written'),
       ]);
       const answeredAt = performance.now();
-      // Reads wait for no sync and no signature: answered once in the file, sealed within sync_ms.
+      // Reads wait for no sync and no signature: answered once in the file, sealed within SHIP_MS.
       expect(syncs.filter((t) => t >= started && t <= answeredAt)).to.have.length(0);
       expect(lines().map((e) => e.kind)).to.deep.equal([
         'event',
@@ -142,10 +143,10 @@ describe('audit writer: when lines reach the disk', () => {
         'request',
       ]);
       await eventually(() => lines().length === 5, { timeout: 1000, interval: 5, what: 'a seal' });
-      expect(performance.now() - answeredAt).to.be.below(200);
+      expect(performance.now() - answeredAt).to.be.below(SHIP_MS + 150);
       expect(lines().at(-1)).to.include({ kind: 'checkpoint', batch: true });
       // One seal for both reads' lines, and nothing more while nothing is written.
-      await new Promise((r) => setTimeout(r, 150));
+      await new Promise((r) => setTimeout(r, SHIP_MS + 50));
       expect(lines()).to.have.length(5);
       // The store records no seal.
       expect((await records.chains())[0]!.last_checkpoint).to.equal(null);

@@ -10,6 +10,8 @@ export interface AuditReceiver {
   readonly url: string;
   /** Every line taken, in order. */
   readonly lines: string[];
+  /** The lines of each batch taken (one POST's), in order. */
+  readonly batches: string[][];
   /** The Authorization headers of the batches taken. */
   readonly authorizations: (string | undefined)[];
   down: boolean;
@@ -20,6 +22,7 @@ export interface AuditReceiver {
 
 export async function startAuditReceiver(port = 0): Promise<AuditReceiver> {
   const lines: string[] = [];
+  const batches: string[][] = [];
   const authorizations: (string | undefined)[] = [];
   const state = { down: false };
   const server: Server = createServer((req, res) => {
@@ -31,7 +34,9 @@ export async function startAuditReceiver(port = 0): Promise<AuditReceiver> {
         return;
       }
       authorizations.push(req.headers.authorization);
-      for (const line of body.split('\n')) if (line !== '') lines.push(line);
+      const batch = body.split('\n').filter((line) => line !== '');
+      batches.push(batch);
+      lines.push(...batch);
       res.writeHead(204).end();
     });
   });
@@ -40,6 +45,7 @@ export async function startAuditReceiver(port = 0): Promise<AuditReceiver> {
   return {
     url: `http://127.0.0.1:${address.port}/ingest`,
     lines,
+    batches,
     authorizations,
     get down() {
       return state.down;

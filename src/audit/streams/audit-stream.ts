@@ -1,6 +1,7 @@
 /**
  * One audit stream of this process's chain: every line, in order, checkpoints included, handed over by the
- * writer (writer.ts) once the local chain — the spool — holds it, and sent by its transport in batches. A
+ * writer (writer.ts) once the local chain — the spool — holds it (a stream that is not required is handed
+ * lines gathered and sealed, chain-streams.ts), and sent by its transport at once, in batches. A
  * batch the receiver does not take is sent again (after 250 ms, doubling to 5 s) before anything after it,
  * so an outage loses nothing and reorders nothing; while it lasts the lines wait in memory, counted as the
  * stream's lag. A required stream's lines are waited for: the writer answers a request only once each
@@ -15,15 +16,6 @@ import type { StreamTransport } from './transports.js';
 const BATCH = 1000;
 const FIRST_RETRY_MS = 250;
 const LAST_RETRY_MS = 5_000;
-/**
- * A stream that is not required gathers what is offered for this long, or until BATCH lines wait, before
- * sending: one send (a syscall, a packet, a POST) for many of the writer's small batches (a read's batch is
- * a few lines). A send cost its process about 400 µs of CPU however few its lines, measured on a 2-core
- * VM (bench/stream-line-cost.ts: 4.7 µs a read's line gathered for 10 ms, 1.2 µs for 100 ms); the local
- * chain holds the lines meanwhile, so they are late to the receiver by at most this, never lost. A
- * required stream sends at once: answers wait for it.
- */
-const GATHER_MS = 100;
 
 /** What the writer offered at once: its lines, and who waits for all of them to be delivered. */
 interface Offered {
@@ -90,9 +82,12 @@ export class AuditStream {
     if (lines.length === 0) return Promise.resolve();
     this.lag += lines.length;
     if (!this.spec.required) {
-      this.queue.push({ lines });
-      if (this.lag >= BATCH) this.pump();
-      else this.schedule(GATHER_MS);
+      // (A ship of a busy server's SHIP_MS is sent in batches of up to BATCH lines, its seal last.)
+      if (lines.length <= BATCH) this.queue.push({ lines });
+      else
+        for (let i = 0; i < lines.length; i += BATCH)
+          this.queue.push({ lines: lines.slice(i, i + BATCH) });
+      this.pump();
       return Promise.resolve();
     }
     return new Promise((resolve) => {
@@ -120,16 +115,6 @@ export class AuditStream {
     this.progress?.save(Math.max(0, this.count - this.transport.inDoubt()));
     this.transport.close();
     return this.lag;
-  }
-
-  /** Sends after `ms`, unless a send is already due. */
-  private schedule(ms: number): void {
-    if (this.timer !== null || this.sending || this.closed) return;
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.pump();
-    }, ms);
-    this.timer.unref();
   }
 
   private pump(): void {
@@ -193,8 +178,7 @@ export class AuditStream {
         this.sending = false;
         if (this.lastError !== null) return;
         if (this.queue.length === 0) for (const wake of this.idle.splice(0)) wake();
-        else if (this.spec.required || this.lag >= BATCH) this.pump();
-        else this.schedule(GATHER_MS);
+        else this.pump();
       });
   }
 }
