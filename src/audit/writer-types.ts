@@ -35,11 +35,11 @@ export interface AuditWriterOptions {
   /**
    * Seals the chain with signed checkpoints: every batch that holds a `sealed` entry (a change's answer) or a
    * `durable` one ends with one, written, synced and shipped with the batch before any of its answers go
-   * out; the lines of other batches (reads, `written` only) are sealed within SHIP_MS (250 ms), just before
-   * the streams that are not required are sent them (streams/chain-streams.ts), so each shipment to them ends
-   * with a signature. So every acknowledged change is under a signature in the log and in each stream's copy, and
-   * a copy's lines can be told from lines added to it (audit/against.ts). On whenever a stream is
-   * configured (startup/open-audit.ts). A seal is not recorded in the store; the checkpoints every
+   * out; the lines of other batches (reads, `written` only) are sealed within SHIP_MS (250 ms), just
+   * before the streams that are not required are sent them (streams/chain-streams.ts), so each shipment to
+   * them ends with a signature. So every acknowledged change is under a signature in the log and in each
+   * stream's copy, and a copy's lines can be told from lines added to it (audit/against.ts). On whenever a
+   * stream is configured (startup/open-audit.ts). A seal is not recorded in the store; the checkpoints every
    * `checkpointEvery` entries, `checkpointMs` and at close still are.
    */
   readonly sealBatches?: boolean;
