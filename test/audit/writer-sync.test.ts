@@ -2,14 +2,19 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import pino from 'pino';
 import type { ChainKeys } from '../../src/audit/chain-keys.js';
 import { FileSink } from '../../src/audit/file-sink.js';
+import { AuditStream } from '../../src/audit/streams/audit-stream.js';
 import { SHIP_MS } from '../../src/audit/streams/chain-streams.js';
+import { parseStreams } from '../../src/audit/streams/stream-spec.js';
+import { transportFor } from '../../src/audit/streams/transports.js';
 import { AuditWriter } from '../../src/audit/writer.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
 import { AuditRecords } from '../../src/store/audit-records.js';
 import { RecordSeal } from '../../src/store/record-seal.js';
 import { auditFiles } from '../support/audit-lines.js';
+import { startAuditReceiver } from '../support/audit-receiver.js';
 import { testChainKeys } from '../support/chain-keys.js';
 import { type DatasyncProbe, probeDatasyncs } from '../support/datasync-probe.js';
 import { eventually } from '../support/eventually.js';
@@ -25,10 +30,12 @@ function writerIn(
   chain: string,
   syncMs: number,
   sealBatches = false,
+  streams: AuditStream[] = [],
 ): { storage: LmdbBackend; writer: AuditWriter } {
   const storage = new LmdbBackend({ path: join(dir, 'lmdb') });
   const writer = new AuditWriter({
     sealBatches,
+    streams,
     sink: new FileSink({ dir: join(dir, 'audit'), chain, maxFileBytes: 1 << 20 }),
     chain,
     keys: () => KEYS,
@@ -162,6 +169,36 @@ describe('audit writer: when lines reach the disk', () => {
     } finally {
       await writer.close();
       await storage.close();
+    }
+  });
+
+  it("counts the lines gathered for a stream in its lag until they are shipped, within SHIP_MS, under the writer's seal", async () => {
+    const receiver = await startAuditReceiver();
+    const [spec] = parseStreams(receiver.url);
+    const stream = new AuditStream(spec!, transportFor(spec!), pino({ level: 'silent' }));
+    const { storage, writer } = writerIn(tempDir(), 'test-4-lag', 40, true, [stream]);
+    try {
+      await writer.append({ kind: 'event', event: 'first' });
+      await Promise.all(
+        Array.from({ length: 5 }, () =>
+          writer.append({ kind: 'request', action: 'read' }, 'written'),
+        ),
+      );
+      // Written locally and not yet delivered: gathered for the next shipment.
+      expect(writer.streamStates()[0]!.lag).to.be.at.least(5);
+      expect(receiver.lines).to.have.length(0);
+      await eventually(() => writer.streamStates()[0]!.lag === 0, {
+        timeout: SHIP_MS + 1_000,
+        interval: 5,
+        what: 'the lines shipped',
+      });
+      const kinds = receiver.lines.map((l) => (JSON.parse(l) as { kind: string }).kind);
+      expect(kinds.filter((k) => k === 'request')).to.have.length(5);
+      expect(kinds.at(-1)).to.equal('checkpoint');
+    } finally {
+      await writer.close();
+      await storage.close();
+      await receiver.close();
     }
   });
 });

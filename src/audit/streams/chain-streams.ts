@@ -60,9 +60,13 @@ export class ChainStreams {
     return down ? `required audit stream ${down.name} does not take lines` : null;
   }
 
-  /** Each stream's state: whether it takes lines, and how many wait for it. */
+  /** Each stream's state: whether it takes lines, and how many wait for it (gathered ones included). */
   states(): StreamState[] {
-    return this.streams.map((stream) => stream.state());
+    // A stream's lag counts the lines gathered for it too: written locally, not yet delivered.
+    return this.streams.map((stream) => {
+      const state = stream.state();
+      return stream.required ? state : { ...state, lag: state.lag + this.gathered.length };
+    });
   }
 
   /**
