@@ -44,7 +44,7 @@ export class ChainStreams {
     this.others = streams.filter((stream) => !stream.required);
   }
 
-  /** Whether lines wait to be shipped (ship()). */
+  /** Whether lines wait to be shipped (shipThrough()). */
   get gathering(): boolean {
     return this.gathered.length > 0;
   }
