@@ -14,16 +14,17 @@ const PAGE = 500;
 const KEEP = 4096;
 
 export class EventFeed {
-  /** The newest events read, positions following one another. */
+  /** The newest events read, in position order: every event after `since` and through `through`. */
   private recent: StoredEvent[] = [];
-  /** The last position read from the log; undefined until the first read, which starts at the log's end. */
-  private last: number | undefined;
+  /** Where `recent` begins (after it) and ends; undefined until the first read, which starts at the log's end. */
+  private since: number | undefined;
+  private through = 0;
   /** Changes heard (moved()), and how many of them the last finished read began after. */
   private heard = 1;
   private covered = 0;
   private reading: Promise<void> | null = null;
 
-  constructor(private readonly log: Pick<EventLog, 'after' | 'horizon'>) {}
+  constructor(private readonly log: Pick<EventLog, 'read' | 'after' | 'horizon'>) {}
 
   /** A change was committed or heard of: a reader that asks after this reads the log again. */
   moved(): void {
@@ -38,9 +39,8 @@ export class EventFeed {
   /** Up to `limit` events after `position`, in order: from memory when it holds them, else from the log. */
   async after(position: number, limit: number): Promise<StoredEvent[]> {
     await this.catchUp();
-    const first = this.recent[0]?.position;
-    if (first !== undefined && position + 1 >= first && position <= this.last!) {
-      const from = position + 1 - first;
+    if (this.since !== undefined && position >= this.since && position <= this.through) {
+      const from = firstAfter(this.recent, position);
       return this.recent.slice(from, from + limit);
     }
     return this.log.after(position, limit);
@@ -60,7 +60,7 @@ export class EventFeed {
             // A record that fails its check, or the storage failing: the feed starts again from the
             // log's end, and until it has read past where a stream is, that stream reads the log itself
             // (meeting the failure, if it is its own, without stopping the streams beyond it).
-            this.last = undefined;
+            this.since = undefined;
             this.recent = [];
           })
           .then(() => {
@@ -75,18 +75,34 @@ export class EventFeed {
   }
 
   private async read(): Promise<void> {
-    this.last ??= (await this.log.horizon()).last;
+    if (this.since === undefined) {
+      this.since = (await this.log.horizon()).last;
+      this.through = this.since;
+    }
     for (;;) {
-      const events = await this.log.after(this.last, PAGE);
-      const first = events[0];
-      if (!first) return;
-      if (first.position !== this.last + 1) this.recent = [];
+      const { events, through } = await this.log.read(this.through, PAGE);
       for (const event of events) this.recent.push(event);
-      this.last = events.at(-1)!.position;
-      if (this.recent.length > KEEP) this.recent = this.recent.slice(-KEEP);
+      this.through = through;
+      if (this.recent.length > KEEP) {
+        const dropped = this.recent.length - KEEP;
+        this.since = this.recent[dropped - 1]!.position;
+        this.recent = this.recent.slice(dropped);
+      }
       if (events.length < PAGE) return;
     }
   }
+}
+
+/** The index of the first of `events` (in position order) after `position`. */
+function firstAfter(events: readonly StoredEvent[], position: number): number {
+  let low = 0;
+  let high = events.length;
+  while (low < high) {
+    const mid = (low + high) >>> 1;
+    if (events[mid]!.position <= position) low = mid + 1;
+    else high = mid;
+  }
+  return low;
 }
 
 /** How long one check of a token's rights may serve the other streams of that token woken with it. */

@@ -106,6 +106,8 @@ export async function openStore(
       return { store, keyring, root, rootChange: null, upgraded: null, replaced };
     }
     const upgraded = await store.upgrade(keyring, log);
+    // The next event's position follows every one the store holds, however it was copied or restored.
+    await store.records(keyring).events.alignPositions();
     // A new store got its root token with its keyring; an existing one keeps or replaces its own.
     const root =
       (created ? newRoot?.established : undefined) ??

@@ -39,6 +39,21 @@ export interface Plan<T> {
   readonly result: T;
 }
 
+/**
+ * Positions from a store's sequence (PositionSequence), handed to a plan that its transaction runs: each
+ * `next()` is a position no other transaction has, greater than the plan's last. A backend without a
+ * sequence hands none (the plan keeps its own counter under a key it reads and writes).
+ */
+export interface Positions {
+  next(): number;
+}
+
+/** A plan: what to write, decided on the current values of the keys it reads. */
+export type PlanFn<T> = (
+  current: readonly (Uint8Array | undefined)[],
+  positions?: Positions,
+) => Plan<T>;
+
 export interface StorageBackend {
   /**
    * True when every call is a round trip to a server (PostgreSQL): callers then prefer one call that reads
@@ -89,7 +104,7 @@ export interface StorageBackend {
    */
   atomic<T>(
     keys: readonly Uint8Array[],
-    plan: (current: readonly (Uint8Array | undefined)[]) => Plan<T>,
+    plan: PlanFn<T>,
     expected?: readonly (Uint8Array | undefined)[],
   ): Promise<T>;
 
@@ -181,6 +196,32 @@ export interface FollowingReads {
       readonly followed: readonly (Uint8Array | undefined)[];
     }[]
   >;
+}
+
+/**
+ * An optional ability of a storage whose transactions commit side by side (PostgreSQL): a sequence its
+ * plans take positions from (Positions), in the transaction, instead of a counter every transaction would
+ * lock to its commit. Positions then commit out of order, and some are never used (a transaction rolled
+ * back, or one that took more than it wrote): a reader goes no further than `settledPosition()`.
+ */
+export interface PositionSequence {
+  /**
+   * A position at or below which every position ever taken is settled — its transaction committed or will
+   * never commit — as of this call: a commit this caller heard of before calling is at or below it.
+   */
+  settledPosition(): Promise<number>;
+
+  /**
+   * Moves the sequence past `position` if it is not there yet (a store copied or restored, or written while
+   * positions were counted under a key): no position at or below it is taken again.
+   */
+  positionsAfter(position: number): Promise<void>;
+}
+
+export function hasPositionSequence(
+  storage: StorageBackend,
+): storage is StorageBackend & PositionSequence {
+  return typeof (storage as Partial<PositionSequence>).settledPosition === 'function';
 }
 
 export function hasFollowingReads(

@@ -5,6 +5,7 @@ import type {
   FollowingReads,
   KeyRange,
   Plan,
+  PlanFn,
   StorageBackend,
   StorageEntry,
   WriteObserver,
@@ -130,10 +131,7 @@ export class LmdbBackend implements StorageBackend, FollowingReads {
     for (const { key, value } of entries) yield { key, value };
   }
 
-  async atomic<T>(
-    keys: readonly Uint8Array[],
-    plan: (current: readonly (Uint8Array | undefined)[]) => Plan<T>,
-  ): Promise<T> {
+  async atomic<T>(keys: readonly Uint8Array[], plan: PlanFn<T>): Promise<T> {
     const started = this.observer && performance.now();
     /** Given up on before the plan ran: it then writes nothing, whenever lmdb-js gets to it. */
     let abandoned = false;

@@ -32,7 +32,8 @@ import pg from 'pg';
 import {
   type ChangeFeed,
   type KeyRange,
-  type Plan,
+  type PlanFn,
+  type PositionSequence,
   type StorageBackend,
   type StorageEntry,
   type StorageGauges,
@@ -40,9 +41,11 @@ import {
   type WriteObserver,
 } from './backend.js';
 import { isRetryable, unavailable } from './postgres-errors.js';
-import { checkout, type Outcome, type PendingWrite, runGroup } from './postgres-group.js';
+import { type Outcome, type PendingWrite, PositionsFor, runGroup } from './postgres-group.js';
 import { GroupSql, type Locks, nameOf, want } from './postgres-group-sql.js';
 import { type ChangeListener, PostgresListener } from './postgres-listener.js';
+import { PostgresPositions } from './postgres-positions.js';
+import { asBuffer, everythingOnce, scanPages } from './postgres-scans.js';
 import { channelOf, migrate, SCHEMA_NAME } from './postgres-schema.js';
 import { type PreparedStatements, preparedStatements } from './postgres-statements.js';
 import { type Batch, type BatchAnswer, ReadBatcher } from './read-batch.js';
@@ -69,7 +72,7 @@ export interface PostgresOptions {
 const PAGE = 500;
 const MAX_ATTEMPTS = 50;
 
-export class PostgresBackend implements StorageBackend, ChangeFeed {
+export class PostgresBackend implements StorageBackend, ChangeFeed, PositionSequence {
   readonly remote = true;
   private closed = false;
   private readonly reads = new ReadBatcher((batch) => this.readBatch(batch));
@@ -79,10 +82,13 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
   /** Named (prepared) statements: parsed and planned once per connection, not per query. */
   private readonly sql: PreparedStatements;
   private observer: WriteObserver | undefined;
+  /** The event log's positions (postgres-positions.ts). */
+  private readonly positions: PostgresPositions;
 
   private constructor(
     private readonly pool: pg.Pool,
     private readonly table: string,
+    private readonly sequence: string,
     announce: { readonly keys: readonly Uint8Array[]; readonly prefixes: readonly Uint8Array[] },
     private readonly listener: PostgresListener,
     private readonly poolSize: number,
@@ -106,6 +112,7 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
       announce.prefixes.map(nameOf),
     );
     this.sql = preparedStatements(table);
+    this.positions = new PostgresPositions(pool, sequence, this.groupSql.barrierLock());
   }
 
   /** Connects, creates or upgrades the schema, and returns the backend. */
@@ -146,6 +153,7 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
     return new PostgresBackend(
       pool,
       table,
+      `"${options.schema}".event_positions`,
       { keys: options.announce ?? [], prefixes: options.announcePrefixes ?? [] },
       listener,
       options.poolSize,
@@ -205,50 +213,13 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
     }
   }
 
-  async *scan(range: KeyRange): AsyncIterable<StorageEntry> {
-    let left = range.limit ?? Number.POSITIVE_INFINITY;
-    let after: Buffer | null = null;
-    while (left > 0) {
-      const size = Math.min(PAGE, left);
-      const page: pg.QueryResult<{ k: Buffer; v: Buffer }> =
-        after === null
-          ? await this.query(this.sql.scanFirst, [asBuffer(range.start), asBuffer(range.end), size])
-          : await this.query(this.sql.scanNext, [after, asBuffer(range.end), size]);
-      const rows = page.rows;
-      for (const row of rows) yield { key: row.k, value: row.v };
-      if (rows.length < size) return;
-      left -= rows.length;
-      after = rows[rows.length - 1]!.k;
-    }
+  scan(range: KeyRange): AsyncIterable<StorageEntry> {
+    return scanPages(range, PAGE, (statement, values) => this.query(statement, values), this.sql);
   }
 
   /** Pages of the whole table inside one REPEATABLE READ, READ ONLY transaction: one snapshot. */
-  async *everything(): AsyncIterable<StorageEntry> {
-    const { client, release } = await checkout(this.pool);
-    let broken = false;
-    try {
-      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-      let after: Buffer | null = null;
-      for (;;) {
-        const page: pg.QueryResult<{ k: Buffer; v: Buffer }> =
-          after === null
-            ? await client.query(`SELECT k, v FROM ${this.table} ORDER BY k LIMIT ${PAGE}`)
-            : await client.query(
-                `SELECT k, v FROM ${this.table} WHERE k > $1 ORDER BY k LIMIT ${PAGE}`,
-                [after],
-              );
-        for (const row of page.rows) yield { key: row.k, value: row.v };
-        if (page.rows.length < PAGE) break;
-        after = page.rows[page.rows.length - 1]!.k;
-      }
-    } catch (err) {
-      throw unavailable(err);
-    } finally {
-      await client.query('COMMIT').catch(() => {
-        broken = true;
-      });
-      release(broken);
-    }
+  everything(): AsyncIterable<StorageEntry> {
+    return everythingOnce(this.pool, this.table, PAGE);
   }
 
   /**
@@ -265,12 +236,14 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
    */
   async atomic<T>(
     keys: readonly Uint8Array[],
-    plan: (current: readonly (Uint8Array | undefined)[]) => Plan<T>,
+    plan: PlanFn<T>,
     expected?: readonly (Uint8Array | undefined)[],
   ): Promise<T> {
     const started = this.observer && performance.now();
     const locks: Locks = new Map();
     let bytes = 0;
+    // Counts the positions it takes: as many are taken for it in its transaction.
+    const positions = new PositionsFor([]);
     try {
       const guess =
         expected?.length === keys.length
@@ -278,7 +251,7 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
           : keys.length > 0
             ? await Promise.all(keys.map((key) => this.reads.get(asBuffer(key))))
             : [];
-      const { writes } = plan(guess);
+      const { writes } = plan(guess, positions);
       for (const w of writes) {
         if (w.op === 'put') bytes += w.value.byteLength;
         // A guarded key is the transaction's own: the key that guards it is locked.
@@ -294,6 +267,7 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
         keys,
         plan,
         locks,
+        positions: positions.wanted,
         size: locks.size,
         bytes,
         resolve:
@@ -319,7 +293,7 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
     for (let attempt = 1; ; attempt++) {
       let outcomes: Outcome[];
       try {
-        outcomes = await runGroup(this.pool, this.groupSql, group);
+        outcomes = await runGroup(this.pool, this.groupSql, this.sequence, group);
       } catch (err) {
         if (isRetryable(err) && attempt < MAX_ATTEMPTS) {
           await new Promise((r) => setTimeout(r, randomInt(Math.min(50, attempt * 2) + 1)));
@@ -341,7 +315,8 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
         else if (outcome.kind === 'failed') member.reject(outcome.error);
         else {
           for (const key of outcome.escalate) want(member.locks, key, true);
-          this.writes.add({ ...member, size: member.locks.size });
+          const positions = outcome.positions ?? member.positions;
+          this.writes.add({ ...member, size: member.locks.size, positions });
         }
       });
       return;
@@ -379,6 +354,14 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
     };
   }
 
+  settledPosition(): Promise<number> {
+    return this.positions.settledPosition();
+  }
+
+  positionsAfter(position: number): Promise<void> {
+    return this.positions.positionsAfter(position);
+  }
+
   onChange(listener: ChangeListener): () => void {
     return this.listener.add(listener);
   }
@@ -389,10 +372,4 @@ export class PostgresBackend implements StorageBackend, ChangeFeed {
     await this.listener.close();
     await this.pool.end();
   }
-}
-
-function asBuffer(bytes: Uint8Array): Buffer {
-  return Buffer.isBuffer(bytes)
-    ? bytes
-    : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }

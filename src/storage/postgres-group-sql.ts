@@ -21,6 +21,24 @@ export function want(locks: Locks, key: Uint8Array, exclusive: boolean): void {
   locks.set(name, { key, exclusive: exclusive || (locks.get(name)?.exclusive ?? false) });
 }
 
+/**
+ * The lock every transaction that takes positions holds shared, and a reader of settled positions takes
+ * exclusive (postgres-positions.ts): no record's key, which all begin with a letter.
+ */
+export const POSITIONS_LOCK_KEY = Buffer.from('\u0000positions', 'latin1');
+
+/**
+ * The statements, after a group's key locks (POSITIONS_LOCK_KEY's among them), that give its transaction an
+ * id and then take `count` positions from `sequence`: a transaction holding a position has had its id since
+ * before it took it (postgres-positions.ts relies on it).
+ */
+export function takePositions(sequence: string, count: number): string[] {
+  return [
+    'SELECT txid_current()',
+    `SELECT nextval('${sequence}') AS p FROM generate_series(1, ${count})`,
+  ];
+}
+
 /** The longest NOTIFY payload sent (PostgreSQL's limit is 8000 bytes). */
 const NOTIFY_PAYLOAD = 7900;
 
@@ -39,13 +57,26 @@ export class GroupSql {
     this.lockSalt = Buffer.from(`coffer-lock:${table}\u0000`);
   }
 
-  /** BEGIN, the locks and the read of `keys`, as the statements of one round trip. */
-  opening(locks: Locks, keys: readonly Uint8Array[]): string {
+  /**
+   * BEGIN, the locks, `positions` taken from `sequence` (postgres-positions.ts) and the read of `keys`, as
+   * the statements of one round trip; the read's result is the last, the positions' the one before it.
+   */
+  opening(
+    locks: Locks,
+    keys: readonly Uint8Array[],
+    positions: { readonly sequence: string; readonly count: number },
+  ): string {
     const opening = ['BEGIN'];
     if (locks.size > 0) opening.push(this.lockStatement([...locks.values()]));
+    if (positions.count > 0) opening.push(...takePositions(positions.sequence, positions.count));
     if (keys.length > 0)
       opening.push(`SELECT k, v FROM ${this.table} WHERE k = ANY(${byteaArray(keys)})`);
     return opening.join(';\n');
+  }
+
+  /** The statement that takes the positions' lock exclusive: the barrier of postgres-positions.ts. */
+  barrierLock(): string {
+    return `SELECT pg_advisory_xact_lock(${this.lockId(POSITIONS_LOCK_KEY)})`;
   }
 
   /**

@@ -4,15 +4,23 @@
  * COMMIT; and the pooled connection it runs on.
  */
 import type pg from 'pg';
-import type { Plan, StorageWrite } from './backend.js';
+import type { Plan, PlanFn, Positions, StorageWrite } from './backend.js';
 import { unavailable } from './postgres-errors.js';
-import { type GroupSql, type Locks, nameOf, want } from './postgres-group-sql.js';
+import {
+  type GroupSql,
+  type Locks,
+  nameOf,
+  POSITIONS_LOCK_KEY,
+  want,
+} from './postgres-group-sql.js';
 
 /** A write waiting for its group's transaction (write-batch.ts). */
 export interface PendingWrite {
   readonly keys: readonly Uint8Array[];
-  readonly plan: (current: readonly (Uint8Array | undefined)[]) => Plan<unknown>;
+  readonly plan: PlanFn<unknown>;
   readonly locks: Locks;
+  /** The positions its plan is expected to take (postgres-positions.ts): taken for it in the transaction. */
+  readonly positions: number;
   readonly size: number;
   readonly bytes: number;
   readonly resolve: (result: unknown) => void;
@@ -23,7 +31,27 @@ export interface PendingWrite {
 export type Outcome =
   | { readonly kind: 'done'; readonly result: unknown }
   | { readonly kind: 'failed'; readonly error: unknown }
-  | { readonly kind: 'escalate'; readonly escalate: readonly Uint8Array[] };
+  | {
+      readonly kind: 'escalate';
+      readonly escalate: readonly Uint8Array[];
+      /** It took more positions than were taken for it: this many, next time. */
+      readonly positions?: number;
+    };
+
+/**
+ * Positions for one plan: those taken for it, then, should it want more, stand-ins that only count — its
+ * writes are then not applied, and it runs again with as many (PositionsFor.wanted).
+ */
+export class PositionsFor implements Positions {
+  wanted = 0;
+  constructor(private readonly taken: readonly number[]) {}
+  next(): number {
+    return this.taken[this.wanted++] ?? 0;
+  }
+  get short(): boolean {
+    return this.wanted > this.taken.length;
+  }
+}
 
 /**
  * A pooled connection for a transaction. A connection lost while checked out is reported as an 'error'
@@ -60,33 +88,47 @@ export async function checkout(pool: pg.Pool): Promise<{
 export async function runGroup(
   pool: pg.Pool,
   groupSql: GroupSql,
+  sequence: string,
   group: readonly PendingWrite[],
 ): Promise<Outcome[]> {
   const keys = new Map<string, Uint8Array>();
   const locks: Locks = new Map();
+  let count = 0;
   for (const member of group) {
     for (const key of member.keys) keys.set(nameOf(key), key);
     for (const lock of member.locks.values()) want(locks, lock.key, lock.exclusive);
+    count += member.positions;
   }
+  if (count > 0) want(locks, POSITIONS_LOCK_KEY, false);
   const { client, release } = await checkout(pool);
   let broken = false;
   try {
-    // One round trip: BEGIN, the locks and the read, as one simple query of several statements.
-    const opened = await client.query<{ k: Buffer; v: Buffer }>(
-      groupSql.opening(locks, [...keys.values()]),
-    );
+    // One round trip: BEGIN, the locks, the positions and the read, as one simple query of several
+    // statements.
+    const opened = [
+      await client.query(groupSql.opening(locks, [...keys.values()], { sequence, count })),
+    ].flat();
     const state = new Map<string, Uint8Array | undefined>();
     if (keys.size > 0)
-      for (const row of [opened].flat().at(-1)!.rows) state.set(row.k.toString('latin1'), row.v);
+      for (const row of opened.pop()!.rows as { k: Buffer; v: Buffer }[])
+        state.set(row.k.toString('latin1'), row.v);
+    const taken =
+      count > 0 ? (opened.pop()!.rows as { p: string }[]).map((row) => Number(row.p)) : [];
+    taken.sort((a, b) => a - b);
     const held = new Set([...locks].filter(([, l]) => l.exclusive).map(([name]) => name));
     const writes: StorageWrite[] = [];
     const outcomes = group.map((member): Outcome => {
       let decided: Plan<unknown>;
+      const positions = new PositionsFor(taken.splice(0, member.positions));
       try {
-        decided = member.plan(member.keys.map((key) => state.get(nameOf(key))));
+        decided = member.plan(
+          member.keys.map((key) => state.get(nameOf(key))),
+          positions,
+        );
       } catch (error) {
         return { kind: 'failed', error };
       }
+      if (positions.short) return { kind: 'escalate', escalate: [], positions: positions.wanted };
       const escalate = decided.writes
         .filter((w) => !held.has(nameOf(w.key)) && !(w.op === 'put' && w.guarded))
         .map((w) => w.key);

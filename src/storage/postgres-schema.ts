@@ -13,6 +13,11 @@ const MIGRATIONS: readonly { readonly version: number; readonly sql: string }[] 
     version: 1,
     sql: 'CREATE TABLE records (k bytea PRIMARY KEY, v bytea NOT NULL)',
   },
+  {
+    // The event log's positions (postgres-positions.ts); the store moves it past the positions it holds.
+    version: 2,
+    sql: 'CREATE SEQUENCE event_positions AS bigint MINVALUE 1',
+  },
 ];
 
 /** Creates the schema and applies the migrations it lacks, one server at a time. */

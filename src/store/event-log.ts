@@ -1,11 +1,16 @@
 /**
  * The event log: every change to a key (a write, a delete, an undelete, a destroy, versions acted on one
- * by one, its metadata), every token revocation and every keyring rotation gets the next position,
- * written in the same transaction as the change — the change's plan reads and writes the log's last position (EVENT_POSITION_KEY) and the event record at the
- * next (`E <position>`, store/layout.ts). So positions follow commit order on every backend: LMDB has one
- * writer at a time; on PostgreSQL the position record's lock is held to COMMIT by every change, across
- * servers. No position is skipped and none is seen after a later one. A change refused or failed writes
- * no event.
+ * by one, its metadata), every token revocation and every keyring rotation gets a position, and its event
+ * record (`E <position>`, store/layout.ts) is written in the same transaction as the change. A change
+ * refused or failed writes no event. Readers see events in position order, and never one after a later one:
+ *
+ * - LMDB (one writer at a time): the change's plan reads and writes the log's last position
+ *   (EVENT_POSITION_KEY) and takes the next, so positions follow commit order, with no gap.
+ * - PostgreSQL (transactions commit side by side, across servers): the plan takes its positions from the
+ *   database's sequence (storage/postgres-positions.ts), so no lock is held by every change to its commit.
+ *   Positions then commit out of order and some are never used (gaps: a transaction rolled back, or one
+ *   that took a position and wrote nothing). A reader reads no further than the settled position — at or
+ *   below it, every position is committed or never will be — so it never passes a position still to come.
  *
  * An event names the namespace, the key, the version, the value's type, the operation, the time and the
  * token id of who made it — never a value —, MACed with its position bound (store/record-seal.ts), as the
@@ -19,7 +24,10 @@ import type { KvOperation } from '../model/kv-operations.js';
 import type { ValueType } from '../model/value-types.js';
 import {
   hasChangeFeed,
+  hasPositionSequence,
   type Plan,
+  type PlanFn,
+  type Positions,
   type StorageBackend,
   type StorageWrite,
 } from '../storage/backend.js';
@@ -89,39 +97,39 @@ export function keyEvent(
 export type LoggedPlan<T> = Plan<T> & { readonly events?: readonly EventDraft[] };
 
 /**
- * `keys` and `plan` for StorageBackend.atomic, with the event log's position read and written too: the
- * plan's events are written at the next positions, in its transaction. `expected` (what the caller read at
- * `keys`) is extended likewise.
+ * `keys` and `plan` for StorageBackend.atomic, with the event log's positions taken too: the plan's events
+ * are written at them, in its transaction. Where the storage hands the plan positions from its sequence
+ * (PostgreSQL), those; else the next after the last position's record, read and written by the plan.
+ * `expected` (what the caller read at `keys`) is extended likewise.
  */
 export function withEvents<T>(
   seal: RecordSeal,
   keys: readonly Uint8Array[],
   plan: (current: readonly (Uint8Array | undefined)[]) => LoggedPlan<T>,
   expected?: readonly (Uint8Array | undefined)[],
-): [
-  readonly Uint8Array[],
-  (current: readonly (Uint8Array | undefined)[]) => Plan<T>,
-  (readonly (Uint8Array | undefined)[])?,
-] {
-  const logged = (current: readonly (Uint8Array | undefined)[]): Plan<T> => {
+): [readonly Uint8Array[], PlanFn<T>, (readonly (Uint8Array | undefined)[])?] {
+  const logged = (current: readonly (Uint8Array | undefined)[], positions?: Positions): Plan<T> => {
     const decided = plan(current.slice(0, keys.length));
     const events = decided.events ?? [];
     if (events.length === 0) return { writes: decided.writes, result: decided.result };
-    let position = lastPosition(seal, current[keys.length]);
+    let position = positions ? 0 : lastPosition(seal, current[keys.length]);
     const at = Date.now();
     const writes: StorageWrite[] = [...decided.writes];
     for (const event of events) {
-      position++;
+      position = positions ? positions.next() : position + 1;
       const key = eventKey(position);
       const value = seal.authenticate('event', key, packr.pack(packed(event, at)));
       writes.push({ op: 'put', key, value, guarded: true });
     }
+    if (positions) return { writes, result: decided.result };
     const record = seal.authenticate('event-position', EVENT_POSITION_KEY, packPosition(position));
     // Known for the next change's plan only if it finds these very bytes (stored, then, by this one).
     knownRecord.set(seal, { bytes: record, position });
     writes.push({ op: 'put', key: EVENT_POSITION_KEY, value: record });
     return { writes, result: decided.result };
   };
+  // The position's record is read where the storage has a sequence too (and not written: no lock on it is
+  // held to commit); the plan cannot tell which until it runs.
   return [[...keys, EVENT_POSITION_KEY], logged, expected && [...expected, undefined]];
 }
 
@@ -247,31 +255,95 @@ export class EventLog {
    */
   onMoved(listener: (gap: boolean) => void): () => void {
     if (!hasChangeFeed(this.storage)) return () => undefined;
+    // One call for a commit's events, however many (they come one after another).
+    let heard = false;
     return this.storage.onChange((key) => {
       if (key === undefined) listener(true);
-      else if (Buffer.from(key).equals(EVENT_POSITION_KEY)) listener(false);
+      else if (key[0] === EVENTS_RANGE.start[0] && !heard) {
+        heard = true;
+        queueMicrotask(() => {
+          heard = false;
+        });
+        listener(false);
+      }
     });
   }
 
   /** Up to `limit` events after `position`, in order; a record that fails its check is an integrity error. */
   async after(position: number, limit: number): Promise<StoredEvent[]> {
+    return (await this.read(position, limit)).events;
+  }
+
+  /**
+   * Up to `limit` events after `position`, in order, and the position `through` which they are all there
+   * is to read: no event at or below it but those read (or before `position`) will ever be found. (A
+   * reader after `through` reads what comes next; positions may be missing between events on PostgreSQL,
+   * never to be filled.)
+   */
+  async read(
+    position: number,
+    limit: number,
+  ): Promise<{ readonly events: StoredEvent[]; readonly through: number }> {
     this.keyring.guard();
-    const out: StoredEvent[] = [];
-    for await (const { key, value } of this.storage.scan({ ...eventsFrom(position + 1), limit }))
-      out.push(opened(this.seal, key, value));
-    return out;
+    const settled = hasPositionSequence(this.storage)
+      ? await this.storage.settledPosition()
+      : undefined;
+    const range = eventsFrom(position + 1);
+    const end = settled === undefined ? range.end : eventKey(Math.max(position, settled) + 1);
+    const events: StoredEvent[] = [];
+    for await (const { key, value } of this.storage.scan({ start: range.start, end, limit }))
+      events.push(opened(this.seal, key, value));
+    const last = events.at(-1)?.position ?? position;
+    // A full page: what follows its last event is still to read. Else, where positions follow commit
+    // order (LMDB), its last event is as far as the log went; with a sequence, the settled position.
+    const through =
+      events.length === limit || settled === undefined ? last : Math.max(last, settled);
+    return { events, through };
   }
 
   /**
    * The oldest position still kept and the last given (oldest is last + 1 when none is kept): a reader
-   * after a position below oldest − 1 has missed events that were pruned.
+   * after a position below oldest − 1 has missed events that were pruned. With a sequence (PostgreSQL),
+   * "the last given" is the settled position (a position may stand for no event: see `read`).
    */
   async horizon(): Promise<{ readonly oldest: number; readonly last: number }> {
     this.keyring.guard();
-    const last = lastPosition(this.seal, await this.storage.get(EVENT_POSITION_KEY));
-    for await (const { key } of this.storage.scan({ ...EVENTS_RANGE, limit: 1 }))
+    const last = hasPositionSequence(this.storage)
+      ? await this.storage.settledPosition()
+      : lastPosition(this.seal, await this.storage.get(EVENT_POSITION_KEY));
+    for await (const { key } of this.storage.scan({
+      start: EVENTS_RANGE.start,
+      end: eventKey(last + 1),
+      limit: 1,
+    }))
       return { oldest: positionOf(key), last };
     return { oldest: last + 1, last };
+  }
+
+  /**
+   * Makes the next position follow every position the store holds, when a server prepares the store: the
+   * last position's record and the last event kept may disagree in a store copied or restored from one
+   * whose positions came from a sequence (PostgreSQL), which keeps no record, or in a PostgreSQL store
+   * whose events were numbered by the record. LMDB: the record is moved up to the last event; PostgreSQL:
+   * the sequence is moved past both.
+   */
+  async alignPositions(): Promise<void> {
+    this.keyring.guard();
+    const { value, last } = await this.storage.getWithLast(EVENT_POSITION_KEY, EVENTS_RANGE);
+    const recorded = lastPosition(this.seal, value);
+    const kept = last ? opened(this.seal, last.key, last.value).position : 0;
+    const position = Math.max(recorded, kept);
+    if (hasPositionSequence(this.storage)) return this.storage.positionsAfter(position);
+    if (kept <= recorded) return;
+    await this.storage.atomic([EVENT_POSITION_KEY], ([bytes]) => {
+      if (lastPosition(this.seal, bytes) >= kept) return { writes: [], result: undefined };
+      const record = this.seal.authenticate(
+        'event-position',
+        EVENT_POSITION_KEY,
+        packPosition(kept),
+      );
+      return { writes: [{ op: 'put', key: EVENT_POSITION_KEY, value: record }], result: undefined };
+    });
   }
 
   /**

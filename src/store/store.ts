@@ -31,7 +31,7 @@ import {
   type WrappingKey,
 } from './keyring-store.js';
 import { KvRecords } from './kv-records.js';
-import { EVENT_POSITION_KEY, GENERATION_KEY, METAS_RANGE, POLICIES_KEY } from './layout.js';
+import { EVENTS_RANGE, GENERATION_KEY, METAS_RANGE, POLICIES_KEY } from './layout.js';
 import { PolicyRecords } from './policy-records.js';
 import type { RecordIntegrityError } from './record-seal.js';
 import { RewrapRecords } from './rewrap-records.js';
@@ -62,10 +62,10 @@ export {
 const ANNOUNCED: Announced = {
   // Every keyring change (rotation, revocation, a new root token, migration) writes the generation;
   // every change of a runtime role or login role writes the policy document.
-  // Every change of a key takes the event log's next position: the event streams of every server hear it.
-  keys: [GENERATION_KEY, POLICIES_KEY, EVENT_POSITION_KEY],
+  keys: [GENERATION_KEY, POLICIES_KEY],
   // Every write or delete of a key writes its index: the waits (GET …?wait_after) of every server hear it.
-  prefixes: [METAS_RANGE.start],
+  // Every change of a key writes an event: the event streams of every server hear it.
+  prefixes: [METAS_RANGE.start, EVENTS_RANGE.start],
 };
 
 /** The typed record stores of a store whose keyring is open. */

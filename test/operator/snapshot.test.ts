@@ -5,16 +5,24 @@ import { expect } from 'chai';
 import { pack, unpack } from 'msgpackr';
 import type { KeyProvider } from '../../src/keys/key-provider.js';
 import { LocalKeyProvider, loadOrCreateMasterKey } from '../../src/keys/local-provider.js';
-import type { StorageEntry } from '../../src/storage/backend.js';
+import type { StorageBackend, StorageEntry } from '../../src/storage/backend.js';
 import { LmdbBackend } from '../../src/storage/lmdb-backend.js';
 import { PostgresBackend } from '../../src/storage/postgres-backend.js';
 import { wrapContext } from '../../src/store/keyring-record.js';
 import { KEYRING_KEY } from '../../src/store/keyring-store.js';
+import { EVENTS_RANGE, positionOf } from '../../src/store/layout.js';
 import { eventually } from '../support/eventually.js';
 import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
 import { Relay } from '../support/pg-relay.js';
 import { dropTestSchemas, PG_TEST_URL, requirePostgres, testSchema } from '../support/postgres.js';
 import { runCoffer } from '../support/process.js';
+
+/** The positions of the events `storage` holds, in order. */
+async function eventPositions(storage: StorageBackend): Promise<number[]> {
+  const positions: number[] = [];
+  for await (const { key } of storage.scan(EVENTS_RANGE)) positions.push(positionOf(key));
+  return positions;
+}
 
 /** The PostgreSQL store `schema` of the test database, opened directly. */
 const openPostgresStore = (schema: string): Promise<PostgresBackend> =>
@@ -171,6 +179,14 @@ describe('snapshots: coffer operator snapshot and restore (LMDB â†’ PostgreSQL â
       });
       const verify = await b.call('GET', '/v1/sys/audit/verify');
       expect(verify.body.intact, JSON.stringify(verify.body)).to.equal(true);
+      // The copy goes on numbering events after the highest position it holds (store/event-log.ts,
+      // alignPositions): on PostgreSQL its sequence starts past the events that came from LMDB, so the
+      // next change overwrites none of them.
+      const fromA = await eventPositions(b.storage);
+      expect((await b.put('drill/after-copy', 'b')).status).to.equal(201);
+      const onB = await eventPositions(b.storage);
+      expect(onB.length).to.equal(fromA.length + 1);
+      expect(onB.at(-1)).to.be.above(fromA.at(-1)!);
 
       // And back, from PostgreSQL into a fresh LMDB store.
       const second = join(dir, 'second.snapshot');
@@ -191,6 +207,10 @@ describe('snapshots: coffer operator snapshot and restore (LMDB â†’ PostgreSQL â
           const read = await c.call('GET', `/v1/kv/${path}`, { token: reader });
           expect(read.body.value, path).to.equal(value);
         }
+        // Back on LMDB, whose position record PostgreSQL never wrote: the next event follows B's.
+        expect(await eventPositions(c.storage)).to.deep.equal(onB);
+        expect((await c.put('drill/after-return', 'c')).status).to.equal(201);
+        expect(await eventPositions(c.storage)).to.deep.equal([...onB, onB.at(-1)! + 1]);
       } finally {
         await c.close();
       }
