@@ -5,7 +5,7 @@
  * by area). `supervised` instead measures what the supervisor costs: one worker under it against the plain
  * process, both pinned to core 0, alternated over three rounds, no profiler.
  *
- *   npm run build && node dist/bench/profile.js read|write|mix|namespace-read|token-create|unknown-id-flood|supervised [--seconds 10] [--top 15] [--no-audit] [--under <regexp>]… [--keep <file>]
+ *   npm run build && node dist/bench/profile.js read|write|mix|namespace-read|token-create|unknown-id-flood|supervised [--seconds 10] [--top 15] [--no-audit] [--storage postgres] [--under <regexp>]… [--keep <file>]
  *
  * `--under` adds the share of time spent under (callees included) frames matching each pattern; `--keep`
  * copies the .cpuprofile there (to open in Chrome's DevTools, or summarize again).
@@ -15,6 +15,8 @@
  * `--no-audit` profiles the process without its audit log (bench/direct-server.ts), for the audit's share.
  * `--stream` ships its audit log to one audit stream (syslog over TCP) whose receiver (bench/stream-sink.ts)
  * runs with wrk on core 1, for what a stream costs the server (issue #37).
+ * `--storage postgres` runs the process on PostgreSQL (COFFER_PG_URL, by default the local test server), in a
+ * schema of its own, dropped at the end.
  */
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
@@ -29,6 +31,7 @@ import { describeMachine } from './machine.js';
 import { NAMESPACE_KEYS } from './namespace-read.js';
 import { openLoop, wrongSecretRequest } from './open-loop.js';
 import { type RunningServer, startCoffer, startDirectCoffer } from './servers.js';
+import { benchPgUrl, benchSchema, dropBenchSchemas } from './storage.js';
 import { startStreamSink } from './stream-sink.js';
 import { ensureTools, runWrk } from './wrk.js';
 
@@ -40,6 +43,7 @@ const { values: args, positionals } = parseArgs({
     connections: { type: 'string', default: '32' },
     'no-audit': { type: 'boolean', default: false },
     stream: { type: 'boolean', default: false },
+    storage: { type: 'string', default: 'lmdb' },
     under: { type: 'string', multiple: true, default: [] },
     keep: { type: 'string' },
   },
@@ -92,13 +96,19 @@ async function profile(name: string): Promise<void> {
   const profiles = join(dir, 'profiles');
   const root = generateToken().value;
   const sink = args.stream ? await startStreamSink(1) : undefined;
+  const schema = args.storage === 'postgres' ? benchSchema() : undefined;
   const server = await startDirectCoffer(
     {
       dataDir: dir,
       rootToken: root,
       core: 0,
       nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profiles}`],
-      ...(sink ? { env: { COFFER_AUDIT_STREAMS: `syslog+tcp://127.0.0.1:${sink.port}` } } : {}),
+      env: {
+        ...(sink ? { COFFER_AUDIT_STREAMS: `syslog+tcp://127.0.0.1:${sink.port}` } : {}),
+        ...(schema
+          ? { COFFER_STORAGE: 'postgres', COFFER_PG_URL: benchPgUrl(), COFFER_PG_SCHEMA: schema }
+          : {}),
+      },
     },
     !args['no-audit'],
   );
@@ -127,6 +137,7 @@ async function profile(name: string): Promise<void> {
   } finally {
     await server.stop(); // the profile is written as the process exits
     sink?.stop();
+    if (schema) await dropBenchSchemas(benchPgUrl(), [schema]);
   }
   const [file] = readdirSync(profiles).filter((f) => f.endsWith('.cpuprofile'));
   if (!file) throw new Error('the server wrote no profile');

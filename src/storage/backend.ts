@@ -46,6 +46,11 @@ export interface Plan<T> {
  */
 export interface Positions {
   next(): number;
+  /**
+   * True when the plan runs only to learn what it would write — its keys, and how many positions it takes
+   * — and its writes are not applied: a record at a position need not be made (only its key).
+   */
+  readonly counting?: boolean;
 }
 
 /** A plan: what to write, decided on the current values of the keys it reads. */

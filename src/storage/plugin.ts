@@ -24,6 +24,11 @@ export interface Announced {
   readonly keys: readonly Uint8Array[];
   /** Every key that starts with one of these. */
   readonly prefixes: readonly Uint8Array[];
+  /**
+   * A write of a key that starts with one of these is announced as the prefix itself, once per commit
+   * however many it wrote: for keys whose listeners need to hear that something changed, not which.
+   */
+  readonly prefixesOnce?: readonly Uint8Array[];
 }
 
 /** What a raw opening announces (tests, copies): nothing. */

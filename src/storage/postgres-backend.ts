@@ -66,6 +66,8 @@ export interface PostgresOptions {
   readonly announce?: readonly Uint8Array[];
   /** Keys announced as `announce`'s are: every key that starts with one of these. */
   readonly announcePrefixes?: readonly Uint8Array[];
+  /** A write of a key that starts with one of these is announced as the prefix, once per commit. */
+  readonly announcePrefixesOnce?: readonly Uint8Array[];
 }
 
 /** Rows per page of a scan. */
@@ -89,7 +91,11 @@ export class PostgresBackend implements StorageBackend, ChangeFeed, PositionSequ
     private readonly pool: pg.Pool,
     private readonly table: string,
     private readonly sequence: string,
-    announce: { readonly keys: readonly Uint8Array[]; readonly prefixes: readonly Uint8Array[] },
+    announce: {
+      readonly keys: readonly Uint8Array[];
+      readonly prefixes: readonly Uint8Array[];
+      readonly once: readonly Uint8Array[];
+    },
     private readonly listener: PostgresListener,
     private readonly poolSize: number,
   ) {
@@ -110,6 +116,7 @@ export class PostgresBackend implements StorageBackend, ChangeFeed, PositionSequ
       channelOf(table),
       new Set(announce.keys.map(nameOf)),
       announce.prefixes.map(nameOf),
+      announce.once.map(nameOf),
     );
     this.sql = preparedStatements(table);
     this.positions = new PostgresPositions(pool, sequence, this.groupSql.barrierLock());
@@ -154,7 +161,11 @@ export class PostgresBackend implements StorageBackend, ChangeFeed, PositionSequ
       pool,
       table,
       `"${options.schema}".event_positions`,
-      { keys: options.announce ?? [], prefixes: options.announcePrefixes ?? [] },
+      {
+        keys: options.announce ?? [],
+        prefixes: options.announcePrefixes ?? [],
+        once: options.announcePrefixesOnce ?? [],
+      },
       listener,
       options.poolSize,
     );
@@ -243,7 +254,7 @@ export class PostgresBackend implements StorageBackend, ChangeFeed, PositionSequ
     const locks: Locks = new Map();
     let bytes = 0;
     // Counts the positions it takes: as many are taken for it in its transaction.
-    const positions = new PositionsFor([]);
+    const positions = new PositionsFor([], true);
     try {
       const guess =
         expected?.length === keys.length

@@ -45,6 +45,7 @@ const NOTIFY_PAYLOAD = 7900;
 export class GroupSql {
   /** Mixed into every lock id, so that two schemas in one database never share locks. */
   private readonly lockSalt: Buffer;
+  private readonly positionsLockId: bigint;
 
   constructor(
     private readonly table: string,
@@ -53,8 +54,11 @@ export class GroupSql {
     private readonly announced: ReadonlySet<string>,
     /** Every key starting with one of these is announced too (latin1). */
     private readonly announcedPrefixes: readonly string[] = [],
+    /** A key starting with one of these is announced as the prefix, once per transaction (latin1). */
+    private readonly announcedOnce: readonly string[] = [],
   ) {
     this.lockSalt = Buffer.from(`coffer-lock:${table}\u0000`);
+    this.positionsLockId = this.lockId(POSITIONS_LOCK_KEY);
   }
 
   /**
@@ -76,7 +80,7 @@ export class GroupSql {
 
   /** The statement that takes the positions' lock exclusive: the barrier of postgres-positions.ts. */
   barrierLock(): string {
-    return `SELECT pg_advisory_xact_lock(${this.lockId(POSITIONS_LOCK_KEY)})`;
+    return `SELECT pg_advisory_xact_lock(${this.positionsLockId})`;
   }
 
   /**
@@ -101,10 +105,17 @@ export class GroupSql {
       );
     // The announced keys in as few NOTIFYs as their payload limit allows (8000 bytes): a key's hex, comma
     // separated. NOTIFY answers no rows, so the client parses nothing more per write.
-    let payload = '';
+    const names = new Set<string>();
     for (const name of final.keys()) {
-      if (!this.announced.has(name) && !this.announcedPrefixes.some((p) => name.startsWith(p)))
-        continue;
+      if (this.announced.has(name) || this.announcedPrefixes.some((p) => name.startsWith(p)))
+        names.add(name);
+      else {
+        const once = this.announcedOnce.find((p) => name.startsWith(p));
+        if (once !== undefined) names.add(once);
+      }
+    }
+    let payload = '';
+    for (const name of names) {
       const hex = Buffer.from(name, 'latin1').toString('hex');
       if (payload !== '' && payload.length + 1 + hex.length > NOTIFY_PAYLOAD) {
         statements.push(`NOTIFY "${this.channel}", '${payload}'`);
@@ -123,7 +134,8 @@ export class GroupSql {
   lockStatement(locks: readonly { key: Uint8Array; exclusive: boolean }[]): string {
     const modes = new Map<bigint, boolean>();
     for (const { key, exclusive } of locks) {
-      const id = this.lockId(key);
+      // The positions' lock, in every group that takes positions, is hashed once.
+      const id = key === POSITIONS_LOCK_KEY ? this.positionsLockId : this.lockId(key);
       modes.set(id, (modes.get(id) ?? false) || exclusive);
     }
     const ordered = [...modes].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));

@@ -44,7 +44,11 @@ export type Outcome =
  */
 export class PositionsFor implements Positions {
   wanted = 0;
-  constructor(private readonly taken: readonly number[]) {}
+  constructor(
+    private readonly taken: readonly number[],
+    /** Only counting: the plan's writes are not applied (postgres-backend.ts runs it to learn its keys). */
+    readonly counting = false,
+  ) {}
   next(): number {
     return this.taken[this.wanted++] ?? 0;
   }

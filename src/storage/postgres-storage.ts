@@ -67,6 +67,7 @@ export const postgresStorage = {
       statementTimeoutMs: settings.postgres.statement_timeout_ms,
       announce: announced.keys,
       announcePrefixes: announced.prefixes,
+      announcePrefixesOnce: announced.prefixesOnce ?? [],
     });
   },
   mayExist: () => true,

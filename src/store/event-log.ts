@@ -36,6 +36,7 @@ import { EVENT_POSITION_KEY, EVENTS_RANGE, eventKey, eventsFrom, positionOf } fr
 import type { RecordSeal } from './record-seal.js';
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true });
+const NO_RECORD = Buffer.alloc(0);
 
 export type { KvOperation } from '../model/kv-operations.js';
 
@@ -97,28 +98,33 @@ export function keyEvent(
 export type LoggedPlan<T> = Plan<T> & { readonly events?: readonly EventDraft[] };
 
 /**
- * `keys` and `plan` for StorageBackend.atomic, with the event log's positions taken too: the plan's events
- * are written at them, in its transaction. Where the storage hands the plan positions from its sequence
- * (PostgreSQL), those; else the next after the last position's record, read and written by the plan.
- * `expected` (what the caller read at `keys`) is extended likewise.
+ * `keys` and `plan` for `storage`.atomic, with the event log's positions taken too: the plan's events are
+ * written at them, in its transaction. Where the storage has a sequence (PostgreSQL), positions it hands
+ * the plan; else the next after the last position's record, which the plan reads and writes. `expected`
+ * (what the caller read at `keys`) is extended likewise.
  */
 export function withEvents<T>(
-  seal: RecordSeal,
+  { seal, storage }: { readonly seal: RecordSeal; readonly storage: StorageBackend },
   keys: readonly Uint8Array[],
   plan: (current: readonly (Uint8Array | undefined)[]) => LoggedPlan<T>,
   expected?: readonly (Uint8Array | undefined)[],
 ): [readonly Uint8Array[], PlanFn<T>, (readonly (Uint8Array | undefined)[])?] {
+  const sequenced = hasPositionSequence(storage);
   const logged = (current: readonly (Uint8Array | undefined)[], positions?: Positions): Plan<T> => {
-    const decided = plan(current.slice(0, keys.length));
+    const decided = plan(sequenced ? current : current.slice(0, keys.length));
     const events = decided.events ?? [];
     if (events.length === 0) return { writes: decided.writes, result: decided.result };
+    if (sequenced && !positions) throw new Error('the storage handed the plan no positions');
     let position = positions ? 0 : lastPosition(seal, current[keys.length]);
     const at = Date.now();
     const writes: StorageWrite[] = [...decided.writes];
     for (const event of events) {
       position = positions ? positions.next() : position + 1;
       const key = eventKey(position);
-      const value = seal.authenticate('event', key, packr.pack(packed(event, at)));
+      // A run that only counts (its writes not applied) needs the event's key, not its record.
+      const value = positions?.counting
+        ? NO_RECORD
+        : seal.authenticate('event', key, packr.pack(packed(event, at)));
       writes.push({ op: 'put', key, value, guarded: true });
     }
     if (positions) return { writes, result: decided.result };
@@ -128,8 +134,7 @@ export function withEvents<T>(
     writes.push({ op: 'put', key: EVENT_POSITION_KEY, value: record });
     return { writes, result: decided.result };
   };
-  // The position's record is read where the storage has a sequence too (and not written: no lock on it is
-  // held to commit); the plan cannot tell which until it runs.
+  if (sequenced) return [keys, logged, expected];
   return [[...keys, EVENT_POSITION_KEY], logged, expected && [...expected, undefined]];
 }
 
@@ -255,17 +260,10 @@ export class EventLog {
    */
   onMoved(listener: (gap: boolean) => void): () => void {
     if (!hasChangeFeed(this.storage)) return () => undefined;
-    // One call for a commit's events, however many (they come one after another).
-    let heard = false;
+    // A commit that wrote events is announced as the events' prefix, once (store.ts).
     return this.storage.onChange((key) => {
       if (key === undefined) listener(true);
-      else if (key[0] === EVENTS_RANGE.start[0] && !heard) {
-        heard = true;
-        queueMicrotask(() => {
-          heard = false;
-        });
-        listener(false);
-      }
+      else if (Buffer.from(key).equals(EVENTS_RANGE.start)) listener(false);
     });
   }
 

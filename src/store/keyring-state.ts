@@ -334,7 +334,9 @@ export abstract class KeyringState {
           };
     // An event (a rotation) is written in the same transaction, at the event log's next position.
     const [keys, plan] =
-      events.length > 0 ? withEvents(seal, [GENERATION_KEY], decide) : [[GENERATION_KEY], decide];
+      events.length > 0
+        ? withEvents({ seal, storage: this.storage }, [GENERATION_KEY], decide)
+        : [[GENERATION_KEY], decide];
     const done = await this.storage.atomic(keys, plan);
     if (done) {
       this.stamped = { generation: from + 1, bytes: generation };

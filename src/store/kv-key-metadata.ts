@@ -58,7 +58,7 @@ export class KvKeyMetadata {
     const dKey = trashKey(ref.namespace, ref.key);
     const cKey = counterKey(ref.namespace, ref.key);
     const setting = withEvents(
-      this.seal,
+      { seal: this.seal, storage: this.storage },
       [mKey, dKey, cKey],
       ([metaBytes, trashBytes, counterBytes]) => {
         const live = metaBytes && this.openIndex(mKey, metaBytes);

@@ -246,7 +246,7 @@ export class KvRecords {
     const promised = versionKey(ref.namespace, ref.key, next);
     const dKey = trashKey(ref.namespace, ref.key);
     const logged = withEvents(
-      this.seal,
+      { seal: this.seal, storage: this.storage },
       [mKey, cKey, GENERATION_KEY, promised, dKey],
       ([metaBytes, counterBytes, generationBytes, promisedBytes, trashBytes]) => {
         this.keyring.checkCurrent(v.stamp, generationBytes);

@@ -46,7 +46,7 @@ export class KvTrash {
     const cKey = counterKey(ref.namespace, ref.key);
     const dKey = trashKey(ref.namespace, ref.key);
     return this.storage.atomic(
-      ...withEvents(this.seal, [mKey], ([metaBytes]) => {
+      ...withEvents({ seal: this.seal, storage: this.storage }, [mKey], ([metaBytes]) => {
         if (!metaBytes) return { writes: [], result: false };
         const meta = this.openIndex(mKey, metaBytes);
         mayDelete(meta);
@@ -76,24 +76,28 @@ export class KvTrash {
     this.keyring.guard();
     const mKey = metaKey(ref.namespace, ref.key);
     const dKey = trashKey(ref.namespace, ref.key);
-    const restoring = withEvents(this.seal, [mKey, dKey], ([metaBytes, trashBytes]) => {
-      if (!trashBytes) return { writes: [], result: undefined };
-      const trashed = unpackTrashed(this.seal, dKey, trashBytes);
-      // A write empties the key's place in the trash: both at once were put there by hand.
-      if (metaBytes)
-        throw new RecordIntegrityError('kv-trash', printableKey(dKey), 'is beside a live index');
-      mayRestore(trashed);
-      const { deletedAt: _deletedAt, ...meta } = withoutLatestMark(trashed);
-      return {
-        writes: [
-          { op: 'put', key: mKey, value: packMeta(this.seal, mKey, meta) },
-          { op: 'delete', key: dKey },
-          ...alongside,
-        ],
-        result: meta,
-        events: [keyEvent('undelete', ref, meta, actor)],
-      };
-    });
+    const restoring = withEvents(
+      { seal: this.seal, storage: this.storage },
+      [mKey, dKey],
+      ([metaBytes, trashBytes]) => {
+        if (!trashBytes) return { writes: [], result: undefined };
+        const trashed = unpackTrashed(this.seal, dKey, trashBytes);
+        // A write empties the key's place in the trash: both at once were put there by hand.
+        if (metaBytes)
+          throw new RecordIntegrityError('kv-trash', printableKey(dKey), 'is beside a live index');
+        mayRestore(trashed);
+        const { deletedAt: _deletedAt, ...meta } = withoutLatestMark(trashed);
+        return {
+          writes: [
+            { op: 'put', key: mKey, value: packMeta(this.seal, mKey, meta) },
+            { op: 'delete', key: dKey },
+            ...alongside,
+          ],
+          result: meta,
+          events: [keyEvent('undelete', ref, meta, actor)],
+        };
+      },
+    );
     return this.storage.atomic(...restoring);
   }
 
@@ -113,21 +117,25 @@ export class KvTrash {
     const mKey = metaKey(ref.namespace, ref.key);
     const cKey = counterKey(ref.namespace, ref.key);
     const dKey = trashKey(ref.namespace, ref.key);
-    const destroying = withEvents(this.seal, [mKey, dKey], ([metaBytes, trashBytes]) => {
-      const meta: KeyMeta | undefined = metaBytes
-        ? this.openIndex(mKey, metaBytes)
-        : trashBytes && unpackTrashed(this.seal, dKey, trashBytes);
-      if (!meta) return { writes: [], result: false };
-      mayDestroy(meta, !metaBytes);
-      const writes: StorageWrite[] = [
-        { op: 'delete', key: metaBytes ? mKey : dKey },
-        { op: 'put', key: cKey, value: packCounter(this.seal, cKey, meta.latest) },
-        ...alongside,
-      ];
-      for (let v = meta.first; v <= meta.latest; v++)
-        writes.push({ op: 'delete', key: versionKey(ref.namespace, ref.key, v) });
-      return { writes, result: true, events: [keyEvent('destroy', ref, meta, actor)] };
-    });
+    const destroying = withEvents(
+      { seal: this.seal, storage: this.storage },
+      [mKey, dKey],
+      ([metaBytes, trashBytes]) => {
+        const meta: KeyMeta | undefined = metaBytes
+          ? this.openIndex(mKey, metaBytes)
+          : trashBytes && unpackTrashed(this.seal, dKey, trashBytes);
+        if (!meta) return { writes: [], result: false };
+        mayDestroy(meta, !metaBytes);
+        const writes: StorageWrite[] = [
+          { op: 'delete', key: metaBytes ? mKey : dKey },
+          { op: 'put', key: cKey, value: packCounter(this.seal, cKey, meta.latest) },
+          ...alongside,
+        ];
+        for (let v = meta.first; v <= meta.latest; v++)
+          writes.push({ op: 'delete', key: versionKey(ref.namespace, ref.key, v) });
+        return { writes, result: true, events: [keyEvent('destroy', ref, meta, actor)] };
+      },
+    );
     return this.storage.atomic(...destroying);
   }
 

@@ -86,7 +86,7 @@ export class KvVersionMarks {
     const vKeys =
       action === 'destroy' ? asked.map((v) => versionKey(ref.namespace, ref.key, v)) : [];
     const acting = withEvents(
-      this.seal,
+      { seal: this.seal, storage: this.storage },
       [mKey, dKey, ...vKeys],
       ([metaBytes, trashBytes, ...records]) => {
         const live = metaBytes ? this.openIndex(mKey, metaBytes) : undefined;

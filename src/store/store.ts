@@ -64,8 +64,10 @@ const ANNOUNCED: Announced = {
   // every change of a runtime role or login role writes the policy document.
   keys: [GENERATION_KEY, POLICIES_KEY],
   // Every write or delete of a key writes its index: the waits (GET …?wait_after) of every server hear it.
-  // Every change of a key writes an event: the event streams of every server hear it.
-  prefixes: [METAS_RANGE.start, EVENTS_RANGE.start],
+  prefixes: [METAS_RANGE.start],
+  // Every change of a key writes an event: the event streams of every server hear that the log moved on
+  // (as "E", once per commit: they read the log for which events).
+  prefixesOnce: [EVENTS_RANGE.start],
 };
 
 /** The typed record stores of a store whose keyring is open. */

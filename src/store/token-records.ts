@@ -129,7 +129,7 @@ export class TokenRecords {
     let revoked: TokenRecord[] = [];
     // The revocation is an event in the event log, in the same transaction (store/event-log.ts).
     const [logged, plan] = withEvents(
-      this.seal,
+      { seal: this.seal, storage: this.storage },
       keys,
       (current): LoggedPlan<'revoked' | 'already' | 'missing'> => {
         failed = undefined;
