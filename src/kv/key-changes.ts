@@ -163,6 +163,27 @@ export class KeyChanges {
     this.waiters.set(where, set);
     set.add(waiter);
     let done = false;
+    // One timer and one abort listener per hold, kept from one wait to the next: an event stream waits
+    // again after every delivery, and making them anew each time was a part of what a delivery cost.
+    let pending: ((woken: boolean) => void) | undefined;
+    let until = 0;
+    let timer: NodeJS.Timeout | undefined;
+    let timerAt = 0;
+    let heard: AbortSignal | undefined;
+    const onAbort = (): void => pending?.(false);
+    const onTimer = (): void => {
+      timer = undefined;
+      if (!pending) return;
+      if (Date.now() >= until) pending(false);
+      else arm();
+    };
+    // A timer that fires at or before the wait's deadline stays: it sets itself again when it fires early.
+    const arm = (): void => {
+      if (timer !== undefined && timerAt <= until) return;
+      clearTimeout(timer);
+      timerAt = until;
+      timer = setTimeout(onTimer, Math.max(0, until - Date.now()));
+    };
     return {
       next: (deadline, signal) => {
         if (waiter.woken) {
@@ -170,23 +191,31 @@ export class KeyChanges {
           return Promise.resolve(true);
         }
         if (this.closed || signal?.aborted || Date.now() >= deadline) return Promise.resolve(false);
+        if (signal !== heard) {
+          heard?.removeEventListener('abort', onAbort);
+          signal?.addEventListener('abort', onAbort, { once: true });
+          heard = signal;
+        }
         return new Promise<boolean>((resolve) => {
-          const finish = (woken: boolean): void => {
-            clearTimeout(timer);
-            signal?.removeEventListener('abort', onAbort);
+          pending = (woken) => {
+            pending = undefined;
             waiter.wake = undefined;
             waiter.woken = false;
             resolve(woken);
           };
-          const onAbort = (): void => finish(false);
-          const timer = setTimeout(() => finish(false), deadline - Date.now());
-          signal?.addEventListener('abort', onAbort, { once: true });
-          waiter.wake = () => finish(!this.closed);
+          waiter.wake = () => pending?.(!this.closed);
+          until = deadline;
+          arm();
         });
       },
       release: () => {
         if (done) return;
         done = true;
+        pending?.(false);
+        clearTimeout(timer);
+        timer = undefined;
+        heard?.removeEventListener('abort', onAbort);
+        heard = undefined;
         released();
         set.delete(waiter);
         if (set.size === 0 && this.waiters.get(where) === set) this.waiters.delete(where);

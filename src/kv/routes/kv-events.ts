@@ -69,13 +69,14 @@ const EVENTS_QUERY = {
 };
 
 /** Each message's frame, made once for every stream that sends it (kv/event-stream.ts shares messages). */
-const frames = new WeakMap<EventMessage, string>();
-function framed(message: EventMessage): string {
+const frames = new WeakMap<EventMessage, Buffer>();
+function framed(message: EventMessage): Buffer {
   let frame = frames.get(message);
   if (frame === undefined) {
     const framing = createEventBuffer();
     framing.push(message, message.kind, String(message.position));
-    frame = framing.read();
+    // Encoded once, for every stream that sends it.
+    frame = Buffer.from(framing.read());
     frames.set(message, frame);
   }
   return frame;
