@@ -33,7 +33,7 @@ import {
 } from '../storage/backend.js';
 import type { KeyMeta, KeyRef } from './kv-format.js';
 import { EVENT_POSITION_KEY, EVENTS_RANGE, eventKey, eventsFrom, positionOf } from './layout.js';
-import type { RecordSeal } from './record-seal.js';
+import { RecordIntegrityError, type RecordSeal } from './record-seal.js';
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true });
 const NO_RECORD = Buffer.alloc(0);
@@ -171,6 +171,19 @@ function packPosition(position: number): Buffer {
   const out = Buffer.alloc(8);
   out.writeBigUInt64BE(BigInt(position));
   return out;
+}
+
+/**
+ * The position of the last event kept, for numbering on after it: 0 when its record fails its check (a
+ * stream that reaches it says so; the server still starts, numbering on after the position's record).
+ */
+function keptPosition(seal: RecordSeal, key: Uint8Array, value: Uint8Array): number {
+  try {
+    return opened(seal, key, value).position;
+  } catch (err) {
+    if (err instanceof RecordIntegrityError) return 0;
+    throw err;
+  }
 }
 
 /** An event record's fields, MAC-checked. */
@@ -329,7 +342,7 @@ export class EventLog {
     this.keyring.guard();
     const { value, last } = await this.storage.getWithLast(EVENT_POSITION_KEY, EVENTS_RANGE);
     const recorded = lastPosition(this.seal, value);
-    const kept = last ? opened(this.seal, last.key, last.value).position : 0;
+    const kept = last ? keptPosition(this.seal, last.key, last.value) : 0;
     const position = Math.max(recorded, kept);
     if (hasPositionSequence(this.storage)) return this.storage.positionsAfter(position);
     if (kept <= recorded) return;

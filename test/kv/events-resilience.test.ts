@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import pg from 'pg';
-import { metaKey } from '../../src/store/layout.js';
+import { EVENTS_RANGE, eventKey, metaKey, positionOf } from '../../src/store/layout.js';
 import { openEventStream, opened, type TestEventStream } from '../support/event-stream.js';
-import { startTestCoffer } from '../support/harness.js';
+import { startTestCoffer, type TestCoffer } from '../support/harness.js';
 import { send } from '../support/http-client.js';
 import { Relay } from '../support/pg-relay.js';
 import { dropTestSchemas, PG_TEST_URL, requirePostgres, testSchema } from '../support/postgres.js';
@@ -19,6 +19,13 @@ function inOrder(events: readonly { id: string; data: { version: number } }[]): 
   for (let i = 1; i < positions.length; i++)
     expect(positions[i], 'positions in order').to.be.above(positions[i - 1]!);
   return events.map((e) => e.data.version);
+}
+
+/** The position of the last event the store holds. */
+async function lastPosition(c: TestCoffer): Promise<number> {
+  let last = 0;
+  for await (const { key } of c.storage.scan(EVENTS_RANGE)) last = positionOf(key);
+  return last;
 }
 
 describe('change events across servers and failures', function () {
@@ -110,6 +117,25 @@ describe('change events across servers and failures', function () {
       await holder.end();
       await c.close();
       await dropTestSchemas();
+    }
+  });
+
+  it('starts when its last event record fails its check, and numbers the next event after it', async () => {
+    const c = await startTestCoffer();
+    let again: TestCoffer | undefined;
+    try {
+      await c.put('tampered/k', 'v1');
+      const last = await lastPosition(c);
+      // Someone who can write the storage spoils the last event's record while the server is down.
+      await c.storage.atomic([], () => ({
+        writes: [{ op: 'put', key: eventKey(last), value: Buffer.alloc(40, 7) }],
+        result: undefined,
+      }));
+      again = await c.restart();
+      expect((await again.put('tampered/k', 'v2')).status).to.equal(200);
+      expect(await lastPosition(again)).to.equal(last + 1);
+    } finally {
+      await (again ?? c).close();
     }
   });
 
