@@ -120,6 +120,32 @@ describe('change events across servers and failures', function () {
     }
   });
 
+  it('PostgreSQL: a transaction left open elsewhere in the cluster holds no event back for long (the barrier)', async function () {
+    await requirePostgres(this);
+    const c = await startTestCoffer({ env: pgEnv(testSchema()) });
+    const s = openEventStream(c.url, c.rootToken, '?namespaces=elsewhere');
+    const idle = new pg.Client({ connectionString: PG_TEST_URL });
+    await idle.connect();
+    try {
+      expect(await opened(s)).to.equal(200);
+      // Another application's session, idle in a transaction that has an id: every snapshot lists it.
+      await idle.query('BEGIN');
+      await idle.query('SELECT txid_current()');
+      const started = performance.now();
+      expect((await c.put('elsewhere/k', 'v1')).status).to.equal(201);
+      const [event] = await s.until(1, 5_000);
+      expect(event!.data).to.include({ key: 'k', version: 1 });
+      // Past the reader's 200 ms wait for running transactions, through the barrier, well within a second.
+      expect(performance.now() - started).to.be.below(2_000);
+    } finally {
+      s.close();
+      await idle.query('ROLLBACK').catch(() => undefined);
+      await idle.end();
+      await c.close();
+      await dropTestSchemas();
+    }
+  });
+
   it('starts when its last event record fails its check, and numbers the next event after it', async () => {
     const c = await startTestCoffer();
     let again: TestCoffer | undefined;
