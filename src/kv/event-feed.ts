@@ -12,6 +12,14 @@ import type { EventLog, StoredEvent } from '../store/event-log.js';
 const PAGE = 500;
 /** The newest events kept in memory. */
 const KEEP = 4096;
+/**
+ * The least time from one read of the log to the start of the next where a read is dear (a log whose
+ * reads wait for the settled position: on PostgreSQL, several round trips: postgres-positions.ts): while
+ * changes come faster than that, one read serves all of them, and an event waits at most this much
+ * longer. Without it, each change made a read of its own and a check of each stream's token: 1,000 writes
+ * a second for 10 s, 35,338 transactions in the database (the writes' own among them); 17,737 spaced.
+ */
+export const READ_GAP_MS = 10;
 
 export class EventFeed {
   /** The newest events read, in position order: every event after `since` and through `through`. */
@@ -23,8 +31,14 @@ export class EventFeed {
   private heard = 1;
   private covered = 0;
   private reading: Promise<void> | null = null;
+  /** When the last read of the log began (performance.now()). */
+  private lastRead = -Infinity;
 
-  constructor(private readonly log: Pick<EventLog, 'read' | 'after' | 'horizon'>) {}
+  constructor(
+    private readonly log: Pick<EventLog, 'read' | 'after' | 'horizon'>,
+    /** The least time from one read's start to the next's (READ_GAP_MS where reads are dear; else 0). */
+    private readonly readGapMs: number,
+  ) {}
 
   /** A change was committed or heard of: a reader that asks after this reads the log again. */
   moved(): void {
@@ -54,8 +68,14 @@ export class EventFeed {
     const need = this.heard;
     while (this.covered < need) {
       if (!this.reading) {
-        const began = this.heard;
-        this.reading = this.read()
+        let began = this.heard;
+        this.reading = this.spaced()
+          .then(() => {
+            // Changes heard while it waited are covered by the read.
+            began = this.heard;
+            this.lastRead = performance.now();
+            return this.read();
+          })
           .catch(() => {
             // A record that fails its check, or the storage failing: the feed starts again from the
             // log's end, and until it has read past where a stream is, that stream reads the log itself
@@ -72,6 +92,12 @@ export class EventFeed {
       }
       await this.reading;
     }
+  }
+
+  /** Resolves when a read may begin: `readGapMs` after the last one began. */
+  private spaced(): Promise<void> {
+    const wait = this.lastRead + this.readGapMs - performance.now();
+    return wait > 0 ? new Promise((resolve) => setTimeout(resolve, wait)) : Promise.resolve();
   }
 
   private async read(): Promise<void> {

@@ -5,7 +5,7 @@
  */
 import type { Principal } from '../auth/principal.js';
 import type { EventLog } from '../store/event-log.js';
-import { CallerChecks, EventFeed } from './event-feed.js';
+import { CallerChecks, EventFeed, READ_GAP_MS } from './event-feed.js';
 import { type EventFilter, type EventSink, EventStream } from './event-stream.js';
 import type { Hold, KeyChanges } from './key-changes.js';
 
@@ -40,7 +40,7 @@ export class EventStreams {
       readonly audit: StreamAudit | undefined;
     },
   ) {
-    const feed = new EventFeed(deps.log);
+    const feed = new EventFeed(deps.log, deps.log.settlesReads ? READ_GAP_MS : 0);
     deps.changes.onAnyChange(() => feed.moved());
     this.feed = feed;
   }

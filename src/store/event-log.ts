@@ -267,6 +267,14 @@ export class EventLog {
   ) {}
 
   /**
+   * Whether a read waits for the settled position (a storage with a sequence: PostgreSQL), which costs
+   * round trips of its own: a reader that follows the log closely spaces its reads (kv/event-feed.ts).
+   */
+  get settlesReads(): boolean {
+    return hasPositionSequence(this.storage);
+  }
+
+  /**
    * Calls `listener` when another server's change moved the log on (PostgreSQL announces the position's
    * record), and with true after a gap in which such news may have been lost; nothing where the storage
    * cannot tell (LMDB: one host, whose processes tell each other). Returns the function that stops it.

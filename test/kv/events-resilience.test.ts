@@ -93,6 +93,9 @@ describe('change events across servers and failures', function () {
       expect(await opened(s)).to.equal(200);
       await c.put('order/slow', 'v1');
       await s.until(1);
+      // The reads its change set off are over (a read may follow a change by up to READ_GAP_MS): the
+      // next one is set off by the write below that commits, while the one before it is still open.
+      await sleep(100);
       // Another session holds the key's index row: the next write of order/slow takes its position in
       // its transaction's first round trip, then waits in its second, at that row, until it is let go.
       await holder.query('BEGIN');
