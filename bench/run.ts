@@ -6,7 +6,7 @@
  * alike). Prints a table and the targets, and writes JSON to bench/results/. (`npm run bench:all` runs this
  * and the etcd comparison and writes one report of both: bench/all.ts.)
  *
- *   npm run bench -- [--seconds 10] [--connections 32] [--rounds 5] [--workers N] [--only all-workers|one-process|audit-cost|flood|namespace-read|waits|run-startup|jwt-login|vault-read|write-scaling]
+ *   npm run bench -- [--seconds 10] [--connections 32] [--rounds 5] [--workers N] [--only all-workers|one-process|audit-cost|flood|namespace-read|waits|run-startup|jwt-login|vault-read|write-scaling|events]
  *   npm run bench -- --storage postgres [--seconds 10] [--rounds 5]   (PostgreSQL beside LMDB: bench/storage.ts)
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -16,6 +16,7 @@ import { parseArgs } from 'node:util';
 import { generateToken } from '../src/auth/token-format.js';
 import { api } from './api.js';
 import * as shape from './cases.js';
+import { type EventsRound, eventsCost } from './events-bench.js';
 import { type JwtLoginRound, jwtLoginCost, printJwtLogin } from './jwt-login.js';
 import { describeMachine, machine, pinning } from './machine.js';
 import {
@@ -46,7 +47,7 @@ const { values: args } = parseArgs({
   options: {
     seconds: { type: 'string', default: '10' },
     connections: { type: 'string', default: '32' },
-    // 'all-workers', 'one-process', 'audit-cost', 'flood', 'namespace-read', 'waits', 'run-startup', 'jwt-login', 'vault-read' or 'write-scaling'
+    // 'all-workers', 'one-process', 'audit-cost', 'flood', 'namespace-read', 'waits', 'run-startup', 'jwt-login', 'vault-read', 'write-scaling' or 'events'
     only: { type: 'string' },
     /** The server's workers where it runs with all of them (default: the machine's cores). */
     workers: { type: 'string' },
@@ -118,6 +119,7 @@ export interface BenchRun {
   readonly jwtLogin?: readonly JwtLoginRound[];
   readonly vaultRead?: readonly VaultReadRound[];
   readonly writeScaling?: readonly WriteScalingRound[];
+  readonly events?: readonly EventsRound[];
 }
 
 /** Runs every case (or the `only` group) and judges the targets. */
@@ -142,6 +144,7 @@ export async function runBench(only: string | undefined): Promise<BenchRun> {
     'jwt-login',
     'vault-read',
     'write-scaling',
+    'events',
   ];
   const targets = only !== undefined && applications.includes(only) ? [] : targetsOf(rows, workers);
   const run: { -readonly [K in keyof BenchRun]: BenchRun[K] } = { rows, targets };
@@ -177,6 +180,12 @@ export async function runBench(only: string | undefined): Promise<BenchRun> {
     const scaling = await writeScaling(root, { seconds, rounds, connections, workers });
     targets.push(...scaling.targets);
     run.writeScaling = scaling.rounds;
+  }
+  // 10. Issue #41's change events: write → event latency, and what 1,000 open streams cost reads.
+  if (only === undefined || only === 'events') {
+    const cost = await eventsCost();
+    targets.push(...cost.targets);
+    run.events = cost.rounds;
   }
   return run;
 }
@@ -492,6 +501,8 @@ function report({
   runStartup: startup,
   jwtLogin,
   vaultRead,
+  writeScaling: scaling,
+  events,
 }: BenchRun): void {
   printTable(
     `Coffer benchmark — ${new Date().toISOString()} — ${describeMachine()}\n${benchHeader()}`,
@@ -502,6 +513,7 @@ function report({
   if (startup) printRunStartup(startup);
   if (jwtLogin) printJwtLogin(jwtLogin);
   if (vaultRead) printVaultRead(vaultRead);
+  if (events) for (const round of events) console.log(`\n${round.case}\n${round.summary}`);
   printTargets(targets);
   mkdirSync(resultsDir, { recursive: true });
   const file = join(resultsDir, `bench-${new Date().toISOString().replaceAll(':', '-')}.json`);
@@ -520,6 +532,8 @@ function report({
         runStartup: startup,
         jwtLogin,
         vaultRead,
+        writeScaling: scaling,
+        events,
       },
       null,
       2,
