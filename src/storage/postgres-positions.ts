@@ -15,7 +15,12 @@
  * running transaction of the whole PostgreSQL cluster, not only Coffer's: should one of them stay open (a
  * session left in a transaction elsewhere), the reader stops waiting after BARRIER_AFTER_MS and takes the
  * barrier — the lock every position-taking writer holds shared, taken exclusive, which waits only for
- * Coffer's writers — and reads L under it.
+ * Coffer's writers — and reads L under it. It asks for that lock for BARRIER_WAIT_MS at most: while it
+ * waits, PostgreSQL queues every writer's shared request behind it, so one Coffer writer held up in its
+ * transaction (a row of the table locked by another session, a server whose connection hangs) would
+ * otherwise hold every write of the store for as long. Not granted in time, the reader goes back to
+ * waiting on the running transactions, and tries the lock again BARRIER_AFTER_MS later; no event is
+ * passed meanwhile.
  */
 import type pg from 'pg';
 import { unavailable } from './postgres-errors.js';
@@ -23,6 +28,10 @@ import { checkout } from './postgres-group.js';
 
 /** How long a reader waits on running transactions before it takes the barrier instead. */
 const BARRIER_AFTER_MS = 200;
+/** How long the barrier's lock is waited for (writers queue behind the wait) before the reader gives up. */
+const BARRIER_WAIT_MS = 100;
+/** lock_not_available: the barrier's lock not granted within BARRIER_WAIT_MS. */
+const LOCK_NOT_AVAILABLE = '55P03';
 /** How often a reader looks again at the running transactions it waits on. */
 const POLL_MS = 2;
 
@@ -77,9 +86,13 @@ export class PostgresPositions {
     // taken before could be a backend's earlier snapshot reused, PostgreSQL 14 on: it may not know the
     // newest ids at all.)
     let waiting = [...(await this.runningIds())].filter((id) => id < below);
-    const until = Date.now() + BARRIER_AFTER_MS;
+    let until = Date.now() + BARRIER_AFTER_MS;
     while (waiting.length > 0) {
-      if (Date.now() >= until) return this.underBarrier();
+      if (Date.now() >= until) {
+        const settled = await this.underBarrier();
+        if (settled !== undefined) return settled;
+        until = Date.now() + BARRIER_AFTER_MS;
+      }
       await new Promise((r) => setTimeout(r, POLL_MS));
       const still = await this.runningIds();
       waiting = waiting.filter((id) => still.has(id));
@@ -94,12 +107,20 @@ export class PostgresPositions {
     return new Set(xip === '' ? [] : xip.split(',').map(BigInt));
   }
 
-  /** The sequence's last value read with every position-taking writer finished and none begun. */
-  private async underBarrier(): Promise<number> {
-    return this.inBarrier(async (client) => {
-      const { rows } = await client.query<{ l: string }>(LAST(this.sequence));
-      return Number(rows[0]!.l);
-    });
+  /**
+   * The sequence's last value read with every position-taking writer finished and none begun; undefined
+   * when the barrier's lock was not granted within BARRIER_WAIT_MS.
+   */
+  private async underBarrier(): Promise<number | undefined> {
+    try {
+      return await this.inBarrier(async (client) => {
+        const { rows } = await client.query<{ l: string }>(LAST(this.sequence));
+        return Number(rows[0]!.l);
+      }, BARRIER_WAIT_MS);
+    } catch (err) {
+      if ((err as { code?: unknown }).code === LOCK_NOT_AVAILABLE) return undefined;
+      throw err;
+    }
   }
 
   async positionsAfter(position: number): Promise<void> {
@@ -110,12 +131,19 @@ export class PostgresPositions {
     });
   }
 
-  /** `work` in a transaction holding the barrier: no writer holds or takes a position meanwhile. */
-  private async inBarrier<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  /**
+   * `work` in a transaction holding the barrier: no writer holds or takes a position meanwhile. With
+   * `waitMs`, the lock is waited for that long at most (then PostgreSQL's lock_not_available, 55P03).
+   */
+  private async inBarrier<T>(
+    work: (client: pg.PoolClient) => Promise<T>,
+    waitMs?: number,
+  ): Promise<T> {
     const { client, release } = await checkout(this.pool);
     let broken = false;
     try {
-      await client.query(`BEGIN; ${this.barrierLock}`);
+      const timeout = waitMs === undefined ? '' : `SET LOCAL lock_timeout = ${Math.ceil(waitMs)}; `;
+      await client.query(`BEGIN; ${timeout}${this.barrierLock}`);
       const result = await work(client);
       await client.query('COMMIT');
       return result;

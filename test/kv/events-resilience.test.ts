@@ -28,6 +28,49 @@ async function lastPosition(c: TestCoffer): Promise<number> {
   return last;
 }
 
+/** A write of `<namespace>/slow` held up in its transaction, and a stream on `namespace` (heldWrite). */
+interface HeldWrite {
+  readonly stream: TestEventStream;
+  /** The held write's answer. */
+  readonly write: Promise<{ status: number }>;
+  /** Lets the held write go on (the other session commits). */
+  release(): Promise<unknown>;
+  end(): Promise<void>;
+}
+
+/**
+ * A stream on `namespace` that has had the first write of `<namespace>/slow`; then another session locks
+ * that key's index row, and the key's next write takes its position in its transaction's first round
+ * trip, then waits in its second, at that row, until `release()`.
+ */
+async function heldWrite(c: TestCoffer, schema: string, namespace: string): Promise<HeldWrite> {
+  const stream = openEventStream(c.url, c.rootToken, `?namespaces=${namespace}`);
+  const holder = new pg.Client({ connectionString: PG_TEST_URL });
+  const end = async () => {
+    stream.close();
+    await holder.query('ROLLBACK').catch(() => undefined);
+    await holder.end();
+  };
+  try {
+    await holder.connect();
+    expect(await opened(stream)).to.equal(200);
+    await c.put(`${namespace}/slow`, 'v1');
+    await stream.until(1);
+    // The reads its change set off are over (a read may follow a change by up to READ_GAP_MS): the
+    // next one is set off by a write that commits while the held one is open.
+    await sleep(100);
+    await holder.query('BEGIN');
+    await holder.query(`SELECT 1 FROM "${schema}".records WHERE k = $1 FOR UPDATE`, [
+      metaKey(namespace, 'slow'),
+    ]);
+    const write = c.put(`${namespace}/slow`, 'v2');
+    return { stream, write, release: () => holder.query('COMMIT'), end };
+  } catch (err) {
+    await end();
+    throw err;
+  }
+}
+
 describe('change events across servers and failures', function () {
   this.timeout(120_000);
 
@@ -86,38 +129,66 @@ describe('change events across servers and failures', function () {
     await requirePostgres(this);
     const schema = testSchema();
     const c = await startTestCoffer({ env: pgEnv(schema) });
-    const s = openEventStream(c.url, c.rootToken, '?namespaces=order');
-    const holder = new pg.Client({ connectionString: PG_TEST_URL });
-    await holder.connect();
+    let held: HeldWrite | undefined;
     try {
-      expect(await opened(s)).to.equal(200);
-      await c.put('order/slow', 'v1');
-      await s.until(1);
-      // The reads its change set off are over (a read may follow a change by up to READ_GAP_MS): the
-      // next one is set off by the write below that commits, while the one before it is still open.
-      await sleep(100);
-      // Another session holds the key's index row: the next write of order/slow takes its position in
-      // its transaction's first round trip, then waits in its second, at that row, until it is let go.
-      await holder.query('BEGIN');
-      await holder.query(`SELECT 1 FROM "${schema}".records WHERE k = $1 FOR UPDATE`, [
-        metaKey('order', 'slow'),
-      ]);
-      const slow = c.put('order/slow', 'v2');
+      held = await heldWrite(c, schema, 'order');
       await sleep(300);
       // A write that took the next position commits meanwhile.
       expect((await c.put('order/fast', 'v1')).status).to.equal(201);
       // Past the reader's wait for running transactions (200 ms) and into its barrier: nothing is sent.
       await sleep(700);
-      expect(s.received).to.have.length(1);
-      await holder.query('COMMIT');
-      expect((await slow).status).to.equal(200);
-      const got = await s.until(3);
+      expect(held.stream.received).to.have.length(1);
+      await held.release();
+      expect((await held.write).status).to.equal(200);
+      const got = await held.stream.until(3);
       expect(got.slice(1).map((e) => e.data.key)).to.deep.equal(['slow', 'fast']);
       inOrder(got);
     } finally {
-      s.close();
-      await holder.query('ROLLBACK').catch(() => undefined);
-      await holder.end();
+      await held?.end();
+      await c.close();
+      await dropTestSchemas();
+    }
+  });
+
+  it('PostgreSQL: a write held up in its transaction holds back the events after it, not the other writes, while a stream waits on it', async function () {
+    await requirePostgres(this);
+    const schema = testSchema();
+    // A statement timeout long enough that the held write outlives the test's window.
+    const c = await startTestCoffer({
+      env: { ...pgEnv(schema), COFFER_PG_STATEMENT_TIMEOUT_MS: '20000' },
+    });
+    let held: HeldWrite | undefined;
+    try {
+      held = await heldWrite(c, schema, 'held');
+      await sleep(250);
+      // A later write commits; the stream's reader waits on the held one, then asks for the barrier.
+      expect((await c.put('held/other', 'v0')).status).to.equal(201);
+      await sleep(300);
+      // Writes go on meanwhile: none waits behind the reader's barrier for the held write to end.
+      let slowest = 0;
+      let written = 0;
+      const until = performance.now() + 800;
+      while (performance.now() < until) {
+        const started = performance.now();
+        const answer = await Promise.race([
+          c.put('held/other', `v${written + 1}`),
+          sleep(1_500).then(() => undefined),
+        ]);
+        slowest = Math.max(slowest, performance.now() - started);
+        if (answer === undefined) break;
+        expect(answer.status).to.equal(200);
+        written++;
+      }
+      // Nothing after the held write's position is sent while it is open.
+      expect(held.stream.received).to.have.length(1);
+      await held.release();
+      expect((await held.write).status).to.equal(200);
+      expect(slowest, 'the slowest write meanwhile (ms)').to.be.below(700);
+      const got = await held.stream.until(3 + written);
+      expect(got[1]!.data).to.include({ key: 'slow', version: 2 });
+      inOrder(got);
+    } finally {
+      await held?.end();
       await c.close();
       await dropTestSchemas();
     }
