@@ -123,12 +123,28 @@ export class PostgresPositions {
     }
   }
 
+  /**
+   * Moves the sequence past `position`, when a server prepares the store (store/event-log.ts). The sequence
+   * only grows, so one already past it is left as it is, with no barrier: every start but the first on a
+   * store copied in. Else it is set under the barrier, asked for as a reader asks for it (BARRIER_WAIT_MS
+   * at a time, BARRIER_AFTER_MS apart): a Coffer write held up elsewhere delays this start, not every
+   * write of the store.
+   */
   async positionsAfter(position: number): Promise<void> {
-    await this.inBarrier(async (client) => {
-      const { rows } = await client.query<{ l: string }>(LAST(this.sequence));
-      if (Number(rows[0]!.l) < position)
-        await client.query('SELECT setval($1::regclass, $2)', [this.sequence, position]);
-    });
+    const { rows } = await this.query<{ l: string }>(LAST(this.sequence));
+    if (Number(rows[0]!.l) >= position) return;
+    for (;;) {
+      try {
+        return await this.inBarrier(async (client) => {
+          const { rows } = await client.query<{ l: string }>(LAST(this.sequence));
+          if (Number(rows[0]!.l) < position)
+            await client.query('SELECT setval($1::regclass, $2)', [this.sequence, position]);
+        }, BARRIER_WAIT_MS);
+      } catch (err) {
+        if ((err as { code?: unknown }).code !== LOCK_NOT_AVAILABLE) throw err;
+      }
+      await new Promise((r) => setTimeout(r, BARRIER_AFTER_MS));
+    }
   }
 
   /**

@@ -7,7 +7,7 @@ import { send } from '../support/http-client.js';
 import { Relay } from '../support/pg-relay.js';
 import { dropTestSchemas, PG_TEST_URL, requirePostgres, testSchema } from '../support/postgres.js';
 import { killAll, serveSettings, startProcess } from '../support/process.js';
-import { pgEnv, twoServersOnPostgres } from '../support/shared-servers.js';
+import { pgEnv, secondServer, twoServersOnPostgres } from '../support/shared-servers.js';
 import { steadyWriter } from '../support/steady-writer.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -189,6 +189,45 @@ describe('change events across servers and failures', function () {
       inOrder(got);
     } finally {
       await held?.end();
+      await c.close();
+      await dropTestSchemas();
+    }
+  });
+
+  it('PostgreSQL: a server starts while a write of another is held up in its transaction, and holds no write back', async function () {
+    await requirePostgres(this);
+    const schema = testSchema();
+    const c = await startTestCoffer({
+      env: { ...pgEnv(schema), COFFER_PG_STATEMENT_TIMEOUT_MS: '20000' },
+    });
+    let held: HeldWrite | undefined;
+    let second: TestCoffer | undefined;
+    try {
+      held = await heldWrite(c, schema, 'start');
+      await sleep(250);
+      const began = performance.now();
+      const starting = secondServer(c, schema, PG_TEST_URL, {
+        COFFER_PG_STATEMENT_TIMEOUT_MS: '20000',
+      });
+      await sleep(300);
+      // A write on the first server while the second prepares the store: not held behind it.
+      const answer = await Promise.race([
+        c.put('start/other', 'v1'),
+        sleep(3_000).then(() => undefined),
+      ]);
+      expect(answer?.status, 'a write while the second server starts').to.equal(201);
+      second = await starting;
+      expect(performance.now() - began, 'the second server’s start (ms)').to.be.below(5_000);
+      await held.release();
+      expect((await held.write).status).to.equal(200);
+      // The second server numbers on after every event: its own write's event comes last.
+      expect((await second.put('start/late', 'v1')).status).to.equal(201);
+      const got = await held.stream.until(4);
+      expect(got.slice(1).map((e) => e.data.key)).to.deep.equal(['slow', 'other', 'late']);
+      inOrder(got);
+    } finally {
+      await held?.end();
+      await second?.close();
       await c.close();
       await dropTestSchemas();
     }
