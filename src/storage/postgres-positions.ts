@@ -116,7 +116,7 @@ export class PostgresPositions {
       return await this.inBarrier(async (client) => {
         const { rows } = await client.query<{ l: string }>(LAST(this.sequence));
         return Number(rows[0]!.l);
-      }, BARRIER_WAIT_MS);
+      });
     } catch (err) {
       if ((err as { code?: unknown }).code === LOCK_NOT_AVAILABLE) return undefined;
       throw err;
@@ -139,7 +139,7 @@ export class PostgresPositions {
           const { rows } = await client.query<{ l: string }>(LAST(this.sequence));
           if (Number(rows[0]!.l) < position)
             await client.query('SELECT setval($1::regclass, $2)', [this.sequence, position]);
-        }, BARRIER_WAIT_MS);
+        });
       } catch (err) {
         if ((err as { code?: unknown }).code !== LOCK_NOT_AVAILABLE) throw err;
       }
@@ -148,18 +148,14 @@ export class PostgresPositions {
   }
 
   /**
-   * `work` in a transaction holding the barrier: no writer holds or takes a position meanwhile. With
-   * `waitMs`, the lock is waited for that long at most (then PostgreSQL's lock_not_available, 55P03).
+   * `work` in a transaction holding the barrier: no writer holds or takes a position meanwhile. The lock
+   * is waited for BARRIER_WAIT_MS at most (then PostgreSQL's lock_not_available, LOCK_NOT_AVAILABLE).
    */
-  private async inBarrier<T>(
-    work: (client: pg.PoolClient) => Promise<T>,
-    waitMs?: number,
-  ): Promise<T> {
+  private async inBarrier<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     const { client, release } = await checkout(this.pool);
     let broken = false;
     try {
-      const timeout = waitMs === undefined ? '' : `SET LOCAL lock_timeout = ${Math.ceil(waitMs)}; `;
-      await client.query(`BEGIN; ${timeout}${this.barrierLock}`);
+      await client.query(`BEGIN; SET LOCAL lock_timeout = ${BARRIER_WAIT_MS}; ${this.barrierLock}`);
       const result = await work(client);
       await client.query('COMMIT');
       return result;
