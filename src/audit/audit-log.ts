@@ -58,6 +58,8 @@ export class AuditLog {
    * streams, a change's entry (any method but GET) is answered once a signed seal follows it (writer.ts).
    */
   async request(fields: AuditFields & { readonly kind: 'request' }): Promise<boolean> {
+    // Its change, if it made one, has ended: the intent's copy may go once the file has the intent.
+    if (typeof fields.request_id === 'string') this.options.journal?.ended(fields.request_id);
     // A change's answer (any method but GET) waits for its line to be under a seal, when the writer seals.
     const change = fields.method !== 'GET';
     return this.write(
@@ -84,7 +86,8 @@ export class AuditLog {
     const copies: RecordWrite[] = [];
     const recorded = await this.settle(async () => {
       const placed = writer.place(entry, this.options.syncEveryEntry ? 'durable' : 'written');
-      copies.push(journal.copyOf(placed.seq, placed.line));
+      const requestId = typeof fields.request_id === 'string' ? fields.request_id : undefined;
+      copies.push(journal.copyOf(placed.seq, placed.line, requestId));
       // Not awaited: the request's own entry, later in the chain, fails if this write does.
       placed.done.catch(() => undefined);
     });

@@ -39,11 +39,16 @@ interface HeldWrite {
 }
 
 /**
- * A stream on `namespace` that has had the first write of `<namespace>/slow`; then another session locks
- * that key's index row, and the key's next write takes its position in its transaction's first round
- * trip, then waits in its second, at that row, until `release()`.
+ * A stream on `namespace` (none with `follow` false) that has had the first write of `<namespace>/slow`;
+ * then another session locks that key's index row, and the key's next write takes its position in its
+ * transaction's first round trip, then waits in its second, at that row, until `release()`.
  */
-async function heldWrite(c: TestCoffer, schema: string, namespace: string): Promise<HeldWrite> {
+async function heldWrite(
+  c: TestCoffer,
+  schema: string,
+  namespace: string,
+  follow = true,
+): Promise<HeldWrite> {
   const stream = openEventStream(c.url, c.rootToken, `?namespaces=${namespace}`);
   const holder = new pg.Client({ connectionString: PG_TEST_URL });
   const end = async () => {
@@ -53,9 +58,10 @@ async function heldWrite(c: TestCoffer, schema: string, namespace: string): Prom
   };
   try {
     await holder.connect();
-    expect(await opened(stream)).to.equal(200);
+    if (follow) expect(await opened(stream)).to.equal(200);
+    else stream.close();
     await c.put(`${namespace}/slow`, 'v1');
-    await stream.until(1);
+    if (follow) await stream.until(1);
     // The reads its change set off are over (a read may follow a change by up to READ_GAP_MS): the
     // next one is set off by a write that commits while the held one is open.
     await sleep(100);
@@ -194,6 +200,40 @@ describe('change events across servers and failures', function () {
     }
   });
 
+  it('PostgreSQL: a write held up in its transaction keeps its intent’s copy until it ends: deleting it waited, and held back the writes grouped with the delete', async function () {
+    await requirePostgres(this);
+    const schema = testSchema();
+    const c = await startTestCoffer({
+      env: { ...pgEnv(schema), COFFER_PG_STATEMENT_TIMEOUT_MS: '20000' },
+    });
+    const watcher = new pg.Client({ connectionString: PG_TEST_URL });
+    await watcher.connect();
+    // No stream: no reader's barrier is asked for.
+    let held: HeldWrite | undefined;
+    try {
+      held = await heldWrite(c, schema, 'journal', false);
+      // Writes after it: the audit file is synced past the held write's intent, and the copies' cleanup
+      // (once a second) runs twice or more meanwhile.
+      const until = performance.now() + 2_500;
+      for (let i = 1; performance.now() < until; i++) {
+        expect((await c.put(`journal/k${i}`, 'v')).status).to.equal(201);
+        await sleep(50);
+      }
+      // Nothing of Coffer's waits for a lock but the held write, which waits for the other session.
+      const { rows } = await watcher.query<{ n: string }>(
+        "SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+      );
+      expect(Number(rows[0]!.n), 'advisory locks waited for').to.equal(0);
+      await held.release();
+      expect((await held.write).status).to.equal(200);
+    } finally {
+      await held?.end();
+      await watcher.end();
+      await c.close();
+      await dropTestSchemas();
+    }
+  });
+
   it('PostgreSQL: a server starts while a write of another is held up in its transaction, and holds no write back', async function () {
     await requirePostgres(this);
     const schema = testSchema();
@@ -201,12 +241,12 @@ describe('change events across servers and failures', function () {
       env: { ...pgEnv(schema), COFFER_PG_STATEMENT_TIMEOUT_MS: '20000' },
     });
     let held: HeldWrite | undefined;
-    let second: TestCoffer | undefined;
+    let starting: Promise<TestCoffer> | undefined;
     try {
       held = await heldWrite(c, schema, 'start');
       await sleep(250);
       const began = performance.now();
-      const starting = secondServer(c, schema, PG_TEST_URL, {
+      starting = secondServer(c, schema, PG_TEST_URL, {
         COFFER_PG_STATEMENT_TIMEOUT_MS: '20000',
       });
       await sleep(300);
@@ -216,7 +256,7 @@ describe('change events across servers and failures', function () {
         sleep(3_000).then(() => undefined),
       ]);
       expect(answer?.status, 'a write while the second server starts').to.equal(201);
-      second = await starting;
+      const second = await starting;
       expect(performance.now() - began, 'the second server’s start (ms)').to.be.below(5_000);
       await held.release();
       expect((await held.write).status).to.equal(200);
@@ -227,7 +267,8 @@ describe('change events across servers and failures', function () {
       inOrder(got);
     } finally {
       await held?.end();
-      await second?.close();
+      // Closed whatever failed, once it has started.
+      await (await starting?.catch(() => undefined))?.close();
       await c.close();
       await dropTestSchemas();
     }
