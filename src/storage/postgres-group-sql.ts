@@ -39,6 +39,14 @@ export function takePositions(sequence: string, count: number): string[] {
   ];
 }
 
+/**
+ * How long a transaction of several writes waits for any one lock before PostgreSQL gives it up
+ * (lock_not_available): a member that needs a key some transaction holds a long while (held up from
+ * outside, or a row of the table locked by another session) would hold back every write grouped with it.
+ * Given up, the group's members run again one by one (postgres-backend.ts), and only that member waits.
+ */
+export const GROUP_LOCK_WAIT_MS = 250;
+
 /** The longest NOTIFY payload sent (PostgreSQL's limit is 8000 bytes). */
 const NOTIFY_PAYLOAD = 7900;
 
@@ -64,13 +72,17 @@ export class GroupSql {
   /**
    * BEGIN, the locks, `positions` taken from `sequence` (postgres-positions.ts) and the read of `keys`, as
    * the statements of one round trip; the read's result is the last, the positions' the one before it.
+   * For a group of several writes (`shared`), each lock is waited for GROUP_LOCK_WAIT_MS at most.
    */
   opening(
     locks: Locks,
     keys: readonly Uint8Array[],
     positions: { readonly sequence: string; readonly count: number },
+    shared = false,
   ): string {
-    const opening = ['BEGIN'];
+    const opening = shared
+      ? ['BEGIN', `SET LOCAL lock_timeout = ${GROUP_LOCK_WAIT_MS}`]
+      : ['BEGIN'];
     if (locks.size > 0) opening.push(this.lockStatement([...locks.values()]));
     if (positions.count > 0) opening.push(...takePositions(positions.sequence, positions.count));
     if (keys.length > 0)

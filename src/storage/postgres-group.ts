@@ -110,7 +110,9 @@ export async function runGroup(
     // One round trip: BEGIN, the locks, the positions and the read, as one simple query of several
     // statements.
     const opened = [
-      await client.query(groupSql.opening(locks, [...keys.values()], { sequence, count })),
+      await client.query(
+        groupSql.opening(locks, [...keys.values()], { sequence, count }, group.length > 1),
+      ),
     ].flat();
     const state = new Map<string, Uint8Array | undefined>();
     if (keys.size > 0)

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
+import pg from 'pg';
 import { type StorageBackend, StorageUnavailableError } from '../../src/storage/backend.js';
 import { PostgresBackend } from '../../src/storage/postgres-backend.js';
 import { eventually } from '../support/eventually.js';
@@ -223,6 +224,43 @@ describe('PostgreSQL backend', function () {
         await backend.close();
       }
     });
+  });
+
+  it('holds back no write behind one that shared its transaction and waits on a lock held elsewhere', async () => {
+    const schema = testSchema();
+    const backend = await open(schema);
+    const holder = new pg.Client({ connectionString: PG_TEST_URL });
+    await holder.connect();
+    try {
+      const put = (key: Buffer, value: string) =>
+        backend.atomic(
+          [key],
+          () => ({
+            writes: [{ op: 'put' as const, key, value: Buffer.from(value) }],
+            result: value,
+          }),
+          [undefined],
+        );
+      const held = Buffer.from('Xheld');
+      await put(held, 'v1');
+      // Another session holds the key's row: a transaction that writes it waits until it lets go.
+      await holder.query('BEGIN');
+      await holder.query(`SELECT 1 FROM "${schema}".records WHERE k = $1 FOR UPDATE`, [held]);
+      // Asked in one turn: one group, one transaction, the held key's write among them.
+      const waiting = put(held, 'v2');
+      const others = Array.from({ length: 10 }, (_, i) => put(Buffer.from(`Xother${i}`), 'v'));
+      const answered = await Promise.race([
+        Promise.all(others),
+        new Promise<undefined>((r) => setTimeout(() => r(undefined), 3_000)),
+      ]);
+      expect(answered, 'the other writes, while the held key is held').to.have.length(10);
+      await holder.query('COMMIT');
+      expect(await waiting).to.equal('v2');
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      await holder.end();
+      await backend.close();
+    }
   });
 
   it('fails alone a write the database refuses, not the others that shared its transaction', async () => {
