@@ -70,6 +70,8 @@ async function heldWrite(
       metaKey(namespace, 'slow'),
     ]);
     const write = c.put(`${namespace}/slow`, 'v2');
+    // Should the test fail before it awaits the write, the write settles as the server closes.
+    write.catch(() => undefined);
     return { stream, write, release: () => holder.query('COMMIT'), end };
   } catch (err) {
     await end();
