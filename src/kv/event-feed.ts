@@ -17,7 +17,8 @@ const KEEP = 4096;
  * reads wait for the settled position: on PostgreSQL, several round trips: postgres-positions.ts): while
  * changes come faster than that, one read serves all of them, and an event waits at most this much
  * longer. Without it, each change made a read of its own and a check of each stream's token: 1,000 writes
- * a second for 10 s, 35,338 transactions in the database (the writes' own among them); 17,737 spaced.
+ * a second for 10 s, 35,338 transactions in the database (the writes' own among them); 17,737 spaced
+ * (one run each).
  */
 export const READ_GAP_MS = 10;
 
