@@ -7,7 +7,11 @@
  * of the rounds against issue #42's targets, and writes JSON to bench/results/. Installs etcd-server, etcd-client and
  * wrk from Debian when missing, and stops everything it started.
  *
- *   npm run bench:etcd -- [--seconds 10] [--connections 32] [--rounds 3] [--only read|write]
+ * Before the rounds of a case, each system takes `--warm-up` seconds of that case's load (default 10):
+ * Coffer's JIT was still optimizing and deoptimizing its write path 12 s into a load on a slow machine
+ * (2026-11-27, `--trace-opt`/`--trace-deopt`), so with 1 s the first round measured it half-warm.
+ *
+ *   npm run bench:etcd -- [--seconds 10] [--connections 32] [--rounds 3] [--warm-up 10] [--only read|write]
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -29,12 +33,14 @@ const { values: args } = parseArgs({
     seconds: { type: 'string', default: '10' },
     connections: { type: 'string', default: '32' },
     rounds: { type: 'string', default: '3' },
+    'warm-up': { type: 'string', default: '10' },
     only: { type: 'string' },
   },
 });
 const seconds = Number(args.seconds);
 const connections = Number(args.connections);
 const rounds = Number(args.rounds);
+const warmUp = Number(args['warm-up']);
 const only = args.only as string | undefined;
 const VALUE = 'p'.repeat(64);
 const CLIENT = 'http://127.0.0.1:23790';
@@ -193,7 +199,7 @@ export async function runEtcdComparison(): Promise<EtcdRun> {
       if (only !== undefined && only !== name) continue;
       const pair = cases[name];
       for (const { url, lua } of Object.values(pair))
-        await runWrk({ url, lua, connections, seconds: 1 }); // warm-up
+        await runWrk({ url, lua, connections, seconds: warmUp });
       for (let round = 1; round <= rounds; round++) {
         const results: Partial<Record<'coffer' | 'etcd' | 'ceiling', LoadResult>> = {};
         for (const system of Object.keys(pair) as ('coffer' | 'etcd' | 'ceiling')[]) {
@@ -264,7 +270,7 @@ export async function runEtcdComparison(): Promise<EtcdRun> {
 }
 
 export function etcdHeader(): string {
-  return `etcd 3.4 with authentication on, both on loopback; wrk ${connections} connections, ${seconds} s per run, ${rounds} rounds A B A B (reads A B C, C a bare node:http cluster of as many workers answering a fixed body); Coffer with ${availableParallelism()} workers`;
+  return `etcd 3.4 with authentication on, both on loopback; wrk ${connections} connections, ${seconds} s per run after a ${warmUp}-s warm-up of each, ${rounds} rounds A B A B (reads A B C, C a bare node:http cluster of as many workers answering a fixed body); Coffer with ${availableParallelism()} workers`;
 }
 
 export function etcdMarkdown(run: EtcdRun): string {
