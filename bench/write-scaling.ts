@@ -42,7 +42,7 @@ export interface WriteScalingRound {
 const WANTED = 1.5;
 const OF_CEILING = 0.9;
 /** Seconds of writes each server takes before the rounds. */
-const WARM_UP_S = 4;
+const WARM_UP_S = 15;
 
 export async function writeScaling(
   root: string,
@@ -87,7 +87,8 @@ export async function writeScaling(
       };
     };
     // Warm-up: JIT, caches, the LMDB file's first growth. One second left the 2-worker server cold in the
-    // first round on a slow machine (2026-11-27: 0.87× one worker, then 1.34–1.59×).
+    // first round on a slow machine (2026-11-27: 0.87× one worker, then 1.34–1.59×), where V8 was still
+    // optimizing the write path 12 s into a load.
     for (const workers of counts) await load(workers, WARM_UP_S);
     await loadApart(WARM_UP_S);
     console.log(
