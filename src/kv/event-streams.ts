@@ -29,8 +29,8 @@ export interface StreamAudit {
 }
 
 export class EventStreams {
-  /** This process's one reader of the log, for all its streams. */
-  private readonly feed: EventFeed;
+  /** This process's one reader of the log, for all its streams and its webhooks' deliveries. */
+  readonly feed: EventFeed;
   private readonly checks = new CallerChecks();
 
   constructor(

@@ -46,6 +46,7 @@ export const kvFeature: Feature<{
     });
     const delivery = {
       log: records.events,
+      feed: streams.feed,
       records: records.webhooks,
       changes,
       audit,

@@ -7,6 +7,11 @@
  * crash or a change of the delivering process repeats at most the last second's messages, with the same
  * webhook-id (at least once, never lost). Every attempt is one audit entry; a receiver that starts or stops
  * failing is one line in the server's log.
+ *
+ * Woken by a change, a delivery reads through the process's event feed (kv/event-feed.ts), which the
+ * event streams share: one read of the log serves every webhook and stream woken by the same changes
+ * (spaced on PostgreSQL, where a read waits for the settled position). Not woken — its first read, and
+ * each IDLE_MS of quiet — it reads the log itself, so news the process missed is found all the same.
  */
 import { randomInt } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -14,6 +19,7 @@ import { type NamespacePattern, parsePattern } from '../../auth/patterns.js';
 import type { EventKindName } from '../../model/kv-operations.js';
 import type { EventLog, StoredEvent } from '../../store/event-log.js';
 import type { WebhookRecord, WebhookRecords } from '../../store/webhook-records.js';
+import type { EventFeed } from '../event-feed.js';
 import { type EventFilter, kindName, messageOf, selects } from '../event-stream.js';
 import type { Hold } from '../key-changes.js';
 import { parseDestination } from './destination.js';
@@ -35,6 +41,8 @@ export interface WebhookAudit {
 
 export interface DeliveryDeps {
   readonly log: EventLog;
+  /** The process's one reader of the log's newest events, shared with the event streams. */
+  readonly feed: Pick<EventFeed, 'after'>;
   readonly records: Pick<WebhookRecords, 'cursor' | 'advance'>;
   readonly audit: WebhookAudit | undefined;
   readonly logger: Logger;
@@ -85,6 +93,8 @@ export class WebhookDelivery {
   /** Its run ended on its own (the storage failed it): the dispatcher starts it again. */
   ended = false;
   private readonly filter: EventFilter;
+  /** Whether the last wait ended on a change (read through the feed) or not (read the log itself). */
+  private woken = false;
 
   constructor(
     readonly name: string,
@@ -160,7 +170,7 @@ export class WebhookDelivery {
         }
         if (events.length < PAGE) {
           await this.save();
-          await this.follow.next(Date.now() + IDLE_MS, this.stopping.signal);
+          this.woken = await this.follow.next(Date.now() + IDLE_MS, this.stopping.signal);
         }
       }
     } finally {
@@ -180,7 +190,8 @@ export class WebhookDelivery {
   /** The next page of events, or undefined after the storage failed to give it (tried again shortly). */
   private async read(): Promise<StoredEvent[] | undefined> {
     try {
-      return await this.deps.log.after(this.cursor, PAGE);
+      const reader = this.woken ? this.deps.feed : this.deps.log;
+      return await reader.after(this.cursor, PAGE);
     } catch (err) {
       this.deps.logger.warn(
         { event: 'webhook.read_failed', webhook: this.name, reason: (err as Error).message },
