@@ -158,6 +158,8 @@ export class EventStream {
   ): Promise<'gone' | 'closed' | 'unauthorized' | 'integrity_error'> {
     this.reached = position;
     try {
+      // What a sibling worker changes reaches this process once its relay has taken the stream's wait.
+      await hold.ready;
       for (;;) {
         let events: StoredEvent[];
         try {

@@ -23,9 +23,20 @@ export interface KeyRef {
 export interface KeyPeers {
   publish(ref: KeyRef): void;
   subscribe(listener: (ref: KeyRef) => void): void;
+  /**
+   * This process holds waits at `where` (wakesOf) now, or no longer: its siblings' changes are relayed to
+   * it only where it does (server/change-relay.ts). Resolves once the relay has taken it.
+   */
+  interest?(where: string, held: boolean): Promise<void>;
 }
 
 export interface Hold {
+  /**
+   * Resolves once the changes this hold waits for reach this process from its siblings too (at once in a
+   * process without siblings): read what the wait is for only after it, or a sibling's change made in
+   * between could wake no one.
+   */
+  readonly ready: Promise<void>;
   /** Resolves true once woken (at once if woken since the last call), false at `deadline` or when aborted or closed. */
   next(deadline: number, signal?: AbortSignal): Promise<boolean>;
   release(): void;
@@ -60,6 +71,7 @@ export async function untilChanged<T>(
   if (!changes) throw new AppError('internal', 'waiting for a change is not set up');
   const hold = changes.hold(namespace, key, limit.holder);
   try {
+    await hold.ready;
     for (;;) {
       const answer = await attempt();
       if (answer !== undefined) return answer;
@@ -73,6 +85,9 @@ export async function untilChanged<T>(
 /** Tells the other processes that a key changed here. */
 export type Publish = (ref: KeyRef) => void;
 
+/** Tells the other processes' relay where this process holds waits (KeyPeers.interest). */
+export type Interest = (where: string, held: boolean) => Promise<void>;
+
 interface Waiter {
   woken: boolean;
   wake: (() => void) | undefined;
@@ -82,6 +97,12 @@ const NAMESPACE = '\u0001ns';
 /** Where a hold for every change is kept (an event stream's: kv/event-stream.ts). */
 const EVERY = '\u0002every';
 const id = (namespace: string, key: string): string => `${namespace}\u0000${key}`;
+const RESOLVED = Promise.resolve();
+
+/** Where the waits a change to `ref` wakes are held: its key's, its namespace's, and every change's. */
+export function wakesOf({ namespace, key }: KeyRef): string[] {
+  return [id(namespace, key), id(namespace, NAMESPACE), EVERY];
+}
 
 export class KeyChanges {
   private readonly waiters = new Map<string, Set<Waiter>>();
@@ -91,10 +112,14 @@ export class KeyChanges {
   /** Waits held per token and per client address. */
   private readonly byToken = new Map<string, number>();
   private readonly byAddress = new Map<string, number>();
+  /** Per place waited at, when the siblings' relay has taken this process's interest in it. */
+  private readonly ready = new Map<string, Promise<void>>();
 
   constructor(
     private readonly max: number,
     private readonly publish: Publish = () => undefined,
+    /** Where siblings are told of this process's waits; none in a process without siblings. */
+    private readonly interest?: Interest,
   ) {}
 
   /** The server is stopping: no new wait, and those held are answered. */
@@ -159,8 +184,12 @@ export class KeyChanges {
 
   private register(where: string, released: () => void): Hold {
     const waiter: Waiter = { woken: false, wake: undefined };
-    const set = this.waiters.get(where) ?? new Set<Waiter>();
-    this.waiters.set(where, set);
+    let set = this.waiters.get(where);
+    if (!set) {
+      set = new Set<Waiter>();
+      this.waiters.set(where, set);
+      this.announce(where, true);
+    }
     set.add(waiter);
     let done = false;
     // One timer and one abort listener per hold, kept from one wait to the next: an event stream waits
@@ -184,7 +213,9 @@ export class KeyChanges {
       timerAt = until;
       timer = setTimeout(onTimer, Math.max(0, until - Date.now()));
     };
+    const waiting = set;
     return {
+      ready: this.ready.get(where) ?? RESOLVED,
       next: (deadline, signal) => {
         if (waiter.woken) {
           waiter.woken = false;
@@ -217,10 +248,37 @@ export class KeyChanges {
         heard?.removeEventListener('abort', onAbort);
         heard = undefined;
         released();
-        set.delete(waiter);
-        if (set.size === 0 && this.waiters.get(where) === set) this.waiters.delete(where);
+        waiting.delete(waiter);
+        if (waiting.size === 0 && this.waiters.get(where) === waiting) {
+          this.waiters.delete(where);
+          this.announce(where, false);
+        }
       },
     };
+  }
+
+  /**
+   * Tells the siblings' relay that waits at `where` are held here now, or no longer. Once it has taken an
+   * interest, the listeners hear of a change (the event feed reads again): a sibling's change made before
+   * then was not relayed here.
+   */
+  private announce(where: string, held: boolean): void {
+    if (!this.interest) return;
+    const taken = this.interest(where, held);
+    if (!held) {
+      this.ready.delete(where);
+      taken.catch(() => undefined);
+      return;
+    }
+    this.ready.set(
+      where,
+      taken.then(
+        () => {
+          for (const listener of this.listeners) listener();
+        },
+        () => undefined,
+      ),
+    );
   }
 
   /** Tells `listener` of every change, before any waiter is woken (the event feed: event-feed.ts). */
@@ -258,9 +316,9 @@ export class KeyChanges {
     this.heardAll();
   }
 
-  private wake({ namespace, key }: KeyRef): void {
+  private wake(ref: KeyRef): void {
     for (const listener of this.listeners) listener();
-    for (const where of [id(namespace, key), id(namespace, NAMESPACE), EVERY]) {
+    for (const where of wakesOf(ref)) {
       const set = this.waiters.get(where);
       if (set) for (const waiter of set) this.signal(waiter);
     }

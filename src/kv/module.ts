@@ -26,8 +26,16 @@ export const kvFeature: Feature<{
 }> = {
   name: 'kv',
   open({ config, options, records, keyring, metrics, now, audit, log, events }) {
-    const changes = new KeyChanges(config.max_waits, (ref) => options.peers?.publish(ref));
-    options.peers?.subscribe((ref) => changes.heard(ref));
+    const peers = options.peers;
+    const changes = new KeyChanges(
+      config.max_waits,
+      (ref) => peers?.publish(ref),
+      peers?.interest && ((where, held) => peers.interest!(where, held)),
+    );
+    options.peers?.subscribe((ref) => {
+      metrics.kvChangesRelayed.inc();
+      changes.heard(ref);
+    });
     const stopHearing = records.kv.onChange((ref) =>
       ref === undefined ? changes.heardAll() : changes.heard(ref),
     );

@@ -106,6 +106,8 @@ export class CofferMetrics {
   private readonly requests: StatusCounter;
   private readonly durations: LabelledHistogram;
   private readonly authFailures: Counter;
+  /** Changes another worker of this server made that were relayed to this one (server/change-relay.ts). */
+  readonly kvChangesRelayed: Counter;
   readonly auditWrite: LabelledHistogram;
   /** A storage write from asked for to durable; and the writes each commit made durable together. */
   readonly storageWrite: LabelledHistogram;
@@ -157,6 +159,11 @@ export class CofferMetrics {
     this.authFailures = new Counter({
       name: 'coffer_auth_failures_total',
       help: 'Authentications refused (401)',
+      registers,
+    });
+    this.kvChangesRelayed = new Counter({
+      name: 'coffer_kv_changes_relayed_total',
+      help: 'Changes made by another worker of this server and relayed to this one, which holds a wait they wake',
       registers,
     });
     const sources = this.sources;

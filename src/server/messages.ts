@@ -5,6 +5,18 @@ export type KeyChanged = {
   readonly namespace: string;
   readonly key: string;
 };
+/**
+ * A worker now holds waits at `where` (kv/key-changes.ts `wakesOf`), or no longer: the supervisor relays a
+ * change only to the workers that hold a wait it wakes, and acknowledges each such message (`id`) once it
+ * has taken it, so that a worker reads only after its interest counts.
+ */
+export type KeyInterest = {
+  readonly type: 'kv.interest';
+  readonly where: string;
+  readonly held: boolean;
+  readonly id: number;
+};
+export type KeyInterestTaken = { readonly type: 'kv.interest.taken'; readonly id: number };
 /** The server's metrics, asked for by a worker (for GET /v1/sys/metrics) and answered by the supervisor. */
 export type MetricsRequest = { readonly type: 'metrics.request'; readonly id: number };
 export type MetricsAnswer = {
@@ -16,5 +28,10 @@ export type MetricsAnswer = {
 export type WorkerMessage =
   | { readonly type: 'ready'; readonly url: string }
   | KeyChanged
+  | KeyInterest
   | MetricsRequest;
-export type SupervisorMessage = { readonly type: 'shutdown' } | KeyChanged | MetricsAnswer;
+export type SupervisorMessage =
+  | { readonly type: 'shutdown' }
+  | KeyChanged
+  | KeyInterestTaken
+  | MetricsAnswer;

@@ -18,6 +18,7 @@ import {
   type ScheduledSnapshots,
   startScheduledSnapshots,
 } from '../operator/scheduled-snapshots.js';
+import { ChangeRelay } from './change-relay.js';
 import { workerExecArgv } from './collector-flags.js';
 import type { SupervisorMessage, WorkerMessage } from './messages.js';
 import { clusterMetrics } from './metrics-cluster.js';
@@ -67,6 +68,8 @@ export async function runSupervisor(
   // A message to a worker that has just died fails; its 'exit' is handled below, the failure is no news.
   const tell = (worker: Worker, message: SupervisorMessage): void =>
     void worker.send(message, undefined, undefined, () => undefined);
+  /** Where each worker holds waits: a change is relayed only to those it wakes. */
+  const relay = new ChangeRelay<Worker>();
 
   const fork = (): Worker => {
     const worker = cluster.fork();
@@ -89,17 +92,21 @@ export async function runSupervisor(
           (err: unknown) =>
             tell(worker, { type: 'metrics.answer', id, error: (err as Error).message }),
         );
+      } else if (message?.type === 'kv.interest') {
+        relay.interest(worker, message.where, message.held);
+        tell(worker, { type: 'kv.interest.taken', id: message.id });
       } else if (message?.type === 'kv.changed') {
-        // A key one worker changed wakes the waits of the others (kv/key-changes.ts).
+        // A key one worker changed wakes the waits the others hold on it (kv/key-changes.ts).
         const { namespace, key } = message;
-        for (const other of serving)
-          if (other !== worker && other.isConnected())
+        for (const other of relay.targets(worker, { namespace, key }))
+          if (serving.has(other) && other.isConnected())
             tell(other, { type: 'kv.changed', namespace, key });
       }
     });
     worker.on('exit', (code, signal) => {
       live.delete(worker);
       serving.delete(worker);
+      relay.gone(worker);
       if (stopping) return;
       if (!started) {
         log.fatal({ code, signal }, 'a worker failed to start; stopping');

@@ -15,6 +15,15 @@ export async function runWorker(config: CofferConfig, log: Logger): Promise<void
     void process.send?.(message, undefined, undefined, () => undefined);
   const heard = new Set<(ref: { namespace: string; key: string }) => void>();
   const metricsAnswers = new Set<(answer: MetricsAnswer) => void>();
+  /** Interests told to the supervisor, by id, until it has taken them (server/change-relay.ts). */
+  const interests = new Map<number, () => void>();
+  let lastInterest = 0;
+  const interest = (where: string, held: boolean): Promise<void> =>
+    new Promise((resolve) => {
+      const id = ++lastInterest;
+      interests.set(id, resolve);
+      send({ type: 'kv.interest', where, held, id });
+    });
 
   let app: RunningCoffer | undefined;
   let stopping = false;
@@ -37,10 +46,18 @@ export async function runWorker(config: CofferConfig, log: Logger): Promise<void
     if (message?.type === 'shutdown') stop();
     else if (message?.type === 'kv.changed')
       for (const listener of heard) listener({ namespace: message.namespace, key: message.key });
-    else if (message?.type === 'metrics.answer')
+    else if (message?.type === 'kv.interest.taken') {
+      interests.get(message.id)?.();
+      interests.delete(message.id);
+    } else if (message?.type === 'metrics.answer')
       for (const listener of metricsAnswers) listener(message);
   });
-  process.on('disconnect', stop);
+  process.on('disconnect', () => {
+    // No supervisor, no siblings: nothing is relayed any more, and no wait need wait for it.
+    for (const taken of interests.values()) taken();
+    interests.clear();
+    stop();
+  });
   process.on('SIGTERM', stop);
   // Ctrl-C reaches the whole process group; the supervisor coordinates the shutdown.
   process.on('SIGINT', () => undefined);
@@ -51,6 +68,7 @@ export async function runWorker(config: CofferConfig, log: Logger): Promise<void
     peers: {
       publish: ({ namespace, key }) => send({ type: 'kv.changed', namespace, key }),
       subscribe: (listener) => heard.add(listener),
+      interest,
     },
     serverMetrics: workerMetrics(send, metricsAnswers),
   });

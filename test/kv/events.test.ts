@@ -3,6 +3,7 @@ import { EVENT_POSITION_KEY, EVENTS_RANGE, eventKey, positionOf } from '../../sr
 import { auditLines } from '../support/audit-lines.js';
 import { onEachBackend } from '../support/each-backend.js';
 import { openEventStream, opened, type TestEventStream } from '../support/event-stream.js';
+import { eventually } from '../support/eventually.js';
 import type { TestCoffer } from '../support/harness.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -191,6 +192,12 @@ describe('change events: GET /v1/events, a resumable stream of what the caller m
       await c.put('ev/tamper/k', 'v');
       const [event] = await first.until(1);
       first.close();
+      // The server has seen the stream go (else the change below could wake it, and its record be read
+      // before it is changed: seen on PostgreSQL, 2026-11-27).
+      await eventually(
+        async () => /^coffer_kv_waits_held 0$/m.test((await c.call('GET', '/v1/sys/metrics')).text),
+        { what: 'the closed stream gone from the server', interval: 10 },
+      );
       // The next change, made while no stream reads: its record is first read after it was changed. (A
       // record already read and checked is served from the process's memory: event-feed.ts.)
       await c.put('ev/tamper/k', 'v2');

@@ -1,6 +1,7 @@
 import { request } from 'node:http';
 import { expect } from 'chai';
 import { auditLines } from '../support/audit-lines.js';
+import { openEventStream, opened, type TestEventStream } from '../support/event-stream.js';
 import { eventually } from '../support/eventually.js';
 import { startTestCoffer, type TestCoffer } from '../support/harness.js';
 import { send } from '../support/http-client.js';
@@ -303,6 +304,46 @@ describe('waiting for a change (wait_after, If-None-Match)', function () {
           expect(wait.at - written.at).to.be.below(100);
         }
       } finally {
+        await server.stop();
+      }
+    });
+  });
+
+  describe('relayed between workers only where a wait is held', () => {
+    /** The changes relayed to the server's workers so far (summed over them). */
+    const relayed = async (url: string, root: string): Promise<number> =>
+      Number(
+        /^coffer_kv_changes_relayed_total (\d+)$/m.exec(
+          String((await send(url, 'GET', '/v1/sys/metrics', root)).body),
+        )?.[1],
+      );
+
+    it('tells no worker of writes while none holds a wait, and every open event stream gets every write, whichever worker took it', async () => {
+      const { env, root } = serveSettings(2);
+      const server = await startProcess(env);
+      const streams: TestEventStream[] = [];
+      try {
+        for (let i = 0; i < 20; i++)
+          await send(server.url, 'PUT', `/v1/kv/quiet/k${i}`, root, { value: 'v', type: 'secret' });
+        expect(await relayed(server.url, root)).to.equal(0);
+        // Streams on both workers, most likely (connections go where the kernel puts them).
+        for (let i = 0; i < 4; i++) streams.push(openEventStream(server.url, root));
+        for (const stream of streams) expect(await opened(stream)).to.equal(200);
+        // Each stream is answered once its wait is held (and taken by the supervisor).
+        await untilHeld(
+          async () => String((await send(server.url, 'GET', '/v1/sys/metrics', root)).body),
+          4,
+        );
+        for (let i = 0; i < 20; i++)
+          await send(server.url, 'PUT', `/v1/kv/loud/k${i}`, root, { value: 'v', type: 'secret' });
+        for (const stream of streams) {
+          const got = await stream.until(20, 5_000);
+          expect(got.map((e) => e.data.key)).to.deep.equal(
+            Array.from({ length: 20 }, (_, i) => `k${i}`),
+          );
+        }
+      } finally {
+        for (const stream of streams) stream.close();
         await server.stop();
       }
     });

@@ -142,6 +142,8 @@ export class WebhookDelivery {
 
   private async run(): Promise<void> {
     const { log, records } = this.deps;
+    // What a sibling worker changes reaches this process once its relay has taken the delivery's wait.
+    await this.follow.ready;
     const { last } = await log.horizon();
     const stored = await records.cursor(this.name, this.record.id);
     // A cursor past the log's last position: the store was put back to an older state. What is numbered
