@@ -23,7 +23,9 @@ import type { KeyringHolder } from './store/keyring-store.js';
 import type { Records, Store } from './store/store.js';
 
 export type { StartOptions } from './api/feature.js';
-export type { KeyPeers } from './kv/key-changes.js';
+export type { KeyPeers, KeyRef } from './kv/key-changes.js';
+/** Where the waits a key's change wakes are held: the supervisor relays a change to the workers holding them. */
+export { wakesOf } from './kv/key-changes.js';
 
 export interface RunningCoffer {
   readonly server: Server;

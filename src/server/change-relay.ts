@@ -9,7 +9,7 @@
  * meanwhile is not lost: either it reached the supervisor after the interest, and is relayed, or before,
  * and the worker's first read, which comes after the answer to its interest, finds it.
  */
-import { type KeyRef, wakesOf } from '../kv/key-changes.js';
+import { type KeyRef, wakesOf } from '../app.js';
 
 export class ChangeRelay<W> {
   /** Per worker, where it holds waits. */
