@@ -30,9 +30,9 @@ export const kvFeature: Feature<{
     const changes = new KeyChanges(
       config.max_waits,
       (ref) => peers?.publish(ref),
-      peers?.interest && ((where, held) => peers.interest!(where, held)),
+      peers?.interest?.bind(peers),
     );
-    options.peers?.subscribe((ref) => {
+    peers?.subscribe((ref) => {
       metrics.kvChangesRelayed.inc();
       changes.heard(ref);
     });
