@@ -37,3 +37,8 @@ const RETRY_CODES = new Set(['40001', '40P01']);
 export function isRetryable(err: unknown): boolean {
   return RETRY_CODES.has((err as { code?: unknown }).code as string);
 }
+
+/** Whether `err` is lock_not_available (55P03): a lock not granted within the transaction's lock_timeout. */
+export function isLockNotAvailable(err: unknown): boolean {
+  return (err as { code?: unknown }).code === '55P03';
+}

@@ -23,15 +23,13 @@
  * passed meanwhile.
  */
 import type pg from 'pg';
-import { unavailable } from './postgres-errors.js';
+import { isLockNotAvailable, unavailable } from './postgres-errors.js';
 import { checkout } from './postgres-group.js';
 
 /** How long a reader waits on running transactions before it takes the barrier instead. */
 const BARRIER_AFTER_MS = 200;
 /** How long the barrier's lock is waited for (writers queue behind the wait) before the reader gives up. */
 const BARRIER_WAIT_MS = 100;
-/** lock_not_available: the barrier's lock not granted within BARRIER_WAIT_MS. */
-const LOCK_NOT_AVAILABLE = '55P03';
 /** How often a reader looks again at the running transactions it waits on. */
 const POLL_MS = 2;
 
@@ -118,7 +116,7 @@ export class PostgresPositions {
         return Number(rows[0]!.l);
       });
     } catch (err) {
-      if ((err as { code?: unknown }).code === LOCK_NOT_AVAILABLE) return undefined;
+      if (isLockNotAvailable(err)) return undefined;
       throw err;
     }
   }
@@ -141,7 +139,7 @@ export class PostgresPositions {
             await client.query('SELECT setval($1::regclass, $2)', [this.sequence, position]);
         });
       } catch (err) {
-        if ((err as { code?: unknown }).code !== LOCK_NOT_AVAILABLE) throw err;
+        if (!isLockNotAvailable(err)) throw err;
       }
       await new Promise((r) => setTimeout(r, BARRIER_AFTER_MS));
     }
@@ -149,7 +147,7 @@ export class PostgresPositions {
 
   /**
    * `work` in a transaction holding the barrier: no writer holds or takes a position meanwhile. The lock
-   * is waited for BARRIER_WAIT_MS at most (then PostgreSQL's lock_not_available, LOCK_NOT_AVAILABLE).
+   * is waited for BARRIER_WAIT_MS at most (then PostgreSQL's lock_not_available: isLockNotAvailable).
    */
   private async inBarrier<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     const { client, release } = await checkout(this.pool);
