@@ -21,7 +21,8 @@ export interface KeyRef {
 /** One held request's registration. */
 /** How a server process tells its siblings of a key it changed, and hears of theirs. */
 export interface KeyPeers {
-  publish(ref: KeyRef): void;
+  /** Tells the siblings of a change this process made; false when none needed telling (none waits). */
+  publish(ref: KeyRef): boolean;
   subscribe(listener: (ref: KeyRef) => void): void;
   /**
    * This process holds waits at `where` (wakesOf) now, or no longer: its siblings' changes are relayed to

@@ -29,7 +29,9 @@ export const kvFeature: Feature<{
     const peers = options.peers;
     const changes = new KeyChanges(
       config.max_waits,
-      (ref) => peers?.publish(ref),
+      (ref) => {
+        if (peers?.publish(ref)) metrics.kvChangesPublished.inc();
+      },
       peers?.interest?.bind(peers),
     );
     peers?.subscribe((ref) => {

@@ -108,6 +108,8 @@ export class CofferMetrics {
   private readonly authFailures: Counter;
   /** Changes another worker of this server made that were relayed to this one (server/change-relay.ts). */
   readonly kvChangesRelayed: Counter;
+  /** Changes this worker made and sent to the supervisor, as another worker held a wait (server/change-senders.ts). */
+  readonly kvChangesPublished: Counter;
   readonly auditWrite: LabelledHistogram;
   /** A storage write from asked for to durable; and the writes each commit made durable together. */
   readonly storageWrite: LabelledHistogram;
@@ -164,6 +166,11 @@ export class CofferMetrics {
     this.kvChangesRelayed = new Counter({
       name: 'coffer_kv_changes_relayed_total',
       help: 'Changes made by another worker of this server and relayed to this one, which holds a wait they wake',
+      registers,
+    });
+    this.kvChangesPublished = new Counter({
+      name: 'coffer_kv_changes_published_total',
+      help: 'Changes made by this worker and sent to the supervisor, while another worker held a wait',
       registers,
     });
     const sources = this.sources;

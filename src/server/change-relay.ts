@@ -32,6 +32,12 @@ export class ChangeRelay<W> {
     this.interests.delete(worker);
   }
 
+  /** Whether a worker other than `worker` holds any wait: only then need `worker` tell of its changes. */
+  waitsBesides(worker: W): boolean {
+    for (const holder of this.interests.keys()) if (holder !== worker) return true;
+    return false;
+  }
+
   /** The workers, other than `from`, that hold a wait `ref`'s change wakes. */
   targets(from: W, ref: KeyRef): W[] {
     const wakes = wakesOf(ref);

@@ -17,6 +17,17 @@ export type KeyInterest = {
   readonly id: number;
 };
 export type KeyInterestTaken = { readonly type: 'kv.interest.taken'; readonly id: number };
+/**
+ * Whether another worker holds a wait now (server/change-senders.ts): a worker sends its changes to the
+ * supervisor only while one does. Every notice is acknowledged (`id`), so that the supervisor answers a
+ * worker's interest only once every other worker knows to send.
+ */
+export type SiblingsWait = {
+  readonly type: 'kv.siblings';
+  readonly waiting: boolean;
+  readonly id: number;
+};
+export type SiblingsWaitTaken = { readonly type: 'kv.siblings.taken'; readonly id: number };
 /** The server's metrics, asked for by a worker (for GET /v1/sys/metrics) and answered by the supervisor. */
 export type MetricsRequest = { readonly type: 'metrics.request'; readonly id: number };
 export type MetricsAnswer = {
@@ -29,9 +40,11 @@ export type WorkerMessage =
   | { readonly type: 'ready'; readonly url: string }
   | KeyChanged
   | KeyInterest
+  | SiblingsWaitTaken
   | MetricsRequest;
 export type SupervisorMessage =
   | { readonly type: 'shutdown' }
   | KeyChanged
   | KeyInterestTaken
+  | SiblingsWait
   | MetricsAnswer;

@@ -19,6 +19,7 @@ import {
   startScheduledSnapshots,
 } from '../operator/scheduled-snapshots.js';
 import { ChangeRelay } from './change-relay.js';
+import { ChangeSenders } from './change-senders.js';
 import { workerExecArgv } from './collector-flags.js';
 import type { SupervisorMessage, WorkerMessage } from './messages.js';
 import { clusterMetrics } from './metrics-cluster.js';
@@ -70,6 +71,8 @@ export async function runSupervisor(
     void worker.send(message, undefined, undefined, () => undefined);
   /** Where each worker holds waits: a change is relayed only to those it wakes. */
   const relay = new ChangeRelay<Worker>();
+  /** Which workers send their changes at all: only while another worker holds a wait. */
+  const senders = new ChangeSenders<Worker>(relay, tell);
 
   const fork = (): Worker => {
     const worker = cluster.fork();
@@ -82,6 +85,7 @@ export async function runSupervisor(
     worker.on('message', (message: WorkerMessage) => {
       if (message?.type === 'ready') {
         serving.add(worker);
+        senders.ready(worker, serving);
         // A worker that was still starting when the shutdown began is told now: told earlier, before
         // it listened, it would not have heard.
         if (stopping) tell(worker, { type: 'shutdown' });
@@ -94,7 +98,12 @@ export async function runSupervisor(
         );
       } else if (message?.type === 'kv.interest') {
         relay.interest(worker, message.where, message.held);
-        tell(worker, { type: 'kv.interest.taken', id: message.id });
+        // Taken once every other worker that must now send its changes knows it (change-senders.ts).
+        senders.interest(worker, serving, () =>
+          tell(worker, { type: 'kv.interest.taken', id: message.id }),
+        );
+      } else if (message?.type === 'kv.siblings.taken') {
+        senders.taken(worker, message.id);
       } else if (message?.type === 'kv.changed') {
         // A key one worker changed wakes the waits the others hold on it (kv/key-changes.ts).
         const { namespace, key } = message;
@@ -107,6 +116,7 @@ export async function runSupervisor(
       live.delete(worker);
       serving.delete(worker);
       relay.gone(worker);
+      senders.gone(worker, serving);
       if (stopping) return;
       if (!started) {
         log.fatal({ code, signal }, 'a worker failed to start; stopping');

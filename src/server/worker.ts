@@ -18,6 +18,8 @@ export async function runWorker(config: CofferConfig, log: Logger): Promise<void
   /** Interests told to the supervisor, by id, until it has taken them (server/change-relay.ts). */
   const interests = new Map<number, () => void>();
   let lastInterest = 0;
+  /** Whether another worker holds a wait: only then are this worker's changes sent (server/change-senders.ts). */
+  let siblingsWait = true;
   const interest = (where: string, held: boolean): Promise<void> =>
     new Promise((resolve) => {
       const id = ++lastInterest;
@@ -46,7 +48,10 @@ export async function runWorker(config: CofferConfig, log: Logger): Promise<void
     if (message?.type === 'shutdown') stop();
     else if (message?.type === 'kv.changed')
       for (const listener of heard) listener({ namespace: message.namespace, key: message.key });
-    else if (message?.type === 'kv.interest.taken') {
+    else if (message?.type === 'kv.siblings') {
+      siblingsWait = message.waiting;
+      send({ type: 'kv.siblings.taken', id: message.id });
+    } else if (message?.type === 'kv.interest.taken') {
       interests.get(message.id)?.();
       interests.delete(message.id);
     } else if (message?.type === 'metrics.answer')
@@ -66,7 +71,11 @@ export async function runWorker(config: CofferConfig, log: Logger): Promise<void
     log,
     prepare: false,
     peers: {
-      publish: ({ namespace, key }) => send({ type: 'kv.changed', namespace, key }),
+      publish: ({ namespace, key }) => {
+        if (!siblingsWait) return false;
+        send({ type: 'kv.changed', namespace, key });
+        return true;
+      },
       subscribe: (listener) => heard.add(listener),
       interest,
     },

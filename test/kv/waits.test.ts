@@ -310,15 +310,21 @@ describe('waiting for a change (wait_after, If-None-Match)', function () {
   });
 
   describe('relayed between workers only where a wait is held', () => {
-    /** The changes relayed to the server's workers so far (summed over them). */
-    const relayed = async (url: string, root: string): Promise<number> =>
+    /** A counter of the server's workers so far (summed over them). */
+    const counted = async (url: string, root: string, name: string): Promise<number> =>
       Number(
-        /^coffer_kv_changes_relayed_total (\d+)$/m.exec(
+        new RegExp(`^${name} (\\d+)$`, 'm').exec(
           String((await send(url, 'GET', '/v1/sys/metrics', root)).body),
         )?.[1],
       );
+    /** The changes relayed to the server's workers so far. */
+    const relayed = (url: string, root: string): Promise<number> =>
+      counted(url, root, 'coffer_kv_changes_relayed_total');
+    /** The changes the workers sent to the supervisor so far. */
+    const published = (url: string, root: string): Promise<number> =>
+      counted(url, root, 'coffer_kv_changes_published_total');
 
-    it('tells no worker of writes while none holds a wait, and every open event stream gets every write, whichever worker took it', async () => {
+    it('sends and tells no worker of writes while none holds a wait, and every open event stream gets every write, whichever worker took it', async () => {
       const { env, root } = serveSettings(2);
       const server = await startProcess(env);
       const streams: TestEventStream[] = [];
@@ -326,6 +332,8 @@ describe('waiting for a change (wait_after, If-None-Match)', function () {
         for (let i = 0; i < 20; i++)
           await send(server.url, 'PUT', `/v1/kv/quiet/k${i}`, root, { value: 'v', type: 'secret' });
         expect(await relayed(server.url, root)).to.equal(0);
+        // Nor did the workers send them to the supervisor (server/change-senders.ts).
+        expect(await published(server.url, root)).to.equal(0);
         // Streams on both workers, most likely (connections go where the kernel puts them).
         for (let i = 0; i < 4; i++) streams.push(openEventStream(server.url, root));
         for (const stream of streams) expect(await opened(stream)).to.equal(200);
