@@ -2,7 +2,9 @@
  * Turns a presented bearer value into a Principal.
  *
  * - argon2id runs at most once per token value per process: verified values are remembered in a bounded
- *   cache keyed by HMAC-SHA256(per-process random key, value), so the cache never holds a token.
+ *   cache keyed by SHA-256 over a per-process random salt and the value, so the cache never holds a
+ *   token. (It was HMAC-SHA256 under a per-process key: the same protection here — the salt, like that key,
+ *   is in the same memory as the cache — at three times the cost, 1.6 against 0.47 µs a request.)
  *   Concurrent first uses of one value share a single verification.
  * - Every request still reads the token's record, so revocation and expiry apply on the very next request;
  *   a principal is made again when the roles in force changed (a runtime role edited or deleted, a login
@@ -12,7 +14,7 @@
  * - Values that failed verification go to a separate bounded cache, so a flood of wrong tokens can
  *   neither repeat argon2 work for the same value nor evict verified ones.
  * - A token id has exactly one secret. Once a token's value has been verified, the process remembers the
- *   keyed HMAC of that value under its id, and any other secret presented with that id is known to be
+ *   salted hash of that value under its id, and any other secret presented with that id is known to be
  *   wrong: 401 without argon2 (compared in constant time). So wrong secrets aimed at a token in use — the
  *   likely target, its id being in logs and lists — cost no argon2 at all. Not for the root token: its
  *   value may be chosen (at least 32 characters), so its wrong guesses keep argon2's cost and budget.
@@ -22,7 +24,7 @@
  *   between (address, token) pairs (Argon2Gate), so a client flooding one token cannot fill the queue that
  *   another client's first use of that token waits in.
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 import { BoundedCache } from '../bounded-cache.js';
 import { randomBytes } from '../crypto/random.js';
 import { AppError } from '../errors.js';
@@ -63,11 +65,12 @@ export function unauthorized(detail = INVALID_TOKEN): AppError {
 }
 
 export class Authenticator {
-  private readonly hmacKey = randomBytes(32);
+  /** Prefixes every value hashed into a cache key: a fixed length, so no two values share a key. */
+  private readonly salt = randomBytes(32).toString('hex');
   /** Verified values' principals, with the policy generation each was made under. */
   private verified: BoundedCache<string, { principal: Principal; generation: number }>;
   private rejected: BoundedCache<string, true>;
-  /** Token id → the cache key (keyed HMAC) of its one verified value. */
+  /** Token id → the cache key (salted hash) of its one verified value. */
   private knownValue: BoundedCache<string, string>;
   private readonly inFlight = new Map<string, Promise<boolean>>();
 
@@ -79,7 +82,7 @@ export class Authenticator {
 
   /** The principal for a bearer value presented from `address`; throws 401 (or 429 past the budget). */
   async authenticate(value: string, address = ''): Promise<Principal> {
-    const cacheKey = createHmac('sha256', this.hmacKey).update(value).digest('base64');
+    const cacheKey = hash('sha256', this.salt + value, 'base64');
     const known = this.verified.get(cacheKey);
     if (known) return known.principal.isRoot ? known.principal : this.ensureLive(known, cacheKey);
     return this.verify(value, cacheKey, address);
