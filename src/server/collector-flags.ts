@@ -11,8 +11,8 @@
  * - `--max-semi-space-size=32` (MB; node 20's default is 16). Every request leaves garbage in the young
  *   generation, and a scavenge costs what survives it (the requests in flight), not what it frees: twice
  *   the room, half the scavenges for the same survivors. Measured, two servers loaded at once: reads 1.077,
- *   durable writes 1.054 (64 MB: no better than 32). It costs each worker up to 32 MB more of memory under
- *   load (docs/performance.md, docs/operations.md).
+ *   durable writes 1.054 (64 MB: no better than 32). It costs each worker about 20–50 MB more memory at
+ *   its peak under load (docs/deployment.md, docs/performance.md).
  *
  * A flag the operator set (on node's command line or in NODE_OPTIONS), with any value, is left as set.
  */
