@@ -21,9 +21,13 @@ export interface KeyRef {
 /** One held request's registration. */
 /** How a server process tells its siblings of a key it changed, and hears of theirs. */
 export interface KeyPeers {
-  /** Tells the siblings of a change this process made; false when none needed telling (none waits). */
-  publish(ref: KeyRef): boolean;
-  subscribe(listener: (ref: KeyRef) => void): void;
+  /**
+   * Tells the siblings of a change this process made (undefined: the event log moved on without a key
+   * changing: a revocation, a rotation); false when none needed telling (none waits).
+   */
+  publish(ref: KeyRef | undefined): boolean;
+  /** Hears the siblings' changes (undefined: their event log moved on without a key changing). */
+  subscribe(listener: (ref: KeyRef | undefined) => void): void;
   /**
    * This process holds waits at `where` (wakesOf) now, or no longer: its siblings' changes are relayed to
    * it only where it does (server/change-relay.ts). Resolves once the relay has taken it.
@@ -83,8 +87,8 @@ export async function untilChanged<T>(
   }
 }
 
-/** Tells the other processes that a key changed here. */
-export type Publish = (ref: KeyRef) => void;
+/** Tells the other processes that a key changed here (undefined: the event log moved on, no key named). */
+export type Publish = (ref: KeyRef | undefined) => void;
 
 /** Tells the other processes' relay where this process holds waits (KeyPeers.interest). */
 export type Interest = (where: string, held: boolean) => Promise<void>;
@@ -100,9 +104,13 @@ const EVERY = '\u0002every';
 const id = (namespace: string, key: string): string => `${namespace}\u0000${key}`;
 const RESOLVED = Promise.resolve();
 
-/** Where the waits a change to `ref` wakes are held: its key's, its namespace's, and every change's. */
-export function wakesOf({ namespace, key }: KeyRef): string[] {
-  return [id(namespace, key), id(namespace, NAMESPACE), EVERY];
+/**
+ * Where the waits a change to `ref` wakes are held: its key's, its namespace's, and every change's; for an
+ * event that names no key (undefined: a revocation, a rotation), every change's alone.
+ */
+export function wakesOf(ref: KeyRef | undefined): string[] {
+  if (ref === undefined) return [EVERY];
+  return [id(ref.namespace, ref.key), id(ref.namespace, NAMESPACE), EVERY];
 }
 
 export class KeyChanges {
@@ -291,6 +299,15 @@ export class KeyChanges {
   changed(ref: KeyRef): void {
     this.wake(ref);
     this.publish(ref);
+  }
+
+  /**
+   * This process committed events that no key's change announces (a token revoked, the keyring rotated):
+   * every event stream and webhook reads, here and in the sibling processes.
+   */
+  changedEvery(): void {
+    this.heardEvery();
+    this.publish(undefined);
   }
 
   /** A key changed elsewhere (another worker, another server): wake its waiters. */

@@ -36,8 +36,11 @@ export const kvFeature: Feature<{
     );
     peers?.subscribe((ref) => {
       metrics.kvChangesRelayed.inc();
-      changes.heard(ref);
+      if (ref === undefined) changes.heardEvery();
+      else changes.heard(ref);
     });
+    // A token revoked or the keyring rotated here: events no key's change announces (store/keyring-store.ts).
+    const stopEvents = keyring.onEventsWritten(() => changes.changedEvery());
     const stopHearing = records.kv.onChange((ref) =>
       ref === undefined ? changes.heardAll() : changes.heard(ref),
     );
@@ -78,6 +81,7 @@ export const kvFeature: Feature<{
         changes.close();
         stopHearing();
         stopFollowing();
+        stopEvents();
       },
       close: () => stopped,
     };

@@ -38,8 +38,8 @@ export class ChangeRelay<W> {
     return false;
   }
 
-  /** The workers, other than `from`, that hold a wait `ref`'s change wakes. */
-  targets(from: W, ref: KeyRef): W[] {
+  /** The workers, other than `from`, that hold a wait `ref`'s change wakes (undefined: every change's alone). */
+  targets(from: W, ref: KeyRef | undefined): W[] {
     const wakes = wakesOf(ref);
     const out: W[] = [];
     for (const [worker, wheres] of this.interests)

@@ -6,6 +6,11 @@ export type KeyChanged = {
   readonly key: string;
 };
 /**
+ * A worker's event log moved on without a key changing (a token revoked, the keyring rotated): passed on to
+ * the workers holding a wait for every change (event streams, webhooks' deliveries).
+ */
+export type EventsMoved = { readonly type: 'kv.moved' };
+/**
  * A worker now holds waits at `where` (kv/key-changes.ts `wakesOf`), or no longer: the supervisor relays a
  * change only to the workers that hold a wait it wakes, and acknowledges each such message (`id`) once it
  * has taken it, so that a worker reads only after its interest counts.
@@ -39,12 +44,14 @@ export type MetricsAnswer = {
 export type WorkerMessage =
   | { readonly type: 'ready'; readonly url: string }
   | KeyChanged
+  | EventsMoved
   | KeyInterest
   | SiblingsWaitTaken
   | MetricsRequest;
 export type SupervisorMessage =
   | { readonly type: 'shutdown' }
   | KeyChanged
+  | EventsMoved
   | KeyInterestTaken
   | SiblingsWait
   | MetricsAnswer;

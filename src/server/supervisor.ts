@@ -110,6 +110,10 @@ export async function runSupervisor(
         for (const other of relay.targets(worker, { namespace, key }))
           if (serving.has(other) && other.isConnected())
             tell(other, { type: 'kv.changed', namespace, key });
+      } else if (message?.type === 'kv.moved') {
+        // A worker's event log moved on without a key changing: the others' streams and webhooks read.
+        for (const other of relay.targets(worker, undefined))
+          if (serving.has(other) && other.isConnected()) tell(other, { type: 'kv.moved' });
       }
     });
     worker.on('exit', (code, signal) => {

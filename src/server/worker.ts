@@ -13,7 +13,7 @@ export async function runWorker(config: CofferConfig, log: Logger): Promise<void
   // A supervisor gone away ends this worker through 'disconnect'; a message that cannot reach it is no news.
   const send = (message: WorkerMessage): void =>
     void process.send?.(message, undefined, undefined, () => undefined);
-  const heard = new Set<(ref: { namespace: string; key: string }) => void>();
+  const heard = new Set<(ref: { namespace: string; key: string } | undefined) => void>();
   const metricsAnswers = new Set<(answer: MetricsAnswer) => void>();
   /** Interests told to the supervisor, by id, until it has taken them (server/change-relay.ts). */
   const interests = new Map<number, () => void>();
@@ -48,6 +48,7 @@ export async function runWorker(config: CofferConfig, log: Logger): Promise<void
     if (message?.type === 'shutdown') stop();
     else if (message?.type === 'kv.changed')
       for (const listener of heard) listener({ namespace: message.namespace, key: message.key });
+    else if (message?.type === 'kv.moved') for (const listener of heard) listener(undefined);
     else if (message?.type === 'kv.siblings') {
       siblingsWait = message.waiting;
       send({ type: 'kv.siblings.taken', id: message.id });
@@ -71,9 +72,13 @@ export async function runWorker(config: CofferConfig, log: Logger): Promise<void
     log,
     prepare: false,
     peers: {
-      publish: ({ namespace, key }) => {
+      publish: (ref) => {
         if (!siblingsWait) return false;
-        send({ type: 'kv.changed', namespace, key });
+        send(
+          ref
+            ? { type: 'kv.changed', namespace: ref.namespace, key: ref.key }
+            : { type: 'kv.moved' },
+        );
         return true;
       },
       subscribe: (listener) => heard.add(listener),

@@ -50,6 +50,24 @@ export { KEYRING_KEY, storedKeyDescription, type WrappingKey } from './keyring-r
 export type { HolderOptions, WrappingInfo } from './keyring-state.js';
 
 export class KeyringHolder extends KeyringState {
+  /** Told when this process has committed events that no key's change announces (a rotation, a revocation). */
+  private readonly eventListeners = new Set<() => void>();
+
+  /**
+   * Calls `listener` each time this process commits a keyring event (a rotation) or a token revocation:
+   * events in the log that no change of a key announces, which the event streams and webhooks of this
+   * process and its siblings must still hear of (kv/module.ts). Returns the function that stops it.
+   */
+  onEventsWritten(listener: () => void): () => void {
+    this.eventListeners.add(listener);
+    return () => this.eventListeners.delete(listener);
+  }
+
+  /** This process has just committed such events (token-records.ts's revocations, the rotations below). */
+  eventsWritten(): void {
+    for (const listener of this.eventListeners) listener();
+  }
+
   /**
    * Opens the store's keyring, or creates it for a new store. A generation record that fails its MAC, or
    * is older than the keyring, is replaced by the next generation (every process then reloads the keyring,
@@ -150,6 +168,7 @@ export class KeyringHolder extends KeyringState {
    */
   async rotate(now: number, actor = 'system'): Promise<number> {
     const next = await this.change((keyring) => keyring.rotate(now), [], rotated(actor));
+    this.eventsWritten();
     return next.activeVersion;
   }
 
@@ -168,7 +187,9 @@ export class KeyringHolder extends KeyringState {
       [],
       rotated('system'),
     );
-    return done ? next.activeVersion : null;
+    if (!done) return null;
+    this.eventsWritten();
+    return next.activeVersion;
   }
 
   /** The revocation of token `id` as the keyring this process holds records it, if any. */

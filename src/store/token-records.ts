@@ -33,7 +33,7 @@ export class TokenRecords {
     /** Where revocations are anchored: the keyring holder. */
     private readonly revocations: Pick<
       KeyringHolder,
-      'revocationOf' | 'recordRevocation' | 'refresh' | 'guard'
+      'revocationOf' | 'recordRevocation' | 'refresh' | 'guard' | 'eventsWritten'
     >,
     /** Told of every record that fails to open (logged and audited by the caller). */
     private readonly onIntegrityError: (error: RecordIntegrityError) => void,
@@ -178,6 +178,8 @@ export class TokenRecords {
     );
     const result = await this.storage.atomic(logged, plan);
     if (failed) throw failed;
+    // Its event is in the log: this process's event streams and webhooks, and its siblings', read it now.
+    if (revoked.length > 0) this.revocations.eventsWritten();
     for (const record of revoked) await this.anchor(record);
     return { outcome: result, revoked: revoked.map((r) => r.id) };
   }

@@ -296,6 +296,19 @@ describe('change events: GET /v1/events, a resumable stream of what the caller m
       expect(audits.received).to.have.length(2);
     });
 
+    it("sends a token's revocation and the keyring's rotation at once, with no change of a key after them", async () => {
+      const named = await stream(c.rootToken, '?kinds=token.revoke,keyring.rotate');
+      const victim = await c.token({ role: 'reader' });
+      const victimId = (await c.call('GET', '/v1/auth/me', { token: victim })).body.id as string;
+      expect((await c.call('DELETE', `/v1/auth/token/${victimId}`)).status).to.equal(204);
+      // Within a second: no write follows to wake the stream, and its heartbeat is 15 s away.
+      const revoked = await named.until(1, 1_000);
+      expect(revoked[0]!.data).to.include({ kind: 'token', token_id: victimId });
+      expect((await c.call('POST', '/v1/sys/keyring/rotate')).status).to.equal(200);
+      const both = await named.until(2, 1_000);
+      expect(both.map((e) => e.type)).to.deep.equal(['token', 'keyring']);
+    });
+
     it('refuses a malformed filter or position (400), and a position beyond the last given (410)', async () => {
       for (const query of ['?namespaces=a*b', '?kinds=read', '?after=-1', '?after=x'])
         expect((await c.call('GET', `/v1/events${query}`)).status, query).to.equal(400);

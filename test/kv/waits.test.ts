@@ -323,6 +323,23 @@ describe('waiting for a change (wait_after, If-None-Match)', function () {
     /** The changes the workers sent to the supervisor so far. */
     const published = (url: string, root: string): Promise<number> =>
       counted(url, root, 'coffer_kv_changes_published_total');
+    /**
+     * Four event streams, into `streams` (closed by the test), on both workers most likely (connections go
+     * where the kernel puts them); each is answered once its wait is held (and taken by the supervisor).
+     */
+    const openHeld = async (
+      url: string,
+      root: string,
+      streams: TestEventStream[],
+      query = '',
+    ): Promise<void> => {
+      for (let i = 0; i < 4; i++) streams.push(openEventStream(url, root, query));
+      for (const stream of streams) expect(await opened(stream)).to.equal(200);
+      await untilHeld(
+        async () => String((await send(url, 'GET', '/v1/sys/metrics', root)).body),
+        4,
+      );
+    };
 
     it('sends and tells no worker of writes while none holds a wait, and every open event stream gets every write, whichever worker took it', async () => {
       const { env, root } = serveSettings(2);
@@ -334,14 +351,7 @@ describe('waiting for a change (wait_after, If-None-Match)', function () {
         expect(await relayed(server.url, root)).to.equal(0);
         // Nor did the workers send them to the supervisor (server/change-senders.ts).
         expect(await published(server.url, root)).to.equal(0);
-        // Streams on both workers, most likely (connections go where the kernel puts them).
-        for (let i = 0; i < 4; i++) streams.push(openEventStream(server.url, root));
-        for (const stream of streams) expect(await opened(stream)).to.equal(200);
-        // Each stream is answered once its wait is held (and taken by the supervisor).
-        await untilHeld(
-          async () => String((await send(server.url, 'GET', '/v1/sys/metrics', root)).body),
-          4,
-        );
+        await openHeld(server.url, root, streams);
         for (let i = 0; i < 20; i++)
           await send(server.url, 'PUT', `/v1/kv/loud/k${i}`, root, { value: 'v', type: 'secret' });
         for (const stream of streams) {
@@ -349,6 +359,28 @@ describe('waiting for a change (wait_after, If-None-Match)', function () {
           expect(got.map((e) => e.data.key)).to.deep.equal(
             Array.from({ length: 20 }, (_, i) => `k${i}`),
           );
+        }
+      } finally {
+        for (const stream of streams) stream.close();
+        await server.stop();
+      }
+    });
+
+    it("sends a token's revocation, an event naming no key, to every open stream within a second, whichever worker revoked it", async () => {
+      const { env, root } = serveSettings(2);
+      const server = await startProcess(env);
+      const streams: TestEventStream[] = [];
+      try {
+        await openHeld(server.url, root, streams, '?kinds=token.revoke');
+        for (let i = 0; i < 3; i++) {
+          const made = await send(server.url, 'POST', '/v1/auth/token', root, { role: 'reader' });
+          const id = String(made.body.id);
+          expect((await send(server.url, 'DELETE', `/v1/auth/token/${id}`, root)).status).to.equal(
+            204,
+          );
+          // No change of a key follows to wake the streams, and their heartbeat is 15 s away.
+          for (const stream of streams)
+            expect((await stream.until(i + 1, 1_000)).at(-1)!.data).to.include({ token_id: id });
         }
       } finally {
         for (const stream of streams) stream.close();

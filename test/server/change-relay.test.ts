@@ -26,6 +26,15 @@ describe('the supervisor relays a change only to the workers holding a wait it w
     expect(relay.targets('writer', ref).sort()).to.deep.equal(['every', 'key', 'namespace']);
   });
 
+  it('tells of an event naming no key (a revocation, a rotation) only the workers waiting on every change', () => {
+    const relay = new ChangeRelay<string>();
+    relay.interest('key', keyWait, true);
+    relay.interest('namespace', namespaceWait, true);
+    relay.interest('every', everyChange, true);
+    expect(relay.targets('writer', undefined)).to.deep.equal(['every']);
+    expect(relay.targets('every', undefined)).to.deep.equal([]);
+  });
+
   it('stops telling a worker once its last wait there is gone, or it is', () => {
     const relay = new ChangeRelay<string>();
     relay.interest('a', keyWait, true);
