@@ -18,7 +18,6 @@ export interface KeyRef {
   readonly key: string;
 }
 
-/** One held request's registration. */
 /** How a server process tells its siblings of a key it changed, and hears of theirs. */
 export interface KeyPeers {
   /**
@@ -93,6 +92,7 @@ export type Publish = (ref: KeyRef | undefined) => void;
 /** Tells the other processes' relay where this process holds waits (KeyPeers.interest). */
 export type Interest = (where: string, held: boolean) => Promise<void>;
 
+/** One held request's registration. */
 interface Waiter {
   woken: boolean;
   wake: (() => void) | undefined;
