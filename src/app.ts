@@ -24,7 +24,7 @@ import type { Records, Store } from './store/store.js';
 
 export type { StartOptions } from './api/feature.js';
 export type { KeyPeers, KeyRef } from './kv/key-changes.js';
-/** Where the waits a key's change wakes are held: the supervisor relays a change to the workers holding them. */
+/** Where the waits a change wakes are held: the supervisor relays a change to the workers holding them. */
 export { wakesOf } from './kv/key-changes.js';
 
 export interface RunningCoffer {

@@ -9,7 +9,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import { availableParallelism } from 'node:os';
 import type { Logger } from 'pino';
-import { prepareStore } from '../app.js';
+import { type KeyRef, prepareStore } from '../app.js';
 import type { CofferConfig } from '../config/schema.js';
 import { ensureDirectory } from '../directories.js';
 import { checkListenable, readTls } from '../http/http-server.js';
@@ -73,6 +73,11 @@ export async function runSupervisor(
   const relay = new ChangeRelay<Worker>();
   /** Which workers send their changes at all: only while another worker holds a wait. */
   const senders = new ChangeSenders<Worker>(relay, tell);
+  /** Passes `message` on to the serving workers other than `from` that hold a wait it wakes. */
+  const relayed = (from: Worker, ref: KeyRef | undefined, message: SupervisorMessage): void => {
+    for (const other of relay.targets(from, ref))
+      if (serving.has(other) && other.isConnected()) tell(other, message);
+  };
 
   const fork = (): Worker => {
     const worker = cluster.fork();
@@ -107,13 +112,10 @@ export async function runSupervisor(
       } else if (message?.type === 'kv.changed') {
         // A key one worker changed wakes the waits the others hold on it (kv/key-changes.ts).
         const { namespace, key } = message;
-        for (const other of relay.targets(worker, { namespace, key }))
-          if (serving.has(other) && other.isConnected())
-            tell(other, { type: 'kv.changed', namespace, key });
+        relayed(worker, { namespace, key }, { type: 'kv.changed', namespace, key });
       } else if (message?.type === 'kv.moved') {
         // A worker's event log moved on without a key changing: the others' streams and webhooks read.
-        for (const other of relay.targets(worker, undefined))
-          if (serving.has(other) && other.isConnected()) tell(other, { type: 'kv.moved' });
+        relayed(worker, undefined, { type: 'kv.moved' });
       }
     });
     worker.on('exit', (code, signal) => {

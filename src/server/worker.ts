@@ -4,7 +4,7 @@
  * it is still starting (a replacement worker as the server shuts down), it stops as soon as it has started.
  */
 import type { Logger } from 'pino';
-import { type RunningCoffer, startCoffer } from '../app.js';
+import { type KeyRef, type RunningCoffer, startCoffer } from '../app.js';
 import type { CofferConfig } from '../config/schema.js';
 import type { MetricsAnswer, SupervisorMessage, WorkerMessage } from './messages.js';
 import { workerMetrics } from './metrics-cluster.js';
@@ -13,7 +13,7 @@ export async function runWorker(config: CofferConfig, log: Logger): Promise<void
   // A supervisor gone away ends this worker through 'disconnect'; a message that cannot reach it is no news.
   const send = (message: WorkerMessage): void =>
     void process.send?.(message, undefined, undefined, () => undefined);
-  const heard = new Set<(ref: { namespace: string; key: string } | undefined) => void>();
+  const heard = new Set<(ref: KeyRef | undefined) => void>();
   const metricsAnswers = new Set<(answer: MetricsAnswer) => void>();
   /** Interests told to the supervisor, by id, until it has taken them (server/change-relay.ts). */
   const interests = new Map<number, () => void>();
