@@ -14,7 +14,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { ValueType } from '../model/value-types.js';
 import { aeadOpen, aeadSeal, KEY_BYTES, SealedDataError } from './aead.js';
 import type { Keyring } from './keyring.js';
-import { randomBytes } from './random.js';
+import { randomKey } from './random.js';
 
 export interface RecordIdentity {
   readonly namespace: string;
@@ -51,7 +51,7 @@ export function identityBytes(id: RecordIdentity): Uint8Array {
 export function sealSecret(keyring: Keyring, id: RecordIdentity, value: string): SealedSecret {
   const keyVersion = keyring.activeVersion;
   const aad = identityBytes(id);
-  const dataKey = randomBytes(KEY_BYTES);
+  const dataKey = randomKey(KEY_BYTES);
   const plaintext = Buffer.from(value, 'utf8');
   const sealedValue = aeadSeal(dataKey, plaintext, aad);
   const wrapped = aeadSeal(keyring.subkey(keyVersion, 'wrap-data-key')!, dataKey, aad);
