@@ -34,7 +34,8 @@ export function parseKvPath(raw: string): KvPath {
   const segments: string[] = [];
   const encoded: boolean[] = [];
   for (const part of parts) {
-    const decoded = ENCODED_SLASH.test(part) ? part.split(ENCODED_SLASH) : [part];
+    const decoded =
+      part.includes('%') && ENCODED_SLASH.test(part) ? part.split(ENCODED_SLASH) : [part];
     for (const segment of decoded) {
       segments.push(segment);
       encoded.push(decoded.length > 1);
@@ -100,15 +101,17 @@ export const keyParam = {
   schema: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,128}$' },
 };
 
-/** Each request's kv path, parsed once (the audit entry's target is read from it before the handler). */
-const parsedPaths = new WeakMap<Request, KvPath>();
+const PARSED = Symbol('kv path');
+
+/**
+ * Each request's kv path, parsed once (the audit entry's target is read from it before the handler), and
+ * kept on the request itself: with a WeakMap's entry for every request a read cost 2% more CPU (the map's
+ * own upkeep and the collector's; bench:against --together, 2026-11-28).
+ */
 export function kvPathOf(req: Request): KvPath {
-  let path = parsedPaths.get(req);
-  if (path === undefined) {
-    path = parseKvPath(rawPath(req));
-    parsedPaths.set(req, path);
-  }
-  return path;
+  const held = req as Request & { [PARSED]?: KvPath };
+  held[PARSED] ??= parseKvPath(rawPath(req));
+  return held[PARSED];
 }
 
 /**
