@@ -99,11 +99,7 @@ function followingKeys(ref: KeyRef, latest: number): Buffer[] {
 export class KvRecords {
   /** Key indexes last checked, by storage key: the same bytes carry the same index. */
   private readonly checked = new LastOpened<KeyMeta>(10_000);
-  /**
-   * Keys' newest version records last unpacked, by the key's index key: the same bytes unpack to the same
-   * record (still sealed: this holds what storage holds, never a value), so reads of one version unpack it
-   * once. Read-only once made: no caller changes a VersionRecord.
-   */
+  /** Newest version records (sealed) last unpacked, by index key: the same bytes, the same read-only record. */
   private readonly unpacked = new LastOpened<VersionRecord | undefined>(10_000);
   /** Deleted keys (store/kv-trash.ts). */
   readonly trash: KvTrash;
@@ -153,10 +149,8 @@ export class KvRecords {
         printableKey(mKey),
         `is older than the versions stored (version ${newest} exists)`,
       );
-    return {
-      meta,
-      record: newest === meta.latest ? this.unpackLatest(mKey, last!.value) : undefined,
-    };
+    const record = newest === meta.latest ? this.unpackLatest(mKey, last!.value) : undefined;
+    return { meta, record };
   }
 
   /**
@@ -389,7 +383,6 @@ export class KvRecords {
     );
   }
 
-  /** The index in `bytes` stored at `mKey`, MAC-checked unless they are the bytes last checked there. */
   /** The key's newest version record in `bytes`, unpacked unless they are the bytes last unpacked for it. */
   private unpackLatest(mKey: Uint8Array, bytes: Uint8Array): VersionRecord | undefined {
     return this.unpacked.get(Buffer.from(mKey).toString('latin1'), bytes, () =>
@@ -397,6 +390,7 @@ export class KvRecords {
     );
   }
 
+  /** The index in `bytes` stored at `mKey`, MAC-checked unless they are the bytes last checked there. */
   private openMeta(mKey: Uint8Array, bytes: Uint8Array): KeyMeta {
     return this.checked.get(Buffer.from(mKey).toString('latin1'), bytes, () =>
       unpackMeta(this.seal, mKey, bytes),
