@@ -32,54 +32,57 @@ export function randomBase62(length: number): string {
   });
 }
 
-let noncePool = Buffer.alloc(0);
-let noncePoolAt = 0;
-
 /**
- * Nonces (public values that must never repeat: an AEAD's 24-byte nonce) cut from a pool of CSPRNG bytes
- * refilled 4 KiB at a time, each byte handed out once and copied into a buffer of its own: one CSPRNG call
- * for about 170 nonces instead of one each (measured: 2.1 µs a call, 0.3 µs a pooled nonce; a durable
- * write seals four or five records). Keys are never drawn from here: data keys come from randomKey's own
- * pool, zeroed as it is used, and every other key straight from the CSPRNG.
+ * CSPRNG output drawn `refill` bytes at a time and handed out in pieces, each byte once, each piece copied
+ * into a buffer of its own: a CSPRNG call costs microseconds however few bytes it gives (2.1 µs measured on
+ * one machine, about 5 µs on another, 2026-11-28: 32 bytes 5.3 µs, 4 KiB 7.9 µs). `wipe`: each piece's bytes
+ * are zeroed in the pool as they are given, and the piece has memory of its own (as crypto.randomBytes
+ * gives), not a slice of node's shared slab.
  */
-export function randomNonce(length: number): Buffer {
-  if (noncePoolAt + length > noncePool.length) {
-    noncePool = randomBytes(Math.max(4096, length));
-    noncePoolAt = 0;
+class DrawnBytes {
+  private pool = Buffer.alloc(0);
+  private at = 0;
+
+  constructor(
+    private readonly refill: number,
+    private readonly wipe: boolean,
+  ) {}
+
+  take(length: number): Buffer {
+    if (this.at + length > this.pool.length) {
+      if (this.wipe) this.pool.fill(0);
+      this.pool = randomBytes(Math.max(this.refill, length));
+      this.at = 0;
+    }
+    const piece = this.wipe ? Buffer.allocUnsafeSlow(length) : Buffer.allocUnsafe(length);
+    this.pool.copy(piece, 0, this.at, this.at + length);
+    if (this.wipe) this.pool.fill(0, this.at, this.at + length);
+    this.at += length;
+    return piece;
   }
-  const nonce = Buffer.allocUnsafe(length);
-  noncePool.copy(nonce, 0, noncePoolAt, noncePoolAt + length);
-  noncePoolAt += length;
-  return nonce;
 }
 
-let keyPool = Buffer.alloc(0);
-let keyPoolAt = 0;
-
-/** Bytes of CSPRNG output drawn at once for data keys: 32 keys of 32 bytes. */
-const KEY_POOL_BYTES = 1024;
+const nonces = new DrawnBytes(4096, false);
+/** 32 data keys of 32 bytes at a time. */
+const dataKeys = new DrawnBytes(1024, true);
 
 /**
- * A data key (a secret version's own key), cut from a pool of CSPRNG bytes refilled 1 KiB at a time: a
- * CSPRNG call costs about 5 µs however few bytes it gives (measured 2026-11-28, 2 × AMD EPYC: 32 bytes 5.3
- * µs, 4 KiB 7.9 µs), and a durable write needs one key. Each byte is handed out once, copied into the key's
- * own buffer and zeroed in the pool at once, so the pool holds only keys not yet given (at most 31); a
- * memory read that could find them could find the keyring's subkeys, which unwrap every data key, beside
- * them (SECURITY.md). Not for keys that outlive the process (the keyring's, tokens'): those come straight
- * from the CSPRNG.
+ * Nonces (public values that must never repeat: an AEAD's 24-byte nonce), 4 KiB of CSPRNG output at a time:
+ * one CSPRNG call for about 170 nonces instead of one each (0.3 µs a pooled nonce; a durable write seals
+ * four or five records). Keys are never drawn from here.
+ */
+export function randomNonce(length: number): Buffer {
+  return nonces.take(length);
+}
+
+/**
+ * A data key (a secret version's own key), from 1 KiB of CSPRNG output at a time, zeroed in the pool as it
+ * is given: the pool holds only keys not yet given (at most 31), and a memory read that could find them
+ * could find the keyring's subkeys, which unwrap every data key, beside them (SECURITY.md). Not for keys
+ * that outlive the process (the keyring's, tokens'): those come straight from the CSPRNG.
  */
 export function randomKey(length: number): Buffer {
-  if (keyPoolAt + length > keyPool.length) {
-    keyPool.fill(0);
-    keyPool = randomBytes(Math.max(KEY_POOL_BYTES, length));
-    keyPoolAt = 0;
-  }
-  // Its own memory, not a slice of node's shared pool, as crypto.randomBytes gives.
-  const key = Buffer.allocUnsafeSlow(length);
-  keyPool.copy(key, 0, keyPoolAt, keyPoolAt + length);
-  keyPool.fill(0, keyPoolAt, keyPoolAt + length);
-  keyPoolAt += length;
-  return key;
+  return dataKeys.take(length);
 }
 
 /**
