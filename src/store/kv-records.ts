@@ -18,9 +18,7 @@
  *   The read finds it by reading the index and the key's newest version record together, from one state.
  */
 import {
-  type FollowingReads,
   hasChangeFeed,
-  hasFollowingReads,
   type KeyRange,
   type StorageBackend,
   type StorageWrite,
@@ -31,6 +29,7 @@ import { GENERATION_KEY } from './keyring-store.js';
 import {
   type KeyMeta,
   type KeyRef,
+  peekMeta,
   unpackCounter,
   unpackMeta,
   unpackTrashed,
@@ -39,6 +38,7 @@ import {
   VersionsUsedUpError,
 } from './kv-format.js';
 import { KvKeyMetadata } from './kv-key-metadata.js';
+import { KvLatest, type Latest, MAX_VERSION } from './kv-latest.js';
 import { KvTrash } from './kv-trash.js';
 import { KvVersionMarks } from './kv-version-marks.js';
 import {
@@ -73,12 +73,7 @@ export { VersionsUsedUpError };
 /** Writes another store's operation commits with a change (an audit intent's copy): opaque outside store/. */
 export type RecordWrite = StorageWrite;
 
-/** A key's index and, when it is the newest stored, its latest version's record (read with it). */
-export interface Latest {
-  readonly meta: KeyMeta;
-  /** undefined when the record could not be read with the index, or does not parse. */
-  readonly record: VersionRecord | undefined;
-}
+export type { Latest };
 
 /** One stored version record as a whole-store pass meets it; `cursor` continues a pass just after it. */
 export interface StoredVersion extends KeyRef {
@@ -87,26 +82,17 @@ export interface StoredVersion extends KeyRef {
   readonly cursor: Uint8Array;
 }
 
-const MAX_VERSION = 0xffff_ffff;
-
-/** The keys `latest` reads after a key's index: its latest version, and the one after it. */
-function followingKeys(ref: KeyRef, latest: number): Buffer[] {
-  return latest < MAX_VERSION
-    ? [versionKey(ref.namespace, ref.key, latest), versionKey(ref.namespace, ref.key, latest + 1)]
-    : [versionKey(ref.namespace, ref.key, latest)];
-}
-
 export class KvRecords {
-  /** Key indexes last checked, by storage key: the same bytes carry the same index. */
+  /** Key indexes last checked or written here, by storage key: the same bytes carry the same index. */
   private readonly checked = new LastOpened<KeyMeta>(10_000);
-  /** Newest version records (sealed) last unpacked, by index key: the same bytes, the same read-only record. */
-  private readonly unpacked = new LastOpened<VersionRecord | undefined>(10_000);
   /** Deleted keys (store/kv-trash.ts). */
   readonly trash: KvTrash;
   /** A key's own metadata and version limit (store/kv-key-metadata.ts). */
   readonly metadata: KvKeyMetadata;
   /** Versions deleted, undeleted and destroyed one by one (store/kv-version-marks.ts). */
   readonly marks: KvVersionMarks;
+  /** A key's index read with its newest version (store/kv-latest.ts). */
+  private readonly newest: KvLatest;
 
   constructor(
     private readonly storage: StorageBackend,
@@ -117,6 +103,7 @@ export class KvRecords {
     this.trash = new KvTrash(storage, seal, keyring, openIndex);
     this.metadata = new KvKeyMetadata(storage, seal, keyring, openIndex);
     this.marks = new KvVersionMarks(storage, seal, keyring, openIndex);
+    this.newest = new KvLatest(storage, openIndex);
   }
 
   /** The key's index, or undefined when the key does not exist. */
@@ -130,82 +117,17 @@ export class KvRecords {
   /**
    * The key's index and its newest version record, read together from one state of the store (one
    * statement on PostgreSQL); undefined when the key does not exist. A version newer than the index
-   * promises is a RecordIntegrityError: the index was put back to an older copy.
+   * promises is a RecordIntegrityError: the index was put back to an older copy (store/kv-latest.ts).
    */
-  async latest(ref: KeyRef): Promise<Latest | undefined> {
+  latest(ref: KeyRef): Promise<Latest | undefined> {
     this.keyring.guard();
-    const mKey = metaKey(ref.namespace, ref.key);
-    if (hasFollowingReads(this.storage)) return this.latestFollowing(ref, mKey, this.storage);
-    const { value, last } = await this.storage.getWithLast(
-      mKey,
-      versionRange(ref.namespace, ref.key),
-    );
-    if (!value) return undefined;
-    const meta = this.openMeta(mKey, value);
-    const newest = last && versionOf(last.key);
-    if (newest !== undefined && newest > meta.latest)
-      throw new RecordIntegrityError(
-        'kv-meta',
-        printableKey(mKey),
-        `is older than the versions stored (version ${newest} exists)`,
-      );
-    const record = newest === meta.latest ? this.unpackLatest(mKey, last!.value) : undefined;
-    return { meta, record };
+    return this.newest.latest(ref);
   }
 
-  /**
-   * `latest` on a store with local point reads (LMDB): the index, then its latest version and the one after
-   * it, from one state — a version after the index's latest means the index was put back. Versions are
-   * numbered without gaps (each is written with the index that counts it), so this finds what the range
-   * read finds, without a cursor (which cost a secret read about 13% on LMDB).
-   */
-  private async latestFollowing(
-    ref: KeyRef,
-    mKey: Buffer,
-    storage: FollowingReads,
-  ): Promise<Latest | undefined> {
-    let meta: KeyMeta | undefined;
-    const { followed } = await storage.getFollowing(mKey, (value) => {
-      meta = this.openMeta(mKey, value);
-      return followingKeys(ref, meta.latest);
-    });
-    return meta && this.latestOf(mKey, meta, followed);
-  }
-
-  /**
-   * `latest` of each of the keys in `namespace`, read together: on LMDB in one call from one state, on
-   * PostgreSQL as one batch of statements (storage/read-batch.ts). Each is checked as `latest` checks it.
-   */
-  async latestMany(namespace: string, keys: readonly string[]): Promise<(Latest | undefined)[]> {
+  /** `latest` of each of the keys in `namespace`, read together, each checked as `latest` checks it. */
+  latestMany(namespace: string, keys: readonly string[]): Promise<(Latest | undefined)[]> {
     this.keyring.guard();
-    if (!hasFollowingReads(this.storage))
-      return Promise.all(keys.map((key) => this.latest({ namespace, key })));
-    const mKeys = keys.map((key) => metaKey(namespace, key));
-    const metas: (KeyMeta | undefined)[] = [];
-    const read = await this.storage.getFollowingMany(mKeys, (value, i) => {
-      const meta = this.openMeta(mKeys[i]!, value);
-      metas[i] = meta;
-      return followingKeys({ namespace, key: keys[i]! }, meta.latest);
-    });
-    return read.map(({ followed }, i) => {
-      const meta = metas[i];
-      return meta && this.latestOf(mKeys[i]!, meta, followed);
-    });
-  }
-
-  /** The index and what was read after it: its latest version, and the one after it that must not exist. */
-  private latestOf(
-    mKey: Buffer,
-    meta: KeyMeta,
-    [record, after]: readonly (Uint8Array | undefined)[],
-  ): Latest {
-    if (after !== undefined)
-      throw new RecordIntegrityError(
-        'kv-meta',
-        printableKey(mKey),
-        `is older than the versions stored (version ${meta.latest + 1} exists)`,
-      );
-    return { meta, record: record === undefined ? undefined : this.unpackLatest(mKey, record) };
+    return this.newest.latestMany(namespace, keys);
   }
 
   /** Version `version` of the key; undefined when it is missing or does not parse. */
@@ -248,6 +170,8 @@ export class KvRecords {
     const sealedAhead = v.seal(next);
     const promised = versionKey(ref.namespace, ref.key, next);
     const dKey = trashKey(ref.namespace, ref.key);
+    /** The index the plan writes, as bytes (its last run's, which is the one committed). */
+    let indexWritten: Uint8Array | undefined;
     const logged = withEvents(
       { seal: this.seal, storage: this.storage },
       [mKey, cKey, GENERATION_KEY, promised, dKey],
@@ -274,6 +198,8 @@ export class KvRecords {
           version === next ? sealedAhead : v.seal(version),
         );
         if (trashed) writes.push({ op: 'delete', key: dKey });
+        const index = writes.find((w) => w.op === 'put' && Buffer.compare(w.key, mKey) === 0);
+        indexWritten = index?.op === 'put' ? index.value : undefined;
         const { pruned } = pruning(previous, version);
         const result = { version, created: !meta, pruned, deleteAfter: previous?.deleteAfter };
         const event = { kind: 'kv', operation: 'write', ...ref, version, type: v.type } as const;
@@ -284,7 +210,11 @@ export class KvRecords {
       // deleted key written again is the rare case that costs it a second run).
       [metaNow, counterNow, v.stamp.bytes, undefined, undefined],
     );
-    return this.storage.atomic(...logged);
+    const appended = await this.storage.atomic(...logged);
+    // The next write of the key (an overwrite) reads these very bytes back: MACed here, they need no check.
+    const meta = indexWritten && peekMeta(indexWritten);
+    if (meta) this.checked.remember(Buffer.from(mKey).toString('latin1'), indexWritten!, meta);
+    return appended;
   }
 
   /**
@@ -380,13 +310,6 @@ export class KvRecords {
       'kv-version',
       printableKey(versionKey(ref.namespace, ref.key, version)),
       problem,
-    );
-  }
-
-  /** The key's newest version record in `bytes`, unpacked unless they are the bytes last unpacked for it. */
-  private unpackLatest(mKey: Uint8Array, bytes: Uint8Array): VersionRecord | undefined {
-    return this.unpacked.get(Buffer.from(mKey).toString('latin1'), bytes, () =>
-      unpackVersion(bytes),
     );
   }
 

@@ -16,7 +16,12 @@ export class LastOpened<T> {
     const last = this.entries.get(name);
     if (last && Buffer.compare(last.bytes, bytes) === 0) return last.value;
     const value = open();
-    this.entries.set(name, { bytes: Buffer.from(bytes), value });
+    this.remember(name, bytes, value);
     return value;
+  }
+
+  /** Records `value` as what `bytes` open to (bytes this process made itself, say, so known good). */
+  remember(name: string, bytes: Uint8Array, value: T): void {
+    this.entries.set(name, { bytes: Buffer.from(bytes), value });
   }
 }
