@@ -127,7 +127,8 @@ describe('The audit log of several servers on one PostgreSQL database', function
     await client.connect();
     try {
       const { rowCount } = await client.query(
-        `UPDATE "${schema}".records SET v = overlay(v placing '\\x00'::bytea from length(v) - 3 for 1)
+        // One bit flipped (a byte set to 0 left it as it was when it was 0 already: 1 run in 256).
+        `UPDATE "${schema}".records SET v = set_byte(v, length(v) - 3, get_byte(v, length(v) - 3) # 1)
          WHERE k = (SELECT k FROM "${schema}".records WHERE substr(k, 1, 1) = 'L'::bytea ORDER BY k DESC LIMIT 1)`,
       );
       expect(rowCount).to.equal(1);
