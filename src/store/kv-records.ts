@@ -170,8 +170,8 @@ export class KvRecords {
     const sealedAhead = v.seal(next);
     const promised = versionKey(ref.namespace, ref.key, next);
     const dKey = trashKey(ref.namespace, ref.key);
-    /** The index the plan writes, as bytes (its last run's, which is the one committed). */
-    let indexWritten: Uint8Array | undefined;
+    /** What the plan writes (its last run's, which is the one committed). */
+    let planned: readonly StorageWrite[] = [];
     const logged = withEvents(
       { seal: this.seal, storage: this.storage },
       [mKey, cKey, GENERATION_KEY, promised, dKey],
@@ -198,8 +198,7 @@ export class KvRecords {
           version === next ? sealedAhead : v.seal(version),
         );
         if (trashed) writes.push({ op: 'delete', key: dKey });
-        const index = writes.find((w) => w.op === 'put' && Buffer.compare(w.key, mKey) === 0);
-        indexWritten = index?.op === 'put' ? index.value : undefined;
+        planned = writes;
         const { pruned } = pruning(previous, version);
         const result = { version, created: !meta, pruned, deleteAfter: previous?.deleteAfter };
         const event = { kind: 'kv', operation: 'write', ...ref, version, type: v.type } as const;
@@ -212,8 +211,11 @@ export class KvRecords {
     );
     const appended = await this.storage.atomic(...logged);
     // The next write of the key (an overwrite) reads these very bytes back: MACed here, they need no check.
-    const meta = indexWritten && peekMeta(indexWritten);
-    if (meta) this.checked.remember(Buffer.from(mKey).toString('latin1'), indexWritten!, meta);
+    for (const w of planned)
+      if (w.op === 'put' && Buffer.compare(w.key, mKey) === 0) {
+        const meta = peekMeta(w.value);
+        if (meta) this.checked.remember(Buffer.from(mKey).toString('latin1'), w.value, meta);
+      }
     return appended;
   }
 
