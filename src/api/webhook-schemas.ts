@@ -47,7 +47,8 @@ const view = {
   secret_set_at: Type.String({ format: 'date-time' }),
   delivered: Type.Integer({
     minimum: 0,
-    description: 'the last event position delivered (or passed over by the filters)',
+    description:
+      'the last event position delivered (or passed over by the filters), as stored: at most every second while messages go out',
   }),
   behind: Type.Integer({
     minimum: 0,
