@@ -26,6 +26,8 @@ export interface Principal {
   readonly scopes: readonly Scope[] | null;
   readonly metadata: TokenMetadata;
   readonly expiresAt: number | null;
+  /** The token that made this one, with which it is revoked; null for a token with no parent. */
+  readonly parent: string | null;
   readonly access: AccessPolicy;
   /** The system endpoints this principal may use (roles.ts). */
   readonly privileges: ReadonlySet<Privilege>;
@@ -45,6 +47,7 @@ export const ROOT_PRINCIPAL: Principal = {
   scopes: null,
   metadata: {},
   expiresAt: null,
+  parent: null,
   access: ROOT_POLICY,
   privileges: new Set(PRIVILEGES),
 };
@@ -152,6 +155,7 @@ export class PrincipalFactory {
       scopes: record.scopes,
       metadata: record.metadata,
       expiresAt: record.expiresAt,
+      parent: record.parent ?? null,
       access,
       privileges,
     };

@@ -325,7 +325,19 @@ describe("Vault's dialect under /vault/v1: KV v2, the token, sys", function () {
     expect(looked.body.data.ttl).to.be.within(3500, 3600);
     expect(Date.parse(looked.body.data.expire_time)).to.be.greaterThan(Date.now());
     expect(looked.body.data.policies).to.deep.equal(['reader']);
+    expect(looked.body.data.orphan).to.equal(true);
     expect(looked.text).to.not.include(token);
+    // A delegated token is revoked with the token that made it: Vault calls that not an orphan.
+    const parent = await c.token({ role: 'admin', expires_in: 3600 });
+    const made = await c.call('POST', '/v1/auth/token', {
+      token: parent,
+      json: { role: 'reader', expires_in: 600 },
+    });
+    expect(made.status, made.text).to.equal(201);
+    const child = String(made.body.token);
+    expect((await vault('GET', 'auth/token/lookup-self', child)).body.data.orphan).to.equal(false);
+    const childRenewed = await vault('POST', 'auth/token/renew-self', child, {});
+    expect(childRenewed.body.auth.orphan).to.equal(false);
     // Authorization: Bearer is taken there too.
     expect((await c.call('GET', '/vault/v1/auth/token/lookup-self', { token })).status).to.equal(
       200,
@@ -336,6 +348,7 @@ describe("Vault's dialect under /vault/v1: KV v2, the token, sys", function () {
       client_token: '',
       renewable: true,
       token_type: 'service',
+      orphan: true,
     });
     expect(renewed.body.auth.lease_duration).to.be.within(3590, 3600);
     expect(renewed.text).to.not.include(token);

@@ -41,7 +41,8 @@ function lookupOf(caller: Principal, now: number) {
     id: caller.id,
     meta: Object.keys(caller.metadata).length > 0 ? caller.metadata : null,
     num_uses: 0,
-    orphan: true,
+    // Vault's orphan: a token with no parent. A delegated token is revoked with the token that made it.
+    orphan: caller.parent === null,
     path: caller.isRoot ? 'auth/token/root' : 'auth/token/create',
     policies: [caller.role ?? 'scoped'],
     renewable: !caller.isRoot,
@@ -148,7 +149,7 @@ export function vaultTokenOperations({
           renewable: true,
           entity_id: '',
           token_type: 'service',
-          orphan: true,
+          orphan: caller.parent === null,
         },
       });
     },
