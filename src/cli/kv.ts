@@ -140,6 +140,10 @@ export async function kvCommand(args: string[], io: CommandIo = processIo()): Pr
         const { namespace, key } = keyPath(path);
         const ifVersion = version(o['if-version'], '--if-version');
         await coffer.delete(namespace, key, ifVersion === undefined ? {} : { ifVersion });
+        if (o.json !== true)
+          io.write(
+            `deleted ${namespace}/${key}: in the trash (coffer kv undelete ${namespace}/${key} brings it back)\n`,
+          );
         return EXIT.ok;
       }
       case 'trash': {
@@ -180,6 +184,7 @@ export async function kvCommand(args: string[], io: CommandIo = processIo()): Pr
           );
         const ifVersion = version(o['if-version'], '--if-version', 0);
         await coffer.destroy(namespace, key, ifVersion === undefined ? {} : { ifVersion });
+        if (o.json !== true) io.write(`destroyed ${namespace}/${key}: every version erased\n`);
         return EXIT.ok;
       }
       case 'meta': {
@@ -281,10 +286,6 @@ async function put(
   return EXIT.ok;
 }
 
-/**
- * Version `v`'s value written again as a new version, of its own type, over the latest version read (or
- * `--if-version`): a write in between makes it a 412 (exit 6), never a silent overwrite.
- */
 /** `rm|undelete|destroy NS/KEY --versions 1,3`: those versions one by one. */
 async function changeVersions(
   coffer: Coffer,
@@ -313,6 +314,10 @@ async function changeVersions(
   return EXIT.ok;
 }
 
+/**
+ * Version `v`'s value written again as a new version, of its own type, over the latest version read (or
+ * `--if-version`): a write in between makes it a 412 (exit 6), never a silent overwrite.
+ */
 async function rollback(
   coffer: Coffer,
   io: CommandIo,

@@ -135,7 +135,11 @@ describe('the coffer command for people: kv, token, whoami, export', function ()
 
     it('the trash: rm keeps the versions, undelete brings the key back, rollback writes an old value again, destroy needs --yes', async () => {
       for (const value of ['one', 'two']) await command(['kv', 'put', 'team/trash/k', value], env);
-      expect((await command(['kv', 'rm', 'team/trash/k'], env)).code).to.equal(0);
+      const removed = await command(['kv', 'rm', 'team/trash/k'], env);
+      expect([removed.code, removed.stdout]).to.deep.equal([
+        0,
+        'deleted team/trash/k: in the trash (coffer kv undelete team/trash/k brings it back)\n',
+      ]);
       expect((await command(['kv', 'get', 'team/trash/k'], env)).code).to.equal(3);
       const trash = (await command(['kv', 'trash', 'team/trash'], env)).stdout.split('\n');
       expect(trash[0]).to.match(/^KEY\s+VERSION\s+TYPE\s+DELETED$/);
@@ -167,7 +171,11 @@ describe('the coffer command for people: kv, token, whoami, export', function ()
       const unsure = await command(['kv', 'destroy', 'team/trash/k'], env);
       expect(unsure.code).to.equal(2);
       expect(unsure.stderr).to.include('add --yes');
-      expect((await command(['kv', 'destroy', 'team/trash/k', '--yes'], env)).code).to.equal(0);
+      const destroyed = await command(['kv', 'destroy', 'team/trash/k', '--yes'], env);
+      expect([destroyed.code, destroyed.stdout]).to.deep.equal([
+        0,
+        'destroyed team/trash/k: every version erased\n',
+      ]);
       expect((await command(['kv', 'get', 'team/trash/k', '--version', '1'], env)).code).to.equal(
         3,
       );
