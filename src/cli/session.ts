@@ -98,9 +98,11 @@ export function explain(err: unknown, coffer: Coffer, what: string): unknown {
         EXIT.unavailable,
       );
     default: {
-      // A 400's fields at fault, as the server named them.
-      const fields = err.errors?.length
-        ? ` (${err.errors.map((e) => (e.field ? `${e.field}: ${e.message}` : e.message)).join('; ')})`
+      // A 400's fields at fault, as the server named them (not the detail again, which a 400 that names
+      // no field repeats as its one entry).
+      const named = (err.errors ?? []).filter((e) => e.field || e.message !== detail);
+      const fields = named.length
+        ? ` (${named.map((e) => (e.field ? `${e.field}: ${e.message}` : e.message)).join('; ')})`
         : '';
       return new CliError(`${what}: ${err.status} ${err.code}: ${detail}${fields}`, EXIT.failure);
     }
