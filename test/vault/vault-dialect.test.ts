@@ -87,6 +87,11 @@ describe("Vault's dialect under /vault/v1: KV v2, the token, sys", function () {
     // A path Coffer does not serve under /vault/v1 is Vault's 404, and a dot segment its 400.
     const unknown = await vault('GET', 'nomount/data/a/b', c.rootToken);
     expect([unknown.status, unknown.body]).to.deep.equal([404, { errors: [] }]);
+    // Token creation is not served, whatever the body: not taken for a login.
+    for (const path of ['auth/token/create', 'auth/token/create-orphan']) {
+      const made = await vault('POST', path, c.rootToken, { policies: ['reader'], ttl: '1h' });
+      expect([path, made.status, made.body]).to.deep.equal([path, 404, { errors: [] }]);
+    }
     const dots = await vault('GET', 'secret/data/payments/../db', c.rootToken);
     expect(dots.status).to.equal(400);
     expect(dots.body.errors[0]).to.include('"." or ".." segment');

@@ -106,8 +106,11 @@ export function loginOperations({
     readonly action: string;
     /** Vault's dialect (api/vault-dialect.ts), for Vault's login paths. */
     readonly dialect?: 'vault';
-    /** The login role a request names, when it is not the body's `role`. */
-    readonly roleOf?: (req: Request, body: B) => string;
+    /**
+     * The login role when the body names none, from the request's path: called before the body is read,
+     * so a path that is no login is refused as such, not for its body.
+     */
+    readonly roleOfPath?: (req: Request) => string;
     readonly schema: TSchema;
     readonly operationId: string;
     readonly summary: string;
@@ -132,8 +135,9 @@ export function loginOperations({
       ],
       async handler(req, res, input) {
         await loginGate.before(req, res);
+        const ofPath = spec.roleOfPath?.(req);
         const body = await input.body();
-        const role = spec.roleOf?.(req, body) ?? body.role ?? '';
+        const role = body.role === undefined || body.role === '' ? (ofPath ?? '') : body.role;
         const answer = await audited(req, res, role, (facts) =>
           spec.attempt(body, facts, res, role),
         );
@@ -196,10 +200,11 @@ export function loginOperations({
     action: 'vault.login',
     dialect: 'vault',
     schema: vaultLoginSchema,
-    roleOf: (req, body) => {
+    roleOfPath: (req) => {
       const mount = VAULT_LOGIN.exec(rawPath(req).slice(`${VAULT_ROOT}/auth/`.length))?.[1];
+      // Not a login (auth/token/create, say): not served, whatever the body.
       if (mount === undefined) throw new AppError('not_found', 'no such login');
-      return body.role === undefined || body.role === '' ? mount : body.role;
+      return mount;
     },
     operationId: 'vaultLogin',
     summary: "Vault: a JWT login at auth/{mount}/login, answered with Vault's auth block",
