@@ -3,11 +3,13 @@
  * written to stdout (never to a file: redirect it where you choose), each quoted so that its format reads it
  * back byte for byte:
  *
- *   dotenv  the rules of Node's own parser (`node --env-file`, util.parseEnv) and of the dotenv package:
+ *   dotenv  read back exactly by Node's own parser (`node --env-file`, util.parseEnv), the dotenv package
+ *           and a POSIX shell that sources the file (`set -a; . ./app.env`), and never code to any of them:
  *           VAR='value' (taken literally, line breaks included) when the value holds no '; else "value" when
- *           it holds no " and no \n (which double quotes turn into a line break); else `value` when it holds
- *           no backtick; a value that holds all three, or a carriage return (which the parsers drop), cannot
- *           be written exactly and is an error naming it (use json or shell)
+ *           it holds none of " \ $ ` (the shell expands $ and `, Node's parser turns \n into a line break).
+ *           A value it cannot write so — one with a ' and one of those, or a carriage return (which the
+ *           parsers drop) — is an error naming it (use json or shell). Never backticks: a shell that sources
+ *           VAR=`value` runs the value as a command.
  *   json    one object, {"VAR": "value", …}
  *   shell   export VAR='value', with each ' written '\\'' — POSIX sh, bash, zsh: eval "$(coffer export …)"
  */
@@ -45,10 +47,11 @@ function dotenvValue(name: string, value: string): string {
       EXIT.failure,
     );
   if (!value.includes("'")) return `'${value}'`;
-  if (!value.includes('"') && !value.includes('\\n')) return `"${value}"`;
-  if (!value.includes('`')) return `\`${value}\``;
+  // In double quotes a shell that sources the file expands $ and ` (running what they name), and treats \;
+  // Node's parser turns \n into a line break.
+  if (!/["\\$`]/.test(value)) return `"${value}"`;
   throw new CliError(
-    `${name}: its value holds ', " and \` (or \\n), which dotenv cannot quote exactly; use --format json or shell`,
+    `${name}: its value holds ' and one of " \\ $ \`, which dotenv cannot quote so that Node's parser and a shell both read it exactly (and neither runs it); use --format json or shell`,
     EXIT.failure,
   );
 }

@@ -458,11 +458,65 @@ describe('the coffer command for people: kv, token, whoami, export', function ()
       const crlf = await command(['export', '--ns', 'quoting/x'], env);
       expect(crlf.code).to.equal(1);
       expect(crlf.stderr).to.include('CRLF').and.include('carriage return');
-      await c.put('quoting/y/all', `it's "all" \`three\``, 'secret');
-      const refused = await command(['export', '--ns', 'quoting/y'], env);
-      expect(refused.code).to.equal(1);
-      expect(refused.stderr).to.include('ALL').and.include('--format json');
-      expect(refused.stdout).to.equal('');
+      // A ' with any of " \ $ ` cannot be quoted for both Node's parser and a shell: refused, never
+      // written in double quotes or backticks that a shell sourcing the file would run.
+      for (const value of [
+        `it's "all" \`three\``,
+        `it's "quoted"`,
+        "it's $(touch pwned)",
+        "it's `touch pwned`",
+        "it's C:\\new",
+      ]) {
+        await c.put('quoting/y/all', value, 'secret');
+        const refused = await command(['export', '--ns', 'quoting/y'], env);
+        expect(refused.code, value).to.equal(1);
+        expect(refused.stderr).to.include('ALL').and.include('--format json');
+        expect(refused.stdout).to.equal('');
+      }
+    });
+
+    it('dotenv: read back exactly by a shell that sources the file, running nothing', async () => {
+      await c.put('quoting/z/mixed', "it's\nfine, isn't it", 'secret');
+      const keys = [
+        'plain',
+        'single',
+        'double',
+        'dollar',
+        'backslash',
+        'lines',
+        'unicode',
+        'empty',
+      ];
+      const file = join(dir, 'sourced.env');
+      const out = await command(
+        [
+          'export',
+          '--ns',
+          'quoting/x',
+          '--ns',
+          'quoting/z',
+          ...keys.flatMap((k) => ['--only', k]),
+          '--only',
+          'mixed',
+        ],
+        env,
+      );
+      expect(out.stderr).to.equal('');
+      writeFileSync(file, out.stdout);
+      const names = [...keys.map((k) => k.toUpperCase()), 'MIXED'];
+      const back = execFileSync(
+        'sh',
+        [
+          '-c',
+          `set -a; . "$1"; node -e 'process.stdout.write(JSON.stringify(Object.fromEntries(${JSON.stringify(names)}.map((k) => [k, process.env[k]]))))'`,
+          'sh',
+          file,
+        ],
+        { env: { PATH: process.env.PATH }, cwd: dir },
+      ).toString();
+      const { CRLF: _, ...readable } = expected;
+      expect(JSON.parse(back)).to.deep.equal({ ...readable, MIXED: "it's\nfine, isn't it" });
+      expect(parseEnv(out.stdout)).to.deep.equal(JSON.parse(back));
     });
   });
 
