@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util';
 import type { Logger } from 'pino';
 import { type CommandIo, processIo } from './cli/command-io.js';
 import { argumentsError, CliError, EXIT } from './cli/exit-codes.js';
+import { printable } from './cli/printable.js';
 import { ConfigError } from './errors.js';
 import { KeyProviderError } from './keys/key-provider.js';
 import { versionText } from './version.js';
@@ -297,7 +298,8 @@ main(process.argv.slice(2), processIo()).then(
       process.exit(EXIT.usage);
     }
     if (err instanceof CliError) {
-      process.stderr.write(`coffer: ${err.message}\n`);
+      // Its line may hold what the server said, which may quote what someone else wrote.
+      process.stderr.write(`coffer: ${printable(err.message)}\n`);
       process.exit(err.exitCode);
     }
     if (String((err as NodeJS.ErrnoException).code).startsWith('ERR_PARSE_ARGS')) {

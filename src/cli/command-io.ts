@@ -5,6 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { printable } from './printable.js';
 
 export interface CommandIo {
   /** The variables the command reads (COFFER_ADDR, COFFER_TOKEN, …). */
@@ -28,11 +29,14 @@ export interface CommandIo {
 /** A line-at-a-time writer (each line gets its newline). */
 export type Out = (line: string) => void;
 
-/** The command's answer a line at a time. */
+/**
+ * Text for people a line at a time (reports, verdicts, warnings), each shown printable: what it quotes from
+ * the store, the server or an audit file cannot act on the terminal (printable.ts).
+ */
 export const linesTo =
   (io: Pick<CommandIo, 'write'>): Out =>
   (line) =>
-    io.write(`${line}\n`);
+    io.write(`${line.split('\n').map(printable).join('\n')}\n`);
 
 /** The process's own standard streams, variables and browser. */
 export function processIo(): CommandIo {

@@ -17,6 +17,7 @@ import { sameText } from '../crypto/constant-time.js';
 import { type CommandIo, processIo } from './command-io.js';
 import { argumentsError, CliError, EXIT } from './exit-codes.js';
 import { durationOption } from './fallback.js';
+import { printable } from './printable.js';
 import { explain } from './session.js';
 import {
   readStoredLogin,
@@ -117,7 +118,7 @@ function awaitRedirect(server: Server, state: string, timeoutMs: number): Promis
         page(res, 400, 'Sign-in failed', `The identity provider said: ${why}.`);
         reject(
           new CliError(
-            `the identity provider refused the sign-in: ${why}${description ? ` (${description})` : ''}`,
+            `the identity provider refused the sign-in: ${printable(why)}${description ? ` (${printable(description)})` : ''}`,
             EXIT.denied,
           ),
         );

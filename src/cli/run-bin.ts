@@ -6,6 +6,7 @@
  */
 import { KeyProviderError } from '../keys/key-provider.js';
 import { argumentsError, CliError } from './exit-codes.js';
+import { printable } from './printable.js';
 import { runCommand } from './run.js';
 
 /** The one line a failure prints, and the exit code (as `coffer` says it: main.ts). */
@@ -25,7 +26,7 @@ runCommand(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err: unknown) => {
     const { line, code } = failure(err);
-    process.stderr.write(`coffer-run: ${line}\n`);
+    process.stderr.write(`coffer-run: ${printable(line)}\n`);
     process.exit(code);
   },
 );

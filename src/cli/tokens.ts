@@ -5,6 +5,7 @@ import type { TokenCreateRequest } from '../client/index.js';
 import { type CommandIo, processIo } from './command-io.js';
 import { argumentsError, CliError, EXIT } from './exit-codes.js';
 import { durationOption, formatAge } from './fallback.js';
+import { printable } from './printable.js';
 import { connect, explain } from './session.js';
 import { scopesText, table } from './table.js';
 
@@ -184,7 +185,7 @@ export async function whoamiCommand(args: string[], io: CommandIo = processIo())
     }
     const who = me.is_root ? 'root' : me.role !== null ? `role ${me.role}` : 'scoped';
     io.write(
-      `${me.id}${me.metadata.name ? ` (${me.metadata.name})` : ''}: ${who}, expires ${me.expires_at ?? 'never'}\n\n${table(
+      `${me.id}${me.metadata.name ? ` (${printable(me.metadata.name)})` : ''}: ${who}, expires ${me.expires_at ?? 'never'}\n\n${table(
         ['NAMESPACE', 'ACTIONS', 'TYPES'],
         me.capabilities.map((c) => [c.namespace, c.actions.join(','), c.types.join(',')]),
       )}\n`,

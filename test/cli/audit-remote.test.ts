@@ -75,6 +75,23 @@ describe('coffer audit verify --remote and coffer audit search (offline and --re
     expect(byName.stdout).not.to.include('hunter2');
   });
 
+  it("prints a token name someone chose as text, never as the auditor's terminal controls (offline and --remote)", async () => {
+    const hidden = await c.token({
+      role: 'reader',
+      metadata: { name: 'ok\u001b[1A\u001b[2K\u009b2Kgone' },
+    });
+    await c.call('GET', '/v1/kv/audited/app/hidden', { token: hidden });
+    for (const [args, env] of [
+      [['audit', 'search', '--key', 'audited/app/hidden'], offline],
+      [['audit', 'search', '--remote', '--key', 'audited/app/hidden'], remote],
+    ] as const) {
+      const out = await runCoffer([...args], env);
+      expect(out.code, out.stderr).to.equal(0);
+      expect(out.stdout).to.include('ok\\u001b[1A\\u001b[2K\\u009b2Kgone (');
+      expect(out.stdout).to.not.match(/[\u001b\u009b]/);
+    }
+  });
+
   it('refuses a malformed filter before reading anything, and a token that may not read the log', async () => {
     const bad = await command(['audit', 'search', '--remote', '--from', 'yesterday'], remote);
     expect(bad.code).to.equal(2);

@@ -322,6 +322,31 @@ describe('the coffer command for people: kv, token, whoami, export', function ()
   });
 
   describe('token and whoami', () => {
+    it("shows a name someone else chose as text, never as the terminal's controls (escapes, bidi overrides)", async () => {
+      // Clear the screen, set the title, and move up over the line before: a listing that hides a token.
+      const name = 'x\u001b[2J\u001b]0;owned\u0007\u001b[1A\r\u009b31m\u202eevil';
+      const made = await c.call('POST', '/v1/auth/token', {
+        json: { role: 'reader', metadata: { name } },
+      });
+      expect(made.status).to.equal(201);
+      const own = String(made.body.token);
+      const listed = await command(['token', 'ls'], env);
+      const whoami = await command(['whoami'], { COFFER_ADDR: c.url, COFFER_TOKEN: own });
+      for (const out of [listed.stdout, whoami.stdout]) {
+        expect(out).to.not.match(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e]/);
+        expect(out).to.include(
+          'x\\u001b[2J\\u001b]0;owned\\u0007\\u001b[1A\\u000d\\u009b31m\\u202eevil',
+        );
+      }
+      expect(listed.stdout).to.include(made.body.id);
+      // --json is JSON's own escaping, read back exactly.
+      const asJson = JSON.parse((await command(['token', 'ls', '--json'], env)).stdout);
+      expect(
+        asJson.tokens.find((t: { id: string }) => t.id === made.body.id).metadata.name,
+      ).to.equal(name);
+      await c.call('DELETE', `/v1/auth/token/${made.body.id}`);
+    });
+
     it('creates a token (table and --json), lists it, shows whoami for it, and revokes it by id', async () => {
       const made = await command(
         ['token', 'create', '--scope', 'team/app:r', '--name', 'cli-test', '--ttl', '1h'],
