@@ -6,7 +6,7 @@
  * escape instead (`\n`, `\t`, `\u001b`), so what people read is what is there. A value `coffer kv get`
  * prints is not text for people and is never changed.
  */
-const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+const UNPRINTABLE = /[\p{Cc}\u2028\u2029\u202a-\u202e\u2066-\u2069]/gu;
 
 export function printable(text: string): string {
   return text.replace(UNPRINTABLE, (c) =>
