@@ -7,6 +7,7 @@ import { parseArgs } from 'node:util';
 import type { ChangeEvent, EventKind } from '../client/index.js';
 import { type CommandIo, processIo } from './command-io.js';
 import { argumentsError, CliError, EXIT } from './exit-codes.js';
+import { printable } from './printable.js';
 import { connect, explain } from './session.js';
 
 export const EVENTS_HELP = `usage: coffer events tail [--namespaces PATTERNS] [--kinds OPERATIONS] [--after POSITION] [--json]
@@ -68,7 +69,9 @@ export async function eventsCommand(args: string[], io: CommandIo = processIo())
       ...(o.after === undefined ? {} : { after: Number(o.after) }),
       signal: stop.signal,
     }))
-      io.write(o.json ? `${JSON.stringify(event)}\n` : lineOf(event));
+      io.write(
+        o.json ? `${JSON.stringify(event)}\n` : `${printable(lineOf(event).slice(0, -1))}\n`,
+      );
     return EXIT.ok;
   } catch (err) {
     throw explain(err, coffer, 'the event stream');
