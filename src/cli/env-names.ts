@@ -140,6 +140,7 @@ export function environmentOf(
   const byVariable = new Map<string, SourceValue>();
   const unmappable: string[] = [];
   const loaders: string[] = [];
+  const withNul: string[] = [];
   for (const v of values) {
     if (only) {
       const kept = only.filter((o) => matches(o.selector, v));
@@ -157,6 +158,11 @@ export function environmentOf(
       loaders.push(`${v.namespace}/${v.key} (${variable})`);
       continue;
     }
+    // No environment variable holds a NUL byte (nor a shell's, nor a dotenv file's).
+    if (v.value.includes('\0')) {
+      withNul.push(`${v.namespace}/${v.key} (${variable})`);
+      continue;
+    }
     const earlier = byVariable.get(variable);
     if (earlier)
       throw new MappingError(
@@ -167,6 +173,10 @@ export function environmentOf(
   if (loaders.length > 0)
     throw new MappingError(
       `${loaders.join(', ')}: would set a variable that changes how programs load or run, which whoever may write the key could use to run code with every value given here; refused. If it is meant, name it yourself with --map KEY=VAR (docs/cli.md lists these variables)`,
+    );
+  if (withNul.length > 0)
+    throw new MappingError(
+      `${withNul.join(', ')}: the value holds a NUL byte, which no environment variable can hold; keep the others with --only, or read it with coffer kv get`,
     );
   if (unmappable.length > 0)
     throw new MappingError(

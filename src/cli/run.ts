@@ -308,7 +308,16 @@ interface Started {
 }
 
 function start(command: string[], env: NodeJS.ProcessEnv): Started {
-  const child = spawn(command[0]!, command.slice(1), { env, stdio: 'inherit' });
+  let child: ChildProcess;
+  try {
+    child = spawn(command[0]!, command.slice(1), { env, stdio: 'inherit' });
+  } catch (err) {
+    // Node's message for a refused argument quotes it, and the environment's are values: never shown.
+    throw new CliError(
+      `${command[0]}: cannot be started (${(err as NodeJS.ErrnoException).code ?? 'refused'})`,
+      EXIT.cannotExecute,
+    );
+  }
   const ended = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>(
     (resolve, reject) => {
       child.on('error', (err: NodeJS.ErrnoException) => {

@@ -230,6 +230,26 @@ describe('coffer run', function () {
     for (const r of [refused, prefixed, exported]) expect(r.stderr).not.to.include(SECRET);
   });
 
+  it('refuses a value with a NUL byte (no variable can hold one) naming its key, never showing the value; run and export', async () => {
+    await c.put('shop/nul/db_password', `${SECRET}\u0000rest`, 'secret');
+    await c.put('shop/nul/other', 'fine', 'config');
+    for (const args of [
+      ['run', '--ns', 'shop/nul', '--', process.execPath, program],
+      ['export', '--ns', 'shop/nul'],
+      ['export', '--ns', 'shop/nul', '--format', 'shell'],
+    ]) {
+      const refused = await command(args, env);
+      expect(refused.code, args.join(' ')).to.equal(2);
+      expect(refused.stderr).to.include('shop/nul/db_password (DB_PASSWORD)').and.include('NUL');
+      expect(refused.stderr + refused.stdout).not.to.include(SECRET);
+    }
+    const others = await command(
+      ['run', '--ns', 'shop/nul', '--only', 'other', '--', process.execPath, program],
+      env,
+    );
+    expect(others.code, others.stderr).to.equal(0);
+  });
+
   it('exits 3 naming a namespace that gives no value (a typo), for run and export, unless --allow-empty', async () => {
     const typo = await command(
       ['run', '--ns', 'shop/prod', '--ns', 'shop/prd', '--', process.execPath, program],
