@@ -43,6 +43,12 @@ const validate = new Ajv({
   keywords: ['env', 'envOnly', 'shownDefault', 'path'],
 }).compile(configSchema);
 
+/** Where `position` is in `text`, as an editor shows it. */
+function lineAndColumn(text: string, position: number): string {
+  const before = text.slice(0, position).split('\n');
+  return `line ${before.length}, column ${before.at(-1)!.length + 1}`;
+}
+
 function readJson(path: string, setting: string): Record<string, unknown> {
   let text: string;
   try {
@@ -57,7 +63,17 @@ function readJson(path: string, setting: string): Record<string, unknown> {
   try {
     parsed = JSON.parse(text);
   } catch (err) {
-    throw new ConfigError(setting, `${path} is not valid JSON (${(err as Error).message})`);
+    // Only where: V8's message quotes the text around the fault, and a configuration file holds secrets
+    // (a database password, a root token).
+    const message = (err as Error).message;
+    const at = /at position (\d+)/.exec(message)?.[1];
+    const where =
+      (at !== undefined && Number(at) >= text.length) || /end of JSON input/.test(message)
+        ? ' (it ends before its JSON does)'
+        : at !== undefined
+          ? ` (${lineAndColumn(text, Number(at))})`
+          : '';
+    throw new ConfigError(setting, `${path} is not valid JSON${where}`);
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
     throw new ConfigError(setting, `${path} holds JSON but not an object ({ … })`);

@@ -62,7 +62,28 @@ describe('configuration messages say what is wrong and what is allowed', () => {
     const dir = tempDir();
     writeFileSync(join(dir, 'bad.json'), '{"port": 8750,');
     expect(refusal({ COFFER_CONFIG: join(dir, 'bad.json') })).to.match(
-      /^COFFER_CONFIG: .*bad\.json is not valid JSON \(/,
+      /^COFFER_CONFIG: .*bad\.json is not valid JSON \(it ends before its JSON does\)$/,
+    );
+    // Where, never what: V8's own message quotes the text around the fault, here a secret.
+    for (const text of [
+      '{"pg_url": "postgres://coffer:Hunter2-Secret@db/coffer" x}',
+      '{"root_token": "Hunter2-Secret-0123456789abcdefghijklmn"\n,}',
+      'root_token: Hunter2-Secret',
+    ]) {
+      writeFileSync(join(dir, 'secret.json'), text);
+      const said = refusal({ COFFER_CONFIG: join(dir, 'secret.json') });
+      expect(said).to.match(/^COFFER_CONFIG: .*secret\.json is not valid JSON/);
+      expect(said).to.not.include('Hunter2');
+    }
+    for (const short of ['{"port": 8750', '']) {
+      writeFileSync(join(dir, 'short.json'), short);
+      expect(refusal({ COFFER_CONFIG: join(dir, 'short.json') })).to.match(
+        /is not valid JSON \(it ends before its JSON does\)$/,
+      );
+    }
+    writeFileSync(join(dir, 'secret.json'), '{"port": 8750,\n  "log_level" "info"}');
+    expect(refusal({ COFFER_CONFIG: join(dir, 'secret.json') })).to.match(
+      /is not valid JSON \(line 2, column 15\)$/,
     );
     writeFileSync(join(dir, 'list.json'), '[1]');
     expect(refusal({ COFFER_CONFIG: join(dir, 'list.json') })).to.match(
