@@ -118,9 +118,15 @@ async function roles(coffer: Coffer, io: CommandIo, command: string, rest: strin
       io.write(o.json ? json(saved) : `role ${saved.name} saved\n`);
       return EXIT.ok;
     }
-    case 'rm':
-      await coffer.deleteRole(oneName(rest, 'rm NAME [--force]'), { force: o.force === true });
+    case 'rm': {
+      const name = oneName(rest, 'rm NAME [--force]');
+      await coffer.deleteRole(name, { force: o.force === true });
+      if (!o.json)
+        io.write(
+          `role ${name} removed${o.force ? '; the tokens that held it are refused from now' : ''}\n`,
+        );
       return EXIT.ok;
+    }
     default:
       throw new CliError(
         `coffer role ${command}: no such command (coffer role --help)`,
@@ -183,9 +189,12 @@ async function loginRoles(
       io.write(o.json ? json(saved) : `login role ${name} saved\n`);
       return EXIT.ok;
     }
-    case 'rm':
-      await coffer.deleteLoginRole(oneName(rest, 'login rm NAME'));
+    case 'rm': {
+      const name = oneName(rest, 'login rm NAME');
+      await coffer.deleteLoginRole(name);
+      if (!o.json) io.write(`login role ${name} removed\n`);
       return EXIT.ok;
+    }
     default:
       throw new CliError(
         `coffer role login ${command}: no such command (coffer role --help)`,

@@ -145,6 +145,7 @@ export async function tokenCommand(args: string[], io: CommandIo = processIo()):
       case 'revoke-self':
         if (rest.length > 0) throw new CliError('token revoke-self takes no arguments', EXIT.usage);
         await coffer.revokeSelf();
+        if (!o.json) io.write('revoked the token in use, and every token made from it\n');
         return EXIT.ok;
       case 'revoke': {
         const id = rest[0];
@@ -156,6 +157,7 @@ export async function tokenCommand(args: string[], io: CommandIo = processIo()):
             EXIT.usage,
           );
         await coffer.revokeToken(id);
+        if (!o.json) io.write(`revoked token ${id}, and every token made from it\n`);
         return EXIT.ok;
       }
       default:

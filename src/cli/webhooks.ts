@@ -81,9 +81,12 @@ async function run(coffer: Coffer, io: CommandIo, command: string, rest: string[
       }
       return EXIT.ok;
     }
-    case 'rm':
-      await coffer.deleteWebhook(oneName(rest, 'rm NAME'));
+    case 'rm': {
+      const name = oneName(rest, 'rm NAME');
+      await coffer.deleteWebhook(name);
+      if (!o.json) io.write(`webhook ${name} removed: nothing more is sent to it\n`);
       return EXIT.ok;
+    }
     case 'test': {
       const result = await coffer.testWebhook(oneName(rest, 'test NAME'));
       io.write(

@@ -379,7 +379,11 @@ describe('the coffer command for people: kv, token, whoami, export', function ()
       );
       expect(whoJson).to.include({ id, is_root: false });
 
-      expect((await command(['token', 'revoke', id], env)).code).to.equal(0);
+      const revoked = await command(['token', 'revoke', id], env);
+      expect([revoked.code, revoked.stdout]).to.deep.equal([
+        0,
+        `revoked token ${id}, and every token made from it\n`,
+      ]);
       const after = await command(['whoami'], { COFFER_ADDR: c.url, COFFER_TOKEN: value });
       expect(after.code).to.equal(4);
       const all = JSON.parse((await command(['token', 'ls', '--all', '--json'], env)).stdout);

@@ -75,7 +75,11 @@ describe('coffer role: runtime roles and login roles from the command line', fun
     const refused = await command(['role', 'rm', 'ops'], env);
     expect(refused.code).to.equal(1);
     expect(refused.stderr).to.match(/409.*1 live token/);
-    expect((await command(['role', 'rm', 'ops', '--force'], env)).code).to.equal(0);
+    const forced = await command(['role', 'rm', 'ops', '--force'], env);
+    expect([forced.code, forced.stdout]).to.deep.equal([
+      0,
+      'role ops removed; the tokens that held it are refused from now\n',
+    ]);
     expect((await c.call('GET', '/v1/auth/me', { token })).status).to.equal(401);
     expect((await command(['role', 'show', 'ops'], env)).code).to.equal(3);
   });
@@ -101,7 +105,8 @@ describe('coffer role: runtime roles and login roles from the command line', fun
     );
     const shown = JSON.parse((await command(['role', 'login', 'show', 'deploy'], env)).stdout);
     expect(shown.bound_claims).to.deep.equal({ repository: 'acme/payments' });
-    expect((await command(['role', 'login', 'rm', 'deploy'], env)).code).to.equal(0);
+    const removed = await command(['role', 'login', 'rm', 'deploy'], env);
+    expect([removed.code, removed.stdout]).to.deep.equal([0, 'login role deploy removed\n']);
     expect((await command(['role', 'login', 'show', 'deploy'], env)).code).to.equal(3);
   });
 
