@@ -9,6 +9,7 @@ import type { Coffer } from '../client/coffer.js';
 import { parseDuration } from '../model/duration.js';
 import type { CommandIo } from './command-io.js';
 import { CliError, EXIT } from './exit-codes.js';
+import { printable } from './printable.js';
 
 export interface MetaOptions {
   readonly set?: readonly string[];
@@ -85,7 +86,8 @@ export async function keyMeta(
         `check-and-set required: ${shown.cas_required ? 'yes' : 'no'}`,
         `versions deleted after: ${shown.delete_version_after === 0 ? 'never' : inUnits(shown.delete_version_after)}`,
         `metadata:${fields.length === 0 ? ' none' : ''}`,
-        ...fields.map(([name, value]) => `  ${name}=${value}`),
+        // Written by whoever may write the key: shown as text, never as terminal controls.
+        ...fields.map(([name, value]) => `  ${printable(name)}=${printable(value)}`),
         '',
       ].join('\n'),
     );

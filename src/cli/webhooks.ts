@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import type { Coffer, WebhookPutRequest } from '../client/index.js';
 import { type CommandIo, processIo } from './command-io.js';
 import { argumentsError, CliError, EXIT } from './exit-codes.js';
+import { printable } from './printable.js';
 import { connect, explain } from './session.js';
 import { table } from './table.js';
 
@@ -94,7 +95,7 @@ async function run(coffer: Coffer, io: CommandIo, command: string, rest: string[
           ? json(result)
           : result.delivered
             ? `delivered: the receiver answered ${result.status} in ${result.ms} ms\n`
-            : `not delivered: ${result.error ?? 'no answer'}\n`,
+            : `not delivered: ${printable(result.error ?? 'no answer')}\n`,
       );
       return result.delivered ? EXIT.ok : EXIT.failure;
     }

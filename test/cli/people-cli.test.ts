@@ -345,6 +345,15 @@ describe('the coffer command for people: kv, token, whoami, export', function ()
         asJson.tokens.find((t: { id: string }) => t.id === made.body.id).metadata.name,
       ).to.equal(name);
       await c.call('DELETE', `/v1/auth/token/${made.body.id}`);
+      // A key's own metadata, which whoever may write the key sets.
+      await c.put('team/escapes/k', 'v', 'config');
+      const set = await c.call('PATCH', '/v1/kv/team/escapes/k', {
+        json: { custom_metadata: { owner: name } },
+      });
+      expect(set.status, set.text).to.equal(200);
+      const meta = await command(['kv', 'meta', 'team/escapes/k'], env);
+      expect(meta.stdout.replace(/\n/g, '')).to.not.match(/[\p{Cc}\u202a-\u202e]/u);
+      expect(meta.stdout).to.include('owner=x\\u001b[2J');
     });
 
     it('creates a token (table and --json), lists it, shows whoami for it, and revokes it by id', async () => {
