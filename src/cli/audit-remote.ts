@@ -22,7 +22,7 @@ import {
   auditFilterOption,
   type Dashed,
 } from '../model/audit-filters.js';
-import { printCoverage, printVerdict } from './audit-verify.js';
+import { printCoverage, printLocalScope, printVerdict } from './audit-verify.js';
 import type { Out } from './command-io.js';
 import { CliError, EXIT } from './exit-codes.js';
 import { withKeyring } from './offline-store.js';
@@ -41,7 +41,9 @@ export async function verifyRemote(out: Out): Promise<number> {
     out(
       `checkpoints signed by Ed25519 public key ${result.public_key} (GET /v1/sys/audit/public-key; coffer audit verify --public-key checks the files with it alone)`,
     );
-    return printCoverage(result.coverage as unknown as Coverage, out);
+    const covered = printCoverage(result.coverage as unknown as Coverage, out);
+    printLocalScope(out);
+    return covered;
   } catch (err) {
     throw explain(err, coffer, 'audit verify');
   }

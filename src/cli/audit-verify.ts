@@ -93,6 +93,7 @@ export async function verifyCommand(
       chainKeysOf(holder.current()).publicKey,
       out,
     );
+    if (against.length === 0 && intact) printLocalScope(out);
     return intact && shippedHeld ? covered : EXIT.failure;
   });
 }
@@ -162,6 +163,17 @@ function printAgainst(
       `note: ${result.skipped} lines of the shipped file(s) hold no audit entry and were passed over`,
     );
   return result.intact;
+}
+
+/**
+ * What an intact verdict from this machine's files and store does not rule out: every anchor it checks
+ * lives on disks this machine's administrators can write, so an older copy of the data directory put back
+ * whole verifies too. Only a copy kept elsewhere (an audit stream's) catches that.
+ */
+export function printLocalScope(out: Out): void {
+  out(
+    'note: checked against this machine\'s own files and store: a data directory put back whole from an older copy verifies too; --against FILE holds the log against what an audit stream shipped, which catches that (docs/audit.md, "Audit streams")',
+  );
 }
 
 /** Prints the verdict (the same from the files and from GET /v1/sys/audit/verify); true when intact. */

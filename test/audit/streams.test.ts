@@ -207,6 +207,9 @@ describe('audit streams (COFFER_AUDIT_STREAMS)', function () {
     expect(held.code, held.stdout).to.equal(0);
     const entries = receiver.lines.filter((l) => JSON.parse(l).kind !== 'checkpoint').length;
     expect(held.stdout).to.include(`; ${entries} of them under a shipped checkpoint`);
+    // Held against the shipped copy, the verdict no longer rests on this machine alone.
+    expect(held.stdout).to.not.include('an older copy verifies too');
+    expect(local.stdout).to.include('an older copy verifies too');
 
     // Someone who reaches the receiver changes a shipped read (a syslog port takes lines from anyone):
     // the copy's signatures no longer hold, and verify says the fault is the copy's, not the log's.

@@ -45,6 +45,9 @@ describe('coffer audit verify --remote and coffer audit search (offline and --re
     );
     expect(server.stdout).to.match(/^intact: \d+ entries/);
     expect(server.stdout).to.include('covers: ');
+    // Both say what an intact verdict from this machine alone does not rule out.
+    for (const out of [local.stdout, server.stdout])
+      expect(out).to.include('an older copy verifies too; --against FILE');
   });
 
   it('search finds the same entries offline and through the server, by key (a namespace read included) and by token name', async () => {
