@@ -797,6 +797,10 @@ describe('the web console’s tokens, roles, keyring and audit screens, in Chrom
       await page.getByText('"key": "key_7"').waitFor();
       await page.getByRole('button', { name: 'Verify the log' }).click();
       await page.getByText(/^Intact: \d+ entries/).waitFor();
+      // The verdict says what it rests on, and what catches the rest.
+      await page
+        .getByText(/an older copy would verify too: coffer audit verify --against/)
+        .waitFor();
       await check(page, 'audit');
       await page.getByRole('link', { name: 'Seal report' }).click();
       await page.getByText('30 secrets sealed; 0 anomalies').waitFor();
