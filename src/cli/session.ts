@@ -88,6 +88,12 @@ export function explain(err: unknown, coffer: Coffer, what: string): unknown {
     case 403:
       return new CliError(`forbidden (403): ${detail}`, EXIT.denied);
     case 404:
+      // A key in the trash, or a version deleted or destroyed alone, is not "not found": the server says which.
+      if (/^(the key|version \d+) is (deleted|destroyed)$/.test(detail))
+        return new CliError(
+          `${what}: ${detail} (404)${detail === 'the key is deleted' ? `; coffer kv undelete ${what} brings it back` : ''}`,
+          EXIT.notFound,
+        );
       return new CliError(`${what}: not found (404)`, EXIT.notFound);
     case 412:
       return new CliError(`${what}: ${detail} (412)`, EXIT.conflict);

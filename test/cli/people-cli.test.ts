@@ -130,7 +130,14 @@ describe('the coffer command for people: kv, token, whoami, export', function ()
       );
       const gone = await command(['kv', 'get', 'team/app/new'], env);
       expect(gone.code).to.equal(3);
-      expect(gone.stderr).to.equal('coffer: team/app/new: not found (404)\n');
+      expect(gone.stderr).to.equal(
+        'coffer: team/app/new: the key is deleted (404); coffer kv undelete team/app/new brings it back\n',
+      );
+      const never = await command(['kv', 'get', 'team/app/never'], env);
+      expect([never.code, never.stderr]).to.deep.equal([
+        3,
+        'coffer: team/app/never: not found (404)\n',
+      ]);
     });
 
     it('the trash: rm keeps the versions, undelete brings the key back, rollback writes an old value again, destroy needs --yes', async () => {
@@ -140,7 +147,11 @@ describe('the coffer command for people: kv, token, whoami, export', function ()
         0,
         'deleted team/trash/k: in the trash (coffer kv undelete team/trash/k brings it back)\n',
       ]);
-      expect((await command(['kv', 'get', 'team/trash/k'], env)).code).to.equal(3);
+      const inTrash = await command(['kv', 'get', 'team/trash/k'], env);
+      expect([inTrash.code, inTrash.stderr]).to.deep.equal([
+        3,
+        'coffer: team/trash/k: the key is deleted (404); coffer kv undelete team/trash/k brings it back\n',
+      ]);
       const trash = (await command(['kv', 'trash', 'team/trash'], env)).stdout.split('\n');
       expect(trash[0]).to.match(/^KEY\s+VERSION\s+TYPE\s+DELETED$/);
       expect(trash[1]).to.match(/^k\s+2\s+secret\s+\d{4}-/);
@@ -190,7 +201,11 @@ describe('the coffer command for people: kv, token, whoami, export', function ()
         0,
         'deleted version 1 of team/some/k; the key is live\n',
       ]);
-      expect((await command(['kv', 'get', 'team/some/k', '--version', '1'], env)).code).to.equal(3);
+      const deletedAlone = await command(['kv', 'get', 'team/some/k', '--version', '1'], env);
+      expect([deletedAlone.code, deletedAlone.stderr]).to.deep.equal([
+        3,
+        'coffer: team/some/k: version 1 is deleted (404)\n',
+      ]);
       expect((await command(['kv', 'get', 'team/some/k'], env)).stdout).to.equal('three');
       const unsure = await command(['kv', 'destroy', 'team/some/k', '--versions', '2'], env);
       expect([unsure.code, unsure.stderr.includes('add --yes')]).to.deep.equal([2, true]);
@@ -202,6 +217,9 @@ describe('the coffer command for people: kv, token, whoami, export', function ()
       const states = (await command(['kv', 'versions', 'team/some/k'], env)).stdout.split('\n');
       expect(states[1]).to.match(/^1\s+secret\s+\S+\s+deleted \d{4}-/);
       expect(states[2]).to.match(/^2\s+secret\s+\S+\s+destroyed$/);
+      expect((await command(['kv', 'get', 'team/some/k', '--version', '2'], env)).stderr).to.equal(
+        'coffer: team/some/k: version 2 is destroyed (404)\n',
+      );
       expect(states[3]).to.match(/^3\s+secret\s+\S+$/);
       const back = await command(['kv', 'undelete', 'team/some/k', '--versions', '1,2'], env);
       expect(back.stdout).to.equal('undeleted version 1 of team/some/k; the key is live\n');
