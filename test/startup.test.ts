@@ -315,6 +315,11 @@ describe('start-up (the coffer process)', function () {
         /roles: .*a\*b/,
       ],
       [
+        'a COFFER_PG_URL that is not a URL, named and never shown (it may hold a password)',
+        () => ({ COFFER_STORAGE: 'postgres', COFFER_PG_URL: 'postgres://u:short-root-token@[x' }),
+        /^coffer: COFFER_PG_URL: is not a URL \(postgres:\/\/user@host:5432\/db; the value is not shown/,
+      ],
+      [
         'a custom role redefining a built-in one',
         (dir) => {
           writeFileSync(

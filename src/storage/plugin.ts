@@ -66,3 +66,14 @@ export interface StoragePlugin<Name extends string = string> {
 export class StorageTargetError extends Error {
   override name = 'StorageTargetError';
 }
+
+/** A backend's setting that cannot be used, named by its variable, never shown (it may hold a password). */
+export class StorageSettingError extends Error {
+  override name = 'StorageSettingError';
+  constructor(
+    readonly setting: string,
+    readonly problem: string,
+  ) {
+    super(`${setting}: ${problem}`);
+  }
+}

@@ -3,7 +3,12 @@
  * `COFFER_PG_*` variables, and how it opens (postgres-backend.ts).
  */
 import { Type } from '@sinclair/typebox';
-import { type StoragePlugin, type StorageSettings, StorageTargetError } from './plugin.js';
+import {
+  type StoragePlugin,
+  StorageSettingError,
+  type StorageSettings,
+  StorageTargetError,
+} from './plugin.js';
 import { PostgresBackend } from './postgres-backend.js';
 
 /** The settings a PostgreSQL store is opened with (storage/plugin.ts). */
@@ -60,6 +65,12 @@ export const postgresStorage = {
   },
   open: (given, announced) => {
     const settings = given as unknown as PostgresSettings;
+    if (settings.pg_url !== undefined && !URL.canParse(settings.pg_url))
+      // Named, never shown: it may hold a password.
+      throw new StorageSettingError(
+        'COFFER_PG_URL',
+        'is not a URL (postgres://user@host:5432/db; the value is not shown, as it may hold a password)',
+      );
     return PostgresBackend.open({
       ...(settings.pg_url === undefined ? {} : { connectionString: settings.pg_url }),
       schema: settings.postgres.schema,

@@ -9,6 +9,7 @@
 import type { FileHandle } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import type { Keyring } from '../crypto/keyring.js';
+import { ConfigError } from '../errors.js';
 import type { KeyProvider } from '../keys/key-provider.js';
 import {
   hasChangeFeed,
@@ -16,7 +17,7 @@ import {
   type StorageGauges,
   type WriteObserver,
 } from '../storage/backend.js';
-import type { Announced } from '../storage/plugin.js';
+import { type Announced, StorageSettingError } from '../storage/plugin.js';
 import { openStorage, type StorageSettings, storeMayExist } from '../storage/registry.js';
 import { AuditRecords } from './audit-records.js';
 import { setBackend } from './backend-of.js';
@@ -101,7 +102,13 @@ export class Store {
 
   /** Opens the configured storage (creating nothing but what the backend needs to open). */
   static async open(settings: StorageSettings): Promise<Store> {
-    return new Store(await openStorage(settings, ANNOUNCED), settings.data_dir);
+    try {
+      return new Store(await openStorage(settings, ANNOUNCED), settings.data_dir);
+    } catch (err) {
+      // A setting the backend cannot use is the configuration's fault, said as every such fault is.
+      if (err instanceof StorageSettingError) throw new ConfigError(err.setting, err.problem);
+      throw err;
+    }
   }
 
   /** Tells `observer` of every write to the storage from now on (the metrics). */
