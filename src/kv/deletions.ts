@@ -38,11 +38,17 @@ export class Deletions {
       throw forbidden(`delete in ${namespace}`);
     const found = await this.meta(namespace, key);
     // A key deleted by its time is deleted already, as one in the trash is.
-    const meta = found && expiredAt(found, this.deps.now()) === undefined ? found : undefined;
+    const expired = found && expiredAt(found, this.deps.now());
+    const meta = found && expired === undefined ? found : undefined;
     if (!meta) {
       // A precondition on a key that is not there fails (RFC 9110, If-Match): 412, not 404.
       if (ifVersion !== undefined) expectVersion(ifVersion, 0);
-      throw notFound('no such key');
+      // Deleted already: said as a read says it (when, to a caller who may list its type), not "no such key".
+      const trashed =
+        found && expired !== undefined
+          ? { ...found, deletedAt: expired }
+          : await this.deps.records.trash.get({ namespace, key });
+      throw trashed ? deletedKey(caller, namespace, trashed) : notFound('no such key');
     }
     mayDelete(caller, namespace, meta.type);
     const alongside = (await beforeCommit?.()) ?? [];
