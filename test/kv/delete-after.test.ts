@@ -79,8 +79,13 @@ describe("delete_version_after: a key's versions deleted their time after they a
       expect(trash.body.keys).to.deep.equal([
         { key: 'k', type: 'secret', version: 2, deleted_at: written.body.deletes_at },
       ]);
-      // Deleted already: a delete finds no key, as for one in the trash.
-      expect((await c.call('DELETE', '/v1/kv/timed/k')).status).to.equal(404);
+      // Deleted already: a delete says so, and when, as for one in the trash.
+      const again = await c.call('DELETE', '/v1/kv/timed/k');
+      expect([again.status, again.body.detail, again.body.deleted_at]).to.deep.equal([
+        404,
+        'the key is deleted',
+        written.body.deletes_at,
+      ]);
     });
 
     it('undelete brings the key back for good; a write after it is deleted its own time after', async () => {
