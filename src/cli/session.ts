@@ -94,6 +94,9 @@ export function explain(err: unknown, coffer: Coffer, what: string): unknown {
           `${what}: ${detail} (404)${detail === 'the key is deleted' ? `; coffer kv undelete ${what} brings it back` : ''}`,
           EXIT.notFound,
         );
+      // An undelete of a key that is live (or was never written): there is nothing in the trash to bring back.
+      if (detail === 'no deleted key by that name')
+        return new CliError(`${what}: not in the trash (404)`, EXIT.notFound);
       return new CliError(`${what}: not found (404)`, EXIT.notFound);
     case 412:
       return new CliError(`${what}: ${detail} (412)`, EXIT.conflict);

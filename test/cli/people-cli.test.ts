@@ -147,6 +147,11 @@ describe('the coffer command for people: kv, token, whoami, export', function ()
         0,
         'deleted team/trash/k: in the trash (coffer kv undelete team/trash/k brings it back)\n',
       ]);
+      const notTrashed = await command(['kv', 'undelete', 'team/app/db_password'], env);
+      expect([notTrashed.code, notTrashed.stderr]).to.deep.equal([
+        3,
+        'coffer: team/app/db_password: not in the trash (404)\n',
+      ]);
       const inTrash = await command(['kv', 'get', 'team/trash/k'], env);
       expect([inTrash.code, inTrash.stderr]).to.deep.equal([
         3,
