@@ -312,6 +312,17 @@ describe('change events: GET /v1/events, a resumable stream of what the caller m
     it('refuses a malformed filter or position (400), and a position beyond the last given (410)', async () => {
       for (const query of ['?namespaces=a*b', '?kinds=read', '?after=-1', '?after=x'])
         expect((await c.call('GET', `/v1/events${query}`)).status, query).to.equal(400);
+      // Each names the query parameter at fault, as every 400 does.
+      for (const [query, field] of [
+        ['?namespaces=a*b', 'namespaces'],
+        ['?kinds=write,read', 'kinds'],
+        [`?namespaces=${Array.from({ length: 33 }, (_, i) => `n${i}`).join(',')}`, 'namespaces'],
+      ] as const) {
+        const refused = await c.call('GET', `/v1/events${query}`);
+        expect(refused.body.errors, query).to.deep.equal([
+          { field, in: 'query', message: refused.body.detail.slice(field.length + 1) },
+        ]);
+      }
       const both = await c.call('GET', '/v1/events?after=1', { headers: { 'Last-Event-ID': '2' } });
       expect(both.status).to.equal(400);
       const badHeader = await c.call('GET', '/v1/events', { headers: { 'Last-Event-ID': 'abc' } });

@@ -29,14 +29,22 @@ const MAX_UNSENT_BYTES = 1024 * 1024;
 /** The largest position a client may name. */
 const MAX_POSITION = Number.MAX_SAFE_INTEGER;
 
+/** A 400 naming the query parameter at fault. */
+function badParameter(field: 'namespaces' | 'kinds', message: string): never {
+  throw invalid(`${field} ${message}`, [{ field, in: 'query', message }]);
+}
+
 function patterns(text: string): NamespacePattern[] {
   const items = text.split(',');
   if (items.length > MAX_PATTERNS)
-    throw invalid(`namespaces names at most ${MAX_PATTERNS} patterns`);
+    badParameter('namespaces', `names at most ${MAX_PATTERNS} patterns`);
   return items.map((item) => {
     const pattern = parsePattern(item);
     if (!pattern)
-      throw invalid(`namespaces: ${JSON.stringify(item)} is not a namespace pattern (*, a/*, a/b)`);
+      badParameter(
+        'namespaces',
+        `holds ${JSON.stringify(item)}, which is not a namespace pattern (*, a/*, a/b)`,
+      );
     return pattern;
   });
 }
@@ -44,7 +52,10 @@ function patterns(text: string): NamespacePattern[] {
 function kinds(text: string): EventKindName[] {
   return text.split(',').map((item) => {
     if (!OPERATIONS.includes(item as EventKindName))
-      throw invalid(`kinds: ${JSON.stringify(item)} is not one of ${OPERATIONS.join(', ')}`);
+      badParameter(
+        'kinds',
+        `holds ${JSON.stringify(item)}, which is not one of ${OPERATIONS.join(', ')}`,
+      );
     return item as EventKindName;
   });
 }
