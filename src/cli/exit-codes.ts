@@ -49,7 +49,9 @@ export function argumentsError(err: unknown): CliError {
       return new CliError(
         /argument missing/.test(e.message)
           ? `${quoted} needs a value (--help says which)`
-          : `${quoted} takes no value`,
+          : /argument is ambiguous/.test(e.message)
+            ? `${quoted} needs a value, and the next argument starts with -: write ${quoted}=VALUE if it is the value`
+            : `${quoted} takes no value`,
         EXIT.usage,
       );
     case 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL':

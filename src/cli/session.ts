@@ -107,9 +107,9 @@ export function explain(err: unknown, coffer: Coffer, what: string): unknown {
         EXIT.unavailable,
       );
     default: {
-      // A 400's fields at fault, as the server named them (not the detail again, which a 400 that names
-      // no field repeats as its one entry).
-      const named = (err.errors ?? []).filter((e) => e.field || e.message !== detail);
+      // A 400's fields at fault, as the server named them: those the detail does not say already (a 400
+      // that names no field repeats the detail as its one entry; others spell the field out in it).
+      const named = (err.errors ?? []).filter((e) => !detail.includes(e.message));
       const fields = named.length
         ? ` (${named.map((e) => (e.field ? `${e.field}: ${e.message}` : e.message)).join('; ')})`
         : '';

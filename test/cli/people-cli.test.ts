@@ -609,6 +609,17 @@ describe('the coffer command for people: kv, token, whoami, export', function ()
     const missing = await command(['token', 'create', '--role', 'reader', '--ttl'], env);
     expect(missing.code).to.equal(2);
     expect(missing.stderr).to.equal('coffer: --ttl needs a value (--help says which)\n');
+    // A value that starts with a dash is not taken for one without '=': said so, not "takes no value".
+    const dashed = await command(
+      ['kv', 'meta', 'team/app/db_password', '--max-versions', '-1'],
+      env,
+    );
+    expect([dashed.code, dashed.stderr]).to.deep.equal([
+      2,
+      'coffer: --max-versions needs a value, and the next argument starts with -: write --max-versions=VALUE if it is the value\n',
+    ]);
+    const flag = await command(['kv', 'ls', '--json=yes'], env);
+    expect([flag.code, flag.stderr]).to.deep.equal([2, 'coffer: --json takes no value\n']);
     const both = await command(['whoami'], {
       ...env,
       COFFER_JWT_FILE: join(dir, 'jwt'),
