@@ -36,7 +36,10 @@ export function targetConfig(request: MigrateRequest, secrets: ProviderSecrets):
   const stray = Object.keys(request).find(
     (field) => field !== 'key_provider' && !plugin.fields.includes(field),
   );
-  if (stray) throw invalid(`${stray} does not apply to the ${request.key_provider} provider`);
+  if (stray)
+    throw invalid(`${stray} does not apply to the ${request.key_provider} provider`, [
+      { field: `/${stray}`, in: 'body', message: `does not apply to ${request.key_provider}` },
+    ]);
   // In a configuration the key file has a default that a passphrase file overrides; a request names one.
   if (request.master_key_file !== undefined && request.master_passphrase_file !== undefined)
     throw invalid(

@@ -153,11 +153,12 @@ describe('migrate-key: the keyring moves to another master key in one atomic wri
   it('refuses a target it cannot use, and a malformed one, leaving the store on its key', async () => {
     const c = await startTestCoffer();
     await c.put('mig/kept', 'still under the local key');
-    const refused = async (json: unknown, pattern: RegExp): Promise<void> => {
+    const refused = async (json: unknown, pattern: RegExp) => {
       const res = await c.call('POST', '/v1/sys/keyring/migrate', { json });
       expect(res.status, res.text).to.equal(400);
       expect(res.headers.get('content-type')).to.match(/application\/problem\+json/);
       expect(res.body.detail).to.match(pattern);
+      return res.body;
     };
     await refused(
       {
@@ -189,10 +190,13 @@ describe('migrate-key: the keyring moves to another master key in one atomic wri
       { key_provider: 'local', master_key_file: '/tmp/x.key', master_passphrase_file: '/tmp/p' },
       /takes one of master_key_file and master_passphrase_file, not both/,
     );
-    await refused(
+    const stray = await refused(
       { key_provider: 'local', master_key_file: '/tmp/x.key', kms: { key_id: 'k' } },
       /kms does not apply to the local provider/,
     );
+    expect(stray.errors).to.deep.equal([
+      { field: '/kms', in: 'body', message: 'does not apply to local' },
+    ]);
     await refused(
       {
         key_provider: 'pkcs11',
