@@ -103,6 +103,22 @@ export function retryAfterMs(headers: Headers, now = Date.now()): number | undef
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
+/**
+ * What a failed TLS handshake means, by its code; undefined for any other failure. Nothing was sent (the
+ * handshake comes before the request), and sending again would fail the same way.
+ */
+function tlsFailure(code: string | undefined): string | undefined {
+  if (code === undefined) return undefined;
+  if (code === 'ERR_SSL_WRONG_VERSION_NUMBER' || code === 'ERR_SSL_PACKET_LENGTH_TOO_LONG')
+    return 'it does not answer TLS (is the address http://?)';
+  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') return 'its certificate does not name this host';
+  if (code === 'CERT_HAS_EXPIRED') return 'its certificate has expired';
+  if (/SELF_SIGNED|UNABLE_TO_(VERIFY|GET_ISSUER)|CERT_UNTRUSTED/.test(code))
+    return 'its certificate is not trusted here (a private CA: NODE_EXTRA_CA_CERTS names its file)';
+  if (code.startsWith('ERR_SSL_') || code.startsWith('ERR_TLS_')) return 'the TLS handshake failed';
+  return undefined;
+}
+
 function errorCode(err: unknown): string | undefined {
   const cause = (err as { cause?: { code?: unknown } }).cause;
   return typeof cause?.code === 'string' ? cause.code : undefined;
@@ -184,6 +200,14 @@ export async function send(options: TransportOptions, call: Call): Promise<Answe
       if (call.signal?.aborted) throw call.signal.reason;
       if (err instanceof CofferError) throw err; // no token: nothing was sent
       const code = errorCode(err);
+      const tls = tlsFailure(code);
+      if (tls !== undefined)
+        throw new CofferError({
+          status: 0,
+          code: 'unreachable',
+          detail: `cannot talk to ${options.url} over TLS: ${tls} (${code})`,
+          cause: err,
+        });
       const timedOut = (err as { name?: string }).name === 'TimeoutError';
       const notSent = code !== undefined && NOT_SENT.has(code);
       if (more && (idempotent || notSent)) {

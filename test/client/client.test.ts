@@ -1,9 +1,11 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { createServer as createHttpsServer } from 'node:https';
+import { type AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { Coffer, CofferError } from '../../src/client/index.js';
+import { selfSignedCertificate } from '../support/certificates.js';
 import { eventually } from '../support/eventually.js';
 import { type FaultProxy, startFaultProxy } from '../support/fault-proxy.js';
 import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
@@ -255,6 +257,40 @@ describe('the TypeScript client (coffer/client)', () => {
     expect((await c.call('GET', '/v1/kv/retry/app/reset/versions')).body.current_version).to.equal(
       1,
     );
+  });
+
+  it('says a failed TLS handshake for what it is: nothing was sent (never "may have been applied"), nothing retried', async () => {
+    // Plain HTTP asked for TLS.
+    const plain = new Coffer({ url: c.url.replace('http://', 'https://'), token: c.rootToken });
+    const wrong = await rejection(plain.put('tls/app', 'k', 'value-tls'));
+    expect(wrong).to.include({ status: 0, code: 'unreachable', mayHaveApplied: false });
+    expect(wrong.detail).to.include('it does not answer TLS (is the address http://?)');
+    // A certificate this machine does not trust: refused before the request, tried once.
+    const dir = tempDir();
+    const { cert, key } = selfSignedCertificate(dir);
+    let handshakes = 0;
+    const server = createHttpsServer(
+      { cert: readFileSync(cert), key: readFileSync(key) },
+      (_q, s) => s.end(),
+    );
+    server.on('connection', () => handshakes++);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = (server.address() as AddressInfo).port;
+      const untrusted = new Coffer({
+        url: `https://127.0.0.1:${port}`,
+        token: c.rootToken,
+        retry: FAST,
+      });
+      const refused = await rejection(untrusted.put('tls/app', 'k', 'value-tls'));
+      expect(refused).to.include({ status: 0, code: 'unreachable', mayHaveApplied: false });
+      expect(refused.detail).to.match(/its certificate is not trusted here .*NODE_EXTRA_CA_CERTS/);
+      expect(refused.message).to.not.include('value-tls');
+      await rejection(untrusted.get('tls/app', 'k'));
+      expect(handshakes, 'one handshake a call: nothing retried').to.equal(2);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   it('never repeats a PUT answered 503, which may have been applied', async () => {
