@@ -54,7 +54,18 @@ export function tokenFromEnv(env: NodeJS.ProcessEnv): () => Promise<string> {
   const file = env.COFFER_TOKEN_FILE;
   if (file)
     return async () => {
-      const token = (await readFile(file, 'utf8')).trim();
+      let text: string;
+      try {
+        text = await readFile(file, 'utf8');
+      } catch (err) {
+        // The token is not there: nothing was sent (not an outage, which a fallback copy would stand in for).
+        throw new CofferError({
+          status: 0,
+          code: 'no_token',
+          detail: `COFFER_TOKEN_FILE ${file}: cannot read it (${(err as NodeJS.ErrnoException).code ?? 'unreadable'})`,
+        });
+      }
+      const token = text.trim();
       if (token === '')
         throw new CofferError({ status: 0, code: 'no_token', detail: `${file} is empty` });
       return token;

@@ -341,6 +341,20 @@ describe('the coffer command for people: kv, token, whoami, export', function ()
         COFFER_TOKEN_FILE: file,
       });
       expect(got.stdout).to.equal('on');
+      // A file that cannot be read is the settings' fault (exit 2), not Coffer out of reach (exit 5).
+      for (const [missing, code] of [
+        [join(dir, 'no-such-token'), 'ENOENT'],
+        [dir, 'EISDIR'],
+      ]) {
+        const refused = await command(['kv', 'get', 'team/app/flag'], {
+          COFFER_ADDR: c.url,
+          COFFER_TOKEN_FILE: missing!,
+        });
+        expect([refused.code, refused.stderr]).to.deep.equal([
+          2,
+          `coffer: COFFER_TOKEN_FILE ${missing}: cannot read it (${code})\n`,
+        ]);
+      }
     });
   });
 

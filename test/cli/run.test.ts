@@ -580,6 +580,15 @@ describe('coffer run', function () {
       });
       expect(denied.code).to.equal(4);
       expect(denied.stdout).to.equal('');
+      // Nor when the token file cannot be read: nothing was asked of Coffer, so it is no outage.
+      const { COFFER_TOKEN: _, ...withoutToken } = fallbackEnv;
+      const unread = await command(withFallback('shop/prod'), {
+        ...withoutToken,
+        COFFER_TOKEN_FILE: join(dir, 'no-such-token'),
+      });
+      expect(unread.code).to.equal(2);
+      expect(unread.stderr).to.include('COFFER_TOKEN_FILE').and.not.include('fallback copy');
+      expect(unread.stdout, 'the command never ran').to.equal('');
     });
   });
 });
