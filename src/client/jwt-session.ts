@@ -5,9 +5,8 @@
  * of its token's life have passed, or at once when the server refuses the token (revoked, its login role
  * changed); callers waiting at the same time share one login.
  */
-import { readFile } from 'node:fs/promises';
 import type { ApiCreatedToken } from '../api/response-schemas.js';
-import { CofferError } from './errors.js';
+import { readCredential } from './credential-file.js';
 
 export interface JwtLogin {
   /** The login role to log in under. */
@@ -68,7 +67,7 @@ export class JwtSession {
   }
 
   private async fresh(): Promise<string> {
-    const jwt = await readJwt(this.source.jwtFile);
+    const jwt = await readCredential(this.source.jwtFile, 'the JWT file');
     const { cache } = this.source;
     const identity = cache ? identityOf(this.source.role, jwt) : undefined;
     this.identity = identity;
@@ -99,21 +98,4 @@ function identityOf(role: string, jwt: string): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-async function readJwt(file: string): Promise<string> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (err) {
-    throw new CofferError({
-      status: 0,
-      code: 'no_token',
-      detail: `cannot read the JWT file ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
-    });
-  }
-  const jwt = text.trim();
-  if (jwt === '')
-    throw new CofferError({ status: 0, code: 'no_token', detail: `the JWT file ${file} is empty` });
-  return jwt;
 }

@@ -1,7 +1,7 @@
 /** What a client is made from: its options, the environment's settings, and the page and filter options of its calls. */
-import { readFile } from 'node:fs/promises';
 import type { ApiEntry, ApiNamespaceValues } from '../api/response-schemas.js';
 import type { AuditFilterQuery } from '../model/audit-filters.js';
+import { readCredential } from './credential-file.js';
 import { CofferError } from './errors.js';
 import type { JwtLogin } from './jwt-session.js';
 import type { RetryPolicy } from './transport.js';
@@ -52,24 +52,7 @@ export function tokenFromEnv(env: NodeJS.ProcessEnv): () => Promise<string> {
     return async () => token;
   }
   const file = env.COFFER_TOKEN_FILE;
-  if (file)
-    return async () => {
-      let text: string;
-      try {
-        text = await readFile(file, 'utf8');
-      } catch (err) {
-        // The token is not there: nothing was sent (not an outage, which a fallback copy would stand in for).
-        throw new CofferError({
-          status: 0,
-          code: 'no_token',
-          detail: `COFFER_TOKEN_FILE ${file}: cannot read it (${(err as NodeJS.ErrnoException).code ?? 'unreadable'})`,
-        });
-      }
-      const token = text.trim();
-      if (token === '')
-        throw new CofferError({ status: 0, code: 'no_token', detail: `${file} is empty` });
-      return token;
-    };
+  if (file) return () => readCredential(file, 'the token file (COFFER_TOKEN_FILE)');
   return async () => {
     throw new CofferError({
       status: 0,

@@ -352,7 +352,7 @@ describe('the coffer command for people: kv, token, whoami, export', function ()
         });
         expect([refused.code, refused.stderr]).to.deep.equal([
           2,
-          `coffer: COFFER_TOKEN_FILE ${missing}: cannot read it (${code})\n`,
+          `coffer: cannot read the token file (COFFER_TOKEN_FILE) ${missing} (${code})\n`,
         ]);
       }
     });
