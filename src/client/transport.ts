@@ -194,7 +194,16 @@ export async function send(options: TransportOptions, call: Call): Promise<Answe
     let answer: Answer;
     let token: string | undefined;
     try {
-      token = call.authenticated === false ? undefined : await options.token();
+      // Whitespace around it, as a header's value is taken (a file's or a variable's last line break).
+      token = call.authenticated === false ? undefined : (await options.token()).trim();
+      // A header cannot carry it (fetch would refuse it after a fashion that reads like a lost connection).
+      if (token !== undefined && !/^[\x21-\x7e]+$/.test(token))
+        throw new CofferError({
+          status: 0,
+          code: 'no_token',
+          detail:
+            'the token holds a space, a control or a non-ASCII character: no token does (check COFFER_TOKEN or its file)',
+        });
       answer = await attempt(options, call, token);
     } catch (err) {
       if (call.signal?.aborted) throw call.signal.reason;

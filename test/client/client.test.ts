@@ -259,6 +259,16 @@ describe('the TypeScript client (coffer/client)', () => {
     );
   });
 
+  it('takes a token with a line break around it, and refuses one no header can carry before sending anything', async () => {
+    const trailing = new Coffer({ url: c.url, token: `${c.rootToken}\n` });
+    expect((await trailing.self()).is_root).to.equal(true);
+    const broken = new Coffer({ url: c.url, token: `${c.rootToken.slice(0, 10)}\u0001rest` });
+    const refused = await rejection(broken.put('token/app', 'k', 'v'));
+    expect(refused).to.include({ status: 0, code: 'no_token', mayHaveApplied: false });
+    expect(refused.detail).to.include('control');
+    expect(refused.detail).to.not.include(c.rootToken.slice(0, 10));
+  });
+
   it('says a failed TLS handshake for what it is: nothing was sent (never "may have been applied"), nothing retried', async () => {
     // Plain HTTP asked for TLS.
     const plain = new Coffer({ url: c.url.replace('http://', 'https://'), token: c.rootToken });
