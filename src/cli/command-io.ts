@@ -53,6 +53,11 @@ export function processIo(): CommandIo {
 }
 
 async function readStdin(): Promise<Buffer> {
+  // Typed at a terminal, the input ends only at Ctrl-D: said, or the command seems to hang.
+  if (process.stdin.isTTY)
+    process.stderr.write(
+      'coffer: reading standard input: type it (it shows as you type), then Ctrl-D; a line break typed is part of it\n',
+    );
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks);

@@ -1,5 +1,5 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
@@ -50,6 +50,37 @@ describe('the coffer command, as a person at a shell uses it', function () {
     expect(run.shown.length).to.be.at.least(200);
     expect(run.stderr).to.equal('');
     expect(run.code).to.equal(0);
+  });
+
+  it('says it is reading a value typed at a terminal (it waits for Ctrl-D), and keeps quiet when one is piped in', async function () {
+    if (!existsSync('/usr/bin/script')) this.skip(); // util-linux's script gives the command a terminal
+    const clean = Object.fromEntries(
+      Object.entries(process.env).filter(([name]) => !name.startsWith('COFFER_')),
+    );
+    const child = spawn(
+      'script',
+      ['-qec', `"${process.execPath}" "${MAIN}" kv put tty/ns/k --type config`, '/dev/null'],
+      { env: { ...clean, COFFER_ADDR: c.url, COFFER_TOKEN: c.rootToken } },
+    );
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    // At a terminal, Ctrl-D hands over what was typed on the line; a second one, on nothing, ends the input.
+    child.stdin.write('typed-value\u0004\u0004');
+    // A command still waiting for its input is killed, not left behind: the test then fails on its code.
+    const stuck = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    const code = await new Promise((resolve) => child.on('close', resolve));
+    clearTimeout(stuck);
+    expect(code, out).to.equal(0);
+    expect(out).to.include(
+      'coffer: reading standard input: type it (it shows as you type), then Ctrl-D',
+    );
+    expect(out).to.include('created tty/ns/k version 1 (config)');
+    expect((await c.call('GET', '/v1/kv/tty/ns/k')).body.value).to.equal('typed-value');
+    const piped = await runCoffer(['kv', 'put', 'tty/ns/piped', '--type', 'config'], {
+      COFFER_ADDR: c.url,
+      COFFER_TOKEN: c.rootToken,
+    });
+    expect(piped.stderr).to.equal('');
   });
 
   it('prints its version and the commit it was built from; its entry point is executable after a build', async () => {
