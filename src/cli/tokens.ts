@@ -111,11 +111,14 @@ export async function tokenCommand(args: string[], io: CommandIo = processIo()):
             );
           throw err;
         });
-        io.write(
-          o.json
-            ? json(created)
-            : `${created.token}\n\nid ${created.id}, ${created.role === null ? 'scopes' : `role ${created.role}`}, expires ${created.expires_at}. It is shown this once: keep it.\n`,
-        );
+        if (o.json) io.write(json(created));
+        else {
+          // The token alone on stdout (TOKEN=$(coffer token create …) holds nothing else); the rest is said.
+          io.write(`${created.token}\n`);
+          io.tell(
+            `id ${created.id}, ${created.role === null ? 'scopes' : `role ${created.role}`}, expires ${created.expires_at}. It is shown this once: keep it.\n`,
+          );
+        }
         return EXIT.ok;
       }
       case 'ls': {

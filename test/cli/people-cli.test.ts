@@ -399,9 +399,10 @@ describe('the coffer command for people: kv, token, whoami, export', function ()
         env,
       );
       expect(made.code).to.equal(0);
-      const value = made.stdout.split('\n')[0]!;
-      expect(value).to.match(/^cfr_/);
-      expect(made.stdout).to.include('shown this once');
+      // The token alone on stdout, so that TOKEN=$(coffer token create …) holds nothing else.
+      const value = made.stdout.trimEnd();
+      expect(value).to.match(/^cfr_[A-Za-z0-9]+_[A-Za-z0-9]+$/);
+      expect(made.stderr).to.include('shown this once').and.not.include(value);
       const id = value.split('_')[1]!;
 
       const asJson = JSON.parse(
