@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { childPids } from '../../bench/servers.js';
 import { generateToken } from '../../src/auth/token-format.js';
+import { processRuns } from '../../src/processes.js';
+import { eventually } from './eventually.js';
 import { tempDir } from './temp-dirs.js';
 
 export const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
@@ -131,11 +133,22 @@ export function startProcess(
 /** The pids of a supervisor's worker processes (the benchmarks' helper, one copy). */
 export const workerPids = childPids;
 
-/** SIGKILLs the supervisor and its workers at once, as `kill -9` of the process group would, and waits for the supervisor to be gone. */
+/**
+ * SIGKILLs the supervisor and its workers at once, as `kill -9` of the process group would, and waits for
+ * every one of them to be gone: a worker still exiting is still alive to whoever asks (a lease's owner, a
+ * run's), and the supervisor's exit does not wait for it (CI at edec6e9: a rewrap handed over too soon was
+ * refused as still held).
+ */
 export async function killAll(p: CofferProcess): Promise<void> {
   const exited = new Promise((resolve) => p.child.once('exit', resolve));
-  for (const pid of [p.child.pid!, ...workerPids(p.child.pid!)]) process.kill(pid, 'SIGKILL');
+  const pids = [p.child.pid!, ...workerPids(p.child.pid!)];
+  for (const pid of pids) process.kill(pid, 'SIGKILL');
   await exited;
+  await eventually(() => pids.every((pid) => !processRuns(pid)), {
+    timeout: 10_000,
+    interval: 10,
+    what: 'every killed process gone',
+  });
 }
 
 /** Runs coffer expecting it to exit on its own (a refused start-up). */
