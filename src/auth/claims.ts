@@ -10,6 +10,7 @@
  *   only when it is one namespace segment (model/names.ts: letters, digits, `.`, `_`, `-`, not `.` or `..`),
  *   so no claim can widen a pattern: `*`, `/`, `..` and the empty string are refused.
  */
+import { globMatches } from '../model/glob.js';
 import { isSegment } from '../model/names.js';
 
 export type Claims = Readonly<Record<string, unknown>>;
@@ -55,25 +56,6 @@ export function claimAt(claims: Claims, path: string): unknown {
   const first = JSON.stringify(found[0]);
   if (found.some((value) => JSON.stringify(value) !== first)) throw new AmbiguousClaim(path);
   return found[0];
-}
-
-const globs = new Map<string, RegExp>();
-
-/** Whether `text` matches `pattern`, exact or with `*` for any run of characters. */
-export function globMatches(pattern: string, text: string): boolean {
-  if (!pattern.includes('*')) return pattern === text;
-  let re = globs.get(pattern);
-  if (re === undefined) {
-    re = new RegExp(
-      `^${pattern
-        .split('*')
-        .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
-        .join('.*')}$`,
-      's',
-    );
-    if (globs.size < 10_000) globs.set(pattern, re);
-  }
-  return re.test(text);
 }
 
 /** A claim's value as text, when it is a string, a number or a boolean. */

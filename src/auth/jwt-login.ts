@@ -33,17 +33,11 @@ import {
   jwtVerify,
 } from 'jose';
 import { AppError, invalid } from '../errors.js';
+import { globMatches } from '../model/glob.js';
 import type { LoginRole } from '../model/policies.js';
 import { METADATA_LIMITS, type TokenMetadata } from '../model/tokens.js';
 import type { Scope } from './access.js';
-import {
-  AmbiguousClaim,
-  type Claims,
-  claimAt,
-  claimMatches,
-  fillTemplate,
-  globMatches,
-} from './claims.js';
+import { AmbiguousClaim, type Claims, claimAt, claimMatches, fillTemplate } from './claims.js';
 import { type KeySets, KeysUnavailable } from './key-sets.js';
 import { publicKeyOf } from './login-roles.js';
 import { parsePattern } from './patterns.js';

@@ -7,6 +7,7 @@
  * under none is not sent. Never a value.
  */
 import { randomUUID } from 'node:crypto';
+import { compileGlob, type Glob } from '../model/glob.js';
 import type { VaultMount } from '../model/vault-mounts.js';
 import type { EventMessage, KvEventMessage } from './event-stream.js';
 
@@ -110,11 +111,6 @@ export function vaultEventMessages(
 }
 
 /** What a subscription's `{type}` pattern selects: Vault's event types, `*` matching any run of characters. */
-export function eventTypeMatcher(pattern: string): (type: string) => boolean {
-  const source = pattern
-    .split('*')
-    .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
-    .join('.*');
-  const re = new RegExp(`^${source}$`);
-  return (type) => re.test(type);
+export function eventTypeMatcher(pattern: string): Glob {
+  return compileGlob(pattern);
 }
