@@ -9,7 +9,7 @@ import { AppError, forbidden, notFound } from '../errors.js';
 import { METADATA_LIMITS } from '../model/tokens.js';
 import type { ValueType } from '../model/value-types.js';
 import { StaleKeyringError } from '../store/keyring-store.js';
-import { expiredAt, type KeyMeta, type TrashedKey } from '../store/kv-format.js';
+import { expiredAt, type KeyMeta, type TrashedKey, takenOnBy } from '../store/kv-format.js';
 import { type Latest, type RecordWrite, VersionsUsedUpError } from '../store/kv-records.js';
 import { VersionReader } from '../store/kv-version-reads.js';
 import { type AppendedVersion, packedVersionRecord } from '../store/kv-version-writes.js';
@@ -150,7 +150,7 @@ export class KvService {
             throw forbidden(`replace a ${meta.type} value in ${namespace}`);
           if (trashed && !caller.access.may('write', namespace, trashed.type))
             throw forbidden(`write again a deleted ${trashed.type} key in ${namespace}`);
-          requireNamedVersion((meta ?? trashed)?.casRequired, versionNamed);
+          requireNamedVersion((meta ?? takenOnBy(trashed, type))?.casRequired, versionNamed);
           expectVersion(ifVersion, meta?.latest ?? 0);
         },
         alongside,
@@ -220,7 +220,8 @@ export class KvService {
 
   /**
    * Sets the key's own metadata (its map replaced when given) and the most versions it keeps (0: no
-   * limit; the next write prunes beyond it). Needs the right to write the key's type.
+   * limit; the next write prunes beyond it). Needs the right to write the key's type, and to delete it for
+   * a limit or a time that erases more than the key's do now (lifecycleErases).
    */
   async setMetadata(
     caller: Principal,
@@ -238,14 +239,20 @@ export class KvService {
         'invalid_request',
         `custom_metadata is over ${METADATA_LIMITS.bytes} bytes in all`,
       );
-    const may = (type: ValueType): void => {
-      if (!caller.access.may('write', namespace, type))
-        throw forbidden(`write ${type} keys in ${namespace}`);
+    const deleteAfter =
+      change.delete_version_after === undefined ? undefined : change.delete_version_after * 1000;
+    const may = (meta: Pick<KeyMeta, 'type' | 'maxVersions' | 'deleteAfter'>): void => {
+      if (!caller.access.may('write', namespace, meta.type))
+        throw forbidden(`write ${meta.type} keys in ${namespace}`);
+      // A limit that prunes, or a time that deletes, is a deletion: it needs the right to delete.
+      const erases = lifecycleErases(meta, change.max_versions, deleteAfter);
+      if (erases && !caller.access.may('delete', namespace, meta.type))
+        throw forbidden(`delete ${meta.type} keys in ${namespace} (to ${erases})`);
     };
     const meta =
       (await this.meta(namespace, key)) ?? (await this.deps.records.trash.get({ namespace, key }));
     if (!meta && createAs === undefined) throw notFound('no such key');
-    may(meta?.type ?? createAs!);
+    may(meta ?? { type: createAs! });
     const alongside = (await beforeCommit?.()) ?? [];
     const now = await this.deps.records.metadata.set(
       { namespace, key },
@@ -253,11 +260,9 @@ export class KvService {
         ...(custom === undefined ? {} : { custom }),
         ...(change.max_versions === undefined ? {} : { maxVersions: change.max_versions }),
         ...(change.cas_required === undefined ? {} : { casRequired: change.cas_required }),
-        ...(change.delete_version_after === undefined
-          ? {}
-          : { deleteAfter: change.delete_version_after * 1000 }),
+        ...(deleteAfter === undefined ? {} : { deleteAfter }),
       },
-      (m) => may(m.type),
+      may,
       alongside,
       caller.id,
       createAs === undefined ? undefined : { type: createAs, at: this.deps.now() },
@@ -387,4 +392,23 @@ export class KvService {
       ...(marks?.has(version) ? { deletes_at: iso(marks.get(version)!) } : {}),
     };
   }
+}
+
+/**
+ * What a change of a key's lifecycle would erase that its settings now do not, said for a refusal; undefined
+ * when it erases nothing more. A lower limit (or one where there was none) destroys the oldest versions at
+ * the next write; a shorter time (or one where there was none) deletes each new version. Doing either
+ * directly (DELETE …?destroy=true, DELETE) needs the right to delete, so setting it does too: a writer may
+ * raise or remove a limit or a time, never tighten one.
+ */
+export function lifecycleErases(
+  now: Pick<KeyMeta, 'maxVersions' | 'deleteAfter'>,
+  maxVersions: number | undefined,
+  deleteAfter: number | undefined,
+): string | undefined {
+  const tighter = (to: number | undefined, from: number | undefined): boolean =>
+    to !== undefined && to > 0 && (!from || to < from);
+  if (tighter(maxVersions, now.maxVersions)) return 'keep fewer versions';
+  if (tighter(deleteAfter, now.deleteAfter)) return 'delete versions after a time';
+  return undefined;
 }

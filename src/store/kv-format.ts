@@ -102,6 +102,19 @@ export interface TrashedKey extends KeyMeta {
   readonly deletedAt: number;
 }
 
+/**
+ * The deleted key's record that a write of `type` takes on, when it does: one holding versions always (they
+ * go on under the new index); metadata kept before a first version (Vault's metadata alone) only when it
+ * was kept for a value of that type — whoever kept it may have had no right over a value of another.
+ */
+export function takenOnBy(
+  trashed: TrashedKey | undefined,
+  type: ValueType,
+): TrashedKey | undefined {
+  if (trashed === undefined) return undefined;
+  return trashed.first <= trashed.latest || trashed.type === type ? trashed : undefined;
+}
+
 export type VersionRecord =
   | {
       readonly type: 'config';

@@ -30,6 +30,7 @@ import {
   type KeyMeta,
   type KeyRef,
   peekMeta,
+  takenOnBy,
   unpackCounter,
   unpackMeta,
   unpackTrashed,
@@ -191,7 +192,7 @@ export class KvRecords {
             `is older than the versions stored (version ${version} exists)`,
           );
         if (version > MAX_VERSION) throw new VersionsUsedUpError();
-        const previous = meta ?? trashed;
+        const previous = meta ?? takenOnBy(trashed, v.type);
         const writes = versionWrites(
           this.seal,
           { ...ref, version, type: v.type, previous, createdAt: v.createdAt },
