@@ -2,25 +2,33 @@
  * The local log held against the copy an audit stream shipped (`coffer audit verify --against FILE…`).
  * The shipped copy lives where the data directory's writer cannot reach, so it anchors the log against
  * someone who cuts, deletes or puts back local history — with or without the master key: every line the
- * stream has must still be in the local log, unchanged, at its place in its chain (each chain's last shipped
- * checkpoint included). Lines the local log has beyond the shipped copy are the stream's lag, not a fault.
+ * server wrote that the stream has must still be in the local log, unchanged, at its place in its chain.
+ * Lines the local log has beyond the shipped copy are the stream's lag, not a fault.
+ *
+ * Which shipped lines the server wrote is the copy's own question (audit/shipped-copy.ts): signed by a
+ * checkpoint, or linked with the master key. A line the server did not write is the copy's fault, reported
+ * beside the verdict on the local log and never instead of it; without the master key, a line under no
+ * verified checkpoint that the local log lacks is reported as proving nothing by itself.
  *
  * A shipped file is NDJSON (an HTTP receiver's, `stdout:` collected) or a syslog file: each line's JSON
  * starts at its first `{` (rsyslog's own header before it is passed over); lines that hold no audit entry
- * are counted and passed over. A line received twice (a syslog stream sends again what a broken connection
- * may have lost) counts once when both copies are the same.
+ * are counted and passed over. A line received twice counts once.
  */
-import { readFileSync } from 'node:fs';
-import { digestAfter, GENESIS, signatureMatches } from './entry.js';
+
 import { type ChainFile, chainFileText } from './files.js';
+import { entryOf, readShipped, type WeighedChain, weighChain } from './shipped-copy.js';
 
 export interface AgainstProblem {
   readonly chain: string;
-  /** The first shipped seq the local log does not hold as shipped (or, `in: 'shipped'`, that does not verify). */
+  /** The first seq the problem is about. */
   readonly seq: number;
   readonly reason: string;
-  /** Whose fault: the local log's (cut, changed), or the shipped copy's own (not as the server signed it). */
-  readonly in: 'local' | 'shipped';
+  /**
+   * Whose fault: the local log's (`local`: cut, changed, deleted — the server's own lines say so), the
+   * shipped copy's (`shipped`: lines the server did not write), or undecided (`unsigned`: the local log
+   * lacks or differs from shipped lines that nothing here proves the server wrote).
+   */
+  readonly in: 'local' | 'shipped' | 'unsigned';
 }
 
 export interface AgainstResult {
@@ -29,61 +37,14 @@ export interface AgainstResult {
   readonly shipped: number;
   readonly skipped: number;
   readonly chains: number;
-  /** At most one per chain: where it first differs. */
+  /** Per chain, the first local fault and the first undecided line; every fault of the copy. */
   readonly problems: readonly AgainstProblem[];
   /** Chains whose local log goes on past the shipped copy (the stream's lag): entries not yet shipped. */
   readonly unshipped: number;
-  /** Shipped entries under a shipped checkpoint whose signature verified; the rest are under none. */
+  /** Shipped entries under a shipped checkpoint whose signature and digest verified. */
   readonly signed: number;
-}
-
-type Shipped = Map<string, Map<number, string>>;
-
-export function readShipped(paths: readonly string[]): {
-  shipped: Shipped;
-  skipped: number;
-  conflicts: AgainstProblem[];
-} {
-  const shipped: Shipped = new Map();
-  const conflicts: AgainstProblem[] = [];
-  let skipped = 0;
-  for (const path of paths) {
-    for (const raw of readFileSync(path, 'utf8').split('\n')) {
-      const start = raw.indexOf('{');
-      if (start < 0) {
-        if (raw.trim() !== '') skipped++;
-        continue;
-      }
-      const line = raw.slice(start).trimEnd();
-      const head = entryHead(line);
-      if (head === undefined) {
-        skipped++;
-        continue;
-      }
-      const chain = shipped.get(head.chain) ?? new Map<number, string>();
-      shipped.set(head.chain, chain);
-      const before = chain.get(head.seq);
-      if (before !== undefined && before !== line)
-        conflicts.push({
-          chain: head.chain,
-          seq: head.seq,
-          reason: 'the shipped copy holds two different lines for this entry',
-          in: 'shipped',
-        });
-      chain.set(head.seq, line);
-    }
-  }
-  return { shipped, skipped, conflicts };
-}
-
-function entryHead(line: string): { chain: string; seq: number } | undefined {
-  try {
-    const entry = JSON.parse(line) as { seq?: unknown; chain?: unknown };
-    if (typeof entry.chain !== 'string' || !Number.isSafeInteger(entry.seq)) return undefined;
-    return { chain: entry.chain, seq: entry.seq as number };
-  } catch {
-    return undefined;
-  }
+  /** Shipped entries older than their chain's oldest local file, which was archived. */
+  readonly archived: number;
 }
 
 /** The local lines of one chain by seq, from its files (on disk here, or the store's copy). */
@@ -91,133 +52,150 @@ function localLines(files: readonly ChainFile[]): Map<number, string> {
   const lines = new Map<number, string>();
   for (const file of files)
     for (const line of chainFileText(file).split('\n')) {
-      const head = line === '' ? undefined : entryHead(line);
-      if (head) lines.set(head.seq, line);
+      const entry = line === '' ? undefined : entryOf(line);
+      if (entry) lines.set(entry.seq as number, line);
     }
   return lines;
 }
 
+/** How one chain's local log stands against what the copy says of it. */
+function judgeChain(
+  chain: string,
+  weighed: WeighedChain,
+  shippedEnd: number,
+  files: readonly ChainFile[] | undefined,
+  held: ReadonlyMap<number, string>,
+): { problems: AgainstProblem[]; unshipped: number; archived: number } {
+  const written = [...weighed.written.keys()].sort((a, b) => a - b);
+  const unsigned = [...weighed.unsigned.keys()].sort((a, b) => a - b);
+  if (!files || files.length === 0) {
+    if (written.length > 0)
+      return {
+        problems: [
+          {
+            chain,
+            seq: written[0]!,
+            reason: `the local log has no file of this chain, which the stream shipped through seq ${shippedEnd}: the chain was deleted`,
+            in: 'local',
+          },
+        ],
+        unshipped: 0,
+        archived: 0,
+      };
+    if (unsigned.length === 0) return { problems: [], unshipped: 0, archived: 0 };
+    return {
+      problems: [
+        {
+          chain,
+          seq: unsigned[0]!,
+          reason:
+            'the local log has no file of this chain, and no shipped line of it is under a verified checkpoint: the chain was deleted before its first checkpoint, or someone else sent these lines to the stream (with the master key, verify checks their links and tells)',
+          in: 'unsigned',
+        },
+      ],
+      unshipped: 0,
+      archived: 0,
+    };
+  }
+  const seqs = [...held.keys()];
+  const oldest = Math.min(...seqs);
+  const newest = Math.max(...seqs);
+  // Lines before the oldest local one were archived only where the chain's first file is gone (verify
+  // accounts for archived files by their records); a first file that lost its first lines was cut.
+  const archivedBefore = files[0]!.number > 1 ? oldest : 1;
+  const problems: AgainstProblem[] = [];
+  let archived = 0;
+  for (const seq of written) {
+    const line = held.get(seq);
+    if (line !== undefined && weighed.written.get(seq)!.includes(line)) continue;
+    if (line === undefined && seq < archivedBefore) {
+      archived++;
+      continue;
+    }
+    const missing = written.filter((s) => s >= seq && !held.has(s)).length;
+    problems.push({
+      chain,
+      seq,
+      reason:
+        line === undefined
+          ? `missing from the local log, which the stream shipped as the server wrote it (${missing} such entries from here on are missing, the chain's shipped end is seq ${shippedEnd}): the log was cut, or an older copy put back`
+          : 'differs from the line the server wrote, as the stream shipped it: the entry was changed',
+      in: 'local',
+    });
+    break;
+  }
+  // The newest local checkpoint that the copy shows the server signed: the lines before it are the signed
+  // ones wherever the local log holds them (verify checks their digest).
+  const signedThrough = Math.max(
+    0,
+    ...written.filter((s) => {
+      const line = held.get(s);
+      return (
+        line !== undefined &&
+        weighed.written.get(s)!.includes(line) &&
+        entryOf(line)?.kind === 'checkpoint'
+      );
+    }),
+  );
+  for (const seq of unsigned) {
+    const line = held.get(seq);
+    if (line !== undefined && weighed.unsigned.get(seq)!.includes(line)) continue;
+    if (line === undefined && seq < archivedBefore) continue;
+    problems.push(
+      line !== undefined && seq < signedThrough
+        ? {
+            chain,
+            seq,
+            reason: `differs from the local line, which the server signed (the checkpoint at seq ${signedThrough}, in both): someone else sent the shipped line to the stream`,
+            in: 'shipped',
+          }
+        : {
+            chain,
+            seq,
+            reason: `${line === undefined ? 'missing from the local log' : 'differs from the local line'}; the shipped line is under no verified checkpoint, so it proves nothing by itself: the log was cut or changed after its last checkpoint, or someone else sent the line to the stream (with the master key, verify checks its link and tells)`,
+            in: 'unsigned',
+          },
+    );
+    break;
+  }
+  return { problems, unshipped: Math.max(0, newest - shippedEnd), archived };
+}
+
 /**
- * Holds the shipped copy against `local` (every chain of the log, as verify reads it). A chain's shipped
- * entries older than its oldest local line, where that line is not the chain's first, were archived
- * (verify itself reports a file missing without its archive record).
+ * Holds the shipped copy against `local` (every chain of the log, as verify reads it), with the public key
+ * and, when verify has the master key, the link key.
  */
 export function compareAgainst(
   local: ReadonlyMap<string, readonly ChainFile[]>,
   paths: readonly string[],
-  publicKey: Uint8Array,
+  keys: { readonly publicKey: Uint8Array; readonly link?: Uint8Array | undefined },
 ): AgainstResult {
-  const { shipped, skipped, conflicts } = readShipped(paths);
-  const signatures = shippedSignatures(shipped, publicKey);
-  const problems: AgainstProblem[] = [...conflicts, ...signatures.problems];
+  const { copy, skipped } = readShipped(paths);
+  const problems: AgainstProblem[] = [];
   let entries = 0;
   let unshipped = 0;
-  const notAsSigned = new Set(signatures.problems.map((problem) => problem.chain));
-  for (const [chain, lines] of shipped) {
+  let signed = 0;
+  let archived = 0;
+  for (const [chain, lines] of copy) {
     entries += lines.size;
-    // A chain whose shipped copy is not as the server signed it tells nothing of the local log.
-    if (notAsSigned.has(chain)) continue;
     const files = local.get(chain);
-    const seqs = [...lines.keys()].sort((a, b) => a - b);
-    if (!files || files.length === 0) {
-      problems.push({
-        chain,
-        seq: seqs[0]!,
-        reason: `the local log has no file of this chain, which the stream shipped through seq ${seqs.at(-1)}: the chain was deleted`,
-        in: 'local',
-      });
-      continue;
-    }
-    const held = localLines(files);
-    const oldest = Math.min(...held.keys());
-    const newest = Math.max(...held.keys());
-    unshipped += Math.max(0, newest - seqs.at(-1)!);
-    for (const seq of seqs) {
-      const line = held.get(seq);
-      if (line === lines.get(seq)) continue;
-      if (line === undefined && seq < oldest && oldest > 1) continue;
-      const missing = seqs.filter((s) => s >= seq && !held.has(s)).length;
-      problems.push({
-        chain,
-        seq,
-        reason:
-          line === undefined
-            ? `missing from the local log, which the stream shipped (${missing} shipped entries from here on are missing, the chain's shipped end is seq ${seqs.at(-1)}): the log was cut, or an older copy put back`
-            : 'differs from the line the stream shipped: the entry was changed',
-        in: 'local',
-      });
-      break;
-    }
+    const held = files && files.length > 0 ? localLines(files) : new Map<number, string>();
+    const weighed = weighChain(chain, lines, keys, (seq) => held.get(seq));
+    signed += weighed.signed;
+    problems.push(...weighed.forged.map((p) => ({ ...p, in: 'shipped' as const })));
+    const judged = judgeChain(chain, weighed, Math.max(...lines.keys()), files, held);
+    problems.push(...judged.problems);
+    unshipped += judged.unshipped;
+    archived += judged.archived;
   }
   return {
-    intact: problems.length === 0,
+    intact: problems.length === 0 && entries > 0,
     shipped: entries,
     skipped,
-    chains: shipped.size,
+    chains: copy.size,
     problems,
     unshipped,
-    signed: signatures.signed,
+    signed,
+    archived,
   };
-}
-
-/**
- * The shipped copy by itself: every shipped checkpoint's signature, and the running digest from each
- * checkpoint through the lines after it, where the copy holds them all, to the next one. Counts the
- * entries a verified checkpoint covers; the first checkpoint of a chain that does not verify is a problem.
- */
-export function shippedSignatures(
-  shipped: Shipped,
-  publicKey: Uint8Array,
-): { problems: AgainstProblem[]; signed: number } {
-  const problems: AgainstProblem[] = [];
-  let signed = 0;
-  for (const [chain, lines] of shipped) {
-    // The digest through the last line seen, while the copy holds every line since a verified point.
-    let digest: string | null = null;
-    let at = 0;
-    let since = 0;
-    for (const seq of [...lines.keys()].sort((a, b) => a - b)) {
-      const line = lines.get(seq)!;
-      if (seq === 1 || seq !== at + 1) {
-        // A chain's first line follows GENESIS; after a gap in the copy, the digest is unknown.
-        digest = seq === 1 ? GENESIS : null;
-        since = 0;
-      }
-      at = seq;
-      const entry = JSON.parse(line) as Record<string, unknown>;
-      if (entry.kind !== 'checkpoint') {
-        if (digest !== null) digest = digestAfter(digest, line);
-        since += 1;
-        continue;
-      }
-      const valid =
-        typeof entry.digest === 'string' &&
-        typeof entry.ts === 'string' &&
-        typeof entry.prev === 'string' &&
-        (digest === null || digest === entry.digest) &&
-        signatureMatches(
-          publicKey,
-          { chain, seq, ts: entry.ts, prev: entry.prev, digest: entry.digest },
-          entry.sig,
-        );
-      if (!valid) {
-        problems.push({
-          chain,
-          seq,
-          reason:
-            digest !== null && digest !== entry.digest
-              ? 'the shipped entries before this shipped checkpoint are not the ones it signed: the shipped copy was added to or changed'
-              : "the shipped checkpoint's signature does not verify: the shipped copy was changed, or the key is not this store's",
-          in: 'shipped',
-        });
-        break;
-      }
-      // Lines after a gap in the copy (or before its first checkpoint of a chain that it holds from the
-      // middle) are under no checkpoint it can check them against.
-      if (digest !== null) signed += since;
-      since = 0;
-      digest = digestAfter(entry.digest as string, line);
-    }
-  }
-  return { problems, signed };
 }

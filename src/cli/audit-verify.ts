@@ -8,7 +8,7 @@
  */
 import { existsSync } from 'node:fs';
 import { pino } from 'pino';
-import { compareAgainst } from '../audit/against.js';
+import { type AgainstResult, compareAgainst } from '../audit/against.js';
 import { archivedFields, copyArchive, planArchive, removeArchived } from '../audit/archive.js';
 import {
   chainKeysOf,
@@ -78,21 +78,18 @@ export async function verifyCommand(
       throw new CliError((err as Error).message, EXIT.usage);
     }
     const { result, stored } = verified;
+    const keys = chainKeysOf(holder.current());
+    const held = holdAgainst(files, stored?.files ?? [], against, keys);
+    if (result.intact) printNotIntact(held, out);
     const intact = printVerdict(result, files.length, out);
     out(
-      `checkpoints signed by Ed25519 public key ${publicKeyText(chainKeysOf(holder.current()))} (GET /v1/sys/audit/public-key; coffer audit verify --public-key checks the files with it alone)`,
+      `checkpoints signed by Ed25519 public key ${publicKeyText(keys)} (GET /v1/sys/audit/public-key; coffer audit verify --public-key checks the files with it alone)`,
     );
     // Which stored changes the log names, when it is the whole log (said even when it is not intact: what
     // it still names is worth knowing).
     const covered =
       given.length > 0 ? EXIT.ok : printCoverage(await auditCoverage(files, records, stored), out);
-    const shippedHeld = printAgainst(
-      files,
-      stored?.files ?? [],
-      against,
-      chainKeysOf(holder.current()).publicKey,
-      out,
-    );
+    const shippedHeld = printAgainst(held, against.length, out);
     if (against.length === 0 && intact) printLocalScope(out);
     return intact && shippedHeld ? covered : EXIT.failure;
   });
@@ -128,41 +125,63 @@ async function verifyWithPublicKey(
   } catch (err) {
     throw new CliError((err as Error).message, EXIT.usage);
   }
+  const held = holdAgainst(files, [], against, { publicKey });
+  if (result.intact) printNotIntact(held, out);
   out(
     "checked with the public key alone: every entry up to each chain's newest signed checkpoint; the store's record of the chains (which exist, where each ended) needs the master key",
   );
   const intact = printVerdict(result, files.length, out);
-  return printAgainst(files, [], against, publicKey, out) && intact ? EXIT.ok : EXIT.failure;
+  return printAgainst(held, against.length, out) && intact ? EXIT.ok : EXIT.failure;
 }
 
 /**
  * With --against: the local log (`files`, and the store's copy of other hosts' chains) held against what
- * an audit stream shipped (audit/against.ts); true when every shipped line is still there as shipped.
+ * an audit stream shipped (audit/against.ts); undefined without --against.
  */
-function printAgainst(
+function holdAgainst(
   files: readonly string[],
   stored: readonly ChainFile[],
   against: readonly string[],
-  publicKey: Uint8Array,
-  out: Out,
-): boolean {
-  if (against.length === 0) return true;
-  const result = compareAgainst(chainFiles(files, stored), against, publicKey);
+  keys: { readonly publicKey: Uint8Array; readonly link?: Uint8Array | undefined },
+): AgainstResult | undefined {
+  if (against.length === 0) return undefined;
+  return compareAgainst(chainFiles(files, stored), against, keys);
+}
+
+const PROBLEM_HEADS = {
+  local: 'NOT AS SHIPPED',
+  shipped: 'SHIPPED COPY NOT AS SIGNED',
+  unsigned: 'UNSIGNED IN SHIPPED COPY',
+} as const;
+
+/** Prints what --against found; true when every shipped line the server wrote is in the local log as shipped. */
+function printAgainst(result: AgainstResult | undefined, files: number, out: Out): boolean {
+  if (result === undefined) return true;
+  if (result.shipped === 0) {
+    out(
+      `NOTHING SHIPPED: the ${files} shipped file(s) hold no audit entry${result.skipped > 0 ? ` (${result.skipped} other lines)` : ''}: there is nothing to hold the log against (is it the stream's file?)`,
+    );
+    return false;
+  }
   for (const problem of result.problems)
     out(
-      problem.in === 'shipped'
-        ? `SHIPPED COPY NOT AS SIGNED: chain ${problem.chain} seq ${problem.seq}: ${problem.reason}`
-        : `NOT AS SHIPPED: chain ${problem.chain} seq ${problem.seq}: ${problem.reason}`,
+      `${PROBLEM_HEADS[problem.in]}: chain ${problem.chain} seq ${problem.seq}: ${problem.reason}`,
     );
-  if (result.intact)
+  if (!result.problems.some((p) => p.in !== 'shipped'))
     out(
-      `as shipped: all ${result.shipped} entries of ${result.chains} chains in ${against.length} shipped file(s) are in the local log, unchanged${result.unshipped > 0 ? ` (${result.unshipped} newer local entries not in the shipped copy yet)` : ''}; ${result.signed} of them under a shipped checkpoint whose signature verified`,
+      `as shipped: all ${result.shipped - result.archived} entries of ${result.chains} chains in ${files} shipped file(s) are in the local log, unchanged${result.archived > 0 ? ` (and ${result.archived} older ones of archived files, which verify accounts for by their records)` : ''}${result.unshipped > 0 ? ` (${result.unshipped} newer local entries not in the shipped copy yet)` : ''}; ${result.signed} of them under a shipped checkpoint whose signature verified`,
     );
   if (result.skipped > 0)
     out(
       `note: ${result.skipped} lines of the shipped file(s) hold no audit entry and were passed over`,
     );
   return result.intact;
+}
+
+/** The first line when --against finds what the local checks did not: the verdict below is not the whole one. */
+function printNotIntact(result: AgainstResult | undefined, out: Out): void {
+  if (result !== undefined && !result.intact)
+    out('NOT INTACT: held against the shipped copy (below), though the local checks alone pass');
 }
 
 /**
