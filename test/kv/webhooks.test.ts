@@ -257,6 +257,18 @@ describe('signed webhooks: /v1/sys/webhooks', function () {
         'http://169.254.169.254/latest/meta-data/',
         'http://[fd00::1]/',
         'http://[fe80::1]/',
+        // IANA's special-purpose ranges that carry or reach a private address, or are no unicast.
+        'http://[::127.0.0.1]/',
+        'http://[::ffff:0:7f00:1]/',
+        'http://[2002:7f00:1::1]/',
+        'http://[64:ff9b::a9fe:a9fe]/',
+        'http://[64:ff9b:1::1]/',
+        'http://[2001::1]/',
+        'http://[2001:2::1]/',
+        'http://[3fff::1]/',
+        'http://[5f00::1]/',
+        'http://192.88.99.1/',
+        'http://255.255.255.255/',
       ]) {
         const refused = await putWebhook(c, 'ssrf', { url });
         expect(refused.status, url).to.equal(400);
@@ -264,9 +276,11 @@ describe('signed webhooks: /v1/sys/webhooks', function () {
       }
       expect((await c.call('GET', '/v1/sys/webhooks')).body.webhooks).to.deep.equal([]);
       // A public address is taken (delivery to it is another matter on a closed network).
-      const taken = await putWebhook(c, 'public', { url: 'https://93.184.215.14/hook' });
-      expect(taken.status).to.equal(201);
-      expect((await c.call('DELETE', '/v1/sys/webhooks/public')).status).to.equal(204);
+      for (const url of ['https://93.184.215.14/hook', 'https://[2606:4700::6810:84e5]/hook']) {
+        const taken = await putWebhook(c, 'public', { url });
+        expect(taken.status, url).to.equal(201);
+        expect((await c.call('DELETE', '/v1/sys/webhooks/public')).status).to.equal(204);
+      }
     });
 
     it('refuses URLs that are not http(s), hold credentials or a fragment, bad names, patterns and kinds; and callers without manage_webhooks', async () => {

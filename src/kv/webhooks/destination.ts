@@ -2,53 +2,31 @@
  * Where a webhook may be delivered. A webhook makes the server send requests to an address someone gave it:
  * without a check, a token that may manage webhooks reaches what only the server can reach — its own
  * loopback, the cloud's metadata service (169.254.169.254), the private network behind it (server-side
- * request forgery). So a destination is refused when its address is loopback, private, link-local,
- * unspecified, shared (CGNAT), reserved or multicast, in IPv4 or IPv6 (IPv4-mapped addresses included),
- * unless COFFER_WEBHOOKS_ALLOW_PRIVATE=true. A name is checked when the webhook is put (every address it
+ * request forgery). So a destination is refused when its address is anything but global unicast (IANA's
+ * special-purpose ranges, isPrivateAddress), in IPv4 or IPv6, unless COFFER_WEBHOOKS_ALLOW_PRIVATE=true. A name is checked when the webhook is put (every address it
  * resolves to) and again at each delivery, on the very addresses the connection then uses (`lookup`), so a
  * name that resolves elsewhere later (DNS rebinding) is refused then.
  */
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
-import { BlockList, isIP } from 'node:net';
+import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
 import { invalid } from '../../errors.js';
 
-const BLOCKED = new BlockList();
-for (const [net, prefix] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.0.2.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['198.51.100.0', 24],
-  ['203.0.113.0', 24],
-  ['224.0.0.0', 4],
-  ['240.0.0.0', 4],
-] as const)
-  BLOCKED.addSubnet(net, prefix, 'ipv4');
-for (const [net, prefix] of [
-  ['::', 128],
-  ['::1', 128],
-  ['64:ff9b::', 96],
-  ['100::', 64],
-  ['2001:db8::', 32],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['fec0::', 10],
-  ['ff00::', 8],
-] as const)
-  BLOCKED.addSubnet(net, prefix, 'ipv6');
-
-/** Whether `address` (an IPv4 or IPv6 literal) is one a webhook may not reach without the setting. */
+/**
+ * Whether `address` (an IPv4 or IPv6 literal) is one a webhook may not reach without the setting: any
+ * address ipaddr.js does not classify as plain global unicast. Its ranges follow IANA's special-purpose
+ * address registries for IPv4 and IPv6 — loopback, private, shared (CGNAT), link-local, unique-local,
+ * documentation, benchmarking, reserved, multicast, and every form that carries an IPv4 address inside an
+ * IPv6 one (IPv4-mapped and -compatible, SIIT, NAT64 well-known and local-use, 6to4, Teredo) — kept up to
+ * date by the library rather than a hand list here; and an IPv6 address outside 2000::/3.
+ */
 function isPrivateAddress(address: string): boolean {
-  const family = isIP(address);
-  if (family === 0) return true;
-  // BlockList checks an IPv4-mapped IPv6 address (::ffff:7f00:1) against the IPv4 ranges.
-  return BLOCKED.check(address, family === 4 ? 'ipv4' : 'ipv6');
+  if (isIP(address) === 0) return true;
+  const parsed = ipaddr.parse(address);
+  if (parsed.range() !== 'unicast') return true;
+  // IPv6 beyond 2000::/3, IANA's global unicast space, is unassigned or reserved (::/96, the deprecated
+  // IPv4-compatible form, among it: ::7f00:1 is 127.0.0.1).
+  return parsed.kind() === 'ipv6' && (parsed.toByteArray()[0]! & 0xe0) !== 0x20;
 }
 
 /** The URL's host as an address or a name (an IPv6 literal without its brackets). */
