@@ -52,6 +52,11 @@ export class AccessPolicy {
     return this.grants.some((g) => g.actions.has(action) && patternReachesInto(g.pattern, ns));
   }
 
+  /** May `action` be done in some namespace, any type? */
+  mayAnywhere(action: Action): boolean {
+    return this.grants.some((g) => g.actions.has(action));
+  }
+
   /** May `action` be done on every type in `ns` and everywhere beneath it? */
   mayEverywhereBeneath(action: Action, ns: string): boolean {
     return VALUE_TYPES.every((type) =>
@@ -111,6 +116,10 @@ export class BoundedPolicy extends AccessPolicy {
 
   override mayBeneath(action: Action, ns: string): boolean {
     return this.own.mayBeneath(action, ns) && this.bounds.every((b) => b.mayBeneath(action, ns));
+  }
+
+  override mayAnywhere(action: Action): boolean {
+    return this.own.mayAnywhere(action) && this.bounds.every((b) => b.mayAnywhere(action));
   }
 
   override mayEverywhereBeneath(action: Action, ns: string): boolean {

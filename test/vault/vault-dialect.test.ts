@@ -386,6 +386,23 @@ describe("Vault's dialect under /vault/v1: KV v2, the token, sys", function () {
     expect(Object.keys(mounts.body.data).sort()).to.deep.equal(['apps/', 'secret/']);
   });
 
+  it('shows a token only the mounts it may use, as Vault does: the metrics role none, a scoped token its own', async () => {
+    const metrics = await c.token({ role: 'metrics' });
+    const listed = await vault('GET', 'sys/mounts', metrics);
+    expect(listed.status).to.equal(200);
+    expect(Object.keys(listed.body.data)).to.deep.equal([]);
+    expect(JSON.stringify(listed.body)).to.not.include('teams/apps');
+    expect((await vault('GET', 'sys/internal/ui/mounts/secret/x', metrics)).status).to.equal(403);
+    expect((await vault('GET', 'sys/internal/ui/mounts/apps/x', metrics)).status).to.equal(403);
+    // A token scoped to namespaces outside the apps mount's prefix sees the top-level mount only.
+    const scoped = await c.token({ scopes: [{ namespace: 'other/*', read: true }] });
+    expect(Object.keys((await vault('GET', 'sys/mounts', scoped)).body.data)).to.deep.equal([
+      'secret/',
+    ]);
+    expect((await vault('GET', 'sys/internal/ui/mounts/secret/x', scoped)).status).to.equal(200);
+    expect((await vault('GET', 'sys/internal/ui/mounts/apps/web', scoped)).status).to.equal(403);
+  });
+
   it('refuses at start a mount list that is not of the form COFFER_VAULT_MOUNTS takes, naming the variable', () => {
     for (const [mounts, says] of [
       ['secret,secret', /^COFFER_VAULT_MOUNTS: a vault mount is named twice/],

@@ -4,12 +4,15 @@
  * check before a KV call ask. Coffer has no seal of Vault's kind: a server that answers is unsealed; one
  * that cannot serve (its storage or audit log) answers 503 as its own health does.
  */
+import type { Response } from 'express';
+import { principalOf } from '../../api/context.js';
 import type { Operation } from '../../api/operation.js';
 import { flag, integer } from '../../api/query-params.js';
 import { rawPath } from '../../api/request-parts.js';
 import type { Responder } from '../../api/respond.js';
 import { VAULT_ROOT, type VaultMount, vaultAnswer } from '../../api/vault-dialect.js';
-import { AppError } from '../../errors.js';
+import { AppError, forbidden } from '../../errors.js';
+import { ACTIONS } from '../../model/policies.js';
 import { buildVersion } from '../../version.js';
 import { cannotServe, type HealthCheck } from '../health.js';
 
@@ -26,6 +29,14 @@ function mountView(mount: VaultMount) {
     type: 'kv',
     uuid: `coffer-${mount.name}`,
   };
+}
+
+/** Whether the caller may do anything under the mount: only those are shown to it, as Vault shows them. */
+function usable(res: Response, mount: VaultMount): boolean {
+  const { access } = principalOf(res);
+  return ACTIONS.some((action) =>
+    mount.prefix === '' ? access.mayAnywhere(action) : access.mayBeneath(action, mount.prefix),
+  );
 }
 
 export function vaultSysOperations({
@@ -140,12 +151,14 @@ export function vaultSysOperations({
       {
         operationId: 'vaultMounts',
         summary:
-          'Vault: the KV v2 mounts Coffer serves (COFFER_VAULT_MOUNTS), as `vault secrets list` reads them',
+          'Vault: the KV v2 mounts Coffer serves (COFFER_VAULT_MOUNTS) that the token may use (some right under its prefix), as `vault secrets list` reads them',
         responses: { 200: { description: 'each mount by "<name>/", also under data' } },
       },
     ],
     handler(_req, res) {
-      const listed = Object.fromEntries(mounts.map((m) => [`${m.name}/`, mountView(m)]));
+      const listed = Object.fromEntries(
+        mounts.filter((m) => usable(res, m)).map((m) => [`${m.name}/`, mountView(m)]),
+      );
       respond.json(res, 200, { ...listed, ...vaultAnswer(respond.requestId(res), listed) });
     },
   };
@@ -172,6 +185,8 @@ export function vaultSysOperations({
       const name = rest.split('/')[0];
       const mount = mounts.find((m) => m.name === name);
       if (!mount) throw new AppError('not_found', 'no such mount');
+      // Vault answers a mount the token may not use 403, as it answers its paths.
+      if (!usable(res, mount)) throw forbidden(`use the mount ${mount.name}`);
       respond.json(
         res,
         200,
