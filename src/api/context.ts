@@ -37,6 +37,11 @@ declare global {
       audit?: AuditTarget;
       /** A failed authentication counted in a flood summary instead of its own audit line. */
       summarized?: boolean;
+      /**
+       * Its change's intent is recorded (and, with a required stream, in the stream): from then on its
+       * change may be committed, and its answer is what happened (http/request-audit.ts).
+       */
+      intended?: boolean;
       /** Set by the responder with the first answer: any later one is dropped (respond.ts). */
       answered?: boolean;
     }

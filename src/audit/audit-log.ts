@@ -10,7 +10,7 @@ import type { AuditFields } from './entry.js';
 import type { IntentJournal } from './intent-journal.js';
 import type { StreamState } from './streams/audit-stream.js';
 import type { AuditWriter } from './writer.js';
-import { AuditUnavailableError, type Durability } from './writer-types.js';
+import { AuditUnavailableError, type Durability, StreamUnavailableError } from './writer-types.js';
 
 export interface AuditLogOptions {
   readonly writer: AuditWriter;
@@ -24,6 +24,8 @@ export interface AuditLogOptions {
 
 export class AuditLog {
   private warnedOpen = 0;
+  /** Requests refused since the log last could be written (logged once, then counted). */
+  private refused = 0;
 
   constructor(private readonly options: AuditLogOptions) {}
 
@@ -57,14 +59,21 @@ export class AuditLog {
    * within audit.sync_ms; a change it reports was already named, durably, by its intent entry. With audit
    * streams, a change's entry (any method but GET) is answered once a signed seal follows it (writer.ts).
    */
-  async request(fields: AuditFields & { readonly kind: 'request' }): Promise<boolean> {
+  async request(
+    fields: AuditFields & { readonly kind: 'request' },
+    /** Its intent was recorded (and taken by every required stream) before its change: see writer.ts. */
+    committed = false,
+  ): Promise<boolean> {
     // Its change, if it made one, has ended: the intent's copy may go once the file has the intent.
     if (typeof fields.request_id === 'string') this.options.journal?.ended(fields.request_id);
     // A change's answer (any method but GET) waits for its line to be under a seal, when the writer seals.
     const change = fields.method !== 'GET';
-    return this.write(
-      fields,
-      this.options.syncEveryEntry ? 'durable' : change ? 'sealed' : 'written',
+    return this.settle(() =>
+      this.options.writer.append(
+        fields,
+        this.options.syncEveryEntry ? 'durable' : change ? 'sealed' : 'written',
+        committed,
+      ),
     );
   }
 
@@ -88,6 +97,9 @@ export class AuditLog {
       const placed = writer.place(entry, this.options.syncEveryEntry ? 'durable' : 'written');
       const requestId = typeof fields.request_id === 'string' ? fields.request_id : undefined;
       copies.push(journal.copyOf(placed.seq, placed.line, requestId));
+      // With a required stream, the stream takes the intent before the change commits: refused now
+      // (503, nothing changed) when it cannot, so that a committed change is never answered 503.
+      if (writer.requiresStream) return placed.done;
       // Not awaited: the request's own entry, later in the chain, fails if this write does.
       placed.done.catch(() => undefined);
     });
@@ -125,6 +137,7 @@ export class AuditLog {
   private async settle(recording: () => Promise<void>): Promise<boolean> {
     try {
       await recording();
+      this.recovered();
       return true;
     } catch (err) {
       if (!(err instanceof AuditUnavailableError)) throw err;
@@ -139,11 +152,27 @@ export class AuditLog {
         }
         return true;
       }
-      this.options.log.error(
-        { event: 'audit.unavailable', reason: err.message },
-        'audit log cannot be written: refusing requests with 503',
-      );
+      // One line when refusing starts, and one with the count when the log is written again.
+      if (this.refused++ === 0)
+        this.options.log.error(
+          { event: 'audit.unavailable', reason: err.message },
+          this.storageUnavailable
+            ? 'the storage that keeps the audit log cannot be reached: refusing requests with 503 storage_unavailable'
+            : err instanceof StreamUnavailableError
+              ? 'a required audit stream does not take lines: refusing requests with 503 audit_unavailable'
+              : 'audit log cannot be written: refusing requests with 503 audit_unavailable',
+        );
       return false;
     }
+  }
+
+  /** Says once that the log is written again after refusals, and how many requests were refused. */
+  private recovered(): void {
+    if (this.refused === 0) return;
+    this.options.log.warn(
+      { event: 'audit.available', refused: this.refused },
+      `audit log written again; ${this.refused} requests were refused while it could not be`,
+    );
+    this.refused = 0;
   }
 }

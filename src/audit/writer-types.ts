@@ -65,6 +65,14 @@ export class AuditUnavailableError extends Error {
   }
 }
 
+/** A required audit stream did not take the lines in time: they are in the file, not in the stream. */
+export class StreamUnavailableError extends AuditUnavailableError {
+  constructor(reason: string) {
+    super(reason);
+    this.name = 'StreamUnavailableError';
+  }
+}
+
 /** An entry in the writer's queue, until its line is where it was asked to be. */
 export interface Pending {
   /**
@@ -83,5 +91,10 @@ export interface Pending {
   readonly durable: boolean;
   /** Its batch must end with a seal (sealBatches): a change's answer waits for it. */
   readonly sealNow: boolean;
+  /**
+   * The answer of a change already committed, whose intent a required stream took before the commit: once
+   * its line is in the file it is answered as what happened, even when a required stream then fails.
+   */
+  readonly committed: boolean;
   readonly waiters: { resolve: () => void; reject: (err: Error) => void }[];
 }

@@ -27,6 +27,7 @@ import {
   type AuditWriterOptions,
   type Durability,
   type Pending,
+  StreamUnavailableError,
 } from './writer-types.js';
 
 export class AuditWriter {
@@ -92,19 +93,32 @@ export class AuditWriter {
     return this.failure !== null && this.failureError instanceof StorageUnavailableError;
   }
 
-  /** Adds an entry; resolves once it is `durability`, rejects with AuditUnavailableError if it is not (yet). */
-  append(fields: AuditFields, durability: Durability = 'durable'): Promise<void> {
+  /** Whether a required stream must take each line before its answer goes out. */
+  get requiresStream(): boolean {
+    return this.streams.anyRequired;
+  }
+
+  /**
+   * Adds an entry; resolves once it is `durability`, rejects with AuditUnavailableError if it is not (yet).
+   * `committed`: a committed change's answer (Pending.committed).
+   */
+  append(
+    fields: AuditFields,
+    durability: Durability = 'durable',
+    committed = false,
+  ): Promise<void> {
     if (this.closed) return Promise.reject(new AuditUnavailableError('the audit log is closed'));
-    return this.place(fields, durability).done;
+    return this.place(fields, durability, committed).done;
   }
 
   /** Like append, and also tells where in the chain the entry went and its exact line. */
-  place(fields: AuditFields, durability: Durability = 'durable'): Appended {
+  place(fields: AuditFields, durability: Durability = 'durable', committed = false): Appended {
     if (this.closed) throw new AuditUnavailableError('the audit log is closed');
-    const pending = this.enqueue(fields, durability);
+    const pending = this.enqueue(fields, durability, false, committed);
     if (++this.sinceCheckpoint >= this.options.checkpointEvery) this.enqueueCheckpoint();
     const placed = { seq: pending.seq, line: pending.line };
-    const down = this.failure ?? this.streams.failure();
+    // A committed change's answer waits only for the file when a stream is down; anything else is refused.
+    const down = this.failure ?? (committed ? null : this.streams.failure());
     if (down !== null) {
       this.kick();
       return { ...placed, done: Promise.reject(new AuditUnavailableError(down)) };
@@ -154,7 +168,12 @@ export class AuditWriter {
   }
 
   /** Places an entry at the chain's end; `seal`: a batch's seal (a checkpoint the store does not record). */
-  private enqueue(fields: AuditFields, durability: Durability = 'durable', seal = false): Pending {
+  private enqueue(
+    fields: AuditFields,
+    durability: Durability = 'durable',
+    seal = false,
+    committed = false,
+  ): Pending {
     this.seq += 1;
     const checkpoint = fields.kind === 'checkpoint';
     const recorded = checkpoint && !seal;
@@ -170,6 +189,7 @@ export class AuditWriter {
       recorded,
       durable: durability === 'durable' || recorded,
       sealNow: durability !== 'written',
+      committed,
       waiters: [],
     };
     renderLine(pending, this.prev, this.digest, this.options);
@@ -365,9 +385,13 @@ export class AuditWriter {
     if (this.options.sealBatches) this.scheduleShip();
     if (await offered) return true;
     const reason = this.streams.failure() ?? 'a required audit stream did not take lines in time';
-    const error = new AuditUnavailableError(reason);
-    const refused = batch.filter((p) => p.waiters.length > 0 && !p.checkpoint).map((p) => p.seq);
-    for (const p of batch) for (const w of p.waiters.splice(0)) w.reject(error);
+    const error = new StreamUnavailableError(reason);
+    // A committed change is answered as what happened (its line is in the file, its intent in the stream).
+    const refused = batch
+      .filter((p) => p.waiters.length > 0 && !p.checkpoint && !p.committed)
+      .map((p) => p.seq);
+    for (const p of batch)
+      for (const w of p.waiters.splice(0)) p.committed ? w.resolve() : w.reject(error);
     if (refused.length > 0 && !this.closing) {
       this.enqueue(refusedEntry('stream_unavailable', refused));
       this.kick();

@@ -54,6 +54,8 @@ export function intentRecorder(
       ...change,
     });
     if (!copies) throw unrecorded(audit);
+    // From here its change may commit: its answer is what happened (AuditLog.request, committed).
+    res.locals.intended = true;
     return copies;
   };
 }
@@ -85,34 +87,39 @@ export function requestAuditor(
     // The client went away before its answer (it closed the connection mid-body, say): nobody gets it.
     if (req.socket.destroyed) outcome.delivered = false;
     // Undefined fields (a request with no key, say) are left out of the JSON line.
-    return audit.request({
-      kind: 'request',
-      request_id: requestId,
-      token_id: principal?.id ?? null,
-      // The token's metadata name, so "who read X" needs no second lookup (absent when it has none).
-      token_name: principal?.metadata.name,
-      role: principal ? roleOf(principal) : null,
-      // A web console session's requests are its token's, marked as the console's.
-      via: res.locals.console ? 'console' : undefined,
-      client: res.locals.client ?? req.socket.remoteAddress ?? null,
-      method: req.method,
-      route,
-      action: target.action ?? res.locals.action ?? 'none',
-      namespace: target.namespace,
-      key: target.key,
-      version: target.version,
-      reads: target.reads,
-      pruned: target.pruned,
-      versions: target.versions,
-      subject_token_id: target.subject_token_id,
-      login_role: target.login_role,
-      issuer: target.issuer,
-      subject: target.subject,
-      reason: target.reason,
-      claim: target.claim,
-      outcome,
-      duration_ms:
-        startedAt === undefined ? null : Math.round((performance.now() - startedAt) * 1000) / 1000,
-    });
+    return audit.request(
+      {
+        kind: 'request',
+        request_id: requestId,
+        token_id: principal?.id ?? null,
+        // The token's metadata name, so "who read X" needs no second lookup (absent when it has none).
+        token_name: principal?.metadata.name,
+        role: principal ? roleOf(principal) : null,
+        // A web console session's requests are its token's, marked as the console's.
+        via: res.locals.console ? 'console' : undefined,
+        client: res.locals.client ?? req.socket.remoteAddress ?? null,
+        method: req.method,
+        route,
+        action: target.action ?? res.locals.action ?? 'none',
+        namespace: target.namespace,
+        key: target.key,
+        version: target.version,
+        reads: target.reads,
+        pruned: target.pruned,
+        versions: target.versions,
+        subject_token_id: target.subject_token_id,
+        login_role: target.login_role,
+        issuer: target.issuer,
+        subject: target.subject,
+        reason: target.reason,
+        claim: target.claim,
+        outcome,
+        duration_ms:
+          startedAt === undefined
+            ? null
+            : Math.round((performance.now() - startedAt) * 1000) / 1000,
+      },
+      res.locals.intended === true,
+    );
   };
 }

@@ -15,6 +15,8 @@ export interface AuditReceiver {
   /** The Authorization headers of the batches taken. */
   readonly authorizations: (string | undefined)[];
   down: boolean;
+  /** When set, the first batch it holds true for turns the receiver down (that batch is not taken). */
+  downOn: ((batch: readonly string[]) => boolean) | undefined;
   /** Writes the lines taken to `path` as NDJSON (what an auditor's copy would be) and returns it. */
   save(path: string): string;
   close(): Promise<void>;
@@ -24,17 +26,24 @@ export async function startAuditReceiver(port = 0): Promise<AuditReceiver> {
   const lines: string[] = [];
   const batches: string[][] = [];
   const authorizations: (string | undefined)[] = [];
-  const state = { down: false };
+  const state: { down: boolean; downOn: ((batch: readonly string[]) => boolean) | undefined } = {
+    down: false,
+    downOn: undefined,
+  };
   const server: Server = createServer((req, res) => {
     let body = '';
     req.on('data', (d: Buffer) => (body += d.toString('utf8')));
     req.on('end', () => {
+      const batch = body.split('\n').filter((line) => line !== '');
+      if (state.downOn?.(batch)) {
+        state.down = true;
+        state.downOn = undefined;
+      }
       if (state.down || req.method !== 'POST') {
         res.writeHead(503).end();
         return;
       }
       authorizations.push(req.headers.authorization);
-      const batch = body.split('\n').filter((line) => line !== '');
       batches.push(batch);
       lines.push(...batch);
       res.writeHead(204).end();
@@ -52,6 +61,12 @@ export async function startAuditReceiver(port = 0): Promise<AuditReceiver> {
     },
     set down(value: boolean) {
       state.down = value;
+    },
+    get downOn() {
+      return state.downOn;
+    },
+    set downOn(value) {
+      state.downOn = value;
     },
     save(path) {
       writeFileSync(path, lines.map((line) => `${line}\n`).join(''));
