@@ -38,6 +38,40 @@ export function renderLine(
   p.digest = digestAfter(digest, p.line);
 }
 
+/**
+ * The requests whose lines are still `queue`d when a write fails get 503 instead of their answers: their
+ * lines, not written yet, say so (with the status they would have had), and the lines after them are made
+ * again to follow on from `written` (the last line written). So the outcome in the log is always the
+ * answer the client got. The link to and digest through the queue's new last line; undefined when nothing
+ * changed.
+ */
+export function refuseQueue(
+  queue: readonly Pending[],
+  code: 'audit_unavailable' | 'storage_unavailable',
+  written: { readonly link: string; readonly digest: string },
+  options: Pick<AuditWriterOptions, 'keys' | 'chain' | 'highWater'>,
+): { link: string; digest: string } | undefined {
+  let changed = false;
+  for (const p of queue) {
+    const outcome = p.fields.outcome as { status?: unknown } | undefined;
+    // Entries placed while the log was failing already say 503 and have nobody waiting.
+    if (p.fields.kind !== 'request' || p.waiters.length === 0 || outcome?.status === 503) continue;
+    p.fields = {
+      ...p.fields,
+      outcome: { status: 503, code, intended_status: outcome?.status ?? null },
+    };
+    changed = true;
+  }
+  if (!changed) return undefined;
+  let { link, digest } = written;
+  for (const p of queue) {
+    renderLine(p, link, digest, options);
+    link = p.link;
+    digest = p.digest;
+  }
+  return { link, digest };
+}
+
 /** Says in the log which requests were refused (their lines are in the chain, their answers were 503). */
 export function refusedEntry(reason: string, seqs: readonly number[]): AuditFields {
   return {

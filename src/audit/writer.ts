@@ -20,7 +20,7 @@ import { StorageUnavailableError } from '../store/store-errors.js';
 import { type AuditFields, GENESIS } from './entry.js';
 import type { StreamState } from './streams/audit-stream.js';
 import { ChainStreams, SHIP_MS } from './streams/chain-streams.js';
-import { refusedEntry, renderLine, writeCopies } from './writer-lines.js';
+import { refusedEntry, refuseQueue, renderLine, writeCopies } from './writer-lines.js';
 import {
   type Appended,
   AuditUnavailableError,
@@ -98,10 +98,7 @@ export class AuditWriter {
     return this.streams.anyRequired;
   }
 
-  /**
-   * Adds an entry; resolves once it is `durability`, rejects with AuditUnavailableError if it is not (yet).
-   * `committed`: a committed change's answer (Pending.committed).
-   */
+  /** Adds an entry; resolves once it is `durability`, rejects with AuditUnavailableError if not (yet). */
   append(
     fields: AuditFields,
     durability: Durability = 'durable',
@@ -226,33 +223,12 @@ export class AuditWriter {
     return this.enqueue({ kind: 'checkpoint' });
   }
 
-  /**
-   * The requests whose lines are still queued when a write fails get 503 instead of their answers: their
-   * lines, not written yet, say so (with the status they would have had), and the lines after them are
-   * made again to follow on. So the outcome in the log is always the answer the client got.
-   */
+  /** The queued requests get 503 instead of their answers (writer-lines.ts, refuseQueue). */
   private refuseQueued(code: 'audit_unavailable' | 'storage_unavailable'): void {
-    let changed = false;
-    for (const p of this.queue) {
-      const outcome = p.fields.outcome as { status?: unknown } | undefined;
-      // Entries placed while the log was failing already say 503 and have nobody waiting.
-      if (p.fields.kind !== 'request' || p.waiters.length === 0 || outcome?.status === 503)
-        continue;
-      p.fields = {
-        ...p.fields,
-        outcome: { status: 503, code, intended_status: outcome?.status ?? null },
-      };
-      changed = true;
-    }
-    if (!changed) return;
-    let { link: prev, digest } = this.written;
-    for (const p of this.queue) {
-      renderLine(p, prev, digest, this.options);
-      prev = p.link;
-      digest = p.digest;
-    }
-    this.prev = prev;
-    this.digest = digest;
+    const end = refuseQueue(this.queue, code, this.written, this.options);
+    if (!end) return;
+    this.prev = end.link;
+    this.digest = end.digest;
   }
 
   private kick(): void {
