@@ -48,7 +48,15 @@ export interface DeliveryDeps {
   readonly logger: Logger;
   readonly allowPrivate: boolean;
   readonly userAgent: string;
+  /**
+   * How long this process still holds the delivery lease (ms; webhook-dispatch.ts): an attempt ends
+   * before the lease does, so that no two processes ever send at once. Unbounded when not given.
+   */
+  readonly leaseLeft?: () => number;
 }
+
+/** An attempt ends this long before the lease as last renewed (and starts only with twice it left). */
+const LEASE_MARGIN_MS = 1_000;
 
 /** What the metrics show of a delivery. */
 export interface DeliveryState {
@@ -129,7 +137,7 @@ export class WebhookDelivery {
       });
   }
 
-  /** Stops after the attempt in flight, and stores how far it got. */
+  /** Stops now — an attempt in flight is ended, not waited for — and stores how far it got. */
   async close(): Promise<void> {
     this.stopping.abort();
     await this.running;
@@ -210,7 +218,14 @@ export class WebhookDelivery {
     const message = eventMessage(event);
     const url = parseDestination(this.record.url);
     for (let attempt = 1; !this.stopped; attempt++) {
-      const result = await sendMessage(url, this.record.secret, message, this.deps);
+      if ((this.deps.leaseLeft?.() ?? Number.POSITIVE_INFINITY) < 2 * LEASE_MARGIN_MS) {
+        // The lease is about to end unrenewed: send nothing another process might send too.
+        attempt--;
+        await pause(LEASE_MARGIN_MS / 2, this.stopping.signal);
+        continue;
+      }
+      const result = await this.attempt(url, message);
+      if (this.stopped && !result.delivered) return false;
       await this.audit('webhook.delivery', {
         position: event.position,
         message_id: message.id,
@@ -236,6 +251,31 @@ export class WebhookDelivery {
       await pause(base / 2 + randomInt(Math.floor(base / 2) + 1), this.stopping.signal);
     }
     return false;
+  }
+
+  /**
+   * One attempt, ended at once when the delivery stops or when the lease is about to end unrenewed (this
+   * process stalled, or another took it): only the holder of a live lease ever sends.
+   */
+  private async attempt(url: URL, message: WebhookMessage): Promise<Attempt> {
+    const ended = new AbortController();
+    const stop = () => ended.abort();
+    this.stopping.signal.addEventListener('abort', stop, { once: true });
+    const leaseLeft = this.deps.leaseLeft;
+    const watch =
+      leaseLeft &&
+      setInterval(() => {
+        if (leaseLeft() < LEASE_MARGIN_MS) ended.abort();
+      }, LEASE_MARGIN_MS / 4);
+    try {
+      return await sendMessage(url, this.record.secret, message, {
+        ...this.deps,
+        signal: ended.signal,
+      });
+    } finally {
+      if (watch) clearInterval(watch);
+      this.stopping.signal.removeEventListener('abort', stop);
+    }
   }
 
   private failedAttempt(result: Attempt): void {

@@ -4,7 +4,9 @@
  * PostgreSQL database — runs one of these and tries; one holds it, and runs one delivery per webhook
  * (webhook-delivery.ts), so there is one message in flight per webhook and its order holds. A holder that
  * stops lets the lease go (another takes it within 2 s); one that dies or stalls loses it after 10 s, and
- * its successor goes on from the stored cursors (repeating at most the last second's messages).
+ * its successor goes on from the stored cursors (repeating at most the last second's messages). An attempt
+ * is ended a second before the lease as last renewed runs out (webhook-delivery.ts), and a delivery being
+ * stopped ends its attempt at once: the renewal never waits on a receiver, and no two processes send at once.
  * A webhook put or removed here is taken up at once; elsewhere at the next renewal. A delivery the storage
  * failed (a database cut) starts again at the next renewal, from its stored cursor.
  */
@@ -34,8 +36,13 @@ export class WebhookDispatch {
   private again = false;
   private holding = false;
   private closed = false;
+  /** Until when (Date.now()) this process holds the lease, as its last renewal took it. */
+  private leaseUntil = 0;
+  private readonly deliveryDeps: DeliveryDeps;
 
-  constructor(private readonly deps: DispatchDeps) {}
+  constructor(private readonly deps: DispatchDeps) {
+    this.deliveryDeps = { ...deps, leaseLeft: () => this.leaseUntil - Date.now() };
+  }
 
   start(): void {
     this.timer = setInterval(() => this.touched(), RENEW_MS);
@@ -74,8 +81,9 @@ export class WebhookDispatch {
       return;
     }
     let held: boolean;
+    const asked = Date.now();
     try {
-      held = await this.deps.records.lease(this.holder, Date.now(), LEASE_MS);
+      held = await this.deps.records.lease(this.holder, asked, LEASE_MS);
     } catch (err) {
       // The storage cannot be reached: whoever holds the lease cannot renew it either. Stop delivering
       // rather than outlive a lease another process may take.
@@ -83,6 +91,8 @@ export class WebhookDispatch {
       throw err;
     }
     this.holding = held;
+    // Counted from before the renewal was asked: the store may have granted it at any moment since.
+    this.leaseUntil = held ? asked + LEASE_MS : 0;
     if (!held) return this.stopAll();
     const names = new Set(stored.map((s) => s.name));
     for (const [name, delivery] of this.deliveries)
@@ -94,7 +104,12 @@ export class WebhookDispatch {
       const running = this.deliveries.get(name);
       if (running && !running.ended && !changed(running.record, record)) continue;
       if (running) await running.close();
-      const delivery = new WebhookDelivery(name, record, this.deps, this.deps.changes.follow());
+      const delivery = new WebhookDelivery(
+        name,
+        record,
+        this.deliveryDeps,
+        this.deps.changes.follow(),
+      );
       this.deliveries.set(name, delivery);
       delivery.start();
     }

@@ -11,7 +11,11 @@ import { request as httpsRequest } from 'node:https';
 import { Webhook } from 'standardwebhooks';
 import { guardedLookup, literalRefused, PrivateDestinationError } from './destination.js';
 
-/** How long one attempt may take, connection and answer together. */
+/**
+ * How long one attempt may take in all — connection, TLS, the answer's headers and its body together —
+ * however the receiver paces its bytes (a socket's idle timeout would let one byte every few seconds hold
+ * an attempt for ever).
+ */
 const ATTEMPT_TIMEOUT_MS = 10_000;
 /** The most of a receiver's answer read (then dropped). */
 const MAX_ANSWER_BYTES = 64 * 1024;
@@ -38,7 +42,12 @@ export function sendMessage(
   url: URL,
   secret: string,
   message: WebhookMessage,
-  options: { readonly allowPrivate: boolean; readonly userAgent: string },
+  options: {
+    readonly allowPrivate: boolean;
+    readonly userAgent: string;
+    /** Ends the attempt at once (the delivery stops). */
+    readonly signal?: AbortSignal;
+  },
 ): Promise<Attempt> {
   const started = performance.now();
   const ms = () => Math.round(performance.now() - started);
@@ -76,7 +85,6 @@ export function sendMessage(
           'webhook-signature': signature,
         },
         lookup: guardedLookup(options.allowPrivate) as never,
-        timeout: ATTEMPT_TIMEOUT_MS,
         agent: false,
       },
       (res) => {
@@ -97,7 +105,20 @@ export function sendMessage(
         res.on('error', answered);
       },
     );
-    req.on('timeout', () => req.destroy(new Error('timed out')));
+    const timer = setTimeout(() => {
+      done({ delivered: false, error: `no whole answer within ${ATTEMPT_TIMEOUT_MS / 1000} s` });
+      req.destroy(new Error('timed out'));
+    }, ATTEMPT_TIMEOUT_MS);
+    const stop = () => {
+      done({ delivered: false, error: 'ended before its answer: the delivery stopped' });
+      req.destroy(new Error('stopped'));
+    };
+    options.signal?.addEventListener('abort', stop, { once: true });
+    if (options.signal?.aborted) stop();
+    req.on('close', () => {
+      clearTimeout(timer);
+      options.signal?.removeEventListener('abort', stop);
+    });
     req.on('error', (err: NodeJS.ErrnoException) =>
       done({
         delivered: false,
@@ -106,9 +127,7 @@ export function sendMessage(
             ? err.message
             : err.code
               ? `could not reach the receiver (${err.code})`
-              : err.message === 'timed out'
-                ? `no answer within ${ATTEMPT_TIMEOUT_MS / 1000} s`
-                : 'could not reach the receiver',
+              : 'could not reach the receiver',
       }),
     );
     req.end(body);
