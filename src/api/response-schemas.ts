@@ -192,7 +192,13 @@ export const listing = closed({
   ),
 });
 
-const namespaceValue = closed({ ...Type.Omit(entry, ['namespace', 'kind']).properties });
+const namespaceValue = closed({
+  ...Type.Omit(entry, ['namespace', 'kind']).properties,
+  writer_reads_all: Type.Boolean({
+    description:
+      'whether the version was written by a token that could read every value of the namespace, both types (recorded with the version, under its seal): coffer run and coffer export let only such a value take a variable of its own name (false for versions written before 2026-12-08)',
+  }),
+});
 
 export const namespaceValues = closed({
   kind: kindOf('values'),

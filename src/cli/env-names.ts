@@ -8,13 +8,24 @@
  * mapped (name it with `--map`). `--map KEY=VAR` (or `--map NAMESPACE/KEY=VAR`) names one key's variable
  * itself; `--only KEY…` keeps only those keys (a key named there that is not found is an error). Two keys
  * that come to the same variable — `db-url` and `db_url`, or one key in two namespaces — are an error naming
- * both, never one silently winning. A key whose variable would change how programs load or run
- * (NODE_OPTIONS, LD_PRELOAD, PATH, …: LOADER_VARIABLES) is refused unless named with `--map`.
+ * both, never one silently winning.
+ *
+ * Who may name a variable: a variable's name decides what the command does with it — NODE_OPTIONS,
+ * NPM_CONFIG_NODE_OPTIONS, JAVA_OPTS, GIT_PAGER, LESSOPEN, a proxy… run code or send traffic with every
+ * value the command holds, and no list of such names is ever complete. So a key names its own variable
+ * by the rule only when its version was written by a token that could read every value of its namespace
+ * (the server records that with the version, under its seal: `writer_reads_all`): its writer gains
+ * nothing from the command. Any other value's variable is the command's user's to name — `--map KEY=VAR`,
+ * or `--allow-var VAR` for the name the rule gives — and is refused otherwise, naming the keys. On top of
+ * that, a key whose variable is one known to change how programs load or run (LOADER_VARIABLES) is
+ * refused unless named with `--map`, whoever wrote it.
  */
 export interface SourceValue {
   readonly namespace: string;
   readonly key: string;
   readonly value: string;
+  /** Its version's writer could read every value of the namespace (the server's `writer_reads_all`). */
+  readonly writerReadsAll?: boolean;
 }
 
 export interface MappingOptions {
@@ -23,6 +34,8 @@ export interface MappingOptions {
   readonly only?: readonly string[] | undefined;
   /** KEY=VAR or NAMESPACE/KEY=VAR. */
   readonly map?: readonly string[] | undefined;
+  /** Variables the rule may give a value whose writer could not read the whole namespace. */
+  readonly 'allow-var'?: readonly string[] | undefined;
 }
 
 export class MappingError extends Error {
@@ -136,10 +149,15 @@ export function environmentOf(
     return { selector, variable, used: false };
   });
   const only = options.only?.map((selector) => ({ selector, used: false }));
+  const allowed = new Set(options['allow-var'] ?? []);
+  for (const name of allowed)
+    if (!VARIABLE.test(name))
+      throw new MappingError(`--allow-var ${name}: a variable name (letters, digits and _)`);
 
   const byVariable = new Map<string, SourceValue>();
   const unmappable: string[] = [];
   const loaders: string[] = [];
+  const unnamed: string[] = [];
   const withNul: string[] = [];
   for (const v of values) {
     if (only) {
@@ -158,6 +176,10 @@ export function environmentOf(
       loaders.push(`${v.namespace}/${v.key} (${variable})`);
       continue;
     }
+    if (mapped.length === 0 && v.writerReadsAll !== true && !allowed.has(variable)) {
+      unnamed.push(`${v.namespace}/${v.key} (${variable})`);
+      continue;
+    }
     // No environment variable holds a NUL byte (nor a shell's, nor a dotenv file's).
     if (v.value.includes('\0')) {
       withNul.push(`${v.namespace}/${v.key} (${variable})`);
@@ -173,6 +195,10 @@ export function environmentOf(
   if (loaders.length > 0)
     throw new MappingError(
       `${loaders.join(', ')}: would set a variable that changes how programs load or run, which whoever may write the key could use to run code with every value given here; refused. If it is meant, name it yourself with --map KEY=VAR (docs/cli.md lists these variables)`,
+    );
+  if (unnamed.length > 0)
+    throw new MappingError(
+      `${unnamed.join(', ')}: written by a token that could not read every value of its namespace (or before 2026-12-08), so ${unnamed.length === 1 ? 'it does' : 'they do'} not name ${unnamed.length === 1 ? 'its own variable' : 'their own variables'}: a name decides what the command does with a variable (NPM_CONFIG_NODE_OPTIONS, JAVA_OPTS, GIT_PAGER run code with every value given here). Name each yourself: --allow-var VAR, or --map KEY=VAR (or write the value again with a token that may read the whole namespace)`,
     );
   if (withNul.length > 0)
     throw new MappingError(

@@ -21,12 +21,13 @@ import { loginEnvironment, parseValueOptions } from './run.js';
 import { connect, explain } from './session.js';
 import { fetchValues, requireValues } from './values-source.js';
 
-export const EXPORT_HELP = `usage: coffer export --ns NAMESPACE [--ns …] [--format dotenv|json|shell] [--prefix P] [--only KEY] [--map KEY=VAR] [--allow-empty]
+export const EXPORT_HELP = `usage: coffer export --ns NAMESPACE [--ns …] [--format dotenv|json|shell] [--prefix P] [--only KEY] [--map KEY=VAR] [--allow-var VAR] [--allow-empty]
 
 Writes the variables coffer run would set to stdout, quoted for the format (default dotenv). The values
 are in plaintext in the output: send it where it is needed, not to a file you keep. --jwt-file FILE
 --login-role NAME log in with a JWT instead of a token, as for coffer run. A namespace that gives no value
-(not found: a typo?) is exit 3, unless --allow-empty.
+(not found: a typo?) is exit 3, unless --allow-empty. A value written by a token that could not read every
+value of its namespace does not name its own variable (coffer run --help): --allow-var VAR names it.
 
 examples:
   coffer export --ns payments/prod --format json | jq 'keys'

@@ -27,6 +27,8 @@ that come to one variable, or a key that gives no valid name, is an error naming
   --prefix PREFIX           put PREFIX before every variable's name (APP_ → APP_DB_PASSWORD)
   --only KEY                keep only this key (repeatable; NAMESPACE/KEY for one namespace's)
   --map KEY=VAR             name KEY's variable VAR (repeatable; NAMESPACE/KEY=VAR for one namespace's)
+  --allow-var VAR           let a value whose writer could not read the whole namespace set VAR, the
+                            name the rule gives it (repeatable); without it such a value is refused
   --allow-empty             run even when a namespace gives no value (otherwise exit 3: not found, a typo?)
   --fallback FILE           keep an encrypted copy of the values in FILE (0600, written atomically), and
                             start from it when Coffer cannot be reached, saying so on stderr
@@ -102,6 +104,7 @@ export function parseValueOptions(
         prefix: { type: 'string' },
         only: { type: 'string', multiple: true },
         map: { type: 'string', multiple: true },
+        'allow-var': { type: 'string', multiple: true },
         'allow-empty': { type: 'boolean' },
         'jwt-file': { type: 'string' },
         'login-role': { type: 'string' },
@@ -113,6 +116,7 @@ export function parseValueOptions(
       prefix?: string;
       only?: string[];
       map?: string[];
+      'allow-var'?: string[];
       'allow-empty'?: boolean;
       'jwt-file'?: string;
       'login-role'?: string;
@@ -352,7 +356,12 @@ async function watchValues(
       for await (const latest of watching.coffer.watchNamespaces(watching.namespaces, { signal })) {
         delay = 1000;
         const all: SourceValue[] = watching.namespaces.flatMap((namespace) =>
-          (latest.get(namespace) ?? []).map((v) => ({ namespace, key: v.key, value: v.value })),
+          (latest.get(namespace) ?? []).map((v) => ({
+            namespace,
+            key: v.key,
+            value: v.value,
+            writerReadsAll: v.writer_reads_all,
+          })),
         );
         let next: NodeJS.ProcessEnv;
         try {

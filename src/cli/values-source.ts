@@ -26,6 +26,7 @@ export async function fetchValues(
           namespace,
           key: v.key,
           value: v.value,
+          writerReadsAll: v.writer_reads_all,
         }));
       } catch (err) {
         throw Object.assign(err as object, { namespace });

@@ -5,7 +5,9 @@
  * active version. Both seals bind the record's identity as associated data, so ciphertext copied to
  * another namespace, key, version or type fails to open:
  *
- *   AAD = "coffer/v1" 0x00 type 0x00 namespace 0x00 key 0x00 version      (see `identityBytes`)
+ *   AAD = "coffer/v1" 0x00 type 0x00 namespace 0x00 key 0x00 version [0x00 "w"]   (see `identityBytes`)
+ *
+ * (0x00 "w" when the version's writer could read every value of its namespace: `writerReadsAll`.)
  *
  * Names cannot contain 0x00 (kv/names.ts), so the encoding is unambiguous. A config version stays
  * readable in storage but carries an HMAC-SHA256 over the same identity and the value.
@@ -21,6 +23,11 @@ export interface RecordIdentity {
   readonly key: string;
   readonly version: number;
   readonly type: ValueType;
+  /**
+   * Its writer could read every value of its namespace (kv/write-rights.ts, readsAll): bound into the
+   * associated data and the MAC, so that no one without the keys can add or take off the mark.
+   */
+  readonly writerReadsAll?: boolean;
 }
 
 /** A sealed secret as stored: keyring version, wrapped data key, and the value's ciphertext. */
@@ -45,7 +52,12 @@ const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
  * cost for strings this short (133 against 926 ns measured: TextEncoder allocates a new buffer each time).
  */
 export function identityBytes(id: RecordIdentity): Uint8Array {
-  return Buffer.from(`coffer/v1\0${id.type}\0${id.namespace}\0${id.key}\0${id.version}`, 'utf8');
+  // The mark follows the version's digits, so a record without it has exactly the bytes it always had.
+  const mark = id.writerReadsAll === true ? '\0w' : '';
+  return Buffer.from(
+    `coffer/v1\0${id.type}\0${id.namespace}\0${id.key}\0${id.version}${mark}`,
+    'utf8',
+  );
 }
 
 export function sealSecret(keyring: Keyring, id: RecordIdentity, value: string): SealedSecret {

@@ -91,7 +91,10 @@ export interface TrashListing {
 export interface NamespaceValues {
   readonly kind: 'values';
   readonly namespace: string;
-  readonly values: Omit<Entry, 'namespace' | 'kind'>[];
+  readonly values: (Omit<Entry, 'namespace' | 'kind'> & {
+    /** The version's writer could read every value of the namespace (write-rights.ts, readsAll). */
+    readonly writer_reads_all: boolean;
+  })[];
   readonly next_cursor: string | null;
 }
 

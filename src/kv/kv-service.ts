@@ -29,6 +29,7 @@ import { type Listing, listNamespace } from './listing.js';
 import { NamespaceValuesReader } from './namespace-values.js';
 import { openVersion } from './version-access.js';
 import { versionList } from './version-list.js';
+import { readsAll, requireMetadataRights } from './write-rights.js';
 
 export type {
   Entry,
@@ -135,6 +136,7 @@ export class KvService {
   ): Promise<AppendedVersion> {
     const keyring = this.deps.keyring.current();
     const ref = { namespace, key };
+    const writerReadsAll = readsAll(caller, namespace);
     try {
       return await this.deps.records.append(ref, {
         type,
@@ -142,7 +144,7 @@ export class KvService {
         stamp: this.deps.keyring.stamp,
         actor: caller.id,
         seal: (version) =>
-          packedVersionRecord(keyring, { ...ref, version, type, value, createdAt }),
+          packedVersionRecord(keyring, { ...ref, version, type, value, createdAt, writerReadsAll }),
         check: (meta, trashed) => {
           // Replacing a key of another type also needs the right to write that type; so does writing a
           // deleted key again, which takes its versions on.
@@ -241,14 +243,8 @@ export class KvService {
       );
     const deleteAfter =
       change.delete_version_after === undefined ? undefined : change.delete_version_after * 1000;
-    const may = (meta: Pick<KeyMeta, 'type' | 'maxVersions' | 'deleteAfter'>): void => {
-      if (!caller.access.may('write', namespace, meta.type))
-        throw forbidden(`write ${meta.type} keys in ${namespace}`);
-      // A limit that prunes, or a time that deletes, is a deletion: it needs the right to delete.
-      const erases = lifecycleErases(meta, change.max_versions, deleteAfter);
-      if (erases && !caller.access.may('delete', namespace, meta.type))
-        throw forbidden(`delete ${meta.type} keys in ${namespace} (to ${erases})`);
-    };
+    const may = (meta: Pick<KeyMeta, 'type' | 'maxVersions' | 'deleteAfter'>): void =>
+      requireMetadataRights(caller, namespace, meta, change.max_versions, deleteAfter);
     const meta =
       (await this.meta(namespace, key)) ?? (await this.deps.records.trash.get({ namespace, key }));
     if (!meta && createAs === undefined) throw notFound('no such key');
@@ -392,23 +388,4 @@ export class KvService {
       ...(marks?.has(version) ? { deletes_at: iso(marks.get(version)!) } : {}),
     };
   }
-}
-
-/**
- * What a change of a key's lifecycle would erase that its settings now do not, said for a refusal; undefined
- * when it erases nothing more. A lower limit (or one where there was none) destroys the oldest versions at
- * the next write; a shorter time (or one where there was none) deletes each new version. Doing either
- * directly (DELETE …?destroy=true, DELETE) needs the right to delete, so setting it does too: a writer may
- * raise or remove a limit or a time, never tighten one.
- */
-export function lifecycleErases(
-  now: Pick<KeyMeta, 'maxVersions' | 'deleteAfter'>,
-  maxVersions: number | undefined,
-  deleteAfter: number | undefined,
-): string | undefined {
-  const tighter = (to: number | undefined, from: number | undefined): boolean =>
-    to !== undefined && to > 0 && (!from || to < from);
-  if (tighter(maxVersions, now.maxVersions)) return 'keep fewer versions';
-  if (tighter(deleteAfter, now.deleteAfter)) return 'delete versions after a time';
-  return undefined;
 }

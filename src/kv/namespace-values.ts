@@ -119,6 +119,7 @@ export class NamespaceValuesReader {
         type: record.type,
         value,
         created_at: iso(record.createdAt),
+        writer_reads_all: record.writerReadsAll === true,
       });
       bytes += Buffer.byteLength(value, 'utf8');
       if (bytes >= VALUES_PAGE_BYTES && i < inPage.length - 1) {

@@ -27,7 +27,7 @@ import { randomBase62 } from '../crypto/random.js';
 import type { OperatorEvents } from '../model/operator-events.js';
 import { processRuns } from '../processes.js';
 import { type KeyringHolder, StaleKeyringError } from '../store/keyring-store.js';
-import { packVersion, unpackVersion } from '../store/kv-format.js';
+import { packVersion, recordIdentity, unpackVersion } from '../store/kv-format.js';
 import type { KvRecords, StoredVersion } from '../store/kv-records.js';
 import { RecordIntegrityError } from '../store/record-seal.js';
 import {
@@ -239,7 +239,7 @@ export class Rewrapper {
       const keyVersion =
         record.type === 'secret' ? record.sealed.keyVersion : record.seal.keyVersion;
       if (keyVersion === state.target) continue;
-      const id: RecordIdentity = { ...where, type: record.type };
+      const id: RecordIdentity = recordIdentity(where, record);
       try {
         const next =
           record.type === 'secret'

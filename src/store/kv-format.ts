@@ -5,7 +5,7 @@
  * (store/record-seal.ts), so the index that decides who sees a key cannot be changed by hand.
  */
 import { Packr } from 'msgpackr';
-import type { ConfigSeal, SealedSecret } from '../crypto/envelope.js';
+import type { ConfigSeal, RecordIdentity, SealedSecret } from '../crypto/envelope.js';
 import type { ValueType } from '../model/value-types.js';
 import { packUint32, unpackUint32 } from '../storage/uint32.js';
 import { MAC_BYTES, type RecordSeal } from './record-seal.js';
@@ -115,14 +115,32 @@ export function takenOnBy(
   return trashed.first <= trashed.latest || trashed.type === type ? trashed : undefined;
 }
 
-export type VersionRecord =
+export type VersionRecord = (
   | {
       readonly type: 'config';
       readonly createdAt: number;
       readonly value: string;
       readonly seal: ConfigSeal;
     }
-  | { readonly type: 'secret'; readonly createdAt: number; readonly sealed: SealedSecret };
+  | { readonly type: 'secret'; readonly createdAt: number; readonly sealed: SealedSecret }
+) & {
+  /** Its writer could read every value of its namespace (RecordIdentity.writerReadsAll); absent: not. */
+  readonly writerReadsAll?: true;
+};
+
+/** The identity a version record is sealed or MACed under, as its AAD binds it (crypto/envelope.ts). */
+export function recordIdentity(
+  where: { readonly namespace: string; readonly key: string; readonly version: number },
+  record: VersionRecord,
+): RecordIdentity {
+  return {
+    namespace: where.namespace,
+    key: where.key,
+    version: where.version,
+    type: record.type,
+    ...(record.writerReadsAll ? { writerReadsAll: true } : {}),
+  };
+}
 
 const FORMAT = 1;
 
@@ -250,6 +268,7 @@ export function packVersion(record: VersionRecord): Buffer {
       v: record.value,
       kv: record.seal.keyVersion,
       m: record.seal.mac,
+      ...(record.writerReadsAll ? { w: 1 } : {}),
     });
   }
   const s = record.sealed;
@@ -262,6 +281,7 @@ export function packVersion(record: VersionRecord): Buffer {
     wk: s.wrappedKey,
     n: s.nonce,
     c: s.ciphertext,
+    ...(record.writerReadsAll ? { w: 1 } : {}),
   });
 }
 
@@ -274,8 +294,15 @@ export function unpackVersion(bytes: Uint8Array): VersionRecord | undefined {
     return undefined;
   }
   if (r?.f !== FORMAT || typeof r.at !== 'number' || typeof r.kv !== 'number') return undefined;
+  const mark = r.w === 1 ? { writerReadsAll: true as const } : {};
   if (r.t === 'config' && typeof r.v === 'string' && r.m instanceof Uint8Array) {
-    return { type: 'config', createdAt: r.at, value: r.v, seal: { keyVersion: r.kv, mac: r.m } };
+    return {
+      type: 'config',
+      createdAt: r.at,
+      value: r.v,
+      seal: { keyVersion: r.kv, mac: r.m },
+      ...mark,
+    };
   }
   const bin = (name: string): Uint8Array | undefined =>
     r[name] instanceof Uint8Array ? (r[name] as Uint8Array) : undefined;
@@ -285,6 +312,7 @@ export function unpackVersion(bytes: Uint8Array): VersionRecord | undefined {
       type: 'secret',
       createdAt: r.at,
       sealed: { keyVersion: r.kv, wrapNonce: wn, wrappedKey: wk, nonce: n, ciphertext: c },
+      ...mark,
     };
   }
   return undefined;

@@ -7,7 +7,7 @@
 import { SealedDataError } from '../crypto/aead.js';
 import { openSecret, verifyConfig } from '../crypto/envelope.js';
 import type { KeyringHolder } from './keyring-store.js';
-import type { VersionRecord } from './kv-format.js';
+import { recordIdentity, type VersionRecord } from './kv-format.js';
 import type { KvRecords } from './kv-records.js';
 import type { VersionIdentity } from './kv-version-writes.js';
 
@@ -28,7 +28,7 @@ export class VersionReader {
   /** The value of `record` (version `id.version` of the key), at once: its keyring version is `loaded`. */
   valueNow(id: Omit<VersionIdentity, 'type'>, record: VersionRecord): string {
     const keyring = this.keyring.current();
-    const identity = { ...id, type: record.type };
+    const identity = recordIdentity(id, record);
     try {
       if (record.type === 'secret') return openSecret(keyring, identity, record.sealed);
       verifyConfig(keyring, identity, record.value, record.seal);

@@ -61,22 +61,30 @@ export interface VersionIdentity {
 /** The stored bytes of one version: sealed (secret) or MACed (config) under `keyring`'s active version. */
 export function packedVersionRecord(
   keyring: Keyring,
-  v: VersionIdentity & { readonly value: string; readonly createdAt: number },
+  v: VersionIdentity & {
+    readonly value: string;
+    readonly createdAt: number;
+    /** Its writer may read every value of the namespace (RecordIdentity.writerReadsAll). */
+    readonly writerReadsAll?: boolean;
+  },
 ): Buffer {
+  const mark = v.writerReadsAll === true ? { writerReadsAll: true as const } : {};
   const id: RecordIdentity = {
     namespace: v.namespace,
     key: v.key,
     version: v.version,
     type: v.type,
+    ...mark,
   };
   const record: VersionRecord =
     v.type === 'secret'
-      ? { type: v.type, createdAt: v.createdAt, sealed: sealSecret(keyring, id, v.value) }
+      ? { type: v.type, createdAt: v.createdAt, sealed: sealSecret(keyring, id, v.value), ...mark }
       : {
           type: v.type,
           createdAt: v.createdAt,
           value: v.value,
           seal: sealConfig(keyring, id, v.value),
+          ...mark,
         };
   return packVersion(record);
 }

@@ -19,7 +19,7 @@ import { NONCE_BYTES } from '../crypto/aead.js';
 import { openSecret, type RecordIdentity, verifyConfig } from '../crypto/envelope.js';
 import type { Keyring } from '../crypto/keyring.js';
 import type { StorageBackend } from '../storage/backend.js';
-import { type KeyMeta, peekMeta, unpackVersion } from './kv-format.js';
+import { type KeyMeta, peekMeta, recordIdentity, unpackVersion } from './kv-format.js';
 import { metaKey, parseVersionKey, trashKey, VERSIONS_RANGE } from './layout.js';
 import { type RecordCount, recordCensus } from './record-census.js';
 import { RecordSeal } from './record-seal.js';
@@ -31,8 +31,9 @@ const packr = new Packr({ useRecords: false, mapsAsObjects: true });
 const WRAPPED_KEY_BYTES = 32 + 16;
 const TAG_BYTES = 16;
 const MAC_BYTES = 32;
-const SECRET_FIELDS = new Set(['f', 't', 'at', 'kv', 'wn', 'wk', 'n', 'c']);
-const CONFIG_FIELDS = new Set(['f', 't', 'at', 'kv', 'v', 'm']);
+// `w`: the writer could read every value of the namespace (bound into the AAD or MAC, not a secret).
+const SECRET_FIELDS = new Set(['f', 't', 'at', 'kv', 'wn', 'wk', 'n', 'c', 'w']);
+const CONFIG_FIELDS = new Set(['f', 't', 'at', 'kv', 'v', 'm', 'w']);
 const MAX_LISTED = 1000;
 
 export interface Anomaly {
@@ -125,8 +126,9 @@ function integrityProblem(
   const record = unpackVersion(bytesRead);
   if (!record) return 'does not parse as a version record';
   try {
-    if (record.type === 'secret') openSecret(keyring, { ...id, type: 'secret' }, record.sealed);
-    else verifyConfig(keyring, { ...id, type: 'config' }, record.value, record.seal);
+    const identity = recordIdentity(id, record);
+    if (record.type === 'secret') openSecret(keyring, identity, record.sealed);
+    else verifyConfig(keyring, identity, record.value, record.seal);
     return null;
   } catch {
     return record.type === 'secret'
