@@ -9,6 +9,7 @@ import type { RecordWrite } from '../store/kv-records.js';
 import type { AuditFields } from './entry.js';
 import type { IntentJournal } from './intent-journal.js';
 import type { StreamState } from './streams/audit-stream.js';
+import type { CatchUp } from './streams/catch-up.js';
 import type { AuditWriter } from './writer.js';
 import { AuditUnavailableError, type Durability, StreamUnavailableError } from './writer-types.js';
 
@@ -20,6 +21,8 @@ export interface AuditLogOptions {
   readonly syncEveryEntry?: boolean;
   /** Where intents' copies go with their changes; without one, each intent is synced on its own first. */
   readonly journal?: IntentJournal;
+  /** The lines this host's stopped chains left for the streams, sent while serving (streams/catch-up.ts). */
+  readonly catchUp?: CatchUp;
 }
 
 export class AuditLog {
@@ -34,9 +37,19 @@ export class AuditLog {
     return this.options.writer.chain;
   }
 
-  /** The audit streams' states (streams/audit-stream.ts), for the metrics and the health report. */
+  /**
+   * The audit streams' states (streams/audit-stream.ts), for the metrics and the health report: a stream's
+   * lag counts this chain's lines it has not taken, and the stopped chains' lines still waiting for it.
+   */
   streams(): StreamState[] {
-    return this.options.writer.streamStates();
+    const catchUp = this.options.catchUp;
+    const states = this.options.writer.streamStates();
+    return catchUp ? states.map((s) => ({ ...s, lag: s.lag + catchUp.waiting(s.name) })) : states;
+  }
+
+  /** Sends, while the server runs, the lines stopped chains left for the streams (streams/catch-up.ts). */
+  catchUpWhileServing(): void {
+    this.options.catchUp?.start();
   }
 
   get failing(): boolean {
@@ -116,6 +129,7 @@ export class AuditLog {
 
   /** Writes the final checkpoint; if the log is still unwritable, says so loudly rather than failing the shutdown. */
   async close(): Promise<void> {
+    await this.options.catchUp?.stop();
     try {
       await this.options.writer.close();
     } catch (err) {

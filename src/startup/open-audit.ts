@@ -14,7 +14,7 @@ import { IntentJournal } from '../audit/intent-journal.js';
 import { recoverIntents } from '../audit/intent-recovery.js';
 import { StdoutSink } from '../audit/stdout-sink.js';
 import { AuditStream } from '../audit/streams/audit-stream.js';
-import { catchUpStreams } from '../audit/streams/catch-up.js';
+import { CatchUp, catchUpStreams } from '../audit/streams/catch-up.js';
 import { ChainProgress } from '../audit/streams/stream-progress.js';
 import { parseStreams } from '../audit/streams/stream-spec.js';
 import { transportFor } from '../audit/streams/transports.js';
@@ -61,15 +61,12 @@ export async function openAuditLog(opening: AuditOpening, firstEvent: string): P
     chain,
     maxFileBytes: config.audit.max_file_bytes,
   });
-  const streams = parseStreams(config.audit.streams).map(
-    (spec) =>
-      new AuditStream(
-        spec,
-        transportFor(spec),
-        log,
-        new ChainProgress(config.audit.dir!, spec.name, chain),
-      ),
-  );
+  const specs = parseStreams(config.audit.streams);
+  const streams = specs.map((spec) => {
+    const progress = new ChainProgress(config.audit.dir!, spec.name, chain);
+    progress.begin();
+    return new AuditStream(spec, transportFor(spec), log, progress);
+  });
   const writer = new AuditWriter({
     sink: opening.shared ? new MirroredSink(files, records, chain) : files,
     streams,
@@ -92,6 +89,7 @@ export async function openAuditLog(opening: AuditOpening, firstEvent: string): P
     log,
     syncEveryEntry: config.audit.sync_every_entry,
     journal,
+    catchUp: new CatchUp({ auditDir: config.audit.dir!, specs, transport: transportFor, log }),
   });
   if (
     !(await audit.event(firstEvent, { pid: process.pid, provider: keyring.wrapping().description }))
@@ -131,6 +129,8 @@ export async function recoverAuditLog(
       transport: transportFor,
       log: opening.log,
     });
+  // Then, while serving, what still waits (a stream down now, back later) is sent as it comes back.
+  audit.catchUpWhileServing();
   await closeStoppedChains({
     auditDir: opening.config.audit.dir!,
     records: opening.records,

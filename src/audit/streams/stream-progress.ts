@@ -33,7 +33,7 @@ export function progressOf(auditDir: string, stream: string): Map<string, number
     return found;
   }
   for (const chain of names) {
-    if (chain.endsWith('.tmp')) continue;
+    if (chain.endsWith('.tmp') || chain.endsWith('.lock')) continue;
     const seq = Number(readFileSync(join(dir, chain), 'utf8').trim());
     if (Number.isSafeInteger(seq) && seq >= 0) found.set(chain, seq);
   }
@@ -62,6 +62,14 @@ export class ChainProgress {
     private readonly stream: string,
     private readonly chain: string,
   ) {}
+
+  /**
+   * The chain follows the stream from its first line: said at once, so that a process killed before its
+   * first save still leaves its lines to be sent (catch-up.ts).
+   */
+  begin(): void {
+    this.save(0);
+  }
 
   /** The stream has taken the chain through `seq`. */
   took(seq: number, now = Date.now()): void {
