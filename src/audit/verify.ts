@@ -17,6 +17,7 @@
  */
 import type { ChainRecord, ChainWriter } from '../store/audit-records.js';
 import type { ChainKeys } from './chain-keys.js';
+import { copyBehindFiles } from './copy-behind.js';
 import type { StoredChains } from './database-copy.js';
 import { type ChainFile, chainFiles } from './files.js';
 import {
@@ -98,6 +99,8 @@ export function verifyAudit(paths: readonly string[], input: VerifyInput): Verif
     );
   const missing = registry && input.counted && missingChain(registry, input.counted);
   if (missing) return missing;
+  const cut = stored && copyBehindFiles(paths, stored, registry);
+  if (cut) return cut;
 
   const chains = chainFiles(paths, stored?.files);
   const known = new Map((registry ?? []).map((r) => [r.chain, r]));
