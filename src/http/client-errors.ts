@@ -78,18 +78,30 @@ export function clientErrorListener(deps: {
       }
       if (!res || res.writableEnded) return refuse(socket, timeout);
     }
-    // A response still being written on this connection cannot be followed by another answer.
-    if (res && !res.writableEnded) return void socket.destroy();
-    const listTarget = listRedirectTarget(err);
-    if (listTarget !== undefined) return redirectList(socket, listTarget);
-    refuse(
-      socket,
-      err.code === 'HPE_HEADER_OVERFLOW'
-        ? new AppError(
-            'headers_too_large',
-            'the request headers are larger than the server accepts (16 KiB)',
-          )
-        : NOT_HTTP(),
-    );
+    // Read now: the parser's packet is reused once this returns.
+    const listTarget = listRedirectTarget(err, res !== undefined);
+    const answer = (): void => {
+      if (!socket.writable) return void socket.destroy();
+      if (listTarget !== undefined) return redirectList(socket, listTarget);
+      refuse(
+        socket,
+        err.code === 'HPE_HEADER_OVERFLOW'
+          ? new AppError(
+              'headers_too_large',
+              'the request headers are larger than the server accepts (16 KiB)',
+            )
+          : NOT_HTTP(),
+      );
+    };
+    // A request before it on this connection (pipelined in the same packet) is still being answered: it may
+    // have changed something, so its answer goes out first, and then this refusal, which closes.
+    if (res && !res.writableEnded) {
+      res.once('finish', answer);
+      res.once('close', () => {
+        if (!res.writableFinished) socket.destroy();
+      });
+      return;
+    }
+    answer();
   };
 }

@@ -26,14 +26,20 @@ export interface ParseFailure {
 }
 
 /** Where a refused LIST request should ask again (`<path>?list=true`), or undefined if it is not one. */
-export function listRedirectTarget(err: ParseFailure): string | undefined {
+export function listRedirectTarget(
+  err: ParseFailure,
+  /** A request came before it on this connection (whose body may end right where it begins). */
+  afterRequest = false,
+): string | undefined {
   const raw = err.rawPacket;
   if (err.code !== 'HPE_INVALID_METHOD' || !Buffer.isBuffer(raw) || err.bytesParsed === undefined)
     return undefined;
   const stop = Math.min(err.bytesParsed, raw.length);
   for (let at = stop; at >= Math.max(0, stop - METHOD_LENGTH); at--) {
-    // A request begins the packet or follows the line end of the one before.
-    if (at > 0 && raw[at - 1] !== 0x0a) continue;
+    // A request begins the packet or follows the line end of the one before — or, pipelined after a
+    // request with a body (`afterRequest`), its body's last byte; never inside a longer method.
+    const before = at > 0 ? raw[at - 1]! : 0x0a;
+    if (before !== 0x0a && (!afterRequest || (before >= 0x41 && before <= 0x5a))) continue;
     if (!raw.subarray(at, at + LIST.length).equals(LIST)) continue;
     const line = REQUEST_LINE.exec(raw.subarray(at, at + 8192).toString('latin1'));
     if (!line) return undefined;

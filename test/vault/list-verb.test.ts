@@ -60,6 +60,17 @@ describe("Vault's LIST verb: a 303 to the same path with list=true", function ()
     }
   });
 
+  it('a write pipelined before a LIST in one packet is answered before the 303, never committed unanswered', async () => {
+    const body = JSON.stringify({ data: { password: 'pipelined' } });
+    const write = `POST /vault/v1/secret/data/pipe/db HTTP/1.1\r\nHost: coffer\r\nX-Vault-Token: ${c.rootToken}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+    const listing = 'LIST /vault/v1/secret/metadata/pipe HTTP/1.1\r\nHost: coffer\r\n\r\n';
+    const raw = await rawExchange(c.url, Buffer.from(write + listing));
+    const answers = raw.match(/HTTP\/1\.1 \d{3}/g) ?? [];
+    expect(answers, raw).to.deep.equal(['HTTP/1.1 200', 'HTTP/1.1 303']);
+    expect(raw).to.include('"version":1');
+    expect((await c.call('GET', '/v1/kv/pipe/db')).status).to.equal(200);
+  });
+
   it('finds the LIST where the parser stopped, also behind another request in the same packet', () => {
     const get = 'GET /v1/sys/health HTTP/1.1\r\nHost: x\r\n\r\n';
     const listing = 'LIST /vault/v1/secret/metadata/a HTTP/1.1\r\nHost: x\r\n\r\n';
@@ -75,6 +86,15 @@ describe("Vault's LIST verb: a 303 to the same path with list=true", function ()
     const inHeader = Buffer.from('GET / HTTP/1.1\r\nX-A: LIST /vault/v1/x HTTP/1.1\r\n\r\n');
     expect(
       listRedirectTarget({ code: 'HPE_INVALID_METHOD', bytesParsed: 24, rawPacket: inHeader }),
+    ).to.equal(undefined);
+    // Right after another request's body, when one came before it; never inside a longer method.
+    const post = 'POST /v1/x HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}';
+    const afterBody = { code: 'HPE_INVALID_METHOD', bytesParsed: post.length + 2 };
+    expect(
+      listRedirectTarget({ ...afterBody, rawPacket: Buffer.from(post + listing) }, true),
+    ).to.equal('/vault/v1/secret/metadata/a?list=true');
+    expect(
+      listRedirectTarget({ ...afterBody, rawPacket: Buffer.from(`${post}X${listing}`) }, true),
     ).to.equal(undefined);
     // Another refusal is not a LIST.
     expect(
