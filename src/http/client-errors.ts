@@ -82,7 +82,10 @@ export function clientErrorListener(deps: {
     const listTarget = listRedirectTarget(err, res !== undefined);
     const answer = (): void => {
       if (!socket.writable) return void socket.destroy();
-      if (listTarget !== undefined) return redirectList(socket, listTarget);
+      if (listTarget !== undefined) {
+        redirectList(socket, listTarget);
+        return;
+      }
       refuse(
         socket,
         err.code === 'HPE_HEADER_OVERFLOW'
@@ -93,8 +96,10 @@ export function clientErrorListener(deps: {
           : NOT_HTTP(),
       );
     };
-    // A request before it on this connection (pipelined in the same packet) is still being answered: it may
-    // have changed something, so its answer goes out first, and then this refusal, which closes.
+    // The request being answered never came whole (the client left mid-body): nothing more to say.
+    if (res && !res.writableEnded && !res.req.complete) return void socket.destroy();
+    // A request before it on this connection (pipelined in the same packet) came whole and is still being
+    // answered: it may have changed something, so its answer goes out first, then this refusal, which closes.
     if (res && !res.writableEnded) {
       res.once('finish', answer);
       res.once('close', () => {
