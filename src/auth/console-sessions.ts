@@ -65,13 +65,16 @@ export class ConsoleSessions {
   async signInAs(
     id: string,
     via: ConsoleSessionRecord['via'],
+    /** The session's key (CSRF token) the page made and holds already (an OIDC sign-in's). */
+    csrf?: string,
   ): Promise<ConsoleSession & { readonly sessionId: string }> {
-    return this.open(await this.deps.authenticator.principalForId(id), via);
+    return this.open(await this.deps.authenticator.principalForId(id), via, csrf);
   }
 
   private async open(
     principal: Principal,
     via: ConsoleSessionRecord['via'],
+    csrf = randomBytes(32).toString('base64url'),
   ): Promise<ConsoleSession & { readonly sessionId: string }> {
     const { now, maxLifetimeMs, records, root } = this.deps;
     const sessionId = randomBytes(32).toString('base64url');
@@ -79,7 +82,7 @@ export class ConsoleSessions {
     const record: ConsoleSessionRecord = {
       token_id: principal.id,
       ...(principal.isRoot ? { root_tag: rootTag(root()) } : {}),
-      csrf: randomBytes(32).toString('base64url'),
+      csrf,
       via,
       created_at: at,
       last_seen_at: at,

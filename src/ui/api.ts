@@ -1,6 +1,8 @@
 /**
  * The console's one way to the API: same-origin fetch with the session cookie (the browser sends it; the
- * page never sees it) and, on every call that changes something, the session's CSRF token. Answers are
+ * page never sees it) and, on every call, the session's key (its CSRF token), kept in localStorage, which
+ * only this origin (scheme, host and port) reaches: a session cookie that another page of the host planted
+ * comes without it and acts as nobody (auth/routes/console-cookie.ts). Answers are
  * never cached. A failed call is an ApiError carrying the problem's code, detail and fields. Each call is a
  * use of the session (lastUseAt; asking whether it lives, currentSession, is not), and a call refused with
  * 401 while signed in tells the page that its session has ended (watchSession).
@@ -23,11 +25,36 @@ export class ApiError extends Error {
   }
 }
 
-let csrf: string | undefined;
+const KEY = 'coffer.session-key';
 
-/** The session's CSRF token, sent with every call that changes something; undefined at sign-out. */
+/** The session's key, read at each call: every tab of the console shares it. */
+function sessionKey(): string | undefined {
+  try {
+    return localStorage.getItem(KEY) ?? undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The session's key (its CSRF token), sent with every call; undefined at sign-out. */
 export function useCsrf(token: string | undefined): void {
-  csrf = token;
+  try {
+    if (token === undefined) localStorage.removeItem(KEY);
+    else localStorage.setItem(KEY, token);
+  } catch {
+    // storage refused (a private window's quota): calls go without it, and are refused as signed out
+  }
+}
+
+/** A new key for a session this page is about to open through an identity provider (32 random bytes). */
+export function newSessionKey(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(32));
+  const key = btoa(String.fromCharCode(...bytes))
+    .replace(/\+/g, '-')
+    .replace(/\//g, '_')
+    .replace(/=+$/, '');
+  useCsrf(key);
+  return key;
 }
 
 let lastUse = Date.now();
@@ -44,7 +71,8 @@ export function watchSession(onEnded: (() => void) | undefined): void {
 function send(method: string, path: string, body?: unknown): Promise<Response> {
   const headers: Record<string, string> = { accept: 'application/json' };
   if (body !== undefined) headers['content-type'] = 'application/json';
-  if (method !== 'GET' && csrf !== undefined) headers['x-coffer-csrf'] = csrf;
+  const key = sessionKey();
+  if (key !== undefined) headers['x-coffer-csrf'] = key;
   return fetch(path, {
     method,
     credentials: 'same-origin',

@@ -5,7 +5,7 @@
  * session cookie the answer sets. A sign-in through the provider that failed comes back here saying why.
  */
 import { useState } from 'preact/hooks';
-import { api, messageOf } from './api.js';
+import { api, messageOf, newSessionKey } from './api.js';
 import { Messages } from './messages.js';
 import type { Session } from './session.js';
 
@@ -27,6 +27,8 @@ function failureText(reason: string): string {
       return 'Your groups give you no role in Coffer.';
     case 'too_many_requests':
       return 'Too many refused sign-ins from this address: wait a moment and try again.';
+    case 'no_session_key':
+      return 'The sign-in did not start from this console’s page (it names no key for the session). Sign in from the console.';
     default:
       // The reason comes from the address, which anyone can write into a link: only the server's own
       // reason codes are shown, never other text as if it were the console's.
@@ -95,6 +97,8 @@ export function SignIn({
     const form = event.currentTarget as HTMLFormElement;
     const query = new URLSearchParams();
     for (const [name, value] of new FormData(form)) query.set(name, String(value));
+    // The session the provider's sign-in opens takes this page's key: only this page can use it.
+    query.set('key', newSessionKey());
     location.assign(`/v1/console/oidc/start?${query}`);
   }
 

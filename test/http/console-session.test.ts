@@ -53,7 +53,7 @@ describe('web console sessions (/v1/console/sign-in, /v1/console/session)', func
   });
 
   it('trades a token for an HttpOnly, SameSite=Strict cookie that holds a session id, never the token', async () => {
-    const { res, cookie } = await signIn(c, writer);
+    const { res, cookie, csrf } = await signIn(c, writer);
     const set = res.headers.getSetCookie()[0]!;
     expect(set).to.match(/^coffer_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Strict$/);
     expect(set).to.not.include(writer.split('_').at(-1)!);
@@ -61,11 +61,33 @@ describe('web console sessions (/v1/console/sign-in, /v1/console/session)', func
     expect(res.headers.get('cache-control')).to.equal('no-store');
     expect(res.body).to.include({ role: 'writer', is_root: false, via: 'token' });
     expect(res.body.csrf).to.match(/^[A-Za-z0-9_-]{43}$/);
-    const me = await asConsole(c, 'GET', '/v1/auth/me', { cookie });
+    const me = await asConsole(c, 'GET', '/v1/auth/me', { cookie, csrf });
     expect(me.status).to.equal(200);
     expect(me.body.id).to.equal(res.body.token_id);
-    const again = await asConsole(c, 'GET', '/v1/console/session', { cookie });
+    const again = await asConsole(c, 'GET', '/v1/console/session', { cookie, csrf });
     expect(again.body.csrf).to.equal(res.body.csrf);
+  });
+
+  it("acts as nobody with a session cookie that comes without the page's key for it (a cookie another page planted): reads too", async () => {
+    const planted = await signIn(c, writer);
+    const victimPage = await signIn(c, await c.token({ role: 'reader', expires_in: 3600 }));
+    // The planter's cookie, sent with no key, or with the key of the page it was planted under.
+    for (const csrf of [undefined, victimPage.csrf]) {
+      const me = await asConsole(c, 'GET', '/v1/auth/me', { cookie: planted.cookie, csrf });
+      expect(me.status, String(csrf)).to.equal(401);
+      expect(me.body.detail).to.include("without this page's key");
+      const session = await asConsole(c, 'GET', '/v1/console/session', {
+        cookie: planted.cookie,
+        csrf,
+      });
+      expect(session.body).to.deep.equal({ signed_in: false });
+      // The planted cookie is cleared from the browser that sent it.
+      expect(session.headers.getSetCookie()[0]).to.match(
+        /^coffer_session=; .*Expires=Thu, 01 Jan 1970/,
+      );
+    }
+    // Its own page, with its key, goes on.
+    expect((await asConsole(c, 'GET', '/v1/auth/me', planted)).status).to.equal(200);
   });
 
   it('refuses a request carrying two session cookies (one tossed in by another page of the host): never acts as either', async () => {
@@ -84,21 +106,19 @@ describe('web console sessions (/v1/console/sign-in, /v1/console/session)', func
       expect(session.status).to.equal(200);
       expect(session.body.signed_in).to.equal(false);
     }
-    expect((await asConsole(c, 'GET', '/v1/auth/me', { cookie: mine.cookie })).status).to.equal(
-      200,
-    );
+    expect((await asConsole(c, 'GET', '/v1/auth/me', mine)).status).to.equal(200);
   });
 
   it('audits the session’s requests as its token, marked as the console’s', async () => {
-    const { cookie } = await signIn(c, writer);
-    const read = await asConsole(c, 'GET', '/v1/kv/team/app/db_password', { cookie });
+    const { cookie, csrf } = await signIn(c, writer);
+    const read = await asConsole(c, 'GET', '/v1/kv/team/app/db_password', { cookie, csrf });
     expect(read.status).to.equal(200);
     const page = await c.call(
       'GET',
       `/v1/sys/audit?request_id=${read.headers.get('x-request-id')}`,
     );
     const entry = page.body.entries.find((e: { kind: string }) => e.kind === 'request');
-    const me = await asConsole(c, 'GET', '/v1/auth/me', { cookie });
+    const me = await asConsole(c, 'GET', '/v1/auth/me', { cookie, csrf });
     expect(entry).to.include({ via: 'console', action: 'read', token_id: me.body.id });
     expect(entry).to.include({ namespace: 'team/app', key: 'db_password' });
   });
@@ -107,7 +127,7 @@ describe('web console sessions (/v1/console/sign-in, /v1/console/session)', func
     const { cookie, csrf } = await signIn(c, writer);
     const body = { value: 'v2', type: 'secret' };
     const none = await asConsole(c, 'PUT', '/v1/kv/team/app/db_password', { cookie }, body);
-    expect(none.status).to.equal(403);
+    expect(none.status).to.equal(401);
     expect(none.body.detail).to.include('X-Coffer-CSRF');
     const wrong = await asConsole(
       c,
@@ -116,7 +136,7 @@ describe('web console sessions (/v1/console/sign-in, /v1/console/session)', func
       { cookie, csrf: 'A'.repeat(43) },
       body,
     );
-    expect(wrong.status).to.equal(403);
+    expect(wrong.status).to.equal(401);
     // A form post from another site: no header can be set, the body is not JSON.
     const form = await c.call('POST', '/v1/auth/token', {
       token: null,
@@ -127,7 +147,7 @@ describe('web console sessions (/v1/console/sign-in, /v1/console/session)', func
       },
       body: 'role=admin',
     });
-    expect(form.status).to.equal(403);
+    expect(form.status).to.equal(401);
     expect((await c.call('GET', '/v1/kv/team/app/db_password')).body.version).to.equal(1);
     const right = await asConsole(c, 'PUT', '/v1/kv/team/app/db_password', { cookie, csrf }, body);
     expect(right.status, right.text).to.equal(200);
@@ -266,7 +286,7 @@ describe('the console behind a reverse proxy that ends TLS (COFFER_PUBLIC_URL)',
   });
 
   it("sends the provider back to the public address, whatever the request's Host says", async () => {
-    const res = await c.call('GET', '/v1/console/oidc/start?role=people', {
+    const res = await c.call('GET', `/v1/console/oidc/start?role=people&key=${'K'.repeat(43)}`, {
       token: null,
       headers: { host: 'attacker.example' },
     });
@@ -275,5 +295,11 @@ describe('the console behind a reverse proxy that ends TLS (COFFER_PUBLIC_URL)',
     expect(to.origin).to.equal(idp.url);
     expect(to.searchParams.get('redirect_uri')).to.equal(`${PUBLIC}/v1/console/oidc/callback`);
     expect(res.headers.getSetCookie()[0]).to.match(/^__Secure-coffer_oidc=.*; Secure/);
+  });
+
+  it("starts no sign-in without the page's key for the session it would open", async () => {
+    const res = await c.call('GET', '/v1/console/oidc/start?role=people', { token: null });
+    expect(res.status).to.equal(303);
+    expect(res.headers.get('location')).to.equal('/ui/#/sign-in-failed/no_session_key');
   });
 });

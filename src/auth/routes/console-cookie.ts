@@ -2,18 +2,18 @@
  * The web console's session cookie: an HttpOnly, SameSite=Strict cookie holding the session id (Secure and
  * named `__Host-coffer_session` when the browser comes over HTTPS — Coffer's own TLS, or an https
  * COFFER_PUBLIC_URL — so no other path or subdomain can set it), never the token. A
- * request with the cookie and no Authorization header acts as the session's token (auth/console-sessions.ts);
- * one that changes something must also carry the session's CSRF token in X-Coffer-CSRF.
+ * request with the cookie and no Authorization header acts as the session's token (auth/console-sessions.ts)
+ * only when it also carries the session's key, its CSRF token, in X-Coffer-CSRF — every request, reads too.
+ * The page keeps that key where only its own origin reaches (localStorage: scheme, host and port), so a
+ * session cookie planted by a page on another port of the same host over plain HTTP (cookie tossing: its
+ * junk cookies push the victim's out of the jar, then it sets its own) comes without its key and acts as
+ * nobody: the console does not become the planter's session.
  */
 import { parseCookie, stringifySetCookie } from 'cookie';
 import type { Request, Response } from 'express';
-import { AppError } from '../../errors.js';
 import { unauthorized } from '../authenticator.js';
 import { ConsoleSessions } from '../console-sessions.js';
 import type { ConsoleCookie } from './authenticate.js';
-
-/** Methods that change nothing: no CSRF token needed. */
-const SAFE = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 export const CSRF_HEADER = 'x-coffer-csrf';
 
@@ -49,21 +49,22 @@ export class ConsoleCookies implements ConsoleCookie {
 
   async authenticate(req: Request, res: Response, sessionId: string): Promise<void> {
     const session = await this.sessions.resolve(sessionId);
-    const presented = req.headers[CSRF_HEADER];
-    if (
-      !SAFE.has(req.method) &&
-      !ConsoleSessions.csrfMatches(
-        session.record,
-        typeof presented === 'string' ? presented : undefined,
-      )
-    )
-      throw new AppError(
-        'forbidden',
-        "a console call that changes something must carry the session's X-Coffer-CSRF header",
+    if (!this.keyMatches(req, session.record))
+      throw unauthorized(
+        "the console session's cookie came without this page's key for it (X-Coffer-CSRF): it was set by another page, or this page lost its key; sign in again",
       );
     res.locals.principal = session.principal;
     res.locals.console = session;
     res.locals.reauthenticate = async () => (await this.sessions.resolve(sessionId)).principal;
+  }
+
+  /** Whether the request carries the session's key (its CSRF token) in X-Coffer-CSRF. */
+  keyMatches(req: Request, record: Parameters<typeof ConsoleSessions.csrfMatches>[0]): boolean {
+    const presented = req.headers[CSRF_HEADER];
+    return ConsoleSessions.csrfMatches(
+      record,
+      typeof presented === 'string' ? presented : undefined,
+    );
   }
 
   /** The Set-Cookie value that hands the browser its session's cookie. */

@@ -44,6 +44,8 @@ export interface ConsoleOidcDeps {
 /** What the start hands the callback, in the pending cookie. */
 interface Pending {
   readonly role: string;
+  /** The session's key, which the page that started this sign-in made and keeps. */
+  readonly key: string;
   readonly token_role?: string;
   readonly verifier: string;
   readonly state: string;
@@ -59,8 +61,16 @@ const LOCATION = {
   Location: { description: 'where the browser goes next', schema: { type: 'string' } },
 } as const;
 
+/** A session key the page made: 32 random bytes, base64url (as the server's own CSRF tokens are). */
+const SESSION_KEY = /^[A-Za-z0-9_-]{43}$/;
+
 const START_QUERY = {
   role: text({ pattern: ROLE_NAME.source, description: 'the login role' }),
+  key: text({
+    pattern: SESSION_KEY.source,
+    description:
+      "the session's key (its CSRF token) that the page made and keeps (32 random bytes, base64url): the session this sign-in opens takes it, so only the page that started the sign-in can use it",
+  }),
   token_role: text({
     pattern: ROLE_NAME.source,
     description: 'which of the roles the groups give, when they give several',
@@ -111,7 +121,10 @@ export function consoleOidcOperations(deps: ConsoleOidcDeps): Operation[] {
     if (text === undefined) return undefined;
     try {
       const pending = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as Pending;
-      return typeof pending.state === 'string' && now() - pending.at < PENDING_MS
+      return typeof pending.state === 'string' &&
+        typeof pending.key === 'string' &&
+        SESSION_KEY.test(pending.key) &&
+        now() - pending.at < PENDING_MS
         ? pending
         : undefined;
     } catch {
@@ -166,11 +179,16 @@ export function consoleOidcOperations(deps: ConsoleOidcDeps): Operation[] {
         failed(res, 'no_login_role');
         return;
       }
+      if (query.key === undefined) {
+        failed(res, 'no_session_key');
+        return;
+      }
       auditTarget(res, { login_role: role });
       try {
         await loginGate.before(req, res);
         const pending: Pending = {
           role,
+          key: query.key,
           ...(query.token_role === undefined ? {} : { token_role: query.token_role }),
           verifier: random(),
           state: random(),
@@ -248,7 +266,7 @@ export function consoleOidcOperations(deps: ConsoleOidcDeps): Operation[] {
           facts,
           (id) => recordIntent(res, { action: 'token.create', subject_token_id: id }),
         );
-        const signedIn = await cookies.sessions.signInAs(created.id, 'oidc');
+        const signedIn = await cookies.sessions.signInAs(created.id, 'oidc', pending.key);
         auditTarget(res, { ...facts, subject_token_id: created.id });
         res.locals.principal = signedIn.principal;
         res.locals.console = signedIn;

@@ -66,7 +66,7 @@ export function consoleOperations({
       {
         operationId: 'consoleSignIn',
         summary:
-          "The web console's sign-in with a token: the answer sets the session cookie (HttpOnly, SameSite=Strict; the token never reaches the page again) and gives the session's CSRF token, which every call that changes something must carry in X-Coffer-CSRF. A refused token is 401, as in Authorization",
+          "The web console's sign-in with a token: the answer sets the session cookie (HttpOnly, SameSite=Strict; the token never reaches the page again) and gives the session's key (its CSRF token), which every call with the cookie must carry in X-Coffer-CSRF (a cookie without it acts as nobody). A refused token is 401, as in Authorization",
         responses: { 201: ok('The session (its id is in the cookie only)', consoleSession) },
         errors: [401, 429],
       },
@@ -99,7 +99,7 @@ export function consoleOperations({
       {
         operationId: 'consoleSession',
         summary:
-          'Whether the request carries a live console session, and if so the session with its CSRF token (the page asks when it loads, and when it has been unused for the idle timeout). Asking is not a use: it does not hold the session from its idle timeout. Always 200, so a signed-out page logs no error',
+          'Whether the request carries a live console session with its key (the CSRF token, in X-Coffer-CSRF, which the page keeps from its sign-in), and if so the session (the page asks when it loads, and when it has been unused for the idle timeout). A session cookie without its key is answered signed_in: false and cleared: another page set it. Asking is not a use: it does not hold the session from its idle timeout. Always 200, so a signed-out page logs no error',
         responses: { 200: ok('The session, or signed_in: false', consoleSession) },
       },
     ],
@@ -122,7 +122,9 @@ export function consoleOperations({
             if (err instanceof AppError && err.code === 'unauthorized') return undefined;
             throw err;
           });
-      if (!session) {
+      // A session cookie without this page's key for it was set by another page (or this page lost the
+      // key): no session here, and the cookie goes, so the planted one is gone from the browser too.
+      if (!session || !cookies.keyMatches(req, session.record)) {
         if (sessionId !== undefined) cookies.clear(res);
         respond.json(res, 200, { signed_in: false });
         return;
