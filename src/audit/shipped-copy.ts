@@ -214,7 +214,7 @@ export function weighChain(
     if (link !== undefined) {
       // Named by a line after it (shipped or local): the server computed its HMAC.
       const named = new Set([
-        ...(lines.get(seq + 1) ?? []).map((s) => prevOf(s.line)),
+        ...(lines.get(seq + 1) ?? []).map((s) => s.entry.prev),
         prevOf(local(seq + 1)),
       ]);
       strong = [

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { pino } from 'pino';
 import { auditLines } from '../support/audit-lines.js';
 import { type AuditReceiver, startAuditReceiver } from '../support/audit-receiver.js';
 import { eventually } from '../support/eventually.js';
@@ -23,6 +24,41 @@ describe('a required audit stream that fails between a change and its answer', f
   after(async () => {
     await c?.close();
     await receiver?.close();
+  });
+
+  it('an outage is one line in the server log when refusing starts and one, with the count, when it ends — not a line per request', async () => {
+    const lines: { event?: string; refused?: number; msg?: string }[] = [];
+    const logged = await startAuditReceiver();
+    const server = await startTestCoffer({
+      dataDir: tempDir(),
+      env: { COFFER_AUDIT_STREAMS: `${logged.url}?required=true` },
+      start: {
+        log: pino(
+          { level: 'info' },
+          { write: (line: string) => void lines.push(JSON.parse(line)) },
+        ),
+      },
+    });
+    try {
+      expect((await server.put('quiet/k', 'one')).status).to.equal(201);
+      logged.down = true;
+      for (let i = 0; i < 30; i++)
+        expect((await server.put('quiet/k', `v${i}`)).status).to.equal(503);
+      logged.down = false;
+      await eventually(async () => (await server.put('quiet/k', 'back')).status === 200, {
+        what: 'served again',
+        timeout: 15_000,
+      });
+      const unavailable = lines.filter((l) => l.event === 'audit.unavailable');
+      expect(unavailable.length, JSON.stringify(unavailable)).to.equal(1);
+      expect(unavailable[0]!.msg).to.include('a required audit stream');
+      const available = lines.filter((l) => l.event === 'audit.available');
+      expect(available.length).to.equal(1);
+      expect(available[0]!.refused).to.be.at.least(30);
+    } finally {
+      await server.close();
+      await logged.close();
+    }
   });
 
   it('a write whose intent the stream took is answered as stored, though the stream then fails; the next is refused before it changes anything', async () => {
