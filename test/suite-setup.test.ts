@@ -12,6 +12,7 @@ const MOCHA = fileURLToPath(new URL('../../node_modules/mocha/bin/mocha.js', imp
 function runMocha(
   specs: string[],
   env: Record<string, string>,
+  options: readonly string[] = [],
 ): {
   stats: { passes: number; failures: number; pending: number };
   pending: { fullTitle: string }[];
@@ -32,6 +33,7 @@ function runMocha(
         dist('./support/global-setup.js'),
         '--reporter',
         'json',
+        ...options,
         ...specs,
       ],
       {
@@ -54,6 +56,16 @@ describe('the test suite itself', function () {
   it('leaves no temporary directory behind, even when a test fails with its server still running', () => {
     const result = runMocha([dist('./fixtures/failing-suite.js')], {});
     expect(result.stats.failures).to.equal(1);
+    expect(result.tmp).to.deep.equal([]);
+  });
+
+  it('leaves no temporary directory behind in parallel mode, where each worker makes its own (as npm test runs)', () => {
+    const result = runMocha(
+      [dist('./fixtures/failing-suite.js'), dist('./fixtures/temp-dirs-suite.js')],
+      {},
+      ['--parallel', '--jobs', '2'],
+    );
+    expect([result.stats.passes, result.stats.failures]).to.deep.equal([1, 1]);
     expect(result.tmp).to.deep.equal([]);
   });
 

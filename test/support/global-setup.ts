@@ -4,10 +4,11 @@
  */
 
 import { ensureSystemPackages } from './system-packages.js';
-import { removeRunDir, removeStaleRunDirs } from './temp-dirs.js';
+import { removeRunDir, removeStaleRunDirs, shareRunDir } from './temp-dirs.js';
 
 export function mochaGlobalSetup(): void {
   removeStaleRunDirs();
+  shareRunDir();
   ensureSystemPackages();
 }
 

@@ -1,13 +1,12 @@
 /** Runs the real `coffer` command (dist/src/main.js) as a child process, for start-up tests. */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { childPids } from '../../bench/servers.js';
 import { generateToken } from '../../src/auth/token-format.js';
 import { processRuns } from '../../src/processes.js';
 import { eventually } from './eventually.js';
-import { tempDir } from './temp-dirs.js';
+import { runDirectory, tempDir } from './temp-dirs.js';
 
 export const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
 
@@ -192,8 +191,8 @@ function withoutTokens(text: string): string {
   return text.replace(/cfr_[A-Za-z0-9_]+/g, 'cfr_…');
 }
 
-/** A configuration directory that does not exist. */
-const NO_CONFIG = join(tmpdir(), `coffer-test-no-config-${process.pid}`);
+/** A configuration directory that does not exist, in the run's directory (a command may still make it). */
+const noConfig = (): string => join(runDirectory(), 'no-config');
 
 /** A `coffer` command under way: its process, and its end with all it wrote. */
 export interface RunningCommand {
@@ -219,7 +218,7 @@ export function startCommand(
   );
   const child = spawn(process.execPath, [MAIN, ...args], {
     // No one's own stored sign-in (~/.config/coffer) reaches a test's command unless the test puts one.
-    env: { ...clean, XDG_CONFIG_HOME: NO_CONFIG, ...env },
+    env: { ...clean, XDG_CONFIG_HOME: noConfig(), ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   running.add(child);
