@@ -5,10 +5,12 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import type { Coffer } from '../client/coffer.js';
+import { isNamespace, isSegment } from '../model/names.js';
 import { type CommandIo, processIo } from './command-io.js';
 import { argumentsError, CliError, EXIT } from './exit-codes.js';
 import { fileProblem } from './file-errors.js';
 import { keyMeta } from './kv-meta.js';
+import { printable } from './printable.js';
 import { connect, explain } from './session.js';
 import { table } from './table.js';
 
@@ -66,7 +68,20 @@ function keyPath(path: string | undefined): { namespace: string; key: string } {
       `expected NAMESPACE/KEY, such as payments/prod/db_password${path ? `, not ${path}` : ''}`,
       EXIT.usage,
     );
-  return { namespace: path.slice(0, at), key: path.slice(at + 1) };
+  const namespace = path.slice(0, at);
+  const key = path.slice(at + 1);
+  // Checked here, as the server would: a bad name is the command's mistake (exit 2), not a server's 400.
+  const bad = !isNamespace(namespace)
+    ? { name: namespace, what: 'namespace' }
+    : !isSegment(key)
+      ? { name: key, what: 'key' }
+      : undefined;
+  if (bad !== undefined)
+    throw new CliError(
+      `${printable(path)}: ${printable(bad.name)} is not a valid ${bad.what} name (letters, digits, ., _ and -, up to 128 each; a namespace is up to 16 of them joined by /)`,
+      EXIT.usage,
+    );
+  return { namespace, key };
 }
 
 function version(text: string | undefined, option: string, min = 1): number | undefined {

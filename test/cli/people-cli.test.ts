@@ -35,6 +35,21 @@ describe('the coffer command for people: kv, token, whoami, export', function ()
   });
 
   describe('kv', () => {
+    it('refuses a namespace or key name the server would refuse as bad arguments (exit 2), before asking it', async () => {
+      for (const [path, says] of [
+        ['payments/prod/bad name', 'bad name is not a valid key name'],
+        ['pay ments/prod/db', 'pay ments/prod is not a valid namespace name'],
+        ['payments//db', 'payments/ is not a valid namespace name'],
+      ] as const) {
+        const got = await command(['kv', 'get', path], {
+          ...env,
+          COFFER_ADDR: 'http://127.0.0.1:9',
+        });
+        expect(got.code, path).to.equal(2);
+        expect(got.stderr).to.include(says);
+      }
+    });
+
     it('puts a value from an argument, a file (@file, bytes exactly) and stdin, and gets each back exactly', async () => {
       const fromArg = await command(
         ['kv', 'put', 'team/app/log_level', 'debug', '--type', 'config'],

@@ -84,6 +84,19 @@ describe('the client as its own package (@coffer/client)', function () {
     await c?.close();
   });
 
+  it('its docs name every dependency it has, and say how many', () => {
+    const deps = Object.keys(
+      JSON.parse(readFileSync(join(ROOT, 'packages/client/package.json'), 'utf8')).dependencies,
+    );
+    expect(deps).to.have.length(2);
+    for (const doc of ['docs/clients.md', 'packages/client/README.md']) {
+      const text = readFileSync(join(ROOT, doc), 'utf8');
+      for (const dep of deps) expect(text, doc).to.include(`\`${dep}\``);
+      expect(text, doc).to.include('two dependencies');
+      expect(text, doc).to.not.include('one dependency');
+    }
+  });
+
   it("installs with no native dependency: itself, the plain-JavaScript packages of its types and of coffer-run's sealed copy, under 10 MB (the server: 76)", () => {
     const modules = join(app, 'node_modules');
     const installed = readdirSync(modules).filter((name) => !name.startsWith('.'));
