@@ -3,7 +3,7 @@
 import { parseArgs } from 'node:util';
 import type { Logger } from 'pino';
 import { type CommandIo, processIo } from './cli/command-io.js';
-import { argumentsError, CliError, EXIT } from './cli/exit-codes.js';
+import { argumentsError, CliError, EXIT, noSuchCommand } from './cli/exit-codes.js';
 import { printable } from './cli/printable.js';
 import { ConfigError } from './errors.js';
 import { KeyProviderError } from './keys/key-provider.js';
@@ -275,7 +275,10 @@ async function main(argv: string[], io: CommandIo): Promise<number | undefined> 
     io.write(usage());
     return EXIT.ok;
   }
-  // Bare \`coffer\` (or anything unknown) prints usage; only \`coffer serve\` starts a server.
+  // Bare \`coffer\` prints usage; a word it does not know says so, with the nearest command. Only
+  // \`coffer serve\` starts a server.
+  if (positionals[0] !== undefined)
+    throw noSuchCommand('', positionals[0], [...Object.keys(COMMANDS), 'help', 'version']);
   io.tell(usage());
   return EXIT.usage;
 }

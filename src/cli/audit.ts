@@ -11,7 +11,7 @@ import { loadConfig } from '../config/load.js';
 import { SEARCH_OPTIONS, searchCommand, verifyRemote } from './audit-remote.js';
 import { archiveCommand, verifyCommand } from './audit-verify.js';
 import { type CommandIo, linesTo, processIo } from './command-io.js';
-import { CliError, EXIT } from './exit-codes.js';
+import { CliError, EXIT, noSuchCommand } from './exit-codes.js';
 import { sealReportCommand } from './seal-report.js';
 
 export const AUDIT_USAGE = `usage: coffer audit <command>
@@ -77,10 +77,11 @@ export async function auditCommand(args: string[], io: CommandIo = processIo()):
   });
   const command = positionals[0];
   const commands = ['verify', 'seal-report', 'archive', 'search'];
-  if (values.help || command === undefined || !commands.includes(command)) {
+  if (values.help || command === undefined) {
     out(AUDIT_USAGE);
     return values.help ? EXIT.ok : EXIT.usage;
   }
+  if (!commands.includes(command)) throw noSuchCommand('audit', command, commands);
   if (command === 'search') {
     if (positionals.length > 1) throw new CliError('search takes options only', EXIT.usage);
     return searchCommand(() => loadConfig(), values, values.json === true, out);

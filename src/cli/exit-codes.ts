@@ -2,6 +2,8 @@
  * The coffer command's exit codes (docs/cli.md), the same for every command; `coffer run` passes its
  * child's code through once the child has started.
  */
+import { didYouMean, nearest } from './suggest.js';
+
 export const EXIT = {
   ok: 0,
   /** Anything else that failed (the server refused the request for another reason, a check failed). */
@@ -36,15 +38,27 @@ export class CliError extends Error {
  * What node's option parser refused, said plainly (its own text names internals: "Option '--ttl <value>'
  * argument missing"); exit 2.
  */
-export function argumentsError(err: unknown): CliError {
+export function argumentsError(
+  err: unknown,
+  /** The options the command takes (parseArgs's): an unknown one is told the nearest. */
+  known: readonly string[] = [],
+): CliError {
   const e = err as NodeJS.ErrnoException;
   const quoted = /'([^']+)'/.exec(e.message ?? '')?.[1]?.split(' ')[0];
   switch (e.code) {
-    case 'ERR_PARSE_ARGS_UNKNOWN_OPTION':
+    case 'ERR_PARSE_ARGS_UNKNOWN_OPTION': {
+      const near =
+        quoted === undefined
+          ? undefined
+          : nearest(
+              quoted.replace(/^-+/, ''),
+              known.filter((name) => name.length > 1),
+            );
       return new CliError(
-        `unknown option ${quoted} (--help lists what this command takes)`,
+        `unknown option ${quoted}${near === undefined ? '' : ` — did you mean --${near}?`} (--help lists what this command takes)`,
         EXIT.usage,
       );
+    }
     case 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE':
       return new CliError(
         /argument missing/.test(e.message)
@@ -62,4 +76,13 @@ export function argumentsError(err: unknown): CliError {
     default:
       return new CliError(e.message ?? String(err), EXIT.usage);
   }
+}
+
+/** `coffer <group> <given>: no such command — did you mean …? (coffer <group> --help)`: exit 2. */
+export function noSuchCommand(group: string, given: string, known: readonly string[]): CliError {
+  const where = group === '' ? 'coffer' : `coffer ${group}`;
+  return new CliError(
+    `${where} ${given}: no such command${didYouMean(given, known)} (${where} --help)`,
+    EXIT.usage,
+  );
 }

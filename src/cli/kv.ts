@@ -7,7 +7,7 @@ import { parseArgs } from 'node:util';
 import type { Coffer } from '../client/coffer.js';
 import { isNamespace, isSegment } from '../model/names.js';
 import { type CommandIo, processIo } from './command-io.js';
-import { argumentsError, CliError, EXIT } from './exit-codes.js';
+import { argumentsError, CliError, EXIT, noSuchCommand } from './exit-codes.js';
 import { fileProblem } from './file-errors.js';
 import { keyMeta } from './kv-meta.js';
 import { printable } from './printable.js';
@@ -60,6 +60,20 @@ examples:
   coffer kv rollback payments/prod/db_password --version 3
 `;
 
+/** What `coffer kv` does (its switch below; a typo is told the nearest). */
+const KV_COMMANDS = [
+  'get',
+  'put',
+  'ls',
+  'rm',
+  'undelete',
+  'destroy',
+  'trash',
+  'meta',
+  'rollback',
+  'versions',
+];
+
 /** NS/KEY: the namespace and the key. */
 function keyPath(path: string | undefined): { namespace: string; key: string } {
   const at = path?.lastIndexOf('/') ?? -1;
@@ -102,26 +116,27 @@ export async function kvCommand(args: string[], io: CommandIo = processIo()): Pr
     parseArgs({
       args,
       allowPositionals: true,
-      options: {
-        json: { type: 'boolean' },
-        version: { type: 'string' },
-        type: { type: 'string' },
-        'if-version': { type: 'string' },
-        versions: { type: 'string' },
-        set: { type: 'string', multiple: true },
-        unset: { type: 'string', multiple: true },
-        'max-versions': { type: 'string' },
-        'cas-required': { type: 'string' },
-        'delete-after': { type: 'string' },
-        prefix: { type: 'string' },
-        yes: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
+      options: KV_OPTIONS,
     });
+  const KV_OPTIONS = {
+    json: { type: 'boolean' },
+    version: { type: 'string' },
+    type: { type: 'string' },
+    'if-version': { type: 'string' },
+    versions: { type: 'string' },
+    set: { type: 'string', multiple: true },
+    unset: { type: 'string', multiple: true },
+    'max-versions': { type: 'string' },
+    'cas-required': { type: 'string' },
+    'delete-after': { type: 'string' },
+    prefix: { type: 'string' },
+    yes: { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  } as const;
   try {
     parsed = parse();
   } catch (err) {
-    throw argumentsError(err);
+    throw argumentsError(err, Object.keys(KV_OPTIONS));
   }
   const { positionals, values: o } = parsed;
   const [command, path, ...rest] = positionals;
@@ -240,7 +255,7 @@ export async function kvCommand(args: string[], io: CommandIo = processIo()): Pr
         return EXIT.ok;
       }
       default:
-        throw new CliError(`coffer kv ${command}: no such command (coffer kv --help)`, EXIT.usage);
+        throw noSuchCommand('kv', command, KV_COMMANDS);
     }
   } catch (err) {
     throw explain(err, coffer, what);

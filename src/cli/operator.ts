@@ -5,7 +5,7 @@
 import { parseArgs } from 'node:util';
 import type { Coffer } from '../client/coffer.js';
 import { type CommandIo, linesTo, processIo } from './command-io.js';
-import { CliError, EXIT } from './exit-codes.js';
+import { argumentsError, CliError, EXIT, noSuchCommand } from './exit-codes.js';
 import { COMMAND_HELP, OPERATOR_USAGE } from './operator-help.js';
 import { migrate, rewrap, rotate, status } from './operator-keyring.js';
 import { migrateStorage, restore, snapshot } from './operator-store.js';
@@ -13,25 +13,40 @@ import { connect, explain } from './session.js';
 
 export { OPERATOR_USAGE } from './operator-help.js';
 
+/** What `coffer operator` does (a typo is told the nearest). */
+const OPERATOR_COMMANDS = [
+  'status',
+  'rotate',
+  'rewrap',
+  'migrate-key',
+  'snapshot',
+  'migrate-storage',
+  'restore',
+];
+
 export async function operatorCommand(
   args: string[],
   io: CommandIo = processIo(),
 ): Promise<number> {
   const out = linesTo(io);
-  const { positionals, values } = parseArgs({
-    args,
-    allowPositionals: true,
-    options: {
-      retire: { type: 'boolean', default: false },
-      'batch-size': { type: 'string' },
-      to: { type: 'string' },
-      out: { type: 'string' },
-      from: { type: 'string' },
-      resume: { type: 'boolean' },
-      'accept-unauthenticated': { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
+  const options = {
+    retire: { type: 'boolean', default: false },
+    'batch-size': { type: 'string' },
+    to: { type: 'string' },
+    out: { type: 'string' },
+    from: { type: 'string' },
+    resume: { type: 'boolean' },
+    'accept-unauthenticated': { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  } as const;
+  const parse = () => parseArgs({ args, allowPositionals: true, options });
+  let parsed: ReturnType<typeof parse>;
+  try {
+    parsed = parse();
+  } catch (err) {
+    throw argumentsError(err, Object.keys(options));
+  }
+  const { positionals, values } = parsed;
   const command = positionals[0];
   if (values.help && command !== undefined && command in COMMAND_HELP) {
     out(COMMAND_HELP[command]!);
@@ -100,7 +115,6 @@ async function keyringCommand(
       await migrate(api, out, values.to);
       return EXIT.ok;
     default:
-      out(OPERATOR_USAGE);
-      return EXIT.usage;
+      throw noSuchCommand('operator', command, OPERATOR_COMMANDS);
   }
 }

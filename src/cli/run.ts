@@ -95,23 +95,20 @@ export function parseValueOptions(
   args: string[],
   extra: Record<string, { type: 'string' | 'boolean'; multiple?: boolean }> = {},
 ) {
+  const options = {
+    ns: { type: 'string', multiple: true },
+    prefix: { type: 'string' },
+    only: { type: 'string', multiple: true },
+    map: { type: 'string', multiple: true },
+    'allow-var': { type: 'string', multiple: true },
+    'allow-empty': { type: 'boolean' },
+    'jwt-file': { type: 'string' },
+    'login-role': { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
+    ...extra,
+  } as const;
   try {
-    return parseArgs({
-      args,
-      allowPositionals: false,
-      options: {
-        ns: { type: 'string', multiple: true },
-        prefix: { type: 'string' },
-        only: { type: 'string', multiple: true },
-        map: { type: 'string', multiple: true },
-        'allow-var': { type: 'string', multiple: true },
-        'allow-empty': { type: 'boolean' },
-        'jwt-file': { type: 'string' },
-        'login-role': { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-        ...extra,
-      },
-    }).values as {
+    return parseArgs({ args, allowPositionals: false, options }).values as {
       ns?: string[];
       prefix?: string;
       only?: string[];
@@ -124,7 +121,7 @@ export function parseValueOptions(
       [more: string]: unknown;
     };
   } catch (err) {
-    throw argumentsError(err);
+    throw argumentsError(err, Object.keys(options));
   }
 }
 

@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import type { CofferError } from '../client/errors.js';
 import type { TokenCreateRequest } from '../client/index.js';
 import { type CommandIo, processIo } from './command-io.js';
-import { argumentsError, CliError, EXIT } from './exit-codes.js';
+import { argumentsError, CliError, EXIT, noSuchCommand } from './exit-codes.js';
 import { durationOption, formatAge } from './fallback.js';
 import { printable } from './printable.js';
 import { connect, explain } from './session.js';
@@ -54,7 +54,7 @@ function parse(
       options: { ...options, help: { type: 'boolean', short: 'h' } },
     });
   } catch (err) {
-    throw argumentsError(err);
+    throw argumentsError(err, [...Object.keys(options), 'help']);
   }
 }
 
@@ -164,10 +164,7 @@ export async function tokenCommand(args: string[], io: CommandIo = processIo()):
         return EXIT.ok;
       }
       default:
-        throw new CliError(
-          `coffer token ${command}: no such command (coffer token --help)`,
-          EXIT.usage,
-        );
+        throw noSuchCommand('token', command, ['create', 'ls', 'revoke', 'revoke-self', 'renew']);
     }
   } catch (err) {
     throw explain(err, coffer, command === 'revoke' ? `token ${rest[0]}` : 'token');
