@@ -77,7 +77,12 @@ export const token = closed({
   metadata,
   created_at: timestamp,
   expires_at: timestamp,
-  status: Type.Optional(literals(['active', 'revoked', 'expired'] as const, 'in a listing only')),
+  status: Type.Optional(
+    literals(
+      ['active', 'revoked', 'expired', 'role_deleted'] as const,
+      'in a listing only; role_deleted: neither revoked nor expired, but its role (or the login role that made it) was deleted, so every use is refused: revoke it',
+    ),
+  ),
   parent: Type.Optional(
     Type.String({ description: 'the token that created it (create_tokens); revoked with it' }),
   ),

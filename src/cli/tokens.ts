@@ -16,7 +16,8 @@ export const TOKEN_HELP = `usage: coffer token <command> [options]
                   stored in clear: keep it. --scope payments/prod:r reads there, payments/*:rw reads and
                   writes beneath payments; --ttl 90s, 30m, 24h or 7d (default: the server's)
   ls [--all] [--json]
-                  the tokens (active ones; --all adds revoked and expired), never their values
+                  the tokens (active ones, and role_deleted: refused since their role was deleted;
+                  --all adds revoked and expired), never their values
   revoke ID       revoke a token by its id (the part between the first two _ of the token). Never pass the
                   token itself: it would show in ps and your shell's history
   revoke-self     revoke the token in use (COFFER_TOKEN or COFFER_TOKEN_FILE): any token may, but root

@@ -65,7 +65,12 @@ export interface TokenRecord {
   readonly expiryCap?: number;
 }
 
-export type TokenStatus = 'active' | 'revoked' | 'expired';
+/**
+ * `role_deleted`: neither revoked nor expired, but what it was given is gone — its role (deleted with
+ * `force`, or removed from the configuration) or the login role that made it — so every use is refused.
+ * Only a listing says it (auth/token-service.ts); statusOf reads the record alone.
+ */
+export type TokenStatus = 'active' | 'revoked' | 'expired' | 'role_deleted';
 
 export function statusOf(record: TokenRecord, now: number): TokenStatus {
   if (record.revokedAt !== null) return 'revoked';

@@ -192,6 +192,7 @@ export function TokensView({ listRoles }: { listRoles: boolean }) {
             <th scope="col">Name</th>
             <th scope="col">Grants</th>
             <th scope="col">Expires</th>
+            <th scope="col">Status</th>
             <th scope="col">
               <span class="visually-hidden">Revoke</span>
             </th>
@@ -209,6 +210,11 @@ export function TokensView({ listRoles }: { listRoles: boolean }) {
                     .join(' ')}
               </td>
               <td>{t.expires_at ? new Date(t.expires_at).toLocaleString() : 'never'}</td>
+              <td>
+                {t.status === 'role_deleted'
+                  ? 'refused: its role was deleted'
+                  : (t.status ?? 'active')}
+              </td>
               <td>
                 {revoking === t.id ? (
                   <>

@@ -97,12 +97,20 @@ describe('roles managed at runtime (/v1/sys/roles)', function () {
     expect((await c.call('DELETE', '/v1/sys/roles/temp-role?force=true')).status).to.equal(204);
     for (const token of tokens)
       expect((await c.call('GET', '/v1/auth/me', { token })).status).to.equal(401);
+    // Listed as what they are — refused, their role gone — not as active, and still listed to be revoked.
+    const ids = tokens.map((t) => t.split('_')[1]);
+    const statuses = async () =>
+      ((await c.call('GET', '/v1/auth/tokens')).body.tokens as { id: string; status: string }[])
+        .filter((t) => ids.includes(t.id))
+        .map((t) => t.status);
+    expect(await statuses()).to.deep.equal(['role_deleted', 'role_deleted']);
     // A role of the same name made again does not bring those tokens back.
     expect((await c.call('PUT', '/v1/sys/roles/temp-role', { json: opsRole })).status).to.equal(
       201,
     );
     for (const token of tokens)
       expect((await c.call('GET', '/v1/auth/me', { token })).status).to.equal(401);
+    expect(await statuses()).to.deep.equal(['role_deleted', 'role_deleted']);
     expect(
       (await c.call('GET', '/v1/auth/me', { token: await c.token({ role: 'temp-role' }) })).status,
     ).to.equal(200);
