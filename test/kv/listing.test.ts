@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { auditLines } from '../support/audit-lines.js';
 import { onEachBackend } from '../support/each-backend.js';
 import { startTestCoffer, type TestCoffer } from '../support/harness.js';
 
@@ -72,6 +73,16 @@ describe('listing', () => {
       next_cursor: null,
     });
     expect((await c.call('GET', '/v1/kv/shop/nothing')).status).to.equal(404);
+  });
+
+  it("audits a listing reached from a key's path as the namespace's listing, with no key", async () => {
+    const ns = await c.call('GET', '/v1/kv/shop/cache?limit=5');
+    expect(ns.body.kind).to.equal('listing');
+    const entry = auditLines(c.config.audit.dir!).find(
+      (l) => l.kind === 'request' && l.request_id === ns.headers.get('x-request-id'),
+    )!;
+    expect(entry).to.include({ action: 'list', namespace: 'shop/cache' });
+    expect(entry).to.not.have.property('key');
   });
 
   it('lists a namespace named versions only with a trailing slash', async () => {

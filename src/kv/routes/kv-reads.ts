@@ -123,6 +123,16 @@ function classify(req: Request, q: QueryValues<typeof READ_QUERY>): string {
   return last === RESERVED_KEY ? 'listKeyVersions' : 'readKey';
 }
 
+/**
+ * The audit target of a call on a namespace (a listing, its values): the path may have been read as a
+ * key's first (`/v1/kv/payments/prod` names key `prod` of `payments` too), and that key is no part of it.
+ */
+const ofNamespace = (action: 'list' | 'read', namespace: string) => ({
+  action,
+  namespace,
+  key: undefined,
+});
+
 export function kvReadOperations({
   kv,
   respond,
@@ -212,7 +222,7 @@ export function kvReadOperations({
         const stray = q.values ? 'values' : details ? 'details' : prefix ? 'prefix' : null;
         if (stray ?? condition) throw queryError(stray ?? 'timeout', 'does not go with trash=true');
         const namespace = namespaceOf(segments);
-        auditTarget(res, { action: 'list', namespace });
+        auditTarget(res, ofNamespace('list', namespace));
         respond.json(
           res,
           200,
@@ -232,7 +242,7 @@ export function kvReadOperations({
             'applies to a listing of names; values=true reads every key of the namespace',
           );
         const namespace = namespaceOf(segments);
-        auditTarget(res, { action: 'read', namespace });
+        auditTarget(res, ofNamespace('read', namespace));
         if (condition?.waitAfter)
           throw queryError(
             'wait_after',
@@ -262,7 +272,7 @@ export function kvReadOperations({
         return;
       }
       if (condition) throw queryError('timeout', "a wait applies to a key or a namespace's values");
-      auditTarget(res, { action: 'list', namespace: namespaceOf(segments) });
+      auditTarget(res, ofNamespace('list', namespaceOf(segments)));
       respond.json(
         res,
         200,
@@ -336,7 +346,7 @@ export function kvReadOperations({
           : await kv.readOrList(caller, namespace, key, isNamespace(whole) ? whole : null, limit);
       auditTarget(
         res,
-        'value' in result ? { version: result.version } : { action: 'list', namespace: whole },
+        'value' in result ? { version: result.version } : ofNamespace('list', whole),
       );
       respond.json(
         res,
