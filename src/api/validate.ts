@@ -19,6 +19,15 @@ function issueOf(error: ErrorObject): FieldIssue {
     const name = (error.params as { missingProperty: string }).missingProperty;
     return { field: `${error.instancePath}/${name}`, in: 'body', message: 'is required' };
   }
+  if (error.keyword === 'enum') {
+    // Name them: "must be equal to one of the allowed values" leaves the caller to guess which.
+    const allowed = (error.params as { allowedValues: unknown[] }).allowedValues;
+    return {
+      field: error.instancePath,
+      in: 'body',
+      message: `must be one of: ${allowed.map((v) => JSON.stringify(v)).join(', ')}`,
+    };
+  }
   return { field: error.instancePath, in: 'body', message: error.message ?? 'is invalid' };
 }
 

@@ -26,6 +26,17 @@ describe('HTTP errors and limits', () => {
     expect(res.body.detail).to.be.a('string').and.not.be.empty;
   }
 
+  it("400 for a value outside a field's allowed set names the allowed ones", async () => {
+    const res = await c.call('PUT', '/v1/kv/errs/typed', { json: { value: 'v', type: 'secrett' } });
+    expect(res.status).to.equal(400);
+    expect(res.body.errors).to.deep.include({
+      field: '/type',
+      in: 'body',
+      message: 'must be one of: "config", "secret"',
+    });
+    expect(res.body.detail).to.include('/type must be one of: "config", "secret"');
+  });
+
   it('413 for a value over COFFER_MAX_VALUE_BYTES (UTF-8 bytes), and nothing is stored', async () => {
     expectProblem(await c.put('lim/big', 'x'.repeat(MAX + 1)), 413, 'payload_too_large');
     expectProblem(await c.put('lim/multi', 'é'.repeat(MAX / 2 + 1)), 413, 'payload_too_large');

@@ -206,7 +206,7 @@ describe('migrate-key: the keyring moves to another master key in one atomic wri
     );
     await refused(
       { key_provider: 'vault' },
-      /key_provider must be equal to one of the allowed values/,
+      /key_provider must be one of: "local", /,
     );
 
     const admin = await c.token({ role: 'admin' });
