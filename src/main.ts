@@ -173,7 +173,7 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   },
   token: {
     client: true,
-    summary: 'create, ls and revoke tokens',
+    summary: 'create, ls and revoke tokens; revoke-self and renew the token in use',
     run: async (args, io) => (await import('./cli/tokens.js')).tokenCommand(args, io),
   },
   role: {

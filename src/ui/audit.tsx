@@ -66,7 +66,7 @@ export function AuditView() {
       const v = await api<ApiVerification>('GET', '/v1/sys/audit/verify');
       setVerdict(
         v.intact
-          ? `Intact: ${v.entries} entries in ${v.chains} chain(s), ${v.files} file(s), checked against this server's own files and store. A data directory put back whole from an older copy would verify too: coffer audit verify --against holds the log against an audit stream's copy.`
+          ? `Intact: ${v.entries} ${v.entries === 1 ? 'entry' : 'entries'} in ${v.chains} ${v.chains === 1 ? 'chain' : 'chains'}, ${v.files} ${v.files === 1 ? 'file' : 'files'}, checked against this server's own files and store. A data directory put back whole from an older copy would verify too: coffer audit verify --against holds the log against an audit stream's copy.`
           : `Broken: first at ${v.file} line ${v.line}${v.seq === null ? '' : ` (seq ${v.seq})`}: ${v.reason}`,
       );
     } catch (err) {

@@ -6,6 +6,12 @@ describe('the coffer command and a typo', function () {
   this.timeout(60_000);
   const env = { COFFER_ADDR: 'http://127.0.0.1:9', COFFER_TOKEN: 'cfr_unused' };
 
+  it('coffer --help names every token command, revoke-self and renew too', async () => {
+    const help = await command(['--help'], env);
+    expect(help.code).to.equal(0);
+    expect(help.stdout).to.match(/token +create, ls and revoke tokens; revoke-self and renew/);
+  });
+
   for (const [args, says] of [
     [['tokn', 'ls'], 'coffer tokn: no such command — did you mean token? (coffer --help)'],
     [['operator', 'rotat'], 'coffer operator rotat: no such command — did you mean rotate?'],

@@ -204,10 +204,7 @@ describe('migrate-key: the keyring moves to another master key in one atomic wri
       },
       /exactly one of a slot id \(pkcs11.slot\) and a token label \(pkcs11.token_label\)/,
     );
-    await refused(
-      { key_provider: 'vault' },
-      /key_provider must be one of: "local", /,
-    );
+    await refused({ key_provider: 'vault' }, /key_provider must be one of: "local", /);
 
     const admin = await c.token({ role: 'admin' });
     expect(
