@@ -71,6 +71,11 @@ export interface Operation<Q extends Queries = Queries, B = unknown> {
    */
   readonly pathTarget?: (req: Request) => AuditTarget;
   /**
+   * For an operation that takes no body: what to tell a caller who sent one, beside the field it sent
+   * (POST on a key undeletes: a write is PUT).
+   */
+  readonly strayBody?: string;
+  /**
    * Where one template covers paths the operation never applies to (`/v1/kv/{path}`: a PUT needs a key,
    * so not `/v1/kv/payments`): false there, and a 405's Allow leaves the method out, as the document does.
    */

@@ -23,7 +23,7 @@ import type { Queries } from '../api/query-params.js';
 import { hasBody, rawPath } from '../api/request-parts.js';
 import type { QueryReader, Validators } from '../api/validate.js';
 import { requirePrivilege } from '../auth/principal.js';
-import { AppError } from '../errors.js';
+import { AppError, invalid } from '../errors.js';
 import type { ClientAddress } from './client-address.js';
 
 /** Runs after authentication and routing, before the handler; throws to refuse the request. */
@@ -115,7 +115,14 @@ function compile(operations: readonly Operation[], deps: DispatcherDeps): Runnab
   const refuseStray: Runnable['refuseStray'] = !checksStrayBody(operation)
     ? undefined
     : async (req, res) => {
-        if (hasBody(req)) validateEmpty(await deps.readBody(req, res));
+        if (!hasBody(req)) return;
+        const sent = await deps.readBody(req, res);
+        try {
+          validateEmpty(sent);
+        } catch (err) {
+          if (!(err instanceof AppError) || operation.strayBody === undefined) throw err;
+          throw invalid(`${err.detail}: ${operation.strayBody}`, err.issues);
+        }
       };
   return {
     operation,

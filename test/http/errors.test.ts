@@ -37,6 +37,16 @@ describe('HTTP errors and limits', () => {
     expect(res.body.detail).to.include('/type must be one of: "config", "secret"');
   });
 
+  it('400 for a value POSTed to a key says that POST undeletes and PUT writes', async () => {
+    const res = await c.call('POST', '/v1/kv/errs/posted', {
+      json: { value: 'v', type: 'secret' },
+    });
+    expect(res.status).to.equal(400);
+    expect(res.body.detail).to.include('unknown field "value"');
+    expect(res.body.detail).to.include('a value is written with PUT');
+    expect((await c.call('GET', '/v1/kv/errs/posted')).status).to.equal(404);
+  });
+
   it('413 for a value over COFFER_MAX_VALUE_BYTES (UTF-8 bytes), and nothing is stored', async () => {
     expectProblem(await c.put('lim/big', 'x'.repeat(MAX + 1)), 413, 'payload_too_large');
     expectProblem(await c.put('lim/multi', 'é'.repeat(MAX / 2 + 1)), 413, 'payload_too_large');

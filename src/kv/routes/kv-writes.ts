@@ -264,6 +264,8 @@ export function kvWriteOperations({
     pathTarget,
     serves: mayNameKey,
     query: UNDELETE_QUERY,
+    strayBody:
+      'POST on a key undeletes it (?undelete=true) and takes no body; a value is written with PUT',
     docs: [
       {
         operationId: 'undeleteKey',
