@@ -3,8 +3,9 @@
 import { parseArgs } from 'node:util';
 import type { Logger } from 'pino';
 import { type CommandIo, processIo } from './cli/command-io.js';
-import { argumentsError, CliError, EXIT, noSuchCommand } from './cli/exit-codes.js';
+import { argumentsError, CliError, EXIT } from './cli/exit-codes.js';
 import { printable } from './cli/printable.js';
+import { noSuchCommand } from './cli/suggest.js';
 import { ConfigError } from './errors.js';
 import { KeyProviderError } from './keys/key-provider.js';
 import { versionText } from './version.js';

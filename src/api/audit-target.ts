@@ -31,6 +31,14 @@ export function auditTarget(res: Response, target: AuditTarget): void {
   res.locals.audit = current === undefined ? target : Object.assign(current, target);
 }
 
+/**
+ * The audit target of a call on a namespace (a listing, its values, its trash): the path may have been read
+ * as a key's first (`/v1/kv/payments/prod` names key `prod` of `payments` too), and no key is part of it.
+ */
+export function namespaceTarget(action: 'list' | 'read', namespace: string): AuditTarget {
+  return { action, namespace, key: undefined };
+}
+
 export function auditTargetOf(res: Response): AuditTarget {
   return res.locals.audit ?? {};
 }

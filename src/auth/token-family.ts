@@ -1,5 +1,6 @@
 /** A delegated token's family: the ancestors whose state it takes, and the descendants revoked with it. */
 import { statusOf, type TokenRecord, type TokenStatus } from '../model/tokens.js';
+import type { PrincipalFactory } from './principal.js';
 
 /**
  * A token's status as its use would find it: a delegated token whose ancestor is revoked is revoked (and
@@ -24,6 +25,20 @@ export function effectiveStatus(
     parent = ancestor.parent;
   }
   return worst;
+}
+
+/**
+ * A token's status as a listing shows it: its effective status, and `role_deleted` for one neither revoked
+ * nor expired whose role (or login role) is gone — refused at every use, listed with the live ones.
+ */
+export function listedStatus(
+  record: TokenRecord,
+  byId: ReadonlyMap<string, TokenRecord>,
+  now: number,
+  principals: Pick<PrincipalFactory, 'forToken'>,
+): TokenStatus {
+  const status = effectiveStatus(record, byId, now);
+  return status === 'active' && !principals.forToken(record) ? 'role_deleted' : status;
 }
 
 /** The ids of the tokens `id` created, and theirs, among `records`. */

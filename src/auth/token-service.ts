@@ -11,7 +11,7 @@
 import { forbidden, invalid, notFound } from '../errors.js';
 import type { OperatorEvents } from '../model/operator-events.js';
 import { PRIVILEGES, type Privilege } from '../model/policies.js';
-import type { TokenLogin, TokenMetadata, TokenRecord, TokenStatus } from '../model/tokens.js';
+import type { TokenLogin, TokenMetadata, TokenRecord } from '../model/tokens.js';
 import type { RecordWrite } from '../store/kv-records.js';
 import type { TokenRecords } from '../store/token-records.js';
 import { type Capability, policyFromScopes, type Scope } from './access.js';
@@ -24,7 +24,7 @@ import {
   requirePrivilege,
 } from './principal.js';
 import type { RootRecord } from './root-token.js';
-import { descendantsOf, effectiveStatus } from './token-family.js';
+import { descendantsOf, listedStatus } from './token-family.js';
 import { generateToken, isTokenId, parseToken } from './token-format.js';
 import { type CreateTokenInput, checkGrant, checkMetadata } from './token-request.js';
 
@@ -223,14 +223,7 @@ export class TokenService {
       const mine = new Set(descendantsOf(caller.id, records));
       records = records.filter((r) => mine.has(r.id));
     }
-    // A token whose role (or login role) is gone is refused at every use: listed as such, not as active,
-    // and with the active ones, as a live record someone should revoke.
-    const statusOf = (record: TokenRecord): TokenStatus => {
-      const status = effectiveStatus(record, byId, now);
-      return status === 'active' && !this.deps.principals.forToken(record)
-        ? 'role_deleted'
-        : status;
-    };
+    const statusOf = (record: TokenRecord) => listedStatus(record, byId, now, this.deps.principals);
     return records
       .map((record) => ({ ...view(record), status: statusOf(record) }))
       .filter((token) => all || token.status === 'active' || token.status === 'role_deleted')

@@ -11,8 +11,9 @@ import { loadConfig } from '../config/load.js';
 import { SEARCH_OPTIONS, searchCommand, verifyRemote } from './audit-remote.js';
 import { archiveCommand, verifyCommand } from './audit-verify.js';
 import { type CommandIo, linesTo, processIo } from './command-io.js';
-import { CliError, EXIT, noSuchCommand } from './exit-codes.js';
+import { CliError, EXIT } from './exit-codes.js';
 import { sealReportCommand } from './seal-report.js';
+import { noSuchCommand } from './suggest.js';
 
 export const AUDIT_USAGE = `usage: coffer audit <command>
 

@@ -2,8 +2,6 @@
  * The coffer command's exit codes (docs/cli.md), the same for every command; `coffer run` passes its
  * child's code through once the child has started.
  */
-import { didYouMean, nearest } from './suggest.js';
-
 export const EXIT = {
   ok: 0,
   /** Anything else that failed (the server refused the request for another reason, a check failed). */
@@ -40,20 +38,17 @@ export class CliError extends Error {
  */
 export function argumentsError(
   err: unknown,
-  /** The options the command takes (parseArgs's): an unknown one is told the nearest. */
-  known: readonly string[] = [],
+  /**
+   * The nearest option the command takes to an unknown one (cli/suggest.ts: the server's commands; the
+   * client package's coffer-run has no suggester, and no dependency for one).
+   */
+  suggest?: (name: string) => string | undefined,
 ): CliError {
   const e = err as NodeJS.ErrnoException;
   const quoted = /'([^']+)'/.exec(e.message ?? '')?.[1]?.split(' ')[0];
   switch (e.code) {
     case 'ERR_PARSE_ARGS_UNKNOWN_OPTION': {
-      const near =
-        quoted === undefined
-          ? undefined
-          : nearest(
-              quoted.replace(/^-+/, ''),
-              known.filter((name) => name.length > 1),
-            );
+      const near = quoted === undefined ? undefined : suggest?.(quoted.replace(/^-+/, ''));
       return new CliError(
         `unknown option ${quoted}${near === undefined ? '' : ` — did you mean --${near}?`} (--help lists what this command takes)`,
         EXIT.usage,
@@ -76,13 +71,4 @@ export function argumentsError(
     default:
       return new CliError(e.message ?? String(err), EXIT.usage);
   }
-}
-
-/** `coffer <group> <given>: no such command — did you mean …? (coffer <group> --help)`: exit 2. */
-export function noSuchCommand(group: string, given: string, known: readonly string[]): CliError {
-  const where = group === '' ? 'coffer' : `coffer ${group}`;
-  return new CliError(
-    `${where} ${given}: no such command${didYouMean(given, known)} (${where} --help)`,
-    EXIT.usage,
-  );
 }

@@ -7,11 +7,12 @@ import { parseArgs } from 'node:util';
 import type { Coffer } from '../client/coffer.js';
 import { isNamespace, isSegment } from '../model/names.js';
 import { type CommandIo, processIo } from './command-io.js';
-import { argumentsError, CliError, EXIT, noSuchCommand } from './exit-codes.js';
+import { argumentsError, CliError, EXIT } from './exit-codes.js';
 import { fileProblem } from './file-errors.js';
 import { keyMeta } from './kv-meta.js';
 import { printable } from './printable.js';
 import { connect, explain } from './session.js';
+import { noSuchCommand, optionSuggester } from './suggest.js';
 import { table } from './table.js';
 
 export const KV_HELP = `usage: coffer kv <command> [options]
@@ -136,7 +137,7 @@ export async function kvCommand(args: string[], io: CommandIo = processIo()): Pr
   try {
     parsed = parse();
   } catch (err) {
-    throw argumentsError(err, Object.keys(KV_OPTIONS));
+    throw argumentsError(err, optionSuggester(Object.keys(KV_OPTIONS)));
   }
   const { positionals, values: o } = parsed;
   const [command, path, ...rest] = positionals;

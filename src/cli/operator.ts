@@ -5,11 +5,12 @@
 import { parseArgs } from 'node:util';
 import type { Coffer } from '../client/coffer.js';
 import { type CommandIo, linesTo, processIo } from './command-io.js';
-import { argumentsError, CliError, EXIT, noSuchCommand } from './exit-codes.js';
+import { argumentsError, CliError, EXIT } from './exit-codes.js';
 import { COMMAND_HELP, OPERATOR_USAGE } from './operator-help.js';
 import { migrate, rewrap, rotate, status } from './operator-keyring.js';
 import { migrateStorage, restore, snapshot } from './operator-store.js';
 import { connect, explain } from './session.js';
+import { noSuchCommand, optionSuggester } from './suggest.js';
 
 export { OPERATOR_USAGE } from './operator-help.js';
 
@@ -44,7 +45,7 @@ export async function operatorCommand(
   try {
     parsed = parse();
   } catch (err) {
-    throw argumentsError(err, Object.keys(options));
+    throw argumentsError(err, optionSuggester(Object.keys(options)));
   }
   const { positionals, values } = parsed;
   const command = positionals[0];

@@ -121,7 +121,7 @@ export function parseValueOptions(
       [more: string]: unknown;
     };
   } catch (err) {
-    throw argumentsError(err, Object.keys(options));
+    throw argumentsError(err);
   }
 }
 

@@ -3,10 +3,11 @@ import { parseArgs } from 'node:util';
 import type { CofferError } from '../client/errors.js';
 import type { TokenCreateRequest } from '../client/index.js';
 import { type CommandIo, processIo } from './command-io.js';
-import { argumentsError, CliError, EXIT, noSuchCommand } from './exit-codes.js';
+import { argumentsError, CliError, EXIT } from './exit-codes.js';
 import { durationOption, formatAge } from './fallback.js';
 import { printable } from './printable.js';
 import { connect, explain } from './session.js';
+import { noSuchCommand, optionSuggester } from './suggest.js';
 import { scopesText, table } from './table.js';
 
 export const TOKEN_HELP = `usage: coffer token <command> [options]
@@ -55,7 +56,7 @@ function parse(
       options: { ...options, help: { type: 'boolean', short: 'h' } },
     });
   } catch (err) {
-    throw argumentsError(err, [...Object.keys(options), 'help']);
+    throw argumentsError(err, optionSuggester([...Object.keys(options), 'help']));
   }
 }
 

@@ -8,19 +8,31 @@ import { dropTestSchemas, PG_TEST_URL, requirePostgres, testSchema } from '../su
 import { killAll, runCoffer, serveSettings, startProcess } from '../support/process.js';
 import { pgEnv, secondServer } from '../support/shared-servers.js';
 
-/** Ends every other connection to the test database, as a database administrator or a failover would. */
-async function terminateBackends(): Promise<number> {
+/**
+ * Ends every connection of this test's servers, as a database administrator or a failover would: those
+ * named `application` (their COFFER_PG_URL says so), so that other test files' servers on the same
+ * database, running beside these, are left alone.
+ */
+async function terminateBackends(application: string): Promise<number> {
   const client = new pg.Client({ connectionString: PG_TEST_URL });
   await client.connect();
   try {
     const { rowCount } = await client.query(
       `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-        WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'`,
+        WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name = $1`,
+      [application],
     );
     return rowCount ?? 0;
   } finally {
     await client.end();
   }
+}
+
+/** The test database's URL with the application name its connections carry. */
+function namedUrl(application: string): string {
+  const url = new URL(PG_TEST_URL);
+  url.searchParams.set('application_name', application);
+  return url.toString();
 }
 
 interface Load {
@@ -49,9 +61,9 @@ describe("The audit log's copy in PostgreSQL through connection cuts", function 
   beforeEach(async () => {
     schema = testSchema();
     // Timed syncs every 5 ms: a store of the copy is nearly always in flight when a batch is written.
-    const env = { ...pgEnv(schema), COFFER_AUDIT_SYNC_MS: '5' };
+    const env = { ...pgEnv(schema, namedUrl(schema)), COFFER_AUDIT_SYNC_MS: '5' };
     a = await startTestCoffer({ env });
-    b = await secondServer(a, schema, undefined, { COFFER_AUDIT_SYNC_MS: '5' });
+    b = await secondServer(a, schema, namedUrl(schema), { COFFER_AUDIT_SYNC_MS: '5' });
   });
   afterEach(async () => {
     // The first server stops even when the second fails to.
@@ -105,7 +117,7 @@ describe("The audit log's copy in PostgreSQL through connection cuts", function 
     await underLoad([a, b], 8, async (load) => {
       for (let cut = 0; cut < 10; cut++) {
         await writesGoOn(load);
-        await terminateBackends();
+        expect(await terminateBackends(schema)).to.be.greaterThan(0);
       }
       await writesGoOn(load);
     });

@@ -21,7 +21,6 @@ describe('the coffer command and a typo', function () {
     [['kv', 'put', 'a/b', 'v', '--typ', 'config'], 'unknown option --typ — did you mean --type?'],
     [['kv', 'get', 'a/b', '--verison', '2'], 'unknown option --verison — did you mean --version?'],
     [['kv', 'ls', '--jsn'], 'unknown option --jsn — did you mean --json?'],
-    [['run', '--nss', 'a', '--', 'true'], 'unknown option --nss — did you mean --ns?'],
     [['frobnicate'], 'coffer frobnicate: no such command (coffer --help)'],
   ] as const)
     it(`coffer ${args.join(' ')}`, async () => {

@@ -7,7 +7,7 @@
  *   anything else                                       → the key if it exists, else the namespace, else 404
  */
 import type { Request } from 'express';
-import { auditTarget } from '../../api/audit-target.js';
+import { auditTarget, namespaceTarget } from '../../api/audit-target.js';
 import { principalOf } from '../../api/context.js';
 import type { Operation, OperationDoc } from '../../api/operation.js';
 import { flag, integer, type QueryValues, text } from '../../api/query-params.js';
@@ -123,16 +123,6 @@ function classify(req: Request, q: QueryValues<typeof READ_QUERY>): string {
   return last === RESERVED_KEY ? 'listKeyVersions' : 'readKey';
 }
 
-/**
- * The audit target of a call on a namespace (a listing, its values): the path may have been read as a
- * key's first (`/v1/kv/payments/prod` names key `prod` of `payments` too), and that key is no part of it.
- */
-const ofNamespace = (action: 'list' | 'read', namespace: string) => ({
-  action,
-  namespace,
-  key: undefined,
-});
-
 export function kvReadOperations({
   kv,
   respond,
@@ -222,7 +212,7 @@ export function kvReadOperations({
         const stray = q.values ? 'values' : details ? 'details' : prefix ? 'prefix' : null;
         if (stray ?? condition) throw queryError(stray ?? 'timeout', 'does not go with trash=true');
         const namespace = namespaceOf(segments);
-        auditTarget(res, ofNamespace('list', namespace));
+        auditTarget(res, namespaceTarget('list', namespace));
         respond.json(
           res,
           200,
@@ -242,7 +232,7 @@ export function kvReadOperations({
             'applies to a listing of names; values=true reads every key of the namespace',
           );
         const namespace = namespaceOf(segments);
-        auditTarget(res, ofNamespace('read', namespace));
+        auditTarget(res, namespaceTarget('read', namespace));
         if (condition?.waitAfter)
           throw queryError(
             'wait_after',
@@ -272,7 +262,7 @@ export function kvReadOperations({
         return;
       }
       if (condition) throw queryError('timeout', "a wait applies to a key or a namespace's values");
-      auditTarget(res, ofNamespace('list', namespaceOf(segments)));
+      auditTarget(res, namespaceTarget('list', namespaceOf(segments)));
       respond.json(
         res,
         200,
@@ -346,7 +336,7 @@ export function kvReadOperations({
           : await kv.readOrList(caller, namespace, key, isNamespace(whole) ? whole : null, limit);
       auditTarget(
         res,
-        'value' in result ? { version: result.version } : ofNamespace('list', whole),
+        'value' in result ? { version: result.version } : namespaceTarget('list', whole),
       );
       respond.json(
         res,
