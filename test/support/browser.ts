@@ -37,3 +37,11 @@ export async function watchedPage(
   page.on('pageerror', (err) => errors.push(`${page.url()}: ${err.message}`));
   return { page, errors };
 }
+
+/** Signs the console in with `token` through its own form, and waits for it to be signed in. */
+export async function signInWithToken(page: Page, url: string, token: string): Promise<void> {
+  await page.goto(`${url}/ui/`);
+  await page.getByLabel('Token').fill(token);
+  await page.getByRole('button', { name: 'Sign in with the token' }).click();
+  await page.getByRole('button', { name: 'Sign out' }).waitFor();
+}

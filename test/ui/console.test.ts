@@ -8,7 +8,7 @@ import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
 import { AUDIT_FILTER_NAMES, AUDIT_FILTERS } from '../../src/model/audit-filters.js';
 import { snapshotName } from '../../src/operator/scheduled-snapshots.js';
-import { LAPTOP, launchChromium, PHONE, watchedPage } from '../support/browser.js';
+import { LAPTOP, launchChromium, PHONE, signInWithToken, watchedPage } from '../support/browser.js';
 import { startTestCoffer, type TestCoffer, tempDir } from '../support/harness.js';
 import { putPeopleLoginRole, TestOidcProvider } from '../support/oidc-provider.js';
 import { requirePackage } from '../support/system-packages.js';
@@ -35,13 +35,6 @@ async function accessibilityViolations(page: Page): Promise<string[]> {
   return result.violations
     .filter((v) => v.impact === 'serious' || v.impact === 'critical')
     .map((v) => `${v.id} (${v.impact}): ${v.help}`);
-}
-
-async function signIn(page: Page, url: string, token: string): Promise<void> {
-  await page.goto(`${url}/ui/`);
-  await page.getByLabel('Token').fill(token);
-  await page.getByRole('button', { name: 'Sign in with the token' }).click();
-  await page.getByRole('button', { name: 'Sign out' }).waitFor();
 }
 
 describe('the web console in Chromium', function () {
@@ -81,7 +74,7 @@ describe('the web console in Chromium', function () {
     const { page, errors } = await watchedPage(context);
     const main = await page.goto(`${c.url}/ui/`);
     expect(main!.headers()['content-security-policy']).to.include("script-src 'self'");
-    await signIn(page, c.url, admin);
+    await signInWithToken(page, c.url, admin);
     // The token is in no storage the page's script can reach, and the cookie is HttpOnly.
     const cookies = await context.cookies();
     expect(cookies.map((k) => [k.name, k.httpOnly, k.sameSite])).to.deep.equal([
@@ -249,7 +242,7 @@ describe('the web console in Chromium', function () {
   it('shows a config-reader no secret value and no control it may not use, and refuses an inline script', async () => {
     const context = await browser.newContext({ viewport: LAPTOP });
     const { page } = await watchedPage(context);
-    await signIn(page, c.url, configReader);
+    await signInWithToken(page, c.url, configReader);
     await page.goto(`${c.url}/ui/#/key/db_password/in/payments/staging`);
     // Offered only what it may do: a secret it may not read has no Reveal (its versions may not even be
     // listed to it: then the page says why); it may not write or delete.
@@ -285,7 +278,7 @@ describe('the web console in Chromium', function () {
     expect(role.status, role.text).to.be.oneOf([200, 201]);
     const context = await browser.newContext({ viewport: LAPTOP });
     const { page } = await watchedPage(context);
-    await signIn(page, c.url, c.rootToken);
+    await signInWithToken(page, c.url, c.rootToken);
     const calls: string[] = [];
     page.on('request', (request) =>
       calls.push(`${request.method()} ${new URL(request.url()).pathname}`),
@@ -321,7 +314,7 @@ describe('the web console in Chromium', function () {
   it('sends no session cookie with a cross-site form, which is refused', async () => {
     const context = await browser.newContext({ viewport: LAPTOP });
     const { page } = await watchedPage(context);
-    await signIn(page, c.url, writer);
+    await signInWithToken(page, c.url, writer);
     // Another site (localhost is not 127.0.0.1's site) posts a form to Coffer.
     const port = new URL(c.url).port;
     const evil: Server = createServer((_req, res) => {
@@ -389,7 +382,7 @@ describe('the web console in Chromium', function () {
   it('makes a new key from a browse page, never over one that exists, and adds a version only on top of the latest shown', async () => {
     const context = await browser.newContext({ viewport: LAPTOP });
     const { page, errors } = await watchedPage(context);
-    await signIn(page, c.url, writer);
+    await signInWithToken(page, c.url, writer);
     await page.getByLabel('Search by name prefix').fill('zzz');
     await page.getByText('No namespaces starting with “zzz” that you may list.').waitFor();
 
@@ -451,7 +444,7 @@ describe('the web console in Chromium', function () {
       const screens: [string, string[]][] = [['sign-in', await accessibilityViolations(page)]];
       if (SHOTS) await page.screenshot({ path: `${SHOTS}/sign-in-${width}.png`, fullPage: true });
       // An admin: every control of the key page is there (a writer may not delete).
-      await signIn(page, c.url, admin);
+      await signInWithToken(page, c.url, admin);
       await page.getByRole('link', { name: 'payments/' }).waitFor();
       // The tree opened two levels down.
       await page.getByRole('button', { name: 'Open payments in the tree' }).click();
@@ -634,7 +627,7 @@ describe('the web console’s tokens, roles, keyring and audit screens, in Chrom
   it('root creates a token shown once and revokes it, edits a role, and rotates and rewraps the keyring, live', async () => {
     const context = await browser.newContext({ viewport: LAPTOP });
     const { page, errors } = await watchedPage(context);
-    await signIn(page, c.url, c.rootToken);
+    await signInWithToken(page, c.url, c.rootToken);
 
     await page.getByRole('link', { name: 'Tokens' }).click();
     await page.getByLabel('Role', { exact: true }).selectOption('reader');
@@ -726,7 +719,7 @@ describe('the web console’s tokens, roles, keyring and audit screens, in Chrom
     const { page, errors } = await watchedPage(context);
     page.on('dialog', (dialog) => void dialog.accept());
     try {
-      await signIn(page, c.url, c.rootToken);
+      await signInWithToken(page, c.url, c.rootToken);
       await page.getByRole('link', { name: 'Webhooks' }).click();
       await page.getByRole('button', { name: 'New webhook…' }).click();
       await page.getByLabel('Name', { exact: true }).fill('deploys');
@@ -772,7 +765,7 @@ describe('the web console’s tokens, roles, keyring and audit screens, in Chrom
     {
       const context = await browser.newContext({ viewport: LAPTOP });
       const { page, errors } = await watchedPage(context);
-      await signIn(page, c.url, auditor);
+      await signInWithToken(page, c.url, auditor);
       // An auditor gets the screens its privileges allow, and no others.
       expect(await page.getByRole('link', { name: 'Roles' }).count()).to.equal(0);
       await page.getByRole('link', { name: 'Audit log' }).click();
@@ -854,7 +847,7 @@ describe('the web console left unattended, in Chromium', function () {
     const context = await browser.newContext({ viewport: LAPTOP });
     await context.clock.install();
     const { page, errors } = await watchedPage(context);
-    await signIn(page, c.url, writer);
+    await signInWithToken(page, c.url, writer);
     await page.goto(key(c.url));
     await page.getByRole('button', { name: 'Reveal version 1' }).click();
     await page.getByText(SECRET).waitFor();
@@ -875,7 +868,7 @@ describe('the web console left unattended, in Chromium', function () {
     const context = await browser.newContext({ viewport: LAPTOP });
     await context.clock.install();
     const unused = await watchedPage(context);
-    await signIn(unused.page, c.url, writer);
+    await signInWithToken(unused.page, c.url, writer);
     await unused.page.goto(key(c.url));
     await unused.page.getByRole('button', { name: 'Reveal version 1' }).click();
     await unused.page.getByText(SECRET).waitFor();

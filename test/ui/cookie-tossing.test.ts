@@ -1,17 +1,10 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import type { Browser, Page } from 'playwright-core';
-import { LAPTOP, launchChromium, watchedPage } from '../support/browser.js';
+import type { Browser } from 'playwright-core';
+import { LAPTOP, launchChromium, signInWithToken, watchedPage } from '../support/browser.js';
 import { startTestCoffer, type TestCoffer } from '../support/harness.js';
 import { requirePackage } from '../support/system-packages.js';
-
-async function signIn(page: Page, url: string, token: string): Promise<void> {
-  await page.goto(`${url}/ui/`);
-  await page.getByLabel('Token').fill(token);
-  await page.getByRole('button', { name: 'Sign in with the token' }).click();
-  await page.getByRole('button', { name: 'Sign out' }).waitFor();
-}
 
 /**
  * Over plain HTTP a page on another port of the same host shares the host's cookies: it can push the
@@ -60,7 +53,7 @@ describe('the web console against cookie tossing from another port (Chromium, pl
     const { page } = await watchedPage(context);
     try {
       const victim = await c.token({ role: 'admin', metadata: { name: 'victim' } });
-      await signIn(page, c.url, victim);
+      await signInWithToken(page, c.url, victim);
       const seen: string[] = [];
       page.on('response', async (r) => {
         if (!r.url().endsWith('/v1/auth/me') || r.status() !== 200) return;
