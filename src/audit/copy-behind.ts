@@ -13,21 +13,26 @@ import type { StoredChains } from './database-copy.js';
 import { type ChainFile, chainFiles, chainFileText } from './files.js';
 import { type Broken, broken } from './verify-chain.js';
 
-/** The chain's lines' entries, as far as each can be read (kind, event, batch), in order. */
-function entries(
+/**
+ * The last two entries of a chain's files (kind, event, batch), as far as they can be read: only its end
+ * is needed here (verify reads every line anyway).
+ */
+function tail(
   files: readonly ChainFile[],
 ): { seq: number; kind?: string; event?: string; batch?: boolean }[] {
-  const out: { seq: number; kind?: string; event?: string; batch?: boolean }[] = [];
-  for (const file of files)
-    for (const line of chainFileText(file).split('\n')) {
-      if (line === '') continue;
-      try {
-        out.push(JSON.parse(line));
-      } catch {
-        // verify reports a line that does not parse
-      }
+  const last = files.at(-1);
+  if (last === undefined) return [];
+  const lines = chainFileText(last)
+    .split('\n')
+    .filter((line) => line !== '')
+    .slice(-2);
+  return lines.flatMap((line) => {
+    try {
+      return [JSON.parse(line)];
+    } catch {
+      return []; // verify reports a line that does not parse
     }
-  return out;
+  });
 }
 
 /** Whether the files end as a clean stop ends a chain: `server.stop`, then the final checkpoint. */
@@ -48,8 +53,8 @@ export function copyBehindFiles(
   for (const [chain, files] of chainFiles(paths)) {
     const copy = copies.get(chain);
     if (!copy) continue;
-    const local = entries(files);
-    const copied = entries(copy);
+    const local = tail(files);
+    const copied = tail(copy);
     const localEnd = local.at(-1)?.seq ?? 0;
     const copyEnd = copied.at(-1)?.seq ?? 0;
     if (copyEnd >= localEnd) continue;

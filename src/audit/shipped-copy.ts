@@ -243,7 +243,14 @@ export function weighChain(
       );
     const others = here.filter((s) => !server.includes(s));
     if (others.length === 0) continue;
-    if (link !== undefined || server.length > 0 || others.length > 1) {
+    // Without the link key, lines of an entry nothing signs prove nothing either way.
+    if (link === undefined && server.length === 0)
+      unsigned.set(
+        seq,
+        others.map((s) => s.line),
+      );
+    // Two lines for one entry, or (with the link key) a line that follows nothing: the copy's fault.
+    if (link !== undefined || server.length > 0 || others.length > 1)
       forged.push({
         chain,
         seq,
@@ -256,17 +263,6 @@ export function weighChain(
                 : 'a line the server did not write: it follows no line of the chain (its prev is not the link to the line before): someone else sent it to the stream'
               : 'the shipped copy holds different lines for this entry, none under a verified checkpoint: someone else sent at least one of them to the stream',
       });
-      if (link === undefined && server.length === 0)
-        unsigned.set(
-          seq,
-          others.map((s) => s.line),
-        );
-      continue;
-    }
-    unsigned.set(
-      seq,
-      others.map((s) => s.line),
-    );
   }
   return { written, unsigned, forged, signed };
 }
